@@ -1,0 +1,55 @@
+//! Output parsers: turn a stack's output lines into samples and a verdict.
+//!
+//! A parser is fed every line as it arrives (stdout and stderr interleaved, each with its
+//! arrival time) and then finished. Parsers are pure: no I/O, no clocks of their own — the
+//! arrival time on each line is the only clock (markers use it).
+
+use std::time::Duration;
+
+use crate::results::Sample;
+
+/// Which stream a line came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Stream {
+    Stdout,
+    Stderr,
+}
+
+/// One output line with its arrival time since the process started.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutputLine {
+    pub stream: Stream,
+    pub at: Duration,
+    pub text: String,
+}
+
+/// What a parser concluded from one process's output.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Parsed {
+    /// Rounds found, in order. Round numbers and labels may be filled by the parser or later by
+    /// the engine (for `subprocess` shape, one process = one round).
+    pub samples: Vec<Sample>,
+    /// `Some(true)` when the stack declared success, `Some(false)` on a declared failure,
+    /// `None` when it said nothing either way.
+    pub correctness: Option<bool>,
+    /// Why it failed, in the stack's words.
+    pub error: Option<String>,
+    /// Problems with the output itself (garbage, truncated JSON) — reported, never fatal.
+    pub warnings: Vec<String>,
+}
+
+/// Context a parser may need: the case's size (bandwidth is recomputed from bytes and time).
+#[derive(Debug, Clone, Default)]
+pub struct ParseContext {
+    pub n_bytes: u64,
+    pub p: u32,
+    pub warmup: u32,
+    pub timed: u32,
+}
+
+/// A streaming parser.
+pub trait Parser: Send {
+    fn feed(&mut self, line: &OutputLine);
+    fn finish(self: Box<Self>) -> Parsed;
+}

@@ -1,0 +1,136 @@
+//! Human units in and out: durations such as `"10m"` in plans, and times/bandwidths in reports.
+//!
+//! Pure formatting and parsing; the one place that decides how a number looks to a person
+//! (never `0.0000` for a sub-50 µs time).
+
+use std::time::Duration;
+
+/// Parse `"500ms"`, `"20s"`, `"10m"`, `"2h"`, `"1h30m"`, or a bare number of seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    if t.is_empty() {
+        return Err("expected a duration such as \"30s\", \"10m\" or \"1h\"".into());
+    }
+    if let Ok(secs) = t.parse::<f64>() {
+        if secs.is_finite() && secs >= 0.0 {
+            return Ok(Duration::from_secs_f64(secs));
+        }
+    }
+    let mut total = 0f64;
+    let mut rest = t;
+    while !rest.is_empty() {
+        let num_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        if num_len == 0 {
+            return Err(format!(
+                "`{text}` is not a duration (expected e.g. \"30s\", \"10m\", \"1h30m\", \"500ms\")"
+            ));
+        }
+        let value: f64 = rest[..num_len]
+            .parse()
+            .map_err(|_| format!("`{text}` is not a duration"))?;
+        rest = &rest[num_len..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let scale = match &rest[..unit_len] {
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" | "min" => 60.0,
+            "h" => 3600.0,
+            "d" => 86400.0,
+            other => {
+                return Err(format!(
+                    "`{text}`: unknown unit `{other}` (expected ms, s, m, h or d)"
+                ))
+            }
+        };
+        rest = &rest[unit_len..];
+        total += value * scale;
+    }
+    Ok(Duration::from_secs_f64(total))
+}
+
+/// Seconds in the largest unit that keeps 3 significant digits: `812 ns`, `14.2 µs`, `3.05 ms`.
+pub fn format_seconds(s: f64) -> String {
+    if !s.is_finite() {
+        return "–".into();
+    }
+    let a = s.abs();
+    let (v, unit) = if a == 0.0 {
+        (0.0, "s")
+    } else if a < 1e-6 {
+        (s * 1e9, "ns")
+    } else if a < 1e-3 {
+        (s * 1e6, "µs")
+    } else if a < 1.0 {
+        (s * 1e3, "ms")
+    } else {
+        (s, "s")
+    };
+    format!("{} {unit}", sig3(v))
+}
+
+/// Bytes per second as `MB/s` / `GB/s` (decimal, as nccl-tests).
+pub fn format_bandwidth(bytes_per_s: f64) -> String {
+    if !bytes_per_s.is_finite() {
+        return "–".into();
+    }
+    if bytes_per_s >= 1e9 {
+        format!("{} GB/s", sig3(bytes_per_s / 1e9))
+    } else {
+        format!("{} MB/s", sig3(bytes_per_s / 1e6))
+    }
+}
+
+/// Bytes as `256 B`, `16 KiB`, `4 MiB`.
+pub fn format_bytes(b: u64) -> String {
+    const K: u64 = 1024;
+    if b >= K * K * K && b % (K * K * K) == 0 {
+        format!("{} GiB", b / (K * K * K))
+    } else if b >= K * K && b % (K * K) == 0 {
+        format!("{} MiB", b / (K * K))
+    } else if b >= K && b % K == 0 {
+        format!("{} KiB", b / K)
+    } else {
+        format!("{b} B")
+    }
+}
+
+/// Three significant digits, no trailing exponent.
+fn sig3(v: f64) -> String {
+    let a = v.abs();
+    if a >= 100.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("10m").unwrap(), Duration::from_secs(600));
+        assert_eq!(parse_duration("1h30m").unwrap(), Duration::from_secs(5400));
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("2.5").unwrap(), Duration::from_millis(2500));
+        assert!(parse_duration("10 parsecs").is_err());
+        assert!(parse_duration("").is_err());
+    }
+
+    #[test]
+    fn human_times_never_print_zero_for_small_values() {
+        assert_eq!(format_seconds(0.000_014_2), "14.2 µs");
+        assert_eq!(format_seconds(8.12e-7), "812 ns");
+        assert_eq!(format_seconds(0.003_05), "3.05 ms");
+        assert_eq!(format_seconds(12.0), "12.0 s");
+        assert_eq!(format_bytes(4 * 1024 * 1024), "4 MiB");
+        assert_eq!(format_bandwidth(2.5e9), "2.50 GB/s");
+    }
+}

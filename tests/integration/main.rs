@@ -1,0 +1,3 @@
+//! The one integration test binary: real `campaign` processes, real files.
+
+mod util;
