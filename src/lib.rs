@@ -6,11 +6,14 @@
 pub mod case;
 pub mod cli;
 pub mod commands;
+pub mod dag;
 pub mod error;
 pub mod executor;
 pub mod golden;
 pub mod plan;
+pub mod pool;
 pub mod results;
+pub mod scheduler;
 pub mod stack;
 pub mod stats;
 pub mod units;
