@@ -13,6 +13,8 @@ pub mod executor;
 pub mod golden;
 pub mod plan;
 pub mod pool;
+pub mod progress;
+pub mod provenance;
 pub mod results;
 pub mod scheduler;
 pub mod stack;
