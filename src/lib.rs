@@ -8,6 +8,7 @@ pub mod case;
 pub mod cli;
 pub mod commands;
 pub mod dag;
+pub mod engine;
 pub mod error;
 pub mod executor;
 pub mod golden;
