@@ -137,9 +137,9 @@ pub async fn run_process(
     let mut cancel_live = true;
 
     while exit.is_none() || streams_open {
-        let quiet_deadline = spec.no_output_timeout.map(|limit| {
-            start + Duration::from_nanos(activity.load(Ordering::Relaxed)) + limit
-        });
+        let quiet_deadline = spec
+            .no_output_timeout
+            .map(|limit| start + Duration::from_nanos(activity.load(Ordering::Relaxed)) + limit);
         tokio::select! {
             chunk = rx.recv(), if streams_open => match chunk {
                 Some(chunk) => {
@@ -346,10 +346,7 @@ mod tests {
 
     #[test]
     fn spawn_errors_name_the_program() {
-        let e = spawn_error(
-            "mpicc",
-            std::io::Error::from(std::io::ErrorKind::NotFound),
-        );
+        let e = spawn_error("mpicc", std::io::Error::from(std::io::ErrorKind::NotFound));
         assert_eq!(
             e.to_string(),
             "cannot run `mpicc`: program not found on PATH"

@@ -73,7 +73,9 @@ fn texts(lines: &[OutputLine], stream: Stream) -> Vec<&str> {
 fn running(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(stat) => {
-            let state = stat[stat.rfind(')').unwrap() + 1..].split_whitespace().next();
+            let state = stat[stat.rfind(')').unwrap() + 1..]
+                .split_whitespace()
+                .next();
             !matches!(state, Some("Z") | Some("X"))
         }
         Err(_) => false,
@@ -93,7 +95,11 @@ fn printed_pids(lines: &[OutputLine]) -> Vec<(String, i32)> {
 
 fn assert_nothing_left(lines: &[OutputLine]) {
     let pids = printed_pids(lines);
-    assert_eq!(pids.len(), 4, "expected leader and 3 children, got {pids:?}");
+    assert_eq!(
+        pids.len(),
+        4,
+        "expected leader and 3 children, got {pids:?}"
+    );
     for (label, pid) in &pids {
         assert!(!running(*pid), "{label} (pid {pid}) is still running");
     }
@@ -157,7 +163,10 @@ async fn concurrent_streams_interleave_by_whole_lines_in_order() {
             .filter(|l| l.stream == stream)
             .map(|l| l.at)
             .collect();
-        assert!(times.windows(2).all(|w| w[0] <= w[1]), "{prefix} times go back");
+        assert!(
+            times.windows(2).all(|w| w[0] <= w[1]),
+            "{prefix} times go back"
+        );
     }
     // The log holds the same lines, each whole, in the order they were handed out.
     let log = std::fs::read_to_string(&spec.log_path).unwrap();
