@@ -26,7 +26,7 @@ use crate::stack::parsers::{OutputLine, Stream};
 /// so a stack printing megabytes without a newline cannot exhaust memory.
 pub const MAX_LINE_BYTES: usize = 1 << 20;
 
-/// How long to keep reading after SIGKILL when something outside the group (a daemon that
+/// How long to keep reading, once the group is gone, when something outside it (a daemon that
 /// called `setsid`) still holds the pipes open.
 const DRAIN_AFTER_KILL: Duration = Duration::from_secs(2);
 
@@ -157,10 +157,15 @@ pub async fn run_process(
                     "waiting for `{program}` failed: {e}"
                 )))?);
                 // The leader is done; whatever it left behind (background children holding
-                // the pipes) is stopped now rather than waited for.
-                if streams_open && kill_at.is_none() && group_alive(pgid) {
-                    signal_group(pgid, libc::SIGTERM);
-                    kill_at = Some(Instant::now() + spec.grace);
+                // the pipes) is stopped now rather than waited for. Pipes held from outside
+                // the group (a `setsid` daemon) cannot be stopped: read a little, then leave.
+                if streams_open && kill_at.is_none() {
+                    if group_alive(pgid) {
+                        signal_group(pgid, libc::SIGTERM);
+                        kill_at = Some(Instant::now() + spec.grace);
+                    } else if give_up_at.is_none() {
+                        give_up_at = Some(Instant::now() + DRAIN_AFTER_KILL);
+                    }
                 }
             },
             _ = sleep_until(deadline.unwrap_or(far)), if deadline.is_some() && killed.is_none() && exit.is_none() => {

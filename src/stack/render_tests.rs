@@ -1,3 +1,5 @@
+//! Tests of `stack::render`: scope, strict undefined errors, shell rules, env, cwd, build, probe.
+
 use super::*;
 use crate::case::{Dtype, Variant};
 use crate::stack::registry;

@@ -224,6 +224,18 @@ async fn a_leader_that_exits_leaves_no_children_behind() {
 }
 
 #[tokio::test]
+async fn pipes_held_outside_the_group_do_not_hang_the_run() {
+    let dir = util::tempdir();
+    let (outcome, lines) = run(&sh(dir.path(), "setsid sleep 1000 & echo \"daemon $!\"")).await;
+    assert_eq!(outcome.exit_code, Some(0));
+    let pids = printed_pids(&lines);
+    assert_eq!(pids.len(), 1, "{pids:?}");
+    // It escaped the group (that is what setsid is for): clean up after ourselves.
+    // SAFETY: kill has no memory-safety preconditions.
+    unsafe { libc::kill(pids[0].1, libc::SIGKILL) };
+}
+
+#[tokio::test]
 async fn silence_trips_the_no_output_timeout_but_steady_output_does_not() {
     let dir = util::tempdir();
     let mut quiet = sh(dir.path(), "echo started; sleep 1000");

@@ -1,3 +1,5 @@
+//! Tests of the `native` parser on realistic, garbled and interleaved output.
+
 use std::time::Duration;
 
 use super::*;

@@ -1,3 +1,5 @@
+//! Tests of the `regex` parser and the parser factory.
+
 use std::time::Duration;
 
 use super::*;
