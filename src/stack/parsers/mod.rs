@@ -53,3 +53,14 @@ pub trait Parser: Send {
     fn feed(&mut self, line: &OutputLine);
     fn finish(self: Box<Self>) -> Parsed;
 }
+
+pub mod gtest;
+pub mod hccl;
+pub mod hccl_test;
+pub mod markers;
+pub mod nccl_tests;
+pub mod osu;
+pub mod pypto;
+pub mod simpler_own;
+pub mod strace;
+pub mod table;
