@@ -183,8 +183,10 @@ fn devices(resolver: &Resolver) -> String {
     let Some(npu_smi) = find_program("npu-smi", resolver.var("PATH")) else {
         return "npu-smi not found on PATH: no Ascend driver here, no NPUs seen".to_string();
     };
-    match run_with_timeout(Command::new(&npu_smi).args(["info", "-l"]), Duration::from_secs(15))
-    {
+    match run_with_timeout(
+        Command::new(&npu_smi).args(["info", "-l"]),
+        Duration::from_secs(15),
+    ) {
         Ok(text) if text.trim().is_empty() => "npu-smi info -l printed nothing".to_string(),
         Ok(text) => text,
         Err(e) => format!("npu-smi info -l failed: {e}"),

@@ -88,7 +88,9 @@ fn is_env_name(s: &str) -> bool {
 
 fn render_path(template: &str, root: Option<&Resolved>) -> Result<PathBuf, String> {
     let env = minijinja::Environment::new();
-    let root = root.map(|r| r.path.display().to_string()).unwrap_or_default();
+    let root = root
+        .map(|r| r.path.display().to_string())
+        .unwrap_or_default();
     env.render_str(template, minijinja::context! { root => root })
         .map(PathBuf::from)
         .map_err(|e| e.to_string())
@@ -131,12 +133,20 @@ mod tests {
     fn hccl_without_cann_is_unavailable_with_the_hint() {
         let tmp = tempfile::tempdir().unwrap();
         let all = registry::try_shipped().unwrap();
-        let a = check("hccl", &all["hccl"], &resolver(&[("PATH", "/usr/bin:/bin")], tmp.path()));
+        let a = check(
+            "hccl",
+            &all["hccl"],
+            &resolver(&[("PATH", "/usr/bin:/bin")], tmp.path()),
+        );
         if Path::new("/usr/local/Ascend").exists() {
             return;
         }
         assert!(!a.ready());
-        assert!(a.summary().starts_with("unavailable: CANN not found"), "{}", a.summary());
+        assert!(
+            a.summary().starts_with("unavailable: CANN not found"),
+            "{}",
+            a.summary()
+        );
         assert!(a.summary().contains("ASCEND_HOME_PATH"), "{}", a.summary());
     }
 

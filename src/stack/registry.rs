@@ -15,7 +15,10 @@ use crate::stack::{CommandSpec, Resource, StackDef};
 /// Stack files shipped inside the binary: (file name under `stacks/`, contents).
 pub const FILES: &[(&str, &str)] = &[
     ("ascend.toml", include_str!("../../stacks/ascend.toml")),
-    ("ecosystems.toml", include_str!("../../stacks/ecosystems.toml")),
+    (
+        "ecosystems.toml",
+        include_str!("../../stacks/ecosystems.toml"),
+    ),
 ];
 
 /// Replaced in shipped files by the directory campaign was built from, where `examples/`
@@ -51,10 +54,7 @@ pub fn host() -> StackDef {
 pub fn parse_file(name: &str, text: &str) -> Result<BTreeMap<String, StackDef>> {
     let text = text.replace(SOURCE_DIR_PLACEHOLDER, env!("CARGO_MANIFEST_DIR"));
     let file: StackFile = toml::from_str(&text).map_err(|e| {
-        let (line, column) = e
-            .span()
-            .map(|span| line_col(&text, span.start))
-            .unzip();
+        let (line, column) = e.span().map(|span| line_col(&text, span.start)).unzip();
         Error::Invalid(vec![Diagnostic {
             file: format!("stacks/{name}").into(),
             line,
@@ -155,7 +155,10 @@ mod tests {
             assert!(!defs.is_empty(), "{name} defines no stack");
             for (stack, def) in &defs {
                 assert!(def.command.is_some(), "{name}: {stack} has no command");
-                assert!(def.description.is_some(), "{name}: {stack} has no description");
+                assert!(
+                    def.description.is_some(),
+                    "{name}: {stack} has no description"
+                );
             }
         }
     }

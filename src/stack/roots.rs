@@ -122,7 +122,10 @@ impl Resolver {
     }
 
     pub fn var(&self, name: &str) -> Option<&str> {
-        self.env.get(name).map(String::as_str).filter(|v| !v.is_empty())
+        self.env
+            .get(name)
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
     }
 
     /// Resolve the root named `var` (`PYPTO_ROOT`, `ASCEND_HOME_PATH`, …). A name campaign does
@@ -234,7 +237,9 @@ fn version_from_text(text: &str) -> Option<String> {
         if !key.trim().to_ascii_lowercase().ends_with("version") {
             return None;
         }
-        let v = value.trim().trim_matches(|c| c == '[' || c == ']' || c == '"');
+        let v = value
+            .trim()
+            .trim_matches(|c| c == '[' || c == ']' || c == '"');
         // `[7.0.0.5.242:7.0.0]` names the running version after the colon.
         let v = v.rsplit(':').next().unwrap_or(v).trim();
         (!v.is_empty()).then(|| v.to_string())
@@ -346,7 +351,9 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let r = Resolver::new(BTreeMap::new(), tmp.path());
         let err = r.resolve("PTO_ISA_ROOT").unwrap_err();
-        assert!(err.starts_with("pto-isa not found: PTO_ISA_ROOT is not set and none of ../pto-isa"));
+        assert!(
+            err.starts_with("pto-isa not found: PTO_ISA_ROOT is not set and none of ../pto-isa")
+        );
         assert!(err.contains("/opt/pto-isa"), "{err}");
         let err = r.resolve("MY_OWN_ROOT").unwrap_err();
         assert_eq!(err, "MY_OWN_ROOT not found: MY_OWN_ROOT is not set");

@@ -49,7 +49,12 @@ pub(crate) fn per_rank(line: &str) -> Option<Vec<f64>> {
     }
     inner
         .split(',')
-        .map(|v| v.trim().parse::<f64>().ok().filter(|x| x.is_finite() && *x >= 0.0))
+        .map(|v| {
+            v.trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite() && *x >= 0.0)
+        })
         .collect()
 }
 

@@ -76,11 +76,17 @@ impl NcclTests {
             Layout::Unknown => (5, 8, 13),
         };
         if toks.len() < width {
-            warnings.push(format!("short nccl-tests row (truncated?): {}", text.trim()));
+            warnings.push(format!(
+                "short nccl-tests row (truncated?): {}",
+                text.trim()
+            ));
             return None;
         }
         let Some(time_us) = number(toks[time_i]) else {
-            warnings.push(format!("unreadable time in nccl-tests row: {}", text.trim()));
+            warnings.push(format!(
+                "unreadable time in nccl-tests row: {}",
+                text.trim()
+            ));
             return None;
         };
         let ok = and_ok(
@@ -156,7 +162,9 @@ impl RowSource for NcclTests {
         let is_row = toks.len() >= 3
             && toks[0].parse::<u64>().is_ok()
             && toks[1].parse::<u64>().is_ok()
-            && toks[2].chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            && toks[2]
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_');
         if !is_row {
             return None;
         }

@@ -30,8 +30,10 @@ pub fn parser(_def: &StackDef, ctx: &ParseContext) -> Box<dyn Parser> {
         rounds: Vec::new(),
         compile_profile: BTreeMap::new(),
         out: Parsed::default(),
-        round_re: Regex::new(r"^round (\d+): ok=(\w+) execute=(\S+?)s? device_wall=(\S+) phases=(\{[^}]*\})?(.*)$")
-            .expect("static regex"),
+        round_re: Regex::new(
+            r"^round (\d+): ok=(\w+) execute=(\S+?)s? device_wall=(\S+) phases=(\{[^}]*\})?(.*)$",
+        )
+        .expect("static regex"),
         phase_re: Regex::new(r"'([^']+)':\s*([-+0-9.eE]+)").expect("static regex"),
     })
 }

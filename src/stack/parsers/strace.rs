@@ -134,7 +134,11 @@ impl Parser for StraceWrapper {
         if ns != ng {
             parsed.warnings.push(format!(
                 "{ng} device_wall rounds for {ns} samples: matched the {}",
-                if ng > ns { "last spans" } else { "first samples" }
+                if ng > ns {
+                    "last spans"
+                } else {
+                    "first samples"
+                }
             ));
         }
         let skip = ng.saturating_sub(ns);
@@ -144,5 +148,105 @@ impl Parser for StraceWrapper {
             }
         }
         parsed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::results::Sample;
+    use crate::stack::parsers::Stream;
+
+    /// An inner parser that yields `n` empty samples.
+    struct Fixed(usize);
+    impl Parser for Fixed {
+        fn feed(&mut self, _line: &OutputLine) {}
+        fn finish(self: Box<Self>) -> Parsed {
+            Parsed {
+                samples: vec![Sample::default(); self.0],
+                ..Parsed::default()
+            }
+        }
+    }
+
+    fn run(n: usize, lines: &[&str]) -> Parsed {
+        let mut p = wrap(Box::new(Fixed(n)));
+        for l in lines {
+            p.feed(&OutputLine {
+                stream: Stream::Stderr,
+                at: Duration::ZERO,
+                text: l.to_string(),
+            });
+        }
+        p.finish()
+    }
+
+    fn span(pid: u32, inv: Option<u32>, name: &str, dur: u64) -> String {
+        let inv = inv.map(|i| format!("inv={i} ")).unwrap_or_default();
+        format!("[TIMING] emit_host_span: [STRACE] v=1 pid={pid} tid={pid} {inv}hid=0 depth=2 name={name} ts=0 dur={dur} clk=dev")
+    }
+
+    #[test]
+    fn only_exact_device_wall_names_count_old_and_new() {
+        assert!(
+            device_wall_span(&span(1, Some(1), "chip.run.runner_run.device_wall", 5)).is_some()
+        );
+        assert!(
+            device_wall_span(&span(1, Some(1), "simpler_run.runner_run.device_wall", 5)).is_some()
+        );
+        for other in [
+            "chip.run.runner_run.device_wall.sched",
+            "chip.run",
+            "node.graph_build",
+            "chip.run.xrunner_run.device_wall",
+        ] {
+            assert!(
+                device_wall_span(&span(1, Some(1), other, 5)).is_none(),
+                "{other}"
+            );
+        }
+        let truncated = "[STRACE] v=1 pid=3 inv=1 name=chip.run.runner_run.device_wall ts=0 dur=12";
+        assert!(device_wall_span(truncated).unwrap().is_ok());
+        let cut = "[STRACE] v=1 pid=3 inv=1 name=chip.run.runner_run.device_wall ts=0 du";
+        assert!(device_wall_span(cut).unwrap().is_err());
+    }
+
+    #[test]
+    fn rounds_by_inv_max_over_ranks() {
+        let name = "chip.run.runner_run.device_wall";
+        let lines = [
+            span(10, Some(2), name, 300),
+            span(10, Some(1), name, 100),
+            span(11, Some(1), name, 150),
+            span(11, Some(2), name, 250),
+        ];
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let p = run(2, &refs);
+        let dw: Vec<_> = p.samples.iter().map(|s| s.device_wall_s).collect();
+        assert_eq!(dw, [Some(150e-9), Some(300e-9)]);
+        assert!(p.warnings.is_empty());
+
+        // More rounds than samples (warmups not reported): the last ones match.
+        let p = run(1, &refs);
+        assert_eq!(p.samples[0].device_wall_s, Some(300e-9));
+        assert!(p.warnings[0].contains("2 device_wall rounds for 1 samples"));
+    }
+
+    #[test]
+    fn rounds_by_order_without_inv() {
+        let name = "simpler_run.runner_run.device_wall";
+        let lines = [
+            span(10, None, name, 100),
+            span(11, None, name, 120),
+            span(10, None, name, 90),
+            span(11, None, name, 80),
+        ];
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let p = run(3, &refs);
+        let dw: Vec<_> = p.samples.iter().map(|s| s.device_wall_s).collect();
+        assert_eq!(dw, [Some(120e-9), Some(90e-9), None]);
+        assert!(p.warnings[0].contains("matched the first samples"));
     }
 }

@@ -78,7 +78,9 @@ impl TableParser {
 
 /// A whitespace-separated token as a positive finite float.
 pub fn number(tok: &str) -> Option<f64> {
-    tok.parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0)
+    tok.parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && *v >= 0.0)
 }
 
 impl Parser for TableParser {
@@ -129,7 +131,10 @@ impl Parser for TableParser {
         }
         if let Some(bad) = mine.iter().find(|r| r.ok == Some(false)) {
             out.correctness = Some(false);
-            out.error = Some(format!("the tool's own check failed at {} bytes", bad.bytes));
+            out.error = Some(format!(
+                "the tool's own check failed at {} bytes",
+                bad.bytes
+            ));
         } else if verdict == Some(false) {
             out.correctness = Some(false);
             out.error = Some("the tool reported a failed check".to_string());
