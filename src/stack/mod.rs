@@ -7,7 +7,9 @@
 pub mod availability;
 pub mod def;
 pub mod parsers;
+pub mod probe;
 pub mod registry;
+pub mod render;
 pub mod roots;
 
 pub use def::{CommandSpec, Counts, Resource, Shape, StackDef};

@@ -193,6 +193,57 @@ mod tests {
     }
 
     #[test]
+    fn every_shipped_stack_renders_for_a_case() {
+        use crate::case::{Case, Variant};
+        use crate::stack::render::{render, render_build, RenderContext};
+        let mut case = Case::new(Variant::Mesh, 4, 1024);
+        case.device_ids = vec![4, 5, 6, 7];
+        let ctx = RenderContext {
+            case,
+            devices: vec![4, 5, 6, 7],
+            warmup: 2,
+            timed: 5,
+            case_file: "/r/cases/c.json".into(),
+            bundle_dir: "/r/cases/c/s".into(),
+            run_dir: "/r".into(),
+            root: Some("/root-dir".into()),
+            campaign_exe: "/bin/campaign".into(),
+        };
+        for (name, def) in try_shipped().unwrap() {
+            let r = render(&name, &def, &ctx).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(!r.argv.is_empty(), "{name}");
+            render_build(
+                &name,
+                &def,
+                std::path::Path::new("/r"),
+                Some(std::path::Path::new("/c")),
+            )
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+            if name == "simpler" {
+                assert!(
+                    r.argv
+                        .ends_with(&["-p".into(), "a2a3".into(), "-d".into(), "4-7".into()]),
+                    "{:?}",
+                    r.argv
+                );
+            }
+            if name == "hccl" {
+                assert_eq!(r.argv[0], "/r/bin/hccl_allreduce");
+                assert!(r
+                    .env
+                    .contains(&("ASCEND_RT_VISIBLE_DEVICES".into(), "4,5,6,7".into())));
+            }
+            if name == "nccl-tests" {
+                assert!(
+                    r.argv[2].contains("-d float -b 4096 -e 4096 -w 2 -n 5"),
+                    "{:?}",
+                    r.argv
+                );
+            }
+        }
+    }
+
+    #[test]
     fn unknown_key_in_a_stack_file_is_an_error_with_position() {
         let err = parse_file("x.toml", "[stacks.a]\ncommand = [\"a\"]\ncomand = 1\n").unwrap_err();
         let text = err.to_string();
