@@ -39,18 +39,13 @@ fn resolve_root(def: &StackDef) -> std::result::Result<Option<PathBuf>, String> 
     let Some(var) = &def.root else {
         return Ok(None);
     };
-    match std::env::var_os(var) {
-        Some(v) if !v.is_empty() => Ok(Some(PathBuf::from(v))),
-        _ => Err(format!("root {var} not found: {var} is not set")),
-    }
+    let resolved = crate::stack::roots::Resolver::from_process().resolve(var)?;
+    Ok(Some(resolved.path))
 }
 
 /// Resolve `names` against the shipped definitions and the plan's `[stacks.NAME]`.
 pub fn resolve(plan: &Plan, names: &[String]) -> Result<Vec<EngineStack>> {
-    let mut defs = registry::shipped();
-    for (name, over) in &plan.stack_defs {
-        defs.entry(name.clone()).or_default().overlay(over);
-    }
+    let defs = registry::resolve(&plan.stack_defs, &plan.source)?;
     let mut out = Vec::new();
     for name in names {
         let def = defs.get(name).cloned().ok_or_else(|| {

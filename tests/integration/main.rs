@@ -2,4 +2,5 @@
 
 mod executor;
 mod run;
+mod stacks;
 mod util;
