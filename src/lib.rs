@@ -13,6 +13,7 @@ pub mod plan;
 pub mod results;
 pub mod stack;
 pub mod stats;
+pub mod sweep;
 pub mod units;
 
 use clap::Parser;

@@ -1,10 +1,288 @@
-//! `campaign dry-run`.
+//! `campaign dry-run PLAN`: every case of a plan and the stacks it runs on, without running.
+//!
+//! Streams: cases come from `sweep::cases` one at a time and go straight to a buffered stdout,
+//! so a million-case plan prints in constant memory. `json`/`csv` put nothing else on stdout;
+//! warnings go to stderr. Glue only: the plan, sweep and stack modules do the work.
 
-use crate::cli::DryRunArgs;
+use std::collections::BTreeMap;
+use std::io::{self, BufWriter, Write};
+
+use crate::case::Case;
+use crate::cli::{DryRunArgs, ExecutorArg, ListFormat};
 use crate::error::{Error, Result};
+use crate::plan::{self, Plan};
+use crate::stack::registry::shipped;
+use crate::stack::StackDef;
 
-pub fn run(_args: &DryRunArgs) -> Result<i32> {
-    Err(Error::Usage(
-        "`campaign dry-run` is not available in this build yet".into(),
-    ))
+/// Rows buffered before the table's column widths are fixed.
+const TABLE_SIZING_ROWS: usize = 1000;
+
+pub fn run(args: &DryRunArgs) -> Result<i32> {
+    if args.executor == Some(ExecutorArg::Slurm) {
+        return Err(Error::Usage(
+            "--executor slurm: the slurm executor is not in this build".into(),
+        ));
+    }
+    let plan = plan::load(&args.plan)?;
+    let stacks = plan::select_stacks(&plan, &args.stacks)?;
+    for w in &plan.warnings {
+        eprintln!("warning: {w}");
+    }
+    let defs = resolved_defs(&plan, &stacks);
+    let cases = crate::sweep::cases(&plan, args.filter.as_deref())?;
+    let stdout = io::stdout();
+    let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
+    let result = match args.format {
+        ListFormat::Table => write_table(&mut out, cases, &stacks, &defs),
+        ListFormat::Json => write_json(&mut out, cases, &stacks, &defs),
+        ListFormat::Csv => write_csv(&mut out, cases, &stacks, &defs),
+    };
+    match result.and_then(|()| out.flush().map_err(Failure::Io)) {
+        Ok(()) => Ok(0),
+        // `dry-run … | head` closes the pipe early: that is not a failure.
+        Err(Failure::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => Ok(0),
+        Err(Failure::Io(e)) => Err(Error::io("<stdout>", e)),
+        Err(Failure::Plan(e)) => Err(e),
+    }
+}
+
+enum Failure {
+    Io(io::Error),
+    Plan(Error),
+}
+
+impl From<io::Error> for Failure {
+    fn from(e: io::Error) -> Self {
+        Failure::Io(e)
+    }
+}
+
+/// Shipped definitions overlaid with the plan's `[stacks.NAME]`, for the selected stacks.
+fn resolved_defs(plan: &Plan, stacks: &[String]) -> BTreeMap<String, StackDef> {
+    let shipped = shipped();
+    stacks
+        .iter()
+        .map(|name| {
+            let mut def = shipped.get(name).cloned().unwrap_or_default();
+            if let Some(own) = plan.stack_defs.get(name) {
+                def.overlay(own);
+            }
+            (name.clone(), def)
+        })
+        .collect()
+}
+
+/// One listed case: the columns every format shows.
+struct Row {
+    case_id: String,
+    variant: &'static str,
+    p: u32,
+    count: u64,
+    dtype: &'static str,
+    bytes: u64,
+    warmup: u32,
+    timed: u32,
+    hash: String,
+    /// Stacks that run it; a stack that does not support the case is shown as `name(skip)`.
+    stacks: Vec<String>,
+    skipped: usize,
+}
+
+fn row(case: &Case, stacks: &[String], defs: &BTreeMap<String, StackDef>) -> Row {
+    let mut skipped = 0;
+    let stacks = stacks
+        .iter()
+        .map(|s| match defs.get(s).and_then(|d| d.unsupported_reason(case)) {
+            Some(_) => {
+                skipped += 1;
+                format!("{s}(skip)")
+            }
+            None => s.clone(),
+        })
+        .collect();
+    Row {
+        case_id: case.case_id(),
+        variant: case.variant.as_str(),
+        p: case.p,
+        count: case.count,
+        dtype: case.dtype.as_str(),
+        bytes: case.n_bytes(),
+        warmup: case.warmup_rounds,
+        timed: case.timed_rounds,
+        hash: case.equivalence_hash(),
+        stacks,
+        skipped,
+    }
+}
+
+type Cases<'p> = crate::sweep::Cases<'p>;
+
+fn next_row(
+    cases: &mut Cases<'_>,
+    stacks: &[String],
+    defs: &BTreeMap<String, StackDef>,
+) -> std::result::Result<Option<Row>, Failure> {
+    match cases.next() {
+        None => Ok(None),
+        Some(Ok(case)) => Ok(Some(row(&case, stacks, defs))),
+        Some(Err(e)) => Err(Failure::Plan(e)),
+    }
+}
+
+const HEADERS: [&str; 10] = [
+    "case_id", "variant", "p", "count", "dtype", "bytes", "warmup", "timed", "equivalence_hash",
+    "stacks",
+];
+
+fn write_table(
+    out: &mut impl Write,
+    mut cases: Cases<'_>,
+    stacks: &[String],
+    defs: &BTreeMap<String, StackDef>,
+) -> std::result::Result<(), Failure> {
+    let mut first = Vec::new();
+    while first.len() < TABLE_SIZING_ROWS {
+        match next_row(&mut cases, stacks, defs)? {
+            Some(r) => first.push(r),
+            None => break,
+        }
+    }
+    let id_w = first
+        .iter()
+        .map(|r| r.case_id.len())
+        .max()
+        .unwrap_or(0)
+        .max(HEADERS[0].len());
+    let count_w = first.iter().map(|r| digits(r.count)).max().unwrap_or(0).max(5);
+    let bytes_w = first.iter().map(|r| digits(r.bytes)).max().unwrap_or(0).max(5);
+    writeln!(
+        out,
+        "{:<id_w$}  {:<8}  {:>3}  {:>count_w$}  {:<5}  {:>bytes_w$}  {:>6}  {:>5}  {:<16}  {}",
+        HEADERS[0], HEADERS[1], HEADERS[2], HEADERS[3], HEADERS[4], HEADERS[5], HEADERS[6],
+        HEADERS[7], HEADERS[8], HEADERS[9]
+    )?;
+    let mut n_cases = 0u64;
+    let mut skipped = 0u64;
+    let mut emit = |out: &mut dyn Write, r: &Row| -> io::Result<()> {
+        n_cases += 1;
+        skipped += r.skipped as u64;
+        writeln!(
+            out,
+            "{:<id_w$}  {:<8}  {:>3}  {:>count_w$}  {:<5}  {:>bytes_w$}  {:>6}  {:>5}  {:<16}  {}",
+            r.case_id,
+            r.variant,
+            r.p,
+            r.count,
+            r.dtype,
+            r.bytes,
+            r.warmup,
+            r.timed,
+            r.hash,
+            r.stacks.join(",")
+        )
+    };
+    for r in &first {
+        emit(out, r)?;
+    }
+    while let Some(r) = next_row(&mut cases, stacks, defs)? {
+        emit(out, &r)?;
+    }
+    let n_stacks = stacks.len() as u64;
+    let runs = n_cases * n_stacks;
+    write!(
+        out,
+        "{n_cases} {} × {n_stacks} {} = {runs} {}",
+        plural(n_cases, "case", "cases"),
+        plural(n_stacks, "stack", "stacks"),
+        plural(runs, "run", "runs")
+    )?;
+    if skipped > 0 {
+        write!(out, " ({skipped} skipped: not supported by their stack)")?;
+    }
+    writeln!(out)?;
+    Ok(())
+}
+
+fn digits(n: u64) -> usize {
+    n.to_string().len()
+}
+
+fn plural(n: u64, one: &'static str, many: &'static str) -> &'static str {
+    if n == 1 {
+        one
+    } else {
+        many
+    }
+}
+
+fn write_json(
+    out: &mut impl Write,
+    mut cases: Cases<'_>,
+    stacks: &[String],
+    defs: &BTreeMap<String, StackDef>,
+) -> std::result::Result<(), Failure> {
+    out.write_all(b"[")?;
+    let mut first = true;
+    while let Some(r) = next_row(&mut cases, stacks, defs)? {
+        out.write_all(if first { b"\n  " } else { b",\n  " })?;
+        first = false;
+        let skipped: Vec<&str> = r
+            .stacks
+            .iter()
+            .filter_map(|s| s.strip_suffix("(skip)"))
+            .collect();
+        let runs: Vec<&str> = r
+            .stacks
+            .iter()
+            .filter(|s| !s.ends_with("(skip)"))
+            .map(String::as_str)
+            .collect();
+        let v = serde_json::json!({
+            "case_id": r.case_id,
+            "variant": r.variant,
+            "p": r.p,
+            "count": r.count,
+            "dtype": r.dtype,
+            "bytes": r.bytes,
+            "warmup": r.warmup,
+            "timed": r.timed,
+            "equivalence_hash": r.hash,
+            "stacks": runs,
+            "skipped_stacks": skipped,
+        });
+        serde_json::to_writer(&mut *out, &v).map_err(|e| Failure::Io(e.into()))?;
+    }
+    out.write_all(if first { b"]\n" } else { b"\n]\n" })?;
+    Ok(())
+}
+
+fn write_csv(
+    out: &mut impl Write,
+    mut cases: Cases<'_>,
+    stacks: &[String],
+    defs: &BTreeMap<String, StackDef>,
+) -> std::result::Result<(), Failure> {
+    let mut w = csv::Writer::from_writer(out);
+    let csv_err = |e: csv::Error| match e.into_kind() {
+        csv::ErrorKind::Io(io) => Failure::Io(io),
+        other => Failure::Io(io::Error::other(format!("{other:?}"))),
+    };
+    w.write_record(HEADERS).map_err(csv_err)?;
+    while let Some(r) = next_row(&mut cases, stacks, defs)? {
+        w.write_record([
+            r.case_id.as_str(),
+            r.variant,
+            &r.p.to_string(),
+            &r.count.to_string(),
+            r.dtype,
+            &r.bytes.to_string(),
+            &r.warmup.to_string(),
+            &r.timed.to_string(),
+            &r.hash,
+            &r.stacks.join(";"),
+        ])
+        .map_err(csv_err)?;
+    }
+    w.flush()?;
+    Ok(())
 }
