@@ -4,6 +4,7 @@
 //! results, statistics, figures and a report land in a run dir. See `docs/architecture.md`.
 
 pub mod case;
+pub mod case_hash;
 pub mod cli;
 pub mod commands;
 pub mod error;

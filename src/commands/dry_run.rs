@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::io::{self, BufWriter, Write};
 
 use crate::case::Case;
+use crate::case_hash::Hasher;
 use crate::cli::{DryRunArgs, ExecutorArg, ListFormat};
 use crate::error::{Error, Result};
 use crate::plan::{self, Plan};
@@ -29,13 +30,18 @@ pub fn run(args: &DryRunArgs) -> Result<i32> {
         eprintln!("warning: {w}");
     }
     let defs = resolved_defs(&plan, &stacks);
-    let cases = crate::sweep::cases(&plan, args.filter.as_deref())?;
+    let rows = Rows {
+        cases: crate::sweep::cases(&plan, args.filter.as_deref())?,
+        stacks: &stacks,
+        defs: &defs,
+        hasher: Hasher::default(),
+    };
     let stdout = io::stdout();
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
     let result = match args.format {
-        ListFormat::Table => write_table(&mut out, cases, &stacks, &defs),
-        ListFormat::Json => write_json(&mut out, cases, &stacks, &defs),
-        ListFormat::Csv => write_csv(&mut out, cases, &stacks, &defs),
+        ListFormat::Table => write_table(&mut out, rows),
+        ListFormat::Json => write_json(&mut out, rows),
+        ListFormat::Csv => write_csv(&mut out, rows),
     };
     match result.and_then(|()| out.flush().map_err(Failure::Io)) {
         Ok(()) => Ok(0),
@@ -88,7 +94,7 @@ struct Row {
     skipped: usize,
 }
 
-fn row(case: &Case, stacks: &[String], defs: &BTreeMap<String, StackDef>) -> Row {
+fn row(case: &Case, stacks: &[String], defs: &BTreeMap<String, StackDef>, hasher: &mut Hasher) -> Row {
     let mut skipped = 0;
     let stacks = stacks
         .iter()
@@ -109,23 +115,27 @@ fn row(case: &Case, stacks: &[String], defs: &BTreeMap<String, StackDef>) -> Row
         bytes: case.n_bytes(),
         warmup: case.warmup_rounds,
         timed: case.timed_rounds,
-        hash: case.equivalence_hash(),
+        hash: hasher.equivalence_hash(case),
         stacks,
         skipped,
     }
 }
 
-type Cases<'p> = crate::sweep::Cases<'p>;
+/// The cases of the listing and what each row needs.
+struct Rows<'p> {
+    cases: crate::sweep::Cases<'p>,
+    stacks: &'p [String],
+    defs: &'p BTreeMap<String, StackDef>,
+    hasher: Hasher,
+}
 
-fn next_row(
-    cases: &mut Cases<'_>,
-    stacks: &[String],
-    defs: &BTreeMap<String, StackDef>,
-) -> std::result::Result<Option<Row>, Failure> {
-    match cases.next() {
-        None => Ok(None),
-        Some(Ok(case)) => Ok(Some(row(&case, stacks, defs))),
-        Some(Err(e)) => Err(Failure::Plan(e)),
+impl Rows<'_> {
+    fn next_row(&mut self) -> std::result::Result<Option<Row>, Failure> {
+        match self.cases.next() {
+            None => Ok(None),
+            Some(Ok(case)) => Ok(Some(row(&case, self.stacks, self.defs, &mut self.hasher))),
+            Some(Err(e)) => Err(Failure::Plan(e)),
+        }
     }
 }
 
@@ -134,15 +144,10 @@ const HEADERS: [&str; 10] = [
     "stacks",
 ];
 
-fn write_table(
-    out: &mut impl Write,
-    mut cases: Cases<'_>,
-    stacks: &[String],
-    defs: &BTreeMap<String, StackDef>,
-) -> std::result::Result<(), Failure> {
+fn write_table(out: &mut impl Write, mut rows: Rows<'_>) -> std::result::Result<(), Failure> {
     let mut first = Vec::new();
     while first.len() < TABLE_SIZING_ROWS {
-        match next_row(&mut cases, stacks, defs)? {
+        match rows.next_row()? {
             Some(r) => first.push(r),
             None => break,
         }
@@ -184,10 +189,10 @@ fn write_table(
     for r in &first {
         emit(out, r)?;
     }
-    while let Some(r) = next_row(&mut cases, stacks, defs)? {
+    while let Some(r) = rows.next_row()? {
         emit(out, &r)?;
     }
-    let n_stacks = stacks.len() as u64;
+    let n_stacks = rows.stacks.len() as u64;
     let runs = n_cases * n_stacks;
     write!(
         out,
@@ -215,15 +220,10 @@ fn plural(n: u64, one: &'static str, many: &'static str) -> &'static str {
     }
 }
 
-fn write_json(
-    out: &mut impl Write,
-    mut cases: Cases<'_>,
-    stacks: &[String],
-    defs: &BTreeMap<String, StackDef>,
-) -> std::result::Result<(), Failure> {
+fn write_json(out: &mut impl Write, mut rows: Rows<'_>) -> std::result::Result<(), Failure> {
     out.write_all(b"[")?;
     let mut first = true;
-    while let Some(r) = next_row(&mut cases, stacks, defs)? {
+    while let Some(r) = rows.next_row()? {
         out.write_all(if first { b"\n  " } else { b",\n  " })?;
         first = false;
         let skipped: Vec<&str> = r
@@ -256,19 +256,14 @@ fn write_json(
     Ok(())
 }
 
-fn write_csv(
-    out: &mut impl Write,
-    mut cases: Cases<'_>,
-    stacks: &[String],
-    defs: &BTreeMap<String, StackDef>,
-) -> std::result::Result<(), Failure> {
+fn write_csv(out: &mut impl Write, mut rows: Rows<'_>) -> std::result::Result<(), Failure> {
     let mut w = csv::Writer::from_writer(out);
     let csv_err = |e: csv::Error| match e.into_kind() {
         csv::ErrorKind::Io(io) => Failure::Io(io),
         other => Failure::Io(io::Error::other(format!("{other:?}"))),
     };
     w.write_record(HEADERS).map_err(csv_err)?;
-    while let Some(r) = next_row(&mut cases, stacks, defs)? {
+    while let Some(r) = rows.next_row()? {
         w.write_record([
             r.case_id.as_str(),
             r.variant,
