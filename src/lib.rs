@@ -4,7 +4,7 @@
 //! results, statistics, figures and a report land in a run dir. See `docs/architecture.md`.
 
 pub mod case;
-pub mod case_hash;
+pub mod case_fast;
 pub mod cli;
 pub mod commands;
 pub mod error;

@@ -55,7 +55,12 @@ impl Filter {
         let env = filter_env();
         let expr = env
             .compile_expression_owned(text.to_string())
-            .map_err(|e| format!("filter expression `{text}` does not parse: {}", error_text(&e)))?;
+            .map_err(|e| {
+                format!(
+                    "filter expression `{text}` does not parse: {}",
+                    error_text(&e)
+                )
+            })?;
         let mut unknown: Vec<String> = expr
             .undeclared_variables(false)
             .into_iter()
@@ -83,10 +88,14 @@ impl Filter {
     /// Is the expression true for this case?
     pub fn matches(&self, case: &Case) -> std::result::Result<bool, String> {
         let view = minijinja::Value::from_object(CaseView(case.clone()));
-        self.expr
-            .eval(view)
-            .map(|v| v.is_true())
-            .map_err(|e| format!("filter `{}` failed on {}: {}", self.text, case.case_id(), error_text(&e)))
+        self.expr.eval(view).map(|v| v.is_true()).map_err(|e| {
+            format!(
+                "filter `{}` failed on {}: {}",
+                self.text,
+                case.case_id(),
+                error_text(&e)
+            )
+        })
     }
 }
 
@@ -218,7 +227,10 @@ impl Rule {
         for (name, value) in rule {
             let field = static_field(name)?;
             let options = match value {
-                Value::Array(items) => items.iter().map(|v| scratch(field, v)).collect::<Result<_>>()?,
+                Value::Array(items) => items
+                    .iter()
+                    .map(|v| scratch(field, v))
+                    .collect::<Result<_>>()?,
                 v => vec![scratch(field, v)?],
             };
             keys.push((field, options));
@@ -245,8 +257,9 @@ fn static_field(name: &str) -> Result<&'static str> {
 enum Points<'p> {
     Product {
         axes: Vec<(&'static str, Vec<Case>)>,
-        base: Case,
         index: Vec<usize>,
+        /// The first point has not been made yet (every axis must be applied).
+        fresh: bool,
         done: bool,
         explicit_devices: bool,
         explicit_warmup: bool,
@@ -256,9 +269,11 @@ enum Points<'p> {
     Files(std::slice::Iter<'p, PathBuf>),
 }
 
-/// The lazy case iterator returned by [`cases`].
+/// The lazy case iterator returned by [`cases`]. `next_ref` lends the current case without
+/// copying it (what listings of millions of cases use); `Iterator::next` hands out clones.
 pub struct Cases<'p> {
     points: Points<'p>,
+    current: Case,
     rules: Vec<Rule>,
     filters: Vec<Filter>,
     /// How many points each `[[exclude]]` rule dropped so far.
@@ -278,24 +293,34 @@ pub fn cases<'p>(plan: &'p Plan, extra_filter: Option<&str>) -> Result<Cases<'p>
     if let Some(f) = extra_filter {
         filters.push(Filter::compile(f).map_err(|m| Error::Usage(format!("--filter: {m}")))?);
     }
-    let rules = plan.excludes.iter().map(Rule::new).collect::<Result<Vec<_>>>()?;
+    let rules = plan
+        .excludes
+        .iter()
+        .map(Rule::new)
+        .collect::<Result<Vec<_>>>()?;
+    let mut current = Case::new(Variant::Mesh, 2, 1);
     let points = if plan.case_files.is_empty() {
-        let mut base = Case::new(Variant::Mesh, 2, 1);
         for (name, v) in &plan.case_defaults {
-            set_field(&mut base, name, v).map_err(|m| Error::invalid(&plan.source, format!("case.{name}: {m}")))?;
+            set_field(&mut current, name, v)
+                .map_err(|m| Error::invalid(&plan.source, format!("case.{name}: {m}")))?;
         }
         let mut axes = Vec::new();
         for axis in &plan.axes {
             let field = static_field(&axis.name)?;
-            let values = axis.values.iter().map(|v| scratch(field, v)).collect::<Result<Vec<_>>>()?;
+            let values = axis
+                .values
+                .iter()
+                .map(|v| scratch(field, v))
+                .collect::<Result<Vec<_>>>()?;
             axes.push((field, values));
         }
-        let given = |f: &str| plan.case_defaults.contains_key(f) || plan.axes.iter().any(|a| a.name == f);
+        let given =
+            |f: &str| plan.case_defaults.contains_key(f) || plan.axes.iter().any(|a| a.name == f);
         Points::Product {
             done: axes.iter().any(|(_, v)| v.is_empty()),
+            fresh: true,
             index: vec![0; axes.len()],
             axes,
-            base,
             explicit_devices: given("device_ids"),
             explicit_warmup: given("warmup_rounds"),
             explicit_timed: given("timed_rounds"),
@@ -306,6 +331,7 @@ pub fn cases<'p>(plan: &'p Plan, extra_filter: Option<&str>) -> Result<Cases<'p>
     };
     Ok(Cases {
         points,
+        current,
         excluded_by: vec![0; rules.len()],
         rules,
         filters,
@@ -314,13 +340,14 @@ pub fn cases<'p>(plan: &'p Plan, extra_filter: Option<&str>) -> Result<Cases<'p>
 }
 
 impl Points<'_> {
-    fn next_point(&mut self) -> Option<Result<Case>> {
+    /// Make the next point in `case`; `None` when the sweep is over.
+    fn advance(&mut self, case: &mut Case) -> Option<Result<()>> {
         match self {
-            Points::Files(files) => files.next().map(|p| Case::load(p)),
+            Points::Files(files) => files.next().map(|p| Case::load(p).map(|c| *case = c)),
             Points::Product {
                 axes,
-                base,
                 index,
+                fresh,
                 done,
                 explicit_devices,
                 explicit_warmup,
@@ -330,12 +357,35 @@ impl Points<'_> {
                 if *done {
                     return None;
                 }
-                let mut case = base.clone();
-                for ((field, values), &i) in axes.iter().zip(index.iter()) {
-                    copy_field(&mut case, &values[i], field);
+                if *fresh {
+                    for ((field, values), &i) in axes.iter().zip(index.iter()) {
+                        copy_field(case, &values[i], field);
+                    }
+                    *fresh = false;
+                } else {
+                    // Odometer: the last axis varies fastest; only the axes that moved are
+                    // copied into the case.
+                    let mut k = index.len();
+                    loop {
+                        if k == 0 {
+                            *done = true;
+                            return None;
+                        }
+                        k -= 1;
+                        index[k] += 1;
+                        if index[k] < axes[k].1.len() {
+                            break;
+                        }
+                        index[k] = 0;
+                    }
+                    for j in k..index.len() {
+                        let (field, values) = &axes[j];
+                        copy_field(case, &values[index[j]], field);
+                    }
                 }
                 if !*explicit_devices {
-                    case.device_ids = (0..case.p).collect();
+                    case.device_ids.clear();
+                    case.device_ids.extend(0..case.p);
                 }
                 let (w, t) = rounds.resolve(case.count);
                 if !*explicit_warmup {
@@ -344,39 +394,27 @@ impl Points<'_> {
                 if !*explicit_timed {
                     case.timed_rounds = t;
                 }
-                // Odometer: the last axis varies fastest.
-                *done = true;
-                for k in (0..index.len()).rev() {
-                    index[k] += 1;
-                    if index[k] < axes[k].1.len() {
-                        *done = false;
-                        break;
-                    }
-                    index[k] = 0;
-                }
-                Some(Ok(case))
+                Some(Ok(()))
             }
         }
     }
 }
 
-impl Iterator for Cases<'_> {
-    type Item = Result<Case>;
-
-    fn next(&mut self) -> Option<Result<Case>> {
+impl Cases<'_> {
+    /// The next case, lent: valid until the next call.
+    pub fn next_ref(&mut self) -> Option<Result<&Case>> {
         'points: loop {
-            let case = match self.points.next_point()? {
-                Ok(c) => c,
-                Err(e) => return Some(Err(e)),
-            };
+            if let Err(e) = self.points.advance(&mut self.current)? {
+                return Some(Err(e));
+            }
             for (i, rule) in self.rules.iter().enumerate() {
-                if rule.matches(&case) {
+                if rule.matches(&self.current) {
                     self.excluded_by[i] += 1;
                     continue 'points;
                 }
             }
             for f in &self.filters {
-                match f.matches(&case) {
+                match f.matches(&self.current) {
                     Ok(true) => {}
                     Ok(false) => {
                         self.filtered += 1;
@@ -385,8 +423,16 @@ impl Iterator for Cases<'_> {
                     Err(m) => return Some(Err(Error::Usage(m))),
                 }
             }
-            return Some(Ok(case));
+            return Some(Ok(&self.current));
         }
+    }
+}
+
+impl Iterator for Cases<'_> {
+    type Item = Result<Case>;
+
+    fn next(&mut self) -> Option<Result<Case>> {
+        self.next_ref().map(|r| r.cloned())
     }
 }
 
@@ -399,12 +445,15 @@ mod tests {
         let err = Filter::compile("cont > 4").unwrap_err();
         assert!(err.contains("did you mean `count`"), "{err}");
         assert!(Filter::compile("count % p == 0 or variant == 'mesh'").is_ok());
-        assert!(Filter::compile("count >").unwrap_err().contains("does not parse"));
+        assert!(Filter::compile("count >")
+            .unwrap_err()
+            .contains("does not parse"));
     }
 
     #[test]
     fn filter_sees_fields_and_derived_values() {
-        let f = Filter::compile("n_bytes == 1024 and variant == 'mesh' and device_ids[1] == 1").unwrap();
+        let f = Filter::compile("n_bytes == 1024 and variant == 'mesh' and device_ids[1] == 1")
+            .unwrap();
         let c = Case::new(Variant::Mesh, 2, 256);
         assert!(f.matches(&c).unwrap());
         let r = Case::new(Variant::Ring, 2, 256);

@@ -29,7 +29,10 @@ pub fn run(args: &CasesArgs) -> Result<i32> {
         if !names.insert(name.clone()) {
             return Err(Error::invalid(
                 &plan.source,
-                format!("two cases share case_id {}; their files would overwrite each other", case.case_id()),
+                format!(
+                    "two cases share case_id {}; their files would overwrite each other",
+                    case.case_id()
+                ),
             ));
         }
         let path = args.out.join(&name);
@@ -45,7 +48,10 @@ pub fn run(args: &CasesArgs) -> Result<i32> {
     }
     let stale = stale_files(&args.out, &names)?;
     let verb = if args.dry_run { "would write" } else { "wrote" };
-    let mut summary = format!("{verb} {wrote}, unchanged {unchanged}, stale {}", stale.len());
+    let mut summary = format!(
+        "{verb} {wrote}, unchanged {unchanged}, stale {}",
+        stale.len()
+    );
     if !stale.is_empty() {
         let shown: Vec<&str> = stale.iter().take(STALE_SHOWN).map(String::as_str).collect();
         summary.push_str(&format!(

@@ -7,8 +7,7 @@
 use std::collections::BTreeMap;
 use std::io::{self, BufWriter, Write};
 
-use crate::case::Case;
-use crate::case_hash::Hasher;
+use crate::case_fast::{push_u64, Hasher};
 use crate::cli::{DryRunArgs, ExecutorArg, ListFormat};
 use crate::error::{Error, Result};
 use crate::plan::{self, Plan};
@@ -79,7 +78,7 @@ fn resolved_defs(plan: &Plan, stacks: &[String]) -> BTreeMap<String, StackDef> {
 }
 
 /// One listed case: the columns every format shows.
-struct Row {
+struct Row<'p> {
     case_id: String,
     variant: &'static str,
     p: u32,
@@ -89,36 +88,8 @@ struct Row {
     warmup: u32,
     timed: u32,
     hash: String,
-    /// Stacks that run it; a stack that does not support the case is shown as `name(skip)`.
-    stacks: Vec<String>,
-    skipped: usize,
-}
-
-fn row(case: &Case, stacks: &[String], defs: &BTreeMap<String, StackDef>, hasher: &mut Hasher) -> Row {
-    let mut skipped = 0;
-    let stacks = stacks
-        .iter()
-        .map(|s| match defs.get(s).and_then(|d| d.unsupported_reason(case)) {
-            Some(_) => {
-                skipped += 1;
-                format!("{s}(skip)")
-            }
-            None => s.clone(),
-        })
-        .collect();
-    Row {
-        case_id: case.case_id(),
-        variant: case.variant.as_str(),
-        p: case.p,
-        count: case.count,
-        dtype: case.dtype.as_str(),
-        bytes: case.n_bytes(),
-        warmup: case.warmup_rounds,
-        timed: case.timed_rounds,
-        hash: hasher.equivalence_hash(case),
-        stacks,
-        skipped,
-    }
+    /// Selected stacks that do not support this case (they would be `skipped` runs).
+    skipped: Vec<&'p str>,
 }
 
 /// The cases of the listing and what each row needs.
@@ -129,18 +100,63 @@ struct Rows<'p> {
     hasher: Hasher,
 }
 
-impl Rows<'_> {
-    fn next_row(&mut self) -> std::result::Result<Option<Row>, Failure> {
-        match self.cases.next() {
-            None => Ok(None),
-            Some(Ok(case)) => Ok(Some(row(&case, self.stacks, self.defs, &mut self.hasher))),
-            Some(Err(e)) => Err(Failure::Plan(e)),
-        }
+impl<'p> Rows<'p> {
+    fn next_row(&mut self) -> std::result::Result<Option<Row<'p>>, Failure> {
+        let case = match self.cases.next_ref() {
+            None => return Ok(None),
+            Some(Ok(case)) => case,
+            Some(Err(e)) => return Err(Failure::Plan(e)),
+        };
+        let defs = self.defs;
+        let skipped = self
+            .stacks
+            .iter()
+            .filter(|s| {
+                defs.get(*s)
+                    .is_some_and(|d| d.unsupported_reason(case).is_some())
+            })
+            .map(String::as_str)
+            .collect();
+        Ok(Some(Row {
+            case_id: self.hasher.case_id(case).to_string(),
+            variant: case.variant.as_str(),
+            p: case.p,
+            count: case.count,
+            dtype: case.dtype.as_str(),
+            bytes: case.n_bytes(),
+            warmup: case.warmup_rounds,
+            timed: case.timed_rounds,
+            hash: self.hasher.equivalence_hash(case),
+            skipped,
+        }))
+    }
+
+    /// The stacks column: every selected stack, `name(skip)` for one that does not support it.
+    fn stacks_text(&self, row: &Row<'_>, sep: &str) -> String {
+        self.stacks
+            .iter()
+            .map(|s| {
+                if row.skipped.contains(&s.as_str()) {
+                    format!("{s}(skip)")
+                } else {
+                    s.clone()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(sep)
     }
 }
 
 const HEADERS: [&str; 10] = [
-    "case_id", "variant", "p", "count", "dtype", "bytes", "warmup", "timed", "equivalence_hash",
+    "case_id",
+    "variant",
+    "p",
+    "count",
+    "dtype",
+    "bytes",
+    "warmup",
+    "timed",
+    "equivalence_hash",
     "stacks",
 ];
 
@@ -158,39 +174,54 @@ fn write_table(out: &mut impl Write, mut rows: Rows<'_>) -> std::result::Result<
         .max()
         .unwrap_or(0)
         .max(HEADERS[0].len());
-    let count_w = first.iter().map(|r| digits(r.count)).max().unwrap_or(0).max(5);
-    let bytes_w = first.iter().map(|r| digits(r.bytes)).max().unwrap_or(0).max(5);
+    let count_w = first
+        .iter()
+        .map(|r| digits(r.count))
+        .max()
+        .unwrap_or(0)
+        .max(5);
+    let bytes_w = first
+        .iter()
+        .map(|r| digits(r.bytes))
+        .max()
+        .unwrap_or(0)
+        .max(5);
     writeln!(
         out,
         "{:<id_w$}  {:<8}  {:>3}  {:>count_w$}  {:<5}  {:>bytes_w$}  {:>6}  {:>5}  {:<16}  {}",
-        HEADERS[0], HEADERS[1], HEADERS[2], HEADERS[3], HEADERS[4], HEADERS[5], HEADERS[6],
-        HEADERS[7], HEADERS[8], HEADERS[9]
+        HEADERS[0],
+        HEADERS[1],
+        HEADERS[2],
+        HEADERS[3],
+        HEADERS[4],
+        HEADERS[5],
+        HEADERS[6],
+        HEADERS[7],
+        HEADERS[8],
+        HEADERS[9]
     )?;
     let mut n_cases = 0u64;
     let mut skipped = 0u64;
-    let mut emit = |out: &mut dyn Write, r: &Row| -> io::Result<()> {
+    let all = rows.stacks.join(",");
+    let mut emit = |out: &mut dyn Write, rows: &Rows<'_>, r: &Row<'_>| -> io::Result<()> {
         n_cases += 1;
-        skipped += r.skipped as u64;
+        skipped += r.skipped.len() as u64;
+        let stacks = if r.skipped.is_empty() {
+            all.clone()
+        } else {
+            rows.stacks_text(r, ",")
+        };
         writeln!(
             out,
             "{:<id_w$}  {:<8}  {:>3}  {:>count_w$}  {:<5}  {:>bytes_w$}  {:>6}  {:>5}  {:<16}  {}",
-            r.case_id,
-            r.variant,
-            r.p,
-            r.count,
-            r.dtype,
-            r.bytes,
-            r.warmup,
-            r.timed,
-            r.hash,
-            r.stacks.join(",")
+            r.case_id, r.variant, r.p, r.count, r.dtype, r.bytes, r.warmup, r.timed, r.hash, stacks
         )
     };
     for r in &first {
-        emit(out, r)?;
+        emit(out, &rows, r)?;
     }
     while let Some(r) = rows.next_row()? {
-        emit(out, &r)?;
+        emit(out, &rows, &r)?;
     }
     let n_stacks = rows.stacks.len() as u64;
     let runs = n_cases * n_stacks;
@@ -226,16 +257,11 @@ fn write_json(out: &mut impl Write, mut rows: Rows<'_>) -> std::result::Result<(
     while let Some(r) = rows.next_row()? {
         out.write_all(if first { b"\n  " } else { b",\n  " })?;
         first = false;
-        let skipped: Vec<&str> = r
+        let runs: Vec<&str> = rows
             .stacks
             .iter()
-            .filter_map(|s| s.strip_suffix("(skip)"))
-            .collect();
-        let runs: Vec<&str> = r
-            .stacks
-            .iter()
-            .filter(|s| !s.ends_with("(skip)"))
             .map(String::as_str)
+            .filter(|s| !r.skipped.contains(s))
             .collect();
         let v = serde_json::json!({
             "case_id": r.case_id,
@@ -248,7 +274,7 @@ fn write_json(out: &mut impl Write, mut rows: Rows<'_>) -> std::result::Result<(
             "timed": r.timed,
             "equivalence_hash": r.hash,
             "stacks": runs,
-            "skipped_stacks": skipped,
+            "skipped_stacks": r.skipped,
         });
         serde_json::to_writer(&mut *out, &v).map_err(|e| Failure::Io(e.into()))?;
     }
@@ -256,28 +282,40 @@ fn write_json(out: &mut impl Write, mut rows: Rows<'_>) -> std::result::Result<(
     Ok(())
 }
 
+/// CSV without quoting: every field is a number, an enum spelling, a case_id or stack names,
+/// all from `[a-z0-9_-]` (names are validated), so none needs quotes.
 fn write_csv(out: &mut impl Write, mut rows: Rows<'_>) -> std::result::Result<(), Failure> {
-    let mut w = csv::Writer::from_writer(out);
-    let csv_err = |e: csv::Error| match e.into_kind() {
-        csv::ErrorKind::Io(io) => Failure::Io(io),
-        other => Failure::Io(io::Error::other(format!("{other:?}"))),
-    };
-    w.write_record(HEADERS).map_err(csv_err)?;
+    writeln!(out, "{}", HEADERS.join(","))?;
+    let all = rows.stacks.join(";");
+    let mut line = String::with_capacity(256);
     while let Some(r) = rows.next_row()? {
-        w.write_record([
-            r.case_id.as_str(),
-            r.variant,
-            &r.p.to_string(),
-            &r.count.to_string(),
-            r.dtype,
-            &r.bytes.to_string(),
-            &r.warmup.to_string(),
-            &r.timed.to_string(),
-            &r.hash,
-            &r.stacks.join(";"),
-        ])
-        .map_err(csv_err)?;
+        line.clear();
+        for (i, field) in [r.case_id.as_str(), r.variant].into_iter().enumerate() {
+            if i > 0 {
+                line.push(',');
+            }
+            line.push_str(field);
+        }
+        for n in [u64::from(r.p), r.count] {
+            line.push(',');
+            push_u64(&mut line, n);
+        }
+        line.push(',');
+        line.push_str(r.dtype);
+        for n in [r.bytes, u64::from(r.warmup), u64::from(r.timed)] {
+            line.push(',');
+            push_u64(&mut line, n);
+        }
+        line.push(',');
+        line.push_str(&r.hash);
+        line.push(',');
+        if r.skipped.is_empty() {
+            line.push_str(&all);
+        } else {
+            line.push_str(&rows.stacks_text(&r, ";"));
+        }
+        line.push('\n');
+        out.write_all(line.as_bytes())?;
     }
-    w.flush()?;
     Ok(())
 }

@@ -20,8 +20,17 @@ pub fn read_run(cx: &mut Ctx<'_>, item: &Item<'_>) -> RunConfig {
         return run;
     };
     const KEYS: &[&str] = &[
-        "timeout", "no_output_timeout", "retries", "retry_on", "cooldown", "order", "jobs",
-        "exclusive", "seed", "executor", "quarantine_after",
+        "timeout",
+        "no_output_timeout",
+        "retries",
+        "retry_on",
+        "cooldown",
+        "order",
+        "jobs",
+        "exclusive",
+        "seed",
+        "executor",
+        "quarantine_after",
     ];
     for e in cx.known_entries(table, "run", KEYS) {
         let path = format!("run.{}", e.key);
@@ -30,7 +39,11 @@ pub fn read_run(cx: &mut Ctx<'_>, item: &Item<'_>) -> RunConfig {
             "timeout" => {
                 if let Some(d) = cx.duration(it, &path) {
                     if d.is_zero() {
-                        cx.error(&it.span(), &path, "a timeout must be longer than zero".into());
+                        cx.error(
+                            &it.span(),
+                            &path,
+                            "a timeout must be longer than zero".into(),
+                        );
                     }
                     run.timeout = d;
                 }
@@ -105,7 +118,11 @@ fn id_list(cx: &mut Ctx<'_>, item: &Item<'_>, path: &str) -> Option<Vec<u32>> {
     let mut seen = std::collections::BTreeSet::new();
     for id in &ids {
         if !seen.insert(*id) {
-            cx.error(&item.span(), path, format!("device id {id} is listed twice"));
+            cx.error(
+                &item.span(),
+                path,
+                format!("device id {id} is listed twice"),
+            );
             return None;
         }
     }
@@ -170,7 +187,11 @@ pub fn read_devices(cx: &mut Ctx<'_>, item: &Item<'_>) -> DevicesConfig {
             _ => {
                 if let Some(argv) = cx.strings(it, &path) {
                     if argv.is_empty() {
-                        cx.error(&it.span(), &path, "a probe needs a program (argv list)".into());
+                        cx.error(
+                            &it.span(),
+                            &path,
+                            "a probe needs a program (argv list)".into(),
+                        );
                     }
                     dev.probe = Some(argv);
                 }
@@ -179,7 +200,11 @@ pub fn read_devices(cx: &mut Ctx<'_>, item: &Item<'_>) -> DevicesConfig {
     }
     if let Some(span) = groups_span {
         if dev.ids.is_empty() && !dev.groups.is_empty() {
-            cx.error(&span, "devices.groups", "groups need `ids` to say which devices exist".into());
+            cx.error(
+                &span,
+                "devices.groups",
+                "groups need `ids` to say which devices exist".into(),
+            );
         }
         for g in &dev.groups {
             if let Some(stray) = g.iter().find(|d| !dev.ids.contains(d)) {
@@ -194,12 +219,21 @@ pub fn read_devices(cx: &mut Ctx<'_>, item: &Item<'_>) -> DevicesConfig {
     dev
 }
 
-pub fn read_report(cx: &mut Ctx<'_>, item: &Item<'_>, plan_file: &Path, spans: &mut Spans) -> ReportConfig {
+pub fn read_report(
+    cx: &mut Ctx<'_>,
+    item: &Item<'_>,
+    plan_file: &Path,
+    spans: &mut Spans,
+) -> ReportConfig {
     let mut rep = ReportConfig::default();
     let Some(table) = cx.table(item, "report") else {
         return rep;
     };
-    for e in cx.known_entries(table, "report", &["baseline", "template", "figures", "title"]) {
+    for e in cx.known_entries(
+        table,
+        "report",
+        &["baseline", "template", "figures", "title"],
+    ) {
         let path = format!("report.{}", e.key);
         let it = e.item;
         match e.key {
@@ -214,7 +248,10 @@ pub fn read_report(cx: &mut Ctx<'_>, item: &Item<'_>, plan_file: &Path, spans: &
                         cx.error(
                             &it.span(),
                             &path,
-                            format!("template {} does not exist (paths are relative to the plan)", full.display()),
+                            format!(
+                                "template {} does not exist (paths are relative to the plan)",
+                                full.display()
+                            ),
                         );
                     }
                     rep.template = Some(full);
@@ -241,7 +278,13 @@ pub fn read_slurm(cx: &mut Ctx<'_>, item: &Item<'_>) -> SlurmConfig {
         return s;
     };
     const KEYS: &[&str] = &[
-        "partition", "account", "qos", "time_limit", "extra_args", "devices_arg", "poll_interval",
+        "partition",
+        "account",
+        "qos",
+        "time_limit",
+        "extra_args",
+        "devices_arg",
+        "poll_interval",
     ];
     for e in cx.known_entries(table, "slurm", KEYS) {
         let path = format!("slurm.{}", e.key);

@@ -50,7 +50,11 @@ impl<'a> Source<'a> {
             .line_starts
             .get(line)
             .map_or(self.text.len(), |e| e - 1);
-        let text = self.text.get(start..end).unwrap_or("").trim_end_matches('\r');
+        let text = self
+            .text
+            .get(start..end)
+            .unwrap_or("")
+            .trim_end_matches('\r');
         let width = self
             .text
             .get(span.start.min(end)..span.end.min(end).max(span.start.min(end)))
@@ -159,10 +163,7 @@ mod tests {
         let d = src.at(&(off..off + 6), Some("bb"), "bad".into());
         assert_eq!(d.line, Some(2));
         assert_eq!(d.column, Some(6));
-        assert_eq!(
-            d.snippet.unwrap(),
-            "  |\n2 | bb = [1, 2]\n  |      ^^^^^^"
-        );
+        assert_eq!(d.snippet.unwrap(), "  |\n2 | bb = [1, 2]\n  |      ^^^^^^");
     }
 
     #[test]

@@ -18,8 +18,8 @@ use super::model::{Axis, CampaignMeta, Plan, RoundRule, Rounds};
 use super::raw::{entries, to_json, Ctx, Item};
 use super::{config, stacks, validate};
 use crate::case::{
-    set_field, Case, Variant, CASE_FIELDS, DERIVED_FIELDS, GOLDENS, INPUT_FORMULAS,
-    ORCH_PROFILES, ORCH_TIERS,
+    set_field, Case, Variant, CASE_FIELDS, DERIVED_FIELDS, GOLDENS, INPUT_FORMULAS, ORCH_PROFILES,
+    ORCH_TIERS,
 };
 use crate::error::{Error, Result};
 
@@ -130,6 +130,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Plan> {
         plan.slurm = config::read_slurm(&mut cx, item);
     }
 
+    validate::check_baseline(&mut cx, &plan, &spans);
     // The product check needs well-formed sections; stop here if they are not.
     cx.diags.check()?;
     validate::check(&mut cx, &mut plan, &spans);
@@ -226,7 +227,10 @@ pub fn case_value(cx: &mut Ctx<'_>, field: &str, item: &Item<'_>, path: &str) ->
             cx.error(
                 &item.span(),
                 path,
-                format!("unknown {field} `{s}`{hint}; expected one of: {}", list.join(", ")),
+                format!(
+                    "unknown {field} `{s}`{hint}; expected one of: {}",
+                    list.join(", ")
+                ),
             );
             return None;
         }
@@ -239,7 +243,13 @@ pub fn case_value(cx: &mut Ctx<'_>, field: &str, item: &Item<'_>, path: &str) ->
 }
 
 /// Report a key that is not a case field (derived fields get their own explanation).
-fn unknown_case_key(cx: &mut Ctx<'_>, key: &str, span: &Range<usize>, section: &str, extra: &[&str]) {
+fn unknown_case_key(
+    cx: &mut Ctx<'_>,
+    key: &str,
+    span: &Range<usize>,
+    section: &str,
+    extra: &[&str],
+) {
     let path = format!("{section}.{key}");
     if DERIVED_FIELDS.contains(&key) {
         cx.error(
@@ -318,7 +328,11 @@ fn read_axes(cx: &mut Ctx<'_>, item: &Item<'_>, plan: &mut Plan, spans: &mut Spa
             let epath = format!("{path}[{i}]");
             if let Some(v) = case_value(cx, e.key, elem, &epath) {
                 if values.contains(&v) {
-                    cx.error(&elem.span(), &epath, format!("value {v} appears twice in this axis"));
+                    cx.error(
+                        &elem.span(),
+                        &epath,
+                        format!("value {v} appears twice in this axis"),
+                    );
                 } else {
                     values.push(v);
                 }
@@ -356,7 +370,9 @@ fn read_excludes(cx: &mut Ctx<'_>, item: &Item<'_>, plan: &mut Plan, spans: &mut
             let kpath = format!("{path}.{}", e.key);
             // A list means "any of" (for device_ids: a list of lists).
             let is_any_of = match e.item.get_ref() {
-                DeValue::Array(a) => e.key != "device_ids" || a.iter().all(|x| x.get_ref().is_array()),
+                DeValue::Array(a) => {
+                    e.key != "device_ids" || a.iter().all(|x| x.get_ref().is_array())
+                }
                 _ => false,
             };
             if is_any_of {
@@ -370,12 +386,20 @@ fn read_excludes(cx: &mut Ctx<'_>, item: &Item<'_>, plan: &mut Plan, spans: &mut
                     .collect();
                 out.insert(e.key.to_string(), Value::Array(vals));
             } else if let Some(v) = case_value(cx, e.key, e.item, &kpath) {
-                let v = if e.key == "device_ids" { Value::Array(vec![v]) } else { v };
+                let v = if e.key == "device_ids" {
+                    Value::Array(vec![v])
+                } else {
+                    v
+                };
                 out.insert(e.key.to_string(), v);
             }
         }
         if table.is_empty() {
-            cx.error(&rule.span(), &path, "an empty [[exclude]] would drop every case".into());
+            cx.error(
+                &rule.span(),
+                &path,
+                "an empty [[exclude]] would drop every case".into(),
+            );
         }
         plan.excludes.push(out);
     }
@@ -428,7 +452,11 @@ fn read_rounds(cx: &mut Ctx<'_>, item: &Item<'_>, plan: &mut Plan, spans: &Spans
                 None
             }
         };
-        let field = if e.key == "warmup" { "warmup_rounds" } else { "timed_rounds" };
+        let field = if e.key == "warmup" {
+            "warmup_rounds"
+        } else {
+            "timed_rounds"
+        };
         if spans.fields.contains_key(field) {
             cx.warn(
                 &e.item.span(),
@@ -446,7 +474,12 @@ fn read_rounds(cx: &mut Ctx<'_>, item: &Item<'_>, plan: &mut Plan, spans: &Spans
     }
 }
 
-fn read_case_files(cx: &mut Ctx<'_>, item: &Item<'_>, plan: &mut Plan, axes: Option<&Range<usize>>) {
+fn read_case_files(
+    cx: &mut Ctx<'_>,
+    item: &Item<'_>,
+    plan: &mut Plan,
+    axes: Option<&Range<usize>>,
+) {
     let Some(table) = cx.table(item, "cases") else {
         return;
     };
@@ -455,15 +488,26 @@ fn read_case_files(cx: &mut Ctx<'_>, item: &Item<'_>, plan: &mut Plan, axes: Opt
             continue;
         };
         if patterns.is_empty() {
-            cx.error(&e.item.span(), "cases.files", "list at least one glob".into());
+            cx.error(
+                &e.item.span(),
+                "cases.files",
+                "list at least one glob".into(),
+            );
         }
         let mut files: Vec<PathBuf> = Vec::new();
         for pat in &patterns {
             let full = relative_to(&plan.source, pat);
             let matched: Vec<PathBuf> = match glob::glob(&full.to_string_lossy()) {
-                Ok(paths) => paths.filter_map(|p| p.ok()).filter(|p| p.is_file()).collect(),
+                Ok(paths) => paths
+                    .filter_map(|p| p.ok())
+                    .filter(|p| p.is_file())
+                    .collect(),
                 Err(err) => {
-                    cx.error(&e.item.span(), "cases.files", format!("bad glob `{pat}`: {err}"));
+                    cx.error(
+                        &e.item.span(),
+                        "cases.files",
+                        format!("bad glob `{pat}`: {err}"),
+                    );
                     continue;
                 }
             };
@@ -495,15 +539,167 @@ fn read_case_files(cx: &mut Ctx<'_>, item: &Item<'_>, plan: &mut Plan, axes: Opt
 /// variant, p and count must come from [case] or [axes].
 fn require_case_shape(cx: &mut Ctx<'_>, plan: &Plan, axes: Option<&Range<usize>>) {
     for field in ["variant", "p", "count"] {
-        let given = plan.case_defaults.contains_key(field) || plan.axes.iter().any(|a| a.name == field);
+        let given =
+            plan.case_defaults.contains_key(field) || plan.axes.iter().any(|a| a.name == field);
         if !given {
-            let msg = format!("no value for `{field}`: give it as an axis in [axes] or a default in [case]");
+            let msg = format!(
+                "no value for `{field}`: give it as an axis in [axes] or a default in [case]"
+            );
             match axes {
                 Some(span) => cx.error(span, &format!("axes.{field}"), msg),
                 None => {
                     let d = cx.src.whole(Some(&format!("axes.{field}")), msg);
                     cx.diags.error(d);
                 }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{select_stacks, DeviceKind};
+    use proptest::prelude::*;
+
+    const BASE: &str = "[campaign]\nname = \"t\"\n\n[axes]\nvariant = [\"mesh\", \"ring\"]\np = [2, 4]\ncount = [256]\n";
+
+    fn plan(extra: &str) -> Result<Plan> {
+        parse(&format!("{BASE}{extra}"), Path::new("t.toml"))
+    }
+
+    fn messages(r: Result<Plan>) -> String {
+        match r {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("expected the plan to be rejected"),
+        }
+    }
+
+    #[test]
+    fn axes_keep_file_order_and_defaults_fill_in() {
+        let p = plan("platform = [\"host\", \"a5\"]\n").unwrap();
+        let names: Vec<&str> = p.axes.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(names, ["variant", "p", "count", "platform"]);
+        assert_eq!(p.stacks, ["host"]);
+        assert_eq!(p.case_count, 8);
+        assert_eq!(p.devices.kind, DeviceKind::Cpu);
+        assert!(
+            p.devices.ids.len() >= 4,
+            "cpu pool is at least the largest p"
+        );
+    }
+
+    #[test]
+    fn exclude_lists_mean_any_of() {
+        let p = plan("\n[[exclude]]\nvariant = \"ring\"\np = [2, 4]\n").unwrap();
+        assert_eq!(p.case_count, 2);
+    }
+
+    #[test]
+    fn explicit_rounds_win_over_rounds_table_with_a_warning() {
+        let p = plan("\n[case]\ntimed_rounds = 9\n\n[rounds]\ntimed = 4\n").unwrap();
+        assert_eq!(p.warnings.len(), 1, "{:?}", p.warnings);
+        assert!(p.warnings[0].message.contains("wins over [rounds]"));
+        let case = crate::sweep::cases(&p, None)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap();
+        assert_eq!(case.timed_rounds, 9);
+        assert_eq!(case.warmup_rounds, 3);
+    }
+
+    #[test]
+    fn field_in_case_and_axes_is_an_error() {
+        assert!(messages(plan("\n[case]\np = 2\n")).contains("both a [case] default and an axis"));
+    }
+
+    #[test]
+    fn groups_must_be_inside_ids_and_baseline_a_stack() {
+        let err = messages(plan(
+            "\n[devices]\nkind = \"npu\"\nids = \"0-3\"\ngroups = [\"0-3\", \"4-7\"]\n\n[report]\nbaseline = \"hccl\"\n",
+        ));
+        assert!(
+            err.contains("device 4 is in a group but not in devices.ids"),
+            "{err}"
+        );
+        assert!(
+            err.contains("baseline `hccl` is not one of the plan's stacks"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn run_section_is_typed() {
+        let p =
+            plan("\n[run]\ntimeout = \"90s\"\nretries = 2\norder = \"given\"\njobs = 3\n").unwrap();
+        assert_eq!(p.run.timeout, std::time::Duration::from_secs(90));
+        assert_eq!(p.run.retries, 2);
+        assert_eq!(p.run.jobs, Some(3));
+        let err = messages(plan(
+            "\n[run]\ntimeout = \"ten minutes\"\norder = \"random\"\n",
+        ));
+        assert!(err.contains("run.timeout"), "{err}");
+        assert!(err.contains("unknown value `random`"), "{err}");
+    }
+
+    #[test]
+    fn axis_on_a_field_case_id_does_not_show_must_not_collide() {
+        let err = messages(plan("orch_tier = [\"logical\", \"strict_window\"]\n"));
+        assert!(err.contains("two cases share case_id"), "{err}");
+    }
+
+    #[test]
+    fn stack_selection() {
+        let p =
+            plan("stacks = [\"host\", \"mine\"]\n\n[stacks.mine]\ncommand = [\"true\"]\n").unwrap();
+        assert_eq!(select_stacks(&p, &[]).unwrap(), ["host", "mine"]);
+        assert_eq!(select_stacks(&p, &["mine".into()]).unwrap(), ["mine"]);
+        let err = select_stacks(&p, &["hccl".into()]).unwrap_err().to_string();
+        assert!(err.contains("`hccl` is not a stack of this plan"), "{err}");
+        assert!(messages(plan("stacks = [\"nccl\"]\n")).contains("unknown stack `nccl`"));
+    }
+
+    #[test]
+    fn stack_table_types_are_checked_with_position() {
+        let err = messages(plan(
+            "stacks = [\"mine\"]\n\n[stacks.mine]\ncommand = [\"x\"]\nshape = 3\n",
+        ));
+        assert!(err.contains("t.toml:12:9"), "{err}");
+        assert!(!err.contains("unknown stack"), "no follow-on error: {err}");
+    }
+
+    /// Fragments that reach deep into the parser when shuffled together.
+    fn fragment() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just("[campaign]\nname = \"x\"\n".to_string()),
+            Just("[axes]\n".to_string()),
+            Just("[case]\n".to_string()),
+            Just("[[exclude]]\n".to_string()),
+            Just("[filter]\nwhere = \"count > p\"\n".to_string()),
+            Just("[rounds]\nwarmup = \"auto\"\n".to_string()),
+            Just("[devices]\nids = \"0-3\"\ngroups = [[0, 9]]\n".to_string()),
+            Just("[stacks.s]\ncommand = 1\n".to_string()),
+            Just("[cases]\nfiles = [\"*.nothing\"]\n".to_string()),
+            "(variant|p|count|dtype|device_ids|core_num|stacks|timed_rounds) = ".prop_map(|s| s),
+            "\\[[0-9, \"a-z\\[\\]-]{0,12}\\]\n".prop_map(|s| s),
+            "-?[0-9]{1,20}\n".prop_map(|s| s),
+            "\"[a-z0-9_./]{0,8}\"\n".prop_map(|s| s),
+            any::<String>(),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_text_never_panics(text in any::<String>()) {
+            let _ = parse(&text, Path::new("fuzz.toml"));
+        }
+
+        #[test]
+        fn plan_shaped_text_never_panics(parts in proptest::collection::vec(fragment(), 0..14)) {
+            let text = parts.concat();
+            if let Err(e) = parse(&text, Path::new("fuzz.toml")) {
+                prop_assert_eq!(e.exit_code(), crate::error::exit::BAD_INPUT);
             }
         }
     }

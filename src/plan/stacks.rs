@@ -25,7 +25,10 @@ pub fn stackdef_keys() -> &'static [&'static str] {
     struct Capture(&'static [&'static str]);
     impl<'de> Deserializer<'de> for &mut Capture {
         type Error = de::value::Error;
-        fn deserialize_any<V: Visitor<'de>>(self, _v: V) -> std::result::Result<V::Value, Self::Error> {
+        fn deserialize_any<V: Visitor<'de>>(
+            self,
+            _v: V,
+        ) -> std::result::Result<V::Value, Self::Error> {
             Err(de::Error::custom("field capture only"))
         }
         fn deserialize_struct<V: Visitor<'de>>(
@@ -69,7 +72,10 @@ pub fn read_defs(cx: &mut Ctx<'_>, item: &Item<'_>, text: &str) -> BTreeMap<Stri
             cx.error(
                 &e.key_span,
                 &path,
-                format!("stack name `{}` must match [a-z0-9_-]+ (it becomes a folder name)", e.key),
+                format!(
+                    "stack name `{}` must match [a-z0-9_-]+ (it becomes a folder name)",
+                    e.key
+                ),
             );
         }
         let Some(def) = cx.table(e.item, &path) else {
@@ -109,18 +115,28 @@ pub fn read_defs(cx: &mut Ctx<'_>, item: &Item<'_>, text: &str) -> BTreeMap<Stri
             &span,
             &path,
             "a stack that is not shipped needs `command = [...]`".to_string()
-                + &format!(" (shipped stacks: {})", shipped.keys().cloned().collect::<Vec<_>>().join(", ")),
+                + &format!(
+                    " (shipped stacks: {})",
+                    shipped.keys().cloned().collect::<Vec<_>>().join(", ")
+                ),
         );
     }
+    // After a problem the names are still known, so `axes.stacks` is not reported as well.
+    let names_only = || -> BTreeMap<String, StackDef> {
+        entries(table)
+            .iter()
+            .map(|e| (e.key.to_string(), StackDef::default()))
+            .collect()
+    };
     if cx.diags.errors.len() > before {
-        return BTreeMap::new();
+        return names_only();
     }
     match toml::from_str::<StacksOnly>(text) {
         Ok(s) => s.stacks,
         Err(err) => {
             let span = err.span().unwrap_or(item.span());
             cx.error(&span, "stacks", err.message().trim_end().to_string());
-            BTreeMap::new()
+            names_only()
         }
     }
 }

@@ -14,8 +14,19 @@ use super::raw::Ctx;
 use crate::case::Case;
 use crate::error::{Diagnostic, Error};
 
+/// Bound on the (variant, p, count) memo of seed warnings, so memory stays flat on any plan.
+const WARN_MEMO_LIMIT: usize = 100_000;
+
 /// The fields `case_id` is made of.
-const ID_FIELDS: &[&str] = &["variant", "p", "count", "dtype", "platform", "device_ids", "core_num"];
+const ID_FIELDS: &[&str] = &[
+    "variant",
+    "p",
+    "count",
+    "dtype",
+    "platform",
+    "device_ids",
+    "core_num",
+];
 
 /// Problems of one kind: the first, located, and how many more cases had it.
 struct Grouped {
@@ -34,7 +45,13 @@ impl Collector {
         match map.get_mut(&key) {
             Some(g) => g.more += 1,
             None => {
-                map.insert(key, Grouped { first: make(), more: 0 });
+                map.insert(
+                    key,
+                    Grouped {
+                        first: make(),
+                        more: 0,
+                    },
+                );
             }
         }
     }
@@ -44,7 +61,8 @@ impl Collector {
             .map(|g| {
                 let mut d = g.first;
                 if g.more > 0 {
-                    d.message.push_str(&format!(" (and {} more cases like it)", g.more));
+                    d.message
+                        .push_str(&format!(" (and {} more cases like it)", g.more));
                 }
                 d
             })
@@ -69,9 +87,8 @@ fn name_case(case: &Case, msg: &str) -> String {
     }
 }
 
-/// Run every whole-plan check; records diagnostics in `cx`, fills `plan.case_count` and the
-/// default device ids.
-pub fn check(cx: &mut Ctx<'_>, plan: &mut Plan, spans: &Spans) {
+/// The report's baseline must be one of the plan's stacks.
+pub fn check_baseline(cx: &mut Ctx<'_>, plan: &Plan, spans: &Spans) {
     if let Some(base) = &plan.report.baseline {
         if !plan.stacks.contains(base) {
             let msg = format!(
@@ -84,7 +101,11 @@ pub fn check(cx: &mut Ctx<'_>, plan: &mut Plan, spans: &Spans) {
             }
         }
     }
+}
 
+/// Run every whole-plan check; records diagnostics in `cx`, fills `plan.case_count` and the
+/// default device ids.
+pub fn check(cx: &mut Ctx<'_>, plan: &mut Plan, spans: &Spans) {
     let pool_ids = plan.devices.ids.clone();
     let pool_text = format!("devices.ids = {:?} ({} devices)", pool_ids, pool_ids.len());
     let pinned = plan.devices.placement == Placement::Pinned;
@@ -100,6 +121,8 @@ pub fn check(cx: &mut Ctx<'_>, plan: &mut Plan, spans: &Spans) {
             .iter()
             .any(|a| a.values.len() > 1 && !ID_FIELDS.contains(&a.name.as_str()));
     let mut seen_ids = std::collections::HashSet::new();
+    let mut warned: std::collections::HashMap<(crate::case::Variant, u32, u64), bool> =
+        std::collections::HashMap::new();
     let mut iter = match crate::sweep::cases(plan, None) {
         Ok(it) => it,
         Err(e) => {
@@ -107,7 +130,7 @@ pub fn check(cx: &mut Ctx<'_>, plan: &mut Plan, spans: &Spans) {
             return;
         }
     };
-    for item in &mut iter {
+    while let Some(item) = iter.next_ref() {
         let case = match item {
             Ok(c) => c,
             Err(Error::Invalid(diags)) => {
@@ -144,9 +167,14 @@ pub fn check(cx: &mut Ctx<'_>, plan: &mut Plan, spans: &Spans) {
         max_p = max_p.max(case.p);
         max_id = max_id.max(case.device_ids.iter().copied().max().unwrap_or(0));
         for (field, msg) in case.problems() {
-            Collector::add(&mut out.errors, format!("{field}:{}", kind_of(msg.trim_start_matches(&case.case_id()))), || {
-                at_field(cx, spans, &field, name_case(&case, &msg))
-            });
+            Collector::add(
+                &mut out.errors,
+                format!(
+                    "{field}:{}",
+                    kind_of(msg.trim_start_matches(&case.case_id()))
+                ),
+                || at_field(cx, spans, &field, name_case(case, &msg)),
+            );
         }
         if !pool_ids.is_empty() {
             if case.p as usize > pool_ids.len() {
@@ -179,8 +207,23 @@ pub fn check(cx: &mut Ctx<'_>, plan: &mut Plan, spans: &Spans) {
                 }
             }
         }
-        for w in case.warnings() {
-            Collector::add(&mut out.warnings, "uneven".into(), || at_field(cx, spans, "count", w));
+        // Seed warnings depend only on (variant, p, count); formatting one per case costs more
+        // than the rest of the check, so ask once per combination.
+        let key = (case.variant, case.p, case.count);
+        let warns = match warned.get(&key) {
+            Some(w) => *w,
+            None => {
+                let w = !case.warnings().is_empty();
+                if warned.len() < WARN_MEMO_LIMIT {
+                    warned.insert(key, w);
+                }
+                w
+            }
+        };
+        if warns {
+            Collector::add(&mut out.warnings, "uneven".into(), || {
+                at_field(cx, spans, "count", case.warnings().join("; "))
+            });
         }
     }
     cx.diags.errors.extend(Collector::finish(out.errors));
@@ -203,7 +246,10 @@ pub fn check(cx: &mut Ctx<'_>, plan: &mut Plan, spans: &Spans) {
             "the plan makes no cases: [[exclude]] rules dropped {dropped} and the filter dropped {}",
             iter.filtered
         );
-        let span = spans.filter.clone().or_else(|| spans.excludes.first().cloned());
+        let span = spans
+            .filter
+            .clone()
+            .or_else(|| spans.excludes.first().cloned());
         match span {
             Some(s) => cx.error(&s, "exclude", msg),
             None => cx.diags.error(cx.src.whole(None, msg)),
@@ -227,7 +273,10 @@ pub fn check(cx: &mut Ctx<'_>, plan: &mut Plan, spans: &Spans) {
 
 /// The kind of a per-case message, without the case-specific numbers, for grouping.
 fn kind_of(msg: &str) -> String {
-    msg.chars().filter(|c| !c.is_ascii_digit()).take(40).collect()
+    msg.chars()
+        .filter(|c| !c.is_ascii_digit())
+        .take(40)
+        .collect()
 }
 
 fn push_error(cx: &mut Ctx<'_>, spans: &Spans, e: Error) {

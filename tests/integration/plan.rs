@@ -113,8 +113,14 @@ fn fp16_overflow_names_case_value_and_the_dtype_line() {
 #[test]
 fn pool_smaller_than_p_is_refused() {
     let err = rejected("pool_too_small.toml");
-    assert!(err.contains("mesh_p8_count256_fp32_a2a3_d0-1-2-3-4-5-6-7"), "{err}");
-    assert!(err.contains("needs 8 devices but the pool has only"), "{err}");
+    assert!(
+        err.contains("mesh_p8_count256_fp32_a2a3_d0-1-2-3-4-5-6-7"),
+        "{err}"
+    );
+    assert!(
+        err.contains("needs 8 devices but the pool has only"),
+        "{err}"
+    );
     assert!(err.contains("pool_too_small.toml:6:5"), "{err}");
 }
 
@@ -123,7 +129,10 @@ fn validate_plan_and_seed_case() {
     let out = run(&["validate", "plans/full_sweep.toml"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(stdout(&out), "ok: 108 cases\n");
-    let out = run(&["validate", &fixture("seed/mesh_p2_count256_fp32_a2a3_d0-1.json")]);
+    let out = run(&[
+        "validate",
+        &fixture("seed/mesh_p2_count256_fp32_a2a3_d0-1.json"),
+    ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(
         stdout(&out),
@@ -133,10 +142,17 @@ fn validate_plan_and_seed_case() {
 
 #[test]
 fn validate_reports_every_bad_file() {
-    let out = run(&["validate", &fixture("p_too_small.toml"), &fixture("bad_name.toml")]);
+    let out = run(&[
+        "validate",
+        &fixture("p_too_small.toml"),
+        &fixture("bad_name.toml"),
+    ]);
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
-    assert!(err.contains("p_too_small.toml") && err.contains("bad_name.toml"), "{err}");
+    assert!(
+        err.contains("p_too_small.toml") && err.contains("bad_name.toml"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -147,7 +163,11 @@ fn dry_run_table_ends_with_summary() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 1 + 108 + 1);
     assert!(lines[0].starts_with("case_id"));
-    assert!(lines[1].starts_with("mesh_p2_count256_fp32_a2a3_d0-1 "), "{}", lines[1]);
+    assert!(
+        lines[1].starts_with("mesh_p2_count256_fp32_a2a3_d0-1 "),
+        "{}",
+        lines[1]
+    );
     assert_eq!(*lines.last().unwrap(), "108 cases × 1 stack = 108 runs");
 }
 
@@ -159,7 +179,10 @@ fn dry_run_json_is_only_json_and_follows_axis_order() {
     let rows = v.as_array().unwrap();
     assert_eq!(rows.len(), 18);
     // First axis (variant) slowest, last (count) fastest.
-    let ids: Vec<&str> = rows.iter().map(|r| r["case_id"].as_str().unwrap()).collect();
+    let ids: Vec<&str> = rows
+        .iter()
+        .map(|r| r["case_id"].as_str().unwrap())
+        .collect();
     assert_eq!(ids[0], "mesh_p2_count64_fp32_host_d0-1");
     assert_eq!(ids[1], "mesh_p2_count1000_fp32_host_d0-1");
     assert_eq!(ids[3], "mesh_p3_count64_fp32_host_d0-1-2");
@@ -177,8 +200,14 @@ fn dry_run_csv_with_excludes_filter_and_fixed_rounds() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = stdout(&out);
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines[0], "case_id,variant,p,count,dtype,bytes,warmup,timed,equivalence_hash,stacks");
-    let ids: Vec<&str> = lines[1..].iter().map(|l| l.split(',').next().unwrap()).collect();
+    assert_eq!(
+        lines[0],
+        "case_id,variant,p,count,dtype,bytes,warmup,timed,equivalence_hash,stacks"
+    );
+    let ids: Vec<&str> = lines[1..]
+        .iter()
+        .map(|l| l.split(',').next().unwrap())
+        .collect();
     assert_eq!(
         ids,
         [
@@ -193,7 +222,12 @@ fn dry_run_csv_with_excludes_filter_and_fixed_rounds() {
 
 #[test]
 fn dry_run_cli_filter_and_stack_selection() {
-    let out = run(&["dry-run", "plans/full_sweep.toml", "--filter", "p == 8 and dtype == 'fp16'"]);
+    let out = run(&[
+        "dry-run",
+        "plans/full_sweep.toml",
+        "--filter",
+        "p == 8 and dtype == 'fp16'",
+    ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stdout(&out).ends_with("18 cases × 1 stack = 18 runs\n"));
 
@@ -203,7 +237,11 @@ fn dry_run_cli_filter_and_stack_selection() {
 
     let out = run(&["dry-run", "plans/full_sweep.toml", "--filter", "cont > 1"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("did you mean `count`"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("did you mean `count`"),
+        "{}",
+        stderr(&out)
+    );
 
     let out = run(&["dry-run", "plans/smoke.toml", "--executor", "slurm"]);
     assert_eq!(out.status.code(), Some(2));
@@ -215,8 +253,16 @@ fn seed_case_files_replace_the_product() {
     let out = run(&["dry-run", &fixture("seed_files.toml"), "--format", "csv"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = stdout(&out);
-    assert!(text.contains("mesh_p2_count256_fp32_a2a3_d0-1,mesh,2,256,fp32,1024,3,50,4ca59d34ec615378,host"), "{text}");
-    assert!(text.contains("ring_p4_count1024_fp32_a2a3_d0-1-2-3,ring,4,1024,fp32,4096,3,10,"), "{text}");
+    assert!(
+        text.contains(
+            "mesh_p2_count256_fp32_a2a3_d0-1,mesh,2,256,fp32,1024,3,50,4ca59d34ec615378,host"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("ring_p4_count1024_fp32_a2a3_d0-1-2-3,ring,4,1024,fp32,4096,3,10,"),
+        "{text}"
+    );
     let err = rejected("no_files.toml");
     assert!(err.contains("matches no file"), "{err}");
 }
@@ -228,27 +274,58 @@ fn cases_writes_seed_files_and_rewrites_only_changes() {
     let o = out_dir.to_str().unwrap();
     let out = run(&["cases", "plans/smoke.toml", "--out", o]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(stdout(&out).starts_with("wrote 18, unchanged 0, stale 0"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).starts_with("wrote 18, unchanged 0, stale 0"),
+        "{}",
+        stdout(&out)
+    );
     let file = out_dir.join("ring_p3_count1000_fp32_host_d0-1-2.json");
     let text = std::fs::read_to_string(&file).unwrap();
-    assert!(text.starts_with("{\n  \"variant\": \"ring\",\n  \"p\": 3,"), "{text}");
-    assert!(text.contains("\"bytes_per_rank_per_round\": 1333"), "{text}");
+    assert!(
+        text.starts_with("{\n  \"variant\": \"ring\",\n  \"p\": 3,"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\"bytes_per_rank_per_round\": 1333"),
+        "{text}"
+    );
 
     std::fs::write(&file, "{}").unwrap();
     std::fs::write(out_dir.join("someone_elses.json"), "{}").unwrap();
     let out = run(&["cases", "plans/smoke.toml", "--out", o, "--dry-run"]);
-    assert!(stdout(&out).starts_with("would write 1, unchanged 17, stale 1"), "{}", stdout(&out));
-    assert_eq!(std::fs::read_to_string(&file).unwrap(), "{}", "--dry-run writes nothing");
+    assert!(
+        stdout(&out).starts_with("would write 1, unchanged 17, stale 1"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "{}",
+        "--dry-run writes nothing"
+    );
     let out = run(&["cases", "plans/smoke.toml", "--out", o]);
-    assert!(stdout(&out).starts_with("wrote 1, unchanged 17, stale 1"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).starts_with("wrote 1, unchanged 17, stale 1"),
+        "{}",
+        stdout(&out)
+    );
     assert!(stdout(&out).contains("someone_elses.json"));
     assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
-    assert!(out_dir.join("someone_elses.json").exists(), "unknown files are kept");
+    assert!(
+        out_dir.join("someone_elses.json").exists(),
+        "unknown files are kept"
+    );
 }
 
 #[test]
 fn committed_cases_match_the_full_sweep_plan() {
-    let out = run(&["cases", "plans/full_sweep.toml", "--out", "cases", "--dry-run"]);
+    let out = run(&[
+        "cases",
+        "plans/full_sweep.toml",
+        "--out",
+        "cases",
+        "--dry-run",
+    ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(
         stdout(&out).starts_with("would write 0, unchanged 108, stale 0"),

@@ -1,34 +1,62 @@
-//! A fast writer of the canonical JSON behind `Case::equivalence_hash`, for listings of
-//! millions of cases (`dry-run`, `cases`).
+//! Fast writers of a case's `case_id` and `equivalence_hash`, for listings of millions of cases
+//! (`dry-run`).
 //!
-//! `case.rs` owns the definition (Python `json.dumps(sort_keys=True, separators=(",", ":"))`
-//! over every field plus the derived ones); building a `serde_json::Value` and sorting it per
-//! case costs ~20 µs, which made a million-case dry-run take 20 s. This writes the same bytes
-//! straight into a reused buffer. The tests (and a property test) hold it byte-identical to
-//! `case.rs`; it must never define anything of its own.
-
-use std::fmt::Write;
+//! `case.rs` owns both definitions (the hash is Python's `json.dumps(sort_keys=True,
+//! separators=(",", ":"))` over every field plus the derived ones); building a
+//! `serde_json::Value` and sorting it per case costs ~20 µs, which made a million-case dry-run
+//! take 20 s. This writes the same bytes straight into reused buffers. The tests (and a property
+//! test) hold it byte-identical to `case.rs`; it must never define anything of its own.
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::case::{canonical_json, Case};
 
-/// Reusable buffer; one per listing.
+/// Reusable buffers; one per listing.
 #[derive(Debug, Default)]
 pub struct Hasher {
     buf: String,
+    id: String,
 }
 
 impl Hasher {
+    /// The same text as `case.case_id()`, borrowed until the next call.
+    pub fn case_id(&mut self, c: &Case) -> &str {
+        let id = &mut self.id;
+        id.clear();
+        id.push_str(c.variant.as_str());
+        id.push_str("_p");
+        push_u64(id, u64::from(c.p));
+        id.push_str("_count");
+        push_u64(id, c.count);
+        id.push('_');
+        id.push_str(c.dtype.as_str());
+        id.push('_');
+        id.push_str(c.platform.as_str());
+        id.push_str("_d");
+        for (i, d) in c.device_ids.iter().enumerate() {
+            if i > 0 {
+                id.push('-');
+            }
+            push_u64(id, u64::from(*d));
+        }
+        if c.core_num != 1 {
+            id.push_str("_cn");
+            push_u64(id, u64::from(c.core_num));
+        }
+        id
+    }
+
     /// The same 16 hex digits as `case.equivalence_hash()`.
     pub fn equivalence_hash(&mut self, case: &Case) -> String {
         self.buf.clear();
         write_canonical(&mut self.buf, case);
         let digest = Sha256::digest(self.buf.as_bytes());
+        const HEX: &[u8; 16] = b"0123456789abcdef";
         let mut out = String::with_capacity(16);
         for b in &digest[..8] {
-            let _ = write!(out, "{b:02x}");
+            out.push(HEX[usize::from(b >> 4)] as char);
+            out.push(HEX[usize::from(b & 15)] as char);
         }
         out
     }
@@ -53,7 +81,7 @@ fn write_canonical(out: &mut String, c: &Case) {
         if i > 0 {
             out.push(',');
         }
-        num(out, d);
+        num(out, *d);
     }
     out.push(']');
     key(out, "dtype", false);
@@ -98,15 +126,35 @@ fn key(out: &mut String, k: &str, first: bool) {
     out.push_str("\":");
 }
 
-fn num(out: &mut String, n: impl std::fmt::Display) {
-    let _ = write!(out, "{n}");
+fn num(out: &mut String, n: impl Into<u64>) {
+    push_u64(out, n.into());
 }
 
 fn opt(out: &mut String, n: Option<i64>) {
     match n {
-        Some(n) => num(out, n),
+        Some(n) if n < 0 => {
+            out.push('-');
+            push_u64(out, n.unsigned_abs());
+        }
+        Some(n) => push_u64(out, n as u64),
         None => out.push_str("null"),
     }
+}
+
+/// Decimal digits of `n` (what `Display` writes), without going through `core::fmt`.
+pub fn push_u64(out: &mut String, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    // Only ASCII digits were written, so this never falls back.
+    out.push_str(std::str::from_utf8(&digits[i..]).unwrap_or("0"));
 }
 
 /// Plain printable ASCII without quotes or backslashes is written as is; anything else goes
@@ -142,7 +190,7 @@ mod tests {
         fn byte_identical_to_case_rs(
             v in 0usize..3, p in 2u32..40, count in 1u64..5_000_000, d in 0usize..4, pl in 0usize..5,
             runtime in "\\PC{0,12}", measure in "[ -~]{0,8}", block in proptest::option::of(-5i64..1000),
-            core in 1u32..4, w in 0u32..9, t in 1u32..60,
+            core in 1u32..4, ids in proptest::collection::vec(0u32..100, 0..10), w in 0u32..9, t in 1u32..60,
         ) {
             let variants = [Variant::Mesh, Variant::Ring, Variant::Twophase];
             let dtypes = [Dtype::Fp32, Dtype::Fp16, Dtype::Bf16, Dtype::Int32];
@@ -154,9 +202,12 @@ mod tests {
             c.measure = measure;
             c.block_dim = block;
             c.core_num = core;
+            c.device_ids = ids;
             c.warmup_rounds = w;
             c.timed_rounds = t;
-            prop_assert_eq!(Hasher::default().equivalence_hash(&c), c.equivalence_hash());
+            let mut h = Hasher::default();
+            prop_assert_eq!(h.equivalence_hash(&c), c.equivalence_hash());
+            prop_assert_eq!(h.case_id(&c), c.case_id());
         }
     }
 }
