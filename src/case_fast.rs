@@ -15,8 +15,8 @@ use crate::case::{canonical_json, Case};
 /// Reusable buffers; one per listing.
 #[derive(Debug, Default)]
 pub struct Hasher {
-    buf: String,
-    id: String,
+    buf: Vec<u8>,
+    id: Vec<u8>,
 }
 
 impl Hasher {
@@ -24,47 +24,48 @@ impl Hasher {
     pub fn case_id(&mut self, c: &Case) -> &str {
         let id = &mut self.id;
         id.clear();
-        id.push_str(c.variant.as_str());
-        id.push_str("_p");
+        id.extend_from_slice(c.variant.as_str().as_bytes());
+        id.extend_from_slice("_p".as_bytes());
         push_u64(id, u64::from(c.p));
-        id.push_str("_count");
+        id.extend_from_slice("_count".as_bytes());
         push_u64(id, c.count);
-        id.push('_');
-        id.push_str(c.dtype.as_str());
-        id.push('_');
-        id.push_str(c.platform.as_str());
-        id.push_str("_d");
+        id.push(b'_');
+        id.extend_from_slice(c.dtype.as_str().as_bytes());
+        id.push(b'_');
+        id.extend_from_slice(c.platform.as_str().as_bytes());
+        id.extend_from_slice("_d".as_bytes());
         for (i, d) in c.device_ids.iter().enumerate() {
             if i > 0 {
-                id.push('-');
+                id.push(b'-');
             }
             push_u64(id, u64::from(*d));
         }
         if c.core_num != 1 {
-            id.push_str("_cn");
+            id.extend_from_slice("_cn".as_bytes());
             push_u64(id, u64::from(c.core_num));
         }
-        id
+        // Only ASCII was written (enum spellings, digits, separators).
+        std::str::from_utf8(id).unwrap_or_default()
     }
 
     /// The same 16 hex digits as `case.equivalence_hash()`.
     pub fn equivalence_hash(&mut self, case: &Case) -> String {
         self.buf.clear();
         write_canonical(&mut self.buf, case);
-        let digest = Sha256::digest(self.buf.as_bytes());
+        let digest = Sha256::digest(&self.buf);
         const HEX: &[u8; 16] = b"0123456789abcdef";
         let mut out = String::with_capacity(16);
         for b in &digest[..8] {
-            out.push(HEX[usize::from(b >> 4)] as char);
-            out.push(HEX[usize::from(b & 15)] as char);
+            out.push(char::from(HEX[usize::from(b >> 4)]));
+            out.push(char::from(HEX[usize::from(b & 15)]));
         }
         out
     }
 }
 
 /// Keys in Python's sorted order (code points), each with its value.
-fn write_canonical(out: &mut String, c: &Case) {
-    out.push('{');
+fn write_canonical(out: &mut Vec<u8>, c: &Case) {
+    out.push(b'{');
     key(out, "aicpu_thread_num", true);
     opt(out, c.aicpu_thread_num);
     key(out, "block_dim", false);
@@ -76,14 +77,14 @@ fn write_canonical(out: &mut String, c: &Case) {
     key(out, "count", false);
     num(out, c.count);
     key(out, "device_ids", false);
-    out.push('[');
+    out.push(b'[');
     for (i, d) in c.device_ids.iter().enumerate() {
         if i > 0 {
-            out.push(',');
+            out.push(b',');
         }
         num(out, *d);
     }
-    out.push(']');
+    out.push(b']');
     key(out, "dtype", false);
     string(out, c.dtype.as_str());
     key(out, "golden", false);
@@ -114,35 +115,35 @@ fn write_canonical(out: &mut String, c: &Case) {
     num(out, c.warmup_rounds);
     key(out, "window_nbytes", false);
     num(out, c.window_nbytes());
-    out.push('}');
+    out.push(b'}');
 }
 
-fn key(out: &mut String, k: &str, first: bool) {
+fn key(out: &mut Vec<u8>, k: &str, first: bool) {
     if !first {
-        out.push(',');
+        out.push(b',');
     }
-    out.push('"');
-    out.push_str(k);
-    out.push_str("\":");
+    out.push(b'"');
+    out.extend_from_slice(k.as_bytes());
+    out.extend_from_slice(b"\":");
 }
 
-fn num(out: &mut String, n: impl Into<u64>) {
+fn num(out: &mut Vec<u8>, n: impl Into<u64>) {
     push_u64(out, n.into());
 }
 
-fn opt(out: &mut String, n: Option<i64>) {
+fn opt(out: &mut Vec<u8>, n: Option<i64>) {
     match n {
         Some(n) if n < 0 => {
-            out.push('-');
+            out.push(b'-');
             push_u64(out, n.unsigned_abs());
         }
         Some(n) => push_u64(out, n as u64),
-        None => out.push_str("null"),
+        None => out.extend_from_slice(b"null"),
     }
 }
 
 /// Decimal digits of `n` (what `Display` writes), without going through `core::fmt`.
-pub fn push_u64(out: &mut String, mut n: u64) {
+pub fn push_u64(out: &mut Vec<u8>, mut n: u64) {
     let mut digits = [0u8; 20];
     let mut i = digits.len();
     loop {
@@ -153,22 +154,21 @@ pub fn push_u64(out: &mut String, mut n: u64) {
             break;
         }
     }
-    // Only ASCII digits were written, so this never falls back.
-    out.push_str(std::str::from_utf8(&digits[i..]).unwrap_or("0"));
+    out.extend_from_slice(&digits[i..]);
 }
 
 /// Plain printable ASCII without quotes or backslashes is written as is; anything else goes
 /// through `case.rs`'s own escaping so the bytes cannot differ.
-fn string(out: &mut String, s: &str) {
+fn string(out: &mut Vec<u8>, s: &str) {
     let plain = s
         .bytes()
         .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\');
     if plain {
-        out.push('"');
-        out.push_str(s);
-        out.push('"');
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
     } else {
-        out.push_str(&canonical_json(&Value::String(s.to_string())));
+        out.extend_from_slice(canonical_json(&Value::String(s.to_string())).as_bytes());
     }
 }
 

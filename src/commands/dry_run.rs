@@ -287,35 +287,35 @@ fn write_json(out: &mut impl Write, mut rows: Rows<'_>) -> std::result::Result<(
 fn write_csv(out: &mut impl Write, mut rows: Rows<'_>) -> std::result::Result<(), Failure> {
     writeln!(out, "{}", HEADERS.join(","))?;
     let all = rows.stacks.join(";");
-    let mut line = String::with_capacity(256);
+    let mut line: Vec<u8> = Vec::with_capacity(256);
     while let Some(r) = rows.next_row()? {
         line.clear();
         for (i, field) in [r.case_id.as_str(), r.variant].into_iter().enumerate() {
             if i > 0 {
-                line.push(',');
+                line.push(b',');
             }
-            line.push_str(field);
+            line.extend_from_slice(field.as_bytes());
         }
         for n in [u64::from(r.p), r.count] {
-            line.push(',');
+            line.push(b',');
             push_u64(&mut line, n);
         }
-        line.push(',');
-        line.push_str(r.dtype);
+        line.push(b',');
+        line.extend_from_slice(r.dtype.as_bytes());
         for n in [r.bytes, u64::from(r.warmup), u64::from(r.timed)] {
-            line.push(',');
+            line.push(b',');
             push_u64(&mut line, n);
         }
-        line.push(',');
-        line.push_str(&r.hash);
-        line.push(',');
+        line.push(b',');
+        line.extend_from_slice(r.hash.as_bytes());
+        line.push(b',');
         if r.skipped.is_empty() {
-            line.push_str(&all);
+            line.extend_from_slice(all.as_bytes());
         } else {
-            line.push_str(&rows.stacks_text(&r, ";"));
+            line.extend_from_slice(rows.stacks_text(&r, ";").as_bytes());
         }
-        line.push('\n');
-        out.write_all(line.as_bytes())?;
+        line.push(b'\n');
+        out.write_all(&line)?;
     }
     Ok(())
 }
