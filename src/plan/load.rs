@@ -109,8 +109,8 @@ pub fn parse(text: &str, path: &Path) -> Result<Plan> {
     if let Some(item) = sections.get("cases") {
         read_case_files(&mut cx, item, &mut plan, axes_span.as_ref());
     }
-    if plan.case_files.is_empty() {
-        require_case_shape(&mut cx, &plan, axes_span.as_ref());
+    if !sections.contains_key("cases") {
+        require_case_shape(&mut cx, &spans, axes_span.as_ref());
     }
     if let Some(item) = sections.get("stacks") {
         plan.stack_defs = stacks::read_defs(&mut cx, item, text);
@@ -281,8 +281,9 @@ fn read_case(cx: &mut Ctx<'_>, item: &Item<'_>, plan: &mut Plan, spans: &mut Spa
             continue;
         }
         let path = format!("case.{}", e.key);
+        // Recorded even when the value is bad, so no "missing field" follows the type error.
+        spans.fields.insert(e.key.to_string(), e.item.span());
         if let Some(v) = case_value(cx, e.key, e.item, &path) {
-            spans.fields.insert(e.key.to_string(), e.item.span());
             plan.case_defaults.insert(e.key.to_string(), v);
         }
     }
@@ -312,6 +313,7 @@ fn read_axes(cx: &mut Ctx<'_>, item: &Item<'_>, plan: &mut Plan, spans: &mut Spa
                 format!("`{}` is both a [case] default and an axis; keep one", e.key),
             );
         }
+        spans.fields.insert(e.key.to_string(), e.item.span());
         let Some(elems) = cx.array(e.item, &path) else {
             continue;
         };
@@ -338,7 +340,6 @@ fn read_axes(cx: &mut Ctx<'_>, item: &Item<'_>, plan: &mut Plan, spans: &mut Spa
                 }
             }
         }
-        spans.fields.insert(e.key.to_string(), e.item.span());
         plan.axes.push(Axis {
             name: e.key.to_string(),
             values,
@@ -536,12 +537,10 @@ fn read_case_files(
     }
 }
 
-/// variant, p and count must come from [case] or [axes].
-fn require_case_shape(cx: &mut Ctx<'_>, plan: &Plan, axes: Option<&Range<usize>>) {
+/// variant, p and count must come from [case] or [axes] (a bad value there is reported already).
+fn require_case_shape(cx: &mut Ctx<'_>, spans: &Spans, axes: Option<&Range<usize>>) {
     for field in ["variant", "p", "count"] {
-        let given =
-            plan.case_defaults.contains_key(field) || plan.axes.iter().any(|a| a.name == field);
-        if !given {
+        if !spans.fields.contains_key(field) {
             let msg = format!(
                 "no value for `{field}`: give it as an axis in [axes] or a default in [case]"
             );
