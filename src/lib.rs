@@ -10,6 +10,7 @@ pub mod error;
 pub mod executor;
 pub mod golden;
 pub mod plan;
+pub mod report;
 pub mod results;
 pub mod stack;
 pub mod stats;
