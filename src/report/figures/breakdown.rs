@@ -77,15 +77,7 @@ fn stacked(title: &str, bars: Vec<(String, Vec<(String, f64)>)>) -> Panels {
             }
         }
     }
-    let labels: Vec<String> = bars.iter().map(|b| b.0.clone()).collect();
-    let x = Axis::new("run", move |v| {
-        let i = v.round();
-        if (v - i).abs() < 1e-6 && i >= 0.0 {
-            labels.get(i as usize).cloned().unwrap_or_default()
-        } else {
-            String::new()
-        }
-    });
+    let x = Axis::categories("run", bars.iter().map(|b| b.0.clone()).collect());
     let mut panel = Panel::new(
         "",
         x,

@@ -21,6 +21,7 @@ pub enum Style {
 
 /// One series: a label in the legend, a palette index and its points (already transformed).
 pub struct Series {
+    /// Legend text; empty = no legend entry (e.g. a fit line drawn beside its points).
     pub label: String,
     pub color: usize,
     pub style: Style,
@@ -54,6 +55,28 @@ impl Axis {
                 crate::units::format_bytes(2f64.powf(v.round()) as u64)
             } else {
                 String::new()
+            }
+        })
+    }
+
+    /// A categorical axis over item indices: names when there are few, 1-based numbers (the
+    /// order of the report's table) when names would overlap.
+    pub fn categories(desc: &str, names: Vec<String>) -> Axis {
+        const MAX_NAMED: usize = 8;
+        let named = names.len() <= MAX_NAMED;
+        let desc = if named {
+            desc.to_string()
+        } else {
+            format!("{desc} # (table order)")
+        };
+        Axis::new(&desc, move |v| {
+            let i = v.round();
+            if (v - i).abs() > 1e-6 || i < 0.0 || i as usize >= names.len() {
+                String::new()
+            } else if named {
+                names[i as usize].clone()
+            } else {
+                format!("{}", i as usize + 1)
             }
         })
     }
@@ -132,7 +155,8 @@ pub struct Panels {
     pub panels: Vec<Panel>,
 }
 
-const PANEL_W: u32 = 560;
+const PANEL_W: u32 = 760;
+const LEGEND_W: u32 = 220;
 const PANEL_H: u32 = 420;
 const TITLE_H: u32 = 48;
 
@@ -182,7 +206,10 @@ fn draw_panel<DB: DrawingBackend>(panel: &Panel, area: &DrawingArea<DB, Shift>) 
     let Some(((x0, x1), (y0, y1))) = panel.bounds() else {
         return Ok(());
     };
-    let mut chart = ChartBuilder::on(area)
+    let width = area.dim_in_pixel().0;
+    let (plot_area, legend_area) = area.split_horizontally(width.saturating_sub(LEGEND_W));
+    let legend_area = &legend_area;
+    let mut chart = ChartBuilder::on(&plot_area)
         .caption(&panel.title, (FAMILY, 16))
         .margin(8)
         .x_label_area_size(44)
@@ -200,13 +227,13 @@ fn draw_panel<DB: DrawingBackend>(panel: &Panel, area: &DrawingArea<DB, Shift>) 
         .light_line_style(WHITE.mix(0.0))
         .draw()
         .map_err(err)?;
+    let mut legend: Vec<(String, RGBColor, bool)> = Vec::new();
     if let Some((y, label)) = &panel.hline {
         let y = *y;
         chart
             .draw_series(LineSeries::new([(x0, y), (x1, y)], BLACK.stroke_width(1)))
-            .map_err(err)?
-            .label(label.as_str())
-            .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], BLACK));
+            .map_err(err)?;
+        legend.push((label.clone(), BLACK, false));
     }
     for (x0, y0, x1, y1, c) in &panel.rects {
         chart
@@ -217,12 +244,7 @@ fn draw_panel<DB: DrawingBackend>(panel: &Panel, area: &DrawingArea<DB, Shift>) 
             .map_err(err)?;
     }
     for (label, c) in &panel.rect_legend {
-        let col = color(*c);
-        chart
-            .draw_series(std::iter::empty::<Rectangle<(f64, f64)>>())
-            .map_err(err)?
-            .label(label.as_str())
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], col.filled()));
+        legend.push((label.clone(), color(*c), true));
     }
     for (x, lo, mid, hi, c) in &panel.error_bars {
         chart
@@ -240,34 +262,56 @@ fn draw_panel<DB: DrawingBackend>(panel: &Panel, area: &DrawingArea<DB, Shift>) 
         let col = color(s.color);
         let style = col.stroke_width(2);
         let pts = s.points.iter().copied();
-        let anno = match s.style {
+        match s.style {
             Style::LineAndPoints => {
                 chart
                     .draw_series(pts.clone().map(|p| Circle::new(p, 3, col.filled())))
                     .map_err(err)?;
-                chart.draw_series(LineSeries::new(pts, style)).map_err(err)?
+                chart.draw_series(LineSeries::new(pts, style)).map_err(err)?;
             }
-            Style::Points => chart
-                .draw_series(pts.map(|p| Circle::new(p, 3, col.filled())))
-                .map_err(err)?,
-            Style::Dashed => chart
-                .draw_series(DashedLineSeries::new(pts, 6, 4, style))
-                .map_err(err)?,
-        };
-        anno.label(s.label.as_str())
-            .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], col.stroke_width(2)));
+            Style::Points => {
+                chart
+                    .draw_series(pts.map(|p| Circle::new(p, 3, col.filled())))
+                    .map_err(err)?;
+            }
+            Style::Dashed => {
+                chart
+                    .draw_series(DashedLineSeries::new(pts, 6, 4, style))
+                    .map_err(err)?;
+            }
+        }
+        if !s.label.is_empty() {
+            legend.push((s.label.clone(), col, false));
+        }
     }
-    let has_legend =
-        !panel.series.is_empty() || !panel.rect_legend.is_empty() || panel.hline.is_some();
-    if has_legend {
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .label_font((FAMILY, 11))
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.4))
-            .draw()
+    draw_legend(&legend, legend_area)
+}
+
+/// The legend beside the plot (never over the data): a colour sample and a label per entry.
+fn draw_legend<DB: DrawingBackend>(
+    entries: &[(String, RGBColor, bool)],
+    area: &DrawingArea<DB, Shift>,
+) -> Result<(), String> {
+    const ROW: i32 = 15;
+    let (_, h) = area.dim_in_pixel();
+    let fits = ((h as i32 - 40) / ROW).max(1) as usize;
+    let style = TextStyle::from((FAMILY, 12).into_font()).color(&BLACK);
+    for (i, (label, col, filled)) in entries.iter().take(fits).enumerate() {
+        let y = 34 + i as i32 * ROW;
+        if *filled {
+            area.draw(&Rectangle::new([(4, y - 5), (18, y + 5)], col.filled()))
+                .map_err(err)?;
+        } else {
+            area.draw(&PathElement::new([(2, y), (20, y)], col.stroke_width(2)))
+                .map_err(err)?;
+        }
+        area.draw(&Text::new(label.clone(), (26, y - 6), style.clone()))
             .map_err(err)?;
+    }
+    if entries.len() > fits {
+        let y = 34 + fits as i32 * ROW;
+        let more = format!("… and {} more", entries.len() - fits);
+        area.draw(&Text::new(more, (26, y - 6), style)).map_err(err)?;
     }
     Ok(())
 }

@@ -43,13 +43,13 @@ pub fn build(a: &Analysis) -> Result<Panels, String> {
                 .map(|p| (p.0.log2(), p.1.log10()))
                 .collect();
             panel.series.push(Series {
-                label: format!("{} measured", names[i]),
+                label: format!("{} (fit r² {:.3})", names[i], f.fit.r2),
                 color: i,
                 style: Style::Points,
                 points: measured,
             });
             panel.series.push(Series {
-                label: format!("{} fit (r² {:.3})", names[i], f.fit.r2),
+                label: String::new(),
                 color: i,
                 style: Style::Dashed,
                 points: model_line(f),

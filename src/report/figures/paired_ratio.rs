@@ -26,18 +26,8 @@ pub fn build(a: &Analysis) -> Result<Panels, String> {
         if rows.is_empty() {
             continue;
         }
-        let case_labels: Vec<String> = rows.iter().map(|p| p.case_id.clone()).collect();
-        let x = Axis::new("case (see the paired-comparison table)", move |v| {
-            let i = v.round();
-            if (v - i).abs() < 1e-6 && i >= 0.0 {
-                case_labels
-                    .get(i as usize)
-                    .map(|c| short(c))
-                    .unwrap_or_default()
-            } else {
-                String::new()
-            }
-        });
+        let names: Vec<String> = rows.iter().map(|p| short(&p.case_id)).collect();
+        let x = Axis::categories("case", names);
         let mut panel = Panel::new(
             format!("{stack} / {baseline}"),
             x,
