@@ -6,6 +6,7 @@
 pub mod case;
 pub mod cli;
 pub mod commands;
+pub mod compare;
 pub mod error;
 pub mod executor;
 pub mod golden;
