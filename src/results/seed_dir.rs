@@ -59,10 +59,8 @@ pub fn load_seed_run_dir(dir: &Path) -> Result<ResultSet> {
     Ok(ResultSet {
         campaign: str_field(&doc, "campaign").unwrap_or("seed").to_string(),
         timestamp: str_field(&doc, "timestamp").unwrap_or_default().to_string(),
-        provenance: Provenance {
-            campaign_version: "python harness (seed run dir)".into(),
-            ..Provenance::default()
-        },
+        // The old harness recorded no provenance; an empty version says so in the report.
+        provenance: Provenance::default(),
         runs,
         quarantined: Default::default(),
     })
