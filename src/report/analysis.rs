@@ -11,9 +11,9 @@ use serde::Serialize;
 use crate::case::{Dtype, Variant};
 use crate::results::{ResultSet, RunResult, RunStatus};
 use crate::stats::bandwidth::{self, Collective};
-use crate::stats::bootstrap::{Bootstrap, Interval};
+use crate::stats::bootstrap::{self, Bootstrap, Interval};
 use crate::stats::fit::{self, AlphaBeta};
-use crate::stats::{summarize, Summary};
+use crate::stats::summary::{describe, Summary};
 
 /// Statistics of one passing run.
 #[derive(Debug, Clone)]
@@ -139,27 +139,31 @@ impl Analysis {
     pub fn new(results: &ResultSet, baseline: Option<&str>, bootstrap: Bootstrap) -> Analysis {
         let mut stacks: Vec<String> = Vec::new();
         let mut cases: Vec<String> = Vec::new();
-        let mut stats = BTreeMap::new();
-        let mut failures = Vec::new();
+        let mut by_case: HashMap<&str, Vec<usize>> = HashMap::new();
         for (index, run) in results.runs.iter().enumerate() {
             if !stacks.contains(&run.stack) {
                 stacks.push(run.stack.clone());
             }
-            if !cases.contains(&run.case_id) {
-                cases.push(run.case_id.clone());
-            }
-            match run_stats(index, run, &bootstrap) {
-                Some(s) => {
-                    stats.insert(index, s);
-                }
-                None => failures.push(failure(index, run)),
-            }
+            by_case
+                .entry(run.case_id.as_str())
+                .or_insert_with(|| {
+                    cases.push(run.case_id.clone());
+                    Vec::new()
+                })
+                .push(index);
         }
         let (baseline, baseline_note) = choose_baseline(&stacks, baseline);
-        let paired = baseline
-            .as_deref()
-            .map(|b| paired(results, &stats, b, &bootstrap))
-            .unwrap_or_default();
+        let groups: Vec<&[usize]> = cases.iter().map(|c| by_case[c.as_str()].as_slice()).collect();
+        let per_case = summarize_cases(results, &groups, baseline.as_deref(), &bootstrap);
+        let mut stats = BTreeMap::new();
+        let mut failures = Vec::new();
+        let mut paired = Vec::new();
+        for (case_stats, case_failures, case_paired) in per_case {
+            stats.extend(case_stats.into_iter().map(|s| (s.index, s)));
+            failures.extend(case_failures);
+            paired.extend(case_paired);
+        }
+        failures.sort_by_key(|f| f.index);
         let fits = fits(results, &stats);
         let b_star = b_stars(&fits);
         let by_case_stack = stats
@@ -193,12 +197,16 @@ impl Analysis {
     }
 }
 
-fn run_stats(index: usize, run: &RunResult, boot: &Bootstrap) -> Option<RunStats> {
+/// Statistics of one run and its bootstrap medians (kept by the caller for paired ratios).
+fn run_stats(index: usize, run: &RunResult, boot: &Bootstrap) -> Option<(RunStats, Vec<f64>)> {
     let xs = run.timed_execute_s();
-    let key = format!("{}/{}", run.case_id, run.stack);
-    let summary = summarize(&xs, boot, &key)?;
-    let mut sorted = xs;
+    if xs.is_empty() {
+        return None;
+    }
+    let mut sorted = xs.clone();
     sorted.sort_by(|a, b| a.total_cmp(b));
+    let draws = boot.median_draws(&sorted, &format!("{}/{}", run.case_id, run.stack));
+    let summary = describe(&xs, &sorted, bootstrap::interval(&draws))?;
     let n_bytes = run.case.n_bytes();
     let timed: Vec<_> = run.timed_ok().collect();
     let med = |v: Vec<f64>| crate::stats::median(&v);
@@ -224,7 +232,7 @@ fn run_stats(index: usize, run: &RunResult, boot: &Bootstrap) -> Option<RunStats
             .collect()
     };
     let m = summary.median;
-    Some(RunStats {
+    let stats = RunStats {
         index,
         sorted,
         n_bytes,
@@ -237,7 +245,8 @@ fn run_stats(index: usize, run: &RunResult, boot: &Bootstrap) -> Option<RunStats
         phase_means: means(phase_sums),
         compile_means: means(compile_sums),
         summary,
-    })
+    };
+    Some((stats, draws))
 }
 
 fn failure(index: usize, run: &RunResult) -> Failure {
@@ -280,37 +289,69 @@ fn choose_baseline(stacks: &[String], wanted: Option<&str>) -> (Option<String>, 
     }
 }
 
-fn paired(
+type CaseOutcome = (Vec<RunStats>, Vec<Failure>, Vec<Paired>);
+
+/// Summarize every case (groups of run indices), spreading cases over the available cores.
+/// Each estimate has its own keyed random stream, so the result does not depend on the split.
+fn summarize_cases(
     results: &ResultSet,
-    stats: &BTreeMap<usize, RunStats>,
-    baseline: &str,
+    groups: &[&[usize]],
+    baseline: Option<&str>,
     boot: &Bootstrap,
-) -> Vec<Paired> {
-    // case_id → (stack → run index) over passing runs, in run order.
-    let mut by_case: BTreeMap<&str, Vec<(&str, usize)>> = BTreeMap::new();
-    let mut case_order: Vec<&str> = Vec::new();
-    for idx in stats.keys() {
-        let r = &results.runs[*idx];
-        let e = by_case.entry(&r.case_id).or_insert_with(|| {
-            case_order.push(&r.case_id);
-            Vec::new()
-        });
-        e.push((&r.stack, *idx));
-    }
-    let mut out = Vec::new();
-    for case_id in case_order {
-        let runs = &by_case[case_id];
-        let Some(&(_, base_idx)) = runs.iter().find(|(s, _)| *s == baseline) else {
-            continue;
-        };
-        let base = &stats[&base_idx];
-        if base.summary.median <= 0.0 {
-            continue;
+) -> Vec<CaseOutcome> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
+    let chunk = groups.len().div_ceil(threads).max(1);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = groups
+            .chunks(chunk)
+            .map(|part| {
+                scope.spawn(move || {
+                    part.iter()
+                        .map(|g| summarize_case(results, g, baseline, boot))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
+    })
+}
+
+/// Statistics, failures and paired comparisons of the runs of one planned case.
+fn summarize_case(
+    results: &ResultSet,
+    runs: &[usize],
+    baseline: Option<&str>,
+    boot: &Bootstrap,
+) -> CaseOutcome {
+    let mut stats = Vec::new();
+    let mut draws = Vec::new();
+    let mut failures = Vec::new();
+    for &i in runs {
+        match run_stats(i, &results.runs[i], boot) {
+            Some((s, d)) => {
+                stats.push(s);
+                draws.push(d);
+            }
+            None => failures.push(failure(i, &results.runs[i])),
         }
-        for &(stack, idx) in runs.iter().filter(|(s, _)| *s != baseline) {
-            let s = &stats[&idx];
-            let key = format!("{case_id}/{stack}/vs/{baseline}");
-            let ci = boot.ratio_ci(&s.sorted, &base.sorted, &key);
+    }
+    let mut paired = Vec::new();
+    let base = baseline.and_then(|b| {
+        stats
+            .iter()
+            .position(|s| results.runs[s.index].stack == b && s.summary.median > 0.0)
+    });
+    if let (Some(bi), Some(baseline)) = (base, baseline) {
+        let b = &stats[bi];
+        for (s, d) in stats.iter().zip(&draws) {
+            let run = &results.runs[s.index];
+            if run.stack == baseline {
+                continue;
+            }
+            let ci = bootstrap::ratio_interval(d, &draws[bi]);
             let verdict = if ci.hi < 1.0 {
                 Verdict::Faster
             } else if ci.lo > 1.0 {
@@ -318,19 +359,19 @@ fn paired(
             } else {
                 Verdict::NoClearDifference
             };
-            out.push(Paired {
-                case_id: case_id.to_string(),
-                stack: stack.to_string(),
+            paired.push(Paired {
+                case_id: run.case_id.clone(),
+                stack: run.stack.clone(),
                 baseline: baseline.to_string(),
-                stack_run: idx,
-                baseline_run: base_idx,
-                ratio: s.summary.median / base.summary.median,
+                stack_run: s.index,
+                baseline_run: b.index,
+                ratio: s.summary.median / b.summary.median,
                 ci,
                 verdict,
             });
         }
     }
-    out
+    (stats, failures, paired)
 }
 
 fn fits(results: &ResultSet, stats: &BTreeMap<usize, RunStats>) -> Vec<ModelFit> {

@@ -44,6 +44,16 @@ pub fn summarize(xs: &[f64], boot: &Bootstrap, key: &str) -> Option<Summary> {
     }
     let mut sorted = xs.to_vec();
     sorted.sort_by(|a, b| a.total_cmp(b));
+    let ci = boot.median_ci(&sorted, key);
+    describe(xs, &sorted, ci)
+}
+
+/// Summarise with a median CI computed by the caller (who may reuse its bootstrap draws);
+/// `sorted` is `xs` ascending.
+pub fn describe(xs: &[f64], sorted: &[f64], median_ci: Interval) -> Option<Summary> {
+    if xs.is_empty() {
+        return None;
+    }
     let mean = super::mean(xs)?;
     let stdev = super::stdev(xs);
     let (min, max) = (sorted[0], sorted[sorted.len() - 1]);
@@ -52,15 +62,15 @@ pub fn summarize(xs: &[f64], boot: &Bootstrap, key: &str) -> Option<Summary> {
         n: xs.len(),
         mean,
         stdev,
-        median: super::quantile_sorted(&sorted, 0.5),
+        median: super::quantile_sorted(sorted, 0.5),
         min,
         max,
-        p5: super::quantile_sorted(&sorted, 0.05),
-        p95: super::quantile_sorted(&sorted, 0.95),
+        p5: super::quantile_sorted(sorted, 0.05),
+        p95: super::quantile_sorted(sorted, 0.95),
         cv: stdev.filter(|_| mean != 0.0).map(|s| s / mean),
         spread_ratio,
         spread_flag: spread_ratio.is_some_and(|r| r > SPREAD_FLAG),
-        median_ci: boot.median_ci(&sorted, key),
+        median_ci,
         outliers: tukey_outliers(xs),
     })
 }
