@@ -50,6 +50,8 @@ fn main() {
         "summarize + figures + report: {:.2} s ({} figures, report {} KiB)",
         t.elapsed().as_secs_f64(),
         out.figures.len(),
-        std::fs::metadata(&out.summary).map(|m| m.len() / 1024).unwrap_or(0)
+        std::fs::metadata(&out.summary)
+            .map(|m| m.len() / 1024)
+            .unwrap_or(0)
     );
 }

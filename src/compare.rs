@@ -203,8 +203,16 @@ pub fn to_markdown(c: &Comparison, name_a: &str, name_b: &str) -> String {
 pub fn to_csv(c: &Comparison) -> Result<String, csv::Error> {
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record([
-        "case_id", "stack", "status_a", "status_b", "median_a_s", "median_b_s", "change",
-        "ci_lo", "ci_hi", "verdict",
+        "case_id",
+        "stack",
+        "status_a",
+        "status_b",
+        "median_a_s",
+        "median_b_s",
+        "change",
+        "ci_lo",
+        "ci_hi",
+        "verdict",
     ])?;
     let num = |v: Option<f64>| v.map(|x| format!("{x:.9}")).unwrap_or_default();
     for r in &c.rows {
@@ -270,6 +278,10 @@ mod tests {
         });
         let c = compare(&a, &b, 0.05, &Bootstrap::default());
         assert!(!c.regressed());
-        assert!(c.rows.iter().all(|r| r.verdict == Change::NoChange), "{}", to_markdown(&c, "a", "b"));
+        assert!(
+            c.rows.iter().all(|r| r.verdict == Change::NoChange),
+            "{}",
+            to_markdown(&c, "a", "b")
+        );
     }
 }

@@ -24,7 +24,10 @@ pub fn run(args: &ReportArgs) -> Result<i32> {
         println!("figure {} not drawn: {}", s.name, s.reason);
     }
     if out.failures > 0 {
-        println!("{} run(s) did not pass; see the Failures section", out.failures);
+        println!(
+            "{} run(s) did not pass; see the Failures section",
+            out.failures
+        );
     }
     Ok(crate::error::exit::OK)
 }

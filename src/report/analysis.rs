@@ -153,7 +153,10 @@ impl Analysis {
                 .push(index);
         }
         let (baseline, baseline_note) = choose_baseline(&stacks, baseline);
-        let groups: Vec<&[usize]> = cases.iter().map(|c| by_case[c.as_str()].as_slice()).collect();
+        let groups: Vec<&[usize]> = cases
+            .iter()
+            .map(|c| by_case[c.as_str()].as_slice())
+            .collect();
         let per_case = summarize_cases(results, &groups, baseline.as_deref(), &bootstrap);
         let mut stats = BTreeMap::new();
         let mut failures = Vec::new();
@@ -227,9 +230,7 @@ fn run_stats(index: usize, run: &RunResult, boot: &Bootstrap) -> Option<(RunStat
         }
     }
     let means = |m: BTreeMap<String, (f64, usize)>| {
-        m.into_iter()
-            .map(|(k, (s, n))| (k, s / n as f64))
-            .collect()
+        m.into_iter().map(|(k, (s, n))| (k, s / n as f64)).collect()
     };
     let m = summary.median;
     let stats = RunStats {
@@ -299,7 +300,9 @@ fn summarize_cases(
     baseline: Option<&str>,
     boot: &Bootstrap,
 ) -> Vec<CaseOutcome> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(8);
     let chunk = groups.len().div_ceil(threads).max(1);
     std::thread::scope(|scope| {
         let handles: Vec<_> = groups
@@ -401,7 +404,8 @@ fn fits(results: &ResultSet, stats: &BTreeMap<usize, RunStats>) -> Vec<ModelFit>
 }
 
 fn b_stars(fits: &[ModelFit]) -> Vec<BStar> {
-    let mut groups: BTreeMap<(String, Variant, u32, Dtype), Vec<(u32, f64)>> = BTreeMap::new();
+    type Group = (String, Variant, u32, Dtype);
+    let mut groups: BTreeMap<Group, Vec<(u32, f64)>> = BTreeMap::new();
     for f in fits {
         if let Some(b) = f.fit.bandwidth_bytes_per_s {
             let k = &f.key;

@@ -217,9 +217,9 @@ pub fn build(
     let counts = results.status_counts();
     let passed = counts.get(&RunStatus::Pass).copied().unwrap_or(0);
     Context {
-        title: title.map(str::to_string).unwrap_or_else(|| {
-            format!("{} — {}", results.campaign, results.timestamp)
-        }),
+        title: title
+            .map(str::to_string)
+            .unwrap_or_else(|| format!("{} — {}", results.campaign, results.timestamp)),
         campaign: results.campaign.clone(),
         timestamp: results.timestamp.clone(),
         provenance: ProvenanceCtx {
@@ -393,7 +393,11 @@ fn case_rows(results: &ResultSet, a: &Analysis) -> Vec<CaseRow> {
                 cell.median_s = Some(m.median);
                 cell.ci_lo_s = Some(m.median_ci.lo);
                 cell.ci_hi_s = Some(m.median_ci.hi);
-                cell.text = format!("{} {}", format_seconds(m.median), ci_text(m.median_ci.lo, m.median_ci.hi));
+                cell.text = format!(
+                    "{} {}",
+                    format_seconds(m.median),
+                    ci_text(m.median_ci.lo, m.median_ci.hi)
+                );
             }
             None => {
                 cell.status = r.status.to_string();

@@ -32,11 +32,14 @@ pub fn render<C: Serialize>(source: &str, name: &str, file: &Path, ctx: &C) -> R
         .map_err(|e| Error::Environment(format!("template syntax configuration: {e}")))?;
     env.set_syntax(syntax);
     // `cell`: make any text safe inside a Markdown table cell (reasons carry pipes, newlines).
-    env.add_filter("cell", |s: String| s.replace('|', "\\|").replace(['\r', '\n'], " "));
+    env.add_filter("cell", |s: String| {
+        s.replace('|', "\\|").replace(['\r', '\n'], " ")
+    });
     env.add_template_owned(name.to_string(), source.to_string())
         .map_err(|e| diagnostic(&e, file))?;
     let tmpl = env.get_template(name).map_err(|e| diagnostic(&e, file))?;
-    tmpl.render(minijinja::value::Serde(ctx)).map_err(|e| diagnostic(&e, file))
+    tmpl.render(minijinja::value::Serde(ctx))
+        .map_err(|e| diagnostic(&e, file))
 }
 
 fn diagnostic(e: &minijinja::Error, file: &Path) -> Error {
@@ -86,8 +89,13 @@ mod tests {
 
     #[test]
     fn syntax_error_is_reported_with_line() {
-        let err = render("a\n{% if %}\n", "t", Path::new("t.j2"), &serde_json::json!({}))
-            .unwrap_err();
+        let err = render(
+            "a\n{% if %}\n",
+            "t",
+            Path::new("t.j2"),
+            &serde_json::json!({}),
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("t.j2:2"), "{err}");
     }
 }

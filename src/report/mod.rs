@@ -71,7 +71,11 @@ pub struct ReportOutput {
 }
 
 /// summarize → plot → report for one result set into `run_dir`.
-pub fn render_all(results: &ResultSet, opts: &ReportOptions, run_dir: &Path) -> Result<ReportOutput> {
+pub fn render_all(
+    results: &ResultSet,
+    opts: &ReportOptions,
+    run_dir: &Path,
+) -> Result<ReportOutput> {
     // Read the template first: a bad template path fails before anything is written.
     let (source, name, file) = match &opts.template {
         Some(path) => {

@@ -93,7 +93,8 @@ pub fn result_set(spec: &Spec) -> ResultSet {
                         case.warmup_rounds = spec.warmup;
                         case.timed_rounds = spec.timed;
                         for stack in &spec.stacks {
-                            let fail = spec.fail_every > 0 && (runs.len() + 1) % spec.fail_every == 0;
+                            let fail =
+                                spec.fail_every > 0 && (runs.len() + 1) % spec.fail_every == 0;
                             runs.push(run(spec, stack, &case, fail, &mut rng));
                         }
                     }
@@ -115,11 +116,18 @@ pub fn result_set(spec: &Spec) -> ResultSet {
     }
 }
 
-fn run(spec: &Spec, stack: &StackModel, case: &Case, fail: bool, rng: &mut ChaCha8Rng) -> RunResult {
+fn run(
+    spec: &Spec,
+    stack: &StackModel,
+    case: &Case,
+    fail: bool,
+    rng: &mut ChaCha8Rng,
+) -> RunResult {
     let p = f64::from(case.p);
     // More cores help up to four (so B* is 4 when core_num is swept past it).
     let b = stack.bandwidth * f64::from(case.core_num.min(4));
-    let ideal = stack.overhead_s * (1.0 + 0.1 * p.log2()) + case.n_bytes() as f64 * 2.0 * (p - 1.0) / p / b;
+    let ideal =
+        stack.overhead_s * (1.0 + 0.1 * p.log2()) + case.n_bytes() as f64 * 2.0 * (p - 1.0) / p / b;
     let mut samples = Vec::new();
     let total = spec.warmup + spec.timed;
     for round in 1..=total {
@@ -138,10 +146,15 @@ fn run(spec: &Spec, stack: &StackModel, case: &Case, fail: bool, rng: &mut ChaCh
         };
         if spec.detail {
             s.device_wall_s = Some(t * 0.9);
-            s.phases = [("startup", 0.2), ("compile", 1.5), ("init", 0.3), ("execute", t)]
-                .iter()
-                .map(|(k, v)| (k.to_string(), *v))
-                .collect();
+            s.phases = [
+                ("startup", 0.2),
+                ("compile", 1.5),
+                ("init", 0.3),
+                ("execute", t),
+            ]
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect();
             s.compile_profile = [("total", 1.5), ("passes", 0.9), ("codegen", 0.4)]
                 .iter()
                 .map(|(k, v)| (k.to_string(), *v))
@@ -154,7 +167,11 @@ fn run(spec: &Spec, stack: &StackModel, case: &Case, fail: bool, rng: &mut ChaCh
         bundle: PathBuf::from(format!("cases/{case_id}/{}", stack.name)),
         case_id,
         stack: stack.name.clone(),
-        status: if fail { RunStatus::Fail } else { RunStatus::Pass },
+        status: if fail {
+            RunStatus::Fail
+        } else {
+            RunStatus::Pass
+        },
         error: fail.then(|| "golden mismatch: rank 1 element 3 expected 103, got 0".to_string()),
         case: case.clone(),
         samples,

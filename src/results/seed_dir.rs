@@ -30,8 +30,13 @@ pub fn is_seed_run_dir(dir: &Path) -> bool {
         let (Some(case_id), Some(stack)) = (str_field(r, "case_id"), str_field(r, "stack")) else {
             return false;
         };
-        read_json(&dir.join("cases").join(case_id).join(stack).join("manifest.json"))
-            .is_ok_and(|m| m.get("status").is_some())
+        read_json(
+            &dir.join("cases")
+                .join(case_id)
+                .join(stack)
+                .join("manifest.json"),
+        )
+        .is_ok_and(|m| m.get("status").is_some())
     });
     seed_rows && !campaign_manifest
 }
@@ -40,9 +45,10 @@ pub fn is_seed_run_dir(dir: &Path) -> bool {
 pub fn load_seed_run_dir(dir: &Path) -> Result<ResultSet> {
     let results_path = dir.join("results.json");
     let doc = read_json(&results_path)?;
-    let rows = doc.get("runs").and_then(Value::as_array).ok_or_else(|| {
-        field_error(&results_path, "runs", "expected a list of result rows")
-    })?;
+    let rows = doc
+        .get("runs")
+        .and_then(Value::as_array)
+        .ok_or_else(|| field_error(&results_path, "runs", "expected a list of result rows"))?;
     let mut known_cases: Vec<Case> = Vec::new();
     if let Some(c) = doc.get("case").filter(|c| c.is_object()) {
         known_cases.push(Case::from_json_value(c, &results_path)?);
@@ -75,7 +81,11 @@ fn load_row(
 ) -> Result<RunResult> {
     let need = |key: &str| {
         str_field(row, key).ok_or_else(|| {
-            field_error(results_path, &format!("runs[{i}].{key}"), "expected a string")
+            field_error(
+                results_path,
+                &format!("runs[{i}].{key}"),
+                "expected a string",
+            )
         })
     };
     let case_id = need("case_id")?.to_string();
@@ -134,7 +144,11 @@ fn case_from_row(row: &Value, case_id: &str, file: &Path, i: usize) -> Result<Ca
             obj.insert(key.into(), v.clone());
         }
     }
-    if let Some(devs) = case_id.rsplit("_d").next().filter(|_| case_id.contains("_d")) {
+    if let Some(devs) = case_id
+        .rsplit("_d")
+        .next()
+        .filter(|_| case_id.contains("_d"))
+    {
         let devs = devs.split("_cn").next().unwrap_or(devs);
         let ids: Vec<Value> = devs
             .split('-')
@@ -145,7 +159,11 @@ fn case_from_row(row: &Value, case_id: &str, file: &Path, i: usize) -> Result<Ca
             obj.insert("device_ids".into(), Value::Array(ids));
         }
     }
-    if let Some(cn) = case_id.rsplit("_cn").next().filter(|_| case_id.contains("_cn")) {
+    if let Some(cn) = case_id
+        .rsplit("_cn")
+        .next()
+        .filter(|_| case_id.contains("_cn"))
+    {
         if let Ok(cn) = cn.parse::<u64>() {
             obj.insert("core_num".into(), Value::from(cn));
         }

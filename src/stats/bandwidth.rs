@@ -66,7 +66,10 @@ mod tests {
             busbw(Collective::AllReduce, 4, bytes, 0.002),
             Some(2_097_152_000.0 * 1.5)
         );
-        assert_eq!(bw_execute_mb_s(1024, 0.000_165), Some(1024.0 / 0.000_165 / 1e6));
+        assert_eq!(
+            bw_execute_mb_s(1024, 0.000_165),
+            Some(1024.0 / 0.000_165 / 1e6)
+        );
         assert_eq!(algbw(1024, 0.0), None);
     }
 }

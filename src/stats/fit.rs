@@ -122,7 +122,10 @@ mod tests {
 
     #[test]
     fn b_star_is_smallest_core_count_near_best() {
-        assert_eq!(b_star(&[(1, 10.0), (2, 19.5), (4, 20.0), (8, 20.1)]), Some(2));
+        assert_eq!(
+            b_star(&[(1, 10.0), (2, 19.5), (4, 20.0), (8, 20.1)]),
+            Some(2)
+        );
         assert_eq!(b_star(&[(1, 10.0), (2, 15.0), (4, 20.0)]), Some(4));
         assert_eq!(b_star(&[(1, 10.0)]), None);
     }

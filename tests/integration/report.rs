@@ -7,7 +7,9 @@ use campaign::report::{render_all, ReportOptions};
 
 /// Count pixels in a rectangle that differ from the background (the top-left pixel).
 fn ink(png: &Path, x0: u32, y0: u32, w: u32, h: u32) -> usize {
-    let img = image::open(png).expect("figure decodes as an image").to_rgb8();
+    let img = image::open(png)
+        .expect("figure decodes as an image")
+        .to_rgb8();
     let bg = *img.get_pixel(0, 0);
     let mut n = 0;
     for y in y0..(y0 + h).min(img.height()) {
@@ -38,12 +40,25 @@ fn report_and_figures_are_written_with_text() {
     for name in campaign::report::figures::ALL {
         let png = dir.path().join(format!("figures/{name}.png"));
         let svg = dir.path().join(format!("figures/{name}.svg"));
-        assert!(png.is_file() && svg.is_file(), "{name} not drawn: {:?}", out.skipped_figures);
+        assert!(
+            png.is_file() && svg.is_file(),
+            "{name} not drawn: {:?}",
+            out.skipped_figures
+        );
         let img = image::open(&png).unwrap();
         // The title band must hold text pixels, not only background.
-        assert!(ink(&png, 0, 0, img.width(), 40) > 200, "{name}: no title text");
-        assert!(std::fs::read_to_string(&svg).unwrap().contains("<text"), "{name}");
-        assert!(md.contains(&format!("](../figures/{name}.png)")), "{name} not embedded");
+        assert!(
+            ink(&png, 0, 0, img.width(), 40) > 200,
+            "{name}: no title text"
+        );
+        assert!(
+            std::fs::read_to_string(&svg).unwrap().contains("<text"),
+            "{name}"
+        );
+        assert!(
+            md.contains(&format!("](../figures/{name}.png)")),
+            "{name} not embedded"
+        );
     }
     assert!(md.contains("## Failures"));
     assert!(md.contains("golden mismatch"));
@@ -115,14 +130,28 @@ fn template_with_undefined_variable_fails_naming_template_and_line() {
     let run = seed_copy(tmp.path(), "run");
     let tpl = tmp.path().join("mine.md.j2");
     std::fs::write(&tpl, "# {{ title }}\n\n{{ no_such_thing }}\n").unwrap();
-    let out = crate::util::run(&["report", run.to_str().unwrap(), "--template", tpl.to_str().unwrap()]);
+    let out = crate::util::run(&[
+        "report",
+        run.to_str().unwrap(),
+        "--template",
+        tpl.to_str().unwrap(),
+    ]);
     assert_eq!(out.status.code(), Some(2));
     let err = crate::util::stderr(&out);
     assert!(err.contains("mine.md.j2:3"), "{err}");
     assert!(err.contains("undefined"), "{err}");
     // A good custom template replaces the default.
-    std::fs::write(&tpl, "runs={{ totals.runs }} failed={{ failures | length }}\n").unwrap();
-    let out = crate::util::run(&["report", run.to_str().unwrap(), "--template", tpl.to_str().unwrap()]);
+    std::fs::write(
+        &tpl,
+        "runs={{ totals.runs }} failed={{ failures | length }}\n",
+    )
+    .unwrap();
+    let out = crate::util::run(&[
+        "report",
+        run.to_str().unwrap(),
+        "--template",
+        tpl.to_str().unwrap(),
+    ]);
     assert_eq!(out.status.code(), Some(0), "{}", crate::util::stderr(&out));
     let md = std::fs::read_to_string(run.join("reports/summary.md")).unwrap();
     assert_eq!(md, "runs=6 failed=1\n");
@@ -138,21 +167,39 @@ fn compare_detects_a_doubled_time_and_passes_same_distribution() {
     // Same distribution, new draws: ±1 % jitter, far inside the 5 % band.
     rewrite_times(&same, |i, t| t * if i % 2 == 0 { 1.01 } else { 0.99 });
     let run = |b: &Path, fmt: &str| {
-        crate::util::run(&["compare", a.to_str().unwrap(), b.to_str().unwrap(), "--format", fmt])
+        crate::util::run(&[
+            "compare",
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+            "--format",
+            fmt,
+        ])
     };
     let out = run(&slow, "md");
     assert_eq!(out.status.code(), Some(1), "{}", crate::util::stdout(&out));
     let text = crate::util::stdout(&out);
-    assert!(text.contains("| `mesh_p2_count256_fp32_a2a3_d0-1` | hccl |"), "{text}");
+    assert!(
+        text.contains("| `mesh_p2_count256_fp32_a2a3_d0-1` | hccl |"),
+        "{text}"
+    );
     assert!(text.contains("+100.0 %"), "{text}");
     assert!(text.contains("5 slower"), "{text}");
     let out = run(&same, "csv");
     assert_eq!(out.status.code(), Some(0), "{}", crate::util::stdout(&out));
     let csv = crate::util::stdout(&out);
-    assert!(csv.starts_with("case_id,stack,status_a,status_b,median_a_s"), "{csv}");
+    assert!(
+        csv.starts_with("case_id,stack,status_a,status_b,median_a_s"),
+        "{csv}"
+    );
     assert_eq!(csv.matches(",no change").count(), 5, "{csv}");
     assert_eq!(csv.matches(",not comparable").count(), 1, "{csv}");
-    let bad = crate::util::run(&["compare", a.to_str().unwrap(), a.to_str().unwrap(), "--threshold", "lots"]);
+    let bad = crate::util::run(&[
+        "compare",
+        a.to_str().unwrap(),
+        a.to_str().unwrap(),
+        "--threshold",
+        "lots",
+    ]);
     assert_eq!(bad.status.code(), Some(2));
 }
 
@@ -177,10 +224,15 @@ fn report_snapshot() {
     };
     render_all(&rs, &opts, dir.path()).unwrap();
     let got = std::fs::read_to_string(dir.path().join("reports/summary.md")).unwrap();
-    let expected_path = crate::util::root().join("tests/integration/fixtures/report/snapshot_summary.md");
+    let expected_path =
+        crate::util::root().join("tests/integration/fixtures/report/snapshot_summary.md");
     if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
         std::fs::write(&expected_path, &got).unwrap();
     }
-    let expected = std::fs::read_to_string(&expected_path).expect("snapshot file (see the test comment)");
-    assert_eq!(got, expected, "report changed; see the test comment to regenerate");
+    let expected =
+        std::fs::read_to_string(&expected_path).expect("snapshot file (see the test comment)");
+    assert_eq!(
+        got, expected,
+        "report changed; see the test comment to regenerate"
+    );
 }

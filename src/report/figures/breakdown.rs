@@ -23,7 +23,10 @@ pub fn phases(a: &Analysis, results: &ResultSet) -> Result<Panels, String> {
     if bars.is_empty() {
         return Err("no passing run recorded phases".into());
     }
-    Ok(stacked("Phase breakdown per run (mean of timed rounds)", bars))
+    Ok(stacked(
+        "Phase breakdown per run (mean of timed rounds)",
+        bars,
+    ))
 }
 
 pub fn compile(a: &Analysis, results: &ResultSet) -> Result<Panels, String> {
@@ -78,16 +81,14 @@ fn stacked(title: &str, bars: Vec<(String, Vec<(String, f64)>)>) -> Panels {
         }
     }
     let x = Axis::categories("run", bars.iter().map(|b| b.0.clone()).collect());
-    let mut panel = Panel::new(
-        "",
-        x,
-        Axis::new("seconds", crate::units::format_seconds),
-    );
+    let mut panel = Panel::new("", x, Axis::new("seconds", crate::units::format_seconds));
     for (i, (_, parts)) in bars.iter().enumerate() {
         let mut y = 0.0;
         for (n, v) in parts {
             let c = names.iter().position(|x| x == n).unwrap_or(0);
-            panel.rects.push((i as f64 - 0.4, y, i as f64 + 0.4, y + v, c));
+            panel
+                .rects
+                .push((i as f64 - 0.4, y, i as f64 + 0.4, y + v, c));
             y += v;
         }
     }

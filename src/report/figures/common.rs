@@ -202,7 +202,10 @@ pub fn err(e: impl std::fmt::Display) -> String {
     e.to_string()
 }
 
-fn draw_panel<DB: DrawingBackend>(panel: &Panel, area: &DrawingArea<DB, Shift>) -> Result<(), String> {
+fn draw_panel<DB: DrawingBackend>(
+    panel: &Panel,
+    area: &DrawingArea<DB, Shift>,
+) -> Result<(), String> {
     let Some(((x0, x1), (y0, y1))) = panel.bounds() else {
         return Ok(());
     };
@@ -267,7 +270,9 @@ fn draw_panel<DB: DrawingBackend>(panel: &Panel, area: &DrawingArea<DB, Shift>) 
                 chart
                     .draw_series(pts.clone().map(|p| Circle::new(p, 3, col.filled())))
                     .map_err(err)?;
-                chart.draw_series(LineSeries::new(pts, style)).map_err(err)?;
+                chart
+                    .draw_series(LineSeries::new(pts, style))
+                    .map_err(err)?;
             }
             Style::Points => {
                 chart
@@ -311,7 +316,8 @@ fn draw_legend<DB: DrawingBackend>(
     if entries.len() > fits {
         let y = 34 + fits as i32 * ROW;
         let more = format!("… and {} more", entries.len() - fits);
-        area.draw(&Text::new(more, (26, y - 6), style)).map_err(err)?;
+        area.draw(&Text::new(more, (26, y - 6), style))
+            .map_err(err)?;
     }
     Ok(())
 }

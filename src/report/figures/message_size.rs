@@ -30,9 +30,10 @@ pub fn build(a: &Analysis, results: &ResultSet) -> Result<Panels, String> {
             .or_default()
             .push(((s.n_bytes as f64).log2(), bw / 1e9));
     }
-    let swept = g.values().flat_map(|s| s.values()).any(|pts| {
-        pts.iter().any(|p| p.0 != pts[0].0)
-    });
+    let swept = g
+        .values()
+        .flat_map(|s| s.values())
+        .any(|pts| pts.iter().any(|p| p.0 != pts[0].0));
     if !swept {
         return Err("no stack was measured at two or more message sizes".into());
     }

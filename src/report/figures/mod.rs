@@ -85,13 +85,19 @@ pub fn draw_all(
             "strong_scaling_efficiency" => {
                 strong_scaling::efficiency(analysis, results).map(|f| render(&f, name, dir))
             }
-            "message_size_bw" => message_size::build(analysis, results).map(|f| render(&f, name, dir)),
+            "message_size_bw" => {
+                message_size::build(analysis, results).map(|f| render(&f, name, dir))
+            }
             "paired_stack_ratio" => paired_ratio::build(analysis).map(|f| render(&f, name, dir)),
-            "phase_breakdown" => breakdown::phases(analysis, results).map(|f| render(&f, name, dir)),
+            "phase_breakdown" => {
+                breakdown::phases(analysis, results).map(|f| render(&f, name, dir))
+            }
             "compile_breakdown" => {
                 breakdown::compile(analysis, results).map(|f| render(&f, name, dir))
             }
-            "wall_vs_device" => wall_vs_device::build(analysis, results).map(|f| render(&f, name, dir)),
+            "wall_vs_device" => {
+                wall_vs_device::build(analysis, results).map(|f| render(&f, name, dir))
+            }
             _ => model_fit::build(analysis).map(|f| render(&f, name, dir)),
         };
         match outcome {
@@ -111,7 +117,10 @@ fn render<F: Figure>(fig: &F, name: &str, dir: &Path) -> Result<Drawn> {
     let svg = dir.join(format!("{name}.svg"));
     let size = fig.size();
     let failed = |path: &Path, e: String| {
-        Error::Environment(format!("{}: drawing figure `{name}` failed: {e}", path.display()))
+        Error::Environment(format!(
+            "{}: drawing figure `{name}` failed: {e}",
+            path.display()
+        ))
     };
     {
         let root = BitMapBackend::new(&png, size).into_drawing_area();

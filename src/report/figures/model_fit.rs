@@ -20,7 +20,12 @@ pub fn build(a: &Analysis) -> Result<Panels, String> {
         .iter()
         .map(|f| {
             let k = &f.key;
-            vec![k.stack.clone(), k.variant.to_string(), k.dtype.to_string(), format!("cn{}", k.core_num)]
+            vec![
+                k.stack.clone(),
+                k.variant.to_string(),
+                k.dtype.to_string(),
+                format!("cn{}", k.core_num),
+            ]
         })
         .collect();
     let names = labels(&keys);

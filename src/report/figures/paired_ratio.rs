@@ -18,7 +18,9 @@ pub fn build(a: &Analysis) -> Result<Panels, String> {
             .unwrap_or_else(|| "no baseline stack".into()));
     };
     if a.paired.is_empty() {
-        return Err(format!("no case has passing runs of `{baseline}` and another stack"));
+        return Err(format!(
+            "no case has passing runs of `{baseline}` and another stack"
+        ));
     }
     let mut panels = Vec::new();
     for (color, stack) in a.stacks.iter().filter(|s| *s != baseline).enumerate() {
@@ -34,11 +36,17 @@ pub fn build(a: &Analysis) -> Result<Panels, String> {
             Axis::new("execute time ratio", |v| format!("{v:.2}")),
         );
         panel.hline = Some((1.0, "parity".into()));
-        panel.rect_legend.push((format!("{stack} / {baseline} median"), color));
+        panel
+            .rect_legend
+            .push((format!("{stack} / {baseline} median"), color));
         for (i, p) in rows.iter().enumerate() {
             let x = i as f64;
-            panel.rects.push((x - HALF_BAR, 0.0, x + HALF_BAR, p.ratio, color));
-            panel.error_bars.push((x, p.ci.lo, p.ratio, p.ci.hi, color + 1));
+            panel
+                .rects
+                .push((x - HALF_BAR, 0.0, x + HALF_BAR, p.ratio, color));
+            panel
+                .error_bars
+                .push((x, p.ci.lo, p.ratio, p.ci.hi, color + 1));
         }
         panels.push(panel);
     }

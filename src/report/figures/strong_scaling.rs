@@ -11,9 +11,13 @@ use crate::report::analysis::Analysis;
 use crate::results::ResultSet;
 
 type Key = (String, String, String, u32);
+/// count → series key → (P, seconds) points.
+type ByCount = BTreeMap<u64, BTreeMap<Key, Vec<(f64, f64)>>>;
+/// Maps a series' (P, T) points to the plotted points.
+type Transform = fn(&[(f64, f64)]) -> Vec<(f64, f64)>;
 
 /// count → series key → (P, median seconds), ascending by P.
-fn groups(a: &Analysis, results: &ResultSet) -> BTreeMap<u64, BTreeMap<Key, Vec<(f64, f64)>>> {
+fn groups(a: &Analysis, results: &ResultSet) -> ByCount {
     let mut g: BTreeMap<u64, BTreeMap<Key, Vec<(f64, f64)>>> = BTreeMap::new();
     for s in a.stats.values() {
         let r = &results.runs[s.index];
@@ -37,11 +41,12 @@ fn groups(a: &Analysis, results: &ResultSet) -> BTreeMap<u64, BTreeMap<Key, Vec<
     g
 }
 
-fn scaling(a: &Analysis, results: &ResultSet) -> Result<BTreeMap<u64, BTreeMap<Key, Vec<(f64, f64)>>>, String> {
+fn scaling(a: &Analysis, results: &ResultSet) -> Result<ByCount, String> {
     let g = groups(a, results);
-    let swept = g.values().flat_map(|s| s.values()).any(|pts| {
-        pts.first().map(|p| p.0) != pts.last().map(|p| p.0)
-    });
+    let swept = g
+        .values()
+        .flat_map(|s| s.values())
+        .any(|pts| pts.first().map(|p| p.0) != pts.last().map(|p| p.0));
     if swept {
         Ok(g)
     } else {
@@ -55,7 +60,7 @@ fn build(
     title: &str,
     y: fn() -> Axis,
     hline: Option<(f64, String)>,
-    transform: fn(&[(f64, f64)]) -> Vec<(f64, f64)>,
+    transform: Transform,
 ) -> Result<Panels, String> {
     let g = scaling(a, results)?;
     let all_keys: Vec<Key> = g.values().flat_map(|s| s.keys().cloned()).collect();
@@ -66,9 +71,17 @@ fn build(
     let names = labels(&palette.iter().map(key_parts).collect::<Vec<_>>());
     let mut panels = Vec::new();
     for (count, series) in &g {
-        let mut panel = Panel::new(format!("count {count}"), Axis::new("P (ranks)", |v| {
-            if (v - v.round()).abs() < 1e-6 { format!("{}", v.round()) } else { String::new() }
-        }), y());
+        let mut panel = Panel::new(
+            format!("count {count}"),
+            Axis::new("P (ranks)", |v| {
+                if (v - v.round()).abs() < 1e-6 {
+                    format!("{}", v.round())
+                } else {
+                    String::new()
+                }
+            }),
+            y(),
+        );
         panel.hline = hline.clone();
         for (key, pts) in series {
             let i = palette.binary_search(key).unwrap_or(0);
@@ -95,7 +108,12 @@ pub fn total(a: &Analysis, results: &ResultSet) -> Result<Panels, String> {
         "Strong scaling: median execute time vs P",
         || Axis::log10_seconds("median execute time"),
         None,
-        |pts| pts.iter().filter(|p| p.1 > 0.0).map(|p| (p.0, p.1.log10())).collect(),
+        |pts| {
+            pts.iter()
+                .filter(|p| p.1 > 0.0)
+                .map(|p| (p.0, p.1.log10()))
+                .collect()
+        },
     )
 }
 
