@@ -214,3 +214,46 @@ fn field_error(path: &Path, field: &str, message: &str) -> Error {
         snippet: None,
     }])
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn case_read_back_from_row_and_case_id() {
+        let row = serde_json::json!({
+            "case_id": "mesh_p4_count4096_fp16_a2a3_d4-5-6-7_cn2", "variant": "mesh", "p": 4,
+            "count": 4096, "dtype": "fp16", "platform": "a2a3", "n_warmup": 3, "n_timed": 15
+        });
+        let id = "mesh_p4_count4096_fp16_a2a3_d4-5-6-7_cn2";
+        let case = case_from_row(&row, id, Path::new("results.json"), 0).unwrap();
+        assert_eq!(case.device_ids, vec![4, 5, 6, 7]);
+        assert_eq!(case.core_num, 2);
+        assert_eq!(case.timed_rounds, 15);
+        assert_eq!(case.case_id(), id);
+    }
+
+    #[test]
+    fn a_campaign_run_dir_is_not_taken_for_a_seed_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let rows = r#"{"campaign":"c","timestamp":"t","runs":[{"case_id":"x","stack":"s","execute_s_mean":null}]}"#;
+        std::fs::write(dir.path().join("results.json"), rows).unwrap();
+        assert!(is_seed_run_dir(dir.path()));
+        std::fs::write(dir.path().join("journal.jsonl"), "").unwrap();
+        assert!(!is_seed_run_dir(dir.path()));
+    }
+
+    #[test]
+    fn broken_timing_json_names_the_file_and_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let rows = r#"{"campaign":"c","timestamp":"t","runs":[{"case_id":"mesh_p2_count256_fp32_a2a3_d0-1","stack":"hccl","variant":"mesh","p":2,"count":256,"correctness":"pass","execute_s_mean":1.0}]}"#;
+        std::fs::write(dir.path().join("results.json"), rows).unwrap();
+        let b = dir
+            .path()
+            .join("cases/mesh_p2_count256_fp32_a2a3_d0-1/hccl");
+        std::fs::create_dir_all(&b).unwrap();
+        std::fs::write(b.join("timing.json"), "[\n  {\"round\": oops}\n]").unwrap();
+        let err = load_seed_run_dir(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("timing.json:2:"), "{err}");
+    }
+}
