@@ -6,10 +6,12 @@
 pub mod case;
 pub mod cli;
 pub mod commands;
+pub mod compare;
 pub mod error;
 pub mod executor;
 pub mod golden;
 pub mod plan;
+pub mod report;
 pub mod results;
 pub mod stack;
 pub mod stats;
