@@ -15,34 +15,45 @@
 
 use std::hint::spin_loop;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
-/// Spins before the first yield when every rank has a core of its own.
-const SPINS: u32 = 2000;
+/// How long a waiter spins before its first yield when every rank has a core of its own: long
+/// enough to cover a peer finishing a medium chunk, short enough not to starve anyone. Time
+/// based, because an iteration count means very different times in debug and release builds.
+const SPIN_BUDGET: Duration = Duration::from_micros(50);
+/// Spins between clock reads.
+const SPINS_PER_CHECK: u32 = 64;
 
 /// Waiting policy shared by the barrier and progress waits.
 #[derive(Debug, Clone, Copy)]
 struct Backoff {
-    spins: u32,
+    spin: bool,
 }
 
 impl Backoff {
     fn for_ranks(p: usize) -> Backoff {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        Backoff {
-            spins: if p <= cores { SPINS } else { 0 },
-        }
+        Backoff { spin: p <= cores }
     }
 
     /// Wait until `done()`; panics if `poisoned` becomes set (a peer rank died).
     fn wait(self, poisoned: &AtomicBool, mut done: impl FnMut() -> bool) {
+        if done() {
+            return;
+        }
+        let mut spinning = self.spin;
+        let started = spinning.then(Instant::now);
         let mut n = 0u32;
         while !done() {
             if poisoned.load(Ordering::Relaxed) {
                 panic!("a peer rank panicked; abandoning the collective");
             }
-            if n < self.spins {
-                n += 1;
+            if spinning {
                 spin_loop();
+                n += 1;
+                if n % SPINS_PER_CHECK == 0 {
+                    spinning = started.is_some_and(|t| t.elapsed() < SPIN_BUDGET);
+                }
             } else {
                 std::thread::yield_now();
             }

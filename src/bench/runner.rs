@@ -2,8 +2,8 @@
 //! check of timed rounds, and the aggregation rank 0 hands to the sink.
 //!
 //! Owns the round structure every variant shares:
-//! `[alloc (non-persistent) | poison] → barrier → collective (timed) → barrier → [fault] check
-//! [release] → barrier → rank 0 reports`. The done-barrier guarantees no peer still reads a
+//! `[alloc (non-persistent) | poison] → 2 barriers → collective (timed) → barrier → [fault]
+//! check [release] → barrier → rank 0 reports`. The done-barrier guarantees no peer still reads a
 //! rank's output when it is corrupted, checked or freed; the end barrier guarantees every rank's
 //! slot is written before rank 0 reads it and that no peer reads a rank's output while it
 //! poisons it for the next round. It must not print or know the protocol's text.
@@ -140,6 +140,10 @@ fn rank_main<T: Element>(
             mine.alloc = t.elapsed();
         }
 
+        // Two barriers: the first absorbs ranks waking from a yield (slow when the machine is
+        // busy); at the second every rank is awake and spinning, so all leave it within
+        // nanoseconds of each other and no rank's execute_s includes a peer's wake-up.
+        sh.sync.wait();
         sh.sync.wait();
         let t0 = Instant::now();
         (sh.algorithm)(&mut ctx);
@@ -170,7 +174,7 @@ fn rank_main<T: Element>(
 
         if let Some(sink) = sink.as_deref_mut() {
             fill_report(sh, &mut report, round, timed_round, round_start);
-            report.setup_s = (round == 1).then(|| setup.as_secs_f64());
+            report.setup_s = (round == 1).then_some(setup.as_secs_f64());
             if !report.ok {
                 outcome.failed_rounds += 1;
                 if outcome.first_failure.is_none() {
@@ -233,8 +237,8 @@ fn fill_report<T>(
     report.ok = mismatch.is_none();
     report.mismatch = mismatch;
     let non_persistent = !sh.opts.persistent;
-    report.alloc_s = non_persistent.then(|| alloc.as_secs_f64());
-    report.release_s = non_persistent.then(|| release.as_secs_f64());
+    report.alloc_s = non_persistent.then_some(alloc.as_secs_f64());
+    report.release_s = non_persistent.then_some(release.as_secs_f64());
     report.check_s = timed_round.map(|_| checked.as_secs_f64());
     report.wall_s = round_start.elapsed().as_secs_f64();
 }
