@@ -32,13 +32,19 @@ mod tests {
         let mut sizes = Vec::new();
         for c in 0..p {
             let r = chunk_range(count, p, c);
-            assert_eq!(r.start, next, "count {count} p {p} chunk {c} starts late or early");
+            assert_eq!(
+                r.start, next,
+                "count {count} p {p} chunk {c} starts late or early"
+            );
             next = r.end;
             sizes.push(r.len());
         }
         assert_eq!(next, count, "count {count} p {p}: elements dropped");
         let (min, max) = (sizes.iter().min().unwrap(), sizes.iter().max().unwrap());
-        assert!(max - min <= 1, "count {count} p {p}: uneven beyond one: {sizes:?}");
+        assert!(
+            max - min <= 1,
+            "count {count} p {p}: uneven beyond one: {sizes:?}"
+        );
     }
 
     #[test]

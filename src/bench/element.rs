@@ -136,11 +136,7 @@ impl Element for bf16 {
 /// reduces the same element uses the same order, so their results are bitwise identical).
 /// Every `src(k)` must be `dst.len()` long and `n_src >= 1`. Works block by block so the
 /// accumulator stays in L1 and no heap memory is touched.
-pub fn reduce_sources<'a, T: Element>(
-    dst: &mut [T],
-    n_src: usize,
-    src: impl Fn(usize) -> &'a [T],
-) {
+pub fn reduce_sources<'a, T: Element>(dst: &mut [T], n_src: usize, src: impl Fn(usize) -> &'a [T]) {
     debug_assert!(n_src >= 1);
     let mut acc = [T::Acc::default(); BLOCK];
     let mut tmp = [T::Acc::default(); BLOCK];

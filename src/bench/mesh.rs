@@ -17,5 +17,7 @@ pub fn allreduce<T: Element>(ctx: &mut RankCtx<'_, T>) {
     // has passed, and never during a round; this rank's output is written by this rank only and
     // read by no peer in mesh (the check reads it after the round's done-barrier).
     let dst = unsafe { windows.write(ctx.rank, Side::Output, 0..n) };
-    reduce_sources(dst, ctx.p, |q| unsafe { windows.read(q, Side::Input, 0..n) });
+    reduce_sources(dst, ctx.p, |q| unsafe {
+        windows.read(q, Side::Input, 0..n)
+    });
 }

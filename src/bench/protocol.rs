@@ -180,7 +180,10 @@ mod tests {
         assert_eq!(v["phase"], "timed");
         assert_eq!(v["phases"]["check"], 0.001);
         let err = v["error"].as_str().unwrap();
-        assert!(err.contains("rank 1 index 3: got -1003, expected 106"), "{err}");
+        assert!(
+            err.contains("rank 1 index 3: got -1003, expected 106"),
+            "{err}"
+        );
         assert!(err.contains("#wrong 1 of 8"), "{err}");
 
         let outcome = Outcome {
@@ -192,7 +195,10 @@ mod tests {
         write_done(&mut out, &outcome).unwrap();
         let v = parse(std::str::from_utf8(&out).unwrap(), DONE_PREFIX);
         assert_eq!(v["correctness"], "fail");
-        assert!(v["error"].as_str().unwrap().ends_with("1 of 4 timed rounds failed"));
+        assert!(v["error"]
+            .as_str()
+            .unwrap()
+            .ends_with("1 of 4 timed rounds failed"));
     }
 
     #[test]

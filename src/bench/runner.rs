@@ -130,8 +130,7 @@ fn rank_main<T: Element>(
         if sh.opts.persistent {
             // SAFETY: peers read this rank's output only between the start and done barriers;
             // we are past the previous round's end barrier and before this round's start.
-            unsafe { sh.windows.write(rank, Side::Output, 0..sh.count) }
-                .fill(T::from_f64(POISON));
+            unsafe { sh.windows.write(rank, Side::Output, 0..sh.count) }.fill(T::from_f64(POISON));
         } else {
             let t = Instant::now();
             let (input, output) = fresh_buffers::<T>(sh.case, rank, sh.count);

@@ -79,7 +79,9 @@ fn non_persistent_windows_pass_and_report_allocation() {
         };
         assert_passes(&c, &o);
         let (_, rounds) = run_case(&c, &o);
-        assert!(rounds.iter().all(|r| r.alloc_s.is_some() && r.release_s.is_some()));
+        assert!(rounds
+            .iter()
+            .all(|r| r.alloc_s.is_some() && r.release_s.is_some()));
     }
 }
 
@@ -87,8 +89,10 @@ fn non_persistent_windows_pass_and_report_allocation() {
 fn round_reports_carry_timing_for_every_rank() {
     let c = case(Variant::Ring, 4, 4096, Dtype::Fp32);
     let (_, rounds) = run_case(&c, &opts(2, 3));
-    let rounds_seen: Vec<(u32, bool, u32)> =
-        rounds.iter().map(|r| (r.round, r.timed, r.phase_round)).collect();
+    let rounds_seen: Vec<(u32, bool, u32)> = rounds
+        .iter()
+        .map(|r| (r.round, r.timed, r.phase_round))
+        .collect();
     assert_eq!(
         rounds_seen,
         vec![
@@ -106,7 +110,11 @@ fn round_reports_carry_timing_for_every_rank() {
         let max = r.per_rank_execute_s.iter().copied().fold(0.0, f64::max);
         assert_eq!(r.execute_s, max, "execute_s is the slowest rank");
         assert!(r.execute_s > 0.0);
-        assert_eq!(r.check_s.is_some(), r.timed, "only timed rounds are checked");
+        assert_eq!(
+            r.check_s.is_some(),
+            r.timed,
+            "only timed rounds are checked"
+        );
         assert_eq!((r.alloc_s, r.release_s), (None, None), "persistent");
     }
 }

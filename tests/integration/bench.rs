@@ -94,7 +94,11 @@ fn passing_run_prints_one_sample_per_round_then_done() {
         let execute = s["execute_s"].as_f64().unwrap();
         assert_eq!(execute, per_rank.iter().copied().fold(0.0, f64::max));
         assert!(s["wall_s"].as_f64().unwrap() >= execute);
-        assert_eq!(s.get("setup_s").is_some(), i == 0, "setup_s on round 1 only");
+        assert_eq!(
+            s.get("setup_s").is_some(),
+            i == 0,
+            "setup_s on round 1 only"
+        );
     }
     assert_eq!(done["correctness"], "pass");
     assert!(done.get("error").is_none());
@@ -134,13 +138,22 @@ fn injected_fault_fails_the_run_naming_rank_index_and_values() {
         serde_json::json!({"variant": "twophase", "p": 4, "count": 10, "dtype": "fp32",
             "warmup_rounds": 1, "timed_rounds": 3}),
     );
-    let o = bench(&["--case-file", file.to_str().unwrap(), "--inject-fault", "1:2"])
-        .output()
-        .unwrap();
+    let o = bench(&[
+        "--case-file",
+        file.to_str().unwrap(),
+        "--inject-fault",
+        "1:2",
+    ])
+    .output()
+    .unwrap();
     assert_eq!(o.status.code(), Some(1), "stderr: {}", util::stderr(&o));
     let (samples, done) = samples_and_done(&o);
     let oks: Vec<bool> = samples.iter().map(|s| s["ok"].as_bool().unwrap()).collect();
-    assert_eq!(oks, vec![true, true, false, true], "timed round 2 is round 3");
+    assert_eq!(
+        oks,
+        vec![true, true, false, true],
+        "timed round 2 is round 3"
+    );
     assert_eq!(done["correctness"], "fail");
     // rank 1 holds the allreduce 4*i + 600 at i = 5 = 620; the fault writes -(620 + 1000).
     let want = "rank 1 index 5: got -1620, expected 620 (#wrong 1 of 10 elements on rank 1";
@@ -193,4 +206,32 @@ fn bad_case_files_and_options_exit_2_with_the_reason() {
         assert_eq!(o.status.code(), Some(2), "{args:?}");
         assert!(util::stderr(&o).contains(needle), "{}", util::stderr(&o));
     }
+}
+
+#[test]
+fn the_documented_shell_stack_speaks_the_protocol() {
+    let doc = std::fs::read_to_string(util::root().join("docs/stack-protocol.md")).unwrap();
+    let script = doc
+        .split("```sh\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("docs/stack-protocol.md has a ```sh example");
+    let dir = util::tempdir();
+    let path = dir.path().join("mystack.sh");
+    std::fs::write(&path, script).unwrap();
+    let o = Command::new("sh")
+        .arg(&path)
+        .env("CAMPAIGN_WARMUP", "1")
+        .env("CAMPAIGN_TIMED", "2")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", util::stderr(&o));
+    let (samples, done) = samples_and_done(&o);
+    let phases: Vec<&str> = samples
+        .iter()
+        .map(|s| s["phase"].as_str().unwrap())
+        .collect();
+    assert_eq!(phases, vec!["warmup", "timed", "timed"]);
+    assert!(samples.iter().all(|s| s["execute_s"].as_f64().is_some()));
+    assert_eq!(done["correctness"], "pass");
 }

@@ -1,4 +1,4 @@
 //! The one integration test binary: real `campaign` processes, real files.
 
-mod util;
 mod bench;
+mod util;
