@@ -38,6 +38,44 @@ pub trait Element: Copy + Send + Sync + PartialEq + std::fmt::Debug + 'static {
         Self::widen(src, tmp);
         Self::add(acc, tmp);
     }
+    /// `dst = Σ_{k < n_src} src(k)` for one block (every `src(k)` is `dst.len()` long):
+    /// widen the first source into `acc`, accumulate the others, round once into `dst`.
+    /// 32-bit types override this to add straight into `dst`, saving two passes.
+    fn reduce_block<'a>(
+        dst: &mut [Self],
+        n_src: usize,
+        src: &dyn Fn(usize) -> &'a [Self],
+        acc: &mut [Self::Acc],
+        tmp: &mut [Self::Acc],
+    ) {
+        Self::widen(src(0), acc);
+        for k in 1..n_src {
+            Self::accumulate(src(k), acc, tmp);
+        }
+        Self::narrow(acc, dst);
+    }
+}
+
+/// `reduce_block` for types that accumulate in themselves: `dst = s0 + s1` in one pass, then
+/// `dst += s_k` while the block is still in L1.
+fn reduce_block_direct<'a, T: Copy>(
+    dst: &mut [T],
+    n_src: usize,
+    src: &dyn Fn(usize) -> &'a [T],
+    add: impl Fn(T, T) -> T,
+) {
+    if n_src == 1 {
+        dst.copy_from_slice(src(0));
+        return;
+    }
+    for ((d, a), b) in dst.iter_mut().zip(src(0)).zip(src(1)) {
+        *d = add(*a, *b);
+    }
+    for k in 2..n_src {
+        for (d, x) in dst.iter_mut().zip(src(k)) {
+            *d = add(*d, *x);
+        }
+    }
 }
 
 impl Element for f32 {
@@ -62,6 +100,15 @@ impl Element for f32 {
     }
     fn accumulate(src: &[Self], acc: &mut [f32], _tmp: &mut [f32]) {
         Self::add(acc, src);
+    }
+    fn reduce_block<'a>(
+        dst: &mut [Self],
+        n_src: usize,
+        src: &dyn Fn(usize) -> &'a [Self],
+        _acc: &mut [f32],
+        _tmp: &mut [f32],
+    ) {
+        reduce_block_direct(dst, n_src, src, |a, b| a + b);
     }
 }
 
@@ -88,6 +135,15 @@ impl Element for i32 {
     }
     fn accumulate(src: &[Self], acc: &mut [i32], _tmp: &mut [i32]) {
         Self::add(acc, src);
+    }
+    fn reduce_block<'a>(
+        dst: &mut [Self],
+        n_src: usize,
+        src: &dyn Fn(usize) -> &'a [Self],
+        _acc: &mut [i32],
+        _tmp: &mut [i32],
+    ) {
+        reduce_block_direct(dst, n_src, src, i32::wrapping_add);
     }
 }
 
@@ -145,12 +201,14 @@ pub fn reduce_sources<'a, T: Element>(dst: &mut [T], n_src: usize, src: impl Fn(
     while start < n {
         let end = (start + BLOCK).min(n);
         let len = end - start;
-        let acc = &mut acc[..len];
-        T::widen(&src(0)[start..end], acc);
-        for k in 1..n_src {
-            T::accumulate(&src(k)[start..end], acc, &mut tmp[..len]);
-        }
-        T::narrow(acc, &mut dst[start..end]);
+        let block = |k: usize| &src(k)[start..end];
+        T::reduce_block(
+            &mut dst[start..end],
+            n_src,
+            &block,
+            &mut acc[..len],
+            &mut tmp[..len],
+        );
         start = end;
     }
 }
