@@ -235,3 +235,51 @@ fn the_documented_shell_stack_speaks_the_protocol() {
     assert!(samples.iter().all(|s| s["execute_s"].as_f64().is_some()));
     assert_eq!(done["correctness"], "pass");
 }
+
+#[test]
+fn the_native_parser_reads_host_output_as_labelled_samples() {
+    use campaign::stack::parsers::native::NativeParser;
+    use campaign::stack::parsers::{OutputLine, ParseContext, Parser, Stream};
+
+    let dir = util::tempdir();
+    let file = case_file(
+        dir.path(),
+        "twophase.json",
+        serde_json::json!({"variant": "twophase", "p": 2, "count": 7, "dtype": "bf16",
+            "warmup_rounds": 1, "timed_rounds": 2}),
+    );
+    let o = bench(&["--case-file", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", util::stderr(&o));
+    let mut parser: Box<dyn Parser> = Box::new(NativeParser::new(ParseContext {
+        n_bytes: 14,
+        p: 2,
+        warmup: 1,
+        timed: 2,
+    }));
+    for text in util::stdout(&o).lines() {
+        parser.feed(&OutputLine {
+            stream: Stream::Stdout,
+            at: std::time::Duration::ZERO,
+            text: text.to_string(),
+        });
+    }
+    let parsed = parser.finish();
+    assert!(parsed.warnings.is_empty(), "{:?}", parsed.warnings);
+    assert_eq!(parsed.correctness, Some(true));
+    let labels: Vec<(u32, &str)> = parsed
+        .samples
+        .iter()
+        .map(|s| (s.round, s.phase.as_str()))
+        .collect();
+    assert_eq!(
+        labels,
+        vec![(1, "warmup-1"), (2, "timed-1"), (3, "timed-2")]
+    );
+    assert!(parsed.samples[0].setup_s.is_some());
+    assert!(parsed
+        .samples
+        .iter()
+        .all(|s| s.ok && s.per_rank_execute_s.len() == 2));
+}
