@@ -3,6 +3,7 @@
 //! A plan (TOML) expands into cases; every case runs through every stack; raw output, samples,
 //! results, statistics, figures and a report land in a run dir. See `docs/architecture.md`.
 
+pub mod bench;
 pub mod case;
 pub mod cli;
 pub mod commands;

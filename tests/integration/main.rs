@@ -1,5 +1,6 @@
 //! The one integration test binary: real `campaign` processes, real files.
 
+mod bench;
 mod executor;
 mod report;
 mod stacks;
