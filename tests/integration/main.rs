@@ -1,4 +1,8 @@
 //! The one integration test binary: real `campaign` processes, real files.
 
+mod bench;
+mod executor;
 mod plan;
+mod report;
+mod stacks;
 mod util;
