@@ -168,7 +168,23 @@ fn dry_run_table_ends_with_summary() {
         "{}",
         lines[1]
     );
-    assert_eq!(*lines.last().unwrap(), "108 cases × 1 stack = 108 runs");
+    assert!(lines[1].ends_with("  hccl,simpler,host"), "{}", lines[1]);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("ring_") && l.ends_with("hccl(skip),simpler(skip),host")),
+        "unsupported stacks are marked"
+    );
+    // How many are skipped depends on the shipped stack definitions' limits.
+    let last = *lines.last().unwrap();
+    assert!(
+        last.starts_with("108 cases × 3 stacks = 324 runs ("),
+        "{last}"
+    );
+    assert!(
+        last.ends_with(" skipped: not supported by their stack)"),
+        "{last}"
+    );
 }
 
 #[test]
@@ -229,7 +245,22 @@ fn dry_run_cli_filter_and_stack_selection() {
         "p == 8 and dtype == 'fp16'",
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(stdout(&out).ends_with("18 cases × 1 stack = 18 runs\n"));
+    assert!(
+        stdout(&out).contains("\n18 cases × 3 stacks = 54 runs"),
+        "{}",
+        stdout(&out)
+    );
+
+    let out = run(&[
+        "dry-run",
+        "plans/full_sweep.toml",
+        "--stacks",
+        "host",
+        "--format",
+        "csv",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).lines().skip(1).all(|l| l.ends_with(",host")));
 
     let out = run(&["dry-run", "plans/full_sweep.toml", "--stacks", "hots"]);
     assert_eq!(out.status.code(), Some(2));
