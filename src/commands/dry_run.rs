@@ -10,8 +10,7 @@ use std::io::{self, BufWriter, Write};
 use crate::case_fast::{push_u64, Hasher};
 use crate::cli::{DryRunArgs, ExecutorArg, ListFormat};
 use crate::error::{Error, Result};
-use crate::plan::{self, Plan};
-use crate::stack::registry::shipped;
+use crate::plan;
 use crate::stack::StackDef;
 
 /// Rows buffered before the table's column widths are fixed.
@@ -28,7 +27,8 @@ pub fn run(args: &DryRunArgs) -> Result<i32> {
     for w in &plan.warnings {
         eprintln!("warning: {w}");
     }
-    let defs = resolved_defs(&plan, &stacks);
+    // Shipped definitions with the plan's `[stacks.NAME]` overlaid, as a run would use them.
+    let defs = crate::stack::registry::resolve(&plan.stack_defs, &plan.source)?;
     let rows = Rows {
         cases: crate::sweep::cases(&plan, args.filter.as_deref())?,
         stacks: &stacks,
@@ -60,21 +60,6 @@ impl From<io::Error> for Failure {
     fn from(e: io::Error) -> Self {
         Failure::Io(e)
     }
-}
-
-/// Shipped definitions overlaid with the plan's `[stacks.NAME]`, for the selected stacks.
-fn resolved_defs(plan: &Plan, stacks: &[String]) -> BTreeMap<String, StackDef> {
-    let shipped = shipped();
-    stacks
-        .iter()
-        .map(|name| {
-            let mut def = shipped.get(name).cloned().unwrap_or_default();
-            if let Some(own) = plan.stack_defs.get(name) {
-                def.overlay(own);
-            }
-            (name.clone(), def)
-        })
-        .collect()
 }
 
 /// One listed case: the columns every format shows.

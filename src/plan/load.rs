@@ -589,6 +589,21 @@ mod tests {
     }
 
     #[test]
+    fn a_plan_without_axes_is_one_case() {
+        let p = parse(
+            "[campaign]\nname = \"one\"\n[case]\nvariant = \"ring\"\np = 3\ncount = 9\n",
+            Path::new("one.toml"),
+        )
+        .unwrap();
+        let all: Vec<_> = crate::sweep::cases(&p, None).unwrap().collect();
+        assert_eq!(all.len(), 1);
+        assert_eq!(
+            all[0].as_ref().unwrap().case_id(),
+            "ring_p3_count9_fp32_a2a3_d0-1-2"
+        );
+    }
+
+    #[test]
     fn exclude_lists_mean_any_of() {
         let p = plan("\n[[exclude]]\nvariant = \"ring\"\np = [2, 4]\n").unwrap();
         assert_eq!(p.case_count, 2);
