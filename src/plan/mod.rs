@@ -10,7 +10,10 @@ pub mod diag;
 mod load;
 pub mod model;
 mod raw;
+mod sections;
 mod stacks;
+#[cfg(test)]
+mod tests;
 mod validate;
 
 pub use config::parse_id_ranges;
