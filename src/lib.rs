@@ -5,6 +5,7 @@
 
 pub mod bench;
 pub mod case;
+pub mod case_fast;
 pub mod cli;
 pub mod commands;
 pub mod compare;
@@ -16,6 +17,7 @@ pub mod report;
 pub mod results;
 pub mod stack;
 pub mod stats;
+pub mod sweep;
 pub mod units;
 
 use clap::Parser;

@@ -2,6 +2,7 @@
 
 mod bench;
 mod executor;
+mod plan;
 mod report;
 mod stacks;
 mod util;
