@@ -4,9 +4,12 @@
 //! results, statistics, figures and a report land in a run dir. See `docs/architecture.md`.
 
 pub mod artifacts;
+pub mod bench;
 pub mod case;
+pub mod case_fast;
 pub mod cli;
 pub mod commands;
+pub mod compare;
 pub mod dag;
 pub mod engine;
 pub mod error;
@@ -16,10 +19,12 @@ pub mod plan;
 pub mod pool;
 pub mod progress;
 pub mod provenance;
+pub mod report;
 pub mod results;
 pub mod scheduler;
 pub mod stack;
 pub mod stats;
+pub mod sweep;
 pub mod units;
 
 use clap::Parser;

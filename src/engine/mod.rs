@@ -73,7 +73,7 @@ fn glob_cases(pattern: &str) -> Result<Vec<Case>> {
 
 /// Everything before running: may fail with bad input (exit 2), runs nothing.
 pub fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
-    let names = crate::plan::stacks::select_stacks(&plan, &opts.stacks)?;
+    let names = crate::plan::select_stacks(&plan, &opts.stacks)?;
     let cases: Vec<Case> = match &opts.case_glob {
         Some(g) => glob_cases(g)?,
         None => crate::sweep::cases(&plan, opts.filter.as_deref())?.collect::<Result<Vec<_>>>()?,

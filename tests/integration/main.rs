@@ -1,6 +1,9 @@
 //! The one integration test binary: real `campaign` processes, real files.
 
+mod bench;
 mod executor;
+mod plan;
+mod report;
 mod run;
 mod stacks;
 mod util;
