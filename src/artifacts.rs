@@ -124,7 +124,9 @@ pub fn round_sample(s: &mut Sample) {
     r(&mut s.device_wall_s);
     s.phases.values_mut().for_each(|v| *v = round6(*v));
     s.compile_profile.values_mut().for_each(|v| *v = round6(*v));
-    s.per_rank_execute_s.iter_mut().for_each(|v| *v = round6(*v));
+    s.per_rank_execute_s
+        .iter_mut()
+        .for_each(|v| *v = round6(*v));
 }
 
 /// `timing.json`: the list of samples, floats rounded to 6 decimals.

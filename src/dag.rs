@@ -17,8 +17,12 @@ use petgraph::Direction;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
     Generate,
-    Build { stack: String },
-    Probe { stack: String },
+    Build {
+        stack: String,
+    },
+    Probe {
+        stack: String,
+    },
     /// `run` is the index of the run in the engine's run list.
     Run {
         run: usize,
@@ -27,7 +31,9 @@ pub enum Step {
     },
     Collect,
     /// A step after `collect` (`summarize`, `plot`, `report`, …), by name.
-    After { name: String },
+    After {
+        name: String,
+    },
 }
 
 impl Step {
@@ -211,13 +217,20 @@ mod tests {
             keys(&dag, dag.predecessors(dag.run_node(1))),
             vec!["probe:hccl", "run:c1:host"]
         );
-        assert_eq!(keys(&dag, dag.predecessors(dag.run_node(2))), vec!["probe:hccl"]);
+        assert_eq!(
+            keys(&dag, dag.predecessors(dag.run_node(2))),
+            vec!["probe:hccl"]
+        );
         assert_eq!(keys(&dag, dag.predecessors(dag.collect())).len(), 3);
         let report = dag.append_after_collect("summarize");
         let plot = dag.append_after_collect("plot");
         assert_eq!(keys(&dag, dag.predecessors(plot)), vec!["summarize"]);
         assert_eq!(keys(&dag, dag.predecessors(report)), vec!["collect"]);
-        let order: Vec<String> = dag.topological().iter().map(|n| dag.step(*n).key()).collect();
+        let order: Vec<String> = dag
+            .topological()
+            .iter()
+            .map(|n| dag.step(*n).key())
+            .collect();
         let pos = |k: &str| order.iter().position(|x| x == k).unwrap();
         assert!(pos("generate") < pos("build:hccl"));
         assert!(pos("build:hccl") < pos("probe:hccl"));
@@ -228,6 +241,9 @@ mod tests {
     #[test]
     fn empty_campaign_still_collects() {
         let dag = Dag::new(&[("host".to_string(), false)], &[]);
-        assert_eq!(keys(&dag, dag.predecessors(dag.collect())), vec!["generate", "probe:host"]);
+        assert_eq!(
+            keys(&dag, dag.predecessors(dag.collect())),
+            vec!["generate", "probe:host"]
+        );
     }
 }

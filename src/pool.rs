@@ -95,15 +95,17 @@ impl Slots {
                 let contiguous = window.windows(2).all(|w| w[1] == w[0] + 1);
                 if contiguous && window.iter().all(|d| self.is_free(*d)) {
                     let aligned = window[0] as usize % p == 0;
-                    offer(
-                        (u8::from(!aligned), free.len(), start),
-                        window.to_vec(),
-                    );
+                    offer((u8::from(!aligned), free.len(), start), window.to_vec());
                 }
             }
             offer((2, free.len(), 0), free[..p].to_vec());
         }
-        let all: Vec<u32> = self.ids.iter().copied().filter(|d| self.is_free(*d)).collect();
+        let all: Vec<u32> = self
+            .ids
+            .iter()
+            .copied()
+            .filter(|d| self.is_free(*d))
+            .collect();
         if all.len() >= p {
             offer((3, all.len(), 0), all[..p].to_vec());
         }
@@ -339,7 +341,11 @@ mod tests {
 
     #[test]
     fn stays_inside_one_group_when_possible() {
-        let mut pool = pool(0..8, vec![vec![0, 1, 2, 3], vec![4, 5, 6, 7]], DeviceKind::Npu);
+        let mut pool = pool(
+            0..8,
+            vec![vec![0, 1, 2, 3], vec![4, 5, 6, 7]],
+            DeviceKind::Npu,
+        );
         let one = pool.try_lease(&auto(1)).unwrap();
         assert_eq!(one.devices, vec![0]);
         // Group 0 has 1,2,3 free: a P=4 run must go to group 1, not straddle.
@@ -378,7 +384,10 @@ mod tests {
     fn plan_time_check_names_the_pool() {
         let pool = pool(0..4, vec![], DeviceKind::Npu);
         let err = pool.check(&auto(8)).unwrap_err();
-        assert!(err.contains("needs 8 devices but the pool has 4 (0,1,2,3)"), "{err}");
+        assert!(
+            err.contains("needs 8 devices but the pool has 4 (0,1,2,3)"),
+            "{err}"
+        );
         let err = pool
             .check(&Need::Devices {
                 p: 2,
@@ -405,13 +414,19 @@ mod tests {
     fn quarantine_blocks_what_can_no_longer_fit() {
         let mut pool = pool(0..4, vec![], DeviceKind::Npu);
         pool.quarantine(3, "3 failed runs in a row");
-        assert!(pool.still_possible(&auto(4)).unwrap_err().contains("3 healthy"));
+        assert!(pool
+            .still_possible(&auto(4))
+            .unwrap_err()
+            .contains("3 healthy"));
         assert!(pool.still_possible(&auto(3)).is_ok());
         assert_eq!(pool.try_lease(&auto(3)).unwrap().devices, vec![0, 1, 2]);
         let pin = Need::Devices {
             p: 2,
             pinned: Some(vec![2, 3]),
         };
-        assert!(pool.still_possible(&pin).unwrap_err().contains("quarantined"));
+        assert!(pool
+            .still_possible(&pin)
+            .unwrap_err()
+            .contains("quarantined"));
     }
 }

@@ -134,7 +134,9 @@ impl Progress {
                     overall.inc(1);
                     overall.set_message(counts);
                 }
-                if status.is_some_and(|s| s != RunStatus::Pass) || status.is_none() && !detail.is_empty() {
+                if status.is_some_and(|s| s != RunStatus::Pass)
+                    || status.is_none() && !detail.is_empty()
+                {
                     let _ = multi.println(format!("{what} {key}{detail}"));
                 }
             }

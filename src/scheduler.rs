@@ -151,7 +151,13 @@ impl Scheduler {
                 .all(|p| self.state[&p] == State::Done)
     }
 
-    fn settle(&mut self, driver: &mut dyn Driver, node: NodeIndex, status: RunStatus, reason: &str) {
+    fn settle(
+        &mut self,
+        driver: &mut dyn Driver,
+        node: NodeIndex,
+        status: RunStatus,
+        reason: &str,
+    ) {
         if let Step::Run { run, .. } = self.dag.step(node).clone() {
             let result = driver.settle(run, status, reason);
             self.state.insert(node, State::Done);
@@ -261,7 +267,11 @@ impl Scheduler {
 
     /// Run the campaign to the end, or until `cancel` turns true (then: start nothing more,
     /// wait for running steps to report — their executors see the same signal).
-    pub async fn run(mut self, driver: &mut dyn Driver, mut cancel: watch::Receiver<bool>) -> Summary {
+    pub async fn run(
+        mut self,
+        driver: &mut dyn Driver,
+        mut cancel: watch::Receiver<bool>,
+    ) -> Summary {
         let (tx, mut rx) = mpsc::unbounded_channel();
         let mut interrupted = *cancel.borrow();
         let mut cancel_open = true;

@@ -97,12 +97,20 @@ fn plan(p: usize, estimate_s: f64) -> RunPlan {
     }
 }
 
-fn go(fake: &mut Fake, stacks: &[(&str, bool)], plans: Vec<RunPlan>, pool: Pool, limits: Limits) -> Summary {
+fn go(
+    fake: &mut Fake,
+    stacks: &[(&str, bool)],
+    plans: Vec<RunPlan>,
+    pool: Pool,
+    limits: Limits,
+) -> Summary {
     let stacks: Vec<(String, bool)> = stacks.iter().map(|(s, b)| (s.to_string(), *b)).collect();
     let dag = Dag::new(&stacks, &fake.runs);
     let sched = Scheduler::new(dag, pool, plans, limits);
     let (_tx, rx) = watch::channel(false);
-    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
     rt.block_on(sched.run(fake, rx))
 }
 
@@ -130,8 +138,17 @@ fn longest_first_and_exclusive_devices() {
         ..Fake::default()
     };
     let plans = vec![plan(2, 1.0), plan(2, 9.0), plan(2, 5.0)];
-    let summary = go(&mut fake, &[("s", false)], plans, pool(2), Limits::default());
-    assert_eq!(starts(&fake), vec!["run:long:s", "run:mid:s", "run:short:s"]);
+    let summary = go(
+        &mut fake,
+        &[("s", false)],
+        plans,
+        pool(2),
+        Limits::default(),
+    );
+    assert_eq!(
+        starts(&fake),
+        vec!["run:long:s", "run:mid:s", "run:short:s"]
+    );
     assert_eq!(summary.results.len(), 3);
     assert!(!summary.interrupted);
     // Each run started only after the previous one ended (the pool holds one P=2 run).
@@ -142,7 +159,10 @@ fn longest_first_and_exclusive_devices() {
         .filter(|(_, e)| e.1.starts_with("run:"))
         .map(|(k, _)| *k)
         .collect();
-    assert_eq!(run_events, vec!["start", "end", "start", "end", "start", "end"]);
+    assert_eq!(
+        run_events,
+        vec!["start", "end", "start", "end", "start", "end"]
+    );
 }
 
 #[test]
@@ -153,7 +173,13 @@ fn backfill_and_jobs_cap() {
         ..Fake::default()
     };
     let plans = vec![plan(2, 3.0), plan(4, 2.0), plan(2, 1.0)];
-    go(&mut fake, &[("s", false)], plans, pool(4), Limits::default());
+    go(
+        &mut fake,
+        &[("s", false)],
+        plans,
+        pool(4),
+        Limits::default(),
+    );
     let seq: Vec<String> = fake
         .events
         .iter()
@@ -175,14 +201,24 @@ fn backfill_and_jobs_cap() {
         jobs: Some(1),
         ..Limits::default()
     };
-    go(&mut fake, &[("s", false)], vec![plan(2, 1.0), plan(2, 1.0)], pool(8), limits);
+    go(
+        &mut fake,
+        &[("s", false)],
+        vec![plan(2, 1.0), plan(2, 1.0)],
+        pool(8),
+        limits,
+    );
     let seq: Vec<&str> = fake
         .events
         .iter()
         .filter(|e| e.1.starts_with("run:"))
         .map(|e| e.0.as_str())
         .collect();
-    assert_eq!(seq, vec!["start", "end", "start", "end"], "--jobs 1 runs one at a time");
+    assert_eq!(
+        seq,
+        vec!["start", "end", "start", "end"],
+        "--jobs 1 runs one at a time"
+    );
 }
 
 #[test]
@@ -193,16 +229,30 @@ fn failed_build_makes_only_its_stack_unavailable() {
         ..Fake::default()
     };
     let plans = vec![plan(2, 1.0), plan(2, 1.0), plan(2, 1.0)];
-    let summary = go(&mut fake, &[("good", false), ("bad", true)], plans, pool(2), Limits::default());
+    let summary = go(
+        &mut fake,
+        &[("good", false), ("bad", true)],
+        plans,
+        pool(2),
+        Limits::default(),
+    );
     let by: BTreeMap<String, (RunStatus, Option<String>)> = summary
         .results
         .iter()
-        .map(|r| (format!("{}:{}", r.case_id, r.stack), (r.status, r.error.clone())))
+        .map(|r| {
+            (
+                format!("{}:{}", r.case_id, r.stack),
+                (r.status, r.error.clone()),
+            )
+        })
         .collect();
     assert_eq!(by["c1:good"].0, RunStatus::Pass);
     assert_eq!(by["c1:bad"].0, RunStatus::Unavailable);
     assert_eq!(by["c2:bad"].1.as_deref(), Some("build:bad failed"));
-    assert!(!fake.events.iter().any(|e| e.1 == "probe:bad"), "no probe after a failed build");
+    assert!(
+        !fake.events.iter().any(|e| e.1 == "probe:bad"),
+        "no probe after a failed build"
+    );
     assert!(fake.events.iter().any(|e| e.1 == "collect"));
 }
 
@@ -210,7 +260,9 @@ fn failed_build_makes_only_its_stack_unavailable() {
 fn skipped_runs_and_case_order_and_retries() {
     let mut fake = Fake {
         runs: runs(&[("c", "x"), ("c", "y"), ("c", "z")]),
-        status: [("z".to_string(), RunStatus::Timeout)].into_iter().collect(),
+        status: [("z".to_string(), RunStatus::Timeout)]
+            .into_iter()
+            .collect(),
         ..Fake::default()
     };
     let mut plans = vec![plan(2, 1.0), plan(2, 1.0), plan(2, 1.0)];
@@ -220,7 +272,13 @@ fn skipped_runs_and_case_order_and_retries() {
         retries: 1,
         retry_on: vec![RunStatus::Timeout],
     };
-    let summary = go(&mut fake, &[("x", false), ("y", false), ("z", false)], plans, pool(8), limits);
+    let summary = go(
+        &mut fake,
+        &[("x", false), ("y", false), ("z", false)],
+        plans,
+        pool(8),
+        limits,
+    );
     // Chained in the given order; z retried once (attempts 1 and 2), one final result each.
     let z: Vec<u32> = fake
         .events
@@ -231,7 +289,10 @@ fn skipped_runs_and_case_order_and_retries() {
     assert_eq!(z, vec![1, 2]);
     assert_eq!(starts(&fake)[0], "run:c:x");
     let statuses: Vec<RunStatus> = summary.results.iter().map(|r| r.status).collect();
-    assert_eq!(statuses, vec![RunStatus::Pass, RunStatus::Skipped, RunStatus::Timeout]);
+    assert_eq!(
+        statuses,
+        vec![RunStatus::Pass, RunStatus::Skipped, RunStatus::Timeout]
+    );
 }
 
 #[test]
@@ -243,7 +304,9 @@ fn cancelled_before_start_runs_nothing() {
     let dag = Dag::new(&[("x".to_string(), false)], &fake.runs);
     let sched = Scheduler::new(dag, pool(2), vec![plan(2, 1.0)], Limits::default());
     let (_tx, rx) = watch::channel(true);
-    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
     let summary = rt.block_on(sched.run(&mut fake, rx));
     assert!(summary.interrupted);
     assert!(summary.results.is_empty());

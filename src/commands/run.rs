@@ -43,10 +43,20 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     println!(
         "{} runs: {}",
         done.results.runs.len(),
-        if summary.is_empty() { "none".to_string() } else { summary.join(", ") }
+        if summary.is_empty() {
+            "none".to_string()
+        } else {
+            summary.join(", ")
+        }
     );
     for r in done.results.runs.iter().filter(|r| r.status.is_failure()) {
-        println!("  {} {}/{}: {}", r.status, r.case_id, r.stack, r.error.as_deref().unwrap_or(""));
+        println!(
+            "  {} {}/{}: {}",
+            r.status,
+            r.case_id,
+            r.stack,
+            r.error.as_deref().unwrap_or("")
+        );
     }
     println!("run dir: {}", done.run_dir.display());
     if done.interrupted {

@@ -66,7 +66,12 @@ impl EngineDriver {
             .map(|(i, r)| ((r.case_id.as_str(), self.stacks[r.stack].name.as_str()), i))
             .collect();
         let mut runs = results.to_vec();
-        runs.sort_by_key(|r| order.get(&(r.case_id.as_str(), r.stack.as_str())).copied().unwrap_or(usize::MAX));
+        runs.sort_by_key(|r| {
+            order
+                .get(&(r.case_id.as_str(), r.stack.as_str()))
+                .copied()
+                .unwrap_or(usize::MAX)
+        });
         ResultSet {
             campaign: self.campaign.clone(),
             timestamp: self.run_dir.timestamp.clone(),
@@ -79,8 +84,14 @@ impl EngineDriver {
     /// results.json, results.csv, samples.csv — each atomically.
     pub fn write_results(&self, set: &ResultSet) -> Result<()> {
         write_json(&self.run_dir.file("results.json"), &json::document(set))?;
-        write_atomic(&self.run_dir.file("results.csv"), csv::results_csv(set).as_bytes())?;
-        write_atomic(&self.run_dir.file("samples.csv"), csv::samples_csv(set).as_bytes())
+        write_atomic(
+            &self.run_dir.file("results.csv"),
+            csv::results_csv(set).as_bytes(),
+        )?;
+        write_atomic(
+            &self.run_dir.file("samples.csv"),
+            csv::samples_csv(set).as_bytes(),
+        )
     }
 
     fn generate(&self) -> Result<()> {
@@ -88,9 +99,17 @@ impl EngineDriver {
         let defs: serde_json::Map<String, serde_json::Value> = self
             .stacks
             .iter()
-            .map(|s| (s.name.clone(), serde_json::to_value(&s.def).unwrap_or_default()))
+            .map(|s| {
+                (
+                    s.name.clone(),
+                    serde_json::to_value(&s.def).unwrap_or_default(),
+                )
+            })
             .collect();
-        write_json(&self.run_dir.file("stacks.json"), &serde_json::Value::Object(defs))?;
+        write_json(
+            &self.run_dir.file("stacks.json"),
+            &serde_json::Value::Object(defs),
+        )?;
         for r in &self.runs {
             let path = self.run_dir.case_file(&r.case_id);
             if !path.exists() {
@@ -108,7 +127,14 @@ impl EngineDriver {
 }
 
 impl Driver for EngineDriver {
-    fn start(&mut self, node: NodeIndex, step: &Step, lease: &Lease, attempt: u32, tx: mpsc::UnboundedSender<Report>) {
+    fn start(
+        &mut self,
+        node: NodeIndex,
+        step: &Step,
+        lease: &Lease,
+        attempt: u32,
+        tx: mpsc::UnboundedSender<Report>,
+    ) {
         let key = step.key();
         let send = |outcome| {
             let _ = tx.send(Report { node, outcome });
@@ -159,7 +185,10 @@ impl Driver for EngineDriver {
                 };
                 tokio::spawn(async move {
                     let result = work::execute(job).await;
-                    let _ = tx.send(Report { node, outcome: Outcome::Run(Box::new(result)) });
+                    let _ = tx.send(Report {
+                        node,
+                        outcome: Outcome::Run(Box::new(result)),
+                    });
                 });
             }
             // Collect and later steps act on the finished results in `finished`.
@@ -170,7 +199,14 @@ impl Driver for EngineDriver {
     fn settle(&mut self, run: usize, status: RunStatus, reason: &str) -> RunResult {
         let planned = &self.runs[run];
         let stack = &self.stacks[planned.stack].name;
-        let result = work::unrun(&self.cases[planned.case_index], &planned.case_id, stack, status, reason, 1);
+        let result = work::unrun(
+            &self.cases[planned.case_index],
+            &planned.case_id,
+            stack,
+            status,
+            reason,
+            1,
+        );
         if let Err(e) = write_bundle(&self.run_dir, &result, &ProcessFacts::default()) {
             self.fail(e);
         }
@@ -181,7 +217,8 @@ impl Driver for EngineDriver {
         let key = step.key();
         match (step, outcome) {
             (Step::Run { .. }, Outcome::Run(r)) => {
-                self.progress.finished(&key, Some(r.status), r.error.as_deref().unwrap_or(""));
+                self.progress
+                    .finished(&key, Some(r.status), r.error.as_deref().unwrap_or(""));
                 // Rewritten after every run, so a crash loses nothing that finished.
                 let set = self.result_set(results);
                 if let Err(e) = self.write_results(&set) {
@@ -202,7 +239,9 @@ impl Driver for EngineDriver {
                     }
                 }
             }
-            (Step::Build { .. }, Outcome::StackUnavailable(why)) => self.progress.finished(&key, None, why),
+            (Step::Build { .. }, Outcome::StackUnavailable(why)) => {
+                self.progress.finished(&key, None, why)
+            }
             (Step::Build { .. }, _) => self.progress.finished(&key, None, ""),
             (Step::Probe { .. }, Outcome::StackUnavailable(why)) => {
                 self.progress.println(&format!("{key}: unavailable: {why}"));

@@ -36,7 +36,9 @@ impl History {
             .unwrap_or_default();
         dirs.retain(|d| {
             d != exclude
-                && d.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("run_"))
+                && d.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("run_"))
                 && d.join("results.json").is_file()
         });
         dirs.sort();
@@ -48,7 +50,12 @@ impl History {
             .and_then(|t| serde_json::from_str(&t).ok())
             .unwrap_or(Value::Null);
         let mut by_run = BTreeMap::new();
-        for row in doc.get("runs").and_then(Value::as_array).into_iter().flatten() {
+        for row in doc
+            .get("runs")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             let s = |k: &str| row.get(k).and_then(Value::as_str).map(String::from);
             let f = |k: &str| row.get(k).and_then(Value::as_f64);
             let (Some(case_id), Some(stack)) = (s("case_id"), s("stack")) else {
@@ -58,7 +65,10 @@ impl History {
                 continue;
             };
             let rounds = f("n_warmup").unwrap_or(0.0) + f("n_timed").unwrap_or(1.0);
-            by_run.insert((case_id, stack), per_round * rounds + f("setup_s").unwrap_or(0.0));
+            by_run.insert(
+                (case_id, stack),
+                per_round * rounds + f("setup_s").unwrap_or(0.0),
+            );
         }
         History { by_run }
     }
@@ -75,7 +85,12 @@ impl History {
 
 /// The order of `stacks` for each of `n_cases` cases: as given, or shuffled per case from
 /// `seed`.
-pub fn stack_orders(stacks: &[String], n_cases: usize, order: StackOrder, seed: u64) -> Vec<Vec<String>> {
+pub fn stack_orders(
+    stacks: &[String],
+    n_cases: usize,
+    order: StackOrder,
+    seed: u64,
+) -> Vec<Vec<String>> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     (0..n_cases)
         .map(|_| {
@@ -122,6 +137,8 @@ mod tests {
             s.sort();
             s == stacks
         }));
-        assert!(stack_orders(&stacks, 3, StackOrder::Given, 42).iter().all(|o| *o == stacks));
+        assert!(stack_orders(&stacks, 3, StackOrder::Given, 42)
+            .iter()
+            .all(|o| *o == stacks));
     }
 }

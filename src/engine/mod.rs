@@ -79,13 +79,20 @@ pub fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
         None => crate::sweep::cases(&plan, opts.filter.as_deref())?.collect::<Result<Vec<_>>>()?,
     };
     let mut seen = BTreeSet::new();
-    if let Some(dup) = cases.iter().map(Case::case_id).find(|id| !seen.insert(id.clone())) {
+    if let Some(dup) = cases
+        .iter()
+        .map(Case::case_id)
+        .find(|id| !seen.insert(id.clone()))
+    {
         return Err(Error::invalid(
             &plan.source,
             format!("two cases share the case_id {dup} (their bundles would collide); make the axes differ in a field of the case_id"),
         ));
     }
-    let stacks: Vec<Arc<EngineStack>> = stacks::resolve(&plan, &names)?.into_iter().map(Arc::new).collect();
+    let stacks: Vec<Arc<EngineStack>> = stacks::resolve(&plan, &names)?
+        .into_iter()
+        .map(Arc::new)
+        .collect();
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let pool = Pool::new(&plan.devices, cpus);
     let seed = plan.run.seed.unwrap_or_else(rand::random);
@@ -99,7 +106,10 @@ pub fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
             let si = names.iter().position(|n| n == name).unwrap_or(0);
             let stack = &stacks[si];
             let need = stacks::need(stack, case, &pool);
-            let preset = stack.def.unsupported_reason(case).map(|r| (RunStatus::Skipped, r));
+            let preset = stack
+                .def
+                .unsupported_reason(case)
+                .map(|r| (RunStatus::Skipped, r));
             if preset.is_none() {
                 if let Err(why) = pool.check(&need) {
                     refused.push(Diagnostic {
@@ -146,7 +156,11 @@ pub struct Finished {
 }
 
 /// Claim a run dir and run every step. `after` are steps after `collect`, in order.
-pub fn execute(mut prep: Prepared, opts: &Options, after: Vec<(String, AfterStep)>) -> Result<Finished> {
+pub fn execute(
+    mut prep: Prepared,
+    opts: &Options,
+    after: Vec<(String, AfterStep)>,
+) -> Result<Finished> {
     let results_dir = opts
         .results_dir
         .clone()
@@ -161,8 +175,11 @@ pub fn execute(mut prep: Prepared, opts: &Options, after: Vec<(String, AfterStep
         let stack = &prep.stacks[run.stack].name;
         plan.estimate_s = history.estimate(&run.case_id, stack, &prep.cases[run.case_index]);
     }
-    let has_build: Vec<(String, bool)> =
-        prep.stacks.iter().map(|s| (s.name.clone(), s.def.build.is_some())).collect();
+    let has_build: Vec<(String, bool)> = prep
+        .stacks
+        .iter()
+        .map(|s| (s.name.clone(), s.def.build.is_some()))
+        .collect();
     let nodes: Vec<RunNode> = prep
         .runs
         .iter()
@@ -179,7 +196,11 @@ pub fn execute(mut prep: Prepared, opts: &Options, after: Vec<(String, AfterStep
     }
     let run_cfg = &prep.plan.run;
     let limits = Limits {
-        jobs: if opts.exclusive || run_cfg.exclusive { Some(1) } else { opts.jobs.or(run_cfg.jobs) },
+        jobs: if opts.exclusive || run_cfg.exclusive {
+            Some(1)
+        } else {
+            opts.jobs.or(run_cfg.jobs)
+        },
         retries: run_cfg.retries,
         retry_on: run_cfg
             .retry_on
@@ -190,7 +211,13 @@ pub fn execute(mut prep: Prepared, opts: &Options, after: Vec<(String, AfterStep
     let provenance = crate::provenance::collect(
         Some(&prep.plan.hash),
         Some(&prep.plan.source),
-        &stacks::roots(&prep.stacks.iter().map(|s| (**s).clone()).collect::<Vec<_>>()),
+        &stacks::roots(
+            &prep
+                .stacks
+                .iter()
+                .map(|s| (**s).clone())
+                .collect::<Vec<_>>(),
+        ),
         Some(prep.seed),
     );
     let (cancel_tx, cancel_rx) = watch::channel(false);
@@ -229,7 +256,11 @@ pub fn execute(mut prep: Prepared, opts: &Options, after: Vec<(String, AfterStep
         return Err(e);
     }
     let mut set = driver.result_set(&summary.results);
-    set.quarantined = summary.quarantined.iter().map(|(d, why)| (d.to_string(), why.clone())).collect();
+    set.quarantined = summary
+        .quarantined
+        .iter()
+        .map(|(d, why)| (d.to_string(), why.clone()))
+        .collect();
     driver.write_results(&set)?;
     Ok(Finished {
         run_dir: run_dir.path.clone(),

@@ -58,8 +58,8 @@ pub fn resolve(plan: &Plan, names: &[String]) -> Result<Vec<EngineStack>> {
             )
         })?;
         let timeout = duration(plan, name, "timeout", &def.timeout)?.unwrap_or(plan.run.timeout);
-        let no_output_timeout =
-            duration(plan, name, "no_output_timeout", &def.no_output_timeout)?.or(plan.run.no_output_timeout);
+        let no_output_timeout = duration(plan, name, "no_output_timeout", &def.no_output_timeout)?
+            .or(plan.run.no_output_timeout);
         out.push(EngineStack {
             name: name.clone(),
             root: resolve_root(&def),

@@ -30,14 +30,23 @@ pub fn process_problem(o: &ProcessOutcome, limits: &Limits) -> Option<(RunStatus
             let limit = limits.timeout.map(secs).unwrap_or_else(|| "?".into());
             return Some((
                 RunStatus::Timeout,
-                format!("wall-clock timeout ({limit}) reached after {}; killed", secs(o.elapsed)),
+                format!(
+                    "wall-clock timeout ({limit}) reached after {}; killed",
+                    secs(o.elapsed)
+                ),
             ));
         }
         Some(KillReason::NoOutput) => {
-            let limit = limits.no_output_timeout.map(secs).unwrap_or_else(|| "?".into());
+            let limit = limits
+                .no_output_timeout
+                .map(secs)
+                .unwrap_or_else(|| "?".into());
             return Some((
                 RunStatus::Timeout,
-                format!("no output for {limit} (no_output_timeout), killed after {}", secs(o.elapsed)),
+                format!(
+                    "no output for {limit} (no_output_timeout), killed after {}",
+                    secs(o.elapsed)
+                ),
             ));
         }
         Some(KillReason::Interrupted) => {
@@ -120,7 +129,10 @@ pub fn judge(
     if let Some(bad) = samples.iter().find(|s| !s.ok) {
         return (
             RunStatus::Fail,
-            Some(said(format!("round {} ({}) reported ok=false", bad.round, bad.phase))),
+            Some(said(format!(
+                "round {} ({}) reported ok=false",
+                bad.round, bad.phase
+            ))),
         );
     }
     let n_timed = samples.iter().filter(|s| s.is_timed()).count() as u32;
@@ -166,10 +178,16 @@ mod tests {
     fn pass_needs_every_round() {
         let p = Parsed::default();
         let l = Limits::default();
-        assert_eq!(judge(&ok_outcome(), &p, &samples(3), 1, 2, &l).0, RunStatus::Pass);
+        assert_eq!(
+            judge(&ok_outcome(), &p, &samples(3), 1, 2, &l).0,
+            RunStatus::Pass
+        );
         let (st, why) = judge(&ok_outcome(), &p, &samples(2), 1, 2, &l);
         assert_eq!(st, RunStatus::Fail);
-        assert_eq!(why.unwrap(), "missing output: found 1 of 1 warmup and 1 of 2 timed rounds");
+        assert_eq!(
+            why.unwrap(),
+            "missing output: found 1 of 1 warmup and 1 of 2 timed rounds"
+        );
         let garbage = Parsed {
             warnings: vec!["line 1: not a sample".into()],
             ..Parsed::default()
@@ -199,20 +217,34 @@ mod tests {
         };
         let mut o = ok_outcome();
         o.exit_code = Some(3);
-        assert_eq!(judge(&o, &p, &samples(3), 1, 2, &l).1.unwrap(), "exit code 3");
+        assert_eq!(
+            judge(&o, &p, &samples(3), 1, 2, &l).1.unwrap(),
+            "exit code 3"
+        );
         o.exit_code = None;
         o.killed = Some(KillReason::Timeout);
         let (st, why) = judge(&o, &p, &[], 1, 2, &l);
         assert_eq!(st, RunStatus::Timeout);
-        assert!(why.unwrap().starts_with("wall-clock timeout (2"), "timeout reason");
+        assert!(
+            why.unwrap().starts_with("wall-clock timeout (2"),
+            "timeout reason"
+        );
         o.killed = Some(KillReason::NoOutput);
-        assert!(judge(&o, &p, &[], 1, 2, &l).1.unwrap().contains("no_output_timeout"));
+        assert!(judge(&o, &p, &[], 1, 2, &l)
+            .1
+            .unwrap()
+            .contains("no_output_timeout"));
         let wrong = Parsed {
             correctness: Some(false),
             error: Some("rank 1 element 7: got 3, expected 4".into()),
             ..Parsed::default()
         };
-        let why = judge(&ok_outcome(), &wrong, &samples(3), 1, 2, &l).1.unwrap();
-        assert_eq!(why, "the stack reported a golden mismatch: rank 1 element 7: got 3, expected 4");
+        let why = judge(&ok_outcome(), &wrong, &samples(3), 1, 2, &l)
+            .1
+            .unwrap();
+        assert_eq!(
+            why,
+            "the stack reported a golden mismatch: rank 1 element 7: got 3, expected 4"
+        );
     }
 }

@@ -46,7 +46,14 @@ fn now() -> String {
 }
 
 /// A run's result with no samples (skipped, unavailable, blocked, or failed before starting).
-pub fn unrun(case: &Case, case_id: &str, stack: &str, status: RunStatus, reason: &str, attempt: u32) -> RunResult {
+pub fn unrun(
+    case: &Case,
+    case_id: &str,
+    stack: &str,
+    status: RunStatus,
+    reason: &str,
+    attempt: u32,
+) -> RunResult {
     RunResult {
         case: case.clone(),
         case_id: case_id.to_string(),
@@ -69,7 +76,9 @@ fn keep_attempt_logs(bundle: &Path, attempt: u32) -> Vec<String> {
         let old = format!("run.attempt{}.log", attempt - 1);
         let _ = std::fs::rename(bundle.join("run.log"), bundle.join(&old));
     }
-    (1..attempt).map(|n| format!("run.attempt{n}.log")).collect()
+    (1..attempt)
+        .map(|n| format!("run.attempt{n}.log"))
+        .collect()
 }
 
 /// One process: run it and feed its lines to a fresh parser.
@@ -103,7 +112,14 @@ pub async fn execute(job: RunJob) -> RunResult {
     let started = now();
     let mut result = match run_rounds(&job, &case, &bundle, &mut facts).await {
         Ok(r) => r,
-        Err(reason) => unrun(&case, &job.case_id, &stack.name, RunStatus::Fail, &reason, job.attempt),
+        Err(reason) => unrun(
+            &case,
+            &job.case_id,
+            &stack.name,
+            RunStatus::Fail,
+            &reason,
+            job.attempt,
+        ),
     };
     result.started = Some(started);
     result.ended = Some(now());
@@ -115,7 +131,12 @@ pub async fn execute(job: RunJob) -> RunResult {
     result
 }
 
-async fn run_rounds(job: &RunJob, case: &Case, bundle: &Path, facts: &mut ProcessFacts) -> Result<RunResult, String> {
+async fn run_rounds(
+    job: &RunJob,
+    case: &Case,
+    bundle: &Path,
+    facts: &mut ProcessFacts,
+) -> Result<RunResult, String> {
     let stack = &job.stack;
     std::fs::create_dir_all(bundle).map_err(|e| format!("{}: {e}", bundle.display()))?;
     let case_file = if case == &job.case {
@@ -123,7 +144,8 @@ async fn run_rounds(job: &RunJob, case: &Case, bundle: &Path, facts: &mut Proces
     } else {
         // Placed on other devices than planned: the stack reads the case as it runs.
         let f = bundle.join("case.json");
-        crate::artifacts::write_atomic(&f, case.to_pretty_json().as_bytes()).map_err(|e| e.to_string())?;
+        crate::artifacts::write_atomic(&f, case.to_pretty_json().as_bytes())
+            .map_err(|e| e.to_string())?;
         f
     };
     let (warmup, timed) = (case.warmup_rounds, case.timed_rounds);
@@ -144,7 +166,10 @@ async fn run_rounds(job: &RunJob, case: &Case, bundle: &Path, facts: &mut Proces
     };
     let plan_rounds: Vec<(u32, u32)> = match stack.def.shape() {
         Shape::Campaign => vec![(warmup, timed)],
-        Shape::Subprocess => (0..warmup).map(|_| (1, 0)).chain((0..timed).map(|_| (0, 1))).collect(),
+        Shape::Subprocess => (0..warmup)
+            .map(|_| (1, 0))
+            .chain((0..timed).map(|_| (0, 1)))
+            .collect(),
     };
     let subprocess = stack.def.shape() == Shape::Subprocess;
     let mut samples: Vec<Sample> = Vec::new();
@@ -190,7 +215,8 @@ async fn run_rounds(job: &RunJob, case: &Case, bundle: &Path, facts: &mut Proces
         };
         merged.error = merged.error.or(parsed.error.clone());
         merged.warnings.extend(parsed.warnings.clone());
-        let stop = verdict::process_problem(&outcome, &limits).is_some() || parsed.correctness == Some(false);
+        let stop = verdict::process_problem(&outcome, &limits).is_some()
+            || parsed.correctness == Some(false);
         last = Some((outcome, parsed));
         if stop {
             break;
@@ -221,7 +247,11 @@ async fn run_rounds(job: &RunJob, case: &Case, bundle: &Path, facts: &mut Proces
 
 /// Build a stack once: `Err` is the reason its runs are `unavailable` (the log stays in
 /// `builds/<stack>/build.log`).
-pub async fn build(run_dir: Arc<RunDir>, stack: Arc<EngineStack>, cancel: watch::Receiver<bool>) -> Result<(), String> {
+pub async fn build(
+    run_dir: Arc<RunDir>,
+    stack: Arc<EngineStack>,
+    cancel: watch::Receiver<bool>,
+) -> Result<(), String> {
     let root = stack.root.clone()?;
     let rendered = render_build(&stack.name, &stack.def, &run_dir.path, root.as_deref())
         .map_err(|e| format!("build command: {e}"))?;
@@ -239,13 +269,23 @@ pub async fn build(run_dir: Arc<RunDir>, stack: Arc<EngineStack>, cancel: watch:
         log_path: run_dir.path.join(&rel),
     };
     let _ = write_json(
-        &run_dir.path.join("builds").join(&stack.name).join("build.json"),
+        &run_dir
+            .path
+            .join("builds")
+            .join(&stack.name)
+            .join("build.json"),
         &serde_json::json!({"argv": spec.argv, "cwd": spec.cwd}),
     );
     let outcome = run_process(&spec, &mut |_line: OutputLine| {}, cancel)
         .await
         .map_err(|e| format!("build failed to start: {e}"))?;
-    match verdict::process_problem(&outcome, &Limits { timeout: spec.timeout, no_output_timeout: spec.no_output_timeout }) {
+    match verdict::process_problem(
+        &outcome,
+        &Limits {
+            timeout: spec.timeout,
+            no_output_timeout: spec.no_output_timeout,
+        },
+    ) {
         None => Ok(()),
         Some((_, why)) => Err(format!("build failed ({why}); log: {}", rel.display())),
     }

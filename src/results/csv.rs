@@ -25,11 +25,32 @@ pub fn results_csv(set: &ResultSet) -> String {
         .collect();
     let mut w = csv::Writer::from_writer(Vec::new());
     let mut header: Vec<String> = [
-        "case_id", "stack", "status", "reason", "variant", "p", "count", "dtype", "platform",
-        "devices", "n_bytes", "equivalence_hash", "attempt", "n_warmup", "n_timed",
-        "execute_s_mean", "execute_s_stdev", "execute_s_median", "device_wall_s_mean",
-        "device_wall_s_median", "setup_s", "bw_execute_mb_s", "wall_s_mean", "wall_s_stdev",
-        "execute_spread_ratio", "artifact_bundle",
+        "case_id",
+        "stack",
+        "status",
+        "reason",
+        "variant",
+        "p",
+        "count",
+        "dtype",
+        "platform",
+        "devices",
+        "n_bytes",
+        "equivalence_hash",
+        "attempt",
+        "n_warmup",
+        "n_timed",
+        "execute_s_mean",
+        "execute_s_stdev",
+        "execute_s_median",
+        "device_wall_s_mean",
+        "device_wall_s_median",
+        "setup_s",
+        "bw_execute_mb_s",
+        "wall_s_mean",
+        "wall_s_stdev",
+        "execute_spread_ratio",
+        "artifact_bundle",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -82,8 +103,19 @@ pub fn samples_csv(set: &ResultSet) -> String {
         .collect();
     let mut w = csv::Writer::from_writer(Vec::new());
     let mut header: Vec<String> = [
-        "case_id", "stack", "run_status", "round", "phase", "timed", "ok", "execute_s", "wall_s",
-        "device_wall_s", "setup_s", "bw_execute_mb_s", "per_rank_execute_s",
+        "case_id",
+        "stack",
+        "run_status",
+        "round",
+        "phase",
+        "timed",
+        "ok",
+        "execute_s",
+        "wall_s",
+        "device_wall_s",
+        "setup_s",
+        "bw_execute_mb_s",
+        "per_rank_execute_s",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -92,7 +124,8 @@ pub fn samples_csv(set: &ResultSet) -> String {
     let _ = w.write_record(&header);
     for r in &set.runs {
         for s in &r.samples {
-            let per_rank: Vec<String> = s.per_rank_execute_s.iter().map(|x| x.to_string()).collect();
+            let per_rank: Vec<String> =
+                s.per_rank_execute_s.iter().map(|x| x.to_string()).collect();
             let mut rec = vec![
                 r.case_id.clone(),
                 r.stack.clone(),
@@ -139,6 +172,10 @@ mod tests {
         assert_eq!(&rows[1][col("reason")], "exit code 3");
         let samples = samples_csv(&set);
         assert_eq!(samples.lines().count(), 1 + 8);
-        assert!(samples.lines().nth(1).unwrap().contains(",1,warmup-1,false,true,9,18,"));
+        assert!(samples
+            .lines()
+            .nth(1)
+            .unwrap()
+            .contains(",1,warmup-1,false,true,9,18,"));
     }
 }

@@ -30,12 +30,18 @@ pub struct RowStats {
     pub n_timed: usize,
 }
 
-fn means(samples: &[&Sample], get: impl Fn(&Sample) -> &BTreeMap<String, f64>) -> BTreeMap<String, f64> {
+fn means(
+    samples: &[&Sample],
+    get: impl Fn(&Sample) -> &BTreeMap<String, f64>,
+) -> BTreeMap<String, f64> {
     let names: BTreeSet<&String> = samples.iter().flat_map(|s| get(s).keys()).collect();
     names
         .into_iter()
         .filter_map(|n| {
-            let xs: Vec<f64> = samples.iter().filter_map(|s| get(s).get(n).copied()).collect();
+            let xs: Vec<f64> = samples
+                .iter()
+                .filter_map(|s| get(s).get(n).copied())
+                .collect();
             stats::mean(&xs).map(|m| (n.clone(), m))
         })
         .collect()
@@ -95,7 +101,10 @@ pub fn row(r: &RunResult) -> Value {
     m.insert("execute_s_stdev".into(), json!(st.execute_s_stdev));
     m.insert("execute_s_median".into(), json!(st.execute_s_median));
     m.insert("device_wall_s_mean".into(), json!(st.device_wall_s_mean));
-    m.insert("device_wall_s_median".into(), json!(st.device_wall_s_median));
+    m.insert(
+        "device_wall_s_median".into(),
+        json!(st.device_wall_s_median),
+    );
     m.insert("setup_s".into(), json!(st.setup_s));
     m.insert("bw_execute_mb_s".into(), json!(st.bw_execute_mb_s));
     m.insert("wall_s_mean".into(), json!(st.wall_s_mean));
@@ -107,11 +116,11 @@ pub fn row(r: &RunResult) -> Value {
     );
     m.insert("n_warmup".into(), json!(st.n_warmup));
     m.insert("n_timed".into(), json!(st.n_timed));
+    m.insert("artifact_bundle".into(), json!(r.bundle.to_string_lossy()));
     m.insert(
-        "artifact_bundle".into(),
-        json!(r.bundle.to_string_lossy()),
+        "execute_spread_ratio".into(),
+        json!(st.execute_spread_ratio),
     );
-    m.insert("execute_spread_ratio".into(), json!(st.execute_spread_ratio));
     m.insert("status".into(), json!(r.status));
     m.insert("reason".into(), json!(r.error));
     Value::Object(m)
@@ -196,7 +205,9 @@ pub(crate) mod tests {
         assert_eq!(v["n_warmup"], json!(1));
         assert_eq!(v["n_timed"], json!(3));
         // 256 fp32 = 1024 bytes / (7/3 s) / 1e6
-        assert!((v["bw_execute_mb_s"].as_f64().unwrap() - 1024.0 / (7.0 / 3.0) / 1e6).abs() < 1e-15);
+        assert!(
+            (v["bw_execute_mb_s"].as_f64().unwrap() - 1024.0 / (7.0 / 3.0) / 1e6).abs() < 1e-15
+        );
         assert_eq!(v["correctness"], json!("pass"));
         assert_eq!(v["equivalence_hash"].as_str().unwrap().len(), 16);
     }
@@ -204,7 +215,13 @@ pub(crate) mod tests {
     #[test]
     fn failed_row_is_null_not_zero() {
         let v = row(&result(RunStatus::Fail));
-        for k in ["execute_s_mean", "execute_s_stdev", "execute_s_median", "bw_execute_mb_s", "wall_s_mean"] {
+        for k in [
+            "execute_s_mean",
+            "execute_s_stdev",
+            "execute_s_median",
+            "bw_execute_mb_s",
+            "wall_s_mean",
+        ] {
             assert_eq!(v[k], Value::Null, "{k}");
         }
         assert_eq!(v["status"], json!("fail"));
@@ -226,6 +243,9 @@ pub(crate) mod tests {
         assert_eq!(d["cases"].as_array().unwrap().len(), 1);
         assert_eq!(d["runs"].as_array().unwrap().len(), 2);
         let keys: Vec<&String> = d.as_object().unwrap().keys().collect();
-        assert_eq!(keys, ["campaign", "timestamp", "cases", "runs", "provenance"]);
+        assert_eq!(
+            keys,
+            ["campaign", "timestamp", "cases", "runs", "provenance"]
+        );
     }
 }

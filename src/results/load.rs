@@ -45,7 +45,8 @@ fn case_from_row(row: &Value, case_id: &str, file: &Path) -> Result<Case> {
     let mut case = Case::new(Variant::Mesh, 2, 1);
     for field in ["variant", "p", "count", "dtype", "platform"] {
         if let Some(v) = row.get(field) {
-            set_field(&mut case, field, v).map_err(|m| Error::invalid(file, format!("{field}: {m}")))?;
+            set_field(&mut case, field, v)
+                .map_err(|m| Error::invalid(file, format!("{field}: {m}")))?;
         }
     }
     let ids: Vec<u32> = case_id
@@ -68,23 +69,46 @@ fn status_of(manifest: &Value) -> RunStatus {
     manifest
         .get("status")
         .and_then(|s| serde_json::from_value(s.clone()).ok())
-        .unwrap_or_else(|| match manifest.get("correctness").and_then(Value::as_str) {
-            Some("pass") => RunStatus::Pass,
-            _ => RunStatus::Fail,
-        })
+        .unwrap_or_else(
+            || match manifest.get("correctness").and_then(Value::as_str) {
+                Some("pass") => RunStatus::Pass,
+                _ => RunStatus::Fail,
+            },
+        )
 }
 
-fn load_bundle(run_dir: &Path, case_dir: &Path, bundle: &Path, rows: &[Value]) -> Result<RunResult> {
+fn load_bundle(
+    run_dir: &Path,
+    case_dir: &Path,
+    bundle: &Path,
+    rows: &[Value],
+) -> Result<RunResult> {
     let mpath = bundle.join("manifest.json");
     let m = read_json(&mpath)?;
-    let dir_name = |p: &Path| p.file_name().and_then(|n| n.to_str()).unwrap_or("").to_string();
-    let case_id = m.get("case_id").and_then(Value::as_str).map(String::from).unwrap_or_else(|| dir_name(case_dir));
-    let stack = m.get("stack").and_then(Value::as_str).map(String::from).unwrap_or_else(|| dir_name(bundle));
+    let dir_name = |p: &Path| {
+        p.file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("")
+            .to_string()
+    };
+    let case_id = m
+        .get("case_id")
+        .and_then(Value::as_str)
+        .map(String::from)
+        .unwrap_or_else(|| dir_name(case_dir));
+    let stack = m
+        .get("stack")
+        .and_then(Value::as_str)
+        .map(String::from)
+        .unwrap_or_else(|| dir_name(bundle));
     let case = if let Some(c) = m.get("case").filter(|c| c.is_object()) {
         Case::from_json_value(c, &mpath)?
     } else if case_dir.join("case.json").is_file() {
         Case::load(&case_dir.join("case.json"))?
-    } else if let Some(row) = rows.iter().find(|r| r.get("case_id").and_then(Value::as_str) == Some(&case_id)) {
+    } else if let Some(row) = rows
+        .iter()
+        .find(|r| r.get("case_id").and_then(Value::as_str) == Some(&case_id))
+    {
         case_from_row(row, &case_id, &run_dir.join("results.json"))?
     } else {
         return Err(Error::invalid(
@@ -92,7 +116,11 @@ fn load_bundle(run_dir: &Path, case_dir: &Path, bundle: &Path, rows: &[Value]) -
             "no case found: expected a `case` key, cases/<case_id>/case.json, or a results.json row",
         ));
     };
-    let timing = bundle.join(m.get("timing").and_then(Value::as_str).unwrap_or("timing.json"));
+    let timing = bundle.join(
+        m.get("timing")
+            .and_then(Value::as_str)
+            .unwrap_or("timing.json"),
+    );
     let samples: Vec<Sample> = if timing.is_file() {
         serde_json::from_value(read_json(&timing)?)
             .map_err(|e| Error::invalid(&timing, format!("expected a list of samples: {e}")))?
@@ -108,7 +136,10 @@ fn load_bundle(run_dir: &Path, case_dir: &Path, bundle: &Path, rows: &[Value]) -
         error: text("reason").or_else(|| text("error")),
         samples,
         bundle: bundle.strip_prefix(run_dir).unwrap_or(bundle).to_path_buf(),
-        attempt: m.get("attempt").and_then(Value::as_u64).map_or(1, |a| a as u32),
+        attempt: m
+            .get("attempt")
+            .and_then(Value::as_u64)
+            .map_or(1, |a| a as u32),
         exit_code: m.get("exit_code").and_then(Value::as_i64).map(|c| c as i32),
         started: text("started"),
         ended: text("ended"),
@@ -119,7 +150,10 @@ fn load_bundle(run_dir: &Path, case_dir: &Path, bundle: &Path, rows: &[Value]) -
 /// Every run recorded in `dir`'s bundles.
 pub fn load_run_dir(dir: &Path) -> Result<ResultSet> {
     if !dir.is_dir() {
-        return Err(Error::Usage(format!("{}: not a run dir (no such folder)", dir.display())));
+        return Err(Error::Usage(format!(
+            "{}: not a run dir (no such folder)",
+            dir.display()
+        )));
     }
     let results_path = dir.join("results.json");
     let doc = if results_path.is_file() {
@@ -127,14 +161,22 @@ pub fn load_run_dir(dir: &Path) -> Result<ResultSet> {
     } else {
         Value::Null
     };
-    let rows: Vec<Value> = doc.get("runs").and_then(Value::as_array).cloned().unwrap_or_default();
+    let rows: Vec<Value> = doc
+        .get("runs")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     let mut set = ResultSet {
-        campaign: doc.get("campaign").and_then(Value::as_str).map(String::from).unwrap_or_else(|| {
-            dir.parent()
-                .and_then(|p| p.file_name())
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default()
-        }),
+        campaign: doc
+            .get("campaign")
+            .and_then(Value::as_str)
+            .map(String::from)
+            .unwrap_or_else(|| {
+                dir.parent()
+                    .and_then(|p| p.file_name())
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default()
+            }),
         timestamp: doc
             .get("timestamp")
             .and_then(Value::as_str)
@@ -146,7 +188,10 @@ pub fn load_run_dir(dir: &Path) -> Result<ResultSet> {
             .unwrap_or_default(),
         ..ResultSet::default()
     };
-    if let Some(q) = doc.get("quarantined").and_then(|q| serde_json::from_value(q.clone()).ok()) {
+    if let Some(q) = doc
+        .get("quarantined")
+        .and_then(|q| serde_json::from_value(q.clone()).ok())
+    {
         set.quarantined = q;
     }
     for case_dir in sorted_dirs(&dir.join("cases"))? {
