@@ -119,30 +119,25 @@ pub struct Pool {
     kind: DeviceKind,
     placement: Placement,
     devices: Slots,
-    /// CPU slots; when the pool's kind is `cpu` the devices are the CPU slots (one set).
-    cpus: Option<Slots>,
+    /// The machine's real CPUs. Kept apart from the devices even for `kind = "cpu"`, whose ids
+    /// may be logical slots (more than the cores): a CPU run owns real cores.
+    cpus: Slots,
 }
 
 impl Pool {
-    /// A pool from `[devices]`, with `cpu_count` CPU slots for CPU runs when the devices are
-    /// accelerators.
+    /// A pool from `[devices]`, with `cpu_count` CPU slots for CPU runs.
     pub fn new(cfg: &DevicesConfig, cpu_count: usize) -> Pool {
-        let default_ids = || (0..cpu_count.max(1) as u32).collect::<Vec<u32>>();
+        let cpu_ids: Vec<u32> = (0..cpu_count.max(1) as u32).collect();
         let ids = if cfg.ids.is_empty() {
-            default_ids()
+            cpu_ids.clone()
         } else {
             cfg.ids.clone()
-        };
-        let devices = Slots::new(ids, cfg.groups.clone());
-        let cpus = match cfg.kind {
-            DeviceKind::Cpu => None,
-            DeviceKind::Npu | DeviceKind::Gpu => Some(Slots::new(default_ids(), Vec::new())),
         };
         Pool {
             kind: cfg.kind,
             placement: cfg.placement,
-            devices,
-            cpus,
+            devices: Slots::new(ids, cfg.groups.clone()),
+            cpus: Slots::new(cpu_ids, Vec::new()),
         }
     }
 
@@ -159,18 +154,10 @@ impl Pool {
         &self.devices.ids
     }
 
-    fn cpu_slots(&self) -> &Slots {
-        self.cpus.as_ref().unwrap_or(&self.devices)
-    }
-
-    fn cpu_slots_mut(&mut self) -> &mut Slots {
-        self.cpus.as_mut().unwrap_or(&mut self.devices)
-    }
-
     /// CPU slots a CPU run of `p` ranks leases: one per rank, at most the whole CPU set
     /// (threads as ranks may oversubscribe; the run still owns every core it is given).
     pub fn cpu_need(&self, p: usize) -> usize {
-        p.clamp(1, self.cpu_slots().ids.len().max(1))
+        p.clamp(1, self.cpus.ids.len().max(1))
     }
 
     /// Could this need ever be met by the pool as configured? `Err` says why not (plan time).
@@ -229,7 +216,7 @@ impl Pool {
                 )),
                 None => Ok(()),
             },
-            Need::Cpu { .. } if self.cpu_slots().healthy() == 0 => {
+            Need::Cpu { .. } if self.cpus.healthy() == 0 => {
                 Err("no healthy CPU slot remains".into())
             }
             _ => Ok(()),
@@ -258,9 +245,9 @@ impl Pool {
                 })
             }
             Need::Cpu { slots } => {
-                let slots = (*slots).min(self.cpu_slots().healthy()).max(1);
-                let ids = self.cpu_slots().place(slots)?;
-                self.cpu_slots_mut().busy.extend(ids.iter().copied());
+                let slots = (*slots).min(self.cpus.healthy()).max(1);
+                let ids = self.cpus.place(slots)?;
+                self.cpus.busy.extend(ids.iter().copied());
                 Some(Lease {
                     devices: Vec::new(),
                     cpus: ids,
@@ -274,9 +261,8 @@ impl Pool {
         for d in &lease.devices {
             self.devices.busy.remove(d);
         }
-        let cpus = self.cpu_slots_mut();
         for c in &lease.cpus {
-            cpus.busy.remove(c);
+            self.cpus.busy.remove(c);
         }
     }
 
@@ -294,7 +280,7 @@ impl Pool {
 
     /// Nothing leased (used by tests and the end-of-campaign check).
     pub fn idle(&self) -> bool {
-        self.devices.busy.is_empty() && self.cpus.as_ref().is_none_or(|c| c.busy.is_empty())
+        self.devices.busy.is_empty() && self.cpus.busy.is_empty()
     }
 }
 
@@ -408,6 +394,23 @@ mod tests {
         assert!(pool.try_lease(&auto(8)).is_some());
         pool.release(&a);
         assert!(pool.try_lease(&Need::Cpu { slots: 1 }).is_some());
+    }
+
+    #[test]
+    fn cpu_runs_lease_real_cores_even_when_cpu_ids_are_logical() {
+        // kind = "cpu" with 8 logical ids on a 2-core machine: two P=2 host runs never overlap.
+        let mut pool = pool(0..8, vec![], DeviceKind::Cpu);
+        let a = pool
+            .try_lease(&Need::Cpu {
+                slots: pool.cpu_need(2),
+            })
+            .unwrap();
+        assert_eq!(a.cpus, vec![0, 1]);
+        assert!(pool
+            .try_lease(&Need::Cpu {
+                slots: pool.cpu_need(2)
+            })
+            .is_none());
     }
 
     #[test]
