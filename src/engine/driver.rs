@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use petgraph::graph::NodeIndex;
 use tokio::sync::{mpsc, watch};
@@ -50,7 +51,15 @@ pub struct EngineDriver {
     /// A failure that must end the campaign (the run dir cannot be written).
     pub fatal: Option<crate::error::Error>,
     pub cancel_tx: Arc<watch::Sender<bool>>,
+    /// When the results files were last rewritten.
+    pub last_write: Option<Instant>,
 }
+
+/// Results files are rewritten after a finished run at most this often: every run's bundle is
+/// already on disk (atomically) when it finishes, so nothing finished is lost, and rewriting
+/// three growing files per run would dominate the engine's cost on short runs (ext4 inode
+/// churn, serialization — see docs/performance.md). `collect` and the end always rewrite.
+pub const RESULTS_REWRITE_INTERVAL: Duration = Duration::from_millis(250);
 
 impl EngineDriver {
     fn stack_by_name(&self, name: &str) -> Option<Arc<EngineStack>> {
@@ -82,7 +91,8 @@ impl EngineDriver {
     }
 
     /// results.json, results.csv, samples.csv — each atomically.
-    pub fn write_results(&self, set: &ResultSet) -> Result<()> {
+    pub fn write_results(&mut self, set: &ResultSet) -> Result<()> {
+        self.last_write = Some(Instant::now());
         write_json(&self.run_dir.file("results.json"), &json::document(set))?;
         write_atomic(
             &self.run_dir.file("results.csv"),
@@ -219,10 +229,14 @@ impl Driver for EngineDriver {
             (Step::Run { .. }, Outcome::Run(r)) => {
                 self.progress
                     .finished(&key, Some(r.status), r.error.as_deref().unwrap_or(""));
-                // Rewritten after every run, so a crash loses nothing that finished.
-                let set = self.result_set(results);
-                if let Err(e) = self.write_results(&set) {
-                    self.fail(e);
+                let due = self
+                    .last_write
+                    .is_none_or(|t| t.elapsed() >= RESULTS_REWRITE_INTERVAL);
+                if due {
+                    let set = self.result_set(results);
+                    if let Err(e) = self.write_results(&set) {
+                        self.fail(e);
+                    }
                 }
             }
             (Step::Collect, _) => {

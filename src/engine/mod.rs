@@ -236,6 +236,7 @@ pub fn execute(
         after: after_map,
         fatal: None,
         cancel_tx: cancel_tx.clone(),
+        last_write: None,
     };
     let scheduler = Scheduler::new(dag, prep.pool, prep.plans, limits);
     let rt = tokio::runtime::Builder::new_multi_thread()
