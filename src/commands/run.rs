@@ -32,8 +32,15 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         None => crate::plan::parse(SMOKE_PLAN, Path::new("plans/smoke.toml"))?,
     };
     let opts = options(args);
+    let report_cfg = plan.report.clone();
+    let template = args.exec.template.clone();
+    // summarize → plot → report, one step after `collect` (the report module does all three).
+    let report: engine::AfterStep = Box::new(move |run_dir, results| {
+        crate::report::finish_run(results, &report_cfg, template.as_deref(), &run_dir.path)
+            .map(|_| ())
+    });
     let prepared = engine::prepare(plan, &opts)?;
-    let done = engine::execute(prepared, &opts, Vec::new())?;
+    let done = engine::execute(prepared, &opts, vec![("report".to_string(), report)])?;
     let counts = done.results.status_counts();
     let summary: Vec<String> = counts
         .iter()

@@ -85,10 +85,12 @@ pub fn need(stack: &EngineStack, case: &Case, pool: &Pool) -> Need {
     }
 }
 
-/// Every stack's root as provenance records it.
+/// The root of every stack that names one, as provenance records it (a stack without a root,
+/// such as `host`, has nothing to record).
 pub fn roots(stacks: &[EngineStack]) -> BTreeMap<String, Option<PathBuf>> {
     stacks
         .iter()
+        .filter(|s| s.def.root.is_some())
         .map(|s| (s.name.clone(), s.root.clone().ok().flatten()))
         .collect()
 }
