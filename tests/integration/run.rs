@@ -148,6 +148,12 @@ fn smoke_plan_on_host_passes_with_every_file() {
     }
     let csv = std::fs::read_to_string(dir.join("results.csv")).unwrap();
     assert_eq!(csv.lines().count(), runs.len() + 1);
+    assert!(
+        dir.join("reports/summary.md").is_file(),
+        "the report step ran after collect"
+    );
+    let again = util::run_in(tmp.path(), &["report", dir.to_str().unwrap()]);
+    assert_eq!(again.status.code(), Some(0), "{}", util::stderr(&again));
     let samples = std::fs::read_to_string(dir.join("samples.csv")).unwrap();
     assert_eq!(
         samples.lines().count(),
@@ -427,4 +433,55 @@ resource = "npu"
         err.contains("needs 8 devices but the pool has only"),
         "{err}"
     );
+}
+
+#[test]
+fn interrupt_stops_the_campaign_with_exit_3_and_whole_files() {
+    let tmp = util::tempdir();
+    let pid_file = tmp.path().join("hang.pid");
+    let defs = format!(
+        r#"
+[stacks.hang]
+command = ["{hang}", "{pid}"]
+resource = "none"
+"#,
+        hang = fixture("hang.sh"),
+        pid = pid_file.display()
+    );
+    let file = tmp.path().join("plan.toml");
+    std::fs::write(&file, plan("intr", r#""hang""#, &defs, "")).unwrap();
+    let results = tmp.path().join("results");
+    let child = std::process::Command::new(util::exe())
+        .current_dir(tmp.path())
+        .args([
+            "run",
+            file.to_str().unwrap(),
+            "--results-dir",
+            results.to_str().unwrap(),
+            "-q",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait (bounded) until the stack is running, then Ctrl-C the campaign.
+    for _ in 0..400 {
+        if pid_file.is_file() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    assert!(pid_file.is_file(), "the stack never started");
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", util::stderr(&out));
+    assert!(
+        util::stderr(&out).contains("campaign resume"),
+        "{}",
+        util::stderr(&out)
+    );
+    let dir = run_dir(&results, "intr");
+    let r = &rows(&dir)[0];
+    assert_eq!(r["status"], "interrupted");
+    assert_eq!(r["execute_s_mean"], Value::Null);
 }
