@@ -19,6 +19,7 @@ pub mod results;
 pub mod resume;
 pub mod stack;
 pub mod stats;
+pub mod status;
 pub mod units;
 
 use clap::Parser;

@@ -69,6 +69,17 @@ impl RunDirLock {
     }
 }
 
+/// Does a campaign process hold `run_dir`'s lock right now? For read-only commands: it never
+/// creates the lock file and holds a shared lock only for the instant of the test.
+pub fn is_held(run_dir: &Path) -> bool {
+    let Ok(file) = File::open(run_dir.join(FILE_NAME)) else {
+        return false;
+    };
+    #[allow(clippy::incompatible_msrv)]
+    let probe = file.try_lock_shared();
+    matches!(probe, Err(TryLockError::WouldBlock))
+}
+
 /// `pid=…` of a lock file's text, if present.
 pub fn holder_pid(text: &str) -> Option<u32> {
     field(text, "pid")?.parse().ok()
@@ -185,13 +196,16 @@ mod tests {
     #[test]
     fn lock_is_released_on_drop_and_exclusive_within_a_process() {
         let dir = tempfile::tempdir().unwrap();
+        assert!(!is_held(dir.path()));
         let first = RunDirLock::acquire(dir.path()).unwrap();
         // A second open file description conflicts with flock even in the same process.
         assert!(matches!(
             RunDirLock::acquire(dir.path()),
             Err(Error::Locked(_))
         ));
+        assert!(is_held(dir.path()));
         drop(first);
+        assert!(!is_held(dir.path()));
         RunDirLock::acquire(dir.path()).unwrap();
     }
 
