@@ -82,3 +82,37 @@ fn status_refuses_a_journal_torn_in_the_middle_naming_the_line() {
         util::stderr(&out)
     );
 }
+
+#[test]
+fn resume_is_refused_while_another_process_holds_the_run_dir() {
+    let dir = util::tempdir();
+    std::fs::write(
+        dir.path().join("journal.jsonl"),
+        "{\"journal\":\"campaign\",\"version\":1}\n",
+    )
+    .unwrap();
+    let held = campaign::lock::RunDirLock::acquire(dir.path()).unwrap();
+    let out = util::run(&["resume", dir.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(4), "{}", util::stderr(&out));
+    let err = util::stderr(&out);
+    assert!(
+        err.contains(&format!("is in use by campaign pid {}", std::process::id())),
+        "{err}"
+    );
+    drop(held);
+}
+
+#[test]
+fn resume_of_a_plan_without_run_dir_is_bad_input() {
+    let dir = util::tempdir();
+    let plan = dir.path().join("p.toml");
+    std::fs::write(&plan, "[campaign]\nname = \"never_ran\"\n").unwrap();
+    let out = util::run_in(dir.path(), &["resume", plan.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        util::stderr(&out)
+            .contains("campaign `never_ran` has no run dir under results/campaigns/never_ran"),
+        "{}",
+        util::stderr(&out)
+    );
+}
