@@ -6,6 +6,8 @@
 
 pub mod def;
 pub mod parsers;
+pub mod probe;
 pub mod registry;
+pub mod render;
 
 pub use def::{CommandSpec, Counts, Resource, Shape, StackDef};
