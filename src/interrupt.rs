@@ -58,7 +58,7 @@ impl Interrupt {
     /// Listen for SIGINT and SIGTERM. Must be called inside a tokio runtime with signals
     /// enabled; from then on the default "die at once" action of both signals is replaced.
     pub fn install() -> Result<Interrupt> {
-        Self::install_with(Box::new(|| std::process::exit(exit::INTERRUPTED)))
+        Self::install_with(Box::new(exit_now))
     }
 
     /// [`Interrupt::install`] with another action for the second signal (tests keep the test
@@ -90,7 +90,7 @@ impl Interrupt {
 
     /// An interrupt that listens to no signal: [`Interrupt::deliver`] is the only trigger.
     pub fn manual() -> Interrupt {
-        Self::with_action(Box::new(|| std::process::exit(exit::INTERRUPTED)))
+        Self::with_action(Box::new(exit_now))
     }
 
     fn with_action(on_second: OnSecond) -> Interrupt {
@@ -142,6 +142,11 @@ impl Interrupt {
         let _ = rx.wait_for(|stop| *stop).await;
     }
 
+    /// A receiver that turns `true` on the first signal (the executor's `cancel` input).
+    pub fn subscribe(&self) -> watch::Receiver<bool> {
+        self.inner.tx.subscribe()
+    }
+
     /// Register a running process group so a second signal kills it before exiting.
     pub fn track_group(&self, pgid: i32) -> GroupGuard {
         if let Ok(mut g) = self.inner.groups.lock() {
@@ -172,6 +177,54 @@ impl Interrupt {
             }
         }
     }
+}
+
+/// The default second-signal action: kill what is left of every stack process, exit 3.
+fn exit_now() {
+    kill_child_groups(libc::SIGKILL);
+    std::process::exit(exit::INTERRUPTED);
+}
+
+/// Send `sig` to the process group of every direct child that leads its own group — how the
+/// executor starts stack processes — so a second signal leaves nothing running even for groups
+/// nobody registered. Reads `/proc`; elsewhere it does nothing.
+pub fn kill_child_groups(sig: i32) {
+    for pgid in child_group_leaders() {
+        // SAFETY: kill(2) on a negative pid signals that process group; no memory involved.
+        unsafe { libc::kill(-pgid, sig) };
+    }
+}
+
+/// Pids of our direct children whose process group id is their own pid.
+fn child_group_leaders() -> Vec<i32> {
+    let me = std::process::id() as i32;
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for e in entries.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid pgrp …`; comm may contain spaces and parentheses.
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let (Some(ppid), Some(pgrp)) = (
+            fields.get(1).and_then(|f| f.parse::<i32>().ok()),
+            fields.get(2).and_then(|f| f.parse::<i32>().ok()),
+        ) else {
+            continue;
+        };
+        if ppid == me && pgrp == pid && pid > 1 {
+            out.push(pid);
+        }
+    }
+    out
 }
 
 /// The line printed when a campaign stops early.
@@ -240,14 +293,38 @@ mod tests {
     }
 
     #[test]
+    fn child_group_leaders_finds_our_own_group_leading_children_only() {
+        let mut leader = std::process::Command::new("sleep")
+            .arg("60")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let mut plain = std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .unwrap();
+        let found = child_group_leaders();
+        assert!(found.contains(&(leader.id() as i32)), "{found:?}");
+        assert!(!found.contains(&(plain.id() as i32)), "{found:?}");
+        // SAFETY: signalling our own children.
+        unsafe { libc::kill(leader.id() as i32, libc::SIGKILL) };
+        unsafe { libc::kill(plain.id() as i32, libc::SIGKILL) };
+        leader.wait().unwrap();
+        plain.wait().unwrap();
+    }
+
+    #[test]
     fn manual_interrupt_and_hint() {
         let i = Interrupt::manual();
+        let mut rx = i.subscribe();
+        assert!(!*rx.borrow_and_update());
         let g = i.track_group(12345);
         assert_eq!(i.groups(), vec![12345]);
         drop(g);
         assert!(i.groups().is_empty());
         i.deliver();
         assert!(i.requested());
+        assert!(rx.has_changed().unwrap() && *rx.borrow());
         let err = interrupted(Path::new("results/campaigns/x/run_1"));
         assert_eq!(err.exit_code(), exit::INTERRUPTED);
         assert_eq!(
