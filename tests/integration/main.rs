@@ -2,4 +2,5 @@
 
 mod executor;
 mod resume;
+mod stacks;
 mod util;
