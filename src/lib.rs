@@ -3,9 +3,11 @@
 //! A plan (TOML) expands into cases; every case runs through every stack; raw output, samples,
 //! results, statistics, figures and a report land in a run dir. See `docs/architecture.md`.
 
+pub mod bench;
 pub mod case;
 pub mod cli;
 pub mod commands;
+pub mod compare;
 pub mod error;
 pub mod executor;
 pub mod faults;
@@ -15,6 +17,7 @@ pub mod interrupt;
 pub mod journal;
 pub mod lock;
 pub mod plan;
+pub mod report;
 pub mod results;
 pub mod resume;
 pub mod stack;
