@@ -4,5 +4,6 @@ mod bench;
 mod executor;
 mod plan;
 mod report;
+mod resume;
 mod stacks;
 mod util;
