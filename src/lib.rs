@@ -23,8 +23,8 @@ pub mod results;
 pub mod resume;
 pub mod stack;
 pub mod stats;
-pub mod sweep;
 pub mod status;
+pub mod sweep;
 pub mod units;
 
 use clap::Parser;
