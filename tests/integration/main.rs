@@ -4,6 +4,7 @@ mod bench;
 mod executor;
 mod plan;
 mod report;
+mod resume;
 mod run;
 mod stacks;
 mod util;
