@@ -94,7 +94,7 @@ impl Slots {
                 let window = &group[start..start + p];
                 let contiguous = window.windows(2).all(|w| w[1] == w[0] + 1);
                 if contiguous && window.iter().all(|d| self.is_free(*d)) {
-                    let aligned = window[0] as usize % p == 0;
+                    let aligned = (window[0] as usize).is_multiple_of(p);
                     offer((u8::from(!aligned), free.len(), start), window.to_vec());
                 }
             }

@@ -2,9 +2,9 @@
 //! run, collect, later report steps), records runs that do not execute, and after every
 //! finished run rewrites the results files and tells progress.
 //!
-//! Journal call sites: `started(step.key(), attempt, fingerprint)` belongs in [`Driver::start`]
-//! and `finished(step.key(), attempt, status, …)` in [`Driver::finished`] — the step keys are
-//! `Step::key()`. It must not decide statuses (verdict) or order (scheduler).
+//! It is the journal's writer: `started` when a build, probe or run step starts, `finished`
+//! (fsynced) when it ends — step keys are `Step::key()`, runs carry their fingerprint. It must
+//! not decide statuses (verdict) or order (scheduler).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -19,6 +19,7 @@ use crate::dag::Step;
 use crate::engine::stacks::EngineStack;
 use crate::engine::work::{self, RunJob};
 use crate::error::Result;
+use crate::journal::Journal;
 use crate::pool::Lease;
 use crate::progress::Progress;
 use crate::results::{csv, json, Provenance, ResultSet, RunResult, RunStatus};
@@ -53,6 +54,9 @@ pub struct EngineDriver {
     pub cancel_tx: Arc<watch::Sender<bool>>,
     /// When the results files were last rewritten.
     pub last_write: Option<Instant>,
+    pub journal: Journal,
+    /// Fingerprint of each run (from the planned case), computed when it first starts.
+    pub fingerprints: BTreeMap<usize, String>,
 }
 
 /// Results files are rewritten after a finished run at most this often: every run's bundle is
@@ -129,6 +133,53 @@ impl EngineDriver {
         Ok(())
     }
 
+    /// The fingerprint journal lines of a step carry.
+    fn fingerprint(&mut self, step: &Step) -> String {
+        match step {
+            Step::Run { run, .. } => {
+                let planned = &self.runs[*run];
+                let (stack, case) = (&self.stacks[planned.stack], &self.cases[planned.case_index]);
+                self.fingerprints
+                    .entry(*run)
+                    .or_insert_with(|| {
+                        work::fingerprint(&self.run_dir, &planned.case_id, stack, case)
+                    })
+                    .clone()
+            }
+            other => match other.stack().and_then(|n| self.stack_by_name(n)) {
+                Some(s) => work::stack_fingerprint(&s),
+                None => String::new(),
+            },
+        }
+    }
+
+    fn journal_started(&mut self, step: &Step, attempt: u32) {
+        let fp = self.fingerprint(step);
+        if let Err(e) = self
+            .journal
+            .started(&step.key(), attempt, &fp, Default::default())
+        {
+            self.fail(e);
+        }
+    }
+
+    fn journal_finished(
+        &mut self,
+        step: &Step,
+        attempt: u32,
+        status: RunStatus,
+        reason: Option<&str>,
+    ) {
+        let fp = self.fingerprint(step);
+        let key = step.key();
+        if let Err(e) =
+            self.journal
+                .finished(&key, attempt, &fp, status, reason, Default::default())
+        {
+            self.fail(e);
+        }
+    }
+
     fn fail(&mut self, e: crate::error::Error) {
         self.progress.println(&format!("error: {e}"));
         self.fatal.get_or_insert(e);
@@ -157,6 +208,7 @@ impl Driver for EngineDriver {
                 send(Outcome::Done);
             }
             Step::Build { stack } => {
+                self.journal_started(step, attempt);
                 self.progress.started(&key, &[]);
                 let Some(s) = self.stack_by_name(stack) else {
                     return send(Outcome::StackUnavailable(format!("unknown stack {stack}")));
@@ -171,6 +223,7 @@ impl Driver for EngineDriver {
                 });
             }
             Step::Probe { stack } => {
+                self.journal_started(step, attempt);
                 let outcome = match self.stack_by_name(stack).map(|s| work::probe(&s)) {
                     Some(Ok(())) => Outcome::Done,
                     Some(Err(why)) => Outcome::StackUnavailable(why),
@@ -179,6 +232,7 @@ impl Driver for EngineDriver {
                 send(outcome);
             }
             Step::Run { run, case_id, .. } => {
+                self.journal_started(step, attempt);
                 self.progress.started(&key, lease.visible_ids());
                 let planned = &self.runs[*run];
                 let stack = self.stacks[planned.stack].clone();
@@ -220,6 +274,12 @@ impl Driver for EngineDriver {
         if let Err(e) = write_bundle(&self.run_dir, &result, &ProcessFacts::default()) {
             self.fail(e);
         }
+        let step = Step::Run {
+            run,
+            case_id: result.case_id.clone(),
+            stack: result.stack.clone(),
+        };
+        self.journal_finished(&step, 1, status, Some(reason));
         result
     }
 
@@ -227,6 +287,7 @@ impl Driver for EngineDriver {
         let key = step.key();
         match (step, outcome) {
             (Step::Run { .. }, Outcome::Run(r)) => {
+                self.journal_finished(step, r.attempt, r.status, r.error.as_deref());
                 self.progress
                     .finished(&key, Some(r.status), r.error.as_deref().unwrap_or(""));
                 let due = self
@@ -253,12 +314,19 @@ impl Driver for EngineDriver {
                     }
                 }
             }
-            (Step::Build { .. }, Outcome::StackUnavailable(why)) => {
-                self.progress.finished(&key, None, why)
+            (Step::Build { .. } | Step::Probe { .. }, Outcome::StackUnavailable(why)) => {
+                self.journal_finished(step, 1, RunStatus::Unavailable, Some(why));
+                if matches!(step, Step::Build { .. }) {
+                    self.progress.finished(&key, None, why);
+                } else {
+                    self.progress.println(&format!("{key}: unavailable: {why}"));
+                }
             }
-            (Step::Build { .. }, _) => self.progress.finished(&key, None, ""),
-            (Step::Probe { .. }, Outcome::StackUnavailable(why)) => {
-                self.progress.println(&format!("{key}: unavailable: {why}"));
+            (Step::Build { .. } | Step::Probe { .. }, _) => {
+                self.journal_finished(step, 1, RunStatus::Pass, None);
+                if matches!(step, Step::Build { .. }) {
+                    self.progress.finished(&key, None, "");
+                }
             }
             _ => {}
         }

@@ -169,6 +169,16 @@ pub fn execute(
     let stamp = chrono::Local::now().format("%Y%m%d_%H%M%S").to_string();
     let run_dir = Arc::new(RunDir::create(&results_dir, &campaign, &stamp)?);
     println!("run dir: {}", run_dir.path.display());
+    let _lock = crate::lock::RunDirLock::acquire(&run_dir.path)?;
+    let journal = crate::journal::Journal::create(
+        &run_dir.path,
+        serde_json::json!({
+            "campaign": campaign,
+            "plan_hash": prep.plan.hash,
+            "seed": prep.seed,
+            "campaign_version": env!("CARGO_PKG_VERSION"),
+        }),
+    )?;
 
     let history = estimate::History::load(&results_dir.join(&campaign), &run_dir.path);
     for (plan, run) in prep.plans.iter_mut().zip(&prep.runs) {
@@ -237,6 +247,8 @@ pub fn execute(
         fatal: None,
         cancel_tx: cancel_tx.clone(),
         last_write: None,
+        journal,
+        fingerprints: BTreeMap::new(),
     };
     let scheduler = Scheduler::new(dag, prep.pool, prep.plans, limits);
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -245,13 +257,21 @@ pub fn execute(
         .build()
         .map_err(|e| Error::Environment(format!("cannot start the async runtime: {e}")))?;
     let summary = rt.block_on(async {
+        // First Ctrl-C/SIGTERM: stop launching, stop running processes, record them
+        // `interrupted`; a second one kills every child group and exits 3 (crate::interrupt).
+        let interrupt = crate::interrupt::Interrupt::install()?;
+        let mut signals = interrupt.subscribe();
         let tx = cancel_tx.clone();
         tokio::spawn(async move {
-            wait_for_interrupt().await;
-            let _ = tx.send(true);
+            while signals.changed().await.is_ok() {
+                if *signals.borrow() {
+                    let _ = tx.send(true);
+                    break;
+                }
+            }
         });
-        scheduler.run(&mut driver, cancel_rx).await
-    });
+        Ok::<_, Error>(scheduler.run(&mut driver, cancel_rx).await)
+    })?;
     driver.progress.finish();
     if let Some(e) = driver.fatal.take() {
         return Err(e);
@@ -268,22 +288,6 @@ pub fn execute(
         results: set,
         interrupted: summary.interrupted,
     })
-}
-
-/// Ctrl-C or SIGTERM.
-async fn wait_for_interrupt() {
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term => {}
-    }
 }
 
 /// Every run's need, for `dry-run` listings.

@@ -296,3 +296,34 @@ pub fn probe(stack: &EngineStack) -> Result<(), String> {
     let root = stack.root.clone()?;
     crate::stack::probe::availability(&stack.name, &stack.def, root.as_deref())
 }
+
+/// The run's fingerprint (crate::fingerprint) from the planned case and its rendered command;
+/// a command that does not render has the fingerprint of its definition alone.
+pub fn fingerprint(run_dir: &RunDir, case_id: &str, stack: &EngineStack, case: &Case) -> String {
+    let ctx = RenderContext {
+        case: case.clone(),
+        devices: case.device_ids.clone(),
+        warmup: case.warmup_rounds,
+        timed: case.timed_rounds,
+        case_file: run_dir.case_file(case_id),
+        bundle_dir: run_dir.bundle(case_id, &stack.name),
+        run_dir: run_dir.path.clone(),
+        root: stack.root.clone().ok().flatten(),
+        campaign_exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("campaign")),
+    };
+    let (argv, env) = render(&stack.name, &stack.def, &ctx)
+        .map(|r| (r.argv, r.env))
+        .unwrap_or_default();
+    crate::fingerprint::run_fingerprint(case, &stack.def, &argv, &env)
+}
+
+/// Fingerprint of a build or probe step: the stack's definition.
+pub fn stack_fingerprint(stack: &EngineStack) -> String {
+    use sha2::{Digest, Sha256};
+    let text = serde_json::to_string(&stack.def).unwrap_or_default();
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .take(8)
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}

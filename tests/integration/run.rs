@@ -278,6 +278,34 @@ resource = "none"
     );
     assert_eq!(m["exit_code"], 3);
     assert_eq!(m["error"], "exit code 3");
+    // The journal: a header, then a fsynced `finished` line per run with its status.
+    let journal = std::fs::read_to_string(dir.join("journal.jsonl")).unwrap();
+    let lines: Vec<Value> = journal
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0]["journal"], "campaign");
+    let finished: BTreeMap<String, String> = lines
+        .iter()
+        .filter(|l| {
+            l["step"].as_str().is_some_and(|s| s.starts_with("run:")) && l["status"].is_string()
+        })
+        .map(|l| {
+            (
+                l["step"]
+                    .as_str()
+                    .unwrap()
+                    .rsplit(':')
+                    .next()
+                    .unwrap()
+                    .to_string(),
+                l["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(finished["hang"], "timeout");
+    assert_eq!(finished["fp16only"], "skipped");
+    assert_eq!(finished.len(), 5);
     // results.csv: empty cells for the failed rows.
     let csv = std::fs::read_to_string(dir.join("results.csv")).unwrap();
     let crash_line = csv.lines().find(|l| l.contains(",crash,")).unwrap();
