@@ -23,7 +23,7 @@ use crate::case::Case;
 use crate::dag::{Dag, RunNode};
 use crate::error::{Diagnostic, Error, Result};
 use crate::plan::{Placement, Plan};
-use crate::pool::{Need, Pool};
+use crate::pool::Pool;
 use crate::results::{ResultSet, RunStatus};
 use crate::scheduler::{Limits, RunPlan, Scheduler};
 
@@ -288,9 +288,4 @@ pub fn execute(
         results: set,
         interrupted: summary.interrupted,
     })
-}
-
-/// Every run's need, for `dry-run` listings.
-pub fn needs(prep: &Prepared) -> Vec<&Need> {
-    prep.plans.iter().map(|p| &p.need).collect()
 }
