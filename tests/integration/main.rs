@@ -5,5 +5,6 @@ mod executor;
 mod plan;
 mod report;
 mod resume;
+mod run;
 mod stacks;
 mod util;
