@@ -7,6 +7,7 @@ use super::*;
 use crate::case::{Case, Variant};
 use crate::dag::RunNode;
 use crate::plan::{DeviceKind, DevicesConfig, Placement};
+use crate::pool::Need;
 
 #[derive(Default)]
 struct Fake {
