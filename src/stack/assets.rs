@@ -4,9 +4,9 @@
 //! Why embedded: a campaign is started from anywhere, with a binary that may have been copied
 //! away from the source tree, so a shipped stack must not depend on where campaign was built.
 //! The `mpi` stack compiles `examples/mpi/allreduce_bench.c`; the binary carries that text and
-//! the engine writes it to `<run_dir>/build/<stack>/` (the stack's build dir) before rendering
+//! the engine writes it to `<run_dir>/builds/<stack>/` (the stack's build dir) before rendering
 //! and running the stack's `build` command, which then finds it as
-//! `{{ run_dir }}/build/<stack>/<file>`. The run dir then also records the exact source that
+//! `{{ run_dir }}/builds/<stack>/<file>`. The run dir then also records the exact source that
 //! produced the numbers. This module only writes files; it never runs a build.
 
 use std::path::{Path, PathBuf};
@@ -33,9 +33,9 @@ pub fn for_stack(stack: &str) -> impl Iterator<Item = &'static Asset> + '_ {
     ASSETS.iter().filter(move |a| a.stack == stack)
 }
 
-/// `<run_dir>/build/<stack>`: where a stack's embedded sources and its build outputs live.
+/// `<run_dir>/builds/<stack>`: where a stack's embedded sources and its build outputs live.
 pub fn build_dir(run_dir: &Path, stack: &str) -> PathBuf {
-    run_dir.join("build").join(stack)
+    run_dir.join("builds").join(stack)
 }
 
 /// Write `stack`'s embedded files into its build dir (created, along with the dir itself, even
@@ -79,13 +79,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let tmp = dir.path();
         let written = write_for("mpi", tmp).expect("write");
-        let src = tmp.join("build/mpi/allreduce_bench.c");
+        let src = tmp.join("builds/mpi/allreduce_bench.c");
         assert_eq!(written, vec![src.clone()]);
         assert_eq!(std::fs::read_to_string(&src).unwrap(), ASSETS[0].text);
         std::fs::write(&src, "int main(void) { return 1; }").unwrap();
         write_for("mpi", tmp).expect("rewrite");
         assert_eq!(std::fs::read_to_string(&src).unwrap(), ASSETS[0].text);
         assert!(write_for("host", tmp).unwrap().is_empty());
-        assert!(tmp.join("build/host").is_dir());
+        assert!(tmp.join("builds/host").is_dir());
     }
 }

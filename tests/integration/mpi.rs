@@ -95,6 +95,7 @@ fn run_case(case: &Case, extra: &[&str]) -> Output {
         p => case.p,
         case_file => case_file.display().to_string(),
         bundle_dir => bundle.display().to_string(),
+        run_dir => dir.display().to_string(),
     };
     let cmd: Vec<String> = argv(mpi_def().command.as_ref().unwrap())
         .iter()
