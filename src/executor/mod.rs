@@ -4,6 +4,9 @@
 //! `ProcessSpec`/`ProcessOutcome` are the contract of one stack process: argv, env, cwd,
 //! limits in; exit status, timing and every output line (to the parser and to `run.log`) out.
 
+pub mod local;
+pub mod pgroup;
+
 use std::path::PathBuf;
 use std::time::Duration;
 

@@ -7,6 +7,8 @@
 pub mod assets;
 pub mod def;
 pub mod parsers;
+pub mod probe;
 pub mod registry;
+pub mod render;
 
 pub use def::{CommandSpec, Counts, Resource, Shape, StackDef};

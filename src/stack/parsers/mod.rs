@@ -53,3 +53,36 @@ pub trait Parser: Send {
     fn feed(&mut self, line: &OutputLine);
     fn finish(self: Box<Self>) -> Parsed;
 }
+
+pub mod native;
+pub mod regex;
+
+/// Parser names `make` knows, in documentation order.
+pub const KNOWN: &[&str] = &["native", "regex"];
+
+/// The parser `def` asks for (`parser`, default `native`), configured for one process.
+pub fn make(def: &crate::stack::StackDef, ctx: &ParseContext) -> crate::Result<Box<dyn Parser>> {
+    match def.parser() {
+        "native" => Ok(Box::new(native::NativeParser::new(ctx.clone()))),
+        "regex" => Ok(Box::new(regex::RegexParser::new(
+            &def.patterns,
+            ctx.clone(),
+        )?)),
+        other => Err(config_error(
+            "parser",
+            format!("unknown parser `{other}` (known: {})", KNOWN.join(", ")),
+        )),
+    }
+}
+
+/// An error in a stack definition's parser keys (the caller knows which stack).
+pub(crate) fn config_error(field: &str, message: String) -> crate::Error {
+    crate::Error::Invalid(vec![crate::error::Diagnostic {
+        file: "stack definition".into(),
+        line: None,
+        column: None,
+        field: Some(field.to_string()),
+        message,
+        snippet: None,
+    }])
+}

@@ -1,0 +1,366 @@
+//! The local executor: run one stack process on this machine and report how it ended.
+//!
+//! Owns spawning (own process group), reading stdout and stderr concurrently to the end, the raw
+//! `run.log` (bytes exactly as produced, interleaved by line in arrival order), the wall-clock,
+//! no-output and cancel stops (SIGTERM to the group, SIGKILL after the grace period) and making
+//! sure nothing of the group is left running. It does not parse output (every line goes to the
+//! caller's `on_line`) and does not decide run status (the caller reads `ProcessOutcome`).
+
+use std::io::Write;
+use std::os::unix::process::ExitStatusExt;
+use std::process::{ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+use tokio::sync::{mpsc, watch};
+use tokio::time::{sleep_until, Instant};
+
+use crate::error::{Error, Result};
+use crate::executor::pgroup::{group_alive, signal_group};
+use crate::executor::{KillReason, ProcessOutcome, ProcessSpec};
+use crate::stack::parsers::{OutputLine, Stream};
+
+/// A line longer than this is handed to `on_line` in pieces (the log still gets every byte),
+/// so a stack printing megabytes without a newline cannot exhaust memory.
+pub const MAX_LINE_BYTES: usize = 1 << 20;
+
+/// How long to keep reading, once the group is gone, when something outside it (a daemon that
+/// called `setsid`) still holds the pipes open.
+const DRAIN_AFTER_KILL: Duration = Duration::from_secs(2);
+
+/// Poll interval while waiting for the last group members to disappear.
+const GROUP_POLL: Duration = Duration::from_millis(20);
+
+/// One piece of output as read: a whole line (with its newline), a final line without one, or
+/// a piece of an over-long line.
+struct Chunk {
+    stream: Stream,
+    at: Duration,
+    bytes: Vec<u8>,
+}
+
+/// Kills the whole group if `run_process` returns early or its future is dropped mid-run, so an
+/// error path or a cancelled caller never leaves a stack running.
+struct GroupGuard {
+    pgid: i32,
+    armed: bool,
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if self.armed {
+            signal_group(self.pgid, libc::SIGKILL);
+        }
+    }
+}
+
+/// Run `spec` to the end. Every output line goes to `on_line` (and, byte-exact, to
+/// `spec.log_path`); `cancel` turning `true` stops the process as an interruption.
+///
+/// Errors only when the process could not be started (program not found, missing working
+/// directory) or the log could not be written; a process that fails, crashes or is killed is an
+/// `Ok` outcome describing that.
+pub async fn run_process(
+    spec: &ProcessSpec,
+    on_line: &mut (dyn FnMut(OutputLine) + Send),
+    mut cancel: watch::Receiver<bool>,
+) -> Result<ProcessOutcome> {
+    let program = spec
+        .argv
+        .first()
+        .ok_or_else(|| Error::Usage("a stack process needs a program (argv is empty)".into()))?;
+    if !spec.cwd.is_dir() {
+        return Err(Error::Environment(format!(
+            "cannot run `{program}`: working directory {} does not exist",
+            spec.cwd.display()
+        )));
+    }
+    let log_file = open_log(&spec.log_path)?;
+    let mut log = std::io::BufWriter::new(log_file);
+    if *cancel.borrow_and_update() {
+        return Ok(ProcessOutcome {
+            exit_code: None,
+            signal: None,
+            killed: Some(KillReason::Interrupted),
+            elapsed: Duration::ZERO,
+        });
+    }
+
+    let mut command = tokio::process::Command::new(program);
+    command
+        .args(&spec.argv[1..])
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .current_dir(&spec.cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    let start = Instant::now();
+    let mut child = command.spawn().map_err(|e| spawn_error(program, e))?;
+    let pgid = child.id().map(|id| id as i32).unwrap_or(0);
+    let mut guard = GroupGuard { pgid, armed: true };
+
+    let (tx, mut rx) = mpsc::channel::<Chunk>(256);
+    let activity = Arc::new(AtomicU64::new(0));
+    let mut readers = Vec::new();
+    if let Some(out) = child.stdout.take() {
+        readers.push(tokio::spawn(read_stream(
+            out,
+            Stream::Stdout,
+            tx.clone(),
+            start,
+            activity.clone(),
+        )));
+    }
+    if let Some(err) = child.stderr.take() {
+        readers.push(tokio::spawn(read_stream(
+            err,
+            Stream::Stderr,
+            tx.clone(),
+            start,
+            activity.clone(),
+        )));
+    }
+    drop(tx);
+
+    let far = start + Duration::from_secs(100 * 365 * 86400);
+    let deadline = spec.timeout.map(|t| start + t);
+    let mut exit: Option<ExitStatus> = None;
+    let mut elapsed = None;
+    let mut streams_open = true;
+    let mut killed: Option<KillReason> = None;
+    let mut kill_at: Option<Instant> = None;
+    let mut give_up_at: Option<Instant> = None;
+    let mut cancel_live = true;
+
+    while exit.is_none() || streams_open {
+        let quiet_deadline = spec
+            .no_output_timeout
+            .map(|limit| start + Duration::from_nanos(activity.load(Ordering::Relaxed)) + limit);
+        tokio::select! {
+            chunk = rx.recv(), if streams_open => match chunk {
+                Some(chunk) => {
+                    log.write_all(&chunk.bytes).map_err(|e| Error::io(&spec.log_path, e))?;
+                    if rx.is_empty() {
+                        log.flush().map_err(|e| Error::io(&spec.log_path, e))?;
+                    }
+                    on_line(to_line(chunk));
+                }
+                None => streams_open = false,
+            },
+            status = child.wait(), if exit.is_none() => {
+                elapsed = Some(start.elapsed());
+                exit = Some(status.map_err(|e| Error::Environment(format!(
+                    "waiting for `{program}` failed: {e}"
+                )))?);
+                // The leader is done; whatever it left behind (background children holding
+                // the pipes) is stopped now rather than waited for. Pipes held from outside
+                // the group (a `setsid` daemon) cannot be stopped: read a little, then leave.
+                if streams_open && kill_at.is_none() {
+                    if group_alive(pgid) {
+                        signal_group(pgid, libc::SIGTERM);
+                        kill_at = Some(Instant::now() + spec.grace);
+                    } else if give_up_at.is_none() {
+                        give_up_at = Some(Instant::now() + DRAIN_AFTER_KILL);
+                    }
+                }
+            },
+            _ = sleep_until(deadline.unwrap_or(far)), if deadline.is_some() && killed.is_none() && exit.is_none() => {
+                killed = Some(KillReason::Timeout);
+                stop(pgid, &mut kill_at, spec.grace);
+            },
+            _ = sleep_until(quiet_deadline.unwrap_or(far)), if quiet_deadline.is_some() && killed.is_none() && exit.is_none() => {
+                // Output may have arrived while we slept; only a real silence counts.
+                let last = Duration::from_nanos(activity.load(Ordering::Relaxed));
+                if let Some(limit) = spec.no_output_timeout {
+                    if start.elapsed() >= last + limit {
+                        killed = Some(KillReason::NoOutput);
+                        stop(pgid, &mut kill_at, spec.grace);
+                    }
+                }
+            },
+            changed = cancel.changed(), if cancel_live && killed.is_none() => match changed {
+                Ok(()) => if *cancel.borrow_and_update() {
+                    killed = Some(KillReason::Interrupted);
+                    stop(pgid, &mut kill_at, spec.grace);
+                },
+                // The sender is gone: nobody can cancel any more.
+                Err(_) => cancel_live = false,
+            },
+            _ = sleep_until(kill_at.unwrap_or(far)), if kill_at.is_some() && give_up_at.is_none() => {
+                signal_group(pgid, libc::SIGKILL);
+                give_up_at = Some(Instant::now() + DRAIN_AFTER_KILL);
+            },
+            _ = sleep_until(give_up_at.unwrap_or(far)), if give_up_at.is_some() => break,
+        }
+    }
+    log.flush().map_err(|e| Error::io(&spec.log_path, e))?;
+    for reader in &readers {
+        reader.abort();
+    }
+    finish_group(pgid, kill_at, spec.grace).await;
+    guard.armed = false;
+
+    Ok(ProcessOutcome {
+        exit_code: exit.and_then(|s| s.code()),
+        signal: exit.and_then(|s| s.signal()),
+        killed,
+        elapsed: elapsed.unwrap_or_else(|| start.elapsed()),
+    })
+}
+
+/// SIGTERM the group once and arm the SIGKILL deadline.
+fn stop(pgid: i32, kill_at: &mut Option<Instant>, grace: Duration) {
+    if kill_at.is_none() {
+        signal_group(pgid, libc::SIGTERM);
+        *kill_at = Some(Instant::now() + grace);
+    }
+}
+
+/// Leave nothing running: members still alive after the leader and the pipes are done (a
+/// background child with its output redirected) get SIGTERM, then SIGKILL after the grace.
+async fn finish_group(pgid: i32, kill_at: Option<Instant>, grace: Duration) {
+    if !group_alive(pgid) {
+        return;
+    }
+    let kill_at = match kill_at {
+        Some(at) => at,
+        None => {
+            signal_group(pgid, libc::SIGTERM);
+            Instant::now() + grace
+        }
+    };
+    while Instant::now() < kill_at {
+        tokio::time::sleep(GROUP_POLL).await;
+        if !group_alive(pgid) {
+            return;
+        }
+    }
+    signal_group(pgid, libc::SIGKILL);
+    let until = Instant::now() + DRAIN_AFTER_KILL;
+    while group_alive(pgid) && Instant::now() < until {
+        tokio::time::sleep(GROUP_POLL).await;
+    }
+}
+
+/// Read one stream to its end, in whole lines (pieces for over-long lines), timestamping each
+/// on arrival and noting any byte as activity for the no-output timeout.
+async fn read_stream<R: AsyncRead + Unpin>(
+    reader: R,
+    stream: Stream,
+    tx: mpsc::Sender<Chunk>,
+    start: Instant,
+    activity: Arc<AtomicU64>,
+) {
+    let mut reader = BufReader::with_capacity(64 * 1024, reader);
+    let mut line = Vec::new();
+    loop {
+        let buf = match reader.fill_buf().await {
+            Ok(buf) if !buf.is_empty() => buf,
+            _ => break,
+        };
+        let now = start.elapsed();
+        activity.fetch_max(now.as_nanos() as u64, Ordering::Relaxed);
+        let (take, complete) = match buf.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (buf.len(), false),
+        };
+        line.extend_from_slice(&buf[..take]);
+        reader.consume(take);
+        if complete || line.len() >= MAX_LINE_BYTES {
+            let chunk = Chunk {
+                stream,
+                at: now,
+                bytes: std::mem::take(&mut line),
+            };
+            if tx.send(chunk).await.is_err() {
+                return;
+            }
+        }
+    }
+    if !line.is_empty() {
+        let chunk = Chunk {
+            stream,
+            at: start.elapsed(),
+            bytes: line,
+        };
+        let _ = tx.send(chunk).await;
+    }
+}
+
+/// The text of a chunk without its line ending (`\n` or `\r\n`); invalid UTF-8 is replaced.
+fn to_line(chunk: Chunk) -> OutputLine {
+    let mut bytes: &[u8] = &chunk.bytes;
+    if let Some(rest) = bytes.strip_suffix(b"\n") {
+        bytes = rest.strip_suffix(b"\r").unwrap_or(rest);
+    }
+    OutputLine {
+        stream: chunk.stream,
+        at: chunk.at,
+        text: String::from_utf8_lossy(bytes).into_owned(),
+    }
+}
+
+fn open_log(path: &std::path::Path) -> Result<std::fs::File> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    }
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| Error::io(path, e))
+}
+
+fn spawn_error(program: &str, e: std::io::Error) -> Error {
+    let what = match e.kind() {
+        std::io::ErrorKind::NotFound if program.contains('/') => "no such file".to_string(),
+        std::io::ErrorKind::NotFound => "program not found on PATH".to_string(),
+        std::io::ErrorKind::PermissionDenied => "permission denied (not executable?)".to_string(),
+        _ => e.to_string(),
+    };
+    Error::Environment(format!("cannot run `{program}`: {what}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunk(bytes: &[u8]) -> Chunk {
+        Chunk {
+            stream: Stream::Stderr,
+            at: Duration::from_millis(5),
+            bytes: bytes.to_vec(),
+        }
+    }
+
+    #[test]
+    fn line_endings_are_stripped_for_the_parser_only() {
+        assert_eq!(to_line(chunk(b"abc\r\n")).text, "abc");
+        assert_eq!(to_line(chunk(b"abc\n")).text, "abc");
+        assert_eq!(to_line(chunk(b"partial")).text, "partial");
+        assert_eq!(to_line(chunk(b"a\rb\n")).text, "a\rb");
+        let line = to_line(chunk(b"bad \xff byte\n"));
+        assert_eq!(line.text, "bad \u{fffd} byte");
+        assert_eq!(line.stream, Stream::Stderr);
+        assert_eq!(line.at, Duration::from_millis(5));
+    }
+
+    #[test]
+    fn spawn_errors_name_the_program() {
+        let e = spawn_error("mpicc", std::io::Error::from(std::io::ErrorKind::NotFound));
+        assert_eq!(
+            e.to_string(),
+            "cannot run `mpicc`: program not found on PATH"
+        );
+        assert_eq!(e.exit_code(), crate::error::exit::ENVIRONMENT);
+        let e = spawn_error(
+            "/opt/x/bin/t",
+            std::io::Error::from(std::io::ErrorKind::NotFound),
+        );
+        assert!(e.to_string().contains("`/opt/x/bin/t`: no such file"));
+    }
+}

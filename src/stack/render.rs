@@ -1,0 +1,389 @@
+//! Rendering a stack definition into the argv, env and cwd of one process.
+//!
+//! Owns the template scope (what a `[stacks.NAME]` template may use), strict-undefined
+//! rendering with errors that name the stack, the template and the missing variable, the
+//! `command`/`shell` rules and the `CAMPAIGN_*` variables every run gets. It renders only: it
+//! does not spawn (that is `executor`) nor check that programs exist (that is `probe`).
+
+use std::path::{Path, PathBuf};
+
+use minijinja::{AutoEscape, Environment, UndefinedBehavior};
+use serde_json::{json, Map, Value};
+
+use crate::case::Case;
+use crate::error::{Diagnostic, Error, Result};
+use crate::stack::{CommandSpec, StackDef};
+
+/// Environment variables campaign sets for every run; a definition may not set them itself.
+pub const CAMPAIGN_VARS: &[&str] = &[
+    "CAMPAIGN_CASE_FILE",
+    "CAMPAIGN_CASE_ID",
+    "CAMPAIGN_DEVICES",
+    "CAMPAIGN_BUNDLE_DIR",
+    "CAMPAIGN_WARMUP",
+    "CAMPAIGN_TIMED",
+];
+
+/// Everything a run's templates may refer to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RenderContext {
+    /// The case as run (its `device_ids` are the leased devices).
+    pub case: Case,
+    /// Leased device ids, in rank order.
+    pub devices: Vec<u32>,
+    /// Rounds this process must run (for `subprocess` shape: the one round it runs).
+    pub warmup: u32,
+    pub timed: u32,
+    pub case_file: PathBuf,
+    pub bundle_dir: PathBuf,
+    pub run_dir: PathBuf,
+    /// The stack's resolved root (`PYPTO_ROOT`, …), when it has one.
+    pub root: Option<PathBuf>,
+    /// This campaign binary (the `host` stack runs `campaign bench allreduce`).
+    pub campaign_exe: PathBuf,
+}
+
+/// A rendered process: what the executor runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rendered {
+    pub argv: Vec<String>,
+    /// Added to campaign's own environment (definition's `env`, then `CAMPAIGN_*`).
+    pub env: Vec<(String, String)>,
+    pub cwd: PathBuf,
+}
+
+/// Render `def`'s run command for one run.
+pub fn render(name: &str, def: &StackDef, ctx: &RenderContext) -> Result<Rendered> {
+    let command = def.command.as_ref().ok_or_else(|| {
+        stack_error(
+            name,
+            "command",
+            "no command (expected an array of argument templates, or one string with shell = true)",
+        )
+    })?;
+    let renderer = Renderer::new(name, run_scope(ctx));
+    let argv = run_argv(&renderer, command, def.shell.unwrap_or(false))?;
+    Ok(Rendered {
+        argv,
+        env: run_env(&renderer, def, ctx)?,
+        cwd: run_cwd(&renderer, def, &ctx.bundle_dir)?,
+    })
+}
+
+/// Render `def`'s health probe for the devices in `ctx` (same scope and env as a run).
+/// `None` when the definition has no `probe`.
+pub fn render_probe(name: &str, def: &StackDef, ctx: &RenderContext) -> Result<Option<Rendered>> {
+    let Some(probe) = &def.probe else {
+        return Ok(None);
+    };
+    let renderer = Renderer::new(name, run_scope(ctx));
+    Ok(Some(Rendered {
+        argv: free_argv(&renderer, "probe", probe)?,
+        env: run_env(&renderer, def, ctx)?,
+        cwd: run_cwd(&renderer, def, &ctx.bundle_dir)?,
+    }))
+}
+
+/// Render `def`'s `build` command (scope: `run_dir`, `root`, `campaign_exe`). It runs in the
+/// root when there is one, else in the run dir. `env` entries that only use build-scope
+/// variables are rendered; entries that need a run (`devices`, `case`, …) are left out.
+/// `None` when the definition has no `build`.
+pub fn render_build(
+    name: &str,
+    def: &StackDef,
+    run_dir: &Path,
+    root: Option<&Path>,
+) -> Result<Option<Rendered>> {
+    let Some(build) = &def.build else {
+        return Ok(None);
+    };
+    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("campaign"));
+    let mut scope = Map::new();
+    scope.insert("run_dir".into(), path_value(run_dir));
+    scope.insert("campaign_exe".into(), path_value(&exe));
+    if let Some(root) = root {
+        scope.insert("root".into(), path_value(root));
+    }
+    let renderer = Renderer::new(name, Value::Object(scope));
+    let mut env = Vec::new();
+    for (key, template) in &def.env {
+        if renderer.uses_only_scope(template) {
+            env.push((
+                key.clone(),
+                renderer.render(&format!("env.{key}"), template)?,
+            ));
+        }
+    }
+    env.push(("CAMPAIGN_RUN_DIR".into(), path_string(run_dir)));
+    if let Some(root) = root {
+        env.push(("CAMPAIGN_ROOT".into(), path_string(root)));
+    }
+    Ok(Some(Rendered {
+        argv: free_argv(&renderer, "build", build)?,
+        env,
+        cwd: root.unwrap_or(run_dir).to_path_buf(),
+    }))
+}
+
+/// The run scope as a JSON object (also what `requires` and docs describe).
+pub fn run_scope(ctx: &RenderContext) -> Value {
+    let devices_csv = join_ids(&ctx.devices);
+    let mut scope = Map::new();
+    scope.insert("case".into(), ctx.case.to_json());
+    scope.insert("case_id".into(), json!(ctx.case.case_id()));
+    scope.insert("p".into(), json!(ctx.case.p));
+    scope.insert("count".into(), json!(ctx.case.count));
+    scope.insert("dtype".into(), json!(ctx.case.dtype.as_str()));
+    scope.insert("variant".into(), json!(ctx.case.variant.as_str()));
+    scope.insert("platform".into(), json!(ctx.case.platform.as_str()));
+    scope.insert("devices".into(), json!(ctx.devices));
+    scope.insert("devices_csv".into(), json!(devices_csv));
+    scope.insert("devices_range".into(), json!(devices_range(&ctx.devices)));
+    scope.insert("warmup".into(), json!(ctx.warmup));
+    scope.insert("timed".into(), json!(ctx.timed));
+    scope.insert("case_file".into(), path_value(&ctx.case_file));
+    scope.insert("bundle_dir".into(), path_value(&ctx.bundle_dir));
+    scope.insert("run_dir".into(), path_value(&ctx.run_dir));
+    scope.insert("campaign_exe".into(), path_value(&ctx.campaign_exe));
+    if let Some(root) = &ctx.root {
+        scope.insert("root".into(), path_value(root));
+    }
+    Value::Object(scope)
+}
+
+/// `0-3` for ascending contiguous ids (the form `simpler -d` takes), else `0,2,5`.
+pub fn devices_range(ids: &[u32]) -> String {
+    let contiguous = ids.len() > 1 && ids.windows(2).all(|w| w[1] == w[0] + 1);
+    if contiguous {
+        format!("{}-{}", ids[0], ids[ids.len() - 1])
+    } else {
+        join_ids(ids)
+    }
+}
+
+fn join_ids(ids: &[u32]) -> String {
+    ids.iter()
+        .map(|d| d.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn run_argv(renderer: &Renderer, command: &CommandSpec, shell: bool) -> Result<Vec<String>> {
+    match (command, shell) {
+        (CommandSpec::Shell(text), true) => Ok(vec![
+            "sh".into(),
+            "-c".into(),
+            renderer.render("command", text)?,
+        ]),
+        (CommandSpec::Shell(_), false) => Err(renderer.error(
+            "command",
+            "command is one string but shell is not true (write it as an array of arguments, or set shell = true to run it with sh -c)",
+        )),
+        (CommandSpec::Argv(_), true) => Err(renderer.error(
+            "command",
+            "shell = true needs command to be one string, got an array (drop shell, or join the command into one string)",
+        )),
+        (CommandSpec::Argv(args), false) => render_args(renderer, "command", args),
+    }
+}
+
+/// `build` and `probe`: an array is an argv, a string runs with `sh -c` (no `shell` key needed).
+fn free_argv(renderer: &Renderer, field: &str, command: &CommandSpec) -> Result<Vec<String>> {
+    match command {
+        CommandSpec::Shell(text) => Ok(vec![
+            "sh".into(),
+            "-c".into(),
+            renderer.render(field, text)?,
+        ]),
+        CommandSpec::Argv(args) => render_args(renderer, field, args),
+    }
+}
+
+fn render_args(renderer: &Renderer, field: &str, args: &[String]) -> Result<Vec<String>> {
+    if args.is_empty() {
+        return Err(renderer.error(field, "empty array (expected a program and its arguments)"));
+    }
+    let argv = args
+        .iter()
+        .enumerate()
+        .map(|(i, t)| renderer.render(&format!("{field}[{i}]"), t))
+        .collect::<Result<Vec<_>>>()?;
+    if argv[0].trim().is_empty() {
+        return Err(renderer.error(
+            &format!("{field}[0]"),
+            format!("`{}` rendered to an empty program name", args[0]),
+        ));
+    }
+    Ok(argv)
+}
+
+fn run_env(
+    renderer: &Renderer,
+    def: &StackDef,
+    ctx: &RenderContext,
+) -> Result<Vec<(String, String)>> {
+    let mut env = Vec::with_capacity(def.env.len() + CAMPAIGN_VARS.len());
+    for (key, template) in &def.env {
+        if CAMPAIGN_VARS.contains(&key.as_str()) {
+            return Err(renderer.error(
+                &format!("env.{key}"),
+                format!("{key} is set by campaign for every run and cannot be overridden"),
+            ));
+        }
+        env.push((
+            key.clone(),
+            renderer.render(&format!("env.{key}"), template)?,
+        ));
+    }
+    env.push(("CAMPAIGN_CASE_FILE".into(), path_string(&ctx.case_file)));
+    env.push(("CAMPAIGN_CASE_ID".into(), ctx.case.case_id()));
+    env.push(("CAMPAIGN_DEVICES".into(), join_ids(&ctx.devices)));
+    env.push(("CAMPAIGN_BUNDLE_DIR".into(), path_string(&ctx.bundle_dir)));
+    env.push(("CAMPAIGN_WARMUP".into(), ctx.warmup.to_string()));
+    env.push(("CAMPAIGN_TIMED".into(), ctx.timed.to_string()));
+    Ok(env)
+}
+
+/// `cwd` template, relative paths taken from the bundle dir; default the bundle dir.
+fn run_cwd(renderer: &Renderer, def: &StackDef, bundle_dir: &Path) -> Result<PathBuf> {
+    match &def.cwd {
+        None => Ok(bundle_dir.to_path_buf()),
+        Some(template) => {
+            let text = renderer.render("cwd", template)?;
+            if text.trim().is_empty() {
+                return Err(
+                    renderer.error("cwd", format!("`{template}` rendered to an empty path"))
+                );
+            }
+            Ok(bundle_dir.join(text))
+        }
+    }
+}
+
+fn path_value(path: &Path) -> Value {
+    Value::String(path_string(path))
+}
+
+fn path_string(path: &Path) -> String {
+    path.to_string_lossy().into_owned()
+}
+
+/// An error about one key of `[stacks.NAME]`.
+pub fn stack_error(name: &str, field: &str, message: impl Into<String>) -> Error {
+    Error::Invalid(vec![Diagnostic {
+        file: PathBuf::from(format!("stack `{name}`")),
+        line: None,
+        column: None,
+        field: Some(field.to_string()),
+        message: message.into(),
+        snippet: None,
+    }])
+}
+
+/// Strict-undefined minijinja rendering against one scope, with errors naming the stack.
+pub struct Renderer<'n> {
+    name: &'n str,
+    env: Environment<'static>,
+    scope: Value,
+    context: minijinja::Value,
+}
+
+impl<'n> Renderer<'n> {
+    pub fn new(name: &'n str, scope: Value) -> Self {
+        let mut env = Environment::new();
+        env.set_undefined_behavior(UndefinedBehavior::Strict);
+        // Commands are not HTML: never escape, whatever a template's name looks like.
+        env.set_auto_escape_callback(|_| AutoEscape::None);
+        let context = minijinja::Value::from(minijinja::value::Serde(&scope));
+        Renderer {
+            name,
+            env,
+            scope,
+            context,
+        }
+    }
+
+    pub fn error(&self, field: &str, message: impl Into<String>) -> Error {
+        stack_error(self.name, field, message)
+    }
+
+    /// Render `source` (the value of `field`).
+    pub fn render(&self, field: &str, source: &str) -> Result<String> {
+        self.env
+            .render_named_str(field, source, self.context.clone())
+            .map_err(|e| self.explain(field, source, &e))
+    }
+
+    /// Does `source` refer only to variables of this scope (so it can render here)?
+    pub fn uses_only_scope(&self, source: &str) -> bool {
+        let env = Environment::new();
+        match env.template_from_str(source) {
+            Ok(t) => t
+                .undeclared_variables(true)
+                .iter()
+                .all(|path| resolves(&self.scope, path)),
+            Err(_) => true,
+        }
+    }
+
+    fn explain(&self, field: &str, source: &str, e: &minijinja::Error) -> Error {
+        let mut message = format!("template `{source}`: ");
+        let missing = missing_variables(&self.scope, source);
+        if e.kind() == minijinja::ErrorKind::UndefinedError && !missing.is_empty() {
+            message.push_str(&format!("undefined variable {}", missing.join(", ")));
+            if missing.iter().any(|m| m == "`root`") {
+                message
+                    .push_str(" (this stack has no root: set `root` and its environment variable)");
+            }
+            message.push_str(&format!("; in scope: {}", scope_names(&self.scope)));
+        } else {
+            message.push_str(&e.kind().to_string());
+            if let Some(detail) = e.detail() {
+                message.push_str(&format!(": {detail}"));
+            }
+            if let Some(line) = e.line().filter(|_| source.contains('\n')) {
+                message.push_str(&format!(" (template line {line})"));
+            }
+        }
+        self.error(field, message)
+    }
+}
+
+/// Variables (dotted paths) a template uses that the scope does not define, quoted.
+fn missing_variables(scope: &Value, source: &str) -> Vec<String> {
+    let env = Environment::new();
+    let Ok(template) = env.template_from_str(source) else {
+        return Vec::new();
+    };
+    let mut missing: Vec<String> = template
+        .undeclared_variables(true)
+        .into_iter()
+        .filter(|path| !resolves(scope, path))
+        .map(|path| format!("`{path}`"))
+        .collect();
+    missing.sort();
+    missing
+}
+
+fn resolves(scope: &Value, path: &str) -> bool {
+    let mut at = scope;
+    for part in path.split('.') {
+        match at.get(part) {
+            Some(next) => at = next,
+            // Attribute access on a string or list (e.g. a method) is minijinja's business.
+            None => return !at.is_object(),
+        }
+    }
+    true
+}
+
+fn scope_names(scope: &Value) -> String {
+    scope
+        .as_object()
+        .map(|m| m.keys().cloned().collect::<Vec<_>>().join(", "))
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+#[path = "render_tests.rs"]
+mod tests;
