@@ -1,6 +1,6 @@
 //! The `mpi` stack for real: its benchmark compiled with `mpicc` exactly as `stacks/mpi.toml`'s
 //! `build` says (from the source embedded in campaign), run under `mpirun` exactly as its
-//! `command` says, on seed case files. OpenMPI must be installed (`scripts/install-mpi.sh`; CI
+//! `command` says (both rendered by campaign's own renderer), on seed case files. OpenMPI must be installed (`scripts/install-mpi.sh`; CI
 //! runs it): without it these tests fail and say so, they never skip.
 
 use std::collections::BTreeMap;
@@ -9,6 +9,7 @@ use std::process::{Command, Output};
 use std::sync::OnceLock;
 
 use campaign::case::{Case, Dtype, Variant};
+use campaign::stack::render::{render, render_build, RenderContext};
 use campaign::stack::{assets, CommandSpec, StackDef};
 use serde_json::Value;
 
@@ -34,12 +35,6 @@ fn argv(spec: &CommandSpec) -> Vec<String> {
     }
 }
 
-fn render(template: &str, ctx: &minijinja::Value) -> String {
-    minijinja::Environment::new()
-        .render_str(template, ctx)
-        .unwrap_or_else(|e| panic!("template {template:?}: {e}"))
-}
-
 fn require_mpi() {
     for tool in ["mpicc", "mpirun"] {
         let found = Command::new(tool).arg("--version").output().is_ok();
@@ -60,12 +55,10 @@ fn run_dir() -> &'static Path {
         std::fs::create_dir_all(&dir).unwrap();
         let written = assets::write_for("mpi", &dir).expect("write embedded source");
         assert_eq!(written.len(), 1);
-        let def = mpi_def();
-        let ctx = minijinja::context! { run_dir => dir.display().to_string() };
-        let build: Vec<String> = argv(def.build.as_ref().expect("mpi has a build"))
-            .iter()
-            .map(|t| render(t, &ctx))
-            .collect();
+        let build = render_build("mpi", &mpi_def(), &dir, None)
+            .expect("render build")
+            .expect("mpi has a build")
+            .argv;
         let out = Command::new(&build[0]).args(&build[1..]).output().unwrap();
         assert!(
             out.status.success(),
@@ -91,20 +84,23 @@ fn run_case(case: &Case, extra: &[&str]) -> Output {
     std::fs::create_dir_all(&bundle).unwrap();
     let case_file = dir.join("cases").join(case.case_id()).join("case.json");
     std::fs::write(&case_file, case.to_pretty_json()).unwrap();
-    let ctx = minijinja::context! {
-        p => case.p,
-        case_file => case_file.display().to_string(),
-        bundle_dir => bundle.display().to_string(),
-        run_dir => dir.display().to_string(),
+    let ctx = RenderContext {
+        case: case.clone(),
+        devices: (0..case.p).collect(),
+        warmup: case.warmup_rounds,
+        timed: case.timed_rounds,
+        case_file,
+        bundle_dir: bundle,
+        run_dir: dir.to_path_buf(),
+        root: None,
+        campaign_exe: util::exe(),
     };
-    let cmd: Vec<String> = argv(mpi_def().command.as_ref().unwrap())
-        .iter()
-        .map(|t| render(t, &ctx))
-        .collect();
-    Command::new(&cmd[0])
-        .args(&cmd[1..])
+    let run = render("mpi", &mpi_def(), &ctx).expect("render the mpi command");
+    Command::new(&run.argv[0])
+        .args(&run.argv[1..])
         .args(extra)
-        .current_dir(&bundle)
+        .envs(run.env)
+        .current_dir(&run.cwd)
         .output()
         .unwrap()
 }
