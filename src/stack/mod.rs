@@ -5,10 +5,12 @@
 //! spawn processes (that is `executor`).
 
 pub mod assets;
+pub mod availability;
 pub mod def;
 pub mod parsers;
 pub mod probe;
 pub mod registry;
 pub mod render;
+pub mod roots;
 
 pub use def::{CommandSpec, Counts, Resource, Shape, StackDef};

@@ -2,4 +2,5 @@
 
 mod executor;
 mod mpi;
+mod stacks;
 mod util;
