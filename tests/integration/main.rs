@@ -3,6 +3,8 @@
 mod bench;
 mod executor;
 mod mpi;
+mod plan;
 mod report;
+mod resume;
 mod stacks;
 mod util;
