@@ -6,5 +6,6 @@ mod mpi;
 mod plan;
 mod report;
 mod resume;
+mod run;
 mod stacks;
 mod util;
