@@ -302,3 +302,183 @@ fn mpi_stack_definition_is_what_the_issue_pins() {
         .unsupported_reason(&case(2, 64, Dtype::Bf16, 0, 1))
         .is_some());
 }
+
+// ---------------------------------------------------------------------------------------------
+// `campaign run` with the shipped `mpi` stack next to `host`.
+// ---------------------------------------------------------------------------------------------
+
+/// A small host-vs-mpi plan: two variants × P ∈ {2, 4} × two sizes, both stacks. The `mpi`
+/// build is the shipped one wrapped in `sh` only to count how often it runs.
+fn host_vs_mpi_plan(count_file: &Path) -> String {
+    format!(
+        r#"[campaign]
+name = "hvm"
+
+[case]
+platform = "host"
+
+[axes]
+variant = ["mesh", "ring"]
+p = [2, 4]
+count = [256, 4096]
+stacks = ["host", "mpi"]
+
+[rounds]
+warmup = 1
+timed = 3
+
+[run]
+exclusive = true
+timeout = "2m"
+
+[devices]
+kind = "cpu"
+ids = "0-3"
+
+[stacks.mpi]
+build = ["sh", "-c", "echo build >> '{count}' && exec mpicc -O2 -Wall -Wextra -o \"$0/allreduce_bench\" \"$0/allreduce_bench.c\"", "{{{{ run_dir }}}}/builds/mpi"]
+"#,
+        count = count_file.display()
+    )
+}
+
+/// Run `plan` from `dir` with `PATH` set to `path` when given; returns (output, the run dir).
+fn run_campaign(dir: &Path, plan: &str, path: Option<&str>) -> (Output, PathBuf) {
+    let file = dir.join("plan.toml");
+    std::fs::write(&file, plan).unwrap();
+    let results = dir.join("results");
+    let mut cmd = Command::new(util::exe());
+    cmd.current_dir(dir).args([
+        "run",
+        file.to_str().unwrap(),
+        "--results-dir",
+        results.to_str().unwrap(),
+        "-q",
+    ]);
+    if let Some(p) = path {
+        cmd.env("PATH", p);
+    }
+    let out = cmd.output().unwrap();
+    let runs: Vec<PathBuf> = std::fs::read_dir(results.join("hvm"))
+        .unwrap_or_else(|e| {
+            panic!(
+                "no run dir ({e}): {}{}",
+                util::stdout(&out),
+                util::stderr(&out)
+            )
+        })
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    (out, runs[0].clone())
+}
+
+fn result_rows(run: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(run.join("results.json")).unwrap();
+    let doc: Value = serde_json::from_str(&text).unwrap();
+    doc["runs"].as_array().unwrap().clone()
+}
+
+#[test]
+fn mpi_campaign_against_host_passes_builds_once_and_times_every_rank() {
+    require_mpi();
+    let tmp = util::tempdir();
+    let count = tmp.path().join("builds.count");
+    let (out, run) = run_campaign(tmp.path(), &host_vs_mpi_plan(&count), None);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        util::stdout(&out),
+        util::stderr(&out)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&count).unwrap(),
+        "build\n",
+        "the mpi build step runs exactly once per campaign"
+    );
+    let src = run.join("builds/mpi/allreduce_bench.c");
+    assert_eq!(
+        std::fs::read_to_string(src).unwrap(),
+        assets::ASSETS[0].text
+    );
+
+    let rows = result_rows(&run);
+    assert_eq!(rows.len(), 16, "8 cases × 2 stacks");
+    for r in &rows {
+        assert_eq!(r["status"], "pass", "{r}");
+        assert_eq!(r["correctness"], "pass", "{r}");
+        assert!(r["execute_s_mean"].as_f64().unwrap() > 0.0, "{r}");
+    }
+    let mpi: Vec<&Value> = rows.iter().filter(|r| r["stack"] == "mpi").collect();
+    assert_eq!(mpi.len(), 8);
+    for r in mpi {
+        let bundle = run.join(r["artifact_bundle"].as_str().unwrap());
+        let timing: Value =
+            serde_json::from_str(&std::fs::read_to_string(bundle.join("timing.json")).unwrap())
+                .unwrap();
+        let samples = timing.as_array().unwrap();
+        assert_eq!(samples.len(), 4, "1 warmup + 3 timed: {timing}");
+        let p = r["p"].as_u64().unwrap() as usize;
+        // timing.json keeps the seed's 6 decimals, so a sub-µs rank time may read 0.0 there:
+        // positivity is checked on the stack's own lines in run.log, at full precision.
+        for s in samples {
+            let per_rank = s["per_rank_execute_s"].as_array().unwrap();
+            assert_eq!(per_rank.len(), p, "{s}");
+            assert!(s["execute_s"].as_f64().unwrap() >= 0.0, "{s}");
+        }
+        let log = std::fs::read_to_string(bundle.join("run.log")).unwrap();
+        let raw: Vec<Value> = log
+            .lines()
+            .filter_map(|l| l.strip_prefix("CAMPAIGN_SAMPLE "))
+            .map(|j| serde_json::from_str(j).unwrap())
+            .collect();
+        assert_eq!(raw.len(), samples.len(), "{log}");
+        for s in &raw {
+            let per_rank = s["per_rank_execute_s"].as_array().unwrap();
+            assert_eq!(per_rank.len(), p, "{s}");
+            assert!(per_rank.iter().all(|t| t.as_f64().unwrap() > 0.0), "{s}");
+            assert!(s["execute_s"].as_f64().unwrap() > 0.0, "{s}");
+        }
+        assert!(
+            log.contains("CAMPAIGN_DONE {\"correctness\":\"pass\"}"),
+            "{log}"
+        );
+    }
+}
+
+#[test]
+fn mpi_without_mpicc_is_unavailable_with_the_hint_while_host_passes() {
+    let tmp = util::tempdir();
+    let empty = tmp.path().join("empty-bin");
+    std::fs::create_dir(&empty).unwrap();
+    let count = tmp.path().join("builds.count");
+    let (out, run) = run_campaign(
+        tmp.path(),
+        &host_vs_mpi_plan(&count),
+        Some(empty.to_str().unwrap()),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "unavailable is not a failure: {}{}",
+        util::stdout(&out),
+        util::stderr(&out)
+    );
+    assert!(!count.exists(), "no build is attempted without mpicc");
+    let rows = result_rows(&run);
+    assert_eq!(rows.len(), 16);
+    for r in &rows {
+        if r["stack"] == "host" {
+            assert_eq!(r["status"], "pass", "{r}");
+        } else {
+            assert_eq!(r["status"], "unavailable", "{r}");
+            let reason = r["reason"].as_str().unwrap();
+            assert!(reason.contains("mpicc not found"), "{reason}");
+            assert!(
+                reason.contains("apt-get install openmpi-bin libopenmpi-dev"),
+                "{reason}"
+            );
+        }
+    }
+}
