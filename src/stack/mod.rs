@@ -7,7 +7,6 @@
 pub mod availability;
 pub mod def;
 pub mod parsers;
-pub mod probe;
 pub mod registry;
 pub mod render;
 pub mod roots;
