@@ -30,6 +30,10 @@ impl RunDir {
     /// same second the later one gets `run_<timestamp>_2`, `_3`, … (`create_dir` is the claim, so
     /// two processes can never share one).
     pub fn create(results_dir: &Path, campaign: &str, timestamp: &str) -> Result<RunDir> {
+        // Absolute, because stacks run with their bundle dir as working directory and are handed
+        // paths inside the run dir.
+        let results_dir =
+            std::path::absolute(results_dir).map_err(|e| Error::io(results_dir, e))?;
         let base = results_dir.join(campaign);
         std::fs::create_dir_all(&base).map_err(|e| Error::io(&base, e))?;
         for n in 1..1000 {
@@ -61,7 +65,7 @@ impl RunDir {
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
         let ts = name.strip_prefix("run_").unwrap_or(name);
         RunDir {
-            path: path.to_path_buf(),
+            path: std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
             timestamp: ts.get(..15).unwrap_or(ts).to_string(),
         }
     }
@@ -127,7 +131,9 @@ pub fn round_sample(s: &mut Sample) {
     r(&mut s.setup_s);
     r(&mut s.device_wall_s);
     s.phases.values_mut().for_each(|v| *v = round_sig6(*v));
-    s.compile_profile.values_mut().for_each(|v| *v = round_sig6(*v));
+    s.compile_profile
+        .values_mut()
+        .for_each(|v| *v = round_sig6(*v));
     s.per_rank_execute_s
         .iter_mut()
         .for_each(|v| *v = round_sig6(*v));

@@ -83,7 +83,9 @@ pub fn check(name: &str, def: &StackDef, resolver: &Resolver) -> Availability {
     }
     if let Some(program) = literal_program(def) {
         if find_program(&program, resolver.var("PATH")).is_none()
-            && !problems.iter().any(|p| p.starts_with(&format!("{program} ")))
+            && !problems
+                .iter()
+                .any(|p| p.starts_with(&format!("{program} ")))
         {
             problems.push(format!("{program} not found"));
         }
@@ -115,7 +117,9 @@ fn literal_program(def: &StackDef) -> Option<String> {
 /// `NAME`, `ASCEND_HOME_PATH`: upper-case letters, digits and `_`, not starting with a digit.
 pub fn is_env_name(s: &str) -> bool {
     !s.is_empty()
-        && s.chars().next().is_some_and(|c| c.is_ascii_uppercase() || c == '_')
+        && s.chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_uppercase() || c == '_')
         && s.chars()
             .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
 }

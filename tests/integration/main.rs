@@ -3,6 +3,7 @@
 mod bench;
 mod executor;
 mod plan;
+mod readme;
 mod report;
 mod resume;
 mod run;
