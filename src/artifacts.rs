@@ -3,7 +3,7 @@
 //! Owns every path under `results/campaigns/<campaign>/run_<YYYYmmdd_HHMMSS>/` (see COMMON
 //! layout: plan.toml, stacks.json, journal.jsonl, results files, `cases/<case_id>/case.json`,
 //! `cases/<case_id>/<stack>/{run.log, run.attempt<N>.log, timing.json, manifest.json}`), the
-//! manifest's keys, the 6-decimal rounding of timing floats, and temp-file + rename writes so a
+//! manifest's keys, the 6-significant-digit rounding of timing floats, and temp-file + rename writes so a
 //! crash never leaves half a file. It must not compute statistics or decide statuses.
 
 use std::io::Write;
