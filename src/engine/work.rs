@@ -297,8 +297,11 @@ pub async fn build(
 
 /// Is the stack available here (root, `requires`, program)? `Err` is the reason.
 pub fn probe(stack: &EngineStack) -> Result<(), String> {
-    let root = stack.root.clone()?;
-    crate::stack::probe::availability(&stack.name, &stack.def, root.as_deref())
+    let resolver = crate::stack::roots::Resolver::from_process();
+    match crate::stack::availability::check(&stack.name, &stack.def, &resolver).reason() {
+        None => Ok(()),
+        Some(reason) => Err(reason),
+    }
 }
 
 /// The run's fingerprint (crate::fingerprint) from the planned case and its rendered command;

@@ -8,7 +8,6 @@ pub mod assets;
 pub mod availability;
 pub mod def;
 pub mod parsers;
-pub mod probe;
 pub mod registry;
 pub mod render;
 pub mod roots;

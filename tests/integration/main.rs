@@ -4,6 +4,7 @@ mod bench;
 mod executor;
 mod mpi;
 mod plan;
+mod readme;
 mod report;
 mod resume;
 mod run;
