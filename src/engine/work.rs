@@ -253,6 +253,10 @@ pub async fn build(
     cancel: watch::Receiver<bool>,
 ) -> Result<(), String> {
     let root = stack.root.clone()?;
+    // A stack missing its compiler must say so with its hint, not "build failed to start".
+    probe(&stack)?;
+    // Shipped stacks that build from embedded sources (stack::assets) find them in builds/<stack>/.
+    crate::stack::assets::write_for(&stack.name, &run_dir.path).map_err(|e| e.to_string())?;
     let rendered = render_build(&stack.name, &stack.def, &run_dir.path, root.as_deref())
         .map_err(|e| format!("build command: {e}"))?;
     let Some(rendered) = rendered else {

@@ -4,6 +4,7 @@
 //! `def` is the TOML shape, `parsers` turn output lines into samples. This module must not
 //! spawn processes (that is `executor`).
 
+pub mod assets;
 pub mod availability;
 pub mod def;
 pub mod parsers;

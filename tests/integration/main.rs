@@ -2,6 +2,7 @@
 
 mod bench;
 mod executor;
+mod mpi;
 mod plan;
 mod readme;
 mod report;
