@@ -3,7 +3,8 @@
 //!
 //! Why embedded: a campaign is started from anywhere, with a binary that may have been copied
 //! away from the source tree, so a shipped stack must not depend on where campaign was built.
-//! The `mpi` stack compiles `examples/mpi/allreduce_bench.c`; the binary carries that text and
+//! The `mpi` stack compiles `examples/mpi/allreduce_bench.c` and `hccl` compiles
+//! `examples/hccl/hccl_allreduce.cpp` with its `build.sh`; the binary carries that text and
 //! the engine writes it to `<run_dir>/builds/<stack>/` (the stack's build dir) before rendering
 //! and running the stack's `build` command, which then finds it as
 //! `{{ run_dir }}/builds/<stack>/<file>`. The run dir then also records the exact source that
@@ -22,11 +23,23 @@ pub struct Asset {
 }
 
 /// Every embedded file, by stack.
-pub const ASSETS: &[Asset] = &[Asset {
-    stack: "mpi",
-    name: "allreduce_bench.c",
-    text: include_str!("../../examples/mpi/allreduce_bench.c"),
-}];
+pub const ASSETS: &[Asset] = &[
+    Asset {
+        stack: "mpi",
+        name: "allreduce_bench.c",
+        text: include_str!("../../examples/mpi/allreduce_bench.c"),
+    },
+    Asset {
+        stack: "hccl",
+        name: "hccl_allreduce.cpp",
+        text: include_str!("../../examples/hccl/hccl_allreduce.cpp"),
+    },
+    Asset {
+        stack: "hccl",
+        name: "build.sh",
+        text: include_str!("../../examples/hccl/build.sh"),
+    },
+];
 
 /// The files embedded for `stack` (empty for stacks that build from elsewhere or not at all).
 pub fn for_stack(stack: &str) -> impl Iterator<Item = &'static Asset> + '_ {
