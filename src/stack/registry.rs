@@ -49,8 +49,8 @@ pub fn host() -> StackDef {
 
 /// Parse one stack file's text. `name` is used in diagnostics (`stacks/ascend.toml:12:3`).
 pub fn parse_file(name: &str, text: &str) -> Result<BTreeMap<String, StackDef>> {
-    let file: StackFile = toml::from_str(&text).map_err(|e| {
-        let (line, column) = e.span().map(|span| line_col(&text, span.start)).unzip();
+    let file: StackFile = toml::from_str(text).map_err(|e| {
+        let (line, column) = e.span().map(|span| line_col(text, span.start)).unzip();
         Error::Invalid(vec![Diagnostic {
             file: format!("stacks/{name}").into(),
             line,
