@@ -43,3 +43,16 @@ fn help_exits_zero_and_unknown_subcommand_exits_two() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("frobnicate"));
 }
+
+#[test]
+fn the_plan_shown_in_the_readme_is_valid() {
+    let readme = std::fs::read_to_string(crate::util::root().join("README.md")).unwrap();
+    let start = readme.find("```toml\n").expect("README has a TOML plan") + "```toml\n".len();
+    let len = readme[start..].find("```").unwrap();
+    let dir = tempdir();
+    let plan = dir.path().join("readme_plan.toml");
+    std::fs::write(&plan, &readme[start..start + len]).unwrap();
+    let out = run_in(dir.path(), &["validate", plan.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("ok: 20 cases"), "{}", stdout(&out));
+}
