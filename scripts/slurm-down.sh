@@ -22,21 +22,27 @@ if alive "$DIR/run/slurmctld.pid"; then
   fi
 fi
 
-stop() {
-  local pidfile="$DIR/run/$1.pid" pid
-  alive "$pidfile" || { rm -f "$pidfile"; return 0; }
-  pid=$(cat "$pidfile")
-  kill -TERM "$pid" 2>/dev/null
-  for _ in $(seq 50); do
-    kill -0 "$pid" 2>/dev/null || { rm -f "$pidfile"; return 0; }
-    sleep 0.1
-  done
-  kill -KILL "$pid" 2>/dev/null
+# All daemons at once: each takes about 2 s to shut down, in parallel the whole stop does too.
+pids=()
+for name in slurmd slurmctld munged; do
+  pidfile="$DIR/run/$name.pid"
+  if alive "$pidfile"; then
+    pid=$(cat "$pidfile")
+    kill -TERM "$pid" 2>/dev/null && pids+=("$name:$pid")
+  fi
   rm -f "$pidfile"
-  echo "slurm-down: $1 (pid $pid) needed SIGKILL" >&2
-}
-
-stop slurmd
-stop slurmctld
-stop munged
+done
+for _ in $(seq 50); do
+  left=()
+  for entry in "${pids[@]}"; do
+    kill -0 "${entry#*:}" 2>/dev/null && left+=("$entry")
+  done
+  pids=("${left[@]}")
+  [ ${#pids[@]} -eq 0 ] && exit 0
+  sleep 0.1
+done
+for entry in "${pids[@]}"; do
+  kill -KILL "${entry#*:}" 2>/dev/null
+  echo "slurm-down: ${entry%%:*} (pid ${entry#*:}) needed SIGKILL" >&2
+done
 exit 0

@@ -131,7 +131,10 @@ mod tests {
         assert_eq!(d.granted, "2,3");
         assert_eq!(d.ids, Some(vec![2, 3]));
         assert_eq!(d.node.as_deref(), Some("vm"));
-        assert_eq!(d.variables.get("CUDA_VISIBLE_DEVICES").map(String::as_str), Some("2,3"));
+        assert_eq!(
+            d.variables.get("CUDA_VISIBLE_DEVICES").map(String::as_str),
+            Some("2,3")
+        );
         assert!(!d.variables.contains_key("NPU_VISIBLE_DEVICES"));
     }
 

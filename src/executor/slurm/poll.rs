@@ -30,7 +30,11 @@ pub struct JobRecord {
 
 /// `squeue -h -t all -j id1,id2,… -o '%i|%T|%r'`: every watched job in one call.
 pub fn squeue_argv(ids: &[JobId]) -> Vec<String> {
-    let list = ids.iter().map(JobId::to_string).collect::<Vec<_>>().join(",");
+    let list = ids
+        .iter()
+        .map(JobId::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
     ["squeue", "-h", "-t", "all", "-j", &list, "-o", "%i|%T|%r"]
         .iter()
         .map(|s| s.to_string())

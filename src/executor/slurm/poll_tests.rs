@@ -60,7 +60,10 @@ fn squeue_garbage_is_an_error_naming_the_line() {
 #[test]
 fn scontrol_recorded_jobs_give_state_reason_and_exit_code() {
     let cases = [
-        (fixture!("scontrol_completed.txt"), record(1, JobState::Completed, None, Some("0:0"))),
+        (
+            fixture!("scontrol_completed.txt"),
+            record(1, JobState::Completed, None, Some("0:0")),
+        ),
         (
             fixture!("scontrol_failed.txt"),
             record(3, JobState::Failed, Some("NonZeroExitCode"), Some("3:0")),
@@ -73,7 +76,10 @@ fn scontrol_recorded_jobs_give_state_reason_and_exit_code() {
             fixture!("scontrol_cancelled.txt"),
             record(8, JobState::Cancelled, None, Some("143:0")),
         ),
-        (fixture!("scontrol_running.txt"), record(8, JobState::Running, None, Some("0:0"))),
+        (
+            fixture!("scontrol_running.txt"),
+            record(8, JobState::Running, None, Some("0:0")),
+        ),
         (
             fixture!("scontrol_pending.txt"),
             record(11, JobState::Pending, Some("Resources"), Some("0:0")),

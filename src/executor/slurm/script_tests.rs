@@ -12,7 +12,11 @@ fn job(dir: &Path) -> BatchJob {
         devices: 2,
         kind: DeviceKind::Npu,
         process: ProcessSpec {
-            argv: vec!["sh".into(), "-c".into(), "echo \"it's $CAMPAIGN_DEVICES\"".into()],
+            argv: vec![
+                "sh".into(),
+                "-c".into(),
+                "echo \"it's $CAMPAIGN_DEVICES\"".into(),
+            ],
             env: vec![
                 ("CAMPAIGN_DEVICES".into(), "0,1".into()),
                 ("GREETING".into(), "a b 'c'".into()),
@@ -89,7 +93,10 @@ fn time_limit_rounds_up_to_whole_minutes() {
 #[test]
 fn devices_request_defaults_by_kind_and_nothing_for_zero() {
     let c = SlurmConfig::default();
-    assert_eq!(devices_args(&c, 4, DeviceKind::Gpu).unwrap(), vec!["--gres=gpu:4"]);
+    assert_eq!(
+        devices_args(&c, 4, DeviceKind::Gpu).unwrap(),
+        vec!["--gres=gpu:4"]
+    );
     assert_eq!(
         devices_args(&c, 4, DeviceKind::Cpu).unwrap(),
         vec!["--cpus-per-task=4"]
@@ -99,7 +106,10 @@ fn devices_request_defaults_by_kind_and_nothing_for_zero() {
         devices_arg: Some("--gres={{ kind }}:{{ p }}".into()),
         ..SlurmConfig::default()
     };
-    assert_eq!(devices_args(&kinded, 8, DeviceKind::Npu).unwrap(), vec!["--gres=npu:8"]);
+    assert_eq!(
+        devices_args(&kinded, 8, DeviceKind::Npu).unwrap(),
+        vec!["--gres=npu:8"]
+    );
 }
 
 #[test]
@@ -111,7 +121,10 @@ fn bad_devices_template_is_a_usage_error_naming_the_key() {
     let e = devices_args(&c, 2, DeviceKind::Gpu).unwrap_err();
     assert_eq!(e.exit_code(), crate::error::exit::BAD_INPUT);
     let text = e.to_string();
-    assert!(text.contains("[slurm] devices_arg `--gpus={{ ranks }}`"), "{text}");
+    assert!(
+        text.contains("[slurm] devices_arg `--gpus={{ ranks }}`"),
+        "{text}"
+    );
     assert!(text.contains("--gres=gpu:{{ p }}"), "{text}");
     assert!(validate_devices_arg("--gpus={{ p }}").is_ok());
     assert!(validate_devices_arg("--gpus={{ p").is_err());
@@ -145,7 +158,11 @@ fn script_records_granted_devices_and_exports_them() {
     let j = job(dir.path());
     let out = run_script(
         &j,
-        &[("CUDA_VISIBLE_DEVICES", "4,5"), ("SLURM_JOB_GPUS", "4,5"), ("SLURMD_NODENAME", "n1")],
+        &[
+            ("CUDA_VISIBLE_DEVICES", "4,5"),
+            ("SLURM_JOB_GPUS", "4,5"),
+            ("SLURMD_NODENAME", "n1"),
+        ],
     );
     assert!(out.status.success(), "{out:?}");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "it's 4,5\n");

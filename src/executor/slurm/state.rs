@@ -37,7 +37,11 @@ const OTHER_TERMINAL: &[&str] = &["SPECIAL_EXIT", "REVOKED"];
 impl JobState {
     /// Parse Slurm's word. Only the first word counts (`CANCELLED by 0` is CANCELLED).
     pub fn parse(text: &str) -> JobState {
-        let word = text.split_whitespace().next().unwrap_or("").to_ascii_uppercase();
+        let word = text
+            .split_whitespace()
+            .next()
+            .unwrap_or("")
+            .to_ascii_uppercase();
         match word.as_str() {
             "PENDING" | "PD" => JobState::Pending,
             "RUNNING" | "R" => JobState::Running,
@@ -215,7 +219,10 @@ mod tests {
             JobState::parse("RESV_DEL_HOLD"),
             JobState::Other("RESV_DEL_HOLD".into())
         );
-        assert_eq!(JobState::parse("OUT_OF_MEMORY").to_string(), "OUT_OF_MEMORY");
+        assert_eq!(
+            JobState::parse("OUT_OF_MEMORY").to_string(),
+            "OUT_OF_MEMORY"
+        );
     }
 
     #[test]
@@ -241,7 +248,10 @@ mod tests {
 
     #[test]
     fn a_stack_that_exited_is_parsed_whatever_its_code() {
-        assert_eq!(verdict(&end(&JobState::Completed, None, true)), Verdict::Parse);
+        assert_eq!(
+            verdict(&end(&JobState::Completed, None, true)),
+            Verdict::Parse
+        );
         assert_eq!(
             verdict(&end(&JobState::Failed, Some("NonZeroExitCode"), true)),
             Verdict::Parse
@@ -251,7 +261,10 @@ mod tests {
     #[test]
     fn timeout_carries_slurm_reason() {
         let v = verdict(&end(&JobState::Timeout, Some("TimeLimit"), false));
-        assert_eq!(v, Verdict::Timeout("Slurm job 7 TIMEOUT (reason TimeLimit)".into()));
+        assert_eq!(
+            v,
+            Verdict::Timeout("Slurm job 7 TIMEOUT (reason TimeLimit)".into())
+        );
         assert_eq!(v.status(), Some(RunStatus::Timeout));
         // Even when the script wrote an exit code before dying, Slurm's judgement wins.
         assert!(matches!(
@@ -272,7 +285,10 @@ mod tests {
             let mut e = end(&state, Some("None"), true);
             e.slurm_exit = Some("0:9");
             let v = verdict(&e);
-            assert_eq!(v, Verdict::Fail(format!("Slurm job 7 {word} (exit code 0:9)")));
+            assert_eq!(
+                v,
+                Verdict::Fail(format!("Slurm job 7 {word} (exit code 0:9)"))
+            );
             assert_eq!(v.status(), Some(RunStatus::Fail));
         }
         let v = verdict(&end(&JobState::Failed, Some("NonZeroExitCode"), false));

@@ -20,9 +20,7 @@ use crate::error::{Error, Result};
 pub const TOOL_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A Slurm job id (campaign submits plain jobs: no arrays, no het jobs).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct JobId(pub u64);
 
@@ -112,7 +110,10 @@ impl Cluster {
         }
         Err(Error::Environment(format!(
             "scancel {} failed ({}): {message}",
-            ids.iter().map(JobId::to_string).collect::<Vec<_>>().join(" "),
+            ids.iter()
+                .map(JobId::to_string)
+                .collect::<Vec<_>>()
+                .join(" "),
             out.status
         )))
     }
