@@ -377,3 +377,74 @@ fn slurm_up_is_idempotent() {
     );
     assert!(util::stderr(&out).contains("already running"));
 }
+
+/// A native-protocol stack: one warmup and two timed rounds; `fail` makes it report a golden
+/// mismatch and exit 1.
+fn native_stack(fail: bool) -> String {
+    let done = if fail { "fail" } else { "pass" };
+    format!(
+        "echo 'CAMPAIGN_SAMPLE {{\"phase\":\"warmup\",\"round\":1,\"execute_s\":0.004,\"ok\":true}}'; \
+         echo 'CAMPAIGN_SAMPLE {{\"phase\":\"timed\",\"round\":1,\"execute_s\":0.002,\"ok\":true}}'; \
+         echo 'CAMPAIGN_SAMPLE {{\"phase\":\"timed\",\"round\":2,\"execute_s\":0.003,\"ok\":true}}'; \
+         echo 'CAMPAIGN_DONE {{\"correctness\":\"{done}\"}}'; exit {}",
+        u8::from(fail)
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn service_runs_concurrent_jobs_and_their_logs_parse_like_local_output() {
+    use campaign::executor::slurm::{process_outcome, replay_log, SlurmService};
+    use campaign::stack::parsers::{self, ParseContext};
+
+    let Some(conf) = cluster() else { return };
+    let dir = util::tempdir();
+    let (service, task) = SlurmService::start(executor(&conf, None));
+    let mut runs = Vec::new();
+    for i in 0..4u32 {
+        let j = job(
+            &dir.path().join(format!("b{i}")),
+            &format!("svc{i}"),
+            2,
+            &native_stack(i == 3),
+        );
+        let service = service.clone();
+        runs.push(tokio::spawn(async move {
+            let submitted = service.submit(j.clone()).await.expect("submit");
+            let end = submitted.end.await.expect("end delivered");
+            (j, submitted.id, end)
+        }));
+    }
+    let mut ids = Vec::new();
+    for (i, run) in runs.into_iter().enumerate() {
+        let (j, id, end) = tokio::time::timeout(GUARD, run).await.unwrap().unwrap();
+        ids.push(id);
+        let ctx = ParseContext {
+            n_bytes: 1024,
+            p: 2,
+            warmup: 1,
+            timed: 2,
+        };
+        let mut parser = parsers::make(&campaign::stack::registry::host(), &ctx).unwrap();
+        replay_log(&j.process.log_path, &mut |line| parser.feed(&line)).unwrap();
+        let parsed = parser.finish();
+        let outcome = process_outcome(&end);
+        assert_eq!(end.verdict, Verdict::Parse, "{end:?}");
+        assert_eq!(parsed.samples.len(), 3, "{parsed:?}");
+        if i == 3 {
+            assert_eq!(
+                (parsed.correctness, outcome.exit_code),
+                (Some(false), Some(1))
+            );
+        } else {
+            assert_eq!(
+                (parsed.correctness, outcome.exit_code),
+                (Some(true), Some(0))
+            );
+        }
+    }
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 4, "one job per run");
+    drop(service);
+    task.await.unwrap().expect("service ended cleanly");
+}

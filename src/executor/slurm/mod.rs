@@ -10,6 +10,7 @@
 pub mod bundle;
 pub mod poll;
 pub mod script;
+pub mod service;
 pub mod state;
 pub mod submit;
 
@@ -22,6 +23,7 @@ use tokio::time::Instant;
 pub use bundle::GrantedDevices;
 pub use poll::{Backoff, JobRecord};
 pub use script::{render_script, sbatch_command, BatchJob};
+pub use service::{process_outcome, replay_log, SlurmService, Submitted};
 pub use state::{JobState, Verdict};
 pub use submit::{Cluster, JobId};
 
