@@ -210,7 +210,7 @@ pub struct AllreduceArgs {
     #[arg(long, overrides_with = "no_persistent")]
     pub persistent: bool,
     /// Allocate windows every round.
-    #[arg(long)]
+    #[arg(long, overrides_with = "persistent")]
     pub no_persistent: bool,
     /// Test only: corrupt RANK's output in timed round ROUND (`RANK:ROUND`) to prove the check.
     #[arg(long, hide = true, value_name = "RANK:ROUND")]

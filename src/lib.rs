@@ -3,13 +3,16 @@
 //! A plan (TOML) expands into cases; every case runs through every stack; raw output, samples,
 //! results, statistics, figures and a report land in a run dir. See `docs/architecture.md`.
 
+pub mod bench;
 pub mod case;
 pub mod cli;
 pub mod commands;
+pub mod compare;
 pub mod error;
 pub mod executor;
 pub mod golden;
 pub mod plan;
+pub mod report;
 pub mod results;
 pub mod stack;
 pub mod stats;

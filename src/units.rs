@@ -57,7 +57,9 @@ pub fn format_seconds(s: f64) -> String {
     if !s.is_finite() {
         return "–".into();
     }
-    let a = s.abs();
+    // Pick the unit from the value as it will be shown (3 significant digits), so 999.96 µs
+    // becomes 1.00 ms rather than 1000 µs.
+    let a = round_sig3(s.abs());
     let (v, unit) = if a == 0.0 {
         (0.0, "s")
     } else if a < 1e-6 {
@@ -98,15 +100,29 @@ pub fn format_bytes(b: u64) -> String {
     }
 }
 
-/// Three significant digits, no trailing exponent.
+/// `v` rounded to three significant digits.
+fn round_sig3(v: f64) -> f64 {
+    if v == 0.0 || !v.is_finite() {
+        return v;
+    }
+    let factor = 10f64.powf(2.0 - v.abs().log10().floor());
+    (v * factor).round() / factor
+}
+
+/// Three significant digits, no trailing exponent. Rounds first so that 9.9996 prints as
+/// `10.0`, not `10.00`.
 fn sig3(v: f64) -> String {
-    let a = v.abs();
-    if a >= 100.0 {
-        format!("{v:.0}")
-    } else if a >= 10.0 {
-        format!("{v:.1}")
+    if v == 0.0 {
+        return "0".into();
+    }
+    let r = round_sig3(v);
+    let a = r.abs();
+    if a >= 99.95 {
+        format!("{r:.0}")
+    } else if a >= 9.995 {
+        format!("{r:.1}")
     } else {
-        format!("{v:.2}")
+        format!("{r:.2}")
     }
 }
 
@@ -132,5 +148,8 @@ mod tests {
         assert_eq!(format_seconds(12.0), "12.0 s");
         assert_eq!(format_bytes(4 * 1024 * 1024), "4 MiB");
         assert_eq!(format_bandwidth(2.5e9), "2.50 GB/s");
+        assert_eq!(format_seconds(9.9999e-6), "10.0 µs");
+        assert_eq!(format_seconds(0.0), "0 s");
+        assert_eq!(format_seconds(999.96e-6), "1.00 ms");
     }
 }

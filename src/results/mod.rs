@@ -5,6 +5,8 @@
 //! `samples.csv` live in `results/` submodules as pure functions of a `ResultSet`; this file holds
 //! the types only and must not do I/O.
 
+pub mod seed_dir;
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 

@@ -1,11 +1,37 @@
 //! Shipped stack definitions and how a plan's `[stacks.NAME]` overlays them.
 //!
 //! `host` is built in (the campaign binary's own `bench allreduce`); other shipped definitions
-//! are TOML files under `stacks/`, embedded at build time. Plans override them key by key.
+//! are TOML files under `stacks/`, embedded at build time ([`FILES`]; add a file there to ship
+//! more). Plans override them key by key ([`resolve`]). This module only parses and merges
+//! definitions: it does not check availability (`stack::availability`) or render templates.
 
 use std::collections::BTreeMap;
 
+use serde::Deserialize;
+
+use crate::error::{Diagnostic, Error, Result};
 use crate::stack::{CommandSpec, Resource, StackDef};
+
+/// Stack files shipped inside the binary: (file name under `stacks/`, contents).
+pub const FILES: &[(&str, &str)] = &[
+    ("ascend.toml", include_str!("../../stacks/ascend.toml")),
+    (
+        "ecosystems.toml",
+        include_str!("../../stacks/ecosystems.toml"),
+    ),
+];
+
+/// Replaced in shipped files by the directory campaign was built from, where `examples/`
+/// lives (helper sources such as `examples/hccl/hccl_allreduce.cpp`).
+pub const SOURCE_DIR_PLACEHOLDER: &str = "@CAMPAIGN_SOURCE_DIR@";
+
+/// The shape of one stack file: `[stacks.NAME]` tables, the same syntax as in a plan.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StackFile {
+    #[serde(default)]
+    stacks: BTreeMap<String, StackDef>,
+}
 
 /// The built-in `host` stack: this binary's `bench allreduce`, leasing CPU cores.
 pub fn host() -> StackDef {
@@ -24,9 +50,239 @@ pub fn host() -> StackDef {
     }
 }
 
-/// Every shipped definition by name.
-pub fn shipped() -> BTreeMap<String, StackDef> {
+/// Parse one stack file's text. `name` is used in diagnostics (`stacks/ascend.toml:12:3`).
+pub fn parse_file(name: &str, text: &str) -> Result<BTreeMap<String, StackDef>> {
+    let text = text.replace(SOURCE_DIR_PLACEHOLDER, env!("CARGO_MANIFEST_DIR"));
+    let file: StackFile = toml::from_str(&text).map_err(|e| {
+        let (line, column) = e.span().map(|span| line_col(&text, span.start)).unzip();
+        Error::Invalid(vec![Diagnostic {
+            file: format!("stacks/{name}").into(),
+            line,
+            column,
+            field: None,
+            message: e.message().to_string(),
+            snippet: None,
+        }])
+    })?;
+    Ok(file.stacks)
+}
+
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+/// Every shipped definition by name: `host` plus every stack of every file in [`FILES`].
+///
+/// An error here is a bug in a shipped file (the tests parse every one), so it is reported as
+/// an invalid-input error naming the file and line rather than a panic.
+pub fn try_shipped() -> Result<BTreeMap<String, StackDef>> {
     let mut out = BTreeMap::new();
     out.insert("host".to_string(), host());
-    out
+    for (name, text) in FILES {
+        for (stack, def) in parse_file(name, text)? {
+            if out.contains_key(&stack) {
+                return Err(Error::invalid(
+                    format!("stacks/{name}"),
+                    format!("stack `{stack}` is defined twice among the shipped stack files"),
+                ));
+            }
+            out.insert(stack, def);
+        }
+    }
+    Ok(out)
+}
+
+/// Every shipped definition by name. Shipped files are tested to parse; should one not (a
+/// build from edited sources), only `host` is returned and [`try_shipped`] says why.
+pub fn shipped() -> BTreeMap<String, StackDef> {
+    try_shipped().unwrap_or_else(|_| {
+        let mut out = BTreeMap::new();
+        out.insert("host".to_string(), host());
+        out
+    })
+}
+
+/// The definitions a plan runs with: shipped definitions with the plan's `[stacks.NAME]`
+/// overlaid key by key; a name the plan defines that is not shipped is taken as written and
+/// must give a `command`. `plan_file` names the plan in diagnostics.
+pub fn resolve(
+    plan_defs: &BTreeMap<String, StackDef>,
+    plan_file: &std::path::Path,
+) -> Result<BTreeMap<String, StackDef>> {
+    let mut out = try_shipped()?;
+    let mut problems = Vec::new();
+    for (name, over) in plan_defs {
+        match out.get_mut(name) {
+            Some(def) => def.overlay(over),
+            None => {
+                if over.command.is_none() {
+                    problems.push(Diagnostic {
+                        file: plan_file.to_path_buf(),
+                        line: None,
+                        column: None,
+                        field: Some(format!("stacks.{name}.command")),
+                        message: format!(
+                            "`{name}` is not a shipped stack, so it needs a `command` (shipped: {})",
+                            out.keys().cloned().collect::<Vec<_>>().join(", ")
+                        ),
+                        snippet: None,
+                    });
+                    continue;
+                }
+                out.insert(name.clone(), over.clone());
+            }
+        }
+    }
+    if problems.is_empty() {
+        Ok(out)
+    } else {
+        Err(Error::Invalid(problems))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stack::Shape;
+
+    #[test]
+    fn every_shipped_file_parses() {
+        for (name, text) in FILES {
+            let defs = parse_file(name, text).unwrap_or_else(|e| panic!("{e}"));
+            assert!(!defs.is_empty(), "{name} defines no stack");
+            for (stack, def) in &defs {
+                assert!(def.command.is_some(), "{name}: {stack} has no command");
+                assert!(
+                    def.description.is_some(),
+                    "{name}: {stack} has no description"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn shipped_has_host_and_the_six_ascend_stacks_and_ecosystems() {
+        let all = try_shipped().unwrap();
+        for name in [
+            "host",
+            "hccl",
+            "simpler",
+            "simpler-own",
+            "pypto-composite",
+            "pypto-host",
+            "pto-isa",
+            "nccl-tests",
+            "osu",
+            "hccl_test",
+        ] {
+            assert!(all.contains_key(name), "missing {name}");
+        }
+        let hccl = &all["hccl"];
+        assert_eq!(hccl.parser(), "hccl");
+        assert_eq!(hccl.root.as_deref(), Some("ASCEND_HOME_PATH"));
+        assert_eq!(hccl.env["HCCL_OP_EXPANSION_MODE"], "AI_CPU");
+        assert_eq!(all["simpler"].shape(), Shape::Subprocess);
+        assert_eq!(all["simpler"].markers["builtin"], "simpler");
+        // The placeholder is replaced by the source dir.
+        let build = format!("{:?}", hccl.build);
+        assert!(!build.contains(SOURCE_DIR_PLACEHOLDER), "{build}");
+        assert!(build.contains("examples/hccl/build.sh"), "{build}");
+    }
+
+    #[test]
+    fn every_shipped_stack_renders_for_a_case() {
+        use crate::case::{Case, Variant};
+        use crate::stack::render::{render, render_build, RenderContext};
+        let mut case = Case::new(Variant::Mesh, 4, 1024);
+        case.device_ids = vec![4, 5, 6, 7];
+        let ctx = RenderContext {
+            case,
+            devices: vec![4, 5, 6, 7],
+            warmup: 2,
+            timed: 5,
+            case_file: "/r/cases/c.json".into(),
+            bundle_dir: "/r/cases/c/s".into(),
+            run_dir: "/r".into(),
+            root: Some("/root-dir".into()),
+            campaign_exe: "/bin/campaign".into(),
+        };
+        for (name, def) in try_shipped().unwrap() {
+            let r = render(&name, &def, &ctx).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(!r.argv.is_empty(), "{name}");
+            render_build(
+                &name,
+                &def,
+                std::path::Path::new("/r"),
+                Some(std::path::Path::new("/c")),
+            )
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+            if name == "simpler" {
+                assert!(
+                    r.argv
+                        .ends_with(&["-p".into(), "a2a3".into(), "-d".into(), "4-7".into()]),
+                    "{:?}",
+                    r.argv
+                );
+            }
+            if name == "hccl" {
+                assert_eq!(r.argv[0], "/r/bin/hccl_allreduce");
+                assert!(r
+                    .env
+                    .contains(&("ASCEND_RT_VISIBLE_DEVICES".into(), "4,5,6,7".into())));
+            }
+            if name == "nccl-tests" {
+                assert!(
+                    r.argv[2].contains("-d float -b 4096 -e 4096 -w 2 -n 5"),
+                    "{:?}",
+                    r.argv
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn unknown_key_in_a_stack_file_is_an_error_with_position() {
+        let err = parse_file("x.toml", "[stacks.a]\ncommand = [\"a\"]\ncomand = 1\n").unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("stacks/x.toml:3:1"), "{text}");
+        assert!(text.contains("comand"), "{text}");
+    }
+
+    #[test]
+    fn plan_overrides_key_by_key_and_adds_new_stacks() {
+        let mut plan = BTreeMap::new();
+        plan.insert(
+            "simpler".to_string(),
+            StackDef {
+                counts: Some(crate::stack::Counts::List(vec![256, 4096])),
+                env: [("EXTRA".to_string(), "1".to_string())].into(),
+                ..StackDef::default()
+            },
+        );
+        plan.insert(
+            "mine".to_string(),
+            StackDef {
+                command: Some(CommandSpec::Argv(vec!["true".into()])),
+                ..StackDef::default()
+            },
+        );
+        let all = resolve(&plan, std::path::Path::new("p.toml")).unwrap();
+        let simpler = &all["simpler"];
+        assert_eq!(
+            simpler.counts,
+            Some(crate::stack::Counts::List(vec![256, 4096]))
+        );
+        assert_eq!(simpler.env["EXTRA"], "1");
+        assert_eq!(simpler.env["PYTHONUNBUFFERED"], "1");
+        assert_eq!(simpler.parser(), "markers");
+        assert!(all.contains_key("mine"));
+
+        let mut bad = BTreeMap::new();
+        bad.insert("nocmd".to_string(), StackDef::default());
+        let err = resolve(&bad, std::path::Path::new("p.toml")).unwrap_err();
+        assert!(err.to_string().contains("stacks.nocmd.command"), "{err}");
+    }
 }

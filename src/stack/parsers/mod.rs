@@ -54,25 +54,60 @@ pub trait Parser: Send {
     fn finish(self: Box<Self>) -> Parsed;
 }
 
+pub mod gtest;
+pub mod hccl;
+pub mod hccl_test;
+pub mod markers;
 pub mod native;
+pub mod nccl_tests;
+pub mod osu;
+pub mod pypto;
 pub mod regex;
+pub mod simpler_own;
+pub mod strace;
+pub mod table;
 
 /// Parser names `make` knows, in documentation order.
-pub const KNOWN: &[&str] = &["native", "regex"];
+pub const KNOWN: &[&str] = &[
+    "native",
+    "regex",
+    "hccl",
+    "markers",
+    "pypto",
+    "simpler-own",
+    "gtest",
+    "nccl-tests",
+    "osu",
+    "hccl_test",
+];
 
-/// The parser `def` asks for (`parser`, default `native`), configured for one process.
+/// The parser `def` asks for (`parser`, default `native`), configured for one process, wrapped
+/// so that STRACE `device_wall` spans on any stack's output fill `device_wall_s` (see `strace`).
 pub fn make(def: &crate::stack::StackDef, ctx: &ParseContext) -> crate::Result<Box<dyn Parser>> {
-    match def.parser() {
-        "native" => Ok(Box::new(native::NativeParser::new(ctx.clone()))),
-        "regex" => Ok(Box::new(regex::RegexParser::new(
-            &def.patterns,
-            ctx.clone(),
-        )?)),
-        other => Err(config_error(
-            "parser",
-            format!("unknown parser `{other}` (known: {})", KNOWN.join(", ")),
-        )),
-    }
+    let inner: Box<dyn Parser> = match def.parser() {
+        "native" => Box::new(native::NativeParser::new(ctx.clone())),
+        "regex" => Box::new(regex::RegexParser::new(&def.patterns, ctx.clone())?),
+        "hccl" => hccl::parser(def, ctx),
+        "markers" => {
+            // A bad `builtin` name is a definition error, not a run-time warning.
+            markers::MarkerSet::from_table(&def.markers)
+                .map_err(|e| config_error("markers.builtin", e))?;
+            markers::parser(def, ctx)
+        }
+        "pypto" => pypto::parser(def, ctx),
+        "simpler-own" => simpler_own::parser(def, ctx),
+        "gtest" => gtest::parser(def, ctx),
+        "nccl-tests" => nccl_tests::parser(def, ctx),
+        "osu" => osu::parser(def, ctx),
+        "hccl_test" => hccl_test::parser(def, ctx),
+        other => {
+            return Err(config_error(
+                "parser",
+                format!("unknown parser `{other}` (known: {})", KNOWN.join(", ")),
+            ))
+        }
+    };
+    Ok(strace::wrap(inner))
 }
 
 /// An error in a stack definition's parser keys (the caller knows which stack).

@@ -1,6 +1,18 @@
-//! Statistics over timed samples: the basic descriptive set every exporter needs.
+//! Statistics over timed samples: descriptive set, bootstrap intervals, outliers, bandwidth
+//! and the α–β model.
 //!
-//! Pure functions of slices of f64. Callers pass only timed rounds of passing runs.
+//! Pure functions of slices of f64 and small value types; no I/O, no knowledge of run dirs or
+//! reports. Callers pass only timed rounds of passing runs (the honesty rule lives with them).
+//! The basic functions are here; the richer pieces live in submodules.
+
+pub mod bandwidth;
+pub mod bootstrap;
+pub mod fit;
+pub mod outliers;
+pub mod summary;
+
+pub use bootstrap::Bootstrap;
+pub use summary::{summarize, Summary};
 
 /// Arithmetic mean; None for an empty slice.
 pub fn mean(xs: &[f64]) -> Option<f64> {

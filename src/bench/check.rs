@@ -1,0 +1,124 @@
+//! The golden check of one rank's output after a timed round, and the fault injection that
+//! proves the check works.
+//!
+//! Owns comparing every element against `golden::expected_value` with the dtype's tolerance and
+//! counting mismatches (like nccl-tests' `#wrong`). It runs outside the timed region. It must not
+//! know about rounds, threads or output lines.
+
+use super::element::Element;
+use crate::golden;
+
+/// Poison written to outputs before a round: the golden of `allreduce_sum_v1` is ≥ 1 for every
+/// input formula and P ≥ 2, and −1 is exact in every dtype, so an element the collective fails
+/// to write is always caught.
+pub const POISON: f64 = -1.0;
+
+/// The first wrong element a rank found.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Wrong {
+    pub index: u64,
+    pub value: f64,
+    pub expected: f64,
+}
+
+/// What one rank's check found.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct RankCheck {
+    /// How many elements are outside tolerance.
+    pub wrong: u64,
+    /// The lowest-index wrong element.
+    pub first: Option<Wrong>,
+}
+
+/// Compare `out` (a whole output vector) against the golden for `p` ranks.
+pub fn check<T: Element>(out: &[T], formula: &str, p: u32) -> RankCheck {
+    let mut result = RankCheck::default();
+    for (i, x) in out.iter().enumerate() {
+        let index = i as u64;
+        let expected = golden::expected_value(formula, p, index);
+        let value = x.to_f64();
+        if !golden::matches(value, expected, T::DTYPE) {
+            result.wrong += 1;
+            if result.first.is_none() {
+                result.first = Some(Wrong {
+                    index,
+                    value,
+                    expected,
+                });
+            }
+        }
+    }
+    result
+}
+
+/// The element fault injection corrupts: the middle one (deterministic, and inside the vector
+/// for every count ≥ 1).
+pub fn fault_index(count: usize) -> usize {
+    count / 2
+}
+
+/// Corrupt `out[fault_index]` to a value that is wrong at any magnitude in every dtype: the
+/// negated value minus 1000 (the golden is always positive).
+pub fn corrupt<T: Element>(out: &mut [T]) {
+    let i = fault_index(out.len());
+    if let Some(x) = out.get_mut(i) {
+        *x = T::from_f64(-(x.to_f64() + 1000.0));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use half::{bf16, f16};
+
+    fn golden_vec<T: Element>(formula: &str, p: u32, n: usize) -> Vec<T> {
+        (0..n as u64)
+            .map(|i| T::from_f64(golden::expected_value(formula, p, i)))
+            .collect()
+    }
+
+    #[test]
+    fn a_correct_vector_passes() {
+        let out: Vec<f32> = golden_vec("rank_linear_v1", 4, 100);
+        assert_eq!(check(&out, "rank_linear_v1", 4), RankCheck::default());
+    }
+
+    #[test]
+    fn counts_every_wrong_element_and_reports_the_first() {
+        let mut out: Vec<i32> = golden_vec("rank_linear_v1", 2, 10);
+        out[3] = 7;
+        out[8] = 9;
+        let c = check(&out, "rank_linear_v1", 2);
+        assert_eq!(c.wrong, 2);
+        assert_eq!(
+            c.first,
+            Some(Wrong {
+                index: 3,
+                value: 7.0,
+                expected: 106.0
+            })
+        );
+    }
+
+    #[test]
+    fn poison_never_passes() {
+        let out = vec![f16::from_f64(POISON); 32];
+        assert_eq!(check(&out, "rank_mod16_v1", 2).wrong, 32);
+    }
+
+    #[test]
+    fn corruption_is_caught_in_every_dtype_even_at_large_values() {
+        fn caught<T: Element>(formula: &str, p: u32, n: usize) {
+            let mut out: Vec<T> = golden_vec(formula, p, n);
+            assert_eq!(check(&out, formula, p).wrong, 0, "{:?}", T::DTYPE);
+            corrupt(&mut out);
+            let c = check(&out, formula, p);
+            assert_eq!(c.wrong, 1, "{:?}", T::DTYPE);
+            assert_eq!(c.first.map(|w| w.index), Some(fault_index(n) as u64));
+        }
+        caught::<f32>("rank_linear_v1", 8, 1 << 20);
+        caught::<bf16>("rank_linear_v1", 8, 1 << 20);
+        caught::<f16>("rank_mod16_v1", 8, 33);
+        caught::<i32>("rank_linear_v1", 3, 1);
+    }
+}

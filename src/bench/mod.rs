@@ -1,0 +1,174 @@
+//! The built-in `host` stack: a real allreduce among P ranks on CPU threads.
+//!
+//! Owns the three algorithms (mesh, ring, twophase) over shared windows, their timing, the
+//! golden check of every timed round, and the native protocol lines they are reported in. The
+//! command (`campaign bench allreduce`) is glue around [`run`]. This module must not read files,
+//! parse arguments or print: rounds are handed to a caller-supplied sink as they end.
+//!
+//! Submodules: `chunks` (uneven split), `element` (dtype arithmetic, kernels), `window` (shared
+//! buffers, the unsafe contract), `barrier` (spin-then-yield sync), `mesh`/`ring`/`twophase`
+//! (one rank's part of one round), `check` (golden, fault injection), `runner` (rank threads,
+//! rounds, timing), `protocol` (the `CAMPAIGN_SAMPLE`/`CAMPAIGN_DONE` lines).
+
+pub mod barrier;
+pub mod check;
+pub mod chunks;
+pub mod element;
+pub mod mesh;
+pub mod protocol;
+pub mod ring;
+mod runner;
+pub mod twophase;
+pub mod window;
+
+use half::{bf16, f16};
+
+use crate::case::{Case, Dtype};
+pub use check::Wrong;
+
+/// How to run a case.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    pub warmup: u32,
+    pub timed: u32,
+    /// Allocate windows once (true) or every round.
+    pub persistent: bool,
+    pub fault: Option<Fault>,
+}
+
+impl Options {
+    /// The case's own round counts, persistent windows, no fault.
+    pub fn for_case(case: &Case) -> Options {
+        Options {
+            warmup: case.warmup_rounds,
+            timed: case.timed_rounds,
+            persistent: true,
+            fault: None,
+        }
+    }
+}
+
+/// Test-only corruption of one element of `rank`'s output in timed round `timed_round`
+/// (1-based), after the collective and before the check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fault {
+    pub rank: u32,
+    pub timed_round: u32,
+}
+
+/// A golden mismatch found after a timed round.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mismatch {
+    /// The lowest rank with a wrong element, and its first wrong element.
+    pub rank: u32,
+    pub first: Wrong,
+    /// Wrong elements on that rank.
+    pub wrong_on_rank: u64,
+    /// Wrong elements over all ranks, and how many ranks had any.
+    pub wrong_total: u64,
+    pub ranks_wrong: u32,
+}
+
+/// One round as it ended: what a `CAMPAIGN_SAMPLE` line carries.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RoundReport {
+    /// 1-based over all rounds of the run, warmup first.
+    pub round: u32,
+    /// Timed (checked) or warmup.
+    pub timed: bool,
+    /// 1-based within its phase.
+    pub phase_round: u32,
+    /// The slowest rank's execute time.
+    pub execute_s: f64,
+    pub per_rank_execute_s: Vec<f64>,
+    /// Window allocation and thread start; first round only.
+    pub setup_s: Option<f64>,
+    /// Rank 0's whole round: allocation, collective, check, release.
+    pub wall_s: f64,
+    /// Slowest rank's window allocation + input fill (non-persistent only).
+    pub alloc_s: Option<f64>,
+    /// Slowest rank's window release (non-persistent only).
+    pub release_s: Option<f64>,
+    /// Slowest rank's golden check (timed rounds only).
+    pub check_s: Option<f64>,
+    /// False when the golden check failed.
+    pub ok: bool,
+    pub mismatch: Option<Mismatch>,
+    /// P and count, for messages.
+    pub p: u32,
+    pub count: u64,
+}
+
+impl RoundReport {
+    /// The failure message of a wrong round, naming rank, index, value, expected and #wrong.
+    pub fn failure(&self) -> Option<String> {
+        let m = self.mismatch.as_ref()?;
+        Some(format!(
+            "golden mismatch in timed round {} (round {}): rank {} index {}: got {}, expected {} \
+             (#wrong {} of {} elements on rank {}; {} wrong on {} of {} ranks)",
+            self.phase_round,
+            self.round,
+            m.rank,
+            m.first.index,
+            m.first.value,
+            m.first.expected,
+            m.wrong_on_rank,
+            self.count,
+            m.rank,
+            m.wrong_total,
+            m.ranks_wrong,
+            self.p
+        ))
+    }
+}
+
+/// How the run ended.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Outcome {
+    pub timed_rounds: u32,
+    /// Timed rounds whose golden check failed.
+    pub failed_rounds: u32,
+    /// The first failing round's message.
+    pub first_failure: Option<String>,
+}
+
+impl Outcome {
+    pub fn passed(&self) -> bool {
+        self.failed_rounds == 0
+    }
+
+    /// The `CAMPAIGN_DONE` error text when failed.
+    pub fn error(&self) -> Option<String> {
+        let first = self.first_failure.as_ref()?;
+        Some(format!(
+            "{first}; {} of {} timed rounds failed",
+            self.failed_rounds, self.timed_rounds
+        ))
+    }
+}
+
+/// One rank's view of a round: who it is and what it shares.
+pub struct RankCtx<'a, T> {
+    pub rank: usize,
+    pub p: usize,
+    pub count: usize,
+    pub windows: &'a window::Windows<T>,
+    pub sync: &'a barrier::Barrier,
+    /// Ring progress steps this rank completed in earlier rounds.
+    pub ring_steps: u64,
+}
+
+/// Run `case` with `opts`: P rank threads, warmup then timed rounds, every timed round checked.
+/// `sink` receives each round as it ends (on rank 0's thread, outside every timed region).
+/// The case must be valid (`Case::problems` empty) and `opts.timed >= 1`.
+pub fn run(case: &Case, opts: &Options, sink: &mut dyn FnMut(&RoundReport)) -> Outcome {
+    match case.dtype {
+        Dtype::Fp32 => runner::run::<f32>(case, opts, sink),
+        Dtype::Fp16 => runner::run::<f16>(case, opts, sink),
+        Dtype::Bf16 => runner::run::<bf16>(case, opts, sink),
+        Dtype::Int32 => runner::run::<i32>(case, opts, sink),
+    }
+}
+
+#[cfg(test)]
+mod tests;

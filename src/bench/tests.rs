@@ -1,0 +1,154 @@
+//! Unit tests of the whole host allreduce: every variant × dtype × P × awkward count passes the
+//! golden, round reports are complete, and a corrupted rank is caught.
+
+use super::*;
+use crate::case::Variant;
+
+const VARIANTS: [Variant; 3] = [Variant::Mesh, Variant::Ring, Variant::Twophase];
+const DTYPES: [Dtype; 4] = [Dtype::Fp32, Dtype::Fp16, Dtype::Bf16, Dtype::Int32];
+
+fn case(variant: Variant, p: u32, count: u64, dtype: Dtype) -> Case {
+    let mut c = Case::new(variant, p, count);
+    c.dtype = dtype;
+    c.platform = crate::case::Platform::Host;
+    if crate::golden::range_problem(&c).is_some() {
+        c.input_formula = "rank_mod16_v1".into();
+    }
+    assert!(c.problems().is_empty(), "{:?}", c.problems());
+    c
+}
+
+fn opts(warmup: u32, timed: u32) -> Options {
+    Options {
+        warmup,
+        timed,
+        persistent: true,
+        fault: None,
+    }
+}
+
+/// Run and collect every round report.
+fn run_case(c: &Case, o: &Options) -> (Outcome, Vec<RoundReport>) {
+    let mut rounds = Vec::new();
+    let outcome = run(c, o, &mut |r| rounds.push(r.clone()));
+    (outcome, rounds)
+}
+
+fn assert_passes(c: &Case, o: &Options) {
+    let (outcome, rounds) = run_case(c, o);
+    assert!(
+        outcome.passed(),
+        "{}: {:?}",
+        c.case_id(),
+        outcome.first_failure
+    );
+    assert_eq!(rounds.len() as u32, o.warmup + o.timed, "{}", c.case_id());
+    assert!(rounds.iter().all(|r| r.ok), "{}", c.case_id());
+}
+
+#[test]
+fn every_variant_dtype_p_and_awkward_count_passes_the_golden() {
+    for p in [2u32, 3, 4, 8] {
+        let counts = [1, u64::from(p) - 1, 37 * u64::from(p) + 3, 4099];
+        for variant in VARIANTS {
+            for dtype in DTYPES {
+                for count in counts.into_iter().filter(|c| *c >= 1) {
+                    assert_passes(&case(variant, p, count, dtype), &opts(1, 2));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn one_mebi_elements_pass_for_every_variant_and_p() {
+    for p in [2u32, 3, 4, 8] {
+        for variant in VARIANTS {
+            assert_passes(&case(variant, p, 1 << 20, Dtype::Fp32), &opts(0, 1));
+        }
+    }
+}
+
+#[test]
+fn non_persistent_windows_pass_and_report_allocation() {
+    for variant in VARIANTS {
+        let c = case(variant, 3, 1000, Dtype::Bf16);
+        let o = Options {
+            persistent: false,
+            ..opts(1, 2)
+        };
+        assert_passes(&c, &o);
+        let (_, rounds) = run_case(&c, &o);
+        assert!(rounds
+            .iter()
+            .all(|r| r.alloc_s.is_some() && r.release_s.is_some()));
+    }
+}
+
+#[test]
+fn round_reports_carry_timing_for_every_rank() {
+    let c = case(Variant::Ring, 4, 4096, Dtype::Fp32);
+    let (_, rounds) = run_case(&c, &opts(2, 3));
+    let rounds_seen: Vec<(u32, bool, u32)> = rounds
+        .iter()
+        .map(|r| (r.round, r.timed, r.phase_round))
+        .collect();
+    assert_eq!(
+        rounds_seen,
+        vec![
+            (1, false, 1),
+            (2, false, 2),
+            (3, true, 1),
+            (4, true, 2),
+            (5, true, 3)
+        ]
+    );
+    assert!(rounds[0].setup_s.is_some());
+    assert!(rounds[1..].iter().all(|r| r.setup_s.is_none()));
+    for r in &rounds {
+        assert_eq!(r.per_rank_execute_s.len(), 4);
+        let max = r.per_rank_execute_s.iter().copied().fold(0.0, f64::max);
+        assert_eq!(r.execute_s, max, "execute_s is the slowest rank");
+        assert!(r.execute_s > 0.0);
+        assert_eq!(
+            r.check_s.is_some(),
+            r.timed,
+            "only timed rounds are checked"
+        );
+        assert_eq!((r.alloc_s, r.release_s), (None, None), "persistent");
+    }
+}
+
+#[test]
+fn injected_fault_is_caught_with_rank_index_value_and_count() {
+    for variant in VARIANTS {
+        for dtype in DTYPES {
+            let c = case(variant, 4, 10, dtype);
+            let o = Options {
+                fault: Some(Fault {
+                    rank: 2,
+                    timed_round: 2,
+                }),
+                ..opts(1, 3)
+            };
+            let (outcome, rounds) = run_case(&c, &o);
+            assert!(!outcome.passed(), "{}", c.case_id());
+            assert_eq!(outcome.failed_rounds, 1);
+            let oks: Vec<bool> = rounds.iter().map(|r| r.ok).collect();
+            assert_eq!(oks, vec![true, true, false, true], "{}", c.case_id());
+            let m = rounds[2].mismatch.as_ref().unwrap();
+            assert_eq!((m.rank, m.first.index, m.wrong_on_rank), (2, 5, 1));
+            let expected = crate::golden::expected_value(&c.input_formula, 4, 5);
+            assert_eq!(m.first.expected, expected);
+            let msg = outcome.error().unwrap();
+            assert!(
+                msg.contains(&format!(
+                    "timed round 2 (round 3): rank 2 index 5: got {}, expected {expected}",
+                    m.first.value
+                )),
+                "{msg}"
+            );
+            assert!(msg.contains("1 of 3 timed rounds failed"), "{msg}");
+        }
+    }
+}

@@ -1,0 +1,204 @@
+//! Shared windows: every rank's input and output buffer, readable by every other rank.
+//!
+//! Owns the memory the ranks communicate through and the one `unsafe` contract that makes it
+//! sound. Each rank owns a slot (its input and its output buffer); only the owner allocates,
+//! fills or writes its slot, and any rank may read any slot. The algorithms separate every write
+//! from every read of the same elements by a barrier or a release/acquire progress counter
+//! (see `barrier.rs`), so no element is ever written while another thread accesses it: that is
+//! the whole proof of data-race freedom, and each algorithm states which synchronisation orders
+//! which access. This module must not know about algorithms, timing or the golden.
+//!
+//! Buffers are kept as raw pointer + length (never as a `Vec` behind a shared reference) so a
+//! rank handing out `&mut` to its own chunk never aliases a `&` another rank holds on a
+//! different chunk of the same buffer: references are only ever made to the exact element
+//! range being accessed.
+
+use std::marker::PhantomData;
+use std::ops::Range;
+use std::ptr;
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+
+/// One heap buffer published by raw parts.
+struct Buffer<T> {
+    ptr: AtomicPtr<T>,
+    len: AtomicUsize,
+}
+
+impl<T> Buffer<T> {
+    fn empty() -> Buffer<T> {
+        Buffer {
+            ptr: AtomicPtr::new(ptr::null_mut()),
+            len: AtomicUsize::new(0),
+        }
+    }
+
+    /// Replace the buffer, freeing the old one.
+    ///
+    /// # Safety
+    /// No other thread may access this buffer until a barrier after this call.
+    unsafe fn replace(&self, new: Box<[T]>) {
+        let len = new.len();
+        let new_ptr = Box::into_raw(new) as *mut T;
+        let old_ptr = self.ptr.swap(new_ptr, Ordering::Relaxed);
+        let old_len = self.len.swap(len, Ordering::Relaxed);
+        if !old_ptr.is_null() {
+            // SAFETY: `old_ptr`/`old_len` came from `Box::into_raw` of a boxed slice in an
+            // earlier `replace`, and the caller guarantees nobody else is using it.
+            drop(unsafe { Box::from_raw(ptr::slice_from_raw_parts_mut(old_ptr, old_len)) });
+        }
+    }
+
+    fn raw(&self, range: &Range<usize>) -> *mut T {
+        let len = self.len.load(Ordering::Relaxed);
+        assert!(
+            range.start <= range.end && range.end <= len,
+            "window range {range:?} outside buffer of {len} elements"
+        );
+        // SAFETY: in bounds of the live allocation (checked above); a zero-length range on an
+        // empty buffer uses a dangling-but-aligned pointer below instead of null.
+        let base = self.ptr.load(Ordering::Relaxed);
+        if base.is_null() {
+            ptr::NonNull::dangling().as_ptr()
+        } else {
+            unsafe { base.add(range.start) }
+        }
+    }
+}
+
+impl<T> Drop for Buffer<T> {
+    fn drop(&mut self) {
+        let p = *self.ptr.get_mut();
+        if !p.is_null() {
+            // SAFETY: `&mut self` means no rank is alive to use it; raw parts came from a Box.
+            drop(unsafe { Box::from_raw(ptr::slice_from_raw_parts_mut(p, *self.len.get_mut())) });
+        }
+    }
+}
+
+/// Which of a rank's two buffers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// What the rank contributes; never written during a round.
+    Input,
+    /// Where the rank's result (and, for ring, partial sums peers read) goes.
+    Output,
+}
+
+/// The windows of `p` ranks.
+pub struct Windows<T> {
+    input: Vec<Buffer<T>>,
+    output: Vec<Buffer<T>>,
+    _owns: PhantomData<Box<[T]>>,
+}
+
+// SAFETY: the buffers are plain heap memory of `T: Send + Sync`; concurrent access is governed
+// by the contract of the `unsafe` accessors below (writes and reads of the same elements are
+// separated by barriers or release/acquire counters).
+unsafe impl<T: Send + Sync> Sync for Windows<T> {}
+unsafe impl<T: Send> Send for Windows<T> {}
+
+impl<T: Copy> Windows<T> {
+    /// `p` empty slots; each rank installs its own buffers.
+    pub fn new(p: usize) -> Windows<T> {
+        Windows {
+            input: (0..p).map(|_| Buffer::empty()).collect(),
+            output: (0..p).map(|_| Buffer::empty()).collect(),
+            _owns: PhantomData,
+        }
+    }
+
+    fn buffer(&self, rank: usize, side: Side) -> &Buffer<T> {
+        match side {
+            Side::Input => &self.input[rank],
+            Side::Output => &self.output[rank],
+        }
+    }
+
+    /// Install `rank`'s buffers (allocating a window), freeing any previous ones.
+    ///
+    /// # Safety
+    /// Called by `rank` only, and no thread may access `rank`'s buffers until every rank has
+    /// passed a barrier after this call.
+    pub unsafe fn install(&self, rank: usize, input: Box<[T]>, output: Box<[T]>) {
+        // SAFETY: forwarded contract.
+        unsafe {
+            self.input[rank].replace(input);
+            self.output[rank].replace(output);
+        }
+    }
+
+    /// Free `rank`'s buffers.
+    ///
+    /// # Safety
+    /// As for [`Windows::install`].
+    pub unsafe fn release(&self, rank: usize) {
+        // SAFETY: forwarded contract.
+        unsafe { self.install(rank, Box::new([]), Box::new([])) }
+    }
+
+    /// Read `range` of `rank`'s buffer.
+    ///
+    /// # Safety
+    /// No thread writes any element of `range` while the returned slice is alive: every write
+    /// to it happened before a barrier or progress post the caller has since waited on, and the
+    /// next write comes after a barrier the caller has not yet passed. The buffer is not
+    /// replaced meanwhile.
+    pub unsafe fn read(&self, rank: usize, side: Side, range: Range<usize>) -> &[T] {
+        let p = self.buffer(rank, side).raw(&range);
+        // SAFETY: in bounds (checked by `raw`), initialised (boxed slice of Copy), not written
+        // concurrently (caller's contract).
+        unsafe { std::slice::from_raw_parts(p, range.len()) }
+    }
+
+    /// Write access to `range` of `rank`'s own buffer.
+    ///
+    /// # Safety
+    /// Called by `rank` only (or with `rank`'s consent established by a barrier), and no other
+    /// thread reads or writes any element of `range` while the returned slice is alive.
+    #[allow(clippy::mut_from_ref)]
+    pub unsafe fn write(&self, rank: usize, side: Side, range: Range<usize>) -> &mut [T] {
+        let p = self.buffer(rank, side).raw(&range);
+        // SAFETY: in bounds, initialised, exclusive for the slice's lifetime (caller's contract).
+        unsafe { std::slice::from_raw_parts_mut(p, range.len()) }
+    }
+
+    /// Length of `rank`'s buffers (0 when none is installed).
+    pub fn len(&self, rank: usize) -> usize {
+        self.buffer(rank, Side::Input).len.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn install_read_write_and_replace() {
+        let w: Windows<u32> = Windows::new(2);
+        assert_eq!(w.len(0), 0);
+        // SAFETY: single-threaded test; no concurrent access.
+        unsafe {
+            w.install(0, vec![1, 2, 3].into(), vec![0; 3].into());
+            w.install(1, vec![4, 5, 6].into(), vec![0; 3].into());
+            assert_eq!(w.read(1, Side::Input, 1..3), &[5, 6]);
+            w.write(0, Side::Output, 0..2).copy_from_slice(&[7, 8]);
+            assert_eq!(w.read(0, Side::Output, 0..3), &[7, 8, 0]);
+            assert!(w.read(0, Side::Input, 3..3).is_empty());
+            w.release(1);
+            assert!(w.read(1, Side::Output, 0..0).is_empty());
+        }
+        assert_eq!(w.len(0), 3);
+        assert_eq!(w.len(1), 0);
+    }
+
+    #[test]
+    #[should_panic(expected = "outside buffer")]
+    fn out_of_range_reads_are_refused() {
+        let w: Windows<u32> = Windows::new(1);
+        // SAFETY: single-threaded test.
+        unsafe {
+            w.install(0, vec![1].into(), vec![0].into());
+            let _ = w.read(0, Side::Input, 0..2);
+        }
+    }
+}

@@ -1,0 +1,361 @@
+//! Shared drawing for figure families: small-multiple panels of series, bars and error bars.
+//!
+//! Every family describes its figure as `Panel`s of plain numbers; this file alone talks to
+//! plotters' chart API. Log axes are drawn as linear axes over log-transformed values with
+//! labels mapped back, so one coordinate type serves every panel.
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use super::Figure;
+use crate::report::font::FAMILY;
+
+/// How a series is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    LineAndPoints,
+    Points,
+    /// A fitted or reference line, dashed, no markers.
+    Dashed,
+}
+
+/// One series: a label in the legend, a palette index and its points (already transformed).
+pub struct Series {
+    /// Legend text; empty = no legend entry (e.g. a fit line drawn beside its points).
+    pub label: String,
+    pub color: usize,
+    pub style: Style,
+    pub points: Vec<(f64, f64)>,
+}
+
+/// A filled rectangle `(x0, y0, x1, y1, palette index)` in data coordinates.
+pub type Rect = (f64, f64, f64, f64, usize);
+
+/// A vertical error bar `(x, lo, mid, hi, palette index)`.
+pub type ErrorBarSpec = (f64, f64, f64, f64, usize);
+
+/// One axis: its description and how a (possibly log-transformed) value is labelled.
+pub struct Axis {
+    pub desc: String,
+    pub label: Box<dyn Fn(f64) -> String>,
+}
+
+impl Axis {
+    pub fn new(desc: &str, label: impl Fn(f64) -> String + 'static) -> Axis {
+        Axis {
+            desc: desc.to_string(),
+            label: Box::new(label),
+        }
+    }
+
+    /// An axis over log2 of bytes: labelled at whole powers of two only.
+    pub fn log2_bytes(desc: &str) -> Axis {
+        Axis::new(desc, |v| {
+            if (v - v.round()).abs() < 1e-6 && v >= 0.0 {
+                crate::units::format_bytes(2f64.powf(v.round()) as u64)
+            } else {
+                String::new()
+            }
+        })
+    }
+
+    /// A categorical axis over item indices: names when there are few, 1-based numbers (the
+    /// order of the report's table) when names would overlap.
+    pub fn categories(desc: &str, names: Vec<String>) -> Axis {
+        const MAX_NAMED: usize = 8;
+        let named = names.len() <= MAX_NAMED;
+        let desc = if named {
+            desc.to_string()
+        } else {
+            format!("{desc} # (table order)")
+        };
+        Axis::new(&desc, move |v| {
+            let i = v.round();
+            if (v - i).abs() > 1e-6 || i < 0.0 || i as usize >= names.len() {
+                String::new()
+            } else if named {
+                names[i as usize].clone()
+            } else {
+                format!("{}", i as usize + 1)
+            }
+        })
+    }
+
+    /// An axis over log10 of seconds.
+    pub fn log10_seconds(desc: &str) -> Axis {
+        Axis::new(desc, |v| crate::units::format_seconds(10f64.powf(v)))
+    }
+}
+
+/// One small multiple.
+pub struct Panel {
+    pub title: String,
+    pub x: Axis,
+    pub y: Axis,
+    pub series: Vec<Series>,
+    pub rects: Vec<Rect>,
+    /// Labels shown in the legend for rectangle colours.
+    pub rect_legend: Vec<(String, usize)>,
+    pub error_bars: Vec<ErrorBarSpec>,
+    /// A horizontal reference line (parity at 1, ideal efficiency).
+    pub hline: Option<(f64, String)>,
+}
+
+impl Panel {
+    pub fn new(title: impl Into<String>, x: Axis, y: Axis) -> Panel {
+        Panel {
+            title: title.into(),
+            x,
+            y,
+            series: Vec::new(),
+            rects: Vec::new(),
+            rect_legend: Vec::new(),
+            error_bars: Vec::new(),
+            hline: None,
+        }
+    }
+
+    fn bounds(&self) -> Option<((f64, f64), (f64, f64))> {
+        let mut xs: Vec<f64> = Vec::new();
+        let mut ys: Vec<f64> = Vec::new();
+        for s in &self.series {
+            for p in &s.points {
+                xs.push(p.0);
+                ys.push(p.1);
+            }
+        }
+        for r in &self.rects {
+            xs.extend([r.0, r.2]);
+            ys.extend([r.1, r.3]);
+        }
+        for e in &self.error_bars {
+            xs.push(e.0);
+            ys.extend([e.1, e.3]);
+        }
+        if let Some((y, _)) = &self.hline {
+            ys.push(*y);
+        }
+        let range = |v: &[f64]| {
+            let finite = v.iter().copied().filter(|x| x.is_finite());
+            let lo = finite.clone().fold(f64::INFINITY, f64::min);
+            let hi = finite.fold(f64::NEG_INFINITY, f64::max);
+            if !lo.is_finite() {
+                return None;
+            }
+            let pad = if hi > lo { (hi - lo) * 0.06 } else { 0.5 };
+            Some((lo - pad, hi + pad))
+        };
+        Some((range(&xs)?, range(&ys)?))
+    }
+}
+
+/// A figure made of panels in a grid under one title.
+pub struct Panels {
+    pub title: String,
+    pub panels: Vec<Panel>,
+}
+
+const PANEL_W: u32 = 760;
+const LEGEND_W: u32 = 220;
+const PANEL_H: u32 = 420;
+const TITLE_H: u32 = 48;
+
+impl Panels {
+    fn grid(&self) -> (usize, usize) {
+        let n = self.panels.len().max(1);
+        let cols = n.min(3);
+        (n.div_ceil(cols), cols)
+    }
+}
+
+impl Figure for Panels {
+    fn title(&self) -> String {
+        self.title.clone()
+    }
+
+    fn size(&self) -> (u32, u32) {
+        let (rows, cols) = self.grid();
+        (PANEL_W * cols as u32, PANEL_H * rows as u32 + TITLE_H)
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        root.fill(&WHITE).map_err(err)?;
+        let body = root
+            .titled(&self.title, (FAMILY, 26).into_font().style(FontStyle::Bold))
+            .map_err(err)?;
+        let (rows, cols) = self.grid();
+        let areas = body.split_evenly((rows, cols));
+        for (panel, area) in self.panels.iter().zip(areas.iter()) {
+            draw_panel(panel, area)?;
+        }
+        Ok(())
+    }
+}
+
+/// Palette colour `i`, opaque.
+pub fn color(i: usize) -> RGBColor {
+    let c = Palette99::pick(i).to_rgba();
+    RGBColor(c.0, c.1, c.2)
+}
+
+pub fn err(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+fn draw_panel<DB: DrawingBackend>(
+    panel: &Panel,
+    area: &DrawingArea<DB, Shift>,
+) -> Result<(), String> {
+    let Some(((x0, x1), (y0, y1))) = panel.bounds() else {
+        return Ok(());
+    };
+    let width = area.dim_in_pixel().0;
+    let (plot_area, legend_area) = area.split_horizontally(width.saturating_sub(LEGEND_W));
+    let legend_area = &legend_area;
+    let mut chart = ChartBuilder::on(&plot_area)
+        .caption(&panel.title, (FAMILY, 16))
+        .margin(8)
+        .x_label_area_size(44)
+        .y_label_area_size(70)
+        .build_cartesian_2d(x0..x1, y0..y1)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc(panel.x.desc.as_str())
+        .y_desc(panel.y.desc.as_str())
+        .x_label_formatter(&|v| (panel.x.label)(*v))
+        .y_label_formatter(&|v| (panel.y.label)(*v))
+        .label_style((FAMILY, 12))
+        .axis_desc_style((FAMILY, 13))
+        .light_line_style(WHITE.mix(0.0))
+        .draw()
+        .map_err(err)?;
+    let mut legend: Vec<(String, RGBColor, bool)> = Vec::new();
+    if let Some((y, label)) = &panel.hline {
+        let y = *y;
+        chart
+            .draw_series(LineSeries::new([(x0, y), (x1, y)], BLACK.stroke_width(1)))
+            .map_err(err)?;
+        legend.push((label.clone(), BLACK, false));
+    }
+    for (x0, y0, x1, y1, c) in &panel.rects {
+        chart
+            .draw_series(std::iter::once(Rectangle::new(
+                [(*x0, *y0), (*x1, *y1)],
+                color(*c).filled(),
+            )))
+            .map_err(err)?;
+    }
+    for (label, c) in &panel.rect_legend {
+        legend.push((label.clone(), color(*c), true));
+    }
+    for (x, lo, mid, hi, c) in &panel.error_bars {
+        chart
+            .draw_series(std::iter::once(ErrorBar::new_vertical(
+                *x,
+                *lo,
+                *mid,
+                *hi,
+                color(*c).stroke_width(1),
+                6,
+            )))
+            .map_err(err)?;
+    }
+    for s in &panel.series {
+        let col = color(s.color);
+        let style = col.stroke_width(2);
+        let pts = s.points.iter().copied();
+        match s.style {
+            Style::LineAndPoints => {
+                chart
+                    .draw_series(pts.clone().map(|p| Circle::new(p, 3, col.filled())))
+                    .map_err(err)?;
+                chart
+                    .draw_series(LineSeries::new(pts, style))
+                    .map_err(err)?;
+            }
+            Style::Points => {
+                chart
+                    .draw_series(pts.map(|p| Circle::new(p, 3, col.filled())))
+                    .map_err(err)?;
+            }
+            Style::Dashed => {
+                chart
+                    .draw_series(DashedLineSeries::new(pts, 6, 4, style))
+                    .map_err(err)?;
+            }
+        }
+        if !s.label.is_empty() {
+            legend.push((s.label.clone(), col, false));
+        }
+    }
+    draw_legend(&legend, legend_area)
+}
+
+/// The legend beside the plot (never over the data): a colour sample and a label per entry.
+fn draw_legend<DB: DrawingBackend>(
+    entries: &[(String, RGBColor, bool)],
+    area: &DrawingArea<DB, Shift>,
+) -> Result<(), String> {
+    const ROW: i32 = 15;
+    let (_, h) = area.dim_in_pixel();
+    let fits = ((h as i32 - 40) / ROW).max(1) as usize;
+    let style = TextStyle::from((FAMILY, 12).into_font()).color(&BLACK);
+    for (i, (label, col, filled)) in entries.iter().take(fits).enumerate() {
+        let y = 34 + i as i32 * ROW;
+        if *filled {
+            area.draw(&Rectangle::new([(4, y - 5), (18, y + 5)], col.filled()))
+                .map_err(err)?;
+        } else {
+            area.draw(&PathElement::new([(2, y), (20, y)], col.stroke_width(2)))
+                .map_err(err)?;
+        }
+        area.draw(&Text::new(label.clone(), (26, y - 6), style.clone()))
+            .map_err(err)?;
+    }
+    if entries.len() > fits {
+        let y = 34 + fits as i32 * ROW;
+        let more = format!("… and {} more", entries.len() - fits);
+        area.draw(&Text::new(more, (26, y - 6), style))
+            .map_err(err)?;
+    }
+    Ok(())
+}
+
+/// Label of a series from the parts that tell series apart (a part equal in every series of
+/// the figure is left out so legends stay short, but none that differs is ever dropped).
+pub fn labels(keys: &[Vec<String>]) -> Vec<String> {
+    let width = keys.iter().map(Vec::len).max().unwrap_or(0);
+    let varies: Vec<bool> = (0..width)
+        .map(|i| {
+            let first = keys.first().and_then(|k| k.get(i));
+            keys.iter().any(|k| k.get(i) != first)
+        })
+        .collect();
+    keys.iter()
+        .map(|k| {
+            let parts: Vec<&str> = k
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| varies[*i] || *i == 0)
+                .map(|(_, p)| p.as_str())
+                .collect();
+            parts.join(" ")
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_keep_every_varying_part() {
+        let keys = vec![
+            vec!["hccl".into(), "mesh".into(), "fp32".into()],
+            vec!["hccl".into(), "ring".into(), "fp32".into()],
+            vec!["mpi".into(), "ring".into(), "fp32".into()],
+        ];
+        assert_eq!(labels(&keys), vec!["hccl mesh", "hccl ring", "mpi ring"]);
+    }
+}

@@ -1,0 +1,72 @@
+//! message_size_bw: bus bandwidth vs message size (log2 x), one panel per P.
+//!
+//! One series per (stack, variant, dtype, core_num) within a panel; busbw is recomputed from
+//! bytes and the median time (nccl-tests convention). Only turns the analysis into panels.
+
+use std::collections::BTreeMap;
+
+use super::common::{labels, Axis, Panel, Panels, Series, Style};
+use crate::report::analysis::Analysis;
+use crate::results::ResultSet;
+
+type Key = (String, String, String, u32);
+
+pub fn build(a: &Analysis, results: &ResultSet) -> Result<Panels, String> {
+    let mut g: BTreeMap<u32, BTreeMap<Key, Vec<(f64, f64)>>> = BTreeMap::new();
+    for s in a.stats.values() {
+        let (Some(bw), true) = (s.busbw, s.n_bytes > 0) else {
+            continue;
+        };
+        let r = &results.runs[s.index];
+        let key = (
+            r.stack.clone(),
+            r.case.variant.to_string(),
+            r.case.dtype.to_string(),
+            r.case.core_num,
+        );
+        g.entry(r.case.p)
+            .or_default()
+            .entry(key)
+            .or_default()
+            .push(((s.n_bytes as f64).log2(), bw / 1e9));
+    }
+    let swept = g
+        .values()
+        .flat_map(|s| s.values())
+        .any(|pts| pts.iter().any(|p| p.0 != pts[0].0));
+    if !swept {
+        return Err("no stack was measured at two or more message sizes".into());
+    }
+    let mut palette: Vec<Key> = g.values().flat_map(|s| s.keys().cloned()).collect();
+    palette.sort();
+    palette.dedup();
+    let names = labels(
+        &palette
+            .iter()
+            .map(|k| vec![k.0.clone(), k.1.clone(), k.2.clone(), format!("cn{}", k.3)])
+            .collect::<Vec<_>>(),
+    );
+    let mut panels = Vec::new();
+    for (p, series) in g {
+        let mut panel = Panel::new(
+            format!("P = {p}"),
+            Axis::log2_bytes("message size (bytes per rank)"),
+            Axis::new("busbw (GB/s)", |v| format!("{v:.2}")),
+        );
+        for (key, mut pts) in series {
+            pts.sort_by(|x, y| x.0.total_cmp(&y.0).then(x.1.total_cmp(&y.1)));
+            let i = palette.binary_search(&key).unwrap_or(0);
+            panel.series.push(Series {
+                label: names[i].clone(),
+                color: i,
+                style: Style::LineAndPoints,
+                points: pts,
+            });
+        }
+        panels.push(panel);
+    }
+    Ok(Panels {
+        title: "Bus bandwidth vs message size".into(),
+        panels,
+    })
+}

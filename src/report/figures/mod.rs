@@ -1,0 +1,141 @@
+//! The `plot` step: every figure family, drawn to `<run dir>/figures/<name>.png` and `.svg`.
+//!
+//! Owns the figure list, the PNG+SVG rendering of one figure and the skip rule (a figure with
+//! no data for it is skipped with a reason, never drawn empty). Each family lives in its own
+//! file and only turns an `Analysis` into a drawable value; nothing here computes statistics.
+
+use std::path::{Path, PathBuf};
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use super::analysis::Analysis;
+use crate::error::{Error, Result};
+use crate::results::ResultSet;
+
+mod breakdown;
+mod common;
+mod message_size;
+mod model_fit;
+mod paired_ratio;
+mod strong_scaling;
+mod wall_vs_device;
+
+/// Every figure, in report order.
+pub const ALL: &[&str] = &[
+    "strong_scaling_t_total",
+    "strong_scaling_efficiency",
+    "message_size_bw",
+    "paired_stack_ratio",
+    "phase_breakdown",
+    "compile_breakdown",
+    "wall_vs_device",
+    "bw_model_fit",
+];
+
+/// A figure ready to draw on any plotters backend.
+pub(crate) trait Figure {
+    fn title(&self) -> String;
+    /// Pixel size (the SVG uses the same user units).
+    fn size(&self) -> (u32, u32);
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String>;
+}
+
+/// A figure that was written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Drawn {
+    pub name: String,
+    pub title: String,
+    pub png: PathBuf,
+    pub svg: PathBuf,
+}
+
+/// A figure that was not drawn, and why (no data for it, or not asked for).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Skipped {
+    pub name: String,
+    pub reason: String,
+}
+
+/// Draw the figures named in `wanted` (empty = all) into `dir`.
+pub fn draw_all(
+    analysis: &Analysis,
+    results: &ResultSet,
+    wanted: &[String],
+    dir: &Path,
+) -> Result<(Vec<Drawn>, Vec<Skipped>)> {
+    if let Some(bad) = wanted.iter().find(|w| !ALL.contains(&w.as_str())) {
+        return Err(Error::Usage(format!(
+            "[report] figures: unknown figure `{bad}` (expected any of: {})",
+            ALL.join(", ")
+        )));
+    }
+    super::font::ensure_registered().map_err(Error::Environment)?;
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    let mut drawn = Vec::new();
+    let mut skipped = Vec::new();
+    for name in ALL {
+        if !wanted.is_empty() && !wanted.iter().any(|w| w == name) {
+            continue;
+        }
+        let outcome = match *name {
+            "strong_scaling_t_total" => {
+                strong_scaling::total(analysis, results).map(|f| render(&f, name, dir))
+            }
+            "strong_scaling_efficiency" => {
+                strong_scaling::efficiency(analysis, results).map(|f| render(&f, name, dir))
+            }
+            "message_size_bw" => {
+                message_size::build(analysis, results).map(|f| render(&f, name, dir))
+            }
+            "paired_stack_ratio" => paired_ratio::build(analysis).map(|f| render(&f, name, dir)),
+            "phase_breakdown" => {
+                breakdown::phases(analysis, results).map(|f| render(&f, name, dir))
+            }
+            "compile_breakdown" => {
+                breakdown::compile(analysis, results).map(|f| render(&f, name, dir))
+            }
+            "wall_vs_device" => {
+                wall_vs_device::build(analysis, results).map(|f| render(&f, name, dir))
+            }
+            _ => model_fit::build(analysis).map(|f| render(&f, name, dir)),
+        };
+        match outcome {
+            Ok(result) => drawn.push(result?),
+            Err(reason) => skipped.push(Skipped {
+                name: name.to_string(),
+                reason,
+            }),
+        }
+    }
+    Ok((drawn, skipped))
+}
+
+/// Draw one figure as PNG and SVG.
+fn render<F: Figure>(fig: &F, name: &str, dir: &Path) -> Result<Drawn> {
+    let png = dir.join(format!("{name}.png"));
+    let svg = dir.join(format!("{name}.svg"));
+    let size = fig.size();
+    let failed = |path: &Path, e: String| {
+        Error::Environment(format!(
+            "{}: drawing figure `{name}` failed: {e}",
+            path.display()
+        ))
+    };
+    {
+        let root = BitMapBackend::new(&png, size).into_drawing_area();
+        fig.draw(&root).map_err(|e| failed(&png, e))?;
+        root.present().map_err(|e| failed(&png, e.to_string()))?;
+    }
+    {
+        let root = SVGBackend::new(&svg, size).into_drawing_area();
+        fig.draw(&root).map_err(|e| failed(&svg, e))?;
+        root.present().map_err(|e| failed(&svg, e.to_string()))?;
+    }
+    Ok(Drawn {
+        name: name.to_string(),
+        title: fig.title(),
+        png,
+        svg,
+    })
+}

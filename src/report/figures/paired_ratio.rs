@@ -1,0 +1,63 @@
+//! paired_stack_ratio: per case, median(stack) / median(baseline) with its bootstrap CI.
+//!
+//! One panel per compared stack, one bar per case (never pooled over cases), error bars for
+//! the 95 % CI and a parity line at 1 (below 1 = faster than the baseline). Only turns the
+//! paired comparisons into panels.
+
+use super::common::{Axis, Panel, Panels};
+use crate::report::analysis::Analysis;
+
+/// Half the width of a bar, in case-index units.
+const HALF_BAR: f64 = 0.35;
+
+pub fn build(a: &Analysis) -> Result<Panels, String> {
+    let Some(baseline) = &a.baseline else {
+        return Err(a
+            .baseline_note
+            .clone()
+            .unwrap_or_else(|| "no baseline stack".into()));
+    };
+    if a.paired.is_empty() {
+        return Err(format!(
+            "no case has passing runs of `{baseline}` and another stack"
+        ));
+    }
+    let mut panels = Vec::new();
+    for (color, stack) in a.stacks.iter().filter(|s| *s != baseline).enumerate() {
+        let rows: Vec<_> = a.paired.iter().filter(|p| &p.stack == stack).collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let names: Vec<String> = rows.iter().map(|p| short(&p.case_id)).collect();
+        let x = Axis::categories("case", names);
+        let mut panel = Panel::new(
+            format!("{stack} / {baseline}"),
+            x,
+            Axis::new("execute time ratio", |v| format!("{v:.2}")),
+        );
+        panel.hline = Some((1.0, "parity".into()));
+        panel
+            .rect_legend
+            .push((format!("{stack} / {baseline} median"), color));
+        for (i, p) in rows.iter().enumerate() {
+            let x = i as f64;
+            panel
+                .rects
+                .push((x - HALF_BAR, 0.0, x + HALF_BAR, p.ratio, color));
+            panel
+                .error_bars
+                .push((x, p.ci.lo, p.ratio, p.ci.hi, color + 1));
+        }
+        panels.push(panel);
+    }
+    Ok(Panels {
+        title: format!("Execute time relative to {baseline} (below 1 = faster)"),
+        panels,
+    })
+}
+
+/// A case id without its platform and device suffix, for axis labels.
+fn short(case_id: &str) -> String {
+    let parts: Vec<&str> = case_id.split('_').collect();
+    parts.iter().take(4).copied().collect::<Vec<_>>().join(" ")
+}

@@ -1,0 +1,132 @@
+//! The summarize → plot → report end of the campaign: statistics, figures and `summary.md`.
+//!
+//! Owns `render_all`, a pure function of a `ResultSet` (plus options) that writes
+//! `<run dir>/reports/summary.md` and `<run dir>/figures/<name>.png|.svg`. It never runs
+//! anything and never reads bundles; loaders build the `ResultSet` first.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::plan::model::ReportConfig;
+use crate::results::ResultSet;
+use crate::stats::Bootstrap;
+
+pub mod analysis;
+pub mod context;
+pub mod figures;
+pub mod font;
+pub mod markdown;
+pub mod synthetic;
+
+pub use analysis::Analysis;
+
+/// What to render and how.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ReportOptions {
+    /// Stack every other stack is compared with (`[report] baseline`); None = first stack run.
+    pub baseline: Option<String>,
+    /// Template replacing the default (`[report] template` or `--template`).
+    pub template: Option<PathBuf>,
+    /// Figures to draw (empty = every figure that has data).
+    pub figures: Vec<String>,
+    /// Report title (default: "<campaign> — <timestamp>").
+    pub title: Option<String>,
+    pub bootstrap: Bootstrap,
+}
+
+impl ReportOptions {
+    /// Options from a plan's `[report]`, with the bootstrap seeded from the run's recorded seed
+    /// (so re-rendering a run dir reproduces its intervals).
+    pub fn from_config(cfg: &ReportConfig, results: &ResultSet) -> ReportOptions {
+        ReportOptions {
+            baseline: cfg.baseline.clone(),
+            template: cfg.template.clone(),
+            figures: cfg.figures.clone(),
+            title: cfg.title.clone(),
+            bootstrap: bootstrap_for(results),
+        }
+    }
+}
+
+/// The bootstrap of a result set: default resamples, the run's seed when it recorded one.
+pub fn bootstrap_for(results: &ResultSet) -> Bootstrap {
+    Bootstrap {
+        seed: results
+            .provenance
+            .seed
+            .unwrap_or(crate::stats::bootstrap::DEFAULT_SEED),
+        ..Bootstrap::default()
+    }
+}
+
+/// What `render_all` wrote.
+#[derive(Debug, Clone)]
+pub struct ReportOutput {
+    /// `<run dir>/reports/summary.md`.
+    pub summary: PathBuf,
+    pub figures: Vec<figures::Drawn>,
+    pub skipped_figures: Vec<figures::Skipped>,
+    /// Runs that did not pass (listed in the report).
+    pub failures: usize,
+}
+
+/// summarize → plot → report for one result set into `run_dir`.
+pub fn render_all(
+    results: &ResultSet,
+    opts: &ReportOptions,
+    run_dir: &Path,
+) -> Result<ReportOutput> {
+    // Read the template first: a bad template path fails before anything is written.
+    let (source, name, file) = match &opts.template {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| path.display().to_string());
+            (text, name, path.clone())
+        }
+        None => (
+            markdown::DEFAULT_TEMPLATE.to_string(),
+            markdown::DEFAULT_NAME.to_string(),
+            PathBuf::from(markdown::DEFAULT_NAME),
+        ),
+    };
+    let analysis = Analysis::new(results, opts.baseline.as_deref(), opts.bootstrap);
+    let (drawn, skipped) =
+        figures::draw_all(&analysis, results, &opts.figures, &run_dir.join("figures"))?;
+    let ctx = context::build(results, &analysis, opts.title.as_deref(), &drawn, &skipped);
+    let text = markdown::render(&source, &name, &file, &ctx)?;
+    let reports = run_dir.join("reports");
+    std::fs::create_dir_all(&reports).map_err(|e| Error::io(&reports, e))?;
+    let summary = reports.join("summary.md");
+    write_atomic(&summary, text.as_bytes())?;
+    Ok(ReportOutput {
+        summary,
+        figures: drawn,
+        skipped_figures: skipped,
+        failures: analysis.failures.len(),
+    })
+}
+
+/// The engine's entry point after all runs of `run`/`resume`: summarize, plot and report with
+/// the plan's `[report]` settings; `template` (from `--template`) wins over the plan's.
+pub fn finish_run(
+    results: &ResultSet,
+    cfg: &ReportConfig,
+    template: Option<&Path>,
+    run_dir: &Path,
+) -> Result<ReportOutput> {
+    let mut opts = ReportOptions::from_config(cfg, results);
+    if let Some(t) = template {
+        opts.template = Some(t.to_path_buf());
+    }
+    render_all(results, &opts, run_dir)
+}
+
+/// Write via a temporary file and rename, so a crash never leaves half a report.
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = path.with_extension("md.tmp");
+    std::fs::write(&tmp, bytes).map_err(|e| Error::io(&tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
+}

@@ -1,0 +1,194 @@
+//! Is a stack ready to run here? Its root resolves, its `requires` hold, it has a command.
+//!
+//! `requires` entries: an upper-case `NAME` is an env var that must be set; an entry containing
+//! `/` is a path (template, `root` in scope) that must exist; anything else is a program that
+//! must be on PATH. Looks at the file system and environment only: it never spawns a process
+//! and never runs a stack's `build` or `probe` (the DAG's steps do).
+
+use std::path::{Path, PathBuf};
+
+use crate::stack::roots::{Resolved, Resolver};
+use crate::stack::StackDef;
+
+/// The verdict on one stack.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Availability {
+    /// The resolved root, when the stack names one and it was found.
+    pub root: Option<Resolved>,
+    /// Why it cannot run; empty = ready. The first one is the headline reason.
+    pub problems: Vec<String>,
+    /// The stack's hint, shown after the reason.
+    pub hint: Option<String>,
+}
+
+impl Availability {
+    pub fn ready(&self) -> bool {
+        self.problems.is_empty()
+    }
+
+    /// `unavailable: CANN not found (install the CANN toolkit …)`, or `ready`.
+    pub fn summary(&self) -> String {
+        if self.ready() {
+            return "ready".to_string();
+        }
+        let mut s = format!("unavailable: {}", self.problems.join("; "));
+        if let Some(h) = &self.hint {
+            s.push_str(&format!(" ({h})"));
+        }
+        s
+    }
+}
+
+/// Check `def` (named `name`) against the environment `resolver` sees.
+pub fn check(name: &str, def: &StackDef, resolver: &Resolver) -> Availability {
+    let mut problems = Vec::new();
+    let mut root = None;
+    if name != "host" && def.command.is_none() {
+        problems.push("no command".to_string());
+    }
+    if let Some(var) = &def.root {
+        match resolver.resolve(var) {
+            Ok(r) => root = Some(r),
+            Err(e) => problems.push(e),
+        }
+    }
+    // Paths under a missing root would only repeat "root not found".
+    let root_missing = def.root.is_some() && root.is_none();
+    for req in &def.requires {
+        if is_env_name(req) {
+            if resolver.var(req).is_none() {
+                problems.push(format!("{req} is not set"));
+            }
+        } else if req.contains('/') {
+            if root_missing && req.contains("root") {
+                continue;
+            }
+            match render_path(req, root.as_ref()) {
+                Ok(path) if path.exists() => {}
+                Ok(path) => problems.push(format!("{} not found", path.display())),
+                Err(e) => problems.push(format!("bad requires entry `{req}`: {e}")),
+            }
+        } else if find_program(req, resolver.var("PATH")).is_none() {
+            problems.push(format!("{req} not found on PATH"));
+        }
+    }
+    Availability {
+        root,
+        problems,
+        hint: def.hint.clone(),
+    }
+}
+
+fn is_env_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+        && s.chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+}
+
+fn render_path(template: &str, root: Option<&Resolved>) -> Result<PathBuf, String> {
+    let env = minijinja::Environment::new();
+    let root = root
+        .map(|r| r.path.display().to_string())
+        .unwrap_or_default();
+    env.render_str(template, minijinja::context! { root => root })
+        .map(PathBuf::from)
+        .map_err(|e| e.to_string())
+}
+
+/// `program` on `path_var` (a PATH value), or as given when it contains a `/`.
+pub fn find_program(program: &str, path_var: Option<&str>) -> Option<PathBuf> {
+    if program.contains('/') {
+        let p = Path::new(program);
+        return is_executable(p).then(|| p.to_path_buf());
+    }
+    std::env::split_paths(path_var?)
+        .map(|dir| dir.join(program))
+        .find(|p| is_executable(p))
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    p.metadata()
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::stack::registry;
+
+    fn resolver(pairs: &[(&str, &str)], cwd: &Path) -> Resolver {
+        let env: BTreeMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Resolver::new(env, cwd)
+    }
+
+    #[test]
+    fn hccl_without_cann_is_unavailable_with_the_hint() {
+        let tmp = tempfile::tempdir().unwrap();
+        let all = registry::try_shipped().unwrap();
+        let a = check(
+            "hccl",
+            &all["hccl"],
+            &resolver(&[("PATH", "/usr/bin:/bin")], tmp.path()),
+        );
+        if Path::new("/usr/local/Ascend").exists() {
+            return;
+        }
+        assert!(!a.ready());
+        assert!(
+            a.summary().starts_with("unavailable: CANN not found"),
+            "{}",
+            a.summary()
+        );
+        assert!(a.summary().contains("ASCEND_HOME_PATH"), "{}", a.summary());
+    }
+
+    #[test]
+    fn simpler_with_a_sibling_root_checks_its_script() {
+        let tmp = tempfile::tempdir().unwrap();
+        let work = tmp.path().join("work");
+        let script = tmp.path().join("simpler/examples/workers/l3/allreduce");
+        std::fs::create_dir_all(&work).unwrap();
+        std::fs::create_dir_all(&script).unwrap();
+        let bin = tmp.path().join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let py = bin.join("python3");
+        std::fs::write(&py, "#!/bin/sh\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&py, std::fs::Permissions::from_mode(0o755)).unwrap();
+
+        let all = registry::try_shipped().unwrap();
+        let r = resolver(&[("PATH", bin.to_str().unwrap())], &work);
+        let a = check("simpler", &all["simpler"], &r);
+        assert_eq!(a.root.as_ref().unwrap().path, tmp.path().join("simpler"));
+        assert_eq!(a.problems.len(), 1, "{:?}", a.problems);
+        assert!(a.problems[0].ends_with("examples/workers/l3/allreduce/main.py not found"));
+
+        std::fs::write(script.join("main.py"), "").unwrap();
+        assert!(check("simpler", &all["simpler"], &r).ready());
+
+        let r = resolver(&[("PATH", "/nonexistent")], &work);
+        let a = check("simpler", &all["simpler"], &r);
+        assert_eq!(a.problems, vec!["python3 not found on PATH".to_string()]);
+    }
+
+    #[test]
+    fn env_requirements_and_missing_command() {
+        let tmp = tempfile::tempdir().unwrap();
+        let def = StackDef {
+            requires: vec!["MY_TOKEN".into()],
+            ..StackDef::default()
+        };
+        let a = check("x", &def, &resolver(&[], tmp.path()));
+        assert_eq!(a.problems, vec!["no command", "MY_TOKEN is not set"]);
+        let a = check("host", &registry::host(), &resolver(&[], tmp.path()));
+        assert!(a.ready());
+    }
+}

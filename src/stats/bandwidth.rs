@@ -1,0 +1,75 @@
+//! Collective bandwidth in the nccl-tests convention, and the seed's `bw_execute_mb_s`.
+//!
+//! algbw = bytes / time; busbw = algbw × a per-collective factor of the rank count, so that
+//! busbw compares with the link's peak whatever the algorithm. Pure arithmetic; bandwidth is
+//! always recomputed from bytes and time, never taken from a stack's output.
+
+/// A collective operation, for its bus-bandwidth factor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Collective {
+    AllReduce,
+    ReduceScatter,
+    AllGather,
+    AllToAll,
+    Broadcast,
+    Reduce,
+}
+
+impl Collective {
+    /// nccl-tests' busbw factor for `n` ranks: allreduce 2(n−1)/n; reduce-scatter, allgather,
+    /// alltoall (n−1)/n; broadcast and reduce 1.
+    pub fn bus_factor(self, n: u32) -> f64 {
+        let n = f64::from(n.max(1));
+        match self {
+            Collective::AllReduce => 2.0 * (n - 1.0) / n,
+            Collective::ReduceScatter | Collective::AllGather | Collective::AllToAll => {
+                (n - 1.0) / n
+            }
+            Collective::Broadcast | Collective::Reduce => 1.0,
+        }
+    }
+}
+
+/// Algorithm bandwidth in bytes per second; None for a non-positive time.
+pub fn algbw(bytes: u64, seconds: f64) -> Option<f64> {
+    (seconds > 0.0 && seconds.is_finite()).then(|| bytes as f64 / seconds)
+}
+
+/// Bus bandwidth in bytes per second.
+pub fn busbw(op: Collective, ranks: u32, bytes: u64, seconds: f64) -> Option<f64> {
+    algbw(bytes, seconds).map(|a| a * op.bus_factor(ranks))
+}
+
+/// The seed's `bw_execute_mb_s = n_bytes / execute_s / 1e6`.
+pub fn bw_execute_mb_s(n_bytes: u64, execute_s: f64) -> Option<f64> {
+    algbw(n_bytes, execute_s).map(|b| b / 1e6)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nccl_tests_factors() {
+        assert_eq!(Collective::AllReduce.bus_factor(2), 1.0);
+        assert_eq!(Collective::AllReduce.bus_factor(8), 1.75);
+        assert_eq!(Collective::AllGather.bus_factor(4), 0.75);
+        assert_eq!(Collective::Broadcast.bus_factor(8), 1.0);
+    }
+
+    #[test]
+    fn hand_computed_bandwidths() {
+        // 1 MiB fp32 (4 MiB) in 2 ms on 4 ranks.
+        let bytes = 4 * 1024 * 1024;
+        assert_eq!(algbw(bytes, 0.002), Some(2_097_152_000.0));
+        assert_eq!(
+            busbw(Collective::AllReduce, 4, bytes, 0.002),
+            Some(2_097_152_000.0 * 1.5)
+        );
+        assert_eq!(
+            bw_execute_mb_s(1024, 0.000_165),
+            Some(1024.0 / 0.000_165 / 1e6)
+        );
+        assert_eq!(algbw(1024, 0.0), None);
+    }
+}

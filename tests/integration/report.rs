@@ -1,0 +1,238 @@
+//! End-to-end tests of the summarize → plot → report step and of `campaign report`/`compare`.
+
+use std::path::Path;
+
+use campaign::report::synthetic::{result_set, Spec};
+use campaign::report::{render_all, ReportOptions};
+
+/// Count pixels in a rectangle that differ from the background (the top-left pixel).
+fn ink(png: &Path, x0: u32, y0: u32, w: u32, h: u32) -> usize {
+    let img = image::open(png)
+        .expect("figure decodes as an image")
+        .to_rgb8();
+    let bg = *img.get_pixel(0, 0);
+    let mut n = 0;
+    for y in y0..(y0 + h).min(img.height()) {
+        for x in x0..(x0 + w).min(img.width()) {
+            if *img.get_pixel(x, y) != bg {
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
+#[test]
+fn report_and_figures_are_written_with_text() {
+    let dir = crate::util::tempdir();
+    let mut spec = Spec::small();
+    spec.detail = true;
+    spec.fail_every = 7;
+    spec.core_nums = vec![1, 2, 4, 8];
+    let rs = result_set(&spec);
+    let opts = ReportOptions {
+        baseline: Some("mpi".into()),
+        ..ReportOptions::default()
+    };
+    let out = render_all(&rs, &opts, dir.path()).unwrap();
+    let md = std::fs::read_to_string(dir.path().join("reports/summary.md")).unwrap();
+    assert_eq!(out.summary, dir.path().join("reports/summary.md"));
+    for name in campaign::report::figures::ALL {
+        let png = dir.path().join(format!("figures/{name}.png"));
+        let svg = dir.path().join(format!("figures/{name}.svg"));
+        assert!(
+            png.is_file() && svg.is_file(),
+            "{name} not drawn: {:?}",
+            out.skipped_figures
+        );
+        let img = image::open(&png).unwrap();
+        // The title band must hold text pixels, not only background.
+        assert!(
+            ink(&png, 0, 0, img.width(), 40) > 200,
+            "{name}: no title text"
+        );
+        assert!(
+            std::fs::read_to_string(&svg).unwrap().contains("<text"),
+            "{name}"
+        );
+        assert!(
+            md.contains(&format!("](../figures/{name}.png)")),
+            "{name} not embedded"
+        );
+    }
+    assert!(md.contains("## Failures"));
+    assert!(md.contains("golden mismatch"));
+    assert!(md.contains("faster than mpi"), "{md}");
+    assert!(!md.contains("0.0000"));
+    if let Ok(keep) = std::env::var("REPORT_TEST_KEEP") {
+        let _ = std::fs::remove_dir_all(&keep);
+        std::fs::rename(dir.path(), keep).unwrap();
+    }
+}
+
+/// A copy of the old-harness fixture in a temp dir (reports are written into the run dir).
+fn seed_copy(parent: &Path, name: &str) -> std::path::PathBuf {
+    let src = crate::util::root().join("tests/integration/fixtures/report/seed_run");
+    let dst = parent.join(name);
+    copy_dir(&src, &dst);
+    dst
+}
+
+fn copy_dir(src: &Path, dst: &Path) {
+    std::fs::create_dir_all(dst).unwrap();
+    for e in std::fs::read_dir(src).unwrap() {
+        let e = e.unwrap();
+        let to = dst.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &to);
+        } else {
+            std::fs::copy(e.path(), to).unwrap();
+        }
+    }
+}
+
+/// Rewrite every timing.json of a run dir with `f(execute_s)`.
+fn rewrite_times(run: &Path, f: impl Fn(usize, f64) -> f64) {
+    for case in std::fs::read_dir(run.join("cases")).unwrap() {
+        for stack in std::fs::read_dir(case.unwrap().path()).unwrap() {
+            let p = stack.unwrap().path().join("timing.json");
+            let mut v: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+            for (i, s) in v.as_array_mut().unwrap().iter_mut().enumerate() {
+                let t = s["execute_s"].as_f64().unwrap();
+                s["execute_s"] = serde_json::json!(f(i, t));
+            }
+            std::fs::write(&p, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+        }
+    }
+}
+
+#[test]
+fn report_reads_an_old_harness_run_dir() {
+    let tmp = crate::util::tempdir();
+    let run = seed_copy(tmp.path(), "run_20250301_101500");
+    let out = crate::util::run(&["report", run.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", crate::util::stderr(&out));
+    let md = std::fs::read_to_string(run.join("reports/summary.md")).unwrap();
+    // The failed run is listed with its reason and bundle, and is not averaged in as a zero.
+    assert!(md.contains("| `mesh_p2_count65536_fp32_a2a3_d0-1` | simpler | fail | [allreduce] golden check FAILED | `cases/mesh_p2_count65536_fp32_a2a3_d0-1/simpler` |"), "{md}");
+    assert!(md.contains("old Python harness"));
+    assert!(md.contains("slower than hccl"), "{md}");
+    assert!(run.join("figures/bw_model_fit.png").is_file());
+    // No P sweep in this run dir: the scaling figures are skipped, with the reason printed.
+    assert!(!run.join("figures/strong_scaling_t_total.png").exists());
+    assert!(crate::util::stdout(&out).contains("strong_scaling_t_total not drawn"));
+}
+
+#[test]
+fn template_with_undefined_variable_fails_naming_template_and_line() {
+    let tmp = crate::util::tempdir();
+    let run = seed_copy(tmp.path(), "run");
+    let tpl = tmp.path().join("mine.md.j2");
+    std::fs::write(&tpl, "# {{ title }}\n\n{{ no_such_thing }}\n").unwrap();
+    let out = crate::util::run(&[
+        "report",
+        run.to_str().unwrap(),
+        "--template",
+        tpl.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = crate::util::stderr(&out);
+    assert!(err.contains("mine.md.j2:3"), "{err}");
+    assert!(err.contains("undefined"), "{err}");
+    // A good custom template replaces the default.
+    std::fs::write(
+        &tpl,
+        "runs={{ totals.runs }} failed={{ failures | length }}\n",
+    )
+    .unwrap();
+    let out = crate::util::run(&[
+        "report",
+        run.to_str().unwrap(),
+        "--template",
+        tpl.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", crate::util::stderr(&out));
+    let md = std::fs::read_to_string(run.join("reports/summary.md")).unwrap();
+    assert_eq!(md, "runs=6 failed=1\n");
+}
+
+#[test]
+fn compare_detects_a_doubled_time_and_passes_same_distribution() {
+    let tmp = crate::util::tempdir();
+    let a = seed_copy(tmp.path(), "a");
+    let slow = seed_copy(tmp.path(), "slow");
+    let same = seed_copy(tmp.path(), "same");
+    rewrite_times(&slow, |_, t| t * 2.0);
+    // Same distribution, new draws: ±1 % jitter, far inside the 5 % band.
+    rewrite_times(&same, |i, t| t * if i % 2 == 0 { 1.01 } else { 0.99 });
+    let run = |b: &Path, fmt: &str| {
+        crate::util::run(&[
+            "compare",
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+            "--format",
+            fmt,
+        ])
+    };
+    let out = run(&slow, "md");
+    assert_eq!(out.status.code(), Some(1), "{}", crate::util::stdout(&out));
+    let text = crate::util::stdout(&out);
+    assert!(
+        text.contains("| `mesh_p2_count256_fp32_a2a3_d0-1` | hccl |"),
+        "{text}"
+    );
+    assert!(text.contains("+100.0 %"), "{text}");
+    assert!(text.contains("5 slower"), "{text}");
+    let out = run(&same, "csv");
+    assert_eq!(out.status.code(), Some(0), "{}", crate::util::stdout(&out));
+    let csv = crate::util::stdout(&out);
+    assert!(
+        csv.starts_with("case_id,stack,status_a,status_b,median_a_s"),
+        "{csv}"
+    );
+    assert_eq!(csv.matches(",no change").count(), 5, "{csv}");
+    assert_eq!(csv.matches(",not comparable").count(), 1, "{csv}");
+    let bad = crate::util::run(&[
+        "compare",
+        a.to_str().unwrap(),
+        a.to_str().unwrap(),
+        "--threshold",
+        "lots",
+    ]);
+    assert_eq!(bad.status.code(), Some(2));
+}
+
+/// Snapshot of the default report on a fixed result set.
+/// To regenerate after an intended change:
+/// `UPDATE_SNAPSHOTS=1 cargo test --test integration report::report_snapshot`
+/// then review the diff of tests/integration/fixtures/report/snapshot_summary.md.
+#[test]
+fn report_snapshot() {
+    let dir = crate::util::tempdir();
+    let mut spec = Spec::small();
+    spec.variants = vec![campaign::case::Variant::Mesh];
+    spec.ps = vec![2, 4];
+    spec.counts = vec![256, 4096, 65536];
+    spec.fail_every = 5;
+    spec.timed = 7;
+    let rs = result_set(&spec);
+    let opts = ReportOptions {
+        baseline: Some("mpi".into()),
+        figures: vec!["paired_stack_ratio".into(), "wall_vs_device".into()],
+        ..ReportOptions::default()
+    };
+    render_all(&rs, &opts, dir.path()).unwrap();
+    let got = std::fs::read_to_string(dir.path().join("reports/summary.md")).unwrap();
+    let expected_path =
+        crate::util::root().join("tests/integration/fixtures/report/snapshot_summary.md");
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+        std::fs::write(&expected_path, &got).unwrap();
+    }
+    let expected =
+        std::fs::read_to_string(&expected_path).expect("snapshot file (see the test comment)");
+    assert_eq!(
+        got, expected,
+        "report changed; see the test comment to regenerate"
+    );
+}

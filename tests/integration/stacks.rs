@@ -1,0 +1,725 @@
+//! The real stacks: parsers on recorded output (whole, truncated, malformed, crashed, with
+//! stderr interleaved), `doctor` on this machine, the roots resolver through `doctor`, and
+//! campaign's HCCL helper compiled against test doubles of CANN.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use campaign::stack::parsers::{
+    gtest, hccl, hccl_test, markers, nccl_tests, osu, pypto, simpler_own, strace, table,
+    OutputLine, ParseContext, Parsed, Parser, Stream,
+};
+use campaign::stack::registry;
+use campaign::stack::StackDef;
+
+use crate::util;
+
+fn fixture(name: &str) -> String {
+    let p = util::root()
+        .join("tests/integration/fixtures/stacks")
+        .join(name);
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// Feed stdout lines 100 ms apart, with one stderr line interleaved after each stdout line.
+fn feed(mut parser: Box<dyn Parser>, stdout: &str, stderr: &str) -> Parsed {
+    let mut err = stderr.lines();
+    for (i, line) in stdout.lines().enumerate() {
+        let at = Duration::from_millis(100 * (i as u64 + 1));
+        parser.feed(&OutputLine {
+            stream: Stream::Stdout,
+            at,
+            text: line.to_string(),
+        });
+        if let Some(e) = err.next() {
+            parser.feed(&OutputLine {
+                stream: Stream::Stderr,
+                at: at + Duration::from_millis(50),
+                text: e.to_string(),
+            });
+        }
+    }
+    for e in err {
+        parser.feed(&OutputLine {
+            stream: Stream::Stderr,
+            at: Duration::from_secs(100),
+            text: e.to_string(),
+        });
+    }
+    parser.finish()
+}
+
+fn def(name: &str) -> StackDef {
+    registry::try_shipped().unwrap()[name].clone()
+}
+
+fn ctx(n_bytes: u64, p: u32, warmup: u32, timed: u32) -> ParseContext {
+    ParseContext {
+        n_bytes,
+        p,
+        warmup,
+        timed,
+    }
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-9 * b.abs().max(1.0)
+}
+
+#[test]
+fn hccl_parses_every_round_with_slowest_rank_and_setup() {
+    let noise = "[ERROR] HCCL(1,x): transient warning\nHCCL_TIMED this is not a round\n";
+    let p = feed(
+        hccl::parser(&def("hccl"), &ctx(1024, 2, 2, 3)),
+        &fixture("hccl_ok.log"),
+        noise,
+    );
+    assert_eq!(p.correctness, Some(true));
+    let labels: Vec<&str> = p.samples.iter().map(|s| s.phase.as_str()).collect();
+    assert_eq!(
+        labels,
+        ["warmup-1", "warmup-2", "timed-1", "timed-2", "timed-3"]
+    );
+    let t1 = &p.samples[2];
+    assert_eq!(t1.round, 3);
+    assert_eq!(t1.execute_s, Some(0.000165));
+    assert_eq!(t1.per_rank_execute_s, vec![0.000165, 0.000161]);
+    assert!(close(t1.bw_execute_mb_s.unwrap(), 1024.0 / 0.000165 / 1e6));
+    assert_eq!(p.samples[3].execute_s, Some(0.000170), "max over ranks");
+    assert_eq!(p.samples[0].setup_s, Some(1.28113));
+    assert_eq!(p.samples[1].setup_s, None, "setup only on the first round");
+    // The stderr garbage line starting with HCCL_TIMED is reported, never fatal.
+    assert!(
+        p.warnings
+            .iter()
+            .any(|w| w.contains("unreadable HCCL_TIMED")),
+        "{:?}",
+        p.warnings
+    );
+}
+
+#[test]
+fn hccl_crash_mid_line_keeps_the_rounds_done() {
+    let p = feed(
+        hccl::parser(&def("hccl"), &ctx(1024, 2, 1, 3)),
+        &fixture("hccl_crash.log"),
+        "",
+    );
+    assert_eq!(p.correctness, None);
+    assert_eq!(p.samples.len(), 2);
+    assert_eq!(p.samples[1].phase, "timed-1");
+    let w = p.warnings.join("\n");
+    assert!(w.contains("truncated"), "{w}");
+    assert!(w.contains("output ended before HCCL_ALLREDUCE_OK"), "{w}");
+    assert!(w.contains("1 of 3 timed rounds"), "{w}");
+}
+
+#[test]
+fn simpler_markers_time_phases_and_strace_adds_device_wall() {
+    let parser = strace::wrap(markers::parser(&def("simpler"), &ctx(1024, 2, 0, 1)));
+    let p = feed(
+        parser,
+        &fixture("simpler_ok.stdout"),
+        &fixture("simpler_ok.stderr"),
+    );
+    assert_eq!(p.correctness, Some(true));
+    assert_eq!(p.samples.len(), 1);
+    let s = &p.samples[0];
+    // Lines arrive at 0.1 s steps: compiling at 0.2, init worker 0.3, running 0.4, golden 0.5.
+    assert!(close(s.phases["startup"], 0.2), "{:?}", s.phases);
+    assert!(close(s.phases["compile"], 0.1));
+    assert!(close(s.phases["init"], 0.1));
+    assert!(close(s.phases["execute"], 0.1));
+    assert!(close(s.execute_s.unwrap(), 0.1));
+    assert!(s.ok);
+    // max over the two ranks' runner_run.device_wall; sched / chip.run / graph_build ignored.
+    assert_eq!(s.device_wall_s, Some(0.2044));
+}
+
+#[test]
+fn simpler_older_forms_and_failure() {
+    let p = feed(
+        markers::parser(&def("simpler"), &ctx(1024, 4, 0, 1)),
+        &fixture("simpler_old.stdout"),
+        "",
+    );
+    assert_eq!(p.correctness, Some(true));
+    let s = &p.samples[0];
+    // No `compiling ` line: compile runs from process start to `init worker`.
+    assert!(close(s.phases["compile"], 0.2), "{:?}", s.phases);
+    assert!(!s.phases.contains_key("startup"));
+    assert!(close(s.phases["init"], 0.5));
+    assert!(close(s.phases["execute"], 0.1));
+
+    let p = feed(
+        markers::parser(&def("simpler"), &ctx(1024, 2, 0, 1)),
+        &fixture("simpler_fail.stdout"),
+        "",
+    );
+    assert_eq!(p.correctness, Some(false));
+    assert!(p.error.as_deref().unwrap().contains("golden check FAILED"));
+    assert!(!p.samples[0].ok);
+    assert_eq!(p.samples[0].execute_s, None);
+
+    // A crash before `running `: phases so far, no verdict, the open phase named.
+    let crashed: String = fixture("simpler_ok.stdout")
+        .lines()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join("\n");
+    let p = feed(
+        markers::parser(&def("simpler"), &ctx(1024, 2, 0, 1)),
+        &crashed,
+        "",
+    );
+    assert_eq!(p.correctness, None);
+    assert!(
+        p.warnings
+            .iter()
+            .any(|w| w == "output ended during phase init"),
+        "{:?}",
+        p.warnings
+    );
+}
+
+#[test]
+fn markers_are_configurable_per_stack() {
+    let mut d = def("simpler");
+    d.markers.insert("execute".into(), "DAG done".into());
+    let out = "[allreduce] init worker...\n[allreduce] running 2-chip\n[allreduce] DAG done\n";
+    let p = feed(markers::parser(&d, &ctx(8, 2, 0, 1)), out, "");
+    assert_eq!(p.correctness, Some(true));
+    assert!(close(p.samples[0].execute_s.unwrap(), 0.1));
+    // Markers in stderr are logs, not markers.
+    let p = feed(
+        markers::parser(&d, &ctx(8, 2, 0, 1)),
+        "[allreduce] init worker...\n",
+        "running fake\n",
+    );
+    assert!(!p.samples[0].phases.contains_key("init"));
+
+    let mut bad = def("simpler");
+    bad.markers.insert("builtin".into(), "nope".into());
+    let p = feed(markers::parser(&bad, &ctx(8, 2, 0, 1)), "", "");
+    assert!(p.warnings[0].contains("unknown built-in marker set `nope`"));
+}
+
+#[test]
+fn pypto_round_lines_profile_and_labels() {
+    let p = feed(
+        pypto::parser(&def("pypto-composite"), &ctx(1024, 2, 1, 3)),
+        &fixture("pypto_rounds.stdout"),
+        "",
+    );
+    assert_eq!(p.correctness, Some(true));
+    let labels: Vec<&str> = p.samples.iter().map(|s| s.phase.as_str()).collect();
+    assert_eq!(labels, ["warmup-1", "timed-1", "timed-2", "timed-3"]);
+    assert_eq!(p.samples[1].execute_s, Some(0.000412));
+    assert_eq!(p.samples[1].device_wall_s, Some(0.000198));
+    assert_eq!(p.samples[2].device_wall_s, None, "device_wall=None");
+    assert_eq!(p.samples[1].phases["init"], 0.402);
+    assert_eq!(p.samples[0].compile_profile["passes"], 1.802);
+    assert_eq!(p.samples[0].compile_profile["codegen"], 0.377);
+
+    // Different round count than planned: all timed, with a warning.
+    let p = feed(
+        pypto::parser(&def("pypto-composite"), &ctx(1024, 2, 3, 20)),
+        &fixture("pypto_rounds.stdout"),
+        "",
+    );
+    assert!(p.samples.iter().all(|s| s.is_timed()));
+    assert!(
+        p.warnings.iter().any(|w| w.contains("4 rounds printed")),
+        "{:?}",
+        p.warnings
+    );
+
+    let p = feed(
+        pypto::parser(&def("pypto-host"), &ctx(1024, 2, 0, 2)),
+        &fixture("pypto_fail.stdout"),
+        "",
+    );
+    assert_eq!(p.correctness, Some(false));
+    assert_eq!(
+        p.error.as_deref(),
+        Some("rank 1 mismatch at 7: 3.0 != 107.0")
+    );
+    assert!(!p.samples[1].ok);
+}
+
+#[test]
+fn pypto_older_markers_fall_back_to_phases() {
+    let p = feed(
+        pypto::parser(&def("pypto-composite"), &ctx(1024, 2, 0, 1)),
+        &fixture("pypto_old.stdout"),
+        "",
+    );
+    assert_eq!(p.correctness, Some(true));
+    assert_eq!(p.samples.len(), 1);
+    let s = &p.samples[0];
+    assert!(close(s.phases["startup"], 0.3), "{:?}", s.phases);
+    assert!(close(s.phases["compile"], 0.2));
+    assert!(close(s.phases["init"], 0.1));
+    assert!(close(s.phases["execute"], 0.1));
+    assert_eq!(s.compile_profile["total"], 2.314);
+}
+
+#[test]
+fn simpler_own_rounds_and_crash() {
+    let p = feed(
+        simpler_own::parser(&def("simpler-own"), &ctx(1024, 2, 2, 3)),
+        &fixture("simpler_own.stdout"),
+        "junk\n",
+    );
+    assert_eq!(p.correctness, Some(true));
+    assert_eq!(p.samples.len(), 5);
+    assert_eq!(p.samples[2].phase, "timed-1");
+    assert_eq!(p.samples[2].round, 3);
+    assert_eq!(p.samples[4].execute_s, Some(0.000240));
+
+    let p = feed(
+        simpler_own::parser(&def("simpler-own"), &ctx(1024, 2, 1, 3)),
+        &fixture("simpler_own_crash.stdout"),
+        "",
+    );
+    assert_eq!(p.correctness, None);
+    // The cut-off last line still parses as a number; the missing round and DONE are reported.
+    assert_eq!(p.samples.len(), 3);
+    assert!(
+        p.warnings.iter().any(|w| w.contains("2 of 3 timed rounds")),
+        "{:?}",
+        p.warnings
+    );
+}
+
+#[test]
+fn gtest_under_mpi_and_failure() {
+    let p = feed(
+        gtest::parser(&def("pto-isa"), &ctx(1024, 2, 0, 1)),
+        &fixture("gtest_mpi.stdout"),
+        "",
+    );
+    assert_eq!(p.correctness, Some(true));
+    assert_eq!(
+        p.samples[0].execute_s,
+        Some(0.412),
+        "slowest rank's test time"
+    );
+    assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+
+    let p = feed(
+        gtest::parser(&def("pto-isa"), &ctx(1024, 4, 0, 1)),
+        &fixture("gtest_mpi.stdout"),
+        "",
+    );
+    assert!(p.warnings.iter().any(|w| w.contains("from 2 of 4 ranks")));
+
+    let p = feed(
+        gtest::parser(&def("pto-isa"), &ctx(1024, 1, 0, 1)),
+        &fixture("gtest_fail.stdout"),
+        "",
+    );
+    assert_eq!(p.correctness, Some(false));
+    assert!(p
+        .error
+        .unwrap()
+        .starts_with("[  FAILED  ] TReduce.Sum_fp32_256"));
+    assert!(!p.samples[0].ok);
+}
+
+#[test]
+fn nccl_tests_current_legacy_and_json() {
+    let d = def("nccl-tests");
+    let p = feed(
+        nccl_tests::parser(&d, &ctx(16384, 2, 5, 20)),
+        &fixture("nccl_current.txt"),
+        "NCCL WARN 1 2 3\n",
+    );
+    assert_eq!(p.correctness, Some(true));
+    assert_eq!(p.samples.len(), 1);
+    assert_eq!(p.samples[0].execute_s, Some(12.91e-6));
+    // Recomputed, not the table's 1.27 GB/s.
+    assert!(close(
+        p.samples[0].bw_execute_mb_s.unwrap(),
+        16384.0 / 12.91e-6 / 1e6
+    ));
+
+    let (rows, warnings) = nccl_tests::rows(&fixture("nccl_current.txt"));
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let by_count = table::rows_to_samples(&rows, 4);
+    let counts: Vec<u64> = by_count.iter().map(|(c, _)| *c).collect();
+    assert_eq!(counts, [256, 4096, 65536, 1048576]);
+
+    let p = feed(
+        nccl_tests::parser(&d, &ctx(16384, 2, 5, 20)),
+        &fixture("nccl_legacy.txt"),
+        "",
+    );
+    assert_eq!(p.correctness, Some(false), "legacy error 4e+00 is wrong");
+    assert_eq!(p.samples[0].execute_s, Some(39.10e-6));
+    let p = feed(
+        nccl_tests::parser(&d, &ctx(1024, 2, 5, 20)),
+        &fixture("nccl_legacy.txt"),
+        "",
+    );
+    assert_eq!(p.correctness, Some(true));
+
+    let p = feed(
+        nccl_tests::parser(&d, &ctx(16384, 2, 5, 20)),
+        &fixture("nccl_json.txt"),
+        "",
+    );
+    assert_eq!(p.correctness, Some(true), "{p:?}");
+    assert_eq!(p.samples[0].execute_s, Some(12.91e-6));
+
+    // Truncated JSON and a truncated row: warnings, no panic, no samples invented.
+    let json = fixture("nccl_json.txt");
+    let cut = &json[..json.len() / 2];
+    let p = feed(nccl_tests::parser(&d, &ctx(16384, 2, 5, 20)), cut, "");
+    assert!(p.samples.is_empty());
+    assert!(
+        p.warnings
+            .iter()
+            .any(|w| w.contains("unreadable nccl-tests JSON")),
+        "{:?}",
+        p.warnings
+    );
+    let p = feed(
+        nccl_tests::parser(&d, &ctx(1024, 2, 5, 20)),
+        "        1024           256     float     sum      -1    10.5",
+        "",
+    );
+    assert!(p.samples.is_empty());
+    assert!(p
+        .warnings
+        .iter()
+        .any(|w| w.contains("short nccl-tests row")));
+    assert!(p.warnings.iter().any(|w| w.contains("no result rows")));
+}
+
+#[test]
+fn osu_and_hccl_test_tables() {
+    let p = feed(
+        osu::parser(&def("osu"), &ctx(1024, 2, 1, 10)),
+        &fixture("osu.txt"),
+        "",
+    );
+    assert_eq!(p.correctness, Some(true));
+    assert_eq!(p.samples[0].execute_s, Some(4.27e-6), "Max Latency column");
+    let (rows, _) = osu::rows(&fixture("osu.txt"));
+    assert_eq!(rows[2].count, Some(4096));
+
+    let p = feed(
+        osu::parser(&def("osu"), &ctx(999, 2, 1, 10)),
+        &fixture("osu.txt"),
+        "",
+    );
+    assert!(p.samples.is_empty());
+    assert!(
+        p.warnings[0].contains("no row for 999 bytes (sizes seen: 4, 1024, 16384)"),
+        "{:?}",
+        p.warnings
+    );
+
+    let d = def("hccl_test");
+    let p = feed(
+        hccl_test::parser(&d, &ctx(1024, 8, 5, 20)),
+        &fixture("hccl_test.txt"),
+        "",
+    );
+    assert_eq!(p.correctness, Some(true));
+    assert_eq!(p.samples[0].execute_s, Some(30.57e-6));
+    assert!(close(
+        p.samples[0].bw_execute_mb_s.unwrap(),
+        1024.0 / 30.57e-6 / 1e6
+    ));
+    let p = feed(
+        hccl_test::parser(&d, &ctx(16384, 8, 5, 20)),
+        &fixture("hccl_test.txt"),
+        "",
+    );
+    assert_eq!(p.correctness, Some(false));
+    assert!(!p.samples[0].ok);
+    let (rows, _) = hccl_test::rows(&fixture("hccl_test.txt"));
+    let samples = table::rows_to_samples(&rows, 2);
+    assert_eq!(samples[1].0, 8192, "fp16: 16384 bytes are 8192 elements");
+}
+
+// ------------------------------------------------------------------------------------ doctor
+
+fn doctor_in(cwd: &Path, env: &[(&str, &str)], args: &[&str]) -> std::process::Output {
+    let mut c = std::process::Command::new(util::exe());
+    c.current_dir(cwd).arg("doctor").args(args);
+    for var in [
+        "ASCEND_HOME_PATH",
+        "PYPTO_ROOT",
+        "SIMPLER_ROOT",
+        "PTO_ISA_ROOT",
+        "PYPTO_NOTES_ROOT",
+    ] {
+        c.env_remove(var);
+    }
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("spawn campaign")
+}
+
+#[test]
+fn doctor_shows_every_ascend_stack_unavailable_here_and_exits_0() {
+    if Path::new("/usr/local/Ascend").exists() {
+        return;
+    }
+    let tmp = util::tempdir();
+    let o = doctor_in(tmp.path(), &[], &[]);
+    let out = util::stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", util::stderr(&o));
+    for name in [
+        "hccl",
+        "simpler",
+        "simpler-own",
+        "pypto-composite",
+        "pypto-host",
+        "pto-isa",
+    ] {
+        let line = out
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no line for {name}:\n{out}"));
+        assert!(line.contains("unavailable: "), "{line}");
+    }
+    assert!(
+        out.contains("hccl             unavailable: CANN not found: ASCEND_HOME_PATH is not set"),
+        "{out}"
+    );
+    assert!(out.contains("hint: install the CANN toolkit"), "{out}");
+    assert!(out.contains("host             ready"), "{out}");
+    assert!(out.contains("npu-smi not found on PATH"), "{out}");
+}
+
+#[test]
+fn doctor_require_exit_codes() {
+    let tmp = util::tempdir();
+    if !Path::new("/usr/local/Ascend").exists() {
+        let o = doctor_in(tmp.path(), &[], &["--require", "hccl"]);
+        assert_eq!(o.status.code(), Some(1));
+        assert!(
+            util::stderr(&o).contains("stack `hccl` is not ready — unavailable: CANN not found"),
+            "{}",
+            util::stderr(&o)
+        );
+    }
+    let o = doctor_in(tmp.path(), &[], &["--require", "host"]);
+    assert_eq!(o.status.code(), Some(0), "{}", util::stderr(&o));
+    let o = doctor_in(tmp.path(), &[], &["--require", "no-such-stack"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(util::stderr(&o).contains("--require no-such-stack: no such stack (known: "));
+}
+
+#[test]
+fn doctor_resolves_roots_from_env_and_sibling_dirs_with_git_commit() {
+    let tmp = util::tempdir();
+    let work = tmp.path().join("work");
+    let pypto = tmp.path().join("pypto");
+    let simpler = tmp.path().join("elsewhere/simpler");
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::create_dir_all(pypto.join(".git/refs/heads")).unwrap();
+    std::fs::create_dir_all(&simpler).unwrap();
+    let hash = "89abcdef0123456789abcdef0123456789abcdef";
+    std::fs::write(pypto.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(pypto.join(".git/refs/heads/main"), format!("{hash}\n")).unwrap();
+
+    let o = doctor_in(&work, &[("SIMPLER_ROOT", simpler.to_str().unwrap())], &[]);
+    let out = util::stdout(&o);
+    let pypto_line = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("PYPTO_ROOT"))
+        .unwrap();
+    assert!(pypto_line.contains("(sibling dir)"), "{pypto_line}");
+    assert!(pypto_line.contains(&format!("git {hash}")), "{pypto_line}");
+    let simpler_line = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("SIMPLER_ROOT"))
+        .unwrap();
+    assert!(
+        simpler_line.contains(&format!("{} (env)", simpler.display())),
+        "{simpler_line}"
+    );
+    // simpler's root resolves, so its reason is now the missing script, not the root.
+    let stack = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("simpler "))
+        .unwrap();
+    assert!(
+        stack.contains("examples/workers/l3/allreduce/main.py not found"),
+        "{stack}"
+    );
+}
+
+#[test]
+fn doctor_with_a_plan_shows_its_stacks_and_overrides() {
+    let tmp = util::tempdir();
+    let plan = tmp.path().join("p.toml");
+    std::fs::write(
+        &plan,
+        "[campaign]\nname = \"x\"\n\n[stacks.mine]\ncommand = [\"true\"]\nrequires = [\"MY_TOKEN_FOR_TEST\"]\n",
+    )
+    .unwrap();
+    let o = doctor_in(
+        tmp.path(),
+        &[],
+        &[plan.to_str().unwrap(), "--require", "mine"],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(util::stdout(&o).contains("mine             unavailable: MY_TOKEN_FOR_TEST is not set"));
+    let o = doctor_in(
+        tmp.path(),
+        &[("MY_TOKEN_FOR_TEST", "1")],
+        &[plan.to_str().unwrap(), "--require", "mine"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", util::stdout(&o));
+
+    std::fs::write(&plan, "[stacks.mine]\ncommand = [\"true\"]\ncomand = 1\n").unwrap();
+    let o = doctor_in(tmp.path(), &[], &[plan.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        util::stderr(&o).contains("p.toml:3:1"),
+        "{}",
+        util::stderr(&o)
+    );
+}
+
+// ------------------------------------------------------------------------ the HCCL helper
+
+/// Compile examples/hccl/hccl_allreduce.cpp against the fake CANN headers (None without g++).
+fn build_helper(dir: &Path) -> Option<PathBuf> {
+    let out = dir.join("hccl_allreduce");
+    let root = util::root();
+    let status = std::process::Command::new("g++")
+        .args([
+            "-std=c++17",
+            "-O1",
+            "-pthread",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-I",
+        ])
+        .arg(root.join("tests/integration/fixtures/stacks/fake_cann/include"))
+        .arg(root.join("examples/hccl/hccl_allreduce.cpp"))
+        .arg("-o")
+        .arg(&out)
+        .status()
+        .ok()?;
+    assert!(status.success(), "the helper must compile cleanly");
+    Some(out)
+}
+
+fn run_helper(
+    bin: &Path,
+    env: &[(&str, &str)],
+    args: &[&str],
+    ctx: ParseContext,
+) -> (Option<i32>, Parsed) {
+    let mut c = std::process::Command::new(bin);
+    c.args(args).env("ASCEND_RT_VISIBLE_DEVICES", "4,5,6");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let o = c.output().unwrap();
+    let parsed = feed(
+        hccl::parser(&def("hccl"), &ctx),
+        &util::stdout(&o),
+        &util::stderr(&o),
+    );
+    (o.status.code(), parsed)
+}
+
+#[test]
+fn hccl_helper_speaks_the_hccl_lines_and_fails_loudly() {
+    let tmp = util::tempdir();
+    let Some(bin) = build_helper(tmp.path()) else {
+        return;
+    };
+    let args = [
+        "--count",
+        "300",
+        "--devices",
+        "4,5,6",
+        "--warmup-rounds",
+        "2",
+        "--timed-rounds",
+        "4",
+    ];
+    let (code, p) = run_helper(&bin, &[], &args, ctx(1200, 3, 2, 4));
+    assert_eq!(code, Some(0));
+    assert_eq!(p.correctness, Some(true));
+    assert_eq!(p.samples.len(), 6);
+    assert!(p
+        .samples
+        .iter()
+        .all(|s| s.per_rank_execute_s.len() == 3 && s.execute_s.unwrap() > 0.0));
+    assert!(p.samples[0].setup_s.is_some());
+    assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+
+    let (code, p) = run_helper(
+        &bin,
+        &[("FAKE_HCCL_CORRUPT_RANK", "2")],
+        &args,
+        ctx(1200, 3, 2, 4),
+    );
+    assert_eq!(code, Some(1));
+    assert_eq!(p.correctness, Some(false));
+    assert_eq!(
+        p.error.as_deref(),
+        Some("golden mismatch round=1 rank=2 index=299 got=1204 expected=1197")
+    );
+    assert!(!p.samples[2].ok);
+
+    let hang = [
+        "--count",
+        "16",
+        "--devices",
+        "4,5",
+        "--warmup-rounds",
+        "1",
+        "--timed-rounds",
+        "5",
+        "--barrier-timeout-s",
+        "1",
+    ];
+    let (code, p) = run_helper(
+        &bin,
+        &[("FAKE_HCCL_HANG_RANK", "1")],
+        &hang,
+        ctx(64, 2, 1, 5),
+    );
+    assert_eq!(code, Some(1));
+    assert!(
+        p.error.as_deref().unwrap().contains("stuck"),
+        "{:?}",
+        p.error
+    );
+    assert_eq!(p.samples.len(), 2, "rounds before the hang are kept");
+
+    let (code, p) = run_helper(
+        &bin,
+        &[],
+        &["--count", "8", "--dtype", "bf16", "--devices", "0,1"],
+        ctx(16, 2, 3, 20),
+    );
+    assert_eq!(code, Some(1));
+    assert!(
+        p.error.as_deref().unwrap().contains("HcclAllReduce"),
+        "{:?}",
+        p.error
+    );
+
+    let (code, _) = run_helper(
+        &bin,
+        &[],
+        &["--count", "8", "--devices", "0"],
+        ctx(32, 1, 0, 1),
+    );
+    assert_eq!(code, Some(2), "bad arguments");
+}
