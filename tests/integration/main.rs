@@ -4,5 +4,6 @@ mod bench;
 mod executor;
 mod report;
 mod slurm;
+mod slurm_host;
 mod stacks;
 mod util;

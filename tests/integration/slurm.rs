@@ -29,7 +29,7 @@ static CLUSTER: OnceLock<Result<Option<PathBuf>, String>> = OnceLock::new();
 
 /// `SLURM_CONF` of a live cluster, bringing one up at most once per test binary (and, through
 /// a file lock, once across concurrently running test processes). `None` = skip requested.
-fn cluster() -> Option<PathBuf> {
+pub(crate) fn cluster() -> Option<PathBuf> {
     match CLUSTER.get_or_init(bring_up) {
         Ok(conf) => conf.clone(),
         Err(e) => panic!("{e}"),
@@ -93,7 +93,7 @@ fn slurm(conf: &Path, argv: &[&str]) -> String {
     util::stdout(&out)
 }
 
-fn executor(conf: &Path, time_limit: Option<&str>) -> SlurmExecutor {
+pub(crate) fn executor(conf: &Path, time_limit: Option<&str>) -> SlurmExecutor {
     let config = SlurmConfig {
         time_limit: time_limit.map(String::from),
         ..SlurmConfig::default()
