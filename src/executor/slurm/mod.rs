@@ -22,7 +22,7 @@ use tokio::time::Instant;
 
 pub use bundle::GrantedDevices;
 pub use poll::{Backoff, JobRecord};
-pub use script::{render_script, sbatch_command, BatchJob};
+pub use script::{render_script, sbatch_command, shell_line, BatchJob};
 pub use service::{process_outcome, replay_log, SlurmService, Submitted};
 pub use state::{JobState, Verdict};
 pub use submit::{Cluster, JobId};

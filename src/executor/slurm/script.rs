@@ -195,6 +195,22 @@ pub fn render_script(job: &BatchJob) -> String {
     s
 }
 
+/// `argv` as one line a user can paste into a shell (what `dry-run` prints): words made only
+/// of safe characters stay bare, others are single-quoted.
+pub fn shell_line(argv: &[String]) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "-_./:=,+@%".contains(c);
+    argv.iter()
+        .map(|a| {
+            if !a.is_empty() && a.chars().all(safe) {
+                a.clone()
+            } else {
+                quote(a)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Single-quote for sh: `it's` → `'it'\''s'`.
 pub fn quote(value: &str) -> String {
     format!("'{}'", value.replace('\'', r"'\''"))

@@ -131,6 +131,23 @@ fn bad_devices_template_is_a_usage_error_naming_the_key() {
 }
 
 #[test]
+fn shell_line_quotes_only_what_needs_it() {
+    let argv: Vec<String> = [
+        "sbatch",
+        "--job-name=campaign:d:c:host",
+        "--gres=gpu:2",
+        "/a b/slurm.sh",
+        "",
+    ]
+    .map(String::from)
+    .to_vec();
+    assert_eq!(
+        shell_line(&argv),
+        "sbatch --job-name=campaign:d:c:host --gres=gpu:2 '/a b/slurm.sh' ''"
+    );
+}
+
+#[test]
 fn quote_survives_single_quotes() {
     assert_eq!(quote("it's"), r"'it'\''s'");
 }
