@@ -30,9 +30,13 @@ die() {
       tail -n 15 "$f" >&2
     fi
   done
+  log "stop what did start with: scripts/slurm-down.sh $DIR"
   exit 1
 }
 
+case "$CPUS:$NPUS" in
+  *[!0-9:]* | 0:* | *:0 | :* | *:) die "CAMPAIGN_SLURM_CPUS and CAMPAIGN_SLURM_NPUS must be positive integers" ;;
+esac
 if [ "$(id -u)" -ne 0 ]; then
   die "must run as root (slurmctld and slurmd run as root daemons here)"
 fi
