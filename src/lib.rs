@@ -5,17 +5,26 @@
 
 pub mod bench;
 pub mod case;
+pub mod case_fast;
 pub mod cli;
 pub mod commands;
 pub mod compare;
 pub mod error;
 pub mod executor;
+pub mod faults;
+pub mod fingerprint;
 pub mod golden;
+pub mod interrupt;
+pub mod journal;
+pub mod lock;
 pub mod plan;
 pub mod report;
 pub mod results;
+pub mod resume;
 pub mod stack;
 pub mod stats;
+pub mod sweep;
+pub mod status;
 pub mod units;
 
 use clap::Parser;

@@ -1,10 +1,156 @@
-//! `campaign resume`.
+//! `campaign resume RUN_DIR | PLAN`: find the run dir, take its lock, read its journal and
+//! frozen plan, print what will run, and hand the rest to the engine. Glue: the rules are in
+//! `resume.rs`, the journal in `journal.rs`, the running in `engine`.
+
+use std::path::{Path, PathBuf};
 
 use crate::cli::ResumeArgs;
 use crate::error::{Error, Result};
+use crate::journal;
+use crate::lock::RunDirLock;
 
-pub fn run(_args: &ResumeArgs) -> Result<i32> {
-    Err(Error::Usage(
-        "`campaign resume` is not available in this build yet".into(),
-    ))
+/// Default parent of campaign folders (`--results-dir` replaces it).
+const DEFAULT_RESULTS_DIR: &str = "results/campaigns";
+
+pub fn run(args: &ResumeArgs) -> Result<i32> {
+    let run_dir = locate(&args.target, args.exec.results_dir.as_deref())?;
+    let _lock = RunDirLock::acquire(&run_dir)?;
+    let replay = journal::replay(&run_dir.join(journal::FILE_NAME))?;
+    if let Some(torn) = &replay.torn {
+        eprintln!("journal: {torn}");
+    }
+    let plan_path = run_dir.join("plan.toml");
+    if !plan_path.is_file() {
+        return Err(Error::invalid(
+            &plan_path,
+            "the run dir has no frozen plan.toml, so it cannot be resumed (was it written by `campaign run`?)",
+        ));
+    }
+    Err(Error::Usage(format!(
+        "{}: `campaign resume` needs the run engine, which is not in this build yet",
+        run_dir.display()
+    )))
+}
+
+/// The run dir `target` names: a run dir (has `journal.jsonl`), a campaign folder (its newest
+/// run dir), or a plan file (the newest run dir of its campaign under the results dir).
+pub fn locate(target: &Path, results_dir: Option<&Path>) -> Result<PathBuf> {
+    if target.is_dir() {
+        if target.join(journal::FILE_NAME).is_file() {
+            return Ok(target.to_path_buf());
+        }
+        return newest_run_dir(target).ok_or_else(|| {
+            Error::Usage(format!(
+                "{} is neither a run dir (no {}) nor a campaign folder with run_* dirs",
+                target.display(),
+                journal::FILE_NAME
+            ))
+        });
+    }
+    if !target.is_file() {
+        return Err(Error::Usage(format!(
+            "{}: no such run dir or plan",
+            target.display()
+        )));
+    }
+    let name = campaign_name(target)?;
+    let root = results_dir.map_or_else(|| PathBuf::from(DEFAULT_RESULTS_DIR), Path::to_path_buf);
+    let folder = root.join(&name);
+    newest_run_dir(&folder).ok_or_else(|| {
+        Error::Usage(format!(
+            "campaign `{name}` has no run dir under {} to resume; start one with `campaign run {}`",
+            folder.display(),
+            target.display()
+        ))
+    })
+}
+
+/// `run_<YYYYmmdd_HHMMSS>` names sort by time; the newest with a journal wins.
+fn newest_run_dir(folder: &Path) -> Option<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(folder)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("run_"))
+                && p.join(journal::FILE_NAME).is_file()
+        })
+        .collect();
+    dirs.sort();
+    dirs.pop()
+}
+
+/// `[campaign] name` of a plan file, read without validating the rest (resume validates the
+/// frozen copy).
+fn campaign_name(plan: &Path) -> Result<String> {
+    let text = std::fs::read_to_string(plan).map_err(|e| Error::io(plan, e))?;
+    let table: toml::Table = toml::from_str(&text)
+        .map_err(|e| Error::invalid(plan, format!("not a TOML plan: {}", e.message())))?;
+    table
+        .get("campaign")
+        .and_then(|c| c.get("name"))
+        .and_then(|n| n.as_str())
+        .map(str::to_string)
+        .ok_or_else(|| {
+            Error::Invalid(vec![crate::error::Diagnostic {
+                file: plan.to_path_buf(),
+                line: None,
+                column: None,
+                field: Some("campaign.name".into()),
+                message: "missing; resume finds run dirs by campaign name".into(),
+                snippet: None,
+            }])
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_dir(root: &Path, campaign: &str, stamp: &str) -> PathBuf {
+        let d = root.join(campaign).join(format!("run_{stamp}"));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(
+            d.join(journal::FILE_NAME),
+            "{\"journal\":\"campaign\",\"version\":1}\n",
+        )
+        .unwrap();
+        d
+    }
+
+    #[test]
+    fn a_plan_resolves_to_the_newest_run_dir_of_its_campaign() {
+        let tmp = tempfile::tempdir().unwrap();
+        let results = tmp.path().join("results");
+        run_dir(&results, "scaling", "20260101_090000");
+        let newest = run_dir(&results, "scaling", "20260102_080000");
+        run_dir(&results, "other", "20270101_000000");
+        // A newer folder without a journal is not a run dir.
+        std::fs::create_dir_all(results.join("scaling/run_20260103_000000")).unwrap();
+        let plan = tmp.path().join("plan.toml");
+        std::fs::write(&plan, "[campaign]\nname = \"scaling\"\n").unwrap();
+        assert_eq!(locate(&plan, Some(&results)).unwrap(), newest);
+        assert_eq!(locate(&newest, None).unwrap(), newest);
+        assert_eq!(locate(&results.join("scaling"), None).unwrap(), newest);
+    }
+
+    #[test]
+    fn missing_targets_say_what_to_do() {
+        let tmp = tempfile::tempdir().unwrap();
+        let plan = tmp.path().join("plan.toml");
+        std::fs::write(&plan, "[campaign]\nname = \"fresh\"\n").unwrap();
+        let err = locate(&plan, Some(tmp.path())).unwrap_err().to_string();
+        assert!(err.contains("campaign `fresh` has no run dir"), "{err}");
+        assert!(err.contains("campaign run"), "{err}");
+        let err = locate(&tmp.path().join("nope"), None)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("no such run dir or plan"), "{err}");
+        std::fs::write(&plan, "[campaign]\ndescription = \"x\"\n").unwrap();
+        let err = locate(&plan, None).unwrap_err().to_string();
+        assert!(err.contains("campaign.name: missing"), "{err}");
+        let err = locate(tmp.path(), None).unwrap_err().to_string();
+        assert!(err.contains("neither a run dir"), "{err}");
+    }
 }

@@ -1,10 +1,12 @@
-//! `campaign status`.
+//! `campaign status RUN_DIR`: print what the journal and bundles say about a run dir. Glue only;
+//! the reading and the text are `status.rs`.
 
 use crate::cli::StatusArgs;
-use crate::error::{Error, Result};
+use crate::error::{exit, Result};
+use crate::status::RunDirStatus;
 
-pub fn run(_args: &StatusArgs) -> Result<i32> {
-    Err(Error::Usage(
-        "`campaign status` is not available in this build yet".into(),
-    ))
+pub fn run(args: &StatusArgs) -> Result<i32> {
+    let status = RunDirStatus::load(&args.run_dir)?;
+    print!("{}", status.render());
+    Ok(exit::OK)
 }

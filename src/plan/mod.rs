@@ -1,8 +1,22 @@
 //! Plans: TOML → validated [`Plan`], with diagnostics that point at file:line:col.
 //!
-//! `model` holds the validated types. Parsing and validation live beside it; the sweep itself
+//! `model` holds the validated types; `raw` reads toml's spanned document, `diag` turns spans
+//! into positions and snippets, `load` reads the sweep sections, `config` the run-time ones,
+//! `stacks` the stack tables and `validate` the checks over the whole product. The sweep itself
 //! (cases from a plan) is `crate::sweep`.
 
+mod config;
+pub mod diag;
+mod load;
 pub mod model;
+mod raw;
+mod sections;
+mod stacks;
+#[cfg(test)]
+mod tests;
+mod validate;
 
+pub use config::parse_id_ranges;
+pub use load::{check_campaign_name, load, parse, TOP_KEYS};
 pub use model::*;
+pub use stacks::select_stacks;

@@ -42,7 +42,27 @@ pub struct Plan {
     pub slurm: SlurmConfig,
     /// `[cases] files = [...]`: seed case files run as they are instead of the axes product.
     pub case_files: Vec<PathBuf>,
+    /// Cases the plan makes (after `[[exclude]]` and `[filter]`), counted when it was loaded.
+    pub case_count: u64,
+    /// Problems that do not stop the plan (uneven chunks, overridden `[rounds]`, …).
+    pub warnings: Vec<crate::error::Diagnostic>,
 }
+
+/// Figures `[report] figures` may name (the seed harness's set).
+pub const KNOWN_FIGURES: &[&str] = &[
+    "strong_scaling_t_total",
+    "strong_scaling_efficiency",
+    "message_size_bw",
+    "paired_stack_ratio",
+    "phase_breakdown",
+    "compile_breakdown",
+    "setup_breakdown",
+    "wall_vs_device",
+    "bw_model_fit",
+];
+
+/// Run statuses `[run] retry_on` may name.
+pub const RETRY_STATUSES: &[&str] = &["timeout", "fail"];
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct CampaignMeta {

@@ -2,7 +2,9 @@
 
 mod bench;
 mod executor;
+mod plan;
 mod report;
+mod resume;
 mod slurm;
 mod slurm_host;
 mod stacks;

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Plan-expansion benchmark: expand benches/plan_1m.toml (exactly 1,000,000 cases) through
+# `campaign dry-run --format csv` into /dev/null and report wall time, CPU time and peak RSS.
+# Results go in docs/performance.md, section "## Plan expansion".
+#
+# Usage: benches/dry_run_1m.sh [runs]      (default 5 runs; needs /usr/bin/time, GNU time)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+runs="${1:-5}"
+plan=benches/plan_1m.toml
+
+cargo build --release --quiet
+exe=target/release/campaign
+if [[ ! -x /usr/bin/time ]]; then
+    echo "needs GNU time at /usr/bin/time (apt-get install time)" >&2
+    exit 4
+fi
+
+lines=$("$exe" dry-run "$plan" --format csv 2>/dev/null | wc -l)
+if [[ "$lines" -ne 1000001 ]]; then
+    echo "expected 1,000,000 cases plus a header, got $lines lines" >&2
+    exit 1
+fi
+
+measure() {
+    local label=$1; shift
+    for i in $(seq "$runs"); do
+        /usr/bin/time -v "$@" > /dev/null 2> /tmp/dry_run_1m.time.$$ || true
+        awk -v label="$label" -v run="$i" '
+            /Elapsed \(wall clock\)/ { n = split($NF, t, ":"); wall = (n == 3) ? t[1]*3600 + t[2]*60 + t[3] : t[1]*60 + t[2] }
+            /User time/ { user = $NF }
+            /System time/ { sys = $NF }
+            /Maximum resident set size/ { rss = $NF }
+            END { printf "%-28s run %d: wall %.2f s  cpu %.2f s  peak RSS %.1f MiB\n", label, run, wall, user + sys, rss / 1024 }
+        ' /tmp/dry_run_1m.time.$$
+    done
+    rm -f /tmp/dry_run_1m.time.$$
+}
+
+echo "host: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+measure "dry-run --format csv" "$exe" dry-run "$plan" --format csv
+measure "validate (check pass only)" "$exe" validate "$plan"
+measure "dry-run --format json" "$exe" dry-run "$plan" --format json

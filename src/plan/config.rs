@@ -1,0 +1,324 @@
+//! The run-time sections of a plan: `[run]`, `[devices]`, `[report]`, `[slurm]` → model structs.
+//!
+//! Each key is type-checked and range-checked where it is written; cross-section rules (the
+//! baseline is one of the stacks, the pool fits every case) live in `validate.rs`. Nothing here
+//! touches devices or the file system beyond checking that a named template exists.
+
+use std::path::Path;
+
+use super::diag::relative_to;
+use super::load::Spans;
+use super::model::{
+    DeviceKind, DevicesConfig, ExecutorKind, Placement, ReportConfig, RunConfig, SlurmConfig,
+    StackOrder, KNOWN_FIGURES, RETRY_STATUSES,
+};
+use super::raw::{Ctx, Item};
+
+pub fn read_run(cx: &mut Ctx<'_>, item: &Item<'_>) -> RunConfig {
+    let mut run = RunConfig::default();
+    let Some(table) = cx.table(item, "run") else {
+        return run;
+    };
+    const KEYS: &[&str] = &[
+        "timeout",
+        "no_output_timeout",
+        "retries",
+        "retry_on",
+        "cooldown",
+        "order",
+        "jobs",
+        "exclusive",
+        "seed",
+        "executor",
+        "quarantine_after",
+    ];
+    for e in cx.known_entries(table, "run", KEYS) {
+        let path = format!("run.{}", e.key);
+        let it = e.item;
+        match e.key {
+            "timeout" => {
+                if let Some(d) = cx.duration(it, &path) {
+                    if d.is_zero() {
+                        cx.error(
+                            &it.span(),
+                            &path,
+                            "a timeout must be longer than zero".into(),
+                        );
+                    }
+                    run.timeout = d;
+                }
+            }
+            "no_output_timeout" => run.no_output_timeout = cx.duration(it, &path),
+            "retries" => run.retries = cx.uint(it, &path, 100).map_or(run.retries, |n| n as u32),
+            "retry_on" => {
+                if let Some(list) = cx.strings(it, &path) {
+                    for s in &list {
+                        if !RETRY_STATUSES.contains(&s.as_str()) {
+                            cx.error(
+                                &it.span(),
+                                &path,
+                                format!(
+                                    "cannot retry on `{s}`; expected some of: {}",
+                                    RETRY_STATUSES.join(", ")
+                                ),
+                            );
+                        }
+                    }
+                    run.retry_on = list;
+                }
+            }
+            "cooldown" => run.cooldown = cx.duration(it, &path).unwrap_or(run.cooldown),
+            "order" => {
+                run.order = match cx.choice(it, &path, &["shuffled", "given"]).as_deref() {
+                    Some("given") => StackOrder::Given,
+                    _ => StackOrder::Shuffled,
+                }
+            }
+            "jobs" => match cx.uint(it, &path, 4096) {
+                Some(0) => cx.error(&it.span(), &path, "jobs must be >= 1".into()),
+                Some(n) => run.jobs = Some(n as usize),
+                None => {}
+            },
+            "exclusive" => run.exclusive = cx.boolean(it, &path).unwrap_or(false),
+            "seed" => run.seed = cx.uint(it, &path, i64::MAX as u64),
+            "executor" => {
+                run.executor = match cx.choice(it, &path, &["local", "slurm"]).as_deref() {
+                    Some("slurm") => ExecutorKind::Slurm,
+                    _ => ExecutorKind::Local,
+                }
+            }
+            _ => {
+                run.quarantine_after = cx
+                    .uint(it, &path, 1000)
+                    .map_or(run.quarantine_after, |n| n as u32)
+            }
+        }
+    }
+    run
+}
+
+/// Device ids as `"0-7"`, `"0,2,4-6"` or a list of integers; `None` after reporting a problem.
+fn id_list(cx: &mut Ctx<'_>, item: &Item<'_>, path: &str) -> Option<Vec<u32>> {
+    let ids = if let toml::de::DeValue::String(s) = item.get_ref() {
+        match parse_id_ranges(s) {
+            Ok(ids) => ids,
+            Err(msg) => {
+                cx.error(&item.span(), path, msg);
+                return None;
+            }
+        }
+    } else {
+        let elems = cx.array(item, path)?;
+        let mut ids = Vec::new();
+        for (i, e) in elems.into_iter().enumerate() {
+            ids.push(cx.uint(e, &format!("{path}[{i}]"), u64::from(u32::MAX))? as u32);
+        }
+        ids
+    };
+    let mut seen = std::collections::BTreeSet::new();
+    for id in &ids {
+        if !seen.insert(*id) {
+            cx.error(
+                &item.span(),
+                path,
+                format!("device id {id} is listed twice"),
+            );
+            return None;
+        }
+    }
+    if ids.is_empty() {
+        cx.error(&item.span(), path, "list at least one device id".into());
+        return None;
+    }
+    Some(ids)
+}
+
+/// `"0-3,6"` → `[0, 1, 2, 3, 6]`.
+pub fn parse_id_ranges(text: &str) -> Result<Vec<u32>, String> {
+    let bad = || format!("`{text}` is not a device list (expected e.g. \"0-7\" or \"0,2,4-6\")");
+    let mut out = Vec::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        let a: u32 = a.trim().parse().map_err(|_| bad())?;
+        let b: u32 = b.trim().parse().map_err(|_| bad())?;
+        if b < a || b - a > 65536 {
+            return Err(bad());
+        }
+        out.extend(a..=b);
+    }
+    Ok(out)
+}
+
+pub fn read_devices(cx: &mut Ctx<'_>, item: &Item<'_>) -> DevicesConfig {
+    let mut dev = DevicesConfig::default();
+    let Some(table) = cx.table(item, "devices") else {
+        return dev;
+    };
+    const KEYS: &[&str] = &["kind", "ids", "groups", "placement", "probe"];
+    let mut groups_span = None;
+    for e in cx.known_entries(table, "devices", KEYS) {
+        let path = format!("devices.{}", e.key);
+        let it = e.item;
+        match e.key {
+            "kind" => {
+                dev.kind = match cx.choice(it, &path, &["npu", "gpu", "cpu"]).as_deref() {
+                    Some("npu") => DeviceKind::Npu,
+                    Some("gpu") => DeviceKind::Gpu,
+                    _ => DeviceKind::Cpu,
+                }
+            }
+            "ids" => dev.ids = id_list(cx, it, &path).unwrap_or_default(),
+            "groups" => {
+                groups_span = Some(it.span());
+                if let Some(elems) = cx.array(it, &path) {
+                    for (i, g) in elems.into_iter().enumerate() {
+                        if let Some(ids) = id_list(cx, g, &format!("{path}[{i}]")) {
+                            dev.groups.push(ids);
+                        }
+                    }
+                }
+            }
+            "placement" => {
+                dev.placement = match cx.choice(it, &path, &["auto", "pinned"]).as_deref() {
+                    Some("pinned") => Placement::Pinned,
+                    _ => Placement::Auto,
+                }
+            }
+            _ => {
+                if let Some(argv) = cx.strings(it, &path) {
+                    if argv.is_empty() {
+                        cx.error(
+                            &it.span(),
+                            &path,
+                            "a probe needs a program (argv list)".into(),
+                        );
+                    }
+                    dev.probe = Some(argv);
+                }
+            }
+        }
+    }
+    if let Some(span) = groups_span {
+        if dev.ids.is_empty() && !dev.groups.is_empty() {
+            cx.error(
+                &span,
+                "devices.groups",
+                "groups need `ids` to say which devices exist".into(),
+            );
+        }
+        for g in &dev.groups {
+            if let Some(stray) = g.iter().find(|d| !dev.ids.contains(d)) {
+                cx.error(
+                    &span,
+                    "devices.groups",
+                    format!("device {stray} is in a group but not in devices.ids"),
+                );
+            }
+        }
+    }
+    dev
+}
+
+pub fn read_report(
+    cx: &mut Ctx<'_>,
+    item: &Item<'_>,
+    plan_file: &Path,
+    spans: &mut Spans,
+) -> ReportConfig {
+    let mut rep = ReportConfig::default();
+    let Some(table) = cx.table(item, "report") else {
+        return rep;
+    };
+    for e in cx.known_entries(
+        table,
+        "report",
+        &["baseline", "template", "figures", "title"],
+    ) {
+        let path = format!("report.{}", e.key);
+        let it = e.item;
+        match e.key {
+            "baseline" => {
+                spans.baseline = Some(it.span());
+                rep.baseline = cx.string(it, &path);
+            }
+            "template" => {
+                if let Some(t) = cx.string(it, &path) {
+                    let full = relative_to(plan_file, &t);
+                    if !full.is_file() {
+                        cx.error(
+                            &it.span(),
+                            &path,
+                            format!(
+                                "template {} does not exist (paths are relative to the plan)",
+                                full.display()
+                            ),
+                        );
+                    }
+                    rep.template = Some(full);
+                }
+            }
+            "figures" => {
+                if let Some(elems) = cx.array(it, &path) {
+                    for (i, f) in elems.into_iter().enumerate() {
+                        if let Some(name) = cx.choice(f, &format!("{path}[{i}]"), KNOWN_FIGURES) {
+                            rep.figures.push(name);
+                        }
+                    }
+                }
+            }
+            _ => rep.title = cx.string(it, &path),
+        }
+    }
+    rep
+}
+
+pub fn read_slurm(cx: &mut Ctx<'_>, item: &Item<'_>) -> SlurmConfig {
+    let mut s = SlurmConfig::default();
+    let Some(table) = cx.table(item, "slurm") else {
+        return s;
+    };
+    const KEYS: &[&str] = &[
+        "partition",
+        "account",
+        "qos",
+        "time_limit",
+        "extra_args",
+        "devices_arg",
+        "poll_interval",
+    ];
+    for e in cx.known_entries(table, "slurm", KEYS) {
+        let path = format!("slurm.{}", e.key);
+        let it = e.item;
+        match e.key {
+            "partition" => s.partition = cx.string(it, &path),
+            "account" => s.account = cx.string(it, &path),
+            "qos" => s.qos = cx.string(it, &path),
+            "time_limit" => s.time_limit = cx.string(it, &path),
+            "extra_args" => s.extra_args = cx.strings(it, &path).unwrap_or_default(),
+            "devices_arg" => {
+                if let Some(t) = cx.string(it, &path) {
+                    let env = minijinja::Environment::new();
+                    if let Err(err) = env.template_from_str(&t) {
+                        cx.error(&it.span(), &path, format!("not a valid template: {err}"));
+                    }
+                    s.devices_arg = Some(t);
+                }
+            }
+            _ => s.poll_interval = cx.duration(it, &path),
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn device_ranges() {
+        assert_eq!(parse_id_ranges("0-3").unwrap(), vec![0, 1, 2, 3]);
+        assert_eq!(parse_id_ranges("0,2,4-5").unwrap(), vec![0, 2, 4, 5]);
+        assert!(parse_id_ranges("3-1").is_err());
+        assert!(parse_id_ranges("a-b").is_err());
+    }
+}

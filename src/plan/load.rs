@@ -1,0 +1,200 @@
+//! `plan::load` / `plan::parse`: TOML text → validated [`Plan`].
+//!
+//! Owns the top-level table list, `[campaign]`, and the order in which sections are read;
+//! `sections.rs` reads the sweep sections, `config.rs` the run-time ones, `stacks.rs` the stack
+//! tables, `validate.rs` the cross-checks over the whole product. Every problem is collected
+//! before failing so a user sees all of them at once.
+
+use std::collections::{BTreeMap, HashMap};
+use std::ops::Range;
+use std::path::Path;
+
+use sha2::{Digest, Sha256};
+use toml::de::DeTable;
+
+use super::diag::Source;
+use super::model::{CampaignMeta, Plan, Rounds};
+use super::raw::{Ctx, Item};
+use super::sections::{
+    read_axes, read_case, read_case_files, read_excludes, read_filter, read_rounds,
+    require_case_shape,
+};
+use super::{config, stacks, validate};
+use crate::error::{Error, Result};
+
+/// Every top-level table a plan may have.
+pub const TOP_KEYS: &[&str] = &[
+    "campaign", "case", "axes", "exclude", "filter", "rounds", "run", "devices", "stacks",
+    "report", "slurm", "cases",
+];
+
+/// Where each case field got its value in the file (an axis array or a `[case]` entry), so
+/// per-case problems can point at the line that caused them.
+#[derive(Debug, Default)]
+pub struct Spans {
+    pub fields: HashMap<String, Range<usize>>,
+    pub stacks: Option<Range<usize>>,
+    pub filter: Option<Range<usize>>,
+    pub excludes: Vec<Range<usize>>,
+    pub devices: Option<Range<usize>>,
+    pub baseline: Option<Range<usize>>,
+}
+
+/// Read and parse a plan file.
+pub fn load(path: &Path) -> Result<Plan> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    parse(&text, path)
+}
+
+/// Parse and validate plan text; `path` locates diagnostics and plan-relative files.
+pub fn parse(text: &str, path: &Path) -> Result<Plan> {
+    let src = Source::new(path, text);
+    let doc = match DeTable::parse(text) {
+        Ok(doc) => doc,
+        Err(e) => {
+            let span = e.span().unwrap_or(0..0);
+            let message = format!("TOML syntax error: {}", e.message().trim_end());
+            return Err(Error::Invalid(vec![src.at(&span, None, message)]));
+        }
+    };
+    let mut cx = Ctx::new(&src);
+    let mut spans = Spans::default();
+    let mut sections: BTreeMap<&str, &Item<'_>> = BTreeMap::new();
+    for e in cx.known_entries(doc.get_ref(), "", TOP_KEYS) {
+        sections.insert(e.key, e.item);
+    }
+
+    let mut plan = Plan {
+        source: path.to_path_buf(),
+        hash: hash16(text.as_bytes()),
+        text: text.to_string(),
+        campaign: CampaignMeta {
+            name: String::new(),
+            description: String::new(),
+        },
+        case_defaults: BTreeMap::new(),
+        axes: Vec::new(),
+        stacks: vec!["host".to_string()],
+        excludes: Vec::new(),
+        filter: None,
+        rounds: Rounds::default(),
+        run: Default::default(),
+        devices: Default::default(),
+        stack_defs: BTreeMap::new(),
+        report: Default::default(),
+        slurm: Default::default(),
+        case_files: Vec::new(),
+        case_count: 0,
+        warnings: Vec::new(),
+    };
+
+    read_campaign(&mut cx, sections.get("campaign").copied(), &mut plan);
+    if let Some(item) = sections.get("case") {
+        read_case(&mut cx, item, &mut plan, &mut spans);
+    }
+    let axes_span = sections.get("axes").map(|i| i.span());
+    if let Some(item) = sections.get("axes") {
+        read_axes(&mut cx, item, &mut plan, &mut spans);
+    }
+    if let Some(item) = sections.get("exclude") {
+        read_excludes(&mut cx, item, &mut plan, &mut spans);
+    }
+    if let Some(item) = sections.get("filter") {
+        read_filter(&mut cx, item, &mut plan, &mut spans);
+    }
+    if let Some(item) = sections.get("rounds") {
+        read_rounds(&mut cx, item, &mut plan, &spans);
+    }
+    if let Some(item) = sections.get("cases") {
+        read_case_files(&mut cx, item, &mut plan, axes_span.as_ref());
+    }
+    if !sections.contains_key("cases") {
+        require_case_shape(&mut cx, &spans, axes_span.as_ref());
+    }
+    if let Some(item) = sections.get("stacks") {
+        plan.stack_defs = stacks::read_defs(&mut cx, item, text);
+    }
+    stacks::check_axis(&mut cx, &plan, &spans);
+    if let Some(item) = sections.get("run") {
+        plan.run = config::read_run(&mut cx, item);
+    }
+    if let Some(item) = sections.get("devices") {
+        spans.devices = Some(item.span());
+        plan.devices = config::read_devices(&mut cx, item);
+    }
+    if let Some(item) = sections.get("report") {
+        plan.report = config::read_report(&mut cx, item, path, &mut spans);
+    }
+    if let Some(item) = sections.get("slurm") {
+        plan.slurm = config::read_slurm(&mut cx, item);
+    }
+
+    validate::check_baseline(&mut cx, &plan, &spans);
+    // The product check needs well-formed sections; stop here if they are not.
+    cx.diags.check()?;
+    validate::check(&mut cx, &mut plan, &spans);
+    cx.diags.check()?;
+    plan.warnings = std::mem::take(&mut cx.diags.warnings);
+    Ok(plan)
+}
+
+fn hash16(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
+fn read_campaign(cx: &mut Ctx<'_>, item: Option<&Item<'_>>, plan: &mut Plan) {
+    let Some(item) = item else {
+        let d = cx.src.whole(
+            Some("campaign.name"),
+            "missing [campaign] table with `name = \"...\"` (it names the results folder)".into(),
+        );
+        cx.diags.error(d);
+        return;
+    };
+    let Some(table) = cx.table(item, "campaign") else {
+        return;
+    };
+    let known = cx.known_entries(table, "campaign", &["name", "description"]);
+    let mut named = false;
+    for e in known {
+        match e.key {
+            "name" => {
+                named = true;
+                if let Some(name) = cx.string(e.item, "campaign.name") {
+                    if let Err(msg) = check_campaign_name(&name) {
+                        cx.error(&e.item.span(), "campaign.name", msg);
+                    }
+                    plan.campaign.name = name;
+                }
+            }
+            _ => {
+                if let Some(d) = cx.string(e.item, "campaign.description") {
+                    plan.campaign.description = d;
+                }
+            }
+        }
+    }
+    if !named {
+        cx.error(
+            &item.span(),
+            "campaign.name",
+            "missing `name = \"...\"` (it names the results folder)".into(),
+        );
+    }
+}
+
+/// `[a-z0-9_-]+`: the name becomes a folder, so no separators, dots or upper case.
+pub fn check_campaign_name(name: &str) -> std::result::Result<(), String> {
+    let ok = !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "campaign name `{name}` must match [a-z0-9_-]+ (it becomes a folder name; no `/`, `..`, spaces or upper case)"
+        ))
+    }
+}

@@ -1,0 +1,231 @@
+//! `[stacks.NAME]` tables and the `axes.stacks` list: which stacks a plan runs, and the
+//! `--stacks a,b` selection on the command line.
+//!
+//! The table shape is `crate::stack::StackDef` (serde, unknown keys denied); this file only adds
+//! located diagnostics with suggestions and the name rules. Resolving definitions against the
+//! shipped ones for a run is the stack module's job.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use serde::de::{self, Deserializer, Visitor};
+use serde::Deserialize;
+use toml::de::DeValue;
+
+use super::diag::did_you_mean;
+use super::load::Spans;
+use super::model::Plan;
+use super::raw::{entries, Ctx, Item};
+use crate::error::{Error, Result};
+use crate::stack::registry::shipped;
+use crate::stack::StackDef;
+
+/// The keys `StackDef` accepts, read from its serde derive so this list cannot drift.
+pub fn stackdef_keys() -> &'static [&'static str] {
+    struct Capture(&'static [&'static str]);
+    impl<'de> Deserializer<'de> for &mut Capture {
+        type Error = de::value::Error;
+        fn deserialize_any<V: Visitor<'de>>(
+            self,
+            _v: V,
+        ) -> std::result::Result<V::Value, Self::Error> {
+            Err(de::Error::custom("field capture only"))
+        }
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _name: &'static str,
+            fields: &'static [&'static str],
+            _v: V,
+        ) -> std::result::Result<V::Value, Self::Error> {
+            self.0 = fields;
+            Err(de::Error::custom("field capture only"))
+        }
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+            option unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier
+            ignored_any
+        }
+    }
+    let mut cap = Capture(&[]);
+    let _ = StackDef::deserialize(&mut cap);
+    cap.0
+}
+
+/// Only the `stacks` table of a plan, for serde's type checking with toml's spans.
+#[derive(Deserialize)]
+struct StacksOnly {
+    #[serde(default)]
+    stacks: BTreeMap<String, StackDef>,
+}
+
+pub fn read_defs(cx: &mut Ctx<'_>, item: &Item<'_>, text: &str) -> BTreeMap<String, StackDef> {
+    let Some(table) = cx.table(item, "stacks") else {
+        return BTreeMap::new();
+    };
+    let keys = stackdef_keys();
+    let shipped = shipped();
+    let before = cx.diags.errors.len();
+    let mut needs_command = Vec::new();
+    for e in entries(table) {
+        let path = format!("stacks.{}", e.key);
+        if crate::plan::check_campaign_name(e.key).is_err() {
+            cx.error(
+                &e.key_span,
+                &path,
+                format!(
+                    "stack name `{}` must match [a-z0-9_-]+ (it becomes a folder name)",
+                    e.key
+                ),
+            );
+        }
+        let Some(def) = cx.table(e.item, &path) else {
+            continue;
+        };
+        let mut has_command = false;
+        for k in entries(def) {
+            if k.key == "command" {
+                has_command = true;
+            }
+            if !keys.contains(&k.key) {
+                let hint = did_you_mean(k.key, keys.iter().copied());
+                cx.error(
+                    &k.key_span,
+                    &format!("{path}.{}", k.key),
+                    format!(
+                        "unknown key `{}` in [{path}]{hint}; expected one of: {}",
+                        k.key,
+                        keys.join(", ")
+                    ),
+                );
+            }
+            if matches!(k.key, "timeout" | "no_output_timeout") {
+                if let DeValue::String(s) = k.item.get_ref() {
+                    if let Err(msg) = crate::units::parse_duration(s) {
+                        cx.error(&k.item.span(), &format!("{path}.{}", k.key), msg);
+                    }
+                }
+            }
+        }
+        if !has_command && !shipped.contains_key(e.key) {
+            needs_command.push((e.key_span.clone(), path));
+        }
+    }
+    for (span, path) in needs_command {
+        cx.error(
+            &span,
+            &path,
+            "a stack that is not shipped needs `command = [...]`".to_string()
+                + &format!(
+                    " (shipped stacks: {})",
+                    shipped.keys().cloned().collect::<Vec<_>>().join(", ")
+                ),
+        );
+    }
+    // After a problem the names are still known, so `axes.stacks` is not reported as well.
+    let names_only = || -> BTreeMap<String, StackDef> {
+        entries(table)
+            .iter()
+            .map(|e| (e.key.to_string(), StackDef::default()))
+            .collect()
+    };
+    if cx.diags.errors.len() > before {
+        return names_only();
+    }
+    match toml::from_str::<StacksOnly>(text) {
+        Ok(s) => s.stacks,
+        Err(err) => {
+            let span = err.span().unwrap_or(item.span());
+            cx.error(&span, "stacks", err.message().trim_end().to_string());
+            names_only()
+        }
+    }
+}
+
+/// Every name in `axes.stacks` is shipped or defined in `[stacks]`; no name twice; not empty.
+pub fn check_axis(cx: &mut Ctx<'_>, plan: &Plan, spans: &Spans) {
+    let span: Range<usize> = spans.stacks.clone().unwrap_or(0..0);
+    let located = spans.stacks.is_some();
+    let report = |cx: &mut Ctx<'_>, msg: String| {
+        if located {
+            cx.error(&span, "axes.stacks", msg);
+        } else {
+            let d = cx.src.whole(Some("axes.stacks"), msg);
+            cx.diags.error(d);
+        }
+    };
+    if plan.stacks.is_empty() {
+        report(cx, "list at least one stack".into());
+    }
+    let known = known_stacks(plan);
+    for (i, name) in plan.stacks.iter().enumerate() {
+        if plan.stacks[..i].contains(name) {
+            report(cx, format!("stack `{name}` is listed twice"));
+        } else if !known.contains(name) {
+            let hint = did_you_mean(name, known.iter().map(String::as_str));
+            report(
+                cx,
+                format!(
+                    "unknown stack `{name}`{hint}; shipped or defined in [stacks]: {}",
+                    known.join(", ")
+                ),
+            );
+        }
+    }
+}
+
+fn known_stacks(plan: &Plan) -> Vec<String> {
+    let mut names: Vec<String> = shipped().into_keys().collect();
+    for k in plan.stack_defs.keys() {
+        if !names.contains(k) {
+            names.push(k.clone());
+        }
+    }
+    names
+}
+
+/// The plan's stacks after a `--stacks a,b` selection (empty selection = all, in plan order).
+/// Selected names keep the order given; each must be one of the plan's stacks.
+pub fn select_stacks(plan: &Plan, selection: &[String]) -> Result<Vec<String>> {
+    let wanted: Vec<&str> = selection
+        .iter()
+        .flat_map(|s| s.split(','))
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect();
+    if wanted.is_empty() {
+        return Ok(plan.stacks.clone());
+    }
+    let mut out: Vec<String> = Vec::new();
+    let mut problems = Vec::new();
+    for name in wanted {
+        if plan.stacks.iter().any(|s| s == name) {
+            if !out.iter().any(|s| s == name) {
+                out.push(name.to_string());
+            }
+        } else {
+            let hint = did_you_mean(name, plan.stacks.iter().map(String::as_str));
+            problems.push(format!(
+                "--stacks: `{name}` is not a stack of this plan{hint} (its stacks: {})",
+                plan.stacks.join(", ")
+            ));
+        }
+    }
+    if problems.is_empty() {
+        Ok(out)
+    } else {
+        Err(Error::Usage(problems.join("\n")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stackdef_keys_come_from_serde() {
+        let keys = stackdef_keys();
+        assert!(keys.contains(&"command"));
+        assert!(keys.contains(&"no_output_timeout"));
+        assert!(!keys.contains(&"comand"));
+    }
+}

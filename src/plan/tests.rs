@@ -1,0 +1,164 @@
+//! Unit tests of plan parsing: sections, precedence, cross-checks, and a property test that
+//! feeds arbitrary and plan-shaped text to the parser (no panics, only exit-code-2 errors).
+
+use std::path::Path;
+
+use super::*;
+use crate::error::Result;
+use crate::plan::{select_stacks, DeviceKind};
+use proptest::prelude::*;
+
+const BASE: &str = "[campaign]\nname = \"t\"\n\n[axes]\nvariant = [\"mesh\", \"ring\"]\np = [2, 4]\ncount = [256]\n";
+
+fn plan(extra: &str) -> Result<Plan> {
+    parse(&format!("{BASE}{extra}"), Path::new("t.toml"))
+}
+
+fn messages(r: Result<Plan>) -> String {
+    match r {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("expected the plan to be rejected"),
+    }
+}
+
+#[test]
+fn axes_keep_file_order_and_defaults_fill_in() {
+    let p = plan("platform = [\"host\", \"a5\"]\n").unwrap();
+    let names: Vec<&str> = p.axes.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ["variant", "p", "count", "platform"]);
+    assert_eq!(p.stacks, ["host"]);
+    assert_eq!(p.case_count, 8);
+    assert_eq!(p.devices.kind, DeviceKind::Cpu);
+    assert!(
+        p.devices.ids.len() >= 4,
+        "cpu pool is at least the largest p"
+    );
+}
+
+#[test]
+fn a_plan_without_axes_is_one_case() {
+    let p = parse(
+        "[campaign]\nname = \"one\"\n[case]\nvariant = \"ring\"\np = 3\ncount = 9\n",
+        Path::new("one.toml"),
+    )
+    .unwrap();
+    let all: Vec<_> = crate::sweep::cases(&p, None).unwrap().collect();
+    assert_eq!(all.len(), 1);
+    assert_eq!(
+        all[0].as_ref().unwrap().case_id(),
+        "ring_p3_count9_fp32_a2a3_d0-1-2"
+    );
+}
+
+#[test]
+fn exclude_lists_mean_any_of() {
+    let p = plan("\n[[exclude]]\nvariant = \"ring\"\np = [2, 4]\n").unwrap();
+    assert_eq!(p.case_count, 2);
+}
+
+#[test]
+fn explicit_rounds_win_over_rounds_table_with_a_warning() {
+    let p = plan("\n[case]\ntimed_rounds = 9\n\n[rounds]\ntimed = 4\n").unwrap();
+    assert_eq!(p.warnings.len(), 1, "{:?}", p.warnings);
+    assert!(p.warnings[0].message.contains("wins over [rounds]"));
+    let case = crate::sweep::cases(&p, None)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
+    assert_eq!(case.timed_rounds, 9);
+    assert_eq!(case.warmup_rounds, 3);
+}
+
+#[test]
+fn field_in_case_and_axes_is_an_error() {
+    assert!(messages(plan("\n[case]\np = 2\n")).contains("both a [case] default and an axis"));
+}
+
+#[test]
+fn groups_must_be_inside_ids_and_baseline_a_stack() {
+    let err = messages(plan(
+        "\n[devices]\nkind = \"npu\"\nids = \"0-3\"\ngroups = [\"0-3\", \"4-7\"]\n\n[report]\nbaseline = \"hccl\"\n",
+    ));
+    assert!(
+        err.contains("device 4 is in a group but not in devices.ids"),
+        "{err}"
+    );
+    assert!(
+        err.contains("baseline `hccl` is not one of the plan's stacks"),
+        "{err}"
+    );
+}
+
+#[test]
+fn run_section_is_typed() {
+    let p = plan("\n[run]\ntimeout = \"90s\"\nretries = 2\norder = \"given\"\njobs = 3\n").unwrap();
+    assert_eq!(p.run.timeout, std::time::Duration::from_secs(90));
+    assert_eq!(p.run.retries, 2);
+    assert_eq!(p.run.jobs, Some(3));
+    let err = messages(plan(
+        "\n[run]\ntimeout = \"ten minutes\"\norder = \"random\"\n",
+    ));
+    assert!(err.contains("run.timeout"), "{err}");
+    assert!(err.contains("unknown value `random`"), "{err}");
+}
+
+#[test]
+fn axis_on_a_field_case_id_does_not_show_must_not_collide() {
+    let err = messages(plan("orch_tier = [\"logical\", \"strict_window\"]\n"));
+    assert!(err.contains("two cases share case_id"), "{err}");
+}
+
+#[test]
+fn stack_selection() {
+    let p = plan("stacks = [\"host\", \"mine\"]\n\n[stacks.mine]\ncommand = [\"true\"]\n").unwrap();
+    assert_eq!(select_stacks(&p, &[]).unwrap(), ["host", "mine"]);
+    assert_eq!(select_stacks(&p, &["mine".into()]).unwrap(), ["mine"]);
+    let err = select_stacks(&p, &["hccl".into()]).unwrap_err().to_string();
+    assert!(err.contains("`hccl` is not a stack of this plan"), "{err}");
+    assert!(messages(plan("stacks = [\"nccl\"]\n")).contains("unknown stack `nccl`"));
+}
+
+#[test]
+fn stack_table_types_are_checked_with_position() {
+    let err = messages(plan(
+        "stacks = [\"mine\"]\n\n[stacks.mine]\ncommand = [\"x\"]\nshape = 3\n",
+    ));
+    assert!(err.contains("t.toml:12:9"), "{err}");
+    assert!(!err.contains("unknown stack"), "no follow-on error: {err}");
+}
+
+/// Fragments that reach deep into the parser when shuffled together.
+fn fragment() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("[campaign]\nname = \"x\"\n".to_string()),
+        Just("[axes]\n".to_string()),
+        Just("[case]\n".to_string()),
+        Just("[[exclude]]\n".to_string()),
+        Just("[filter]\nwhere = \"count > p\"\n".to_string()),
+        Just("[rounds]\nwarmup = \"auto\"\n".to_string()),
+        Just("[devices]\nids = \"0-3\"\ngroups = [[0, 9]]\n".to_string()),
+        Just("[stacks.s]\ncommand = 1\n".to_string()),
+        Just("[cases]\nfiles = [\"*.nothing\"]\n".to_string()),
+        "(variant|p|count|dtype|device_ids|core_num|stacks|timed_rounds) = ".prop_map(|s| s),
+        "\\[[0-9, \"a-z\\[\\]-]{0,12}\\]\n".prop_map(|s| s),
+        "-?[0-9]{1,20}\n".prop_map(|s| s),
+        "\"[a-z0-9_./]{0,8}\"\n".prop_map(|s| s),
+        any::<String>(),
+    ]
+}
+
+proptest! {
+    #[test]
+    fn arbitrary_text_never_panics(text in any::<String>()) {
+        let _ = parse(&text, Path::new("fuzz.toml"));
+    }
+
+    #[test]
+    fn plan_shaped_text_never_panics(parts in proptest::collection::vec(fragment(), 0..14)) {
+        let text = parts.concat();
+        if let Err(e) = parse(&text, Path::new("fuzz.toml")) {
+            prop_assert_eq!(e.exit_code(), crate::error::exit::BAD_INPUT);
+        }
+    }
+}

@@ -1,0 +1,288 @@
+//! Checks that need the whole plan: the report baseline is a stack of the plan, every case of
+//! the product is a valid seed case (device_ids length, fp16 range, core_num, …) and fits the
+//! device pool, and the product is not empty after `[[exclude]]` and `[filter]`.
+//!
+//! It walks the sweep once without keeping cases (a million-case plan stays flat in memory).
+//! Problems repeated over many cases are reported once per field with a count, pointing at the
+//! `[axes]`/`[case]` line that set the field. It must not print.
+
+use std::collections::BTreeMap;
+
+use super::load::Spans;
+use super::model::{DeviceKind, Placement, Plan};
+use super::raw::Ctx;
+use crate::case::Case;
+use crate::error::{Diagnostic, Error};
+
+/// Bound on the (variant, p, count) memo of seed warnings, so memory stays flat on any plan.
+const WARN_MEMO_LIMIT: usize = 100_000;
+
+/// The fields `case_id` is made of.
+const ID_FIELDS: &[&str] = &[
+    "variant",
+    "p",
+    "count",
+    "dtype",
+    "platform",
+    "device_ids",
+    "core_num",
+];
+
+/// Problems of one kind: the first, located, and how many more cases had it.
+struct Grouped {
+    first: Diagnostic,
+    more: u64,
+}
+
+#[derive(Default)]
+struct Collector {
+    errors: BTreeMap<String, Grouped>,
+    warnings: BTreeMap<String, Grouped>,
+}
+
+impl Collector {
+    fn add(map: &mut BTreeMap<String, Grouped>, key: String, make: impl FnOnce() -> Diagnostic) {
+        match map.get_mut(&key) {
+            Some(g) => g.more += 1,
+            None => {
+                map.insert(
+                    key,
+                    Grouped {
+                        first: make(),
+                        more: 0,
+                    },
+                );
+            }
+        }
+    }
+
+    fn finish(map: BTreeMap<String, Grouped>) -> Vec<Diagnostic> {
+        map.into_values()
+            .map(|g| {
+                let mut d = g.first;
+                if g.more > 0 {
+                    d.message
+                        .push_str(&format!(" (and {} more cases like it)", g.more));
+                }
+                d
+            })
+            .collect()
+    }
+}
+
+/// Locate a per-case problem at the line that set `field`, or at the file when it was defaulted.
+fn at_field(cx: &Ctx<'_>, spans: &Spans, field: &str, message: String) -> Diagnostic {
+    match spans.fields.get(field) {
+        Some(span) => cx.src.at(span, Some(field), message),
+        None => cx.src.whole(Some(field), message),
+    }
+}
+
+fn name_case(case: &Case, msg: &str) -> String {
+    let id = case.case_id();
+    if msg.starts_with(&id) {
+        msg.to_string()
+    } else {
+        format!("case {id}: {msg}")
+    }
+}
+
+/// The report's baseline must be one of the plan's stacks.
+pub fn check_baseline(cx: &mut Ctx<'_>, plan: &Plan, spans: &Spans) {
+    if let Some(base) = &plan.report.baseline {
+        if !plan.stacks.contains(base) {
+            let msg = format!(
+                "baseline `{base}` is not one of the plan's stacks ({})",
+                plan.stacks.join(", ")
+            );
+            match &spans.baseline {
+                Some(span) => cx.error(span, "report.baseline", msg),
+                None => cx.diags.error(cx.src.whole(Some("report.baseline"), msg)),
+            }
+        }
+    }
+}
+
+/// Run every whole-plan check; records diagnostics in `cx`, fills `plan.case_count` and the
+/// default device ids.
+pub fn check(cx: &mut Ctx<'_>, plan: &mut Plan, spans: &Spans) {
+    let pool_ids = plan.devices.ids.clone();
+    let pool_text = format!("devices.ids = {:?} ({} devices)", pool_ids, pool_ids.len());
+    let pinned = plan.devices.placement == Placement::Pinned;
+    let mut out = Collector::default();
+    let mut count = 0u64;
+    let mut max_p = 0u32;
+    let mut max_id = 0u32;
+    // case_id names the results folder, so two cases must never share it. Only axes on fields
+    // that case_id does not show (or seed files) can collide; track ids only then.
+    let may_collide = !plan.case_files.is_empty()
+        || plan
+            .axes
+            .iter()
+            .any(|a| a.values.len() > 1 && !ID_FIELDS.contains(&a.name.as_str()));
+    let mut seen_ids = std::collections::HashSet::new();
+    let mut warned: std::collections::HashMap<(crate::case::Variant, u32, u64), bool> =
+        std::collections::HashMap::new();
+    let mut iter = match crate::sweep::cases(plan, None) {
+        Ok(it) => it,
+        Err(e) => {
+            push_error(cx, spans, e);
+            return;
+        }
+    };
+    while let Some(item) = iter.next_ref() {
+        let case = match item {
+            Ok(c) => c,
+            Err(Error::Invalid(diags)) => {
+                // A seed case file of `[cases] files` is bad: its own diagnostics say where.
+                cx.diags.errors.extend(diags);
+                continue;
+            }
+            Err(e) => {
+                push_error(cx, spans, e);
+                break;
+            }
+        };
+        count += 1;
+        if may_collide && !seen_ids.insert(case.case_id()) {
+            Collector::add(&mut out.errors, "duplicate".into(), || {
+                let axes: Vec<&str> = plan
+                    .axes
+                    .iter()
+                    .map(|a| a.name.as_str())
+                    .filter(|n| !ID_FIELDS.contains(n))
+                    .collect();
+                let msg = format!(
+                    "two cases share case_id {} (case_id shows only {}; they differ in {}); exclude one or move that field to [case]",
+                    case.case_id(),
+                    ID_FIELDS.join(", "),
+                    if axes.is_empty() { "fields of their seed files".to_string() } else { axes.join(", ") }
+                );
+                match axes.first() {
+                    Some(f) => at_field(cx, spans, f, msg),
+                    None => cx.src.whole(Some("cases.files"), msg),
+                }
+            });
+        }
+        max_p = max_p.max(case.p);
+        max_id = max_id.max(case.device_ids.iter().copied().max().unwrap_or(0));
+        for (field, msg) in case.problems() {
+            Collector::add(
+                &mut out.errors,
+                format!(
+                    "{field}:{}",
+                    kind_of(msg.trim_start_matches(&case.case_id()))
+                ),
+                || at_field(cx, spans, &field, name_case(case, &msg)),
+            );
+        }
+        if !pool_ids.is_empty() {
+            if case.p as usize > pool_ids.len() {
+                Collector::add(&mut out.errors, format!("pool:{}", case.p), || {
+                    at_field(
+                        cx,
+                        spans,
+                        "p",
+                        format!(
+                            "case {} needs {} devices but the pool has only {}",
+                            case.case_id(),
+                            case.p,
+                            pool_text
+                        ),
+                    )
+                });
+            } else if pinned {
+                if let Some(d) = case.device_ids.iter().find(|d| !pool_ids.contains(d)) {
+                    Collector::add(&mut out.errors, "pinned".into(), || {
+                        at_field(
+                            cx,
+                            spans,
+                            "device_ids",
+                            format!(
+                                "case {} is pinned to device {d}, which is not in the pool ({pool_text})",
+                                case.case_id()
+                            ),
+                        )
+                    });
+                }
+            }
+        }
+        // Seed warnings depend only on (variant, p, count); formatting one per case costs more
+        // than the rest of the check, so ask once per combination.
+        let key = (case.variant, case.p, case.count);
+        let warns = match warned.get(&key) {
+            Some(w) => *w,
+            None => {
+                let w = !case.warnings().is_empty();
+                if warned.len() < WARN_MEMO_LIMIT {
+                    warned.insert(key, w);
+                }
+                w
+            }
+        };
+        if warns {
+            Collector::add(&mut out.warnings, "uneven".into(), || {
+                at_field(cx, spans, "count", case.warnings().join("; "))
+            });
+        }
+    }
+    cx.diags.errors.extend(Collector::finish(out.errors));
+    cx.diags.warnings.extend(Collector::finish(out.warnings));
+
+    for (i, n) in iter.excluded_by.iter().enumerate() {
+        if *n == 0 {
+            if let Some(span) = spans.excludes.get(i) {
+                cx.warn(
+                    span,
+                    &format!("exclude[{i}]"),
+                    "this rule drops no case (nothing matches it, or earlier rules already dropped those cases)".into(),
+                );
+            }
+        }
+    }
+    if count == 0 && !cx.diags.has_errors() {
+        let dropped: u64 = iter.excluded_by.iter().sum();
+        let msg = format!(
+            "the plan makes no cases: [[exclude]] rules dropped {dropped} and the filter dropped {}",
+            iter.filtered
+        );
+        let span = spans
+            .filter
+            .clone()
+            .or_else(|| spans.excludes.first().cloned());
+        match span {
+            Some(s) => cx.error(&s, "exclude", msg),
+            None => cx.diags.error(cx.src.whole(None, msg)),
+        }
+    }
+    plan.case_count = count;
+
+    // Default pool: CPUs are logical slots (at least the largest P, so a P=8 plan still runs on
+    // a 2-core machine); NPUs/GPUs default to the ids the cases name.
+    if plan.devices.ids.is_empty() {
+        let n = match plan.devices.kind {
+            DeviceKind::Cpu => {
+                let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+                cpus.max(max_p)
+            }
+            DeviceKind::Npu | DeviceKind::Gpu => max_p.max(max_id.saturating_add(1)),
+        };
+        plan.devices.ids = (0..n).collect();
+    }
+}
+
+/// The kind of a per-case message, without the case-specific numbers, for grouping.
+fn kind_of(msg: &str) -> String {
+    msg.chars()
+        .filter(|c| !c.is_ascii_digit())
+        .take(40)
+        .collect()
+}
+
+fn push_error(cx: &mut Ctx<'_>, spans: &Spans, e: Error) {
+    let msg = e.to_string();
+    match &spans.filter {
+        Some(span) => cx.error(span, "filter.where", msg),
+        None => cx.diags.error(cx.src.whole(None, msg)),
+    }
+}

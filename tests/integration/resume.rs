@@ -1,0 +1,118 @@
+//! Crash-proofing end to end: `campaign status` on a recorded run dir, `campaign resume`
+//! refusals. Fixtures: tests/integration/fixtures/resume/.
+
+use crate::util;
+
+fn fixture(name: &str) -> std::path::PathBuf {
+    util::root()
+        .join("tests/integration/fixtures/resume")
+        .join(name)
+}
+
+#[test]
+fn status_shows_counts_failures_quarantine_torn_line_and_eta() {
+    let dir = fixture("status_run");
+    let out = util::run(&["status", dir.to_str().unwrap()]);
+    let text = util::stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", util::stderr(&out));
+    assert!(text.contains("campaign: status_fixture"), "{text}");
+    assert!(
+        text.contains("runs: 6 (2 pass, 1 fail, 1 timeout, 1 interrupted, 1 not started)"),
+        "{text}"
+    );
+    // The reason comes from the journal when it has one, else from the bundle's manifest.
+    assert!(
+        text.contains("fail        ring_p2_count256_fp32_host_d0-1 / host: golden mismatch at rank 1 element 0: got 2.0, expected 3.0  [cases/ring_p2_count256_fp32_host_d0-1/host]"),
+        "{text}"
+    );
+    assert!(
+        text.contains("timeout     ring_p2_count1024_fp32_host_d0-1 / host: killed at its 30s timeout  [cases/ring_p2_count1024_fp32_host_d0-1/host]"),
+        "{text}"
+    );
+    assert!(
+        text.contains("interrupted twophase_p2_count256_fp32_host_d0-1 / host: started 2026-03-01T12:00:30.000+00:00, never finished"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("twophase_p2_count1024_fp32_host_d0-1 / host"),
+        "{text}"
+    );
+    assert!(
+        text.contains("device 3: health probe failed: exit code 7"),
+        "{text}"
+    );
+    assert!(
+        text.contains("journal: line 12 was torn by a crash"),
+        "{text}"
+    );
+    // 4 executed runs of 10 + 20 + 20 + 30 s, one at a time (the 2-hour gap between sessions
+    // does not count), 2 left.
+    assert!(
+        text.contains("left: 2 runs, ETA ~40s (20s per run over 4 runs, 1.0 at a time)"),
+        "{text}"
+    );
+    assert!(text.contains("continue with: campaign resume"), "{text}");
+}
+
+#[test]
+fn status_of_a_folder_without_journal_is_bad_input() {
+    let dir = util::tempdir();
+    let out = util::run(&["status", dir.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        util::stderr(&out).contains("no journal.jsonl"),
+        "{}",
+        util::stderr(&out)
+    );
+}
+
+#[test]
+fn status_refuses_a_journal_torn_in_the_middle_naming_the_line() {
+    let dir = util::tempdir();
+    std::fs::write(
+        dir.path().join("journal.jsonl"),
+        "{\"journal\":\"campaign\",\"version\":1}\n{\"event\":\"star\n{\"t\":\"x\",\"event\":\"session\"}\n",
+    )
+    .unwrap();
+    let out = util::run(&["status", dir.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        util::stderr(&out).contains("journal.jsonl:2:"),
+        "{}",
+        util::stderr(&out)
+    );
+}
+
+#[test]
+fn resume_is_refused_while_another_process_holds_the_run_dir() {
+    let dir = util::tempdir();
+    std::fs::write(
+        dir.path().join("journal.jsonl"),
+        "{\"journal\":\"campaign\",\"version\":1}\n",
+    )
+    .unwrap();
+    let held = campaign::lock::RunDirLock::acquire(dir.path()).unwrap();
+    let out = util::run(&["resume", dir.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(4), "{}", util::stderr(&out));
+    let err = util::stderr(&out);
+    assert!(
+        err.contains(&format!("is in use by campaign pid {}", std::process::id())),
+        "{err}"
+    );
+    drop(held);
+}
+
+#[test]
+fn resume_of_a_plan_without_run_dir_is_bad_input() {
+    let dir = util::tempdir();
+    let plan = dir.path().join("p.toml");
+    std::fs::write(&plan, "[campaign]\nname = \"never_ran\"\n").unwrap();
+    let out = util::run_in(dir.path(), &["resume", plan.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        util::stderr(&out)
+            .contains("campaign `never_ran` has no run dir under results/campaigns/never_ran"),
+        "{}",
+        util::stderr(&out)
+    );
+}
