@@ -257,9 +257,10 @@ impl Case {
                 ),
             );
         }
-        let mut seen = std::collections::BTreeSet::new();
-        for d in &self.device_ids {
-            if !seen.insert(d) {
+        // Quadratic but allocation-free: p is small, and this runs for every case of a sweep.
+        for (i, d) in self.device_ids.iter().enumerate() {
+            // Report each repeated id once: at its second occurrence.
+            if self.device_ids[..i].iter().filter(|x| *x == d).count() == 1 {
                 bad("device_ids", format!("device id {d} appears twice"));
             }
         }
@@ -331,7 +332,10 @@ impl Case {
     /// Seed warnings (not errors): ring/twophase with count not divisible by p.
     pub fn warnings(&self) -> Vec<String> {
         let mut out = Vec::new();
-        if self.variant != Variant::Mesh && self.p > 0 && self.count % u64::from(self.p) != 0 {
+        if self.variant != Variant::Mesh
+            && self.p > 0
+            && !self.count.is_multiple_of(u64::from(self.p))
+        {
             out.push(format!(
                 "{}: count {} is not divisible by p {}; chunks are uneven",
                 self.case_id(),

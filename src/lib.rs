@@ -3,12 +3,15 @@
 //! A plan (TOML) expands into cases; every case runs through every stack; raw output, samples,
 //! results, statistics, figures and a report land in a run dir. See `docs/architecture.md`.
 
+pub mod artifacts;
 pub mod bench;
 pub mod case;
 pub mod case_fast;
 pub mod cli;
 pub mod commands;
 pub mod compare;
+pub mod dag;
+pub mod engine;
 pub mod error;
 pub mod executor;
 pub mod faults;
@@ -18,13 +21,17 @@ pub mod interrupt;
 pub mod journal;
 pub mod lock;
 pub mod plan;
+pub mod pool;
+pub mod progress;
+pub mod provenance;
 pub mod report;
 pub mod results;
 pub mod resume;
+pub mod scheduler;
 pub mod stack;
 pub mod stats;
-pub mod sweep;
 pub mod status;
+pub mod sweep;
 pub mod units;
 
 use clap::Parser;

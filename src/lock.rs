@@ -37,7 +37,6 @@ impl RunDirLock {
             .map_err(|e| Error::io(&path, e))?;
         // File::try_lock is std since 1.89 (the toolchain here is newer); the crate's declared
         // rust-version stays older so that other modules' lints do not change under them.
-        #[allow(clippy::incompatible_msrv)]
         let locked = file.try_lock();
         match locked {
             Ok(()) => {}
@@ -75,7 +74,6 @@ pub fn is_held(run_dir: &Path) -> bool {
     let Ok(file) = File::open(run_dir.join(FILE_NAME)) else {
         return false;
     };
-    #[allow(clippy::incompatible_msrv)]
     let probe = file.try_lock_shared();
     matches!(probe, Err(TryLockError::WouldBlock))
 }

@@ -89,11 +89,11 @@ pub fn format_bandwidth(bytes_per_s: f64) -> String {
 /// Bytes as `256 B`, `16 KiB`, `4 MiB`.
 pub fn format_bytes(b: u64) -> String {
     const K: u64 = 1024;
-    if b >= K * K * K && b % (K * K * K) == 0 {
+    if b >= K * K * K && b.is_multiple_of(K * K * K) {
         format!("{} GiB", b / (K * K * K))
-    } else if b >= K * K && b % (K * K) == 0 {
+    } else if b >= K * K && b.is_multiple_of(K * K) {
         format!("{} MiB", b / (K * K))
-    } else if b >= K && b % K == 0 {
+    } else if b >= K && b.is_multiple_of(K) {
         format!("{} KiB", b / K)
     } else {
         format!("{b} B")

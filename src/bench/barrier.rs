@@ -51,7 +51,7 @@ impl Backoff {
             if spinning {
                 spin_loop();
                 n += 1;
-                if n % SPINS_PER_CHECK == 0 {
+                if n.is_multiple_of(SPINS_PER_CHECK) {
                     spinning = started.is_some_and(|t| t.elapsed() < SPIN_BUDGET);
                 }
             } else {

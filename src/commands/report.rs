@@ -43,6 +43,9 @@ pub fn load_run_dir(dir: &Path) -> Result<ResultSet> {
     if seed_dir::is_seed_run_dir(dir) {
         return seed_dir::load_seed_run_dir(dir);
     }
+    if dir.join("cases").is_dir() {
+        return crate::results::load::load_run_dir(dir);
+    }
     Err(Error::Usage(format!(
         "{}: not an old-harness run dir (results.json with execute_s_mean rows), and this build \
          cannot read campaign run dirs (journal.jsonl + bundle manifests) yet",

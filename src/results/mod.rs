@@ -14,6 +14,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::case::Case;
 
+pub mod csv;
+pub mod json;
+pub mod load;
+
 /// One round's measurements, in the seed's `timing.json` shape (floats rounded to 6 decimals
 /// when written).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]

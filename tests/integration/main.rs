@@ -5,6 +5,7 @@ mod executor;
 mod plan;
 mod report;
 mod resume;
+mod run;
 mod slurm;
 mod slurm_host;
 mod stacks;

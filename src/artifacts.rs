@@ -1,0 +1,246 @@
+//! The run dir and bundle layout on disk, and atomic writes.
+//!
+//! Owns every path under `results/campaigns/<campaign>/run_<YYYYmmdd_HHMMSS>/` (see COMMON
+//! layout: plan.toml, stacks.json, journal.jsonl, results files, `cases/<case_id>/case.json`,
+//! `cases/<case_id>/<stack>/{run.log, run.attempt<N>.log, timing.json, manifest.json}`), the
+//! manifest's keys, the 6-decimal rounding of timing floats, and temp-file + rename writes so a
+//! crash never leaves half a file. It must not compute statistics or decide statuses.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Map, Value};
+
+use crate::error::{Error, Result};
+use crate::results::{RunResult, Sample};
+
+/// Where run dirs go when `--results-dir` is not given.
+pub const DEFAULT_RESULTS_DIR: &str = "results/campaigns";
+
+/// One campaign run's folder.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunDir {
+    pub path: PathBuf,
+    /// `YYYYmmdd_HHMMSS` of the start (without any collision suffix).
+    pub timestamp: String,
+}
+
+impl RunDir {
+    /// Claim a new run dir `<results_dir>/<campaign>/run_<timestamp>`; when two runs start in the
+    /// same second the later one gets `run_<timestamp>_2`, `_3`, … (`create_dir` is the claim, so
+    /// two processes can never share one).
+    pub fn create(results_dir: &Path, campaign: &str, timestamp: &str) -> Result<RunDir> {
+        let base = results_dir.join(campaign);
+        std::fs::create_dir_all(&base).map_err(|e| Error::io(&base, e))?;
+        for n in 1..1000 {
+            let name = if n == 1 {
+                format!("run_{timestamp}")
+            } else {
+                format!("run_{timestamp}_{n}")
+            };
+            let path = base.join(name);
+            match std::fs::create_dir(&path) {
+                Ok(()) => {
+                    return Ok(RunDir {
+                        path,
+                        timestamp: timestamp.to_string(),
+                    })
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(Error::io(&path, e)),
+            }
+        }
+        Err(Error::Environment(format!(
+            "{}: could not find a free run dir name for {timestamp}",
+            base.display()
+        )))
+    }
+
+    /// An existing run dir (resume, report).
+    pub fn open(path: &Path) -> RunDir {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let ts = name.strip_prefix("run_").unwrap_or(name);
+        RunDir {
+            path: path.to_path_buf(),
+            timestamp: ts.get(..15).unwrap_or(ts).to_string(),
+        }
+    }
+
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.path.join(name)
+    }
+
+    /// `cases/<case_id>/case.json`.
+    pub fn case_file(&self, case_id: &str) -> PathBuf {
+        self.path.join("cases").join(case_id).join("case.json")
+    }
+
+    /// `cases/<case_id>/<stack>` relative to the run dir (the `artifact_bundle` value).
+    pub fn bundle_rel(case_id: &str, stack: &str) -> PathBuf {
+        Path::new("cases").join(case_id).join(stack)
+    }
+
+    pub fn bundle(&self, case_id: &str, stack: &str) -> PathBuf {
+        self.path.join(Self::bundle_rel(case_id, stack))
+    }
+}
+
+/// Write `bytes` to `path` through a temp file in the same folder and a rename.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+    let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
+    let mut f = std::fs::File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
+    f.write_all(bytes).map_err(|e| Error::io(&tmp, e))?;
+    f.sync_data().map_err(|e| Error::io(&tmp, e))?;
+    drop(f);
+    std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
+}
+
+/// Pretty JSON (2-space indent, trailing newline), atomically.
+pub fn write_json(path: &Path, value: &Value) -> Result<()> {
+    let mut text = serde_json::to_string_pretty(value).unwrap_or_default();
+    text.push('\n');
+    write_atomic(path, text.as_bytes())
+}
+
+/// Round to 6 decimals, the precision of the seed's `timing.json`.
+pub fn round6(x: f64) -> f64 {
+    if x.is_finite() {
+        (x * 1e6).round() / 1e6
+    } else {
+        x
+    }
+}
+
+/// Round every float of a sample (so what is in memory equals what is on disk).
+pub fn round_sample(s: &mut Sample) {
+    let r = |o: &mut Option<f64>| *o = o.map(round6);
+    r(&mut s.wall_s);
+    r(&mut s.execute_s);
+    r(&mut s.bw_execute_mb_s);
+    r(&mut s.setup_s);
+    r(&mut s.device_wall_s);
+    s.phases.values_mut().for_each(|v| *v = round6(*v));
+    s.compile_profile.values_mut().for_each(|v| *v = round6(*v));
+    s.per_rank_execute_s
+        .iter_mut()
+        .for_each(|v| *v = round6(*v));
+}
+
+/// `timing.json`: the list of samples, floats rounded to 6 decimals.
+pub fn timing_json(samples: &[Sample]) -> Value {
+    let rounded: Vec<Sample> = samples
+        .iter()
+        .cloned()
+        .map(|mut s| {
+            round_sample(&mut s);
+            s
+        })
+        .collect();
+    serde_json::to_value(rounded).unwrap_or(Value::Array(Vec::new()))
+}
+
+/// What the engine knows about a run's process beyond its [`RunResult`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ProcessFacts {
+    pub argv: Vec<String>,
+    /// The variables the engine added (the stack's `env` and `CAMPAIGN_*`).
+    pub env: Vec<(String, String)>,
+    pub signal: Option<i32>,
+    /// Leased ids given in `CAMPAIGN_DEVICES`.
+    pub devices: Vec<u32>,
+    /// Logs of earlier attempts, kept beside `run.log`.
+    pub attempt_logs: Vec<String>,
+}
+
+/// `manifest.json`: the seed's keys first, then campaign's.
+pub fn manifest(result: &RunResult, facts: &ProcessFacts) -> Value {
+    let mut m = Map::new();
+    m.insert("case_id".into(), json!(result.case_id));
+    m.insert("stack".into(), json!(result.stack));
+    m.insert("correctness".into(), json!(result.status.correctness()));
+    let mut logs = Map::new();
+    logs.insert("run".into(), json!("run.log"));
+    for (i, name) in facts.attempt_logs.iter().enumerate() {
+        logs.insert(format!("attempt{}", i + 1), json!(name));
+    }
+    m.insert("logs".into(), Value::Object(logs));
+    m.insert("timing".into(), json!("timing.json"));
+    m.insert("profiling".into(), json!({}));
+    if let Some(e) = &result.error {
+        m.insert("error".into(), json!(e));
+    }
+    m.insert("status".into(), json!(result.status));
+    m.insert("reason".into(), json!(result.error));
+    m.insert("argv".into(), json!(facts.argv));
+    let env: Map<String, Value> = facts
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), json!(v)))
+        .collect();
+    m.insert("env".into(), Value::Object(env));
+    m.insert("exit_code".into(), json!(result.exit_code));
+    m.insert("signal".into(), json!(facts.signal));
+    m.insert("devices".into(), json!(facts.devices));
+    m.insert("started".into(), json!(result.started));
+    m.insert("ended".into(), json!(result.ended));
+    m.insert("attempt".into(), json!(result.attempt));
+    m.insert("case".into(), result.case.to_json());
+    m.insert(
+        "equivalence_hash".into(),
+        json!(result.case.equivalence_hash()),
+    );
+    m.insert("timing_source".into(), json!(result.timing_source));
+    Value::Object(m)
+}
+
+/// Write a run's `timing.json` and `manifest.json` into its bundle (run.log is written by the
+/// executor as output arrives).
+pub fn write_bundle(run_dir: &RunDir, result: &RunResult, facts: &ProcessFacts) -> Result<()> {
+    let dir = run_dir.path.join(&result.bundle);
+    write_json(&dir.join("timing.json"), &timing_json(&result.samples))?;
+    write_json(&dir.join("manifest.json"), &manifest(result, facts))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_dirs_never_collide() {
+        let tmp = tempfile::tempdir().unwrap();
+        let a = RunDir::create(tmp.path(), "smoke", "20261130_101500").unwrap();
+        let b = RunDir::create(tmp.path(), "smoke", "20261130_101500").unwrap();
+        assert!(a.path.ends_with("smoke/run_20261130_101500"));
+        assert!(b.path.ends_with("smoke/run_20261130_101500_2"));
+        assert_eq!(RunDir::open(&b.path).timestamp, "20261130_101500");
+    }
+
+    #[test]
+    fn atomic_write_replaces_and_leaves_no_temp() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path().join("x/results.json");
+        write_atomic(&p, b"one").unwrap();
+        write_atomic(&p, b"two").unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "two");
+        let names: Vec<_> = std::fs::read_dir(p.parent().unwrap()).unwrap().collect();
+        assert_eq!(names.len(), 1);
+    }
+
+    #[test]
+    fn timing_floats_have_six_decimals() {
+        let s = Sample {
+            round: 1,
+            phase: "timed-1".into(),
+            execute_s: Some(0.000_165_432_1),
+            wall_s: Some(1.0 / 3.0),
+            ok: true,
+            ..Sample::default()
+        };
+        let text = serde_json::to_string(&timing_json(&[s])).unwrap();
+        assert!(text.contains("\"execute_s\":0.000165"), "{text}");
+        assert!(text.contains("\"wall_s\":0.333333"), "{text}");
+    }
+}

@@ -1,0 +1,249 @@
+//! The campaign's step graph (petgraph): generate → build → probe → run → collect → (report steps).
+//!
+//! Owns which steps exist and what each waits for: `generate` (case files) first; one `build`
+//! per stack that declares a build command; one `probe` per stack (availability); one `run` per
+//! case × stack, the runs of one case chained in their (shuffled or given) stack order; `collect`
+//! (results files) after every run; later steps (`summarize`, `plot`, `report`) appended after
+//! `collect` by [`Dag::append_after_collect`]. It must not run anything or hold run state: the
+//! scheduler walks it.
+
+use std::collections::BTreeMap;
+
+use petgraph::algo::toposort;
+use petgraph::graph::{DiGraph, NodeIndex};
+use petgraph::Direction;
+
+/// One node of the graph.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    Generate,
+    Build {
+        stack: String,
+    },
+    Probe {
+        stack: String,
+    },
+    /// `run` is the index of the run in the engine's run list.
+    Run {
+        run: usize,
+        case_id: String,
+        stack: String,
+    },
+    Collect,
+    /// A step after `collect` (`summarize`, `plot`, `report`, …), by name.
+    After {
+        name: String,
+    },
+}
+
+impl Step {
+    /// The journal's step key: `generate`, `build:<stack>`, `probe:<stack>`,
+    /// `run:<case_id>:<stack>`, `collect`, or the later step's name.
+    pub fn key(&self) -> String {
+        match self {
+            Step::Generate => "generate".into(),
+            Step::Build { stack } => format!("build:{stack}"),
+            Step::Probe { stack } => format!("probe:{stack}"),
+            Step::Run { case_id, stack, .. } => format!("run:{case_id}:{stack}"),
+            Step::Collect => "collect".into(),
+            Step::After { name } => name.clone(),
+        }
+    }
+
+    /// The stack a build, probe or run step belongs to.
+    pub fn stack(&self) -> Option<&str> {
+        match self {
+            Step::Build { stack } | Step::Probe { stack } | Step::Run { stack, .. } => Some(stack),
+            _ => None,
+        }
+    }
+}
+
+/// One planned run as the graph needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunNode {
+    pub case_id: String,
+    pub stack: String,
+}
+
+/// The step graph of one campaign.
+#[derive(Debug, Clone)]
+pub struct Dag {
+    graph: DiGraph<Step, ()>,
+    generate: NodeIndex,
+    collect: NodeIndex,
+    /// The last step of the chain after `collect` (new steps go after it).
+    tail: NodeIndex,
+    runs: Vec<NodeIndex>,
+}
+
+impl Dag {
+    /// Build the graph. `stacks` is every stack in use with whether it has a build command;
+    /// `runs` lists every run, the runs of one case in the order they must execute (index in this
+    /// slice = `Step::Run::run`).
+    pub fn new(stacks: &[(String, bool)], runs: &[RunNode]) -> Dag {
+        let mut graph = DiGraph::new();
+        let generate = graph.add_node(Step::Generate);
+        let mut probes = BTreeMap::new();
+        for (stack, has_build) in stacks {
+            let probe = graph.add_node(Step::Probe {
+                stack: stack.clone(),
+            });
+            if *has_build {
+                let build = graph.add_node(Step::Build {
+                    stack: stack.clone(),
+                });
+                graph.add_edge(generate, build, ());
+                graph.add_edge(build, probe, ());
+            } else {
+                graph.add_edge(generate, probe, ());
+            }
+            probes.insert(stack.clone(), probe);
+        }
+        let collect = graph.add_node(Step::Collect);
+        let mut last_of_case: BTreeMap<&str, NodeIndex> = BTreeMap::new();
+        let mut run_nodes = Vec::with_capacity(runs.len());
+        for (i, r) in runs.iter().enumerate() {
+            let node = graph.add_node(Step::Run {
+                run: i,
+                case_id: r.case_id.clone(),
+                stack: r.stack.clone(),
+            });
+            // A run whose stack was not declared still waits for `generate`.
+            let before = probes.get(&r.stack).copied().unwrap_or(generate);
+            graph.add_edge(before, node, ());
+            if let Some(prev) = last_of_case.insert(&r.case_id, node) {
+                graph.add_edge(prev, node, ());
+            }
+            graph.add_edge(node, collect, ());
+            run_nodes.push(node);
+        }
+        if runs.is_empty() {
+            for probe in probes.values() {
+                graph.add_edge(*probe, collect, ());
+            }
+            graph.add_edge(generate, collect, ());
+        }
+        Dag {
+            graph,
+            generate,
+            collect,
+            tail: collect,
+            runs: run_nodes,
+        }
+    }
+
+    /// Add a step after `collect` and every step appended before it (reports slot in here).
+    pub fn append_after_collect(&mut self, name: &str) -> NodeIndex {
+        let node = self.graph.add_node(Step::After {
+            name: name.to_string(),
+        });
+        self.graph.add_edge(self.tail, node, ());
+        self.tail = node;
+        node
+    }
+
+    pub fn step(&self, node: NodeIndex) -> &Step {
+        &self.graph[node]
+    }
+
+    pub fn generate(&self) -> NodeIndex {
+        self.generate
+    }
+
+    pub fn collect(&self) -> NodeIndex {
+        self.collect
+    }
+
+    /// The node of run `i`.
+    pub fn run_node(&self, i: usize) -> NodeIndex {
+        self.runs[i]
+    }
+
+    pub fn node_count(&self) -> usize {
+        self.graph.node_count()
+    }
+
+    pub fn nodes(&self) -> impl Iterator<Item = NodeIndex> + '_ {
+        self.graph.node_indices()
+    }
+
+    /// Steps this one waits for.
+    pub fn predecessors(&self, node: NodeIndex) -> impl Iterator<Item = NodeIndex> + '_ {
+        self.graph.neighbors_directed(node, Direction::Incoming)
+    }
+
+    /// Steps waiting for this one.
+    pub fn successors(&self, node: NodeIndex) -> impl Iterator<Item = NodeIndex> + '_ {
+        self.graph.neighbors_directed(node, Direction::Outgoing)
+    }
+
+    /// Every step in an order that respects the edges (the graph is acyclic by construction).
+    pub fn topological(&self) -> Vec<NodeIndex> {
+        toposort(&self.graph, None).unwrap_or_else(|_| self.graph.node_indices().collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(case: &str, stack: &str) -> RunNode {
+        RunNode {
+            case_id: case.into(),
+            stack: stack.into(),
+        }
+    }
+
+    fn keys(dag: &Dag, nodes: impl Iterator<Item = NodeIndex>) -> Vec<String> {
+        let mut k: Vec<String> = nodes.map(|n| dag.step(n).key()).collect();
+        k.sort();
+        k
+    }
+
+    #[test]
+    fn shape_of_a_two_stack_campaign() {
+        let stacks = vec![("hccl".to_string(), true), ("host".to_string(), false)];
+        let runs = vec![run("c1", "host"), run("c1", "hccl"), run("c2", "hccl")];
+        let mut dag = Dag::new(&stacks, &runs);
+        // generate, build:hccl, probe×2, 3 runs, collect
+        assert_eq!(dag.node_count(), 8);
+        assert_eq!(
+            keys(&dag, dag.successors(dag.generate())),
+            vec!["build:hccl", "probe:host"]
+        );
+        // c1's hccl run waits for its probe and for c1's host run (the case's stack order).
+        assert_eq!(
+            keys(&dag, dag.predecessors(dag.run_node(1))),
+            vec!["probe:hccl", "run:c1:host"]
+        );
+        assert_eq!(
+            keys(&dag, dag.predecessors(dag.run_node(2))),
+            vec!["probe:hccl"]
+        );
+        assert_eq!(keys(&dag, dag.predecessors(dag.collect())).len(), 3);
+        let report = dag.append_after_collect("summarize");
+        let plot = dag.append_after_collect("plot");
+        assert_eq!(keys(&dag, dag.predecessors(plot)), vec!["summarize"]);
+        assert_eq!(keys(&dag, dag.predecessors(report)), vec!["collect"]);
+        let order: Vec<String> = dag
+            .topological()
+            .iter()
+            .map(|n| dag.step(*n).key())
+            .collect();
+        let pos = |k: &str| order.iter().position(|x| x == k).unwrap();
+        assert!(pos("generate") < pos("build:hccl"));
+        assert!(pos("build:hccl") < pos("probe:hccl"));
+        assert!(pos("run:c1:host") < pos("run:c1:hccl"));
+        assert!(pos("collect") < pos("summarize") && pos("summarize") < pos("plot"));
+    }
+
+    #[test]
+    fn empty_campaign_still_collects() {
+        let dag = Dag::new(&[("host".to_string(), false)], &[]);
+        assert_eq!(
+            keys(&dag, dag.predecessors(dag.collect())),
+            vec!["generate", "probe:host"]
+        );
+    }
+}

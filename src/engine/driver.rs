@@ -1,0 +1,334 @@
+//! The engine's [`Driver`]: starts each step the scheduler hands over (generate, build, probe,
+//! run, collect, later report steps), records runs that do not execute, and after every
+//! finished run rewrites the results files and tells progress.
+//!
+//! It is the journal's writer: `started` when a build, probe or run step starts, `finished`
+//! (fsynced) when it ends — step keys are `Step::key()`, runs carry their fingerprint. It must
+//! not decide statuses (verdict) or order (scheduler).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use petgraph::graph::NodeIndex;
+use tokio::sync::{mpsc, watch};
+
+use crate::artifacts::{write_atomic, write_bundle, write_json, ProcessFacts, RunDir};
+use crate::case::Case;
+use crate::dag::Step;
+use crate::engine::stacks::EngineStack;
+use crate::engine::work::{self, RunJob};
+use crate::error::Result;
+use crate::journal::Journal;
+use crate::pool::Lease;
+use crate::progress::Progress;
+use crate::results::{csv, json, Provenance, ResultSet, RunResult, RunStatus};
+use crate::scheduler::{Driver, Outcome, Report};
+
+/// A step after `collect` (summarize, plot, report): a pure function of the run dir's results.
+pub type AfterStep = Box<dyn FnMut(&RunDir, &ResultSet) -> Result<()> + Send>;
+
+/// One planned run.
+#[derive(Debug, Clone)]
+pub struct PlannedRun {
+    pub case_index: usize,
+    pub case_id: String,
+    pub stack: usize,
+}
+
+pub struct EngineDriver {
+    pub run_dir: Arc<RunDir>,
+    pub campaign: String,
+    pub plan_text: String,
+    pub cases: Vec<Case>,
+    pub stacks: Vec<Arc<EngineStack>>,
+    pub runs: Vec<PlannedRun>,
+    /// Write leased devices into the case (`placement = "auto"`).
+    pub place: bool,
+    pub provenance: Provenance,
+    pub progress: Progress,
+    pub cancel: watch::Receiver<bool>,
+    pub after: BTreeMap<String, AfterStep>,
+    /// A failure that must end the campaign (the run dir cannot be written).
+    pub fatal: Option<crate::error::Error>,
+    pub cancel_tx: Arc<watch::Sender<bool>>,
+    /// When the results files were last rewritten.
+    pub last_write: Option<Instant>,
+    pub journal: Journal,
+    /// Fingerprint of each run (from the planned case), computed when it first starts.
+    pub fingerprints: BTreeMap<usize, String>,
+}
+
+/// Results files are rewritten after a finished run at most this often: every run's bundle is
+/// already on disk (atomically) when it finishes, so nothing finished is lost, and rewriting
+/// three growing files per run would dominate the engine's cost on short runs (ext4 inode
+/// churn, serialization — see docs/performance.md). `collect` and the end always rewrite.
+pub const RESULTS_REWRITE_INTERVAL: Duration = Duration::from_millis(250);
+
+impl EngineDriver {
+    fn stack_by_name(&self, name: &str) -> Option<Arc<EngineStack>> {
+        self.stacks.iter().find(|s| s.name == name).cloned()
+    }
+
+    /// The result set in plan order.
+    pub fn result_set(&self, results: &[RunResult]) -> ResultSet {
+        let order: BTreeMap<(&str, &str), usize> = self
+            .runs
+            .iter()
+            .enumerate()
+            .map(|(i, r)| ((r.case_id.as_str(), self.stacks[r.stack].name.as_str()), i))
+            .collect();
+        let mut runs = results.to_vec();
+        runs.sort_by_key(|r| {
+            order
+                .get(&(r.case_id.as_str(), r.stack.as_str()))
+                .copied()
+                .unwrap_or(usize::MAX)
+        });
+        ResultSet {
+            campaign: self.campaign.clone(),
+            timestamp: self.run_dir.timestamp.clone(),
+            provenance: self.provenance.clone(),
+            runs,
+            quarantined: BTreeMap::new(),
+        }
+    }
+
+    /// results.json, results.csv, samples.csv — each atomically.
+    pub fn write_results(&mut self, set: &ResultSet) -> Result<()> {
+        self.last_write = Some(Instant::now());
+        write_json(&self.run_dir.file("results.json"), &json::document(set))?;
+        write_atomic(
+            &self.run_dir.file("results.csv"),
+            csv::results_csv(set).as_bytes(),
+        )?;
+        write_atomic(
+            &self.run_dir.file("samples.csv"),
+            csv::samples_csv(set).as_bytes(),
+        )
+    }
+
+    fn generate(&self) -> Result<()> {
+        write_atomic(&self.run_dir.file("plan.toml"), self.plan_text.as_bytes())?;
+        let defs: serde_json::Map<String, serde_json::Value> = self
+            .stacks
+            .iter()
+            .map(|s| {
+                (
+                    s.name.clone(),
+                    serde_json::to_value(&s.def).unwrap_or_default(),
+                )
+            })
+            .collect();
+        write_json(
+            &self.run_dir.file("stacks.json"),
+            &serde_json::Value::Object(defs),
+        )?;
+        for r in &self.runs {
+            let path = self.run_dir.case_file(&r.case_id);
+            if !path.exists() {
+                write_atomic(&path, self.cases[r.case_index].to_pretty_json().as_bytes())?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The fingerprint journal lines of a step carry.
+    fn fingerprint(&mut self, step: &Step) -> String {
+        match step {
+            Step::Run { run, .. } => {
+                let planned = &self.runs[*run];
+                let (stack, case) = (&self.stacks[planned.stack], &self.cases[planned.case_index]);
+                self.fingerprints
+                    .entry(*run)
+                    .or_insert_with(|| {
+                        work::fingerprint(&self.run_dir, &planned.case_id, stack, case)
+                    })
+                    .clone()
+            }
+            other => match other.stack().and_then(|n| self.stack_by_name(n)) {
+                Some(s) => work::stack_fingerprint(&s),
+                None => String::new(),
+            },
+        }
+    }
+
+    fn journal_started(&mut self, step: &Step, attempt: u32) {
+        let fp = self.fingerprint(step);
+        if let Err(e) = self
+            .journal
+            .started(&step.key(), attempt, &fp, Default::default())
+        {
+            self.fail(e);
+        }
+    }
+
+    fn journal_finished(
+        &mut self,
+        step: &Step,
+        attempt: u32,
+        status: RunStatus,
+        reason: Option<&str>,
+    ) {
+        let fp = self.fingerprint(step);
+        let key = step.key();
+        if let Err(e) =
+            self.journal
+                .finished(&key, attempt, &fp, status, reason, Default::default())
+        {
+            self.fail(e);
+        }
+    }
+
+    fn fail(&mut self, e: crate::error::Error) {
+        self.progress.println(&format!("error: {e}"));
+        self.fatal.get_or_insert(e);
+        let _ = self.cancel_tx.send(true);
+    }
+}
+
+impl Driver for EngineDriver {
+    fn start(
+        &mut self,
+        node: NodeIndex,
+        step: &Step,
+        lease: &Lease,
+        attempt: u32,
+        tx: mpsc::UnboundedSender<Report>,
+    ) {
+        let key = step.key();
+        let send = |outcome| {
+            let _ = tx.send(Report { node, outcome });
+        };
+        match step {
+            Step::Generate => {
+                if let Err(e) = self.generate() {
+                    self.fail(e);
+                }
+                send(Outcome::Done);
+            }
+            Step::Build { stack } => {
+                self.journal_started(step, attempt);
+                self.progress.started(&key, &[]);
+                let Some(s) = self.stack_by_name(stack) else {
+                    return send(Outcome::StackUnavailable(format!("unknown stack {stack}")));
+                };
+                let (rd, cancel) = (self.run_dir.clone(), self.cancel.clone());
+                tokio::spawn(async move {
+                    let outcome = match work::build(rd, s, cancel).await {
+                        Ok(()) => Outcome::Done,
+                        Err(why) => Outcome::StackUnavailable(why),
+                    };
+                    let _ = tx.send(Report { node, outcome });
+                });
+            }
+            Step::Probe { stack } => {
+                self.journal_started(step, attempt);
+                let outcome = match self.stack_by_name(stack).map(|s| work::probe(&s)) {
+                    Some(Ok(())) => Outcome::Done,
+                    Some(Err(why)) => Outcome::StackUnavailable(why),
+                    None => Outcome::StackUnavailable(format!("unknown stack {stack}")),
+                };
+                send(outcome);
+            }
+            Step::Run { run, case_id, .. } => {
+                self.journal_started(step, attempt);
+                self.progress.started(&key, lease.visible_ids());
+                let planned = &self.runs[*run];
+                let stack = self.stacks[planned.stack].clone();
+                let place = self.place && !lease.devices.is_empty();
+                let job = RunJob {
+                    run_dir: self.run_dir.clone(),
+                    case_id: case_id.clone(),
+                    stack,
+                    case: self.cases[planned.case_index].clone(),
+                    lease: lease.clone(),
+                    place,
+                    attempt,
+                    cancel: self.cancel.clone(),
+                };
+                tokio::spawn(async move {
+                    let result = work::execute(job).await;
+                    let _ = tx.send(Report {
+                        node,
+                        outcome: Outcome::Run(Box::new(result)),
+                    });
+                });
+            }
+            // Collect and later steps act on the finished results in `finished`.
+            Step::Collect | Step::After { .. } => send(Outcome::Done),
+        }
+    }
+
+    fn settle(&mut self, run: usize, status: RunStatus, reason: &str) -> RunResult {
+        let planned = &self.runs[run];
+        let stack = &self.stacks[planned.stack].name;
+        let result = work::unrun(
+            &self.cases[planned.case_index],
+            &planned.case_id,
+            stack,
+            status,
+            reason,
+            1,
+        );
+        if let Err(e) = write_bundle(&self.run_dir, &result, &ProcessFacts::default()) {
+            self.fail(e);
+        }
+        let step = Step::Run {
+            run,
+            case_id: result.case_id.clone(),
+            stack: result.stack.clone(),
+        };
+        self.journal_finished(&step, 1, status, Some(reason));
+        result
+    }
+
+    fn finished(&mut self, step: &Step, outcome: &Outcome, results: &[RunResult]) {
+        let key = step.key();
+        match (step, outcome) {
+            (Step::Run { .. }, Outcome::Run(r)) => {
+                self.journal_finished(step, r.attempt, r.status, r.error.as_deref());
+                self.progress
+                    .finished(&key, Some(r.status), r.error.as_deref().unwrap_or(""));
+                let due = self
+                    .last_write
+                    .is_none_or(|t| t.elapsed() >= RESULTS_REWRITE_INTERVAL);
+                if due {
+                    let set = self.result_set(results);
+                    if let Err(e) = self.write_results(&set) {
+                        self.fail(e);
+                    }
+                }
+            }
+            (Step::Collect, _) => {
+                let set = self.result_set(results);
+                if let Err(e) = self.write_results(&set) {
+                    self.fail(e);
+                }
+            }
+            (Step::After { name }, _) => {
+                let set = self.result_set(results);
+                if let Some(f) = self.after.get_mut(name) {
+                    if let Err(e) = f(&self.run_dir, &set) {
+                        self.progress.println(&format!("{name} failed: {e}"));
+                    }
+                }
+            }
+            (Step::Build { .. } | Step::Probe { .. }, Outcome::StackUnavailable(why)) => {
+                self.journal_finished(step, 1, RunStatus::Unavailable, Some(why));
+                if matches!(step, Step::Build { .. }) {
+                    self.progress.finished(&key, None, why);
+                } else {
+                    self.progress.println(&format!("{key}: unavailable: {why}"));
+                }
+            }
+            (Step::Build { .. } | Step::Probe { .. }, _) => {
+                self.journal_finished(step, 1, RunStatus::Pass, None);
+                if matches!(step, Step::Build { .. }) {
+                    self.progress.finished(&key, None, "");
+                }
+            }
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,291 @@
+//! The pipeline shared by `run`, `resume` and `dry-run`: plan → cases → DAG → scheduler →
+//! executor → bundles → results.
+//!
+//! [`prepare`] does everything that can fail on bad input before anything runs (cases, stacks,
+//! the stack order, what each run leases, runs whose P exceeds the pool refused); [`execute`]
+//! claims a run dir and drives the scheduler to the end. `dry-run` stops after `prepare`. It must
+//! not parse CLI arguments or print anything but the run dir lines and the final summary.
+
+pub mod driver;
+pub mod estimate;
+pub mod stacks;
+pub mod verdict;
+pub mod work;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tokio::sync::watch;
+
+use crate::artifacts::RunDir;
+use crate::case::Case;
+use crate::dag::{Dag, RunNode};
+use crate::error::{Diagnostic, Error, Result};
+use crate::plan::{Placement, Plan};
+use crate::pool::Pool;
+use crate::results::{ResultSet, RunStatus};
+use crate::scheduler::{Limits, RunPlan, Scheduler};
+
+pub use driver::{AfterStep, PlannedRun};
+pub use stacks::EngineStack;
+
+/// What the command line adds to a plan.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// `--stacks a,b` (empty = the plan's).
+    pub stacks: Vec<String>,
+    /// `--filter EXPR`.
+    pub filter: Option<String>,
+    /// `--cases GLOB`: seed case files instead of the plan's axes.
+    pub case_glob: Option<String>,
+    pub jobs: Option<usize>,
+    pub exclusive: bool,
+    pub quiet: bool,
+    /// Replaces `results/campaigns`.
+    pub results_dir: Option<PathBuf>,
+}
+
+/// A campaign ready to run.
+pub struct Prepared {
+    pub plan: Plan,
+    pub cases: Vec<Case>,
+    pub stacks: Vec<Arc<EngineStack>>,
+    pub runs: Vec<PlannedRun>,
+    pub plans: Vec<RunPlan>,
+    pub pool: Pool,
+    /// Seed of the shuffled stack order (recorded in provenance).
+    pub seed: u64,
+}
+
+fn glob_cases(pattern: &str) -> Result<Vec<Case>> {
+    let paths = glob::glob(pattern).map_err(|e| Error::Usage(format!("--cases {pattern}: {e}")))?;
+    let mut out = Vec::new();
+    for p in paths {
+        let p = p.map_err(|e| Error::Usage(format!("--cases {pattern}: {e}")))?;
+        out.push(Case::load(&p)?);
+    }
+    if out.is_empty() {
+        return Err(Error::Usage(format!("--cases {pattern}: no file matches")));
+    }
+    Ok(out)
+}
+
+/// Everything before running: may fail with bad input (exit 2), runs nothing.
+pub fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
+    let names = crate::plan::select_stacks(&plan, &opts.stacks)?;
+    let cases: Vec<Case> = match &opts.case_glob {
+        Some(g) => glob_cases(g)?,
+        None => crate::sweep::cases(&plan, opts.filter.as_deref())?.collect::<Result<Vec<_>>>()?,
+    };
+    let mut seen = BTreeSet::new();
+    if let Some(dup) = cases
+        .iter()
+        .map(Case::case_id)
+        .find(|id| !seen.insert(id.clone()))
+    {
+        return Err(Error::invalid(
+            &plan.source,
+            format!("two cases share the case_id {dup} (their bundles would collide); make the axes differ in a field of the case_id"),
+        ));
+    }
+    let stacks: Vec<Arc<EngineStack>> = stacks::resolve(&plan, &names)?
+        .into_iter()
+        .map(Arc::new)
+        .collect();
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let pool = Pool::new(&plan.devices, cpus);
+    let seed = plan.run.seed.unwrap_or_else(rand::random);
+    let orders = estimate::stack_orders(&names, cases.len(), plan.run.order, seed);
+    let mut runs = Vec::new();
+    let mut plans = Vec::new();
+    let mut refused = Vec::new();
+    for (ci, case) in cases.iter().enumerate() {
+        let case_id = case.case_id();
+        for name in &orders[ci] {
+            let si = names.iter().position(|n| n == name).unwrap_or(0);
+            let stack = &stacks[si];
+            let need = stacks::need(stack, case, &pool);
+            let preset = stack
+                .def
+                .unsupported_reason(case)
+                .map(|r| (RunStatus::Skipped, r));
+            if preset.is_none() {
+                if let Err(why) = pool.check(&need) {
+                    refused.push(Diagnostic {
+                        file: plan.source.clone(),
+                        line: None,
+                        column: None,
+                        field: Some("devices".into()),
+                        message: format!("case {case_id} on stack {name} {why}"),
+                        snippet: None,
+                    });
+                }
+            }
+            runs.push(PlannedRun {
+                case_index: ci,
+                case_id: case_id.clone(),
+                stack: si,
+            });
+            plans.push(RunPlan {
+                need,
+                estimate_s: 0.0,
+                preset,
+            });
+        }
+    }
+    if !refused.is_empty() {
+        return Err(Error::Invalid(refused));
+    }
+    Ok(Prepared {
+        plan,
+        cases,
+        stacks,
+        runs,
+        plans,
+        pool,
+        seed,
+    })
+}
+
+/// How a campaign ended.
+pub struct Finished {
+    pub run_dir: PathBuf,
+    pub results: ResultSet,
+    pub interrupted: bool,
+}
+
+/// Claim a run dir and run every step. `after` are steps after `collect`, in order.
+pub fn execute(
+    mut prep: Prepared,
+    opts: &Options,
+    after: Vec<(String, AfterStep)>,
+) -> Result<Finished> {
+    let results_dir = opts
+        .results_dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(crate::artifacts::DEFAULT_RESULTS_DIR));
+    let campaign = prep.plan.campaign.name.clone();
+    let stamp = chrono::Local::now().format("%Y%m%d_%H%M%S").to_string();
+    let run_dir = Arc::new(RunDir::create(&results_dir, &campaign, &stamp)?);
+    println!("run dir: {}", run_dir.path.display());
+    let _lock = crate::lock::RunDirLock::acquire(&run_dir.path)?;
+    let journal = crate::journal::Journal::create(
+        &run_dir.path,
+        serde_json::json!({
+            "campaign": campaign,
+            "plan_hash": prep.plan.hash,
+            "seed": prep.seed,
+            "campaign_version": env!("CARGO_PKG_VERSION"),
+        }),
+    )?;
+
+    let history = estimate::History::load(&results_dir.join(&campaign), &run_dir.path);
+    for (plan, run) in prep.plans.iter_mut().zip(&prep.runs) {
+        let stack = &prep.stacks[run.stack].name;
+        plan.estimate_s = history.estimate(&run.case_id, stack, &prep.cases[run.case_index]);
+    }
+    let has_build: Vec<(String, bool)> = prep
+        .stacks
+        .iter()
+        .map(|s| (s.name.clone(), s.def.build.is_some()))
+        .collect();
+    let nodes: Vec<RunNode> = prep
+        .runs
+        .iter()
+        .map(|r| RunNode {
+            case_id: r.case_id.clone(),
+            stack: prep.stacks[r.stack].name.clone(),
+        })
+        .collect();
+    let mut dag = Dag::new(&has_build, &nodes);
+    let mut after_map = BTreeMap::new();
+    for (name, f) in after {
+        dag.append_after_collect(&name);
+        after_map.insert(name, f);
+    }
+    let run_cfg = &prep.plan.run;
+    let limits = Limits {
+        jobs: if opts.exclusive || run_cfg.exclusive {
+            Some(1)
+        } else {
+            opts.jobs.or(run_cfg.jobs)
+        },
+        retries: run_cfg.retries,
+        retry_on: run_cfg
+            .retry_on
+            .iter()
+            .filter_map(|s| serde_json::from_value(serde_json::Value::String(s.clone())).ok())
+            .collect(),
+    };
+    let provenance = crate::provenance::collect(
+        Some(&prep.plan.hash),
+        Some(&prep.plan.source),
+        &stacks::roots(
+            &prep
+                .stacks
+                .iter()
+                .map(|s| (**s).clone())
+                .collect::<Vec<_>>(),
+        ),
+        Some(prep.seed),
+    );
+    let (cancel_tx, cancel_rx) = watch::channel(false);
+    let cancel_tx = Arc::new(cancel_tx);
+    let mut driver = driver::EngineDriver {
+        run_dir: run_dir.clone(),
+        campaign,
+        plan_text: prep.plan.text.clone(),
+        cases: prep.cases,
+        stacks: prep.stacks,
+        runs: prep.runs,
+        place: prep.plan.devices.placement == Placement::Auto,
+        provenance,
+        progress: crate::progress::Progress::new(nodes.len(), opts.quiet),
+        cancel: cancel_rx.clone(),
+        after: after_map,
+        fatal: None,
+        cancel_tx: cancel_tx.clone(),
+        last_write: None,
+        journal,
+        fingerprints: BTreeMap::new(),
+    };
+    let scheduler = Scheduler::new(dag, prep.pool, prep.plans, limits);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Environment(format!("cannot start the async runtime: {e}")))?;
+    let summary = rt.block_on(async {
+        // First Ctrl-C/SIGTERM: stop launching, stop running processes, record them
+        // `interrupted`; a second one kills every child group and exits 3 (crate::interrupt).
+        let interrupt = crate::interrupt::Interrupt::install()?;
+        let mut signals = interrupt.subscribe();
+        let tx = cancel_tx.clone();
+        tokio::spawn(async move {
+            while signals.changed().await.is_ok() {
+                if *signals.borrow() {
+                    let _ = tx.send(true);
+                    break;
+                }
+            }
+        });
+        Ok::<_, Error>(scheduler.run(&mut driver, cancel_rx).await)
+    })?;
+    driver.progress.finish();
+    if let Some(e) = driver.fatal.take() {
+        return Err(e);
+    }
+    let mut set = driver.result_set(&summary.results);
+    set.quarantined = summary
+        .quarantined
+        .iter()
+        .map(|(d, why)| (d.to_string(), why.clone()))
+        .collect();
+    driver.write_results(&set)?;
+    Ok(Finished {
+        run_dir: run_dir.path.clone(),
+        results: set,
+        interrupted: summary.interrupted,
+    })
+}

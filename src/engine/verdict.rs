@@ -1,0 +1,250 @@
+//! The status of a run from how its process ended and what its parser found.
+//!
+//! Owns the rules: `timeout` (killed at the wall-clock or no-output limit — the reason says which
+//! and after how long), `fail` (non-zero exit, killed by a signal, declared golden mismatch, a
+//! round with ok=false, fewer rounds than asked — the reason says which), `interrupted`, else
+//! `pass`. Also fills what the engine knows about samples (labels, engine-measured times,
+//! bandwidth recomputed from bytes and time). Pure: no I/O, no clocks.
+
+use std::time::Duration;
+
+use crate::executor::{KillReason, ProcessOutcome};
+use crate::results::{RunStatus, Sample};
+use crate::stack::parsers::Parsed;
+
+/// The limits a process ran under (for the wording of timeout reasons).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Limits {
+    pub timeout: Option<Duration>,
+    pub no_output_timeout: Option<Duration>,
+}
+
+fn secs(d: Duration) -> String {
+    crate::units::format_seconds(d.as_secs_f64())
+}
+
+/// Why a process did not end well, if it did not.
+pub fn process_problem(o: &ProcessOutcome, limits: &Limits) -> Option<(RunStatus, String)> {
+    match o.killed {
+        Some(KillReason::Timeout) => {
+            let limit = limits.timeout.map(secs).unwrap_or_else(|| "?".into());
+            return Some((
+                RunStatus::Timeout,
+                format!(
+                    "wall-clock timeout ({limit}) reached after {}; killed",
+                    secs(o.elapsed)
+                ),
+            ));
+        }
+        Some(KillReason::NoOutput) => {
+            let limit = limits
+                .no_output_timeout
+                .map(secs)
+                .unwrap_or_else(|| "?".into());
+            return Some((
+                RunStatus::Timeout,
+                format!(
+                    "no output for {limit} (no_output_timeout), killed after {}",
+                    secs(o.elapsed)
+                ),
+            ));
+        }
+        Some(KillReason::Interrupted) => {
+            return Some((RunStatus::Interrupted, "interrupted".into()));
+        }
+        None => {}
+    }
+    if let Some(sig) = o.signal {
+        return Some((RunStatus::Fail, format!("killed by signal {sig}")));
+    }
+    match o.exit_code {
+        Some(0) => None,
+        Some(c) => Some((RunStatus::Fail, format!("exit code {c}"))),
+        None => Some((RunStatus::Fail, "ended without an exit code".into())),
+    }
+}
+
+/// Number the rounds (1-based, warmup first) and label them where the parser did not.
+pub fn label(samples: &mut [Sample], warmup: u32) {
+    for (i, s) in samples.iter_mut().enumerate() {
+        let i = i as u32;
+        if s.round == 0 {
+            s.round = i + 1;
+        }
+        if s.phase.is_empty() {
+            s.phase = if i < warmup {
+                Sample::label(false, i + 1)
+            } else {
+                Sample::label(true, i + 1 - warmup)
+            };
+        }
+    }
+}
+
+/// Fill engine-known values: `wall_s` (when `elapsed` is one round's process time) and
+/// `execute_s` when the stack gave none (timing source `engine`), and recompute bandwidth.
+/// Returns true when any `execute_s` came from the engine.
+pub fn complete(samples: &mut [Sample], elapsed: Option<Duration>, n_bytes: u64) -> bool {
+    let mut engine = false;
+    for s in samples.iter_mut() {
+        if let Some(e) = elapsed {
+            s.wall_s.get_or_insert(e.as_secs_f64());
+        }
+        if s.execute_s.is_none() {
+            if let Some(w) = s.wall_s {
+                s.execute_s = Some(w);
+                engine = true;
+            }
+        }
+        s.bw_execute_mb_s = s
+            .execute_s
+            .filter(|t| *t > 0.0)
+            .map(|t| n_bytes as f64 / t / 1e6);
+    }
+    engine
+}
+
+/// The status of a run from its last process outcome and everything parsed.
+pub fn judge(
+    outcome: &ProcessOutcome,
+    parsed: &Parsed,
+    samples: &[Sample],
+    warmup: u32,
+    timed: u32,
+    limits: &Limits,
+) -> (RunStatus, Option<String>) {
+    let said = |base: String| match &parsed.error {
+        Some(e) => format!("{base}: {e}"),
+        None => base,
+    };
+    if let Some((status, reason)) = process_problem(outcome, limits) {
+        return (status, Some(said(reason)));
+    }
+    if parsed.correctness == Some(false) {
+        return (
+            RunStatus::Fail,
+            Some(said("the stack reported a golden mismatch".into())),
+        );
+    }
+    if let Some(bad) = samples.iter().find(|s| !s.ok) {
+        return (
+            RunStatus::Fail,
+            Some(said(format!(
+                "round {} ({}) reported ok=false",
+                bad.round, bad.phase
+            ))),
+        );
+    }
+    let n_timed = samples.iter().filter(|s| s.is_timed()).count() as u32;
+    let n_warmup = samples.len() as u32 - n_timed;
+    if n_timed < timed || n_warmup < warmup {
+        let mut reason = format!(
+            "missing output: found {n_warmup} of {warmup} warmup and {n_timed} of {timed} timed rounds"
+        );
+        if let Some(w) = parsed.warnings.first() {
+            reason.push_str(&format!(" (garbage output: {w})"));
+        }
+        return (RunStatus::Fail, Some(reason));
+    }
+    (RunStatus::Pass, None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok_outcome() -> ProcessOutcome {
+        ProcessOutcome {
+            exit_code: Some(0),
+            signal: None,
+            killed: None,
+            elapsed: Duration::from_millis(1500),
+        }
+    }
+
+    fn samples(n: usize) -> Vec<Sample> {
+        let mut v: Vec<Sample> = (0..n)
+            .map(|_| Sample {
+                ok: true,
+                execute_s: Some(0.5),
+                ..Sample::default()
+            })
+            .collect();
+        label(&mut v, 1);
+        v
+    }
+
+    #[test]
+    fn pass_needs_every_round() {
+        let p = Parsed::default();
+        let l = Limits::default();
+        assert_eq!(
+            judge(&ok_outcome(), &p, &samples(3), 1, 2, &l).0,
+            RunStatus::Pass
+        );
+        let (st, why) = judge(&ok_outcome(), &p, &samples(2), 1, 2, &l);
+        assert_eq!(st, RunStatus::Fail);
+        assert_eq!(
+            why.unwrap(),
+            "missing output: found 1 of 1 warmup and 1 of 2 timed rounds"
+        );
+        let garbage = Parsed {
+            warnings: vec!["line 1: not a sample".into()],
+            ..Parsed::default()
+        };
+        let why = judge(&ok_outcome(), &garbage, &[], 1, 2, &l).1.unwrap();
+        assert!(why.contains("garbage output: line 1"), "{why}");
+    }
+
+    #[test]
+    fn labels_and_bandwidth() {
+        let mut v = samples(3);
+        assert_eq!(v[0].phase, "warmup-1");
+        assert_eq!(v[2].phase, "timed-2");
+        assert_eq!(v[2].round, 3);
+        v[0].execute_s = None;
+        assert!(complete(&mut v, Some(Duration::from_secs(2)), 4_000_000));
+        assert_eq!(v[0].execute_s, Some(2.0));
+        assert_eq!(v[1].bw_execute_mb_s, Some(8.0));
+    }
+
+    #[test]
+    fn reasons_name_the_cause() {
+        let p = Parsed::default();
+        let l = Limits {
+            timeout: Some(Duration::from_secs(2)),
+            no_output_timeout: Some(Duration::from_secs(1)),
+        };
+        let mut o = ok_outcome();
+        o.exit_code = Some(3);
+        assert_eq!(
+            judge(&o, &p, &samples(3), 1, 2, &l).1.unwrap(),
+            "exit code 3"
+        );
+        o.exit_code = None;
+        o.killed = Some(KillReason::Timeout);
+        let (st, why) = judge(&o, &p, &[], 1, 2, &l);
+        assert_eq!(st, RunStatus::Timeout);
+        assert!(
+            why.unwrap().starts_with("wall-clock timeout (2"),
+            "timeout reason"
+        );
+        o.killed = Some(KillReason::NoOutput);
+        assert!(judge(&o, &p, &[], 1, 2, &l)
+            .1
+            .unwrap()
+            .contains("no_output_timeout"));
+        let wrong = Parsed {
+            correctness: Some(false),
+            error: Some("rank 1 element 7: got 3, expected 4".into()),
+            ..Parsed::default()
+        };
+        let why = judge(&ok_outcome(), &wrong, &samples(3), 1, 2, &l)
+            .1
+            .unwrap();
+        assert_eq!(
+            why,
+            "the stack reported a golden mismatch: rank 1 element 7: got 3, expected 4"
+        );
+    }
+}

@@ -1,0 +1,329 @@
+//! One run, start to end: render the stack's command, run its process(es), parse, judge, and
+//! write the bundle (`run.log` grows as output arrives; `timing.json` and `manifest.json` at the
+//! end). Also the `build` and `probe` steps of a stack.
+//!
+//! `campaign` shape: one process for every round. `subprocess` shape: one process per round
+//! (warmup first), each process's parsed sample becomes that round, and the first round that
+//! does not end well ends the run. It must not touch scheduler state: it returns results.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use crate::artifacts::{round_sample, write_bundle, write_json, ProcessFacts, RunDir};
+use crate::case::Case;
+use crate::engine::stacks::EngineStack;
+use crate::engine::verdict::{self, Limits};
+use crate::executor::local::run_process;
+use crate::executor::{ProcessOutcome, ProcessSpec};
+use crate::pool::Lease;
+use crate::results::{RunResult, RunStatus, Sample};
+use crate::stack::parsers::{self, OutputLine, ParseContext, Parsed};
+use crate::stack::render::{render, render_build, RenderContext};
+use crate::stack::Shape;
+
+/// Between SIGTERM and SIGKILL.
+const GRACE: Duration = Duration::from_secs(3);
+
+/// Everything one run needs.
+pub struct RunJob {
+    pub run_dir: Arc<RunDir>,
+    pub case_id: String,
+    pub stack: Arc<EngineStack>,
+    /// The case as planned.
+    pub case: Case,
+    pub lease: Lease,
+    /// Write the leased devices into the case (`placement = "auto"` on a device stack).
+    pub place: bool,
+    pub attempt: u32,
+    pub cancel: watch::Receiver<bool>,
+}
+
+fn now() -> String {
+    chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, false)
+}
+
+/// A run's result with no samples (skipped, unavailable, blocked, or failed before starting).
+pub fn unrun(
+    case: &Case,
+    case_id: &str,
+    stack: &str,
+    status: RunStatus,
+    reason: &str,
+    attempt: u32,
+) -> RunResult {
+    RunResult {
+        case: case.clone(),
+        case_id: case_id.to_string(),
+        stack: stack.to_string(),
+        status,
+        error: Some(reason.to_string()),
+        samples: Vec::new(),
+        bundle: RunDir::bundle_rel(case_id, stack),
+        attempt,
+        exit_code: None,
+        started: None,
+        ended: None,
+        timing_source: None,
+    }
+}
+
+/// Keep an earlier attempt's log as `run.attempt<N>.log` before a retry writes `run.log`.
+fn keep_attempt_logs(bundle: &Path, attempt: u32) -> Vec<String> {
+    if attempt > 1 {
+        let old = format!("run.attempt{}.log", attempt - 1);
+        let _ = std::fs::rename(bundle.join("run.log"), bundle.join(&old));
+    }
+    (1..attempt)
+        .map(|n| format!("run.attempt{n}.log"))
+        .collect()
+}
+
+/// One process: run it and feed its lines to a fresh parser.
+async fn one_process(
+    spec: &ProcessSpec,
+    stack: &EngineStack,
+    pctx: &ParseContext,
+    cancel: watch::Receiver<bool>,
+) -> Result<(ProcessOutcome, Parsed), String> {
+    let mut parser = parsers::make(&stack.def, pctx).map_err(|e| e.to_string())?;
+    let mut on_line = |line: OutputLine| parser.feed(&line);
+    let outcome = run_process(spec, &mut on_line, cancel)
+        .await
+        .map_err(|e| format!("cannot start the stack process: {e}"))?;
+    Ok((outcome, parser.finish()))
+}
+
+/// Execute one run and write its bundle. Never fails: problems become the run's status.
+pub async fn execute(job: RunJob) -> RunResult {
+    let stack = &job.stack;
+    let bundle = job.run_dir.bundle(&job.case_id, &stack.name);
+    let mut case = job.case.clone();
+    if job.place {
+        case.device_ids = job.lease.devices.clone();
+    }
+    let mut facts = ProcessFacts {
+        devices: job.lease.visible_ids().to_vec(),
+        attempt_logs: keep_attempt_logs(&bundle, job.attempt),
+        ..ProcessFacts::default()
+    };
+    let started = now();
+    let mut result = match run_rounds(&job, &case, &bundle, &mut facts).await {
+        Ok(r) => r,
+        Err(reason) => unrun(
+            &case,
+            &job.case_id,
+            &stack.name,
+            RunStatus::Fail,
+            &reason,
+            job.attempt,
+        ),
+    };
+    result.started = Some(started);
+    result.ended = Some(now());
+    if let Err(e) = write_bundle(&job.run_dir, &result, &facts) {
+        // The run happened; a bundle that cannot be written makes it unusable as data.
+        result.status = RunStatus::Fail;
+        result.error = Some(format!("bundle not written: {e}"));
+    }
+    result
+}
+
+async fn run_rounds(
+    job: &RunJob,
+    case: &Case,
+    bundle: &Path,
+    facts: &mut ProcessFacts,
+) -> Result<RunResult, String> {
+    let stack = &job.stack;
+    std::fs::create_dir_all(bundle).map_err(|e| format!("{}: {e}", bundle.display()))?;
+    let case_file = if case == &job.case {
+        job.run_dir.case_file(&job.case_id)
+    } else {
+        // Placed on other devices than planned: the stack reads the case as it runs.
+        let f = bundle.join("case.json");
+        crate::artifacts::write_atomic(&f, case.to_pretty_json().as_bytes())
+            .map_err(|e| e.to_string())?;
+        f
+    };
+    let (warmup, timed) = (case.warmup_rounds, case.timed_rounds);
+    let ctx = |w: u32, t: u32| RenderContext {
+        case: case.clone(),
+        devices: job.lease.visible_ids().to_vec(),
+        warmup: w,
+        timed: t,
+        case_file: case_file.clone(),
+        bundle_dir: bundle.to_path_buf(),
+        run_dir: job.run_dir.path.clone(),
+        root: stack.root.clone().ok().flatten(),
+        campaign_exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("campaign")),
+    };
+    let limits = Limits {
+        timeout: Some(stack.timeout),
+        no_output_timeout: stack.no_output_timeout,
+    };
+    let plan_rounds: Vec<(u32, u32)> = match stack.def.shape() {
+        Shape::Campaign => vec![(warmup, timed)],
+        Shape::Subprocess => (0..warmup)
+            .map(|_| (1, 0))
+            .chain((0..timed).map(|_| (0, 1)))
+            .collect(),
+    };
+    let subprocess = stack.def.shape() == Shape::Subprocess;
+    let mut samples: Vec<Sample> = Vec::new();
+    let mut engine_timed = false;
+    let mut last: Option<(ProcessOutcome, Parsed)> = None;
+    let mut merged = Parsed::default();
+    for (w, t) in plan_rounds {
+        let rendered = render(&stack.name, &stack.def, &ctx(w, t)).map_err(|e| e.to_string())?;
+        facts.argv = rendered.argv.clone();
+        facts.env = rendered.env.clone();
+        let spec = ProcessSpec {
+            argv: rendered.argv,
+            env: rendered.env,
+            cwd: rendered.cwd,
+            timeout: limits.timeout,
+            no_output_timeout: limits.no_output_timeout,
+            grace: GRACE,
+            log_path: bundle.join("run.log"),
+        };
+        let pctx = ParseContext {
+            n_bytes: case.n_bytes(),
+            p: case.p,
+            warmup: w,
+            timed: t,
+        };
+        let (outcome, parsed) = one_process(&spec, stack, &pctx, job.cancel.clone()).await?;
+        facts.signal = outcome.signal;
+        let mut got = parsed.samples.clone();
+        if subprocess {
+            // One process = one round: its first sample is the round (labelled by the engine).
+            got.truncate(1);
+            for s in &mut got {
+                s.round = 0;
+                s.phase.clear();
+            }
+            let elapsed = Some(outcome.elapsed);
+            engine_timed |= verdict::complete(&mut got, elapsed, case.n_bytes());
+        }
+        samples.extend(got);
+        merged.correctness = match (merged.correctness, parsed.correctness) {
+            (Some(false), _) | (_, Some(false)) => Some(false),
+            (a, b) => b.or(a),
+        };
+        merged.error = merged.error.or(parsed.error.clone());
+        merged.warnings.extend(parsed.warnings.clone());
+        let stop = verdict::process_problem(&outcome, &limits).is_some()
+            || parsed.correctness == Some(false);
+        last = Some((outcome, parsed));
+        if stop {
+            break;
+        }
+    }
+    verdict::label(&mut samples, warmup);
+    if !subprocess {
+        engine_timed = verdict::complete(&mut samples, None, case.n_bytes());
+    }
+    samples.iter_mut().for_each(round_sample);
+    let (outcome, _) = last.ok_or("no process was run")?;
+    let (status, reason) = verdict::judge(&outcome, &merged, &samples, warmup, timed, &limits);
+    Ok(RunResult {
+        case: case.clone(),
+        case_id: job.case_id.clone(),
+        stack: stack.name.clone(),
+        status,
+        error: reason,
+        samples,
+        bundle: RunDir::bundle_rel(&job.case_id, &stack.name),
+        attempt: job.attempt,
+        exit_code: outcome.exit_code,
+        started: None,
+        ended: None,
+        timing_source: Some(if engine_timed { "engine" } else { "stack" }.into()),
+    })
+}
+
+/// Build a stack once: `Err` is the reason its runs are `unavailable` (the log stays in
+/// `builds/<stack>/build.log`).
+pub async fn build(
+    run_dir: Arc<RunDir>,
+    stack: Arc<EngineStack>,
+    cancel: watch::Receiver<bool>,
+) -> Result<(), String> {
+    let root = stack.root.clone()?;
+    let rendered = render_build(&stack.name, &stack.def, &run_dir.path, root.as_deref())
+        .map_err(|e| format!("build command: {e}"))?;
+    let Some(rendered) = rendered else {
+        return Ok(());
+    };
+    let rel = Path::new("builds").join(&stack.name).join("build.log");
+    let spec = ProcessSpec {
+        argv: rendered.argv,
+        env: rendered.env,
+        cwd: rendered.cwd,
+        timeout: Some(stack.timeout),
+        no_output_timeout: stack.no_output_timeout,
+        grace: GRACE,
+        log_path: run_dir.path.join(&rel),
+    };
+    let _ = write_json(
+        &run_dir
+            .path
+            .join("builds")
+            .join(&stack.name)
+            .join("build.json"),
+        &serde_json::json!({"argv": spec.argv, "cwd": spec.cwd}),
+    );
+    let outcome = run_process(&spec, &mut |_line: OutputLine| {}, cancel)
+        .await
+        .map_err(|e| format!("build failed to start: {e}"))?;
+    match verdict::process_problem(
+        &outcome,
+        &Limits {
+            timeout: spec.timeout,
+            no_output_timeout: spec.no_output_timeout,
+        },
+    ) {
+        None => Ok(()),
+        Some((_, why)) => Err(format!("build failed ({why}); log: {}", rel.display())),
+    }
+}
+
+/// Is the stack available here (root, `requires`, program)? `Err` is the reason.
+pub fn probe(stack: &EngineStack) -> Result<(), String> {
+    let root = stack.root.clone()?;
+    crate::stack::probe::availability(&stack.name, &stack.def, root.as_deref())
+}
+
+/// The run's fingerprint (crate::fingerprint) from the planned case and its rendered command;
+/// a command that does not render has the fingerprint of its definition alone.
+pub fn fingerprint(run_dir: &RunDir, case_id: &str, stack: &EngineStack, case: &Case) -> String {
+    let ctx = RenderContext {
+        case: case.clone(),
+        devices: case.device_ids.clone(),
+        warmup: case.warmup_rounds,
+        timed: case.timed_rounds,
+        case_file: run_dir.case_file(case_id),
+        bundle_dir: run_dir.bundle(case_id, &stack.name),
+        run_dir: run_dir.path.clone(),
+        root: stack.root.clone().ok().flatten(),
+        campaign_exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("campaign")),
+    };
+    let (argv, env) = render(&stack.name, &stack.def, &ctx)
+        .map(|r| (r.argv, r.env))
+        .unwrap_or_default();
+    crate::fingerprint::run_fingerprint(case, &stack.def, &argv, &env)
+}
+
+/// Fingerprint of a build or probe step: the stack's definition.
+pub fn stack_fingerprint(stack: &EngineStack) -> String {
+    use sha2::{Digest, Sha256};
+    let text = serde_json::to_string(&stack.def).unwrap_or_default();
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .take(8)
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}

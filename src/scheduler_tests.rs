@@ -1,0 +1,314 @@
+//! Unit tests of the scheduler with a driver that "runs" steps instantly and records events.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+use super::*;
+use crate::case::{Case, Variant};
+use crate::dag::RunNode;
+use crate::plan::{DeviceKind, DevicesConfig, Placement};
+
+#[derive(Default)]
+struct Fake {
+    runs: Vec<RunNode>,
+    /// Stack → status its runs end with (default pass).
+    status: BTreeMap<String, RunStatus>,
+    /// Build/probe step keys that fail.
+    broken: BTreeSet<String>,
+    /// ("start"|"end", step key, devices, attempt).
+    events: Vec<(String, String, Vec<u32>, u32)>,
+}
+
+impl Fake {
+    fn result(&self, run: usize, status: RunStatus, reason: Option<String>) -> RunResult {
+        let r = &self.runs[run];
+        RunResult {
+            case: Case::new(Variant::Mesh, 2, 256),
+            case_id: r.case_id.clone(),
+            stack: r.stack.clone(),
+            status,
+            error: reason,
+            samples: Vec::new(),
+            bundle: PathBuf::from(format!("cases/{}/{}", r.case_id, r.stack)),
+            attempt: 1,
+            exit_code: None,
+            started: None,
+            ended: None,
+            timing_source: None,
+        }
+    }
+}
+
+impl Driver for Fake {
+    fn start(
+        &mut self,
+        node: NodeIndex,
+        step: &Step,
+        lease: &Lease,
+        attempt: u32,
+        tx: mpsc::UnboundedSender<Report>,
+    ) {
+        self.events.push((
+            "start".into(),
+            step.key(),
+            lease.visible_ids().to_vec(),
+            attempt,
+        ));
+        let outcome = match step {
+            Step::Run { run, stack, .. } => {
+                let status = self.status.get(stack).copied().unwrap_or(RunStatus::Pass);
+                Outcome::Run(Box::new(self.result(*run, status, None)))
+            }
+            s if self.broken.contains(&s.key()) => {
+                Outcome::StackUnavailable(format!("{} failed", s.key()))
+            }
+            _ => Outcome::Done,
+        };
+        tx.send(Report { node, outcome }).unwrap();
+    }
+
+    fn settle(&mut self, run: usize, status: RunStatus, reason: &str) -> RunResult {
+        self.result(run, status, Some(reason.to_string()))
+    }
+
+    fn finished(&mut self, step: &Step, _outcome: &Outcome, _results: &[RunResult]) {
+        self.events.push(("end".into(), step.key(), Vec::new(), 0));
+    }
+}
+
+fn pool(n: u32) -> Pool {
+    Pool::new(
+        &DevicesConfig {
+            kind: DeviceKind::Npu,
+            ids: (0..n).collect(),
+            groups: Vec::new(),
+            placement: Placement::Auto,
+            probe: None,
+        },
+        2,
+    )
+}
+
+fn plan(p: usize, estimate_s: f64) -> RunPlan {
+    RunPlan {
+        need: Need::Devices { p, pinned: None },
+        estimate_s,
+        preset: None,
+    }
+}
+
+fn go(
+    fake: &mut Fake,
+    stacks: &[(&str, bool)],
+    plans: Vec<RunPlan>,
+    pool: Pool,
+    limits: Limits,
+) -> Summary {
+    let stacks: Vec<(String, bool)> = stacks.iter().map(|(s, b)| (s.to_string(), *b)).collect();
+    let dag = Dag::new(&stacks, &fake.runs);
+    let sched = Scheduler::new(dag, pool, plans, limits);
+    let (_tx, rx) = watch::channel(false);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    rt.block_on(sched.run(fake, rx))
+}
+
+fn runs(spec: &[(&str, &str)]) -> Vec<RunNode> {
+    spec.iter()
+        .map(|(c, s)| RunNode {
+            case_id: c.to_string(),
+            stack: s.to_string(),
+        })
+        .collect()
+}
+
+fn starts(fake: &Fake) -> Vec<String> {
+    fake.events
+        .iter()
+        .filter(|e| e.0 == "start" && e.1.starts_with("run:"))
+        .map(|e| e.1.clone())
+        .collect()
+}
+
+#[test]
+fn longest_first_and_exclusive_devices() {
+    let mut fake = Fake {
+        runs: runs(&[("short", "s"), ("long", "s"), ("mid", "s")]),
+        ..Fake::default()
+    };
+    let plans = vec![plan(2, 1.0), plan(2, 9.0), plan(2, 5.0)];
+    let summary = go(
+        &mut fake,
+        &[("s", false)],
+        plans,
+        pool(2),
+        Limits::default(),
+    );
+    assert_eq!(
+        starts(&fake),
+        vec!["run:long:s", "run:mid:s", "run:short:s"]
+    );
+    assert_eq!(summary.results.len(), 3);
+    assert!(!summary.interrupted);
+    // Each run started only after the previous one ended (the pool holds one P=2 run).
+    let keys: Vec<&str> = fake.events.iter().map(|e| e.0.as_str()).collect();
+    let run_events: Vec<&str> = keys
+        .iter()
+        .zip(&fake.events)
+        .filter(|(_, e)| e.1.starts_with("run:"))
+        .map(|(k, _)| *k)
+        .collect();
+    assert_eq!(
+        run_events,
+        vec!["start", "end", "start", "end", "start", "end"]
+    );
+}
+
+#[test]
+fn backfill_and_jobs_cap() {
+    // 4 devices: the P=4 run waits while a P=2 runs; another P=2 backfills beside it.
+    let mut fake = Fake {
+        runs: runs(&[("a", "s"), ("big", "s"), ("b", "s")]),
+        ..Fake::default()
+    };
+    let plans = vec![plan(2, 3.0), plan(4, 2.0), plan(2, 1.0)];
+    go(
+        &mut fake,
+        &[("s", false)],
+        plans,
+        pool(4),
+        Limits::default(),
+    );
+    let seq: Vec<String> = fake
+        .events
+        .iter()
+        .filter(|e| e.1.starts_with("run:"))
+        .map(|e| format!("{} {}", e.0, e.1))
+        .collect();
+    assert_eq!(
+        seq[..3],
+        ["start run:a:s", "start run:b:s", "end run:a:s"],
+        "b backfills beside a while big waits for 4 free devices"
+    );
+    assert!(seq[4..].contains(&"start run:big:s".to_string()));
+
+    let mut fake = Fake {
+        runs: runs(&[("a", "s"), ("b", "s")]),
+        ..Fake::default()
+    };
+    let limits = Limits {
+        jobs: Some(1),
+        ..Limits::default()
+    };
+    go(
+        &mut fake,
+        &[("s", false)],
+        vec![plan(2, 1.0), plan(2, 1.0)],
+        pool(8),
+        limits,
+    );
+    let seq: Vec<&str> = fake
+        .events
+        .iter()
+        .filter(|e| e.1.starts_with("run:"))
+        .map(|e| e.0.as_str())
+        .collect();
+    assert_eq!(
+        seq,
+        vec!["start", "end", "start", "end"],
+        "--jobs 1 runs one at a time"
+    );
+}
+
+#[test]
+fn failed_build_makes_only_its_stack_unavailable() {
+    let mut fake = Fake {
+        runs: runs(&[("c1", "good"), ("c1", "bad"), ("c2", "bad")]),
+        broken: ["build:bad".to_string()].into_iter().collect(),
+        ..Fake::default()
+    };
+    let plans = vec![plan(2, 1.0), plan(2, 1.0), plan(2, 1.0)];
+    let summary = go(
+        &mut fake,
+        &[("good", false), ("bad", true)],
+        plans,
+        pool(2),
+        Limits::default(),
+    );
+    let by: BTreeMap<String, (RunStatus, Option<String>)> = summary
+        .results
+        .iter()
+        .map(|r| {
+            (
+                format!("{}:{}", r.case_id, r.stack),
+                (r.status, r.error.clone()),
+            )
+        })
+        .collect();
+    assert_eq!(by["c1:good"].0, RunStatus::Pass);
+    assert_eq!(by["c1:bad"].0, RunStatus::Unavailable);
+    assert_eq!(by["c2:bad"].1.as_deref(), Some("build:bad failed"));
+    assert!(
+        !fake.events.iter().any(|e| e.1 == "probe:bad"),
+        "no probe after a failed build"
+    );
+    assert!(fake.events.iter().any(|e| e.1 == "collect"));
+}
+
+#[test]
+fn skipped_runs_and_case_order_and_retries() {
+    let mut fake = Fake {
+        runs: runs(&[("c", "x"), ("c", "y"), ("c", "z")]),
+        status: [("z".to_string(), RunStatus::Timeout)]
+            .into_iter()
+            .collect(),
+        ..Fake::default()
+    };
+    let mut plans = vec![plan(2, 1.0), plan(2, 1.0), plan(2, 1.0)];
+    plans[1].preset = Some((RunStatus::Skipped, "dtype fp16 not supported".into()));
+    let limits = Limits {
+        jobs: None,
+        retries: 1,
+        retry_on: vec![RunStatus::Timeout],
+    };
+    let summary = go(
+        &mut fake,
+        &[("x", false), ("y", false), ("z", false)],
+        plans,
+        pool(8),
+        limits,
+    );
+    // Chained in the given order; z retried once (attempts 1 and 2), one final result each.
+    let z: Vec<u32> = fake
+        .events
+        .iter()
+        .filter(|e| e.0 == "start" && e.1 == "run:c:z")
+        .map(|e| e.3)
+        .collect();
+    assert_eq!(z, vec![1, 2]);
+    assert_eq!(starts(&fake)[0], "run:c:x");
+    let statuses: Vec<RunStatus> = summary.results.iter().map(|r| r.status).collect();
+    assert_eq!(
+        statuses,
+        vec![RunStatus::Pass, RunStatus::Skipped, RunStatus::Timeout]
+    );
+}
+
+#[test]
+fn cancelled_before_start_runs_nothing() {
+    let mut fake = Fake {
+        runs: runs(&[("c", "x")]),
+        ..Fake::default()
+    };
+    let dag = Dag::new(&[("x".to_string(), false)], &fake.runs);
+    let sched = Scheduler::new(dag, pool(2), vec![plan(2, 1.0)], Limits::default());
+    let (_tx, rx) = watch::channel(true);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let summary = rt.block_on(sched.run(&mut fake, rx));
+    assert!(summary.interrupted);
+    assert!(summary.results.is_empty());
+    assert!(fake.events.is_empty());
+}
