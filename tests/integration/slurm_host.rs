@@ -146,3 +146,127 @@ async fn host_cases_pass_the_same_through_slurm_as_locally() {
         "the injected fault fails"
     );
 }
+
+const PLAN: &str = r#"
+[campaign]
+name = "slurm-e2e"
+
+[case]
+platform = "host"
+
+[axes]
+variant = ["mesh", "ring", "twophase"]
+p = [2]
+count = [64, 1000]
+dtype = ["fp32"]
+stacks = ["host"]
+
+[rounds]
+warmup = 1
+timed = 3
+
+[run]
+timeout = "60s"
+
+[devices]
+kind = "cpu"
+
+[slurm]
+poll_interval = "200ms"
+"#;
+
+/// `(case_id, status)` of every run in a run dir's results.json, sorted.
+fn statuses(results_dir: &Path) -> Vec<(String, String)> {
+    let campaign = results_dir.join("slurm-e2e");
+    let run_dir = std::fs::read_dir(&campaign)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("results.json")).unwrap())
+            .unwrap();
+    let mut out: Vec<(String, String)> = doc["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["case_id"].as_str().unwrap().to_string(),
+                r["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn campaign_run_executor_slurm_passes_the_same_runs_as_local() {
+    let Some(conf) = cluster() else { return };
+    let dir = util::tempdir();
+    let plan = dir.path().join("plan.toml");
+    std::fs::write(&plan, PLAN).unwrap();
+    let run = |executor: &str, results: &Path| {
+        std::process::Command::new(util::exe())
+            .args(["run", plan.to_str().unwrap(), "-q", "--executor", executor])
+            .arg("--results-dir")
+            .arg(results)
+            .env("SLURM_CONF", &conf)
+            .output()
+            .unwrap()
+    };
+    let (local_dir, slurm_dir) = (dir.path().join("local"), dir.path().join("slurm"));
+    let local = run("local", &local_dir);
+    let slurm = run("slurm", &slurm_dir);
+    assert_eq!(local.status.code(), Some(0), "{}", util::stderr(&local));
+    assert_eq!(slurm.status.code(), Some(0), "{}", util::stderr(&slurm));
+    let through_slurm = statuses(&slurm_dir);
+    assert_eq!(through_slurm, statuses(&local_dir));
+    assert_eq!(through_slurm.len(), 6);
+    // Every Slurm run left its batch script, granted devices and exit code in the bundle.
+    let run_dir = std::fs::read_dir(slurm_dir.join("slurm-e2e"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    for (case_id, _) in &through_slurm {
+        let bundle = run_dir.join("cases").join(case_id).join("host");
+        for file in [
+            "slurm.sh",
+            "slurm.devices",
+            "slurm.result",
+            "run.log",
+            "manifest.json",
+        ] {
+            assert!(
+                bundle.join(file).is_file(),
+                "{} missing",
+                bundle.join(file).display()
+            );
+        }
+    }
+}
+
+#[test]
+fn dry_run_executor_slurm_prints_one_sbatch_per_run() {
+    let dir = util::tempdir();
+    let plan = dir.path().join("plan.toml");
+    std::fs::write(&plan, PLAN).unwrap();
+    let out = util::run(&["dry-run", plan.to_str().unwrap(), "--executor", "slurm"]);
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    let text = util::stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 6, "{text}");
+    assert!(lines
+        .iter()
+        .all(|l| l.starts_with("sbatch --parsable --job-name=campaign:slurm-e2e:")));
+    assert!(
+        lines[0].contains("--time=0:01:00 --cpus-per-task=2 "),
+        "{}",
+        lines[0]
+    );
+    assert!(lines[0].ends_with("/slurm.sh'"), "{}", lines[0]);
+}

@@ -53,10 +53,24 @@ impl BatchJob {
     pub fn script_path(&self) -> PathBuf {
         self.bundle_dir.join(SCRIPT_FILE)
     }
+
+    /// The same job with bundle, working directory and log as absolute paths.
+    pub fn absolute(&self) -> BatchJob {
+        let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+        let mut job = self.clone();
+        job.bundle_dir = abs(&self.bundle_dir);
+        job.process.cwd = abs(&self.process.cwd);
+        job.process.log_path = abs(&self.process.log_path);
+        job
+    }
 }
 
 /// The `sbatch` argv that submits `job` (its script at [`BatchJob::script_path`]).
+///
+/// Paths are made absolute: Slurm reads a relative `--output` from the job's working
+/// directory, not from where sbatch ran.
 pub fn sbatch_command(config: &SlurmConfig, job: &BatchJob) -> Result<Vec<String>> {
+    let job = &job.absolute();
     let mut argv = vec![
         "sbatch".to_string(),
         "--parsable".to_string(),
@@ -142,6 +156,7 @@ fn render_devices_arg(template: &str, p: u32, kind: &str) -> std::result::Result
 /// when Slurm kills the job (time limit, scancel) the script dies with it and records nothing,
 /// which is how a missing result tells "Slurm stopped it" from "the stack exited".
 pub fn render_script(job: &BatchJob) -> String {
+    let job = &job.absolute();
     let bundle = quote_path(&job.bundle_dir);
     let mut s = String::new();
     s.push_str("#!/bin/sh\n");

@@ -227,3 +227,20 @@ fn script_without_its_working_dir_records_no_result() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot enter"));
     assert!(crate::executor::slurm::bundle::read_result(dir.path()).is_none());
 }
+
+#[test]
+fn relative_paths_become_absolute() {
+    let mut j = job(Path::new("results/b"));
+    j.process.log_path = PathBuf::from("results/b/run.log");
+    let argv = sbatch_command(&SlurmConfig::default(), &j).unwrap();
+    let cwd = std::env::current_dir().unwrap();
+    assert_eq!(
+        argv[3],
+        format!("--output={}", cwd.join("results/b/run.log").display())
+    );
+    assert_eq!(
+        argv[4],
+        format!("--chdir={}", cwd.join("results/b").display())
+    );
+    assert!(render_script(&j).contains(&format!("bundle='{}'", cwd.join("results/b").display())));
+}
