@@ -339,6 +339,10 @@ pub async fn build(
     cancel: watch::Receiver<bool>,
 ) -> Result<(), String> {
     let root = stack.root.clone()?;
+    // A stack missing its compiler must say so with its hint, not "build failed to start".
+    probe(&stack)?;
+    // Shipped stacks that build from embedded sources (stack::assets) find them in builds/<stack>/.
+    crate::stack::assets::write_for(&stack.name, &run_dir.path).map_err(|e| e.to_string())?;
     let rendered = render_build(&stack.name, &stack.def, &run_dir.path, root.as_deref())
         .map_err(|e| format!("build command: {e}"))?;
     let Some(rendered) = rendered else {
@@ -379,8 +383,11 @@ pub async fn build(
 
 /// Is the stack available here (root, `requires`, program)? `Err` is the reason.
 pub fn probe(stack: &EngineStack) -> Result<(), String> {
-    let root = stack.root.clone()?;
-    crate::stack::probe::availability(&stack.name, &stack.def, root.as_deref())
+    let resolver = crate::stack::roots::Resolver::from_process();
+    match crate::stack::availability::check(&stack.name, &stack.def, &resolver).reason() {
+        None => Ok(()),
+        Some(reason) => Err(reason),
+    }
 }
 
 /// The run's fingerprint (crate::fingerprint) from the planned case and its rendered command;

@@ -19,6 +19,7 @@ pub const FILES: &[(&str, &str)] = &[
         "ecosystems.toml",
         include_str!("../../stacks/ecosystems.toml"),
     ),
+    ("mpi.toml", include_str!("../../stacks/mpi.toml")),
 ];
 
 /// Replaced in shipped files by the directory campaign was built from, where `examples/`

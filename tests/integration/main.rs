@@ -2,7 +2,9 @@
 
 mod bench;
 mod executor;
+mod mpi;
 mod plan;
+mod readme;
 mod report;
 mod resume;
 mod run;
