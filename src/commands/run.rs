@@ -20,6 +20,10 @@ pub fn options(args: &RunArgs) -> Options {
         exclusive: args.exec.exclusive,
         quiet: args.exec.quiet,
         results_dir: args.exec.results_dir.clone(),
+        executor: args.exec.executor.map(|e| match e {
+            crate::cli::ExecutorArg::Local => crate::plan::model::ExecutorKind::Local,
+            crate::cli::ExecutorArg::Slurm => crate::plan::model::ExecutorKind::Slurm,
+        }),
     }
 }
 

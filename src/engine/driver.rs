@@ -57,6 +57,8 @@ pub struct EngineDriver {
     pub journal: Journal,
     /// Fingerprint of each run (from the planned case), computed when it first starts.
     pub fingerprints: BTreeMap<usize, String>,
+    /// Runs go to Slurm as batch jobs (`--executor slurm`); None = local processes.
+    pub slurm: Option<work::SlurmRun>,
 }
 
 /// Results files are rewritten after a finished run at most this often: every run's bundle is
@@ -246,6 +248,7 @@ impl Driver for EngineDriver {
                     place,
                     attempt,
                     cancel: self.cancel.clone(),
+                    slurm: self.slurm.clone(),
                 };
                 tokio::spawn(async move {
                     let result = work::execute(job).await;

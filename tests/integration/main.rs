@@ -8,5 +8,7 @@ mod readme;
 mod report;
 mod resume;
 mod run;
+mod slurm;
+mod slurm_host;
 mod stacks;
 mod util;
