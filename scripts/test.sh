@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The README's test command: install what the tests need on a fresh machine, then run them all.
-# Idempotent: installs are skipped when the tools are already present.
+# The README's test command: install and start what the tests need on a fresh machine (OpenMPI
+# for the `mpi` stack, a private single-node Slurm for the Slurm executor; both need root and
+# Debian's packages), then run every test. Idempotent: installs are skipped when present and a
+# running Slurm is only checked.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ -f scripts/install-mpi.sh ]; then
-  bash scripts/install-mpi.sh
-fi
+bash scripts/install-mpi.sh
+eval "$(bash scripts/slurm-up.sh)"
 cargo test "$@"

@@ -3,7 +3,7 @@
 //! Owns every path under `results/campaigns/<campaign>/run_<YYYYmmdd_HHMMSS>/` (see COMMON
 //! layout: plan.toml, stacks.json, journal.jsonl, results files, `cases/<case_id>/case.json`,
 //! `cases/<case_id>/<stack>/{run.log, run.attempt<N>.log, timing.json, manifest.json}`), the
-//! manifest's keys, the 6-decimal rounding of timing floats, and temp-file + rename writes so a
+//! manifest's keys, the 6-significant-digit rounding of timing floats, and temp-file + rename writes so a
 //! crash never leaves half a file. It must not compute statistics or decide statuses.
 
 use std::io::Write;
@@ -30,6 +30,10 @@ impl RunDir {
     /// same second the later one gets `run_<timestamp>_2`, `_3`, … (`create_dir` is the claim, so
     /// two processes can never share one).
     pub fn create(results_dir: &Path, campaign: &str, timestamp: &str) -> Result<RunDir> {
+        // Absolute, because stacks run with their bundle dir as working directory and are handed
+        // paths inside the run dir.
+        let results_dir =
+            std::path::absolute(results_dir).map_err(|e| Error::io(results_dir, e))?;
         let base = results_dir.join(campaign);
         std::fs::create_dir_all(&base).map_err(|e| Error::io(&base, e))?;
         for n in 1..1000 {
@@ -61,7 +65,7 @@ impl RunDir {
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
         let ts = name.strip_prefix("run_").unwrap_or(name);
         RunDir {
-            path: path.to_path_buf(),
+            path: std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
             timestamp: ts.get(..15).unwrap_or(ts).to_string(),
         }
     }
@@ -105,10 +109,14 @@ pub fn write_json(path: &Path, value: &Value) -> Result<()> {
     write_atomic(path, text.as_bytes())
 }
 
-/// Round to 6 decimals, the precision of the seed's `timing.json`.
-pub fn round6(x: f64) -> f64 {
-    if x.is_finite() {
-        (x * 1e6).round() / 1e6
+/// Round to 6 significant digits. The seed's `timing.json` rounded to 6 decimals, which keeps
+/// only 1 µs of resolution: a 8.4 µs host allreduce would be stored as 8 µs (a 5 % error).
+/// Six significant digits keep relative precision at every scale and still read as plain floats
+/// in the old scripts.
+pub fn round_sig6(x: f64) -> f64 {
+    if x.is_finite() && x != 0.0 {
+        let factor = 10f64.powi(5 - x.abs().log10().floor() as i32);
+        (x * factor).round() / factor
     } else {
         x
     }
@@ -116,20 +124,22 @@ pub fn round6(x: f64) -> f64 {
 
 /// Round every float of a sample (so what is in memory equals what is on disk).
 pub fn round_sample(s: &mut Sample) {
-    let r = |o: &mut Option<f64>| *o = o.map(round6);
+    let r = |o: &mut Option<f64>| *o = o.map(round_sig6);
     r(&mut s.wall_s);
     r(&mut s.execute_s);
     r(&mut s.bw_execute_mb_s);
     r(&mut s.setup_s);
     r(&mut s.device_wall_s);
-    s.phases.values_mut().for_each(|v| *v = round6(*v));
-    s.compile_profile.values_mut().for_each(|v| *v = round6(*v));
+    s.phases.values_mut().for_each(|v| *v = round_sig6(*v));
+    s.compile_profile
+        .values_mut()
+        .for_each(|v| *v = round_sig6(*v));
     s.per_rank_execute_s
         .iter_mut()
-        .for_each(|v| *v = round6(*v));
+        .for_each(|v| *v = round_sig6(*v));
 }
 
-/// `timing.json`: the list of samples, floats rounded to 6 decimals.
+/// `timing.json`: the list of samples, floats rounded to 6 significant digits.
 pub fn timing_json(samples: &[Sample]) -> Value {
     let rounded: Vec<Sample> = samples
         .iter()
@@ -230,17 +240,20 @@ mod tests {
     }
 
     #[test]
-    fn timing_floats_have_six_decimals() {
+    fn timing_floats_keep_six_significant_digits() {
         let s = Sample {
             round: 1,
             phase: "timed-1".into(),
             execute_s: Some(0.000_165_432_1),
             wall_s: Some(1.0 / 3.0),
+            setup_s: Some(8.412_345_6e-6),
             ok: true,
             ..Sample::default()
         };
         let text = serde_json::to_string(&timing_json(&[s])).unwrap();
-        assert!(text.contains("\"execute_s\":0.000165"), "{text}");
+        assert!(text.contains("\"execute_s\":0.000165432"), "{text}");
         assert!(text.contains("\"wall_s\":0.333333"), "{text}");
+        // A sub-10 µs time keeps its digits instead of collapsing to 0.000008.
+        assert!(text.contains("\"setup_s\":8.41235e-6"), "{text}");
     }
 }

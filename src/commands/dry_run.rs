@@ -17,11 +17,6 @@ use crate::stack::StackDef;
 const TABLE_SIZING_ROWS: usize = 1000;
 
 pub fn run(args: &DryRunArgs) -> Result<i32> {
-    if args.executor == Some(ExecutorArg::Slurm) {
-        return Err(Error::Usage(
-            "--executor slurm: the slurm executor is not in this build".into(),
-        ));
-    }
     let plan = plan::load(&args.plan)?;
     let stacks = plan::select_stacks(&plan, &args.stacks)?;
     for w in &plan.warnings {
@@ -37,7 +32,11 @@ pub fn run(args: &DryRunArgs) -> Result<i32> {
     };
     let stdout = io::stdout();
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
+    let slurm = args.executor == Some(ExecutorArg::Slurm)
+        || (args.executor.is_none()
+            && plan.run.executor == crate::plan::model::ExecutorKind::Slurm);
     let result = match args.format {
+        _ if slurm => write_sbatch(&mut out, rows, &plan),
         ListFormat::Table => write_table(&mut out, rows),
         ListFormat::Json => write_json(&mut out, rows),
         ListFormat::Csv => write_csv(&mut out, rows),
@@ -60,6 +59,53 @@ impl From<io::Error> for Failure {
     fn from(e: io::Error) -> Self {
         Failure::Io(e)
     }
+}
+
+/// `--executor slurm`: the sbatch command of every run that would be submitted, one per line
+/// (run dir shown as `run_<timestamp>`; the batch script is written into the bundle at submit).
+fn write_sbatch(
+    out: &mut impl Write,
+    mut rows: Rows<'_>,
+    plan: &plan::Plan,
+) -> std::result::Result<(), Failure> {
+    use crate::executor::slurm::{sbatch_command, shell_line, BatchJob};
+    let run_dir = std::path::Path::new(crate::artifacts::DEFAULT_RESULTS_DIR)
+        .join(&plan.campaign.name)
+        .join("run_<timestamp>");
+    while let Some(row) = rows.next_row()? {
+        for stack in rows.stacks {
+            if row.skipped.contains(&stack.as_str()) {
+                continue;
+            }
+            let timeout = rows
+                .defs
+                .get(stack)
+                .and_then(|d| d.timeout.as_deref())
+                .and_then(|t| crate::units::parse_duration(t).ok())
+                .unwrap_or(plan.run.timeout);
+            let bundle = run_dir.join("cases").join(&row.case_id).join(stack);
+            let job = BatchJob {
+                campaign: plan.campaign.name.clone(),
+                case_id: row.case_id.clone(),
+                stack: stack.clone(),
+                devices: row.p,
+                kind: plan.devices.kind,
+                process: crate::executor::ProcessSpec {
+                    argv: Vec::new(),
+                    env: Vec::new(),
+                    cwd: bundle.clone(),
+                    timeout: Some(timeout),
+                    no_output_timeout: None,
+                    grace: std::time::Duration::ZERO,
+                    log_path: bundle.join("run.log"),
+                },
+                bundle_dir: bundle,
+            };
+            let argv = sbatch_command(&plan.slurm, &job).map_err(Failure::Plan)?;
+            writeln!(out, "{}", shell_line(&argv))?;
+        }
+    }
+    Ok(())
 }
 
 /// One listed case: the columns every format shows.

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::cli::ResumeArgs;
-use crate::engine::{self, Options};
+use crate::engine;
 use crate::error::{Error, Result};
 use crate::journal::{self, Journal};
 use crate::lock::RunDirLock;
@@ -41,16 +41,8 @@ pub fn run(args: &ResumeArgs) -> Result<i32> {
             .get("seed")
             .and_then(serde_json::Value::as_u64);
     }
-    let opts = engine::session::with_selection(
-        Options {
-            jobs: args.exec.jobs,
-            exclusive: args.exec.exclusive,
-            quiet: args.exec.quiet,
-            results_dir: args.exec.results_dir.clone(),
-            ..Options::default()
-        },
-        &replay.header,
-    );
+    let opts =
+        engine::session::with_selection(super::run::exec_options(&args.exec), &replay.header);
     let after = super::run::report_step(&plan, args.exec.template.clone());
     let prepared = engine::prepare(plan, &opts)?;
     let state = engine::session::Resume {

@@ -17,10 +17,22 @@ pub fn options(args: &RunArgs) -> Options {
         stacks: args.stacks.clone(),
         filter: args.filter.clone(),
         case_glob: args.cases.clone(),
-        jobs: args.exec.jobs,
-        exclusive: args.exec.exclusive,
-        quiet: args.exec.quiet,
-        results_dir: args.exec.results_dir.clone(),
+        ..exec_options(&args.exec)
+    }
+}
+
+/// What `run` and `resume` share: `--jobs`, `--exclusive`, `-q`, `--results-dir`, `--executor`.
+pub fn exec_options(exec: &crate::cli::ExecOptions) -> Options {
+    Options {
+        jobs: exec.jobs,
+        exclusive: exec.exclusive,
+        quiet: exec.quiet,
+        results_dir: exec.results_dir.clone(),
+        executor: exec.executor.map(|e| match e {
+            crate::cli::ExecutorArg::Local => crate::plan::model::ExecutorKind::Local,
+            crate::cli::ExecutorArg::Slurm => crate::plan::model::ExecutorKind::Slurm,
+        }),
+        ..Options::default()
     }
 }
 

@@ -66,6 +66,8 @@ pub struct EngineDriver {
     pub kept_runs: std::collections::BTreeSet<usize>,
     /// `[devices] probe`, the health probe of stacks without their own.
     pub pool_probe: Option<Vec<String>>,
+    /// Runs go to Slurm as batch jobs (`--executor slurm`); None = local processes.
+    pub slurm: Option<work::SlurmRun>,
 }
 
 /// Results files are rewritten after a finished run at most this often: every run's bundle is
@@ -255,6 +257,7 @@ impl Driver for EngineDriver {
                     place,
                     attempt,
                     cancel: self.cancel.clone(),
+                    slurm: self.slurm.clone(),
                 };
                 tokio::spawn(async move {
                     let outcome = match work::execute(job).await {

@@ -45,6 +45,8 @@ pub struct Options {
     pub quiet: bool,
     /// Replaces `results/campaigns`.
     pub results_dir: Option<PathBuf>,
+    /// `--executor` (None = the plan's `[run] executor`).
+    pub executor: Option<crate::plan::model::ExecutorKind>,
 }
 
 /// A campaign ready to run.
@@ -271,10 +273,13 @@ fn drive(
         kept,
         kept_runs: BTreeSet::new(),
         pool_probe: prep.plan.devices.probe.clone(),
+        slurm: None,
     };
     if pending == 0 {
         println!("nothing to run: every planned run is done; rebuilding results and report");
     }
+    let use_slurm =
+        opts.executor.unwrap_or(prep.plan.run.executor) == crate::plan::model::ExecutorKind::Slurm;
     let scheduler = Scheduler::new(dag, prep.pool, prep.plans, limits);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -284,6 +289,15 @@ fn drive(
     let summary = rt.block_on(async {
         // First Ctrl-C/SIGTERM: stop launching, stop running processes, record them
         // `interrupted`; a second one kills every child group and exits 3 (crate::interrupt).
+        if use_slurm {
+            // One task owns the Slurm executor so every run's job is polled in one batch.
+            let executor = crate::executor::slurm::SlurmExecutor::new(prep.plan.slurm.clone());
+            driver.slurm = Some(work::SlurmRun {
+                service: crate::executor::slurm::SlurmService::start(executor).0,
+                campaign: driver.campaign.clone(),
+                kind: prep.plan.devices.kind,
+            });
+        }
         let interrupt = crate::interrupt::Interrupt::install()?;
         let mut signals = interrupt.subscribe();
         let tx = cancel_tx.clone();

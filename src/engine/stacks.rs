@@ -2,7 +2,7 @@
 //!
 //! Owns the engine's view of a stack — definition after overlaying the plan on the shipped one,
 //! its root folder, the effective timeouts and what a run of it leases. It must not render
-//! commands (stack::render) or check availability (stack::probe).
+//! commands (stack::render) or check availability (stack::availability).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

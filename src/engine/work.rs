@@ -39,6 +39,17 @@ pub struct RunJob {
     pub place: bool,
     pub attempt: u32,
     pub cancel: watch::Receiver<bool>,
+    /// Run the processes as Slurm batch jobs instead of locally.
+    pub slurm: Option<SlurmRun>,
+}
+
+/// What a run needs to go through Slurm: the shared executor service and the job's naming and
+/// device request (see docs/slurm.md).
+#[derive(Debug, Clone)]
+pub struct SlurmRun {
+    pub service: crate::executor::slurm::SlurmService,
+    pub campaign: String,
+    pub kind: crate::plan::model::DeviceKind,
 }
 
 fn now() -> String {
@@ -114,6 +125,61 @@ async fn one_process(
             e => Stop::Fail(format!("cannot start the stack process: {e}")),
         })?;
     Ok((outcome, parser.finish()))
+}
+
+/// One process as a Slurm batch job: submit, await its end (scancel on interrupt), then parse
+/// the `run.log` it left in the bundle like a local process's output.
+async fn slurm_process(
+    slurm: &SlurmRun,
+    job: &RunJob,
+    case: &Case,
+    spec: &ProcessSpec,
+    pctx: &ParseContext,
+    bundle: &Path,
+) -> Result<(ProcessOutcome, Parsed, crate::executor::slurm::JobEnd), String> {
+    use crate::executor::slurm::{process_outcome, replay_log, BatchJob};
+    let batch = BatchJob {
+        campaign: slurm.campaign.clone(),
+        case_id: job.case_id.clone(),
+        stack: job.stack.name.clone(),
+        devices: case.p,
+        kind: slurm.kind,
+        process: spec.clone(),
+        bundle_dir: bundle.to_path_buf(),
+    };
+    let submitted = slurm
+        .service
+        .submit(batch)
+        .await
+        .map_err(|e| format!("cannot submit to Slurm: {e}"))?;
+    let mut end_rx = submitted.end;
+    let mut cancel = job.cancel.clone();
+    let mut cancelled = *cancel.borrow();
+    if cancelled {
+        let _ = slurm.service.cancel_all().await;
+    }
+    let end = loop {
+        tokio::select! {
+            end = &mut end_rx => break end,
+            changed = cancel.changed(), if !cancelled => {
+                if changed.is_err() || *cancel.borrow() {
+                    cancelled = true;
+                    if changed.is_ok() {
+                        let _ = slurm.service.cancel_all().await;
+                    }
+                }
+            }
+        }
+    }
+    .map_err(|_| {
+        format!(
+            "the Slurm executor stopped before job {} ended",
+            submitted.id
+        )
+    })?;
+    let mut parser = parsers::make(&job.stack.def, pctx).map_err(|e| e.to_string())?;
+    replay_log(&spec.log_path, &mut |line| parser.feed(&line)).map_err(|e| e.to_string())?;
+    Ok((process_outcome(&end), parser.finish(), end))
 }
 
 /// Execute one run and write its bundle. Problems of the run become its status; `Err` only
@@ -213,6 +279,7 @@ async fn run_rounds(
     let mut samples: Vec<Sample> = Vec::new();
     let mut engine_timed = false;
     let mut last: Option<(ProcessOutcome, Parsed)> = None;
+    let mut slurm_verdict: Option<(RunStatus, String)> = None;
     let mut merged = Parsed::default();
     for (w, t) in plan_rounds {
         let rendered = render(&stack.name, &stack.def, &ctx(w, t)).map_err(|e| e.to_string())?;
@@ -233,7 +300,22 @@ async fn run_rounds(
             warmup: w,
             timed: t,
         };
-        let (outcome, parsed) = one_process(&spec, stack, &pctx, job.cancel.clone()).await?;
+        let (outcome, parsed) = match &job.slurm {
+            None => one_process(&spec, stack, &pctx, job.cancel.clone()).await?,
+            Some(slurm) => {
+                let (outcome, parsed, end) =
+                    slurm_process(slurm, job, case, &spec, &pctx, bundle).await?;
+                if let Some(ids) = end.devices.as_ref().and_then(|d| d.ids.clone()) {
+                    facts.devices = ids;
+                }
+                // Slurm stopped the job (time limit, node failure, …): its state and reason
+                // are the run's status, whatever the partial output says.
+                if let (Some(status), Some(reason)) = (end.verdict.status(), end.verdict.reason()) {
+                    slurm_verdict = Some((status, reason.to_string()));
+                }
+                (outcome, parsed)
+            }
+        };
         facts.signal = outcome.signal;
         let mut got = parsed.samples.clone();
         if subprocess {
@@ -254,7 +336,8 @@ async fn run_rounds(
         merged.error = merged.error.or(parsed.error.clone());
         merged.warnings.extend(parsed.warnings.clone());
         let stop = verdict::process_problem(&outcome, &limits).is_some()
-            || parsed.correctness == Some(false);
+            || parsed.correctness == Some(false)
+            || slurm_verdict.is_some();
         last = Some((outcome, parsed));
         if stop {
             break;
@@ -266,7 +349,10 @@ async fn run_rounds(
     }
     samples.iter_mut().for_each(round_sample);
     let (outcome, _) = last.ok_or("no process was run")?;
-    let (status, reason) = verdict::judge(&outcome, &merged, &samples, warmup, timed, &limits);
+    let (status, reason) = match slurm_verdict {
+        Some((status, reason)) => (status, Some(reason)),
+        None => verdict::judge(&outcome, &merged, &samples, warmup, timed, &limits),
+    };
     Ok(RunResult {
         case: case.clone(),
         case_id: job.case_id.clone(),
@@ -291,6 +377,10 @@ pub async fn build(
     cancel: watch::Receiver<bool>,
 ) -> Result<(), String> {
     let root = stack.root.clone()?;
+    // A stack missing its compiler must say so with its hint, not "build failed to start".
+    probe(&stack)?;
+    // Shipped stacks that build from embedded sources (stack::assets) find them in builds/<stack>/.
+    crate::stack::assets::write_for(&stack.name, &run_dir.path).map_err(|e| e.to_string())?;
     let rendered = render_build(&stack.name, &stack.def, &run_dir.path, root.as_deref())
         .map_err(|e| format!("build command: {e}"))?;
     let Some(rendered) = rendered else {
@@ -331,8 +421,11 @@ pub async fn build(
 
 /// Is the stack available here (root, `requires`, program)? `Err` is the reason.
 pub fn probe(stack: &EngineStack) -> Result<(), String> {
-    let root = stack.root.clone()?;
-    crate::stack::probe::availability(&stack.name, &stack.def, root.as_deref())
+    let resolver = crate::stack::roots::Resolver::from_process();
+    match crate::stack::availability::check(&stack.name, &stack.def, &resolver).reason() {
+        None => Ok(()),
+        Some(reason) => Err(reason),
+    }
 }
 
 /// The run's fingerprint (crate::fingerprint) from the planned case and its rendered command;

@@ -6,6 +6,7 @@
 
 pub mod local;
 pub mod pgroup;
+pub mod slurm;
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -212,6 +212,65 @@ pub(crate) mod tests {
         assert_eq!(v["equivalence_hash"].as_str().unwrap().len(), 16);
     }
 
+    /// The row shape of the seed's results.json (seed-formats.md), field for field and in
+    /// order, so the old summarize/plot scripts keep reading campaign's rows.
+    #[test]
+    fn row_has_the_seed_fields_in_seed_order_and_types() {
+        const SEED_ROW: &[&str] = &[
+            "case_id",
+            "stack",
+            "equivalence_hash",
+            "variant",
+            "p",
+            "count",
+            "dtype",
+            "platform",
+            "correctness",
+            "execute_s_mean",
+            "execute_s_stdev",
+            "execute_s_median",
+            "device_wall_s_mean",
+            "device_wall_s_median",
+            "setup_s",
+            "bw_execute_mb_s",
+            "wall_s_mean",
+            "wall_s_stdev",
+            "phase_means",
+            "compile_profile_means",
+            "n_warmup",
+            "n_timed",
+            "artifact_bundle",
+            "execute_spread_ratio",
+        ];
+        let v = row(&result(RunStatus::Pass));
+        let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(&keys[..SEED_ROW.len()], SEED_ROW);
+        assert_eq!(&keys[SEED_ROW.len()..], ["status", "reason"]);
+        for k in [
+            "case_id",
+            "stack",
+            "equivalence_hash",
+            "variant",
+            "dtype",
+            "platform",
+        ] {
+            assert!(v[k].is_string(), "{k}: {}", v[k]);
+        }
+        for k in ["p", "count", "n_warmup", "n_timed"] {
+            assert!(v[k].is_u64(), "{k}: {}", v[k]);
+        }
+        for k in [
+            "execute_s_mean",
+            "execute_s_stdev",
+            "execute_s_median",
+            "bw_execute_mb_s",
+        ] {
+            assert!(v[k].is_f64(), "{k}: {}", v[k]);
+        }
+        assert!(v["phase_means"].is_object() && v["compile_profile_means"].is_object());
+        assert_eq!(v["correctness"], json!("pass"));
+    }
+
     #[test]
     fn failed_row_is_null_not_zero() {
         let v = row(&result(RunStatus::Fail));

@@ -18,7 +18,7 @@ pub mod csv;
 pub mod json;
 pub mod load;
 
-/// One round's measurements, in the seed's `timing.json` shape (floats rounded to 6 decimals
+/// One round's measurements, in the seed's `timing.json` shape (floats rounded to 6 significant digits
 /// when written).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct Sample {

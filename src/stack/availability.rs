@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::stack::roots::{Resolved, Resolver};
-use crate::stack::StackDef;
+use crate::stack::{CommandSpec, StackDef};
 
 /// The verdict on one stack.
 #[derive(Debug, Clone, PartialEq)]
@@ -26,16 +26,25 @@ impl Availability {
         self.problems.is_empty()
     }
 
-    /// `unavailable: CANN not found (install the CANN toolkit …)`, or `ready`.
-    pub fn summary(&self) -> String {
+    /// The reason its runs are `unavailable`: `mpicc not found (apt-get install …)`; None when
+    /// ready.
+    pub fn reason(&self) -> Option<String> {
         if self.ready() {
-            return "ready".to_string();
+            return None;
         }
-        let mut s = format!("unavailable: {}", self.problems.join("; "));
+        let mut s = self.problems.join("; ");
         if let Some(h) = &self.hint {
             s.push_str(&format!(" ({h})"));
         }
-        s
+        Some(s)
+    }
+
+    /// `unavailable: CANN not found (install the CANN toolkit …)`, or `ready`.
+    pub fn summary(&self) -> String {
+        match self.reason() {
+            None => "ready".to_string(),
+            Some(r) => format!("unavailable: {r}"),
+        }
     }
 }
 
@@ -69,7 +78,16 @@ pub fn check(name: &str, def: &StackDef, resolver: &Resolver) -> Availability {
                 Err(e) => problems.push(format!("bad requires entry `{req}`: {e}")),
             }
         } else if find_program(req, resolver.var("PATH")).is_none() {
-            problems.push(format!("{req} not found on PATH"));
+            problems.push(format!("{req} not found"));
+        }
+    }
+    if let Some(program) = literal_program(def) {
+        if find_program(&program, resolver.var("PATH")).is_none()
+            && !problems
+                .iter()
+                .any(|p| p.starts_with(&format!("{program} ")))
+        {
+            problems.push(format!("{program} not found"));
         }
     }
     Availability {
@@ -79,9 +97,29 @@ pub fn check(name: &str, def: &StackDef, resolver: &Resolver) -> Availability {
     }
 }
 
-fn is_env_name(s: &str) -> bool {
+/// The command's program when it is written literally (no template, not a shell string, not a
+/// relative path that only means something in the run's working directory).
+fn literal_program(def: &StackDef) -> Option<String> {
+    match def.command.as_ref()? {
+        CommandSpec::Argv(args) => {
+            let program = args.first()?;
+            let relative_path = program.contains('/') && !program.starts_with('/');
+            if program.contains("{{") || program.contains("{%") || relative_path {
+                None
+            } else {
+                Some(program.clone())
+            }
+        }
+        CommandSpec::Shell(_) => None,
+    }
+}
+
+/// `NAME`, `ASCEND_HOME_PATH`: upper-case letters, digits and `_`, not starting with a digit.
+pub fn is_env_name(s: &str) -> bool {
     !s.is_empty()
-        && s.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+        && s.chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_uppercase() || c == '_')
         && s.chars()
             .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
 }
@@ -176,7 +214,7 @@ mod tests {
 
         let r = resolver(&[("PATH", "/nonexistent")], &work);
         let a = check("simpler", &all["simpler"], &r);
-        assert_eq!(a.problems, vec!["python3 not found on PATH".to_string()]);
+        assert_eq!(a.problems, vec!["python3 not found".to_string()]);
     }
 
     #[test]
@@ -190,5 +228,52 @@ mod tests {
         assert_eq!(a.problems, vec!["no command", "MY_TOKEN is not set"]);
         let a = check("host", &registry::host(), &resolver(&[], tmp.path()));
         assert!(a.ready());
+    }
+
+    fn argv_def(requires: &[&str], command: &[&str]) -> StackDef {
+        StackDef {
+            command: Some(CommandSpec::Argv(
+                command.iter().map(|s| s.to_string()).collect(),
+            )),
+            requires: requires.iter().map(|s| s.to_string()).collect(),
+            ..StackDef::default()
+        }
+    }
+
+    #[test]
+    fn missing_program_reads_with_its_hint() {
+        let tmp = tempfile::tempdir().unwrap();
+        let r = resolver(&[("PATH", "/usr/bin:/bin")], tmp.path());
+        let mut d = argv_def(&["sh", "campaign-no-such-mpicc"], &["sh"]);
+        assert_eq!(
+            check("mpi", &d, &r).reason().as_deref(),
+            Some("campaign-no-such-mpicc not found")
+        );
+        d.hint = Some("apt-get install openmpi-bin libopenmpi-dev".into());
+        assert_eq!(
+            check("mpi", &d, &r).summary(),
+            "unavailable: campaign-no-such-mpicc not found (apt-get install openmpi-bin libopenmpi-dev)"
+        );
+    }
+
+    #[test]
+    fn literal_programs_are_checked_templates_are_not() {
+        let tmp = tempfile::tempdir().unwrap();
+        let r = resolver(&[("PATH", "/usr/bin:/bin")], tmp.path());
+        let reason = |cmd: &[&str]| check("x", &argv_def(&[], cmd), &r).reason();
+        assert_eq!(
+            reason(&["campaign-no-such-tool", "--x"]).as_deref(),
+            Some("campaign-no-such-tool not found")
+        );
+        assert_eq!(
+            reason(&["/nonexistent/bin/tool"]).as_deref(),
+            Some("/nonexistent/bin/tool not found")
+        );
+        assert_eq!(reason(&["{{ campaign_exe }}", "bench"]), None);
+        assert_eq!(reason(&["./relative/tool"]), None);
+        assert_eq!(reason(&["sh", "-c", "x"]), None);
+        // A program named in `requires` too is reported once.
+        let a = check("x", &argv_def(&["nope-tool"], &["nope-tool"]), &r);
+        assert_eq!(a.problems, vec!["nope-tool not found"]);
     }
 }

@@ -4,10 +4,10 @@
 //! `def` is the TOML shape, `parsers` turn output lines into samples. This module must not
 //! spawn processes (that is `executor`).
 
+pub mod assets;
 pub mod availability;
 pub mod def;
 pub mod parsers;
-pub mod probe;
 pub mod registry;
 pub mod render;
 pub mod roots;

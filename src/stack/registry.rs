@@ -19,11 +19,8 @@ pub const FILES: &[(&str, &str)] = &[
         "ecosystems.toml",
         include_str!("../../stacks/ecosystems.toml"),
     ),
+    ("mpi.toml", include_str!("../../stacks/mpi.toml")),
 ];
-
-/// Replaced in shipped files by the directory campaign was built from, where `examples/`
-/// lives (helper sources such as `examples/hccl/hccl_allreduce.cpp`).
-pub const SOURCE_DIR_PLACEHOLDER: &str = "@CAMPAIGN_SOURCE_DIR@";
 
 /// The shape of one stack file: `[stacks.NAME]` tables, the same syntax as in a plan.
 #[derive(Debug, Deserialize)]
@@ -52,9 +49,8 @@ pub fn host() -> StackDef {
 
 /// Parse one stack file's text. `name` is used in diagnostics (`stacks/ascend.toml:12:3`).
 pub fn parse_file(name: &str, text: &str) -> Result<BTreeMap<String, StackDef>> {
-    let text = text.replace(SOURCE_DIR_PLACEHOLDER, env!("CARGO_MANIFEST_DIR"));
-    let file: StackFile = toml::from_str(&text).map_err(|e| {
-        let (line, column) = e.span().map(|span| line_col(&text, span.start)).unzip();
+    let file: StackFile = toml::from_str(text).map_err(|e| {
+        let (line, column) = e.span().map(|span| line_col(text, span.start)).unzip();
         Error::Invalid(vec![Diagnostic {
             file: format!("stacks/{name}").into(),
             line,
@@ -186,10 +182,12 @@ mod tests {
         assert_eq!(hccl.env["HCCL_OP_EXPANSION_MODE"], "AI_CPU");
         assert_eq!(all["simpler"].shape(), Shape::Subprocess);
         assert_eq!(all["simpler"].markers["builtin"], "simpler");
-        // The placeholder is replaced by the source dir.
+        // The helper is built from the sources the engine writes into the run dir.
         let build = format!("{:?}", hccl.build);
-        assert!(!build.contains(SOURCE_DIR_PLACEHOLDER), "{build}");
-        assert!(build.contains("examples/hccl/build.sh"), "{build}");
+        assert!(
+            build.contains("{{ run_dir }}/builds/hccl/build.sh"),
+            "{build}"
+        );
     }
 
     #[test]

@@ -2,9 +2,13 @@
 
 mod bench;
 mod executor;
+mod mpi;
 mod plan;
+mod readme;
 mod report;
 mod resume;
 mod run;
+mod slurm;
+mod slurm_host;
 mod stacks;
 mod util;

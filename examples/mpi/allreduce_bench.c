@@ -1,0 +1,713 @@
+/*
+ * allreduce_bench — OpenMPI's MPI_Allreduce as a campaign stack.
+ *
+ * Runs one campaign case (P ranks = the MPI world, `count` elements of `dtype` per rank,
+ * warmup + timed rounds) and speaks campaign's native stack protocol on rank 0's stdout:
+ *
+ *   CAMPAIGN_SAMPLE {"phase":"warmup"|"timed","round":n,"execute_s":…,
+ *                    "per_rank_execute_s":[…],"setup_s":… (first sample only),"ok":true|false}
+ *   CAMPAIGN_DONE {"correctness":"pass"|"fail","error":"…" (on failure)}
+ *
+ * A round is: MPI_Barrier, then MPI_Allreduce timed with MPI_Wtime on every rank. The round's
+ * execute_s is the slowest rank's time (the collective is done when the last rank is done);
+ * every rank's time is gathered to rank 0. After each round, outside the timed region, every
+ * rank checks its whole output against the golden (allreduce_sum_v1 of the case's input
+ * formula) with the dtype's tolerance.
+ *
+ * The case comes from --case-file FILE, else from $CAMPAIGN_CASE_FILE (a seed case JSON file),
+ * and any of its values may be overridden by arguments (see usage()). fp16 travels as 16-bit
+ * words with a user-defined MPI_Op that adds in float and rounds back to half (round to nearest
+ * even), as an fp16 allreduce on a device would.
+ *
+ * Exit codes: 0 golden passed, 1 golden failed, 2 bad input (bad arguments or case file,
+ * unsupported dtype, values out of the dtype's range, P different from the MPI world size).
+ *
+ * Build: mpicc -O2 -Wall -Wextra -o allreduce_bench allreduce_bench.c
+ */
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <mpi.h>
+
+#define EXIT_PASS 0
+#define EXIT_GOLDEN 1
+#define EXIT_BAD_INPUT 2
+
+#define FP16_MAX 65504.0
+
+enum dtype { DT_FP32, DT_FP16, DT_INT32 };
+
+/* The case as far as this benchmark needs it. Negative / empty = not given. */
+struct bench_case {
+    long long p;
+    long long count;
+    char dtype[16];
+    long long warmup;
+    long long timed;
+    char input_formula[32];
+    char golden[32];
+    long long fault_rank; /* --inject-fault: this rank spoils one output element per timed round */
+};
+
+/* One rank's report of a round, gathered to rank 0 in one MPI_Gather of doubles. */
+enum { R_EXEC, R_WRONG, R_INDEX, R_VALUE, R_EXPECTED, R_FIELDS };
+
+static char g_error[1024];
+
+static void set_error(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g_error, sizeof g_error, fmt, ap);
+    va_end(ap);
+}
+
+static double monotonic_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* A small JSON reader: walks the top-level object of a case file and keeps the few scalar    */
+/* keys the benchmark needs. Nested values are parsed and skipped; errors name line:column.   */
+/* ------------------------------------------------------------------------------------------ */
+
+struct json {
+    const char *text;
+    size_t len;
+    size_t pos;
+    const char *file;
+};
+
+static int json_fail(struct json *j, const char *what) {
+    size_t line = 1, col = 1;
+    for (size_t i = 0; i < j->pos && i < j->len; i++) {
+        if (j->text[i] == '\n') {
+            line++;
+            col = 1;
+        } else {
+            col++;
+        }
+    }
+    set_error("%s:%zu:%zu: %s", j->file, line, col, what);
+    return -1;
+}
+
+static void json_ws(struct json *j) {
+    while (j->pos < j->len && isspace((unsigned char)j->text[j->pos])) j->pos++;
+}
+
+/* Parses a string at pos into out (truncated to cap-1 bytes; escapes other than the simple
+ * ones are kept verbatim, which is enough for the ASCII values of a case file). */
+static int json_string(struct json *j, char *out, size_t cap) {
+    size_t n = 0;
+    if (j->pos >= j->len || j->text[j->pos] != '"') return json_fail(j, "expected a string");
+    j->pos++;
+    while (j->pos < j->len) {
+        char c = j->text[j->pos++];
+        if (c == '"') {
+            if (out && cap) out[n < cap ? n : cap - 1] = '\0';
+            return 0;
+        }
+        if (c == '\\') {
+            if (j->pos >= j->len) break;
+            char e = j->text[j->pos++];
+            switch (e) {
+            case 'n': c = '\n'; break;
+            case 't': c = '\t'; break;
+            case 'r': c = '\r'; break;
+            case 'b': c = '\b'; break;
+            case 'f': c = '\f'; break;
+            case 'u':
+                if (j->len - j->pos < 4) return json_fail(j, "truncated \\u escape");
+                j->pos += 4;
+                c = '?';
+                break;
+            default: c = e; break;
+            }
+        } else if ((unsigned char)c < 0x20) {
+            return json_fail(j, "control character inside a string");
+        }
+        if (out && n + 1 < cap) out[n] = c;
+        n++;
+    }
+    return json_fail(j, "unterminated string");
+}
+
+static int json_value(struct json *j, int depth);
+
+static int json_container(struct json *j, int depth, char close) {
+    j->pos++; /* the opening bracket */
+    json_ws(j);
+    if (j->pos < j->len && j->text[j->pos] == close) {
+        j->pos++;
+        return 0;
+    }
+    for (;;) {
+        json_ws(j);
+        if (close == '}') {
+            if (json_string(j, NULL, 0)) return -1;
+            json_ws(j);
+            if (j->pos >= j->len || j->text[j->pos] != ':') return json_fail(j, "expected ':'");
+            j->pos++;
+        }
+        if (json_value(j, depth + 1)) return -1;
+        json_ws(j);
+        if (j->pos < j->len && j->text[j->pos] == ',') {
+            j->pos++;
+            continue;
+        }
+        if (j->pos < j->len && j->text[j->pos] == close) {
+            j->pos++;
+            return 0;
+        }
+        return json_fail(j, close == '}' ? "expected ',' or '}'" : "expected ',' or ']'");
+    }
+}
+
+/* Skips one value of any kind. */
+static int json_value(struct json *j, int depth) {
+    json_ws(j);
+    if (depth > 64) return json_fail(j, "nesting too deep");
+    if (j->pos >= j->len) return json_fail(j, "unexpected end of file");
+    char c = j->text[j->pos];
+    if (c == '{') return json_container(j, depth, '}');
+    if (c == '[') return json_container(j, depth, ']');
+    if (c == '"') return json_string(j, NULL, 0);
+    const char *words[] = {"true", "false", "null"};
+    for (size_t w = 0; w < 3; w++) {
+        size_t n = strlen(words[w]);
+        if (j->len - j->pos >= n && strncmp(j->text + j->pos, words[w], n) == 0) {
+            j->pos += n;
+            return 0;
+        }
+    }
+    size_t start = j->pos;
+    while (j->pos < j->len && strchr("+-0123456789.eE", j->text[j->pos])) j->pos++;
+    if (j->pos == start) return json_fail(j, "expected a JSON value");
+    return 0;
+}
+
+/* Reads an integer value for `key` (rejects fractions, signs where negative, and non-numbers). */
+static int json_int(struct json *j, const char *key, long long *out) {
+    json_ws(j);
+    size_t start = j->pos;
+    if (j->pos < j->len && j->text[j->pos] == 'n') { /* null = not given */
+        if (json_value(j, 0)) return -1;
+        return 0;
+    }
+    char buf[32];
+    size_t n = 0;
+    while (j->pos < j->len && strchr("+-0123456789.eE", j->text[j->pos]) && n + 1 < sizeof buf)
+        buf[n++] = j->text[j->pos++];
+    buf[n] = '\0';
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(buf, &end, 10);
+    if (n == 0 || *end != '\0' || errno) {
+        j->pos = start;
+        char msg[96];
+        snprintf(msg, sizeof msg, "\"%s\": expected an integer", key);
+        return json_fail(j, msg);
+    }
+    *out = v;
+    return 0;
+}
+
+static int json_str_key(struct json *j, const char *key, char *out, size_t cap) {
+    json_ws(j);
+    if (j->pos < j->len && j->text[j->pos] != '"') {
+        char msg[96];
+        snprintf(msg, sizeof msg, "\"%s\": expected a string", key);
+        return json_fail(j, msg);
+    }
+    return json_string(j, out, cap);
+}
+
+static int read_case_file(const char *path, struct bench_case *c) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        set_error("%s: cannot open case file: %s", path, strerror(errno));
+        return -1;
+    }
+    char *text = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (cap - len < 4096) {
+            cap = cap ? cap * 2 : 8192;
+            char *grown = realloc(text, cap);
+            if (!grown) {
+                free(text);
+                fclose(f);
+                set_error("%s: out of memory reading the case file", path);
+                return -1;
+            }
+            text = grown;
+        }
+        size_t got = fread(text + len, 1, cap - len, f);
+        len += got;
+        if (got == 0) break;
+    }
+    fclose(f);
+
+    struct json j = {text, len, 0, path};
+    int rc = 0;
+    json_ws(&j);
+    if (j.pos >= j.len || j.text[j.pos] != '{') {
+        rc = json_fail(&j, "expected a JSON object (a seed case file)");
+        goto done;
+    }
+    j.pos++;
+    json_ws(&j);
+    if (j.pos < j.len && j.text[j.pos] == '}') {
+        j.pos++;
+    } else {
+        for (;;) {
+            char key[64];
+            json_ws(&j);
+            if ((rc = json_string(&j, key, sizeof key))) goto done;
+            json_ws(&j);
+            if (j.pos >= j.len || j.text[j.pos] != ':') {
+                rc = json_fail(&j, "expected ':' after a key");
+                goto done;
+            }
+            j.pos++;
+            if (!strcmp(key, "p")) rc = json_int(&j, key, &c->p);
+            else if (!strcmp(key, "count")) rc = json_int(&j, key, &c->count);
+            else if (!strcmp(key, "warmup_rounds")) rc = json_int(&j, key, &c->warmup);
+            else if (!strcmp(key, "timed_rounds")) rc = json_int(&j, key, &c->timed);
+            else if (!strcmp(key, "dtype")) rc = json_str_key(&j, key, c->dtype, sizeof c->dtype);
+            else if (!strcmp(key, "input_formula"))
+                rc = json_str_key(&j, key, c->input_formula, sizeof c->input_formula);
+            else if (!strcmp(key, "golden")) rc = json_str_key(&j, key, c->golden, sizeof c->golden);
+            else rc = json_value(&j, 1);
+            if (rc) goto done;
+            json_ws(&j);
+            if (j.pos < j.len && j.text[j.pos] == ',') {
+                j.pos++;
+                continue;
+            }
+            if (j.pos < j.len && j.text[j.pos] == '}') {
+                j.pos++;
+                break;
+            }
+            rc = json_fail(&j, "expected ',' or '}'");
+            goto done;
+        }
+    }
+    json_ws(&j);
+    if (j.pos != j.len) rc = json_fail(&j, "unexpected text after the case object");
+done:
+    free(text);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Arguments                                                                                  */
+/* ------------------------------------------------------------------------------------------ */
+
+static void usage(FILE *to) {
+    fprintf(to,
+            "usage: mpirun -np P allreduce_bench [--case-file FILE] [--p P] [--count N]\n"
+            "           [--dtype fp32|fp16|int32] [--warmup N] [--timed N]\n"
+            "           [--input-formula rank_linear_v1|rank_mod16_v1] [--inject-fault RANK]\n"
+            "The case file defaults to $CAMPAIGN_CASE_FILE; arguments override its values.\n"
+            "Defaults: dtype fp32, warmup 3, timed 20, rank_linear_v1. P must equal the MPI world.\n"
+            "--inject-fault RANK spoils one output element on RANK after every timed round\n"
+            "(outside the timed region) to prove that the golden check catches it.\n");
+}
+
+static int parse_ll(const char *flag, const char *text, long long *out) {
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (!*text || *end || errno) {
+        set_error("%s: expected an integer, got \"%s\"", flag, text);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* Applies the case file and then the arguments over it. Returns 0, -1 on error, 1 for --help. */
+static int parse_args(int argc, char **argv, struct bench_case *c) {
+    const char *case_file = getenv("CAMPAIGN_CASE_FILE");
+    if (case_file && !*case_file) case_file = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return 1;
+        if (!strcmp(argv[i], "--case-file")) {
+            if (i + 1 >= argc) {
+                set_error("--case-file needs a path");
+                return -1;
+            }
+            case_file = argv[++i];
+        }
+    }
+    if (case_file && read_case_file(case_file, c)) return -1;
+
+    for (int i = 1; i < argc; i++) {
+        const char *flag = argv[i];
+        if (!strcmp(flag, "--case-file")) {
+            i++;
+            continue;
+        }
+        if (i + 1 >= argc) {
+            set_error("unknown or incomplete argument \"%s\" (try --help)", flag);
+            return -1;
+        }
+        const char *val = argv[++i];
+        int rc = 0;
+        if (!strcmp(flag, "--p")) rc = parse_ll(flag, val, &c->p);
+        else if (!strcmp(flag, "--count")) rc = parse_ll(flag, val, &c->count);
+        else if (!strcmp(flag, "--warmup")) rc = parse_ll(flag, val, &c->warmup);
+        else if (!strcmp(flag, "--timed")) rc = parse_ll(flag, val, &c->timed);
+        else if (!strcmp(flag, "--inject-fault")) rc = parse_ll(flag, val, &c->fault_rank);
+        else if (!strcmp(flag, "--dtype")) snprintf(c->dtype, sizeof c->dtype, "%s", val);
+        else if (!strcmp(flag, "--input-formula"))
+            snprintf(c->input_formula, sizeof c->input_formula, "%s", val);
+        else {
+            set_error("unknown argument \"%s\" (try --help)", flag);
+            return -1;
+        }
+        if (rc) return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Golden                                                                                     */
+/* ------------------------------------------------------------------------------------------ */
+
+static int mod16_formula;
+
+static double input_value(int rank, long long i) {
+    return mod16_formula ? (double)(i % 16) + rank : (double)i + 100.0 * rank;
+}
+
+static double expected_value(int p, long long i) {
+    double rank_sum = (double)p * (p - 1) / 2.0;
+    return mod16_formula ? (double)p * (double)(i % 16) + rank_sum
+                         : (double)p * (double)i + 100.0 * rank_sum;
+}
+
+/* Checks and completes the case; the message names the field and what was expected. */
+static int validate(struct bench_case *c, int world, enum dtype *dt) {
+    if (c->p >= 0 && c->p != world) {
+        set_error("the case has p=%lld but MPI runs %d ranks (mpirun -np must equal p)", c->p, world);
+        return -1;
+    }
+    if (world < 2) {
+        set_error("an allreduce needs at least 2 ranks, MPI runs %d", world);
+        return -1;
+    }
+    if (c->count < 0) {
+        set_error("no count: give --count N or a case file with \"count\" (--help)");
+        return -1;
+    }
+    if (c->count == 0 || c->count > INT_MAX) {
+        set_error("count %lld out of range (expected 1 .. %d)", c->count, INT_MAX);
+        return -1;
+    }
+    if (!c->dtype[0]) strcpy(c->dtype, "fp32");
+    if (!strcmp(c->dtype, "fp32")) *dt = DT_FP32;
+    else if (!strcmp(c->dtype, "fp16")) *dt = DT_FP16;
+    else if (!strcmp(c->dtype, "int32")) *dt = DT_INT32;
+    else {
+        set_error("dtype \"%s\" not supported by the mpi stack (expected fp32, fp16 or int32)",
+                  c->dtype);
+        return -1;
+    }
+    if (c->warmup < 0) c->warmup = 3;
+    if (c->timed < 0) c->timed = 20;
+    if (c->warmup > 1000000 || c->timed < 1 || c->timed > 1000000) {
+        set_error("rounds out of range: warmup %lld (expected 0 .. 1000000), timed %lld "
+                  "(expected 1 .. 1000000)",
+                  c->warmup, c->timed);
+        return -1;
+    }
+    if (!c->input_formula[0]) strcpy(c->input_formula, "rank_linear_v1");
+    if (!strcmp(c->input_formula, "rank_mod16_v1")) mod16_formula = 1;
+    else if (strcmp(c->input_formula, "rank_linear_v1")) {
+        set_error("input_formula \"%s\" unknown (expected rank_linear_v1 or rank_mod16_v1)",
+                  c->input_formula);
+        return -1;
+    }
+    if (c->fault_rank >= world) {
+        set_error("--inject-fault %lld: no such rank (expected 0 .. %d)", c->fault_rank, world - 1);
+        return -1;
+    }
+    if (c->golden[0] && strcmp(c->golden, "allreduce_sum_v1")) {
+        set_error("golden \"%s\" unknown (expected allreduce_sum_v1)", c->golden);
+        return -1;
+    }
+    long long last = mod16_formula ? (c->count - 1 < 15 ? c->count - 1 : 15) : c->count - 1;
+    double largest = expected_value(world, last);
+    double limit = *dt == DT_FP16 ? FP16_MAX : *dt == DT_INT32 ? (double)INT32_MAX : 3.4e38;
+    if (largest > limit) {
+        set_error("the largest expected value %.0f exceeds %s's maximum %.0f; use "
+                  "input_formula \"rank_mod16_v1\" (stays in range for every size)",
+                  largest, c->dtype, limit);
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* fp16 as 16-bit words                                                                       */
+/* ------------------------------------------------------------------------------------------ */
+
+static float half_to_float(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1fu;
+    uint32_t man = h & 0x3ffu;
+    uint32_t bits;
+    if (exp == 0) {
+        /* zero or subnormal: man * 2^-24 is exact in float */
+        float v = (float)man * 5.9604644775390625e-8f;
+        return sign ? -v : v;
+    }
+    if (exp == 31) bits = sign | 0x7f800000u | (man << 13);
+    else bits = sign | ((exp + 112u) << 23) | (man << 13);
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+/* Rounds to nearest, ties to even; overflow becomes infinity. */
+static uint16_t float_to_half(float f) {
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+    uint32_t exp = (x >> 23) & 0xffu;
+    uint32_t man = x & 0x7fffffu;
+    if (exp == 0xff) return (uint16_t)(sign | 0x7c00u | (man ? 0x200u : 0u));
+    int e = (int)exp - 127 + 15;
+    if (e >= 31) return (uint16_t)(sign | 0x7c00u);
+    if (e <= 0) {
+        if (e < -10) return sign;
+        uint32_t full = man | 0x800000u;
+        int shift = 14 - e;
+        uint32_t h = full >> shift;
+        uint32_t rem = full & ((1u << shift) - 1u);
+        uint32_t halfway = 1u << (shift - 1);
+        if (rem > halfway || (rem == halfway && (h & 1u))) h++;
+        return (uint16_t)(sign | h);
+    }
+    uint32_t h = ((uint32_t)e << 10) | (man >> 13);
+    uint32_t rem = man & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) h++; /* a carry into exp is correct */
+    return (uint16_t)(sign | h);
+}
+
+static void fp16_sum(void *in, void *inout, int *len, MPI_Datatype *type) {
+    (void)type;
+    const uint16_t *a = in;
+    uint16_t *b = inout;
+    for (int i = 0; i < *len; i++) b[i] = float_to_half(half_to_float(a[i]) + half_to_float(b[i]));
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Buffers                                                                                    */
+/* ------------------------------------------------------------------------------------------ */
+
+static size_t elem_bytes(enum dtype dt) { return dt == DT_FP16 ? 2 : 4; }
+
+static void fill_input(void *buf, enum dtype dt, int rank, long long count) {
+    for (long long i = 0; i < count; i++) {
+        double v = input_value(rank, i);
+        if (dt == DT_FP32) ((float *)buf)[i] = (float)v;
+        else if (dt == DT_INT32) ((int32_t *)buf)[i] = (int32_t)v;
+        else ((uint16_t *)buf)[i] = float_to_half((float)v);
+    }
+}
+
+/* A value no golden element has (negative), so an allreduce that wrote nothing is caught. */
+static void poison(void *buf, enum dtype dt, long long count) {
+    memset(buf, 0xff, (size_t)count * elem_bytes(dt));
+}
+
+static double element(const void *buf, enum dtype dt, long long i) {
+    if (dt == DT_FP32) return ((const float *)buf)[i];
+    if (dt == DT_INT32) return ((const int32_t *)buf)[i];
+    return half_to_float(((const uint16_t *)buf)[i]);
+}
+
+/* Fills report[R_WRONG..R_EXPECTED]: number of wrong elements and the first one. */
+static void check_golden(const void *out, enum dtype dt, int p, long long count, double *report) {
+    double atol = dt == DT_FP32 ? 1e-3 : dt == DT_FP16 ? 2e-2 : 0.0;
+    double rtol = atol;
+    long long wrong = 0;
+    report[R_INDEX] = report[R_VALUE] = report[R_EXPECTED] = 0.0;
+    for (long long i = 0; i < count; i++) {
+        double e = expected_value(p, i);
+        double a = element(out, dt, i);
+        /* written so that NaN counts as wrong */
+        if (!(fabs(a - e) <= atol + rtol * fabs(e))) {
+            if (wrong == 0) {
+                report[R_INDEX] = (double)i;
+                report[R_VALUE] = a;
+                report[R_EXPECTED] = e;
+            }
+            wrong++;
+        }
+    }
+    report[R_WRONG] = (double)wrong;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Protocol output (rank 0 only)                                                              */
+/* ------------------------------------------------------------------------------------------ */
+
+static void print_json_string(const char *s) {
+    putchar('"');
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\') printf("\\%c", ch);
+        else if (ch == '\n') fputs("\\n", stdout);
+        else if (ch < 0x20) printf("\\u%04x", ch);
+        else putchar(ch);
+    }
+    putchar('"');
+}
+
+static void print_done(int pass) {
+    printf("CAMPAIGN_DONE {\"correctness\":\"%s\"", pass ? "pass" : "fail");
+    if (!pass) {
+        fputs(",\"error\":", stdout);
+        print_json_string(g_error);
+    }
+    fputs("}\n", stdout);
+    fflush(stdout);
+}
+
+static void print_sample(int timed, long long round, const double *reports, int p,
+                         const double *setup_s, int ok) {
+    double slowest = 0.0;
+    for (int r = 0; r < p; r++)
+        if (reports[r * R_FIELDS + R_EXEC] > slowest) slowest = reports[r * R_FIELDS + R_EXEC];
+    printf("CAMPAIGN_SAMPLE {\"phase\":\"%s\",\"round\":%lld,\"execute_s\":%.9g,"
+           "\"per_rank_execute_s\":[",
+           timed ? "timed" : "warmup", round, slowest);
+    for (int r = 0; r < p; r++) printf("%s%.9g", r ? "," : "", reports[r * R_FIELDS + R_EXEC]);
+    fputs("]", stdout);
+    if (setup_s) printf(",\"setup_s\":%.9g", *setup_s);
+    printf(",\"ok\":%s}\n", ok ? "true" : "false");
+    fflush(stdout);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+
+/* Bad input: every rank reaches the same verdict (same arguments, same file), so all ranks
+ * finalize and exit 2 together; rank 0 says why on stderr and in the protocol. */
+static int bad_input(int rank) {
+    if (rank == 0) {
+        fprintf(stderr, "allreduce_bench: %s\n", g_error);
+        print_done(0);
+    }
+    MPI_Finalize();
+    return EXIT_BAD_INPUT;
+}
+
+int main(int argc, char **argv) {
+    double started = monotonic_s();
+    MPI_Init(&argc, &argv);
+    int rank = 0, world = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &world);
+
+    struct bench_case c = {-1, -1, "", -1, -1, "", "", -1};
+    enum dtype dt = DT_FP32;
+    int parsed = parse_args(argc, argv, &c);
+    if (parsed == 1) {
+        if (rank == 0) usage(stdout);
+        MPI_Finalize();
+        return EXIT_PASS;
+    }
+    if (parsed != 0 || validate(&c, world, &dt) != 0) return bad_input(rank);
+
+    size_t bytes = (size_t)c.count * elem_bytes(dt);
+    void *send = malloc(bytes);
+    void *recv = malloc(bytes);
+    double report[R_FIELDS];
+    double *reports = rank == 0 ? malloc(sizeof(double) * R_FIELDS * (size_t)world) : NULL;
+    if (!send || !recv || (rank == 0 && !reports)) {
+        set_error("rank %d: cannot allocate 2 x %zu bytes", rank, bytes);
+        return bad_input(rank);
+    }
+    fill_input(send, dt, rank, c.count);
+    poison(recv, dt, c.count);
+
+    MPI_Datatype type = dt == DT_FP32 ? MPI_FLOAT : dt == DT_INT32 ? MPI_INT32_T : MPI_UINT16_T;
+    MPI_Op op = MPI_SUM;
+    if (dt == DT_FP16) MPI_Op_create(fp16_sum, 1, &op);
+
+    /* setup_s: MPI_Init + allocation + input fill, slowest rank */
+    double my_setup = monotonic_s() - started, setup = 0.0;
+    MPI_Reduce(&my_setup, &setup, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+
+    long long failed_rounds = 0, total_wrong = 0;
+    int first_failure_noted = 0;
+    long long rounds = c.warmup + c.timed;
+    for (long long n = 0; n < rounds; n++) {
+        int timed = n >= c.warmup;
+        long long round = timed ? n - c.warmup + 1 : n + 1;
+
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        MPI_Allreduce(send, recv, (int)c.count, type, op, MPI_COMM_WORLD);
+        double t1 = MPI_Wtime();
+
+        report[R_EXEC] = t1 - t0;
+        if (timed && rank == c.fault_rank) poison((char *)recv + (size_t)(c.count / 2) * elem_bytes(dt), dt, 1);
+        check_golden(recv, dt, world, c.count, report);
+        poison(recv, dt, c.count);
+        MPI_Gather(report, R_FIELDS, MPI_DOUBLE, reports, R_FIELDS, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+
+        if (rank != 0) continue;
+        int ok = 1;
+        for (int r = 0; r < world; r++) {
+            const double *rr = reports + (size_t)r * R_FIELDS;
+            if (rr[R_WRONG] == 0.0) continue;
+            ok = 0;
+            total_wrong += (long long)rr[R_WRONG];
+            if (!first_failure_noted) {
+                first_failure_noted = 1;
+                set_error("golden mismatch in %s round %lld: rank %d has %.0f of %lld elements "
+                          "wrong; first at index %.0f: got %.9g, expected %.9g",
+                          timed ? "timed" : "warmup", round, r, rr[R_WRONG], c.count,
+                          rr[R_INDEX], rr[R_VALUE], rr[R_EXPECTED]);
+            }
+        }
+        if (!ok) failed_rounds++;
+        print_sample(timed, round, reports, world, n == 0 ? &setup : NULL, ok);
+    }
+
+    int pass = failed_rounds == 0;
+    MPI_Bcast(&pass, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (rank == 0) {
+        if (!pass) {
+            size_t used = strlen(g_error);
+            snprintf(g_error + used, sizeof g_error - used,
+                     " (%lld of %lld rounds failed, %lld wrong elements in all)", failed_rounds,
+                     rounds, total_wrong);
+            fprintf(stderr, "allreduce_bench: %s\n", g_error);
+        }
+        print_done(pass);
+    }
+
+    if (dt == DT_FP16) MPI_Op_free(&op);
+    free(send);
+    free(recv);
+    free(reports);
+    MPI_Finalize();
+    return pass ? EXIT_PASS : EXIT_GOLDEN;
+}

@@ -1,0 +1,484 @@
+//! The `mpi` stack for real: its benchmark compiled with `mpicc` exactly as `stacks/mpi.toml`'s
+//! `build` says (from the source embedded in campaign), run under `mpirun` exactly as its
+//! `command` says (both rendered by campaign's own renderer), on seed case files. OpenMPI must be installed (`scripts/install-mpi.sh`; CI
+//! runs it): without it these tests fail and say so, they never skip.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use campaign::case::{Case, Dtype, Variant};
+use campaign::stack::render::{render, render_build, RenderContext};
+use campaign::stack::{assets, CommandSpec, StackDef};
+use serde_json::Value;
+
+use crate::util;
+
+/// The shipped `mpi` definition, parsed from `stacks/mpi.toml` with the crate's own types.
+fn mpi_def() -> StackDef {
+    #[derive(serde::Deserialize)]
+    struct File {
+        stacks: BTreeMap<String, StackDef>,
+    }
+    let text = std::fs::read_to_string(util::root().join("stacks/mpi.toml")).unwrap();
+    let mut file: File = toml::from_str(&text).expect("stacks/mpi.toml parses as [stacks.NAME]");
+    file.stacks
+        .remove("mpi")
+        .expect("stacks/mpi.toml defines [stacks.mpi]")
+}
+
+fn argv(spec: &CommandSpec) -> Vec<String> {
+    match spec {
+        CommandSpec::Argv(v) => v.clone(),
+        CommandSpec::Shell(s) => panic!("mpi stack should use an argv, not a shell string: {s}"),
+    }
+}
+
+fn require_mpi() {
+    for tool in ["mpicc", "mpirun"] {
+        let found = Command::new(tool).arg("--version").output().is_ok();
+        assert!(
+            found,
+            "{tool} not found on PATH: the mpi stack's tests need OpenMPI — run scripts/install-mpi.sh"
+        );
+    }
+}
+
+/// A run dir with the benchmark built once per test process, as the engine's `build` step does.
+fn run_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        require_mpi();
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("mpi-stack-run");
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let written = assets::write_for("mpi", &dir).expect("write embedded source");
+        assert_eq!(written.len(), 1);
+        let build = render_build("mpi", &mpi_def(), &dir, None)
+            .expect("render build")
+            .expect("mpi has a build")
+            .argv;
+        let out = Command::new(&build[0]).args(&build[1..]).output().unwrap();
+        assert!(
+            out.status.success(),
+            "build {build:?} failed:\n{}",
+            util::stderr(&out)
+        );
+        assert_eq!(
+            util::stderr(&out).trim(),
+            "",
+            "the benchmark must compile without warnings under -Wall -Wextra"
+        );
+        assert!(assets::build_dir(&dir, "mpi")
+            .join("allreduce_bench")
+            .is_file());
+        dir
+    })
+}
+
+/// Write `case` as a seed case file and run the stack's command on it (plus `extra` args).
+fn run_case(case: &Case, extra: &[&str]) -> Output {
+    let dir = run_dir();
+    let bundle = dir.join("cases").join(case.case_id()).join("mpi");
+    std::fs::create_dir_all(&bundle).unwrap();
+    let case_file = dir.join("cases").join(case.case_id()).join("case.json");
+    std::fs::write(&case_file, case.to_pretty_json()).unwrap();
+    let ctx = RenderContext {
+        case: case.clone(),
+        devices: (0..case.p).collect(),
+        warmup: case.warmup_rounds,
+        timed: case.timed_rounds,
+        case_file,
+        bundle_dir: bundle,
+        run_dir: dir.to_path_buf(),
+        root: None,
+        campaign_exe: util::exe(),
+    };
+    let run = render("mpi", &mpi_def(), &ctx).expect("render the mpi command");
+    Command::new(&run.argv[0])
+        .args(&run.argv[1..])
+        .args(extra)
+        .envs(run.env)
+        .current_dir(&run.cwd)
+        .output()
+        .unwrap()
+}
+
+/// Every `CAMPAIGN_` line of stdout as (kind, JSON); any line that is not valid JSON fails.
+fn protocol(out: &Output) -> Vec<(String, Value)> {
+    util::stdout(out)
+        .lines()
+        .filter(|l| l.starts_with("CAMPAIGN_"))
+        .map(|l| {
+            let (kind, json) = l
+                .split_once(' ')
+                .expect("CAMPAIGN_ line has a JSON payload");
+            let value = serde_json::from_str(json)
+                .unwrap_or_else(|e| panic!("not JSON ({e}): {l}\nstdout:\n{}", util::stdout(out)));
+            (kind.to_string(), value)
+        })
+        .collect()
+}
+
+fn case(p: u32, count: u64, dtype: Dtype, warmup: u32, timed: u32) -> Case {
+    let mut c = Case::new(Variant::Ring, p, count);
+    c.dtype = dtype;
+    c.warmup_rounds = warmup;
+    c.timed_rounds = timed;
+    c
+}
+
+/// A passing run: warmup + timed samples in order, positive per-rank timings of length P,
+/// execute_s the slowest rank, setup_s on the first sample only, then a passing DONE.
+fn assert_passing_run(c: &Case) {
+    let out = run_case(c, &[]);
+    let lines = protocol(&out);
+    assert!(
+        out.status.success(),
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status.code(),
+        util::stdout(&out),
+        util::stderr(&out)
+    );
+    let (samples, done): (Vec<_>, Vec<_>) = lines.iter().partition(|(k, _)| k == "CAMPAIGN_SAMPLE");
+    assert_eq!(samples.len() as u32, c.warmup_rounds + c.timed_rounds);
+    assert_eq!(done.len(), 1, "exactly one CAMPAIGN_DONE");
+    assert_eq!(done[0].1["correctness"], "pass");
+    assert_eq!(lines.last().unwrap().0, "CAMPAIGN_DONE", "DONE comes last");
+    for (n, (_, s)) in samples.iter().enumerate() {
+        let n = n as u32;
+        let (phase, round) = if n < c.warmup_rounds {
+            ("warmup", n + 1)
+        } else {
+            ("timed", n - c.warmup_rounds + 1)
+        };
+        assert_eq!(s["phase"], phase, "{s}");
+        assert_eq!(s["round"], round, "{s}");
+        assert_eq!(s["ok"], true, "{s}");
+        let per_rank: Vec<f64> = s["per_rank_execute_s"]
+            .as_array()
+            .expect("per_rank_execute_s is a list")
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect();
+        assert_eq!(per_rank.len(), c.p as usize, "{s}");
+        assert!(per_rank.iter().all(|t| *t > 0.0), "{s}");
+        let slowest = per_rank.iter().cloned().fold(0.0, f64::max);
+        assert_eq!(s["execute_s"].as_f64().unwrap(), slowest, "{s}");
+        if n == 0 {
+            assert!(s["setup_s"].as_f64().unwrap() > 0.0, "{s}");
+        } else {
+            assert!(
+                s.get("setup_s").is_none(),
+                "setup_s only on the first sample: {s}"
+            );
+        }
+    }
+}
+
+#[test]
+fn mpi_fp32_runs_pass_the_golden_at_p2_and_p4() {
+    // 1000 is not a multiple of 16 or of P: the tail of the buffer is checked too.
+    assert_passing_run(&case(2, 1000, Dtype::Fp32, 2, 3));
+    assert_passing_run(&case(4, 1000, Dtype::Fp32, 1, 3));
+}
+
+#[test]
+fn mpi_fp16_with_a_user_op_and_int32_pass() {
+    let mut half = case(4, 4096, Dtype::Fp16, 1, 2);
+    half.input_formula = "rank_mod16_v1".into();
+    assert_passing_run(&half);
+    assert_passing_run(&case(2, 300, Dtype::Fp16, 0, 2));
+    assert_passing_run(&case(4, 2048, Dtype::Int32, 1, 2));
+}
+
+#[test]
+fn mpi_golden_mismatch_exits_1_naming_rank_index_and_values() {
+    let c = case(2, 256, Dtype::Fp32, 1, 2);
+    let out = run_case(&c, &["--inject-fault", "1"]);
+    assert_eq!(out.status.code(), Some(1), "{}", util::stderr(&out));
+    let lines = protocol(&out);
+    let samples: Vec<_> = lines
+        .iter()
+        .filter(|(k, _)| k == "CAMPAIGN_SAMPLE")
+        .collect();
+    assert_eq!(samples.len(), 3);
+    assert_eq!(samples[0].1["ok"], true, "the warmup round is not spoiled");
+    assert_eq!(samples[1].1["ok"], false);
+    let (kind, done) = lines.last().unwrap();
+    assert_eq!(kind, "CAMPAIGN_DONE");
+    assert_eq!(done["correctness"], "fail");
+    let error = done["error"].as_str().unwrap();
+    // rank 1 spoils element 128; expected 2*128 + 100 = 356
+    for part in [
+        "rank 1",
+        "1 of 256 elements",
+        "index 128",
+        "expected 356",
+        "2 of 3 rounds",
+    ] {
+        assert!(error.contains(part), "{part:?} missing from: {error}");
+    }
+}
+
+#[test]
+fn mpi_bad_input_exits_2_with_a_message() {
+    let dir = run_dir();
+    let bad = dir.join("bad_case.json");
+    std::fs::write(
+        &bad,
+        "{\n  \"variant\": \"mesh\",\n  \"p\": 2,\n  \"count\": twelve\n}\n",
+    )
+    .unwrap();
+    let out = run_case(
+        &case(2, 64, Dtype::Fp32, 0, 1),
+        &["--case-file", bad.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        util::stderr(&out).contains("bad_case.json:4:"),
+        "{}",
+        util::stderr(&out)
+    );
+    let lines = protocol(&out);
+    assert_eq!(lines.len(), 1, "no samples, one DONE");
+    assert_eq!(lines[0].1["correctness"], "fail");
+
+    // P of the case differs from mpirun's -np
+    let out = run_case(&case(2, 64, Dtype::Fp32, 0, 1), &["--p", "4"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        util::stderr(&out).contains("mpirun -np must equal p"),
+        "{}",
+        util::stderr(&out)
+    );
+
+    // bf16 is not supported: said clearly, not silently miscomputed
+    let out = run_case(&case(2, 64, Dtype::Bf16, 0, 1), &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        util::stderr(&out).contains("dtype \"bf16\" not supported"),
+        "{}",
+        util::stderr(&out)
+    );
+
+    // fp16 whose golden leaves fp16's range: 2*99999 + 100 = 200098 > 65504
+    let out = run_case(&case(2, 100_000, Dtype::Fp16, 0, 1), &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = util::stderr(&out);
+    assert!(
+        err.contains("200098") && err.contains("rank_mod16_v1"),
+        "{err}"
+    );
+}
+
+#[test]
+fn mpi_stack_definition_is_what_the_issue_pins() {
+    let def = mpi_def();
+    assert_eq!(
+        def.requires,
+        vec!["mpicc".to_string(), "mpirun".to_string()]
+    );
+    assert_eq!(
+        def.hint.as_deref(),
+        Some("apt-get install openmpi-bin libopenmpi-dev")
+    );
+    assert_eq!(def.resource, Some(campaign::stack::Resource::Cpu));
+    assert_eq!(def.parser(), "native");
+    let cmd = argv(def.command.as_ref().unwrap()).join(" ");
+    assert!(
+        cmd.starts_with("mpirun --allow-run-as-root --oversubscribe -np {{ p }} "),
+        "{cmd}"
+    );
+    let build = argv(def.build.as_ref().unwrap()).join(" ");
+    assert!(build.starts_with("mpicc -O2"), "{build}");
+    assert_eq!(
+        def.dtypes,
+        Some(vec![Dtype::Fp32, Dtype::Fp16, Dtype::Int32]),
+        "bf16 is refused by the benchmark, so the stack must skip it"
+    );
+    assert!(def
+        .unsupported_reason(&case(2, 64, Dtype::Bf16, 0, 1))
+        .is_some());
+}
+
+// ---------------------------------------------------------------------------------------------
+// `campaign run` with the shipped `mpi` stack next to `host`.
+// ---------------------------------------------------------------------------------------------
+
+/// A small host-vs-mpi plan: two variants × P ∈ {2, 4} × two sizes, both stacks. The `mpi`
+/// build is the shipped one wrapped in `sh` only to count how often it runs.
+fn host_vs_mpi_plan(count_file: &Path) -> String {
+    format!(
+        r#"[campaign]
+name = "hvm"
+
+[case]
+platform = "host"
+
+[axes]
+variant = ["mesh", "ring"]
+p = [2, 4]
+count = [256, 4096]
+stacks = ["host", "mpi"]
+
+[rounds]
+warmup = 1
+timed = 3
+
+[run]
+exclusive = true
+timeout = "2m"
+
+[devices]
+kind = "cpu"
+ids = "0-3"
+
+[stacks.mpi]
+build = ["sh", "-c", "echo build >> '{count}' && exec mpicc -O2 -Wall -Wextra -o \"$0/allreduce_bench\" \"$0/allreduce_bench.c\"", "{{{{ run_dir }}}}/builds/mpi"]
+"#,
+        count = count_file.display()
+    )
+}
+
+/// Run `plan` from `dir` with `PATH` set to `path` when given; returns (output, the run dir).
+fn run_campaign(dir: &Path, plan: &str, path: Option<&str>) -> (Output, PathBuf) {
+    let file = dir.join("plan.toml");
+    std::fs::write(&file, plan).unwrap();
+    let results = dir.join("results");
+    let mut cmd = Command::new(util::exe());
+    cmd.current_dir(dir).args([
+        "run",
+        file.to_str().unwrap(),
+        "--results-dir",
+        results.to_str().unwrap(),
+        "-q",
+    ]);
+    if let Some(p) = path {
+        cmd.env("PATH", p);
+    }
+    let out = cmd.output().unwrap();
+    let runs: Vec<PathBuf> = std::fs::read_dir(results.join("hvm"))
+        .unwrap_or_else(|e| {
+            panic!(
+                "no run dir ({e}): {}{}",
+                util::stdout(&out),
+                util::stderr(&out)
+            )
+        })
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    (out, runs[0].clone())
+}
+
+fn result_rows(run: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(run.join("results.json")).unwrap();
+    let doc: Value = serde_json::from_str(&text).unwrap();
+    doc["runs"].as_array().unwrap().clone()
+}
+
+#[test]
+fn mpi_campaign_against_host_passes_builds_once_and_times_every_rank() {
+    require_mpi();
+    let tmp = util::tempdir();
+    let count = tmp.path().join("builds.count");
+    let (out, run) = run_campaign(tmp.path(), &host_vs_mpi_plan(&count), None);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        util::stdout(&out),
+        util::stderr(&out)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&count).unwrap(),
+        "build\n",
+        "the mpi build step runs exactly once per campaign"
+    );
+    let src = run.join("builds/mpi/allreduce_bench.c");
+    assert_eq!(
+        std::fs::read_to_string(src).unwrap(),
+        assets::ASSETS[0].text
+    );
+
+    let rows = result_rows(&run);
+    assert_eq!(rows.len(), 16, "8 cases × 2 stacks");
+    for r in &rows {
+        assert_eq!(r["status"], "pass", "{r}");
+        assert_eq!(r["correctness"], "pass", "{r}");
+        assert!(r["execute_s_mean"].as_f64().unwrap() > 0.0, "{r}");
+    }
+    let mpi: Vec<&Value> = rows.iter().filter(|r| r["stack"] == "mpi").collect();
+    assert_eq!(mpi.len(), 8);
+    for r in mpi {
+        let bundle = run.join(r["artifact_bundle"].as_str().unwrap());
+        let timing: Value =
+            serde_json::from_str(&std::fs::read_to_string(bundle.join("timing.json")).unwrap())
+                .unwrap();
+        let samples = timing.as_array().unwrap();
+        assert_eq!(samples.len(), 4, "1 warmup + 3 timed: {timing}");
+        let p = r["p"].as_u64().unwrap() as usize;
+        // timing.json keeps the seed's 6 decimals, so a sub-µs rank time may read 0.0 there:
+        // positivity is checked on the stack's own lines in run.log, at full precision.
+        for s in samples {
+            let per_rank = s["per_rank_execute_s"].as_array().unwrap();
+            assert_eq!(per_rank.len(), p, "{s}");
+            assert!(s["execute_s"].as_f64().unwrap() >= 0.0, "{s}");
+        }
+        let log = std::fs::read_to_string(bundle.join("run.log")).unwrap();
+        let raw: Vec<Value> = log
+            .lines()
+            .filter_map(|l| l.strip_prefix("CAMPAIGN_SAMPLE "))
+            .map(|j| serde_json::from_str(j).unwrap())
+            .collect();
+        assert_eq!(raw.len(), samples.len(), "{log}");
+        for s in &raw {
+            let per_rank = s["per_rank_execute_s"].as_array().unwrap();
+            assert_eq!(per_rank.len(), p, "{s}");
+            assert!(per_rank.iter().all(|t| t.as_f64().unwrap() > 0.0), "{s}");
+            assert!(s["execute_s"].as_f64().unwrap() > 0.0, "{s}");
+        }
+        assert!(
+            log.contains("CAMPAIGN_DONE {\"correctness\":\"pass\"}"),
+            "{log}"
+        );
+    }
+}
+
+#[test]
+fn mpi_without_mpicc_is_unavailable_with_the_hint_while_host_passes() {
+    let tmp = util::tempdir();
+    let empty = tmp.path().join("empty-bin");
+    std::fs::create_dir(&empty).unwrap();
+    let count = tmp.path().join("builds.count");
+    let (out, run) = run_campaign(
+        tmp.path(),
+        &host_vs_mpi_plan(&count),
+        Some(empty.to_str().unwrap()),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "unavailable is not a failure: {}{}",
+        util::stdout(&out),
+        util::stderr(&out)
+    );
+    assert!(!count.exists(), "no build is attempted without mpicc");
+    let rows = result_rows(&run);
+    assert_eq!(rows.len(), 16);
+    for r in &rows {
+        if r["stack"] == "host" {
+            assert_eq!(r["status"], "pass", "{r}");
+        } else {
+            assert_eq!(r["status"], "unavailable", "{r}");
+            let reason = r["reason"].as_str().unwrap();
+            assert!(reason.contains("mpicc not found"), "{reason}");
+            assert!(
+                reason.contains("apt-get install openmpi-bin libopenmpi-dev"),
+                "{reason}"
+            );
+        }
+    }
+}

@@ -1,0 +1,272 @@
+//! The built-in `host` stack through the real Slurm and locally: the same cases, rendered the
+//! same way, give the same set of passing runs and the same number of samples (the engine's
+//! `--executor slurm` path, minus the scheduler and journal).
+
+use std::path::Path;
+use std::time::Duration;
+
+use campaign::case::{Case, Variant};
+use campaign::executor::local::run_process;
+use campaign::executor::slurm::{process_outcome, replay_log, BatchJob, SlurmService, Verdict};
+use campaign::executor::{ProcessOutcome, ProcessSpec};
+use campaign::plan::model::DeviceKind;
+use campaign::stack::parsers::{self, OutputLine, ParseContext, Parsed};
+use campaign::stack::registry;
+use campaign::stack::render::{render, RenderContext};
+use tokio::sync::watch;
+
+use crate::slurm::{cluster, executor};
+use crate::util;
+
+const GUARD: Duration = Duration::from_secs(90);
+
+fn cases() -> Vec<Case> {
+    let mut out = Vec::new();
+    for (variant, p, count) in [
+        (Variant::Mesh, 2, 256),
+        (Variant::Ring, 4, 4096),
+        (Variant::Twophase, 2, 1024),
+    ] {
+        let mut case = Case::new(variant, p, count);
+        case.warmup_rounds = 1;
+        case.timed_rounds = 3;
+        out.push(case);
+    }
+    // The fourth run gets a wrong value injected (see `spec`): it must fail both ways.
+    let mut bad = Case::new(Variant::Twophase, 4, 10);
+    bad.warmup_rounds = 1;
+    bad.timed_rounds = 3;
+    out.push(bad);
+    out
+}
+
+fn spec(case: &Case, bundle: &Path) -> ProcessSpec {
+    std::fs::create_dir_all(bundle).unwrap();
+    let case_file = bundle.join("case.json");
+    std::fs::write(&case_file, case.to_pretty_json()).unwrap();
+    let ctx = RenderContext {
+        case: case.clone(),
+        devices: (0..case.p).collect(),
+        warmup: case.warmup_rounds,
+        timed: case.timed_rounds,
+        case_file,
+        bundle_dir: bundle.to_path_buf(),
+        run_dir: bundle.to_path_buf(),
+        root: None,
+        campaign_exe: util::exe(),
+    };
+    let mut rendered = render("host", &registry::host(), &ctx).expect("render host");
+    if case.count == 10 {
+        // Rank 1 writes a wrong value in timed round 2: a golden mismatch.
+        rendered
+            .argv
+            .extend(["--inject-fault".into(), "1:2".into()]);
+    }
+    ProcessSpec {
+        argv: rendered.argv,
+        env: rendered.env,
+        cwd: rendered.cwd,
+        timeout: Some(Duration::from_secs(120)),
+        no_output_timeout: None,
+        grace: Duration::from_secs(1),
+        log_path: bundle.join("run.log"),
+    }
+}
+
+fn parser_for(case: &Case) -> Box<dyn parsers::Parser> {
+    let ctx = ParseContext {
+        n_bytes: case.n_bytes(),
+        p: case.p,
+        warmup: case.warmup_rounds,
+        timed: case.timed_rounds,
+    };
+    parsers::make(&registry::host(), &ctx).unwrap()
+}
+
+/// The engine's pass rule in short: clean exit, declared pass, every round present and ok.
+fn passed(case: &Case, outcome: &ProcessOutcome, parsed: &Parsed) -> bool {
+    outcome.success()
+        && parsed.correctness == Some(true)
+        && parsed.samples.len() == (case.warmup_rounds + case.timed_rounds) as usize
+        && parsed.samples.iter().all(|s| s.ok)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn host_cases_pass_the_same_through_slurm_as_locally() {
+    let Some(conf) = cluster() else { return };
+    let dir = util::tempdir();
+    let cases = cases();
+
+    let mut local = Vec::new();
+    for case in &cases {
+        let spec = spec(case, &dir.path().join("local").join(case.case_id()));
+        let mut parser = parser_for(case);
+        let (_tx, rx) = watch::channel(false);
+        let mut on_line = |line: OutputLine| parser.feed(&line);
+        let outcome = run_process(&spec, &mut on_line, rx)
+            .await
+            .expect("local run");
+        local.push(passed(case, &outcome, &parser.finish()));
+    }
+
+    let (service, task) = SlurmService::start(executor(&conf, None));
+    let mut jobs = Vec::new();
+    for case in &cases {
+        let bundle = dir.path().join("slurm").join(case.case_id());
+        let job = BatchJob {
+            campaign: format!("it-host-{}", std::process::id()),
+            case_id: case.case_id(),
+            stack: "host".into(),
+            devices: case.p,
+            kind: DeviceKind::Cpu,
+            process: spec(case, &bundle),
+            bundle_dir: bundle,
+        };
+        let submitted = service.submit(job.clone()).await.expect("submit");
+        jobs.push((job, submitted));
+    }
+    let mut through_slurm = Vec::new();
+    for ((job, submitted), case) in jobs.into_iter().zip(&cases) {
+        let end = tokio::time::timeout(GUARD, submitted.end)
+            .await
+            .expect("job ended in time")
+            .expect("end delivered");
+        assert_eq!(end.verdict, Verdict::Parse, "{end:?}");
+        let mut parser = parser_for(case);
+        replay_log(&job.process.log_path, &mut |line| parser.feed(&line)).unwrap();
+        through_slurm.push(passed(case, &process_outcome(&end), &parser.finish()));
+    }
+    drop(service);
+    task.await.unwrap().unwrap();
+
+    assert_eq!(through_slurm, local);
+    assert_eq!(
+        local,
+        vec![true, true, true, false],
+        "the injected fault fails"
+    );
+}
+
+const PLAN: &str = r#"
+[campaign]
+name = "slurm-e2e"
+
+[case]
+platform = "host"
+
+[axes]
+variant = ["mesh", "ring", "twophase"]
+p = [2]
+count = [64, 1000]
+dtype = ["fp32"]
+stacks = ["host"]
+
+[rounds]
+warmup = 1
+timed = 3
+
+[run]
+timeout = "60s"
+
+[devices]
+kind = "cpu"
+
+[slurm]
+poll_interval = "200ms"
+"#;
+
+/// `(case_id, status)` of every run in a run dir's results.json, sorted.
+fn statuses(results_dir: &Path) -> Vec<(String, String)> {
+    let campaign = results_dir.join("slurm-e2e");
+    let run_dir = std::fs::read_dir(&campaign)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("results.json")).unwrap())
+            .unwrap();
+    let mut out: Vec<(String, String)> = doc["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["case_id"].as_str().unwrap().to_string(),
+                r["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn campaign_run_executor_slurm_passes_the_same_runs_as_local() {
+    let Some(conf) = cluster() else { return };
+    let dir = util::tempdir();
+    let plan = dir.path().join("plan.toml");
+    std::fs::write(&plan, PLAN).unwrap();
+    let run = |executor: &str, results: &Path| {
+        std::process::Command::new(util::exe())
+            .args(["run", plan.to_str().unwrap(), "-q", "--executor", executor])
+            .arg("--results-dir")
+            .arg(results)
+            .env("SLURM_CONF", &conf)
+            .output()
+            .unwrap()
+    };
+    let (local_dir, slurm_dir) = (dir.path().join("local"), dir.path().join("slurm"));
+    let local = run("local", &local_dir);
+    let slurm = run("slurm", &slurm_dir);
+    assert_eq!(local.status.code(), Some(0), "{}", util::stderr(&local));
+    assert_eq!(slurm.status.code(), Some(0), "{}", util::stderr(&slurm));
+    let through_slurm = statuses(&slurm_dir);
+    assert_eq!(through_slurm, statuses(&local_dir));
+    assert_eq!(through_slurm.len(), 6);
+    // Every Slurm run left its batch script, granted devices and exit code in the bundle.
+    let run_dir = std::fs::read_dir(slurm_dir.join("slurm-e2e"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    for (case_id, _) in &through_slurm {
+        let bundle = run_dir.join("cases").join(case_id).join("host");
+        for file in [
+            "slurm.sh",
+            "slurm.devices",
+            "slurm.result",
+            "run.log",
+            "manifest.json",
+        ] {
+            assert!(
+                bundle.join(file).is_file(),
+                "{} missing",
+                bundle.join(file).display()
+            );
+        }
+    }
+}
+
+#[test]
+fn dry_run_executor_slurm_prints_one_sbatch_per_run() {
+    let dir = util::tempdir();
+    let plan = dir.path().join("plan.toml");
+    std::fs::write(&plan, PLAN).unwrap();
+    let out = util::run(&["dry-run", plan.to_str().unwrap(), "--executor", "slurm"]);
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    let text = util::stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 6, "{text}");
+    assert!(lines
+        .iter()
+        .all(|l| l.starts_with("sbatch --parsable --job-name=campaign:slurm-e2e:")));
+    assert!(
+        lines[0].contains("--time=0:01:00 --cpus-per-task=2 "),
+        "{}",
+        lines[0]
+    );
+    assert!(lines[0].ends_with("/slurm.sh'"), "{}", lines[0]);
+}
