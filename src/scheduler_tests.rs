@@ -7,6 +7,7 @@ use super::*;
 use crate::case::{Case, Variant};
 use crate::dag::RunNode;
 use crate::plan::{DeviceKind, DevicesConfig, Placement};
+use crate::pool::Need;
 
 #[derive(Default)]
 struct Fake {
@@ -15,8 +16,14 @@ struct Fake {
     status: BTreeMap<String, RunStatus>,
     /// Build/probe step keys that fail.
     broken: BTreeSet<String>,
-    /// ("start"|"end", step key, devices, attempt).
+    /// ("start"|"end"|"probe", step key, devices, attempt).
     events: Vec<(String, String, Vec<u32>, u32)>,
+    /// Devices whose health probe fails.
+    sick: BTreeSet<u32>,
+    /// Devices reported quarantined.
+    quarantined: Vec<(u32, String)>,
+    /// Run step key → statuses of its attempts in order (then `status`).
+    script: BTreeMap<String, Vec<RunStatus>>,
 }
 
 impl Fake {
@@ -56,7 +63,11 @@ impl Driver for Fake {
         ));
         let outcome = match step {
             Step::Run { run, stack, .. } => {
-                let status = self.status.get(stack).copied().unwrap_or(RunStatus::Pass);
+                let scripted = self.script.get_mut(&step.key()).filter(|s| !s.is_empty());
+                let status = match scripted {
+                    Some(s) => s.remove(0),
+                    None => self.status.get(stack).copied().unwrap_or(RunStatus::Pass),
+                };
                 Outcome::Run(Box::new(self.result(*run, status, None)))
             }
             s if self.broken.contains(&s.key()) => {
@@ -65,6 +76,35 @@ impl Driver for Fake {
             _ => Outcome::Done,
         };
         tx.send(Report { node, outcome }).unwrap();
+    }
+
+    fn probe(
+        &mut self,
+        node: NodeIndex,
+        run: usize,
+        _lease: &Lease,
+        devices: &[u32],
+        tx: mpsc::UnboundedSender<Report>,
+    ) {
+        let key = crate::journal::run_step(&self.runs[run].case_id, &self.runs[run].stack);
+        self.events.push(("probe".into(), key, devices.to_vec(), 0));
+        let mut found = ProbeReport::default();
+        for d in devices {
+            if self.sick.contains(d) {
+                found.failed.push((*d, "exit code 1".into()));
+            } else {
+                found.passed.push(*d);
+            }
+        }
+        tx.send(Report {
+            node,
+            outcome: Outcome::Probed(found),
+        })
+        .unwrap();
+    }
+
+    fn quarantined(&mut self, device: u32, reason: &str) {
+        self.quarantined.push((device, reason.to_string()));
     }
 
     fn settle(&mut self, run: usize, status: RunStatus, reason: &str) -> RunResult {
@@ -90,11 +130,7 @@ fn pool(n: u32) -> Pool {
 }
 
 fn plan(p: usize, estimate_s: f64) -> RunPlan {
-    RunPlan {
-        need: Need::Devices { p, pinned: None },
-        estimate_s,
-        preset: None,
-    }
+    RunPlan::new(Need::Devices { p, pinned: None }, estimate_s, None)
 }
 
 fn go(
@@ -109,6 +145,7 @@ fn go(
     let sched = Scheduler::new(dag, pool, plans, limits);
     let (_tx, rx) = watch::channel(false);
     let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
         .build()
         .unwrap();
     rt.block_on(sched.run(fake, rx))
@@ -269,8 +306,11 @@ fn skipped_runs_and_case_order_and_retries() {
     plans[1].preset = Some((RunStatus::Skipped, "dtype fp16 not supported".into()));
     let limits = Limits {
         jobs: None,
-        retries: 1,
-        retry_on: vec![RunStatus::Timeout],
+        faults: crate::faults::Policy {
+            retries: 1,
+            retry_on: vec![RunStatus::Timeout],
+            ..Default::default()
+        },
     };
     let summary = go(
         &mut fake,
@@ -311,4 +351,165 @@ fn cancelled_before_start_runs_nothing() {
     assert!(summary.interrupted);
     assert!(summary.results.is_empty());
     assert!(fake.events.is_empty());
+}
+
+fn probed(p: usize) -> RunPlan {
+    let mut plan = plan(p, 1.0);
+    plan.health_probe = Some("pool".into());
+    plan
+}
+
+#[test]
+fn failed_probe_quarantines_the_device_and_runs_move_or_block() {
+    let mut fake = Fake {
+        runs: runs(&[("a", "s"), ("b", "s"), ("c", "s"), ("big", "s")]),
+        sick: [1].into_iter().collect(),
+        ..Fake::default()
+    };
+    let plans = vec![probed(1), probed(1), probed(1), probed(4)];
+    let summary = go(
+        &mut fake,
+        &[("s", false)],
+        plans,
+        pool(4),
+        Limits::default(),
+    );
+    assert_eq!(
+        fake.quarantined,
+        vec![(1, "health probe failed: exit code 1".to_string())]
+    );
+    assert_eq!(summary.quarantined.len(), 1);
+    let by: BTreeMap<String, (RunStatus, Option<String>)> = summary
+        .results
+        .iter()
+        .map(|r| (r.case_id.clone(), (r.status, r.error.clone())))
+        .collect();
+    for c in ["a", "b", "c"] {
+        assert_eq!(by[c].0, RunStatus::Pass, "{c}");
+    }
+    assert_eq!(by["big"].0, RunStatus::Blocked);
+    assert_eq!(
+        by["big"].1.as_deref(),
+        Some("needs 4 devices but only 3 healthy device(s) remain")
+    );
+    // No run ever started on the sick device; each healthy device was probed once.
+    assert!(fake
+        .events
+        .iter()
+        .filter(|e| e.0 == "start")
+        .all(|e| !e.2.contains(&1)));
+    let mut probes: Vec<u32> = fake
+        .events
+        .iter()
+        .filter(|e| e.0 == "probe")
+        .flat_map(|e| e.2.clone())
+        .collect();
+    probes.sort();
+    assert_eq!(probes, vec![0, 1, 2, 3]);
+}
+
+#[test]
+fn retry_probes_again_rests_its_devices_and_continues_attempt_numbers() {
+    let mut fake = Fake {
+        runs: runs(&[("flaky", "s"), ("other", "s")]),
+        script: [("run:flaky:s".to_string(), vec![RunStatus::Fail])]
+            .into_iter()
+            .collect(),
+        ..Fake::default()
+    };
+    let mut plans = vec![probed(2), probed(2)];
+    plans[0].first_attempt = 3;
+    plans[0].estimate_s = 10.0;
+    let limits = Limits {
+        jobs: None,
+        faults: crate::faults::Policy {
+            retries: 1,
+            retry_on: vec![RunStatus::Fail],
+            cooldown: std::time::Duration::from_millis(50),
+            quarantine_after: 0,
+        },
+    };
+    let summary = go(&mut fake, &[("s", false)], plans, pool(2), limits);
+    let flaky: Vec<(String, Vec<u32>, u32)> = fake
+        .events
+        .iter()
+        .filter(|e| e.1 == "run:flaky:s" && e.0 != "end")
+        .map(|e| (e.0.clone(), e.2.clone(), e.3))
+        .collect();
+    assert_eq!(
+        flaky,
+        vec![
+            ("probe".to_string(), vec![0, 1], 0),
+            ("start".to_string(), vec![0, 1], 3),
+            ("probe".to_string(), vec![0, 1], 0),
+            ("start".to_string(), vec![0, 1], 4),
+        ],
+        "probed before the first run and again before the retry; attempts 3 and 4"
+    );
+    // The failed attempt's devices rested: `other` (one P=2 run fits) waited for the cooldown
+    // instead of taking them, and needed no probe (devices already passed one).
+    let seq: Vec<String> = fake
+        .events
+        .iter()
+        .filter(|e| e.0 != "end" && e.1.starts_with("run:"))
+        .map(|e| format!("{} {}", e.0, e.1))
+        .collect();
+    assert_eq!(
+        seq,
+        [
+            "probe run:flaky:s",
+            "start run:flaky:s",
+            "probe run:flaky:s",
+            "start run:flaky:s",
+            "start run:other:s"
+        ]
+    );
+    assert!(summary.results.iter().all(|r| r.status == RunStatus::Pass));
+}
+
+#[test]
+fn failures_in_a_row_quarantine_and_pinned_runs_block() {
+    let mut fake = Fake {
+        runs: runs(&[("a", "bad"), ("b", "bad"), ("c", "good")]),
+        status: [("bad".to_string(), RunStatus::Fail)].into_iter().collect(),
+        ..Fake::default()
+    };
+    let pinned = |ids: Vec<u32>| {
+        RunPlan::new(
+            Need::Devices {
+                p: ids.len(),
+                pinned: Some(ids),
+            },
+            1.0,
+            None,
+        )
+    };
+    let mut plans = vec![pinned(vec![0]), pinned(vec![0]), pinned(vec![0])];
+    plans[0].estimate_s = 3.0;
+    plans[1].estimate_s = 2.0;
+    let limits = Limits {
+        jobs: None,
+        faults: crate::faults::Policy {
+            quarantine_after: 2,
+            ..Default::default()
+        },
+    };
+    let summary = go(
+        &mut fake,
+        &[("bad", false), ("good", false)],
+        plans,
+        pool(2),
+        limits,
+    );
+    assert_eq!(
+        fake.quarantined,
+        vec![(0, "2 runs in a row failed on it (last: fail)".to_string())]
+    );
+    let c = summary.results.iter().find(|r| r.case_id == "c").unwrap();
+    assert_eq!(c.status, RunStatus::Blocked);
+    assert!(c
+        .error
+        .as_deref()
+        .unwrap()
+        .starts_with("pinned device 0 is quarantined"));
 }

@@ -1,24 +1,25 @@
-//! `campaign resume RUN_DIR | PLAN`: find the run dir, take its lock, read its journal and
-//! frozen plan, print what will run, and hand the rest to the engine. Glue: the rules are in
+//! `campaign resume RUN_DIR | PLAN`: find the run dir, take its lock, reopen its journal
+//! (repairing a torn last line), load the frozen plan with the selection the journal header
+//! recorded, and hand the rest to the engine (`engine::resume`), which prints what will run. Glue: the rules are in
 //! `resume.rs`, the journal in `journal.rs`, the running in `engine`.
 
 use std::path::{Path, PathBuf};
 
 use crate::cli::ResumeArgs;
+use crate::engine;
 use crate::error::{Error, Result};
-use crate::journal;
+use crate::journal::{self, Journal};
 use crate::lock::RunDirLock;
 
 /// Default parent of campaign folders (`--results-dir` replaces it).
 const DEFAULT_RESULTS_DIR: &str = "results/campaigns";
 
 pub fn run(args: &ResumeArgs) -> Result<i32> {
-    let run_dir = locate(&args.target, args.exec.results_dir.as_deref())?;
-    let _lock = RunDirLock::acquire(&run_dir)?;
-    let replay = journal::replay(&run_dir.join(journal::FILE_NAME))?;
-    if let Some(torn) = &replay.torn {
-        eprintln!("journal: {torn}");
+    if args.exec.jobs == Some(0) {
+        return Err(Error::Usage("--jobs must be at least 1".into()));
     }
+    let run_dir = locate(&args.target, args.exec.results_dir.as_deref())?;
+    let lock = RunDirLock::acquire(&run_dir)?;
     let plan_path = run_dir.join("plan.toml");
     if !plan_path.is_file() {
         return Err(Error::invalid(
@@ -26,10 +27,33 @@ pub fn run(args: &ResumeArgs) -> Result<i32> {
             "the run dir has no frozen plan.toml, so it cannot be resumed (was it written by `campaign run`?)",
         ));
     }
-    Err(Error::Usage(format!(
-        "{}: `campaign resume` needs the run engine, which is not in this build yet",
-        run_dir.display()
-    )))
+    // Reopening cuts off a torn last line (a crash mid-write) so new lines start clean.
+    let journal = Journal::open(&run_dir)?;
+    if let Some(torn) = journal.repaired() {
+        eprintln!("journal: {torn}; removed it before continuing");
+    }
+    let replay = journal::replay(journal.path())?;
+    let mut plan = crate::plan::load(&plan_path)?;
+    // Same seed, same stack order as the first session.
+    if plan.run.seed.is_none() {
+        plan.run.seed = replay
+            .header
+            .get("seed")
+            .and_then(serde_json::Value::as_u64);
+    }
+    let opts =
+        engine::session::with_selection(super::run::exec_options(&args.exec), &replay.header);
+    let after = super::run::report_step(&plan, args.exec.template.clone());
+    let prepared = engine::prepare(plan, &opts)?;
+    let state = engine::session::Resume {
+        run_dir,
+        lock,
+        journal,
+        replay,
+        retry_failed: args.retry_failed,
+    };
+    let done = engine::resume(prepared, &opts, after, state)?;
+    super::run::conclude(&done)
 }
 
 /// The run dir `target` names: a run dir (has `journal.jsonl`), a campaign folder (its newest

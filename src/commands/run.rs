@@ -1,5 +1,6 @@
 //! `campaign run`: load the plan (or the built-in smoke plan), run it, print the summary and map
-//! the outcome to the exit code (0 all passed, 1 any fail/timeout, 3 interrupted).
+//! the outcome to the exit code (0 all passed, 1 any fail/timeout/blocked, 3 interrupted).
+//! `resume` shares the report step and the summary.
 
 use std::path::Path;
 
@@ -16,14 +17,22 @@ pub fn options(args: &RunArgs) -> Options {
         stacks: args.stacks.clone(),
         filter: args.filter.clone(),
         case_glob: args.cases.clone(),
-        jobs: args.exec.jobs,
-        exclusive: args.exec.exclusive,
-        quiet: args.exec.quiet,
-        results_dir: args.exec.results_dir.clone(),
-        executor: args.exec.executor.map(|e| match e {
+        ..exec_options(&args.exec)
+    }
+}
+
+/// What `run` and `resume` share: `--jobs`, `--exclusive`, `-q`, `--results-dir`, `--executor`.
+pub fn exec_options(exec: &crate::cli::ExecOptions) -> Options {
+    Options {
+        jobs: exec.jobs,
+        exclusive: exec.exclusive,
+        quiet: exec.quiet,
+        results_dir: exec.results_dir.clone(),
+        executor: exec.executor.map(|e| match e {
             crate::cli::ExecutorArg::Local => crate::plan::model::ExecutorKind::Local,
             crate::cli::ExecutorArg::Slurm => crate::plan::model::ExecutorKind::Slurm,
         }),
+        ..Options::default()
     }
 }
 
@@ -36,15 +45,28 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         None => crate::plan::parse(SMOKE_PLAN, Path::new("plans/smoke.toml"))?,
     };
     let opts = options(args);
+    let after = report_step(&plan, args.exec.template.clone());
+    let prepared = engine::prepare(plan, &opts)?;
+    let done = engine::execute(prepared, &opts, after)?;
+    conclude(&done)
+}
+
+/// summarize → plot → report, one step after `collect` (the report module does all three).
+pub fn report_step(
+    plan: &crate::plan::Plan,
+    template: Option<std::path::PathBuf>,
+) -> Vec<(String, engine::AfterStep)> {
     let report_cfg = plan.report.clone();
-    let template = args.exec.template.clone();
-    // summarize → plot → report, one step after `collect` (the report module does all three).
     let report: engine::AfterStep = Box::new(move |run_dir, results| {
         crate::report::finish_run(results, &report_cfg, template.as_deref(), &run_dir.path)
             .map(|_| ())
     });
-    let prepared = engine::prepare(plan, &opts)?;
-    let done = engine::execute(prepared, &opts, vec![("report".to_string(), report)])?;
+    vec![("report".to_string(), report)]
+}
+
+/// Print the summary of a finished (or interrupted) campaign and map it to the exit code:
+/// 0 all passed, 1 any fail/timeout/blocked, 3 interrupted (with the resume hint).
+pub fn conclude(done: &engine::Finished) -> Result<i32> {
     let counts = done.results.status_counts();
     let summary: Vec<String> = counts
         .iter()
@@ -69,12 +91,12 @@ pub fn run(args: &RunArgs) -> Result<i32> {
             r.error.as_deref().unwrap_or("")
         );
     }
+    for (device, why) in &done.results.quarantined {
+        println!("  device {device} quarantined: {why}");
+    }
     println!("run dir: {}", done.run_dir.display());
     if done.interrupted {
-        return Err(Error::Interrupted(format!(
-            "interrupted; `campaign resume {}` continues",
-            done.run_dir.display()
-        )));
+        return Err(crate::interrupt::interrupted(&done.run_dir));
     }
     let failed = counts
         .iter()

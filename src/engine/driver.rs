@@ -3,8 +3,10 @@
 //! finished run rewrites the results files and tells progress.
 //!
 //! It is the journal's writer: `started` when a build, probe or run step starts, `finished`
-//! (fsynced) when it ends — step keys are `Step::key()`, runs carry their fingerprint. It must
-//! not decide statuses (verdict) or order (scheduler).
+//! (fsynced) when it ends — step keys are `Step::key()`, runs carry their fingerprint — and
+//! `quarantined` when the scheduler takes a device out. Runs a resume keeps (`kept`) come back
+//! from their bundles untouched: no bundle write, no journal line. It must not decide statuses
+//! (verdict) or order (scheduler).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -16,6 +18,7 @@ use tokio::sync::{mpsc, watch};
 use crate::artifacts::{write_atomic, write_bundle, write_json, ProcessFacts, RunDir};
 use crate::case::Case;
 use crate::dag::Step;
+use crate::engine::health::{self, ProbeJob};
 use crate::engine::stacks::EngineStack;
 use crate::engine::work::{self, RunJob};
 use crate::error::Result;
@@ -57,6 +60,12 @@ pub struct EngineDriver {
     pub journal: Journal,
     /// Fingerprint of each run (from the planned case), computed when it first starts.
     pub fingerprints: BTreeMap<usize, String>,
+    /// Results of runs a resume keeps, read from their bundles (handed out by `settle`).
+    pub kept: BTreeMap<usize, RunResult>,
+    /// Runs whose result was kept (their `finished` writes nothing).
+    pub kept_runs: std::collections::BTreeSet<usize>,
+    /// `[devices] probe`, the health probe of stacks without their own.
+    pub pool_probe: Option<Vec<String>>,
     /// Runs go to Slurm as batch jobs (`--executor slurm`); None = local processes.
     pub slurm: Option<work::SlurmRun>,
 }
@@ -251,11 +260,11 @@ impl Driver for EngineDriver {
                     slurm: self.slurm.clone(),
                 };
                 tokio::spawn(async move {
-                    let result = work::execute(job).await;
-                    let _ = tx.send(Report {
-                        node,
-                        outcome: Outcome::Run(Box::new(result)),
-                    });
+                    let outcome = match work::execute(job).await {
+                        Ok(result) => Outcome::Run(Box::new(result)),
+                        Err(e) => Outcome::Failed(e.to_string()),
+                    };
+                    let _ = tx.send(Report { node, outcome });
                 });
             }
             // Collect and later steps act on the finished results in `finished`.
@@ -263,7 +272,46 @@ impl Driver for EngineDriver {
         }
     }
 
+    fn probe(
+        &mut self,
+        node: NodeIndex,
+        run: usize,
+        _lease: &Lease,
+        devices: &[u32],
+        tx: mpsc::UnboundedSender<Report>,
+    ) {
+        let planned = &self.runs[run];
+        let job = ProbeJob {
+            run_dir: self.run_dir.clone(),
+            stack: self.stacks[planned.stack].clone(),
+            pool_probe: self.pool_probe.clone(),
+            case: self.cases[planned.case_index].clone(),
+            case_id: planned.case_id.clone(),
+            devices: devices.to_vec(),
+            cancel: self.cancel.clone(),
+        };
+        tokio::spawn(async move {
+            let found = health::run(job).await;
+            let _ = tx.send(Report {
+                node,
+                outcome: Outcome::Probed(found),
+            });
+        });
+    }
+
+    fn quarantined(&mut self, device: u32, reason: &str) {
+        self.progress
+            .println(&format!("device {device} quarantined: {reason}"));
+        if let Err(e) = self.journal.quarantined(device, reason) {
+            self.fail(e);
+        }
+    }
+
     fn settle(&mut self, run: usize, status: RunStatus, reason: &str) -> RunResult {
+        if let Some(result) = self.kept.remove(&run) {
+            self.kept_runs.insert(run);
+            return result;
+        }
         let planned = &self.runs[run];
         let stack = &self.stacks[planned.stack].name;
         let result = work::unrun(
@@ -289,6 +337,12 @@ impl Driver for EngineDriver {
     fn finished(&mut self, step: &Step, outcome: &Outcome, results: &[RunResult]) {
         let key = step.key();
         match (step, outcome) {
+            (Step::Run { run, .. }, _) if self.kept_runs.contains(run) => {}
+            (Step::Run { .. }, Outcome::Failed(why)) => {
+                // The attempt could not be recorded: leave it `started` in the journal (resume
+                // runs it again) and stop the campaign.
+                self.fail(crate::error::Error::Environment(why.clone()));
+            }
             (Step::Run { .. }, Outcome::Run(r)) => {
                 self.journal_finished(step, r.attempt, r.status, r.error.as_deref());
                 self.progress

@@ -8,6 +8,8 @@
 
 pub mod driver;
 pub mod estimate;
+pub mod health;
+pub mod session;
 pub mod stacks;
 pub mod verdict;
 pub mod work;
@@ -18,7 +20,6 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
-use crate::artifacts::RunDir;
 use crate::case::Case;
 use crate::dag::{Dag, RunNode};
 use crate::error::{Diagnostic, Error, Result};
@@ -129,11 +130,11 @@ pub fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
                 case_id: case_id.clone(),
                 stack: si,
             });
-            plans.push(RunPlan {
-                need,
-                estimate_s: 0.0,
-                preset,
-            });
+            let mut run_plan = RunPlan::new(need, 0.0, preset);
+            if matches!(run_plan.need, crate::pool::Need::Devices { .. }) {
+                run_plan.health_probe = health::probe_key(stack, plan.devices.probe.as_ref());
+            }
+            plans.push(run_plan);
         }
     }
     if !refused.is_empty() {
@@ -157,40 +158,63 @@ pub struct Finished {
     pub interrupted: bool,
 }
 
-/// Claim a run dir and run every step. `after` are steps after `collect`, in order.
+/// Claim a new run dir and run every step. `after` are steps after `collect`, in order.
 pub fn execute(
-    mut prep: Prepared,
+    prep: Prepared,
     opts: &Options,
     after: Vec<(String, AfterStep)>,
 ) -> Result<Finished> {
-    let results_dir = opts
-        .results_dir
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(crate::artifacts::DEFAULT_RESULTS_DIR));
-    let campaign = prep.plan.campaign.name.clone();
-    let stamp = chrono::Local::now().format("%Y%m%d_%H%M%S").to_string();
-    let run_dir = Arc::new(RunDir::create(&results_dir, &campaign, &stamp)?);
-    println!("run dir: {}", run_dir.path.display());
-    let _lock = crate::lock::RunDirLock::acquire(&run_dir.path)?;
-    let journal = crate::journal::Journal::create(
-        &run_dir.path,
-        serde_json::json!({
-            "campaign": campaign,
-            "plan_hash": prep.plan.hash,
-            "seed": prep.seed,
-            "campaign_version": env!("CARGO_PKG_VERSION"),
-        }),
-    )?;
+    let claimed = session::claim_new(&prep, opts)?;
+    drive(prep, opts, after, claimed)
+}
 
-    let history = estimate::History::load(&results_dir.join(&campaign), &run_dir.path);
+/// Continue the campaign of an existing run dir: runs the journal does not show as done run,
+/// the others keep their bundles; results files and `after` steps are rebuilt from all of them.
+pub fn resume(
+    mut prep: Prepared,
+    opts: &Options,
+    after: Vec<(String, AfterStep)>,
+    state: session::Resume,
+) -> Result<Finished> {
+    let claimed = session::claim_resume(&mut prep, state)?;
+    drive(prep, opts, after, claimed)
+}
+
+fn drive(
+    mut prep: Prepared,
+    opts: &Options,
+    after: Vec<(String, AfterStep)>,
+    claimed: session::Claimed,
+) -> Result<Finished> {
+    let session::Claimed {
+        run_dir,
+        lock: _lock,
+        journal,
+        fingerprints,
+        kept,
+        earlier_quarantine,
+        pending,
+    } = claimed;
+    let campaign = prep.plan.campaign.name.clone();
+    let campaign_dir = run_dir.path.parent().map(PathBuf::from).unwrap_or_default();
+    let history = estimate::History::load(&campaign_dir, &run_dir.path);
     for (plan, run) in prep.plans.iter_mut().zip(&prep.runs) {
         let stack = &prep.stacks[run.stack].name;
         plan.estimate_s = history.estimate(&run.case_id, stack, &prep.cases[run.case_index]);
     }
+    // Only stacks with something to execute are built (a resume of finished stacks skips them).
+    let busy: BTreeSet<usize> = prep
+        .runs
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !kept.contains_key(i))
+        .map(|(_, r)| r.stack)
+        .collect();
     let has_build: Vec<(String, bool)> = prep
         .stacks
         .iter()
-        .map(|s| (s.name.clone(), s.def.build.is_some()))
+        .enumerate()
+        .map(|(i, s)| (s.name.clone(), s.def.build.is_some() && busy.contains(&i)))
         .collect();
     let nodes: Vec<RunNode> = prep
         .runs
@@ -213,12 +237,7 @@ pub fn execute(
         } else {
             opts.jobs.or(run_cfg.jobs)
         },
-        retries: run_cfg.retries,
-        retry_on: run_cfg
-            .retry_on
-            .iter()
-            .filter_map(|s| serde_json::from_value(serde_json::Value::String(s.clone())).ok())
-            .collect(),
+        faults: crate::faults::Policy::from_config(run_cfg),
     };
     let provenance = crate::provenance::collect(
         Some(&prep.plan.hash),
@@ -243,16 +262,22 @@ pub fn execute(
         runs: prep.runs,
         place: prep.plan.devices.placement == Placement::Auto,
         provenance,
-        progress: crate::progress::Progress::new(nodes.len(), opts.quiet),
+        progress: crate::progress::Progress::new(pending, opts.quiet || pending == 0),
         cancel: cancel_rx.clone(),
         after: after_map,
         fatal: None,
         cancel_tx: cancel_tx.clone(),
         last_write: None,
         journal,
-        fingerprints: BTreeMap::new(),
+        fingerprints,
+        kept,
+        kept_runs: BTreeSet::new(),
+        pool_probe: prep.plan.devices.probe.clone(),
         slurm: None,
     };
+    if pending == 0 {
+        println!("nothing to run: every planned run is done; rebuilding results and report");
+    }
     let use_slurm =
         opts.executor.unwrap_or(prep.plan.run.executor) == crate::plan::model::ExecutorKind::Slurm;
     let scheduler = Scheduler::new(dag, prep.pool, prep.plans, limits);
@@ -287,15 +312,21 @@ pub fn execute(
         Ok::<_, Error>(scheduler.run(&mut driver, cancel_rx).await)
     })?;
     driver.progress.finish();
-    if let Some(e) = driver.fatal.take() {
-        return Err(e);
-    }
     let mut set = driver.result_set(&summary.results);
-    set.quarantined = summary
-        .quarantined
+    set.quarantined = earlier_quarantine
         .iter()
+        .chain(&summary.quarantined)
         .map(|(d, why)| (d.to_string(), why.clone()))
         .collect();
+    if let Some(e) = driver.fatal.take() {
+        // Whatever can still be written helps `status`; the journal and bundles already hold
+        // everything recorded, so a failure here changes nothing.
+        let _ = driver.write_results(&set);
+        return Err(Error::Environment(format!(
+            "{e}\nthe campaign stopped: everything recorded before is intact; once the problem is fixed, `campaign resume {}` continues",
+            run_dir.path.display()
+        )));
+    }
     driver.write_results(&set)?;
     Ok(Finished {
         run_dir: run_dir.path.clone(),

@@ -81,14 +81,30 @@ pub fn unrun(
     }
 }
 
-/// Keep an earlier attempt's log as `run.attempt<N>.log` before a retry writes `run.log`.
-fn keep_attempt_logs(bundle: &Path, attempt: u32) -> Vec<String> {
+/// Before attempt `attempt` (> 1) writes `run.log`: the previous attempt's `run.log` becomes
+/// `run.attempt<N-1>.log` (unless that attempt already has its own file).
+fn keep_previous_log(bundle: &Path, attempt: u32) {
     if attempt > 1 {
-        let old = format!("run.attempt{}.log", attempt - 1);
-        let _ = std::fs::rename(bundle.join("run.log"), bundle.join(&old));
+        let old = bundle.join(format!("run.attempt{}.log", attempt - 1));
+        if !old.exists() {
+            let _ = std::fs::rename(bundle.join("run.log"), old);
+        }
+        let _ = std::fs::remove_file(bundle.join("run.log"));
     }
-    (1..attempt)
+}
+
+/// After attempt `attempt` (> 1): its log is also `run.attempt<N>.log` (a hard link; `run.log`
+/// stays the latest), so every attempt of a retried run has its own file. Returns the attempt
+/// logs present in the bundle, oldest first.
+fn attempt_logs(bundle: &Path, attempt: u32) -> Vec<String> {
+    if attempt > 1 {
+        let own = bundle.join(format!("run.attempt{attempt}.log"));
+        let _ = std::fs::remove_file(&own);
+        let _ = std::fs::hard_link(bundle.join("run.log"), own);
+    }
+    (1..=attempt)
         .map(|n| format!("run.attempt{n}.log"))
+        .filter(|name| bundle.join(name).is_file())
         .collect()
 }
 
@@ -98,12 +114,16 @@ async fn one_process(
     stack: &EngineStack,
     pctx: &ParseContext,
     cancel: watch::Receiver<bool>,
-) -> Result<(ProcessOutcome, Parsed), String> {
+) -> Result<(ProcessOutcome, Parsed), Stop> {
     let mut parser = parsers::make(&stack.def, pctx).map_err(|e| e.to_string())?;
     let mut on_line = |line: OutputLine| parser.feed(&line);
     let outcome = run_process(spec, &mut on_line, cancel)
         .await
-        .map_err(|e| format!("cannot start the stack process: {e}"))?;
+        .map_err(|e| match e {
+            // The raw log could not be opened: the run dir is not writable.
+            e @ crate::error::Error::Io { .. } => Stop::Write(e),
+            e => Stop::Fail(format!("cannot start the stack process: {e}")),
+        })?;
     Ok((outcome, parser.finish()))
 }
 
@@ -162,23 +182,27 @@ async fn slurm_process(
     Ok((process_outcome(&end), parser.finish(), end))
 }
 
-/// Execute one run and write its bundle. Never fails: problems become the run's status.
-pub async fn execute(job: RunJob) -> RunResult {
+/// Execute one run and write its bundle. Problems of the run become its status; `Err` only
+/// when the run dir cannot be written (disk full, a path that is not a folder): then nothing
+/// about this attempt is recorded and the campaign must stop.
+pub async fn execute(job: RunJob) -> crate::error::Result<RunResult> {
     let stack = &job.stack;
     let bundle = job.run_dir.bundle(&job.case_id, &stack.name);
+    std::fs::create_dir_all(&bundle).map_err(|e| crate::error::Error::io(&bundle, e))?;
+    keep_previous_log(&bundle, job.attempt);
     let mut case = job.case.clone();
     if job.place {
         case.device_ids = job.lease.devices.clone();
     }
     let mut facts = ProcessFacts {
         devices: job.lease.visible_ids().to_vec(),
-        attempt_logs: keep_attempt_logs(&bundle, job.attempt),
         ..ProcessFacts::default()
     };
     let started = now();
     let mut result = match run_rounds(&job, &case, &bundle, &mut facts).await {
         Ok(r) => r,
-        Err(reason) => unrun(
+        Err(Stop::Write(e)) => return Err(e),
+        Err(Stop::Fail(reason)) => unrun(
             &case,
             &job.case_id,
             &stack.name,
@@ -189,12 +213,27 @@ pub async fn execute(job: RunJob) -> RunResult {
     };
     result.started = Some(started);
     result.ended = Some(now());
-    if let Err(e) = write_bundle(&job.run_dir, &result, &facts) {
-        // The run happened; a bundle that cannot be written makes it unusable as data.
-        result.status = RunStatus::Fail;
-        result.error = Some(format!("bundle not written: {e}"));
+    facts.attempt_logs = attempt_logs(&bundle, job.attempt);
+    write_bundle(&job.run_dir, &result, &facts)?;
+    Ok(result)
+}
+
+/// Why a run ended early: a failure of the run, or of the run dir.
+enum Stop {
+    Fail(String),
+    Write(crate::error::Error),
+}
+
+impl From<String> for Stop {
+    fn from(reason: String) -> Stop {
+        Stop::Fail(reason)
     }
-    result
+}
+
+impl From<&str> for Stop {
+    fn from(reason: &str) -> Stop {
+        Stop::Fail(reason.to_string())
+    }
 }
 
 async fn run_rounds(
@@ -202,16 +241,15 @@ async fn run_rounds(
     case: &Case,
     bundle: &Path,
     facts: &mut ProcessFacts,
-) -> Result<RunResult, String> {
+) -> Result<RunResult, Stop> {
     let stack = &job.stack;
-    std::fs::create_dir_all(bundle).map_err(|e| format!("{}: {e}", bundle.display()))?;
     let case_file = if case == &job.case {
         job.run_dir.case_file(&job.case_id)
     } else {
         // Placed on other devices than planned: the stack reads the case as it runs.
         let f = bundle.join("case.json");
         crate::artifacts::write_atomic(&f, case.to_pretty_json().as_bytes())
-            .map_err(|e| e.to_string())?;
+            .map_err(Stop::Write)?;
         f
     };
     let (warmup, timed) = (case.warmup_rounds, case.timed_rounds);

@@ -1,5 +1,10 @@
 //! Crash-proofing end to end: `campaign status` on a recorded run dir, `campaign resume`
-//! refusals. Fixtures: tests/integration/fixtures/resume/.
+//! refusals, and real campaigns of fast shell stacks that are killed (SIGKILL at random moments,
+//! Ctrl-C once and twice), hang, fail transiently, fail their health probe, or cannot write their
+//! bundle — and are resumed. Fixtures: tests/integration/fixtures/resume/ (and ../run/).
+
+#[path = "resume_campaigns.rs"]
+mod campaigns;
 
 use crate::util;
 

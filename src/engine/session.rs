@@ -1,0 +1,202 @@
+//! Claiming the run dir a campaign writes into: a new one for `run`, the existing one for
+//! `resume` — with its lock, its journal, and (resume) the decision of which runs are done.
+//!
+//! Owns the journal header's contents (campaign, plan hash, seed, planned steps, and the
+//! command-line selection so a resume prepares the same runs), the frozen `plan.toml` written
+//! before the journal exists, and turning `resume::plan` into engine terms: kept runs become
+//! presets whose results come from their bundles, attempts continue from the journal. It must
+//! not run anything or decide the resume rules themselves (`resume.rs`).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::{json, Map, Value};
+
+use crate::artifacts::{write_atomic, RunDir};
+use crate::engine::{work, Options, Prepared};
+use crate::error::Result;
+use crate::journal::{self, Journal, Replay};
+use crate::lock::RunDirLock;
+use crate::results::RunResult;
+
+/// What `campaign resume` found and hands to the engine.
+pub struct Resume {
+    pub run_dir: PathBuf,
+    /// Held for the whole session.
+    pub lock: RunDirLock,
+    pub journal: Journal,
+    pub replay: Replay,
+    pub retry_failed: bool,
+}
+
+/// A run dir ready to be written.
+pub struct Claimed {
+    pub run_dir: Arc<RunDir>,
+    pub lock: RunDirLock,
+    pub journal: Journal,
+    /// Precomputed fingerprints (resume computes them all to decide).
+    pub fingerprints: BTreeMap<usize, String>,
+    /// Runs a resume keeps, with their results read back from their bundles.
+    pub kept: BTreeMap<usize, RunResult>,
+    /// Quarantines recorded by earlier sessions of this run dir.
+    pub earlier_quarantine: BTreeMap<u32, String>,
+    /// Runs this session executes or settles.
+    pub pending: usize,
+}
+
+/// The command-line selection as the journal header keeps it. A relative `--cases` glob is
+/// made absolute, so a resume from another folder finds the same files.
+pub fn selection(opts: &Options) -> Value {
+    let cases = opts.case_glob.as_ref().map(|g| {
+        if Path::new(g).is_absolute() {
+            g.clone()
+        } else {
+            std::env::current_dir()
+                .map(|d| d.join(g).display().to_string())
+                .unwrap_or_else(|_| g.clone())
+        }
+    });
+    json!({"stacks": opts.stacks, "filter": opts.filter, "cases": cases})
+}
+
+/// `opts` with the selection a journal header recorded (`stacks`, `filter`, `cases`).
+pub fn with_selection(mut opts: Options, header: &Map<String, Value>) -> Options {
+    let Some(sel) = header.get("selection") else {
+        return opts;
+    };
+    if let Some(stacks) = sel.get("stacks").and_then(Value::as_array) {
+        opts.stacks = stacks
+            .iter()
+            .filter_map(|s| s.as_str().map(str::to_string))
+            .collect();
+    }
+    opts.filter = sel
+        .get("filter")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    opts.case_glob = sel.get("cases").and_then(Value::as_str).map(str::to_string);
+    opts
+}
+
+/// A new run dir `<results>/<campaign>/run_<stamp>`, locked, with its frozen plan and a fresh
+/// journal.
+pub fn claim_new(prep: &Prepared, opts: &Options) -> Result<Claimed> {
+    let results_dir = opts
+        .results_dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(crate::artifacts::DEFAULT_RESULTS_DIR));
+    let campaign = &prep.plan.campaign.name;
+    let stamp = chrono::Local::now().format("%Y%m%d_%H%M%S").to_string();
+    let run_dir = Arc::new(RunDir::create(&results_dir, campaign, &stamp)?);
+    println!("run dir: {}", run_dir.path.display());
+    let lock = RunDirLock::acquire(&run_dir.path)?;
+    // Frozen before the journal exists: a run dir with a journal can always be resumed.
+    write_atomic(&run_dir.file("plan.toml"), prep.plan.text.as_bytes())?;
+    let steps: Vec<String> = prep
+        .runs
+        .iter()
+        .map(|r| journal::run_step(&r.case_id, &prep.stacks[r.stack].name))
+        .collect();
+    let journal = Journal::create(
+        &run_dir.path,
+        json!({
+            "campaign": campaign,
+            "plan_hash": prep.plan.hash,
+            "seed": prep.seed,
+            "campaign_version": env!("CARGO_PKG_VERSION"),
+            "selection": selection(opts),
+            "steps": steps,
+        }),
+    )?;
+    Ok(Claimed {
+        run_dir,
+        lock,
+        journal,
+        fingerprints: BTreeMap::new(),
+        kept: BTreeMap::new(),
+        earlier_quarantine: BTreeMap::new(),
+        pending: prep.runs.len(),
+    })
+}
+
+/// The existing run dir of `resume`: decide every planned run against the journal, print the
+/// diff, and turn done runs into presets whose results come from their bundles.
+pub fn claim_resume(prep: &mut Prepared, resume: Resume) -> Result<Claimed> {
+    let Resume {
+        run_dir,
+        lock,
+        mut journal,
+        replay,
+        retry_failed,
+    } = resume;
+    let run_dir = Arc::new(RunDir::open(&run_dir));
+    let fingerprints: BTreeMap<usize, String> = prep
+        .runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let (stack, case) = (&prep.stacks[r.stack], &prep.cases[r.case_index]);
+            (i, work::fingerprint(&run_dir, &r.case_id, stack, case))
+        })
+        .collect();
+    let planned: Vec<(String, String)> = prep
+        .runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            (
+                journal::run_step(&r.case_id, &prep.stacks[r.stack].name),
+                fingerprints[&i].clone(),
+            )
+        })
+        .collect();
+    let mut decided = crate::resume::plan(&replay, &planned, retry_failed);
+    let mut bundles: BTreeMap<(String, String), RunResult> =
+        crate::results::load::load_run_dir(&run_dir.path)?
+            .runs
+            .into_iter()
+            .map(|r| ((r.case_id.clone(), r.stack.clone()), r))
+            .collect();
+    let done: BTreeSet<String> = decided.done.iter().cloned().collect();
+    let mut kept = BTreeMap::new();
+    let mut lost = BTreeSet::new();
+    for (i, (key, _)) in planned.iter().enumerate() {
+        prep.plans[i].first_attempt = replay.next_attempt(key);
+        if !done.contains(key) {
+            continue;
+        }
+        let r = &prep.runs[i];
+        match bundles.remove(&(r.case_id.clone(), prep.stacks[r.stack].name.clone())) {
+            Some(result) => {
+                let reason = result.error.clone().unwrap_or_default();
+                prep.plans[i].preset = Some((result.status, reason));
+                kept.insert(i, result);
+            }
+            None => {
+                println!("{key}: finished in the journal but its bundle has no manifest.json; it runs again");
+                lost.insert(key.clone());
+            }
+        }
+    }
+    if !lost.is_empty() {
+        decided.done.retain(|k| !lost.contains(k));
+        decided.to_run.extend(lost);
+    }
+    println!("run dir: {}", run_dir.path.display());
+    println!("resume: {decided}");
+    let mut note = Map::new();
+    note.insert("resume".into(), json!(true));
+    note.insert("retry_failed".into(), json!(retry_failed));
+    note.insert("diff".into(), json!(decided.to_string()));
+    journal.event("session", note)?;
+    Ok(Claimed {
+        run_dir,
+        lock,
+        journal,
+        fingerprints,
+        pending: prep.runs.len() - kept.len(),
+        kept,
+        earlier_quarantine: replay.quarantined.clone(),
+    })
+}
