@@ -1,5 +1,7 @@
 //! Core binding of the rank threads: with no more ranks than usable cores, rank r runs pinned to
-//! the r-th CPU of the process's allowed set, like `mpirun --bind-to core`.
+//! its own CPU of the process's allowed set, like `mpirun --bind-to core`. The ranks take
+//! consecutive CPUs starting at the one the run started on, so several runs started at once on a
+//! big machine spread out instead of all piling onto the first P CPUs.
 //!
 //! Owns the placement decision and the `sched_getaffinity`/`sched_setaffinity` calls. Why it
 //! exists: left to the scheduler on a busy machine, both threads of a P = 2 run were often placed
@@ -15,10 +17,17 @@ pub fn allowed_cpus() -> Vec<usize> {
     imp::allowed_cpus()
 }
 
-/// The CPU rank `rank` of `p` is bound to: `cpus[rank]` when every rank gets a core of its own,
-/// none when ranks must share cores (then the scheduler balances them across the cores).
-pub fn cpu_for(rank: usize, p: usize, cpus: &[usize]) -> Option<usize> {
-    (p <= cpus.len()).then(|| cpus[rank])
+/// The CPU rank `rank` of `p` is bound to: `cpus[(first + rank) mod n]` when every rank gets a
+/// core of its own, none when ranks must share cores (then the scheduler balances them).
+pub fn cpu_for(rank: usize, p: usize, cpus: &[usize], first: usize) -> Option<usize> {
+    (p <= cpus.len()).then(|| cpus[(first + rank) % cpus.len()])
+}
+
+/// Index in `cpus` of the CPU the calling thread runs on now (0 when unknown).
+pub fn current_index(cpus: &[usize]) -> usize {
+    imp::current_cpu()
+        .and_then(|c| cpus.iter().position(|&x| x == c))
+        .unwrap_or(0)
 }
 
 /// Restores the calling thread's previous CPU set when dropped, so a caller's thread that ran
@@ -88,6 +97,11 @@ mod imp {
         ok.then_some(previous)
     }
 
+    pub fn current_cpu() -> Option<usize> {
+        // SAFETY: plain libc call with no arguments; -1 on failure.
+        usize::try_from(unsafe { libc::sched_getcpu() }).ok()
+    }
+
     pub fn restore(set: &CpuSet) {
         // SAFETY: `set` came from sched_getaffinity for this thread. A failure leaves the thread
         // bound, which only costs the caller placement freedom, so it is not reported.
@@ -109,6 +123,10 @@ mod imp {
         None
     }
 
+    pub fn current_cpu() -> Option<usize> {
+        None
+    }
+
     pub fn restore(_set: &CpuSet) {}
 }
 
@@ -119,11 +137,15 @@ mod tests {
     #[test]
     fn ranks_get_distinct_cpus_only_when_there_are_enough() {
         let cpus = [0, 2, 5];
-        assert_eq!(cpu_for(0, 3, &cpus), Some(0));
-        assert_eq!(cpu_for(2, 3, &cpus), Some(5));
-        assert_eq!(cpu_for(1, 2, &cpus), Some(2));
-        assert_eq!(cpu_for(0, 4, &cpus), None);
-        assert_eq!(cpu_for(0, 1, &[]), None);
+        assert_eq!(cpu_for(0, 3, &cpus, 0), Some(0));
+        assert_eq!(cpu_for(2, 3, &cpus, 0), Some(5));
+        assert_eq!(cpu_for(1, 2, &cpus, 0), Some(2));
+        // Starting at the run's CPU and wrapping keeps the ranks on distinct CPUs.
+        let from_last: Vec<_> = (0..3).map(|r| cpu_for(r, 3, &cpus, 2)).collect();
+        assert_eq!(from_last, vec![Some(5), Some(0), Some(2)]);
+        assert_eq!(cpu_for(0, 4, &cpus, 0), None);
+        assert_eq!(cpu_for(0, 1, &[], 0), None);
+        assert!(current_index(&cpus) < cpus.len());
     }
 
     #[cfg(target_os = "linux")]

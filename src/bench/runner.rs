@@ -39,8 +39,10 @@ struct Shared<'a, T> {
     windows: Windows<T>,
     sync: Barrier,
     slots: Vec<Mutex<RankRound>>,
-    /// CPUs the process may use; rank r is bound to `cpus[r]` when P <= cpus.len().
+    /// CPUs the process may use, and where in that list the run started; rank r is bound to
+    /// `cpus[(first_cpu + r) mod n]` when P <= n (see `affinity.rs`).
     cpus: Vec<usize>,
+    first_cpu: usize,
     algorithm: fn(&mut RankCtx<'_, T>),
 }
 
@@ -61,6 +63,7 @@ pub(super) fn run<T: Element>(
         Variant::Ring => ring::allreduce::<T>,
         Variant::Twophase => twophase::allreduce::<T>,
     };
+    let cpus = affinity::allowed_cpus();
     let shared = Shared {
         case,
         opts,
@@ -69,7 +72,8 @@ pub(super) fn run<T: Element>(
         windows: Windows::new(p),
         sync: Barrier::new(p),
         slots: (0..p).map(|_| Mutex::new(RankRound::default())).collect(),
-        cpus: affinity::allowed_cpus(),
+        first_cpu: affinity::current_index(&cpus),
+        cpus,
         algorithm,
     };
     std::thread::scope(|s| {
@@ -106,7 +110,8 @@ fn rank_main<T: Element>(
 ) -> Outcome {
     let _guard = sh.sync.poison_on_panic();
     // Bound before allocating, so first-touch puts the rank's windows near its core.
-    let _binding = affinity::bind_current_thread(affinity::cpu_for(rank, sh.p, &sh.cpus));
+    let _binding =
+        affinity::bind_current_thread(affinity::cpu_for(rank, sh.p, &sh.cpus, sh.first_cpu));
     let mut ctx = RankCtx {
         rank,
         p: sh.p,
