@@ -188,10 +188,11 @@ fn record_interrupt(
     let Some(decision) = decision.borrow().clone() else {
         return;
     };
-    let (action, jobs): (&str, Vec<u64>) = match decision.action {
+    let (action, mut jobs): (&str, Vec<u64>) = match decision.action {
         slurm::OnInterrupt::Cancel => ("cancelled", decision.jobs.iter().map(|j| j.0).collect()),
         slurm::OnInterrupt::LeaveRunning => ("left_running", driver.detached.clone()),
     };
+    jobs.sort_unstable();
     let mut fields = serde_json::Map::new();
     fields.insert("action".into(), action.into());
     fields.insert("jobs".into(), jobs.clone().into());
