@@ -319,7 +319,7 @@ fn sigkill_mid_campaign_then_resume_reattaches_instead_of_resubmitting() {
 #[test]
 fn ctrl_c_without_a_terminal_leaves_jobs_running_and_resume_collects_them() {
     let Some(conf) = cluster() else { return };
-    let c = Campaign::new(conf, "slurm-leave", "64, 128", 4, "");
+    let c = Campaign::new(conf, "slurm-leave", "64, 128", 6, "");
     let mut child = c.spawn_run(&[]);
     let ids = c.wait_submitted(2, &mut child);
     signal(&child, libc::SIGINT);
