@@ -7,7 +7,7 @@
 //! The stack is tests/integration/fixtures/resume/counting.sh: it appends "<case_id> start" to
 //! a counter file each time it is launched, so duplicate jobs show as duplicate lines.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
