@@ -352,6 +352,13 @@ fn ctrl_c_without_a_terminal_leaves_jobs_running_and_resume_collects_them() {
         .expect("the interrupt is journaled");
     assert_eq!(event["action"], "left_running");
     assert_eq!(event["jobs"].as_array().unwrap().len(), 2);
+    // Let the jobs end while no campaign watches them: resume judges them from Slurm's record
+    // and the bundle.
+    let start = Instant::now();
+    while !c.slurm_jobs().iter().all(|(_, s)| s == "COMPLETED") {
+        assert!(start.elapsed() < GUARD, "{:?}", c.slurm_jobs());
+        std::thread::sleep(Duration::from_millis(200));
+    }
 
     let out = c.resume();
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
