@@ -4,16 +4,19 @@
 //!
 //! busbw follows nccl-tests: algbw = bytes / time (GB = 1e9), busbw = algbw × 2(P−1)/P, with time
 //! the median over timed rounds of `execute_s` (the slowest rank). memcpy bandwidth is bytes
-//! copied / time for one thread copying 4 MiB buffer to buffer (median of many copies), and the
+//! copied / time for one thread copying 4 MiB buffer to buffer (median of many copies; buffers
+//! allocated like the windows, huge-page aligned), and the
 //! same with P threads copying at once (aggregate), which bounds what P ranks can move together.
 //! Both the median and the best round are shown: on a shared machine the median carries other
 //! processes' load, the best round is the algorithm with the machine to itself.
 //!
-//! Run: `cargo bench --bench host_allreduce` (optional arg: timed rounds, default 200).
+//! Run: `cargo bench --bench host_allreduce` (optional args: timed rounds, default 200; `p2` or
+//! `p4` to run only that P).
 
 use std::hint::black_box;
 use std::time::Instant;
 
+use campaign::bench::region::Region;
 use campaign::bench::{self, Options};
 use campaign::case::{Case, Dtype, Platform, Variant};
 
@@ -38,13 +41,16 @@ fn memcpy_gbps(threads: usize, reps: usize) -> f64 {
             .map(|_| {
                 let barrier = &barrier;
                 s.spawn(move || {
-                    let src = vec![1u8; BYTES];
-                    let mut dst = vec![0u8; BYTES];
+                    // Allocated like the allreduce's windows (2 MiB aligned, huge pages where
+                    // THP allows), so the ratio compares like with like.
+                    let src = Region::filled(BYTES, |_| 1u8);
+                    let mut dst = Region::filled(BYTES, |_| 0u8);
                     let mut times = Vec::with_capacity(reps);
                     for _ in 0..reps {
                         barrier.wait();
                         let t = Instant::now();
-                        dst.copy_from_slice(black_box(&src));
+                        dst.as_mut_slice()
+                            .copy_from_slice(black_box(src.as_slice()));
                         black_box(&mut dst);
                         times.push(t.elapsed().as_secs_f64());
                     }
@@ -102,13 +108,20 @@ fn allreduce(variant: Variant, p: u32, timed: u32) -> Row {
 
 fn main() {
     // `cargo bench` passes `--bench`; a bare number sets the timed rounds.
-    let timed = std::env::args()
-        .skip(1)
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let timed = args
+        .iter()
         .find_map(|a| a.parse::<u32>().ok())
         .unwrap_or(200);
+    let only_p = args
+        .iter()
+        .find_map(|a| a.strip_prefix('p').and_then(|n| n.parse::<u32>().ok()));
     let memcpy1 = memcpy_gbps(1, 200);
     let mut rows = Vec::new();
-    for p in [2u32, 4] {
+    for p in [2u32, 4]
+        .into_iter()
+        .filter(|p| only_p.is_none_or(|o| o == *p))
+    {
         for variant in [Variant::Mesh, Variant::Ring, Variant::Twophase] {
             rows.push(allreduce(variant, p, timed));
         }

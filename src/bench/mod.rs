@@ -5,17 +5,20 @@
 //! command (`campaign bench allreduce`) is glue around [`run`]. This module must not read files,
 //! parse arguments or print: rounds are handed to a caller-supplied sink as they end.
 //!
-//! Submodules: `chunks` (uneven split), `element` (dtype arithmetic, kernels), `window` (shared
-//! buffers, the unsafe contract), `barrier` (spin-then-yield sync), `mesh`/`ring`/`twophase`
-//! (one rank's part of one round), `check` (golden, fault injection), `runner` (rank threads,
-//! rounds, timing), `protocol` (the `CAMPAIGN_SAMPLE`/`CAMPAIGN_DONE` lines).
+//! Submodules: `affinity` (binding ranks to cores), `chunks` (uneven split), `element` (dtype
+//! arithmetic, kernels), `region` (huge-page aligned window memory), `window` (shared buffers,
+//! the unsafe contract), `barrier` (spin-then-yield sync), `mesh`/`ring`/`twophase` (one rank's
+//! part of one round), `check` (golden, fault injection), `runner` (rank threads, rounds,
+//! timing), `protocol` (the `CAMPAIGN_SAMPLE`/`CAMPAIGN_DONE` lines).
 
+pub mod affinity;
 pub mod barrier;
 pub mod check;
 pub mod chunks;
 pub mod element;
 pub mod mesh;
 pub mod protocol;
+pub mod region;
 pub mod ring;
 mod runner;
 pub mod twophase;

@@ -11,9 +11,11 @@
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use super::affinity;
 use super::barrier::Barrier;
 use super::check::{self, RankCheck, POISON};
 use super::element::Element;
+use super::region::Region;
 use super::window::{Side, Windows};
 use super::{mesh, ring, twophase, Mismatch, Options, Outcome, RankCtx, RoundReport};
 use crate::case::{Case, Variant};
@@ -37,6 +39,10 @@ struct Shared<'a, T> {
     windows: Windows<T>,
     sync: Barrier,
     slots: Vec<Mutex<RankRound>>,
+    /// CPUs the process may use, and where in that list the run started; rank r is bound to
+    /// `cpus[(first_cpu + r) mod n]` when P <= n (see `affinity.rs`).
+    cpus: Vec<usize>,
+    first_cpu: usize,
     algorithm: fn(&mut RankCtx<'_, T>),
 }
 
@@ -57,6 +63,7 @@ pub(super) fn run<T: Element>(
         Variant::Ring => ring::allreduce::<T>,
         Variant::Twophase => twophase::allreduce::<T>,
     };
+    let cpus = affinity::allowed_cpus();
     let shared = Shared {
         case,
         opts,
@@ -65,6 +72,8 @@ pub(super) fn run<T: Element>(
         windows: Windows::new(p),
         sync: Barrier::new(p),
         slots: (0..p).map(|_| Mutex::new(RankRound::default())).collect(),
+        first_cpu: affinity::current_index(&cpus),
+        cpus,
         algorithm,
     };
     std::thread::scope(|s| {
@@ -79,11 +88,16 @@ pub(super) fn run<T: Element>(
 }
 
 /// Allocate `rank`'s windows: its input from the case's formula, its output poisoned.
-fn fresh_buffers<T: Element>(case: &Case, rank: usize, count: usize) -> (Box<[T]>, Box<[T]>) {
-    let input: Box<[T]> = (0..count as u64)
-        .map(|i| T::from_f64(golden::input_value(&case.input_formula, rank as u32, i)))
-        .collect();
-    let output = vec![T::from_f64(POISON); count].into_boxed_slice();
+fn fresh_buffers<T: Element>(case: &Case, rank: usize, count: usize) -> (Region<T>, Region<T>) {
+    let input = Region::filled(count, |i| {
+        T::from_f64(golden::input_value(
+            &case.input_formula,
+            rank as u32,
+            i as u64,
+        ))
+    });
+    let poison = T::from_f64(POISON);
+    let output = Region::filled(count, |_| poison);
     (input, output)
 }
 
@@ -95,6 +109,9 @@ fn rank_main<T: Element>(
     mut sink: Option<&mut dyn FnMut(&RoundReport)>,
 ) -> Outcome {
     let _guard = sh.sync.poison_on_panic();
+    // Bound before allocating, so first-touch puts the rank's windows near its core.
+    let _binding =
+        affinity::bind_current_thread(affinity::cpu_for(rank, sh.p, &sh.cpus, sh.first_cpu));
     let mut ctx = RankCtx {
         rank,
         p: sh.p,

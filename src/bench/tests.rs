@@ -152,3 +152,13 @@ fn injected_fault_is_caught_with_rank_index_value_and_count() {
         }
     }
 }
+
+#[test]
+fn the_calling_thread_is_not_left_bound_to_a_core_after_a_run() {
+    // Rank 0 runs on the caller's thread and is bound to a core when P <= cores; the caller
+    // (a test thread, or `campaign bench`'s main thread) must get its CPU set back.
+    let before = affinity::allowed_cpus();
+    let p = before.len().clamp(1, 2) as u32;
+    assert_passes(&case(Variant::Ring, p, 64, Dtype::Fp32), &opts(1, 1));
+    assert_eq!(affinity::allowed_cpus(), before);
+}

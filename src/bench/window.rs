@@ -8,7 +8,8 @@
 //! the whole proof of data-race freedom, and each algorithm states which synchronisation orders
 //! which access. This module must not know about algorithms, timing or the golden.
 //!
-//! Buffers are kept as raw pointer + length (never as a `Vec` behind a shared reference) so a
+//! Buffers are `Region`s (see `region.rs`: huge-page aligned) kept as raw pointer + length
+//! (never as a `Vec` or `Region` behind a shared reference) so a
 //! rank handing out `&mut` to its own chunk never aliases a `&` another rank holds on a
 //! different chunk of the same buffer: references are only ever made to the exact element
 //! range being accessed.
@@ -16,6 +17,8 @@
 use std::marker::PhantomData;
 use std::ops::Range;
 use std::ptr;
+
+use super::region::Region;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
 /// One heap buffer published by raw parts.
@@ -36,15 +39,14 @@ impl<T> Buffer<T> {
     ///
     /// # Safety
     /// No other thread may access this buffer until a barrier after this call.
-    unsafe fn replace(&self, new: Box<[T]>) {
-        let len = new.len();
-        let new_ptr = Box::into_raw(new) as *mut T;
+    unsafe fn replace(&self, new: Region<T>) {
+        let (new_ptr, len) = new.into_raw();
         let old_ptr = self.ptr.swap(new_ptr, Ordering::Relaxed);
         let old_len = self.len.swap(len, Ordering::Relaxed);
         if !old_ptr.is_null() {
-            // SAFETY: `old_ptr`/`old_len` came from `Box::into_raw` of a boxed slice in an
-            // earlier `replace`, and the caller guarantees nobody else is using it.
-            drop(unsafe { Box::from_raw(ptr::slice_from_raw_parts_mut(old_ptr, old_len)) });
+            // SAFETY: `old_ptr`/`old_len` came from `Region::into_raw` in an earlier `replace`,
+            // and the caller guarantees nobody else is using it.
+            drop(unsafe { Region::from_raw(old_ptr, old_len) });
         }
     }
 
@@ -69,8 +71,8 @@ impl<T> Drop for Buffer<T> {
     fn drop(&mut self) {
         let p = *self.ptr.get_mut();
         if !p.is_null() {
-            // SAFETY: `&mut self` means no rank is alive to use it; raw parts came from a Box.
-            drop(unsafe { Box::from_raw(ptr::slice_from_raw_parts_mut(p, *self.len.get_mut())) });
+            // SAFETY: `&mut self` means no rank is alive to use it; raw parts came from a Region.
+            drop(unsafe { Region::from_raw(p, *self.len.get_mut()) });
         }
     }
 }
@@ -88,7 +90,7 @@ pub enum Side {
 pub struct Windows<T> {
     input: Vec<Buffer<T>>,
     output: Vec<Buffer<T>>,
-    _owns: PhantomData<Box<[T]>>,
+    _owns: PhantomData<Region<T>>,
 }
 
 // SAFETY: the buffers are plain heap memory of `T: Send + Sync`; concurrent access is governed
@@ -119,7 +121,7 @@ impl<T: Copy> Windows<T> {
     /// # Safety
     /// Called by `rank` only, and no thread may access `rank`'s buffers until every rank has
     /// passed a barrier after this call.
-    pub unsafe fn install(&self, rank: usize, input: Box<[T]>, output: Box<[T]>) {
+    pub unsafe fn install(&self, rank: usize, input: Region<T>, output: Region<T>) {
         // SAFETY: forwarded contract.
         unsafe {
             self.input[rank].replace(input);
@@ -133,7 +135,7 @@ impl<T: Copy> Windows<T> {
     /// As for [`Windows::install`].
     pub unsafe fn release(&self, rank: usize) {
         // SAFETY: forwarded contract.
-        unsafe { self.install(rank, Box::new([]), Box::new([])) }
+        unsafe { self.install(rank, Region::empty(), Region::empty()) }
     }
 
     /// Read `range` of `rank`'s buffer.
@@ -172,14 +174,18 @@ impl<T: Copy> Windows<T> {
 mod tests {
     use super::*;
 
+    fn region(values: &[u32]) -> Region<u32> {
+        Region::filled(values.len(), |i| values[i])
+    }
+
     #[test]
     fn install_read_write_and_replace() {
         let w: Windows<u32> = Windows::new(2);
         assert_eq!(w.len(0), 0);
         // SAFETY: single-threaded test; no concurrent access.
         unsafe {
-            w.install(0, vec![1, 2, 3].into(), vec![0; 3].into());
-            w.install(1, vec![4, 5, 6].into(), vec![0; 3].into());
+            w.install(0, region(&[1, 2, 3]), region(&[0; 3]));
+            w.install(1, region(&[4, 5, 6]), region(&[0; 3]));
             assert_eq!(w.read(1, Side::Input, 1..3), &[5, 6]);
             w.write(0, Side::Output, 0..2).copy_from_slice(&[7, 8]);
             assert_eq!(w.read(0, Side::Output, 0..3), &[7, 8, 0]);
@@ -197,7 +203,7 @@ mod tests {
         let w: Windows<u32> = Windows::new(1);
         // SAFETY: single-threaded test.
         unsafe {
-            w.install(0, vec![1].into(), vec![0].into());
+            w.install(0, region(&[1]), region(&[0]));
             let _ = w.read(0, Side::Input, 0..2);
         }
     }
