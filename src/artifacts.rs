@@ -170,8 +170,20 @@ fn sync_data_all(temps: &[(PathBuf, std::fs::File)]) -> Result<()> {
     std::thread::scope(|scope| {
         let mut chunks = temps.chunks(per_thread);
         let own = chunks.next().unwrap_or(&[]);
-        let others: Vec<_> = chunks.map(|c| scope.spawn(move || sync(c))).collect();
-        let mut result = sync(own);
+        let mut result = Ok(());
+        let mut others = Vec::new();
+        for chunk in chunks {
+            // A small stack: the thread only calls fdatasync, and a default 8 MiB stack costs
+            // page faults on every bundle.
+            let spawned = std::thread::Builder::new()
+                .stack_size(64 * 1024)
+                .spawn_scoped(scope, move || sync(chunk));
+            match spawned {
+                Ok(handle) => others.push(handle),
+                Err(_) => result = result.and(sync(chunk)),
+            }
+        }
+        result = result.and(sync(own));
         for handle in others {
             let r = handle.join().unwrap_or_else(|_| {
                 Err(Error::Environment("a thread syncing files panicked".into()))
