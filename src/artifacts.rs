@@ -267,6 +267,9 @@ pub struct ProcessFacts {
     pub devices: Vec<u32>,
     /// Logs of earlier attempts, kept beside `run.log`.
     pub attempt_logs: Vec<String>,
+    /// The Slurm job that ran the run (`--executor slurm`): id, final state, node, granted
+    /// devices. Written as the manifest's `slurm` key.
+    pub slurm: Option<Value>,
 }
 
 /// `manifest.json`: the seed's keys first, then campaign's.
@@ -307,6 +310,9 @@ pub fn manifest(result: &RunResult, facts: &ProcessFacts) -> Value {
         json!(result.case.equivalence_hash()),
     );
     m.insert("timing_source".into(), json!(result.timing_source));
+    if let Some(slurm) = &facts.slurm {
+        m.insert("slurm".into(), slurm.clone());
+    }
     Value::Object(m)
 }
 

@@ -18,7 +18,7 @@ use crate::results::RunStatus;
 
 mod replay;
 
-pub use replay::{replay, Finished, Replay, StepState, TornLine};
+pub use replay::{replay, Finished, Replay, SlurmJob, StepState, TornLine};
 
 /// File name of the journal inside a run dir.
 pub const FILE_NAME: &str = "journal.jsonl";
@@ -195,6 +195,28 @@ impl Journal {
             reason,
             extra,
         );
+        self.append(line, true)
+    }
+
+    /// The running attempt `attempt` of `step` handed its work to Slurm job `slurm_job_id`
+    /// (`reattached`: a resume took over a job an earlier session submitted). Fsynced: once
+    /// this returns, a resume re-attaches to the job instead of submitting the run again.
+    pub fn submitted(
+        &mut self,
+        step: &str,
+        attempt: u32,
+        slurm_job_id: u64,
+        reattached: bool,
+    ) -> Result<()> {
+        let mut line = Map::new();
+        line.insert("t".into(), Value::from(now()));
+        line.insert("event".into(), Value::from("submitted"));
+        line.insert("step".into(), Value::from(step));
+        line.insert("attempt".into(), Value::from(attempt));
+        line.insert("slurm_job_id".into(), Value::from(slurm_job_id));
+        if reattached {
+            line.insert("reattached".into(), Value::from(true));
+        }
         self.append(line, true)
     }
 

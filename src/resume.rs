@@ -149,6 +149,7 @@ mod tests {
                 line: 2,
                 fields: Default::default(),
             }),
+            slurm_job: None,
         }
     }
 

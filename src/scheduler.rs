@@ -260,6 +260,11 @@ impl Scheduler {
         let node = report.node;
         let step = self.dag.step(node).clone();
         let outcome = report.outcome;
+        if let Outcome::Submitted { job_id, reattached } = outcome {
+            // News from a step still running, not its end.
+            driver.submitted(&step, job_id, reattached);
+            return;
+        }
         match (&step, &outcome) {
             (Step::Build { stack }, _) => {
                 self.running_builds -= 1;

@@ -65,6 +65,12 @@ pub enum Outcome {
     Run(Box<RunResult>),
     /// The health probe before a run ended.
     Probed(ProbeReport),
+    /// A running run handed its work to a batch system (a Slurm job): journal the id. The run
+    /// goes on and reports its end later; this is not its end.
+    Submitted { job_id: u64, reattached: bool },
+    /// A run left running outside the engine (its Slurm job on an interrupt the user chose not
+    /// to cancel): no result this session; the journal keeps it open so resume re-attaches.
+    Detached(String),
 }
 
 /// A message from an executor task.
@@ -102,6 +108,9 @@ pub trait Driver {
     fn finished(&mut self, step: &Step, outcome: &Outcome, results: &[RunResult]);
     /// `device` left the pool for the rest of the campaign.
     fn quarantined(&mut self, device: u32, reason: &str);
+    /// The running `step` submitted (or re-attached to) batch job `job_id`
+    /// ([`Outcome::Submitted`]); the step has not ended.
+    fn submitted(&mut self, _step: &Step, _job_id: u64, _reattached: bool) {}
 }
 
 /// Limits from the command line and `[run]`.

@@ -32,6 +32,7 @@ pub fn exec_options(exec: &crate::cli::ExecOptions) -> Options {
             crate::cli::ExecutorArg::Local => crate::plan::model::ExecutorKind::Local,
             crate::cli::ExecutorArg::Slurm => crate::plan::model::ExecutorKind::Slurm,
         }),
+        cancel_on_interrupt: exec.cancel_on_interrupt,
         ..Options::default()
     }
 }

@@ -70,6 +70,17 @@ pub struct EngineDriver {
     pub pool_probe: Option<Vec<String>>,
     /// Runs go to Slurm as batch jobs (`--executor slurm`); None = local processes.
     pub slurm: Option<work::SlurmRun>,
+    /// Slurm: the jobs of runs an earlier session left running, by run (resume re-attaches).
+    pub reattach: BTreeMap<usize, u64>,
+    /// Slurm: the job of each run's running attempt, by run, with the attempt.
+    pub slurm_jobs: BTreeMap<usize, (u32, u64)>,
+    /// Slurm: jobs left running on an interrupt (their runs stay open in the journal).
+    pub detached: Vec<u64>,
+    /// Slurm: where the interrupt decision goes; a fatal error decides "leave running" (the
+    /// jobs' results are collected by resume once the problem is fixed).
+    pub decision_tx: Option<Arc<watch::Sender<Option<crate::engine::slurm::Decision>>>>,
+    /// Attempt of each running run (the journal's `submitted` line carries it).
+    pub attempts: BTreeMap<usize, u32>,
 }
 
 /// Results files are rewritten after a finished run at most this often: every run's bundle is
@@ -194,9 +205,18 @@ impl EngineDriver {
     ) {
         let fp = self.fingerprint(step);
         let key = step.key();
-        if let Err(e) =
-            self.journal
-                .finished(&key, attempt, &fp, status, reason, Default::default())
+        let mut extra = serde_json::Map::new();
+        if let Step::Run { run, .. } = step {
+            // The job that produced this attempt's result, to find it in Slurm's records.
+            if let Some((a, id)) = self.slurm_jobs.remove(run) {
+                if a == attempt {
+                    extra.insert("slurm_job_id".into(), id.into());
+                }
+            }
+        }
+        if let Err(e) = self
+            .journal
+            .finished(&key, attempt, &fp, status, reason, extra)
         {
             self.fail(e);
         }
@@ -205,6 +225,18 @@ impl EngineDriver {
     fn fail(&mut self, e: crate::error::Error) {
         self.progress.println(&format!("error: {e}"));
         self.fatal.get_or_insert(e);
+        if let Some(tx) = &self.decision_tx {
+            tx.send_if_modified(|d| {
+                let unset = d.is_none();
+                if unset {
+                    *d = Some(crate::engine::slurm::Decision {
+                        action: crate::engine::slurm::OnInterrupt::LeaveRunning,
+                        jobs: Vec::new(),
+                    });
+                }
+                unset
+            });
+        }
         let _ = self.cancel_tx.send(true);
     }
 }
@@ -255,6 +287,7 @@ impl Driver for EngineDriver {
             }
             Step::Run { run, case_id, .. } => {
                 self.journal_started(step, attempt);
+                self.attempts.insert(*run, attempt);
                 self.progress.started(&key, lease.visible_ids());
                 let planned = &self.runs[*run];
                 let stack = self.stacks[planned.stack].clone();
@@ -269,10 +302,30 @@ impl Driver for EngineDriver {
                     attempt,
                     cancel: self.cancel.clone(),
                     slurm: self.slurm.clone(),
+                    reattach: self
+                        .slurm
+                        .as_ref()
+                        .and_then(|_| self.reattach.remove(run))
+                        .map(crate::executor::slurm::JobId),
+                    on_submit: self.slurm.as_ref().map(|_| {
+                        let tx = tx.clone();
+                        let notice: crate::engine::slurm::OnSubmit =
+                            Arc::new(move |id: crate::executor::slurm::JobId, reattached| {
+                                let outcome = Outcome::Submitted {
+                                    job_id: id.0,
+                                    reattached,
+                                };
+                                let _ = tx.send(Report { node, outcome });
+                            });
+                        notice
+                    }),
                 };
                 tokio::spawn(async move {
                     let outcome = match work::execute(job).await {
-                        Ok(result) => Outcome::Run(Box::new(result)),
+                        Ok(work::Executed::Run(result)) => Outcome::Run(result),
+                        Ok(work::Executed::Detached(id)) => {
+                            Outcome::Detached(format!("Slurm job {id} left running"))
+                        }
                         Err(e) => Outcome::Failed(e.to_string()),
                     };
                     let _ = tx.send(Report { node, outcome });
@@ -318,6 +371,20 @@ impl Driver for EngineDriver {
         }
     }
 
+    fn submitted(&mut self, step: &Step, job_id: u64, reattached: bool) {
+        let Step::Run { run, .. } = step else {
+            return;
+        };
+        let attempt = self.attempts.get(run).copied().unwrap_or(1);
+        self.slurm_jobs.insert(*run, (attempt, job_id));
+        if let Err(e) = self
+            .journal
+            .submitted(&step.key(), attempt, job_id, reattached)
+        {
+            self.fail(e);
+        }
+    }
+
     fn settle(&mut self, run: usize, status: RunStatus, reason: &str) -> RunResult {
         if let Some(result) = self.kept.remove(&run) {
             self.kept_runs.insert(run);
@@ -349,6 +416,13 @@ impl Driver for EngineDriver {
         let key = step.key();
         match (step, outcome) {
             (Step::Run { run, .. }, _) if self.kept_runs.contains(run) => {}
+            (Step::Run { run, .. }, Outcome::Detached(why)) => {
+                // No `finished` line: the run stays open with its job id for resume.
+                if let Some((_, id)) = self.slurm_jobs.remove(run) {
+                    self.detached.push(id);
+                }
+                self.progress.finished(&key, None, why);
+            }
             (Step::Run { .. }, Outcome::Failed(why)) => {
                 // The attempt could not be recorded: leave it `started` in the journal (resume
                 // runs it again) and stop the campaign.

@@ -10,6 +10,7 @@ pub mod driver;
 pub mod estimate;
 pub mod health;
 pub mod session;
+pub mod slurm;
 pub mod stacks;
 pub mod verdict;
 pub mod work;
@@ -47,6 +48,8 @@ pub struct Options {
     pub results_dir: Option<PathBuf>,
     /// `--executor` (None = the plan's `[run] executor`).
     pub executor: Option<crate::plan::model::ExecutorKind>,
+    /// `--cancel-on-interrupt`: on Ctrl-C, scancel the campaign's Slurm jobs without asking.
+    pub cancel_on_interrupt: bool,
 }
 
 /// A campaign ready to run.
@@ -98,6 +101,9 @@ pub fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
         .collect();
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let pool = Pool::new(&plan.devices, cpus);
+    // Under Slurm the cluster places runs and grants devices: nothing is leased or probed
+    // locally, and a run bigger than this machine's pool is fine (docs/slurm.md).
+    let on_slurm = session::executor(opts, &plan) == crate::plan::model::ExecutorKind::Slurm;
     let seed = plan.run.seed.unwrap_or_else(rand::random);
     let orders = estimate::stack_orders(&names, cases.len(), plan.run.order, seed);
     let mut runs = Vec::new();
@@ -108,7 +114,11 @@ pub fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
         for name in &orders[ci] {
             let si = names.iter().position(|n| n == name).unwrap_or(0);
             let stack = &stacks[si];
-            let need = stacks::need(stack, case, &pool);
+            let need = if on_slurm {
+                crate::pool::Need::Nothing
+            } else {
+                stacks::need(stack, case, &pool)
+            };
             let preset = stack
                 .def
                 .unsupported_reason(case)
@@ -168,6 +178,47 @@ pub fn execute(
     drive(prep, opts, after, claimed)
 }
 
+/// Journal what an interrupt did to the campaign's Slurm jobs (event `slurm_interrupt`,
+/// `action` `cancelled` or `left_running`, `jobs`) and say how to go on.
+fn record_interrupt(
+    driver: &mut driver::EngineDriver,
+    decision: &watch::Receiver<Option<slurm::Decision>>,
+    run_dir: &std::path::Path,
+) {
+    let Some(decision) = decision.borrow().clone() else {
+        return;
+    };
+    let (action, mut jobs): (&str, Vec<u64>) = match decision.action {
+        slurm::OnInterrupt::Cancel => ("cancelled", decision.jobs.iter().map(|j| j.0).collect()),
+        slurm::OnInterrupt::LeaveRunning => ("left_running", driver.detached.clone()),
+    };
+    jobs.sort_unstable();
+    let mut fields = serde_json::Map::new();
+    fields.insert("action".into(), action.into());
+    fields.insert("jobs".into(), jobs.clone().into());
+    if let Err(e) = driver.journal.event("slurm_interrupt", fields) {
+        eprintln!("warning: cannot journal the interrupt: {e}");
+    }
+    let ids: Vec<String> = jobs.iter().map(u64::to_string).collect();
+    if jobs.is_empty() {
+        return;
+    }
+    match decision.action {
+        slurm::OnInterrupt::Cancel => {
+            eprintln!("cancelled {} Slurm job(s): {}", jobs.len(), ids.join(" "))
+        }
+        slurm::OnInterrupt::LeaveRunning => eprintln!(
+            "left {} Slurm job(s) queued or running: {}
+  `campaign resume {}` re-attaches to them and records their results
+  `scancel {}` cancels them",
+            jobs.len(),
+            ids.join(" "),
+            run_dir.display(),
+            ids.join(" ")
+        ),
+    }
+}
+
 /// Continue the campaign of an existing run dir: runs the journal does not show as done run,
 /// the others keep their bundles; results files and `after` steps are rebuilt from all of them.
 pub fn resume(
@@ -176,7 +227,8 @@ pub fn resume(
     after: Vec<(String, AfterStep)>,
     state: session::Resume,
 ) -> Result<Finished> {
-    let claimed = session::claim_resume(&mut prep, state)?;
+    let slurm = session::executor(opts, &prep.plan) == crate::plan::model::ExecutorKind::Slurm;
+    let claimed = session::claim_resume(&mut prep, state, slurm)?;
     drive(prep, opts, after, claimed)
 }
 
@@ -194,7 +246,10 @@ fn drive(
         kept,
         earlier_quarantine,
         pending,
+        reattach,
+        stale_jobs,
     } = claimed;
+    let use_slurm = session::executor(opts, &prep.plan) == crate::plan::model::ExecutorKind::Slurm;
     let campaign = prep.plan.campaign.name.clone();
     let campaign_dir = run_dir.path.parent().map(PathBuf::from).unwrap_or_default();
     let history = estimate::History::load(&campaign_dir, &run_dir.path);
@@ -234,12 +289,19 @@ fn drive(
     let limits = Limits {
         jobs: if opts.exclusive || run_cfg.exclusive {
             Some(1)
+        } else if use_slurm {
+            // Nothing is leased locally under Slurm: this cap is all that bounds the queue.
+            Some(
+                opts.jobs
+                    .or(prep.plan.slurm.max_jobs)
+                    .unwrap_or(crate::executor::slurm::DEFAULT_MAX_JOBS),
+            )
         } else {
             opts.jobs.or(run_cfg.jobs)
         },
         faults: crate::faults::Policy::from_config(run_cfg),
     };
-    let provenance = crate::provenance::collect(
+    let mut provenance = crate::provenance::collect(
         Some(&prep.plan.hash),
         Some(&prep.plan.source),
         &stacks::roots(
@@ -251,7 +313,12 @@ fn drive(
         ),
         Some(prep.seed),
     );
+    if use_slurm {
+        provenance.executor = Some("slurm".into());
+    }
     let (cancel_tx, cancel_rx) = watch::channel(false);
+    let (decision_tx, decision_rx) = watch::channel(None);
+    let decision_tx = Arc::new(decision_tx);
     let cancel_tx = Arc::new(cancel_tx);
     let mut driver = driver::EngineDriver {
         run_dir: run_dir.clone(),
@@ -274,12 +341,15 @@ fn drive(
         kept_runs: BTreeSet::new(),
         pool_probe: prep.plan.devices.probe.clone(),
         slurm: None,
+        reattach,
+        slurm_jobs: BTreeMap::new(),
+        detached: Vec::new(),
+        decision_tx: use_slurm.then(|| decision_tx.clone()),
+        attempts: BTreeMap::new(),
     };
     if pending == 0 {
         println!("nothing to run: every planned run is done; rebuilding results and report");
     }
-    let use_slurm =
-        opts.executor.unwrap_or(prep.plan.run.executor) == crate::plan::model::ExecutorKind::Slurm;
     let scheduler = Scheduler::new(dag, prep.pool, prep.plans, limits);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -289,22 +359,48 @@ fn drive(
     let summary = rt.block_on(async {
         // First Ctrl-C/SIGTERM: stop launching, stop running processes, record them
         // `interrupted`; a second one kills every child group and exits 3 (crate::interrupt).
+        let mut service = None;
         if use_slurm {
             // One task owns the Slurm executor so every run's job is polled in one batch.
             let executor = crate::executor::slurm::SlurmExecutor::new(prep.plan.slurm.clone());
+            let svc = crate::executor::slurm::SlurmService::start(executor).0;
+            if !stale_jobs.is_empty() {
+                let ids = stale_jobs
+                    .iter()
+                    .copied()
+                    .map(crate::executor::slurm::JobId);
+                if let Err(e) = svc.cancel(ids.collect()).await {
+                    eprintln!("warning: cannot cancel the earlier session's stale jobs: {e}");
+                }
+            }
             driver.slurm = Some(work::SlurmRun {
-                service: crate::executor::slurm::SlurmService::start(executor).0,
+                service: svc.clone(),
                 campaign: driver.campaign.clone(),
                 kind: prep.plan.devices.kind,
+                decision: decision_rx.clone(),
             });
+            service = Some(svc);
         }
         let interrupt = crate::interrupt::Interrupt::install()?;
         let mut signals = interrupt.subscribe();
         let tx = cancel_tx.clone();
+        let decision_tx = decision_tx.clone();
+        let cancel_at_once = opts.cancel_on_interrupt;
         tokio::spawn(async move {
             while signals.changed().await.is_ok() {
                 if *signals.borrow() {
+                    // Stop launching first; then decide about the jobs already in Slurm.
                     let _ = tx.send(true);
+                    if let Some(service) = &service {
+                        let decision = slurm::decide(service, cancel_at_once).await;
+                        decision_tx.send_if_modified(|d| {
+                            let unset = d.is_none();
+                            if unset {
+                                *d = Some(decision);
+                            }
+                            unset
+                        });
+                    }
                     break;
                 }
             }
@@ -312,6 +408,7 @@ fn drive(
         Ok::<_, Error>(scheduler.run(&mut driver, cancel_rx).await)
     })?;
     driver.progress.finish();
+    record_interrupt(&mut driver, &decision_rx, &run_dir.path);
     let mut set = driver.result_set(&summary.results);
     set.quarantined = earlier_quarantine
         .iter()

@@ -18,6 +18,7 @@ use crate::engine::{work, Options, Prepared};
 use crate::error::Result;
 use crate::journal::{self, Journal, Replay};
 use crate::lock::RunDirLock;
+use crate::plan::model::ExecutorKind;
 use crate::results::RunResult;
 
 /// What `campaign resume` found and hands to the engine.
@@ -43,6 +44,12 @@ pub struct Claimed {
     pub earlier_quarantine: BTreeMap<u32, String>,
     /// Runs this session executes or settles.
     pub pending: usize,
+    /// Slurm: open runs whose journaled job this session re-attaches to (run → job id).
+    pub reattach: BTreeMap<usize, u64>,
+    /// Slurm: journaled jobs of open runs that run again instead (changed fingerprint, or a
+    /// stack with one process per round): cancelled before anything starts, so two jobs never
+    /// write one bundle.
+    pub stale_jobs: Vec<u64>,
 }
 
 /// The command-line selection as the journal header keeps it. A relative `--cases` glob is
@@ -58,6 +65,18 @@ pub fn selection(opts: &Options) -> Value {
         }
     });
     json!({"stacks": opts.stacks, "filter": opts.filter, "cases": cases})
+}
+
+/// The executor a session uses: `--executor`, else the plan's `[run] executor`.
+pub fn executor(opts: &Options, plan: &crate::plan::Plan) -> ExecutorKind {
+    opts.executor.unwrap_or(plan.run.executor)
+}
+
+fn executor_name(kind: ExecutorKind) -> &'static str {
+    match kind {
+        ExecutorKind::Local => "local",
+        ExecutorKind::Slurm => "slurm",
+    }
 }
 
 /// `opts` with the selection a journal header recorded (`stacks`, `filter`, `cases`).
@@ -76,6 +95,15 @@ pub fn with_selection(mut opts: Options, header: &Map<String, Value>) -> Options
         .and_then(Value::as_str)
         .map(str::to_string);
     opts.case_glob = sel.get("cases").and_then(Value::as_str).map(str::to_string);
+    // A campaign started with `--executor slurm` resumes through Slurm (its jobs are there)
+    // unless the command line says otherwise.
+    if opts.executor.is_none() {
+        opts.executor = match header.get("executor").and_then(Value::as_str) {
+            Some("slurm") => Some(ExecutorKind::Slurm),
+            Some("local") => Some(ExecutorKind::Local),
+            _ => None,
+        };
+    }
     opts
 }
 
@@ -106,6 +134,7 @@ pub fn claim_new(prep: &Prepared, opts: &Options) -> Result<Claimed> {
             "seed": prep.seed,
             "campaign_version": env!("CARGO_PKG_VERSION"),
             "selection": selection(opts),
+            "executor": executor_name(executor(opts, &prep.plan)),
             "steps": steps,
         }),
     )?;
@@ -117,12 +146,15 @@ pub fn claim_new(prep: &Prepared, opts: &Options) -> Result<Claimed> {
         kept: BTreeMap::new(),
         earlier_quarantine: BTreeMap::new(),
         pending: prep.runs.len(),
+        reattach: BTreeMap::new(),
+        stale_jobs: Vec::new(),
     })
 }
 
 /// The existing run dir of `resume`: decide every planned run against the journal, print the
-/// diff, and turn done runs into presets whose results come from their bundles.
-pub fn claim_resume(prep: &mut Prepared, resume: Resume) -> Result<Claimed> {
+/// diff, and turn done runs into presets whose results come from their bundles. With `slurm`,
+/// open runs with a journaled job continue that attempt by re-attaching to the job.
+pub fn claim_resume(prep: &mut Prepared, resume: Resume, slurm: bool) -> Result<Claimed> {
     let Resume {
         run_dir,
         lock,
@@ -161,8 +193,25 @@ pub fn claim_resume(prep: &mut Prepared, resume: Resume) -> Result<Claimed> {
     let done: BTreeSet<String> = decided.done.iter().cloned().collect();
     let mut kept = BTreeMap::new();
     let mut lost = BTreeSet::new();
-    for (i, (key, _)) in planned.iter().enumerate() {
+    let mut reattach = BTreeMap::new();
+    let mut stale_jobs = Vec::new();
+    for (i, (key, fingerprint)) in planned.iter().enumerate() {
         prep.plans[i].first_attempt = replay.next_attempt(key);
+        if let Some((state, job)) = replay
+            .step(key)
+            .filter(|s| s.is_interrupted())
+            .and_then(|s| s.slurm_job.map(|j| (s, j)))
+            .filter(|(s, j)| j.attempt == s.attempts)
+        {
+            let stack = &prep.stacks[prep.runs[i].stack];
+            let same = state.fingerprint == *fingerprint;
+            if slurm && same && stack.def.shape() == crate::stack::Shape::Campaign {
+                prep.plans[i].first_attempt = job.attempt;
+                reattach.insert(i, job.id);
+            } else {
+                stale_jobs.push(job.id);
+            }
+        }
         if !done.contains(key) {
             continue;
         }
@@ -185,6 +234,21 @@ pub fn claim_resume(prep: &mut Prepared, resume: Resume) -> Result<Claimed> {
     }
     println!("run dir: {}", run_dir.path.display());
     println!("resume: {decided}");
+    if !reattach.is_empty() {
+        println!(
+            "resume: re-attaching to {} Slurm job{} of the earlier session",
+            reattach.len(),
+            if reattach.len() == 1 { "" } else { "s" }
+        );
+    }
+    if !slurm && !stale_jobs.is_empty() {
+        let ids: Vec<String> = stale_jobs.iter().map(u64::to_string).collect();
+        println!(
+            "resume: runs of Slurm jobs {} run again locally; if those jobs are still queued or running, `scancel {}` stops them",
+            ids.join(", "),
+            ids.join(" ")
+        );
+    }
     let mut note = Map::new();
     note.insert("resume".into(), json!(true));
     note.insert("retry_failed".into(), json!(retry_failed));
@@ -198,5 +262,7 @@ pub fn claim_resume(prep: &mut Prepared, resume: Resume) -> Result<Claimed> {
         pending: prep.runs.len() - kept.len(),
         kept,
         earlier_quarantine: replay.quarantined.clone(),
+        reattach,
+        stale_jobs,
     })
 }

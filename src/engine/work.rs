@@ -41,16 +41,14 @@ pub struct RunJob {
     pub cancel: watch::Receiver<bool>,
     /// Run the processes as Slurm batch jobs instead of locally.
     pub slurm: Option<SlurmRun>,
+    /// A Slurm job an earlier session submitted for this attempt (resume re-attaches to it).
+    pub reattach: Option<crate::executor::slurm::JobId>,
+    /// Told each Slurm job id as soon as it is known (the driver journals it).
+    pub on_submit: Option<OnSubmit>,
 }
 
-/// What a run needs to go through Slurm: the shared executor service and the job's naming and
-/// device request (see docs/slurm.md).
-#[derive(Debug, Clone)]
-pub struct SlurmRun {
-    pub service: crate::executor::slurm::SlurmService,
-    pub campaign: String,
-    pub kind: crate::plan::model::DeviceKind,
-}
+pub use crate::engine::slurm::SlurmRun;
+use crate::engine::slurm::{JobOutcome, OnSubmit};
 
 fn now() -> String {
     chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, false)
@@ -127,81 +125,39 @@ async fn one_process(
     Ok((outcome, parser.finish()))
 }
 
-/// One process as a Slurm batch job: submit, await its end (scancel on interrupt), then parse
-/// the `run.log` it left in the bundle like a local process's output.
-async fn slurm_process(
-    slurm: &SlurmRun,
-    job: &RunJob,
-    case: &Case,
-    spec: &ProcessSpec,
-    pctx: &ParseContext,
-    bundle: &Path,
-) -> Result<(ProcessOutcome, Parsed, crate::executor::slurm::JobEnd), String> {
-    use crate::executor::slurm::{process_outcome, replay_log, BatchJob};
-    let batch = BatchJob {
-        campaign: slurm.campaign.clone(),
-        case_id: job.case_id.clone(),
-        stack: job.stack.name.clone(),
-        devices: case.p,
-        kind: slurm.kind,
-        process: spec.clone(),
-        bundle_dir: bundle.to_path_buf(),
-    };
-    let submitted = slurm
-        .service
-        .submit(batch)
-        .await
-        .map_err(|e| format!("cannot submit to Slurm: {e}"))?;
-    let mut end_rx = submitted.end;
-    let mut cancel = job.cancel.clone();
-    let mut cancelled = *cancel.borrow();
-    if cancelled {
-        let _ = slurm.service.cancel_all().await;
-    }
-    let end = loop {
-        tokio::select! {
-            end = &mut end_rx => break end,
-            changed = cancel.changed(), if !cancelled => {
-                if changed.is_err() || *cancel.borrow() {
-                    cancelled = true;
-                    if changed.is_ok() {
-                        let _ = slurm.service.cancel_all().await;
-                    }
-                }
-            }
-        }
-    }
-    .map_err(|_| {
-        format!(
-            "the Slurm executor stopped before job {} ended",
-            submitted.id
-        )
-    })?;
-    let mut parser = parsers::make(&job.stack.def, pctx).map_err(|e| e.to_string())?;
-    replay_log(&spec.log_path, &mut |line| parser.feed(&line)).map_err(|e| e.to_string())?;
-    Ok((process_outcome(&end), parser.finish(), end))
+/// How [`execute`] ended.
+#[derive(Debug)]
+pub enum Executed {
+    /// The run has a result (any status); its bundle is written.
+    Run(Box<RunResult>),
+    /// Interrupted with its Slurm job left running: nothing recorded, resume re-attaches.
+    Detached(crate::executor::slurm::JobId),
 }
 
 /// Execute one run and write its bundle. Problems of the run become its status; `Err` only
 /// when the run dir cannot be written (disk full, a path that is not a folder): then nothing
 /// about this attempt is recorded and the campaign must stop.
-pub async fn execute(job: RunJob) -> crate::error::Result<RunResult> {
+pub async fn execute(job: RunJob) -> crate::error::Result<Executed> {
     let stack = &job.stack;
     let bundle = job.run_dir.bundle(&job.case_id, &stack.name);
     std::fs::create_dir_all(&bundle).map_err(|e| crate::error::Error::io(&bundle, e))?;
-    keep_previous_log(&bundle, job.attempt);
+    if job.reattach.is_none() {
+        // A re-attached job is still writing this attempt's run.log.
+        keep_previous_log(&bundle, job.attempt);
+    }
     let mut case = job.case.clone();
     if job.place {
         case.device_ids = job.lease.devices.clone();
     }
     let mut facts = ProcessFacts {
-        devices: job.lease.visible_ids().to_vec(),
+        devices: visible_ids(&job, &case),
         ..ProcessFacts::default()
     };
     let started = now();
     let mut result = match run_rounds(&job, &case, &bundle, &mut facts).await {
         Ok(r) => r,
         Err(Stop::Write(e)) => return Err(e),
+        Err(Stop::Detached(id)) => return Ok(Executed::Detached(id)),
         Err(Stop::Fail(reason)) => unrun(
             &case,
             &job.case_id,
@@ -215,13 +171,27 @@ pub async fn execute(job: RunJob) -> crate::error::Result<RunResult> {
     result.ended = Some(now());
     facts.attempt_logs = attempt_logs(&bundle, job.attempt);
     write_bundle(&job.run_dir, &result, &facts)?;
-    Ok(result)
+    Ok(Executed::Run(Box::new(result)))
 }
 
-/// Why a run ended early: a failure of the run, or of the run dir.
+/// The ids the stack is told (`CAMPAIGN_DEVICES`, `{{ devices }}`): the lease; under Slurm,
+/// where nothing is leased locally, the logical ids 0..P-1 (the job's batch script replaces
+/// them with the granted devices when Slurm grants any).
+fn visible_ids(job: &RunJob, case: &Case) -> Vec<u32> {
+    let leased = job.lease.visible_ids();
+    if job.slurm.is_some() && leased.is_empty() {
+        (0..case.p).collect()
+    } else {
+        leased.to_vec()
+    }
+}
+
+/// Why a run ended early: a failure of the run, or of the run dir, or its Slurm job was left
+/// running on an interrupt.
 enum Stop {
     Fail(String),
     Write(crate::error::Error),
+    Detached(crate::executor::slurm::JobId),
 }
 
 impl From<String> for Stop {
@@ -255,7 +225,7 @@ async fn run_rounds(
     let (warmup, timed) = (case.warmup_rounds, case.timed_rounds);
     let ctx = |w: u32, t: u32| RenderContext {
         case: case.clone(),
-        devices: job.lease.visible_ids().to_vec(),
+        devices: visible_ids(job, case),
         warmup: w,
         timed: t,
         case_file: case_file.clone(),
@@ -280,6 +250,7 @@ async fn run_rounds(
     let mut engine_timed = false;
     let mut last: Option<(ProcessOutcome, Parsed)> = None;
     let mut slurm_verdict: Option<(RunStatus, String)> = None;
+    let mut reattach = job.reattach;
     let mut merged = Parsed::default();
     for (w, t) in plan_rounds {
         let rendered = render(&stack.name, &stack.def, &ctx(w, t)).map_err(|e| e.to_string())?;
@@ -303,17 +274,47 @@ async fn run_rounds(
         let (outcome, parsed) = match &job.slurm {
             None => one_process(&spec, stack, &pctx, job.cancel.clone()).await?,
             Some(slurm) => {
-                let (outcome, parsed, end) =
-                    slurm_process(slurm, job, case, &spec, &pctx, bundle).await?;
-                if let Some(ids) = end.devices.as_ref().and_then(|d| d.ids.clone()) {
-                    facts.devices = ids;
+                let request = crate::engine::slurm::JobRequest {
+                    slurm,
+                    job: crate::engine::slurm::batch_job(
+                        slurm,
+                        &job.case_id,
+                        &stack.name,
+                        case.p,
+                        &spec,
+                        bundle,
+                    ),
+                    def: &stack.def,
+                    pctx: &pctx,
+                    // Only the first process of a run can be the one an earlier session left.
+                    reattach: reattach.take(),
+                    on_submit: job.on_submit.as_ref().ok_or("no job id receiver")?,
+                    cancel: job.cancel.clone(),
+                };
+                match crate::engine::slurm::run_job(request).await? {
+                    JobOutcome::Ended(outcome, parsed, end, id) => {
+                        if let Some(ids) = end.devices.as_ref().and_then(|d| d.ids.clone()) {
+                            facts.devices = ids;
+                        }
+                        facts.slurm = Some(crate::engine::slurm::manifest_entry(id, &end));
+                        // Slurm stopped the job (time limit, node failure, …): its state and
+                        // reason are the run's status, whatever the partial output says.
+                        if let (Some(status), Some(reason)) =
+                            (end.verdict.status(), end.verdict.reason())
+                        {
+                            slurm_verdict = Some((status, reason.to_string()));
+                        }
+                        (outcome, parsed)
+                    }
+                    JobOutcome::NotSubmitted => {
+                        slurm_verdict = Some((
+                            RunStatus::Interrupted,
+                            "interrupted before its Slurm job was submitted".into(),
+                        ));
+                        (crate::engine::slurm::not_submitted(), Parsed::default())
+                    }
+                    JobOutcome::Detached(id) => return Err(Stop::Detached(id)),
                 }
-                // Slurm stopped the job (time limit, node failure, …): its state and reason
-                // are the run's status, whatever the partial output says.
-                if let (Some(status), Some(reason)) = (end.verdict.status(), end.verdict.reason()) {
-                    slurm_verdict = Some((status, reason.to_string()));
-                }
-                (outcome, parsed)
             }
         };
         facts.signal = outcome.signal;

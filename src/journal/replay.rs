@@ -66,6 +66,16 @@ pub struct StepState {
     pub open_since: Option<String>,
     /// The latest `finished` line, even if a later attempt started after it.
     pub last_finished: Option<Finished>,
+    /// The Slurm job of the latest attempt (its latest `submitted` line); cleared when another
+    /// attempt starts. Kept after `finished` so `status` can name the job.
+    pub slurm_job: Option<SlurmJob>,
+}
+
+/// A `submitted` line: the Slurm job an attempt of a run step handed its work to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlurmJob {
+    pub id: u64,
+    pub attempt: u32,
 }
 
 impl StepState {
@@ -305,6 +315,10 @@ fn apply(
             state.attempts = state.attempts.max(attempt);
             state.fingerprint = fingerprint.clone();
             if event == "started" {
+                // The same attempt started again is a resume re-attaching to its job.
+                if state.slurm_job.is_some_and(|j| j.attempt != attempt) {
+                    state.slurm_job = None;
+                }
                 state.open_since = Some(t.clone());
                 started_at.insert(step, (attempt, t));
                 return Ok(());
@@ -336,6 +350,34 @@ fn apply(
                 line: number,
                 fields: line,
             });
+        }
+        "submitted" => {
+            let step = str_field(path, number, &line, "step")?;
+            let attempt = line
+                .get("attempt")
+                .and_then(Value::as_u64)
+                .and_then(|a| u32::try_from(a).ok())
+                .filter(|a| *a >= 1)
+                .ok_or_else(|| {
+                    field_error(path, number, "attempt", "missing; expected an integer >= 1")
+                })?;
+            let id = line
+                .get("slurm_job_id")
+                .and_then(Value::as_u64)
+                .ok_or_else(|| {
+                    field_error(
+                        path,
+                        number,
+                        "slurm_job_id",
+                        "missing; expected the Slurm job id (a positive integer)",
+                    )
+                })?;
+            if !out.steps.contains_key(&step) {
+                out.order.push(step.clone());
+            }
+            let state = out.steps.entry(step).or_default();
+            state.attempts = state.attempts.max(attempt);
+            state.slurm_job = Some(SlurmJob { id, attempt });
         }
         "quarantined" => {
             let device = line

@@ -259,3 +259,43 @@ fn other_events_are_kept_and_step_keys_round_trip() {
     assert_eq!(parse_run_step(&build_step("hccl")), None);
     assert_eq!(probe_step("hccl"), "probe:hccl");
 }
+
+#[test]
+fn submitted_slurm_job_is_kept_per_attempt_and_cleared_by_the_next_attempt() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut j = Journal::create(dir.path(), meta()).unwrap();
+    let base = j.syncs();
+    j.started("run:a:host", 1, "f1", no_extra()).unwrap();
+    j.submitted("run:a:host", 1, 41, false).unwrap();
+    assert_eq!(j.syncs(), base + 1, "the job id is durable at once");
+    j.started("run:b:host", 1, "f2", no_extra()).unwrap();
+    j.submitted("run:b:host", 1, 42, false).unwrap();
+    j.finished("run:b:host", 1, "f2", RunStatus::Fail, None, no_extra())
+        .unwrap();
+    j.started("run:b:host", 2, "f2", no_extra()).unwrap();
+    // A resume re-attaching to the same attempt restarts it and journals the job again.
+    j.started("run:a:host", 1, "f1", no_extra()).unwrap();
+    drop(j);
+    let r = replay(&dir.path().join(FILE_NAME)).unwrap();
+    let a = r.step("run:a:host").unwrap();
+    assert!(a.is_interrupted());
+    assert_eq!(a.slurm_job, Some(SlurmJob { id: 41, attempt: 1 }));
+    let b = r.step("run:b:host").unwrap();
+    assert_eq!(b.slurm_job, None, "attempt 2 has no job yet");
+    assert_eq!(r.next_attempt("run:b:host"), 3);
+
+    let path = dir.path().join(FILE_NAME);
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    writeln!(
+        f,
+        r#"{{"t":"x","event":"submitted","step":"run:c:host","attempt":1}}"#
+    )
+    .unwrap();
+    writeln!(f, r#"{{"t":"x","event":"session"}}"#).unwrap();
+    drop(f);
+    let err = replay(&path).unwrap_err().to_string();
+    assert!(err.contains("slurm_job_id"), "{err}");
+}

@@ -285,6 +285,7 @@ pub fn read_slurm(cx: &mut Ctx<'_>, item: &Item<'_>) -> SlurmConfig {
         "extra_args",
         "devices_arg",
         "poll_interval",
+        "max_jobs",
     ];
     for e in cx.known_entries(table, "slurm", KEYS) {
         let path = format!("slurm.{}", e.key);
@@ -304,6 +305,10 @@ pub fn read_slurm(cx: &mut Ctx<'_>, item: &Item<'_>) -> SlurmConfig {
                     s.devices_arg = Some(t);
                 }
             }
+            "max_jobs" => match cx.uint(it, &path, 100_000) {
+                Some(0) => cx.error(&it.span(), &path, "must be at least 1".into()),
+                n => s.max_jobs = n.map(|n| n as usize),
+            },
             _ => s.poll_interval = cx.duration(it, &path),
         }
     }

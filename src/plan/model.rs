@@ -243,4 +243,6 @@ pub struct SlurmConfig {
     /// How devices are requested, a template such as `--gres=npu:{{ p }}` or `--gpus={{ p }}`.
     pub devices_arg: Option<String>,
     pub poll_interval: Option<Duration>,
+    /// Jobs in the queue at once (`--jobs` wins; default `executor::slurm::DEFAULT_MAX_JOBS`).
+    pub max_jobs: Option<usize>,
 }

@@ -106,7 +106,12 @@ pub fn check_baseline(cx: &mut Ctx<'_>, plan: &Plan, spans: &Spans) {
 /// Run every whole-plan check; records diagnostics in `cx`, fills `plan.case_count` and the
 /// default device ids.
 pub fn check(cx: &mut Ctx<'_>, plan: &mut Plan, spans: &Spans) {
-    let pool_ids = plan.devices.ids.clone();
+    // Under Slurm the cluster grants devices: the local pool bounds nothing (docs/slurm.md).
+    let pool_ids = if plan.run.executor == crate::plan::model::ExecutorKind::Slurm {
+        Vec::new()
+    } else {
+        plan.devices.ids.clone()
+    };
     let pool_text = format!("devices.ids = {:?} ({} devices)", pool_ids, pool_ids.len());
     let pinned = plan.devices.placement == Placement::Pinned;
     let mut out = Collector::default();

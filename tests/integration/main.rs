@@ -9,6 +9,7 @@ mod report;
 mod resume;
 mod run;
 mod slurm;
+mod slurm_campaign;
 mod slurm_host;
 mod stacks;
 mod util;

@@ -33,6 +33,10 @@ use crate::plan::model::SlurmConfig;
 
 /// Polling interval when `[slurm] poll_interval` is not set.
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(2);
+/// Jobs in flight at once when neither `--jobs` nor `[slurm] max_jobs` says: enough to keep a
+/// partition busy, few enough that one campaign does not flood the queue (many sites cap jobs
+/// per user near a few hundred).
+pub const DEFAULT_MAX_JOBS: usize = 64;
 /// The interval never grows beyond this while nothing changes.
 pub const MAX_POLL_INTERVAL: Duration = Duration::from_secs(30);
 /// squeue failing this many polls in a row (slurmctld gone) becomes an error.
@@ -175,8 +179,17 @@ impl SlurmExecutor {
     }
 
     /// scancel `ids` (watched or not). They are reported by a later poll, as `Interrupted`.
+    /// Ids this executor already cancelled are not sent again.
     pub async fn cancel(&mut self, ids: &[JobId]) -> Result<()> {
-        self.cluster.scancel(ids).await?;
+        let ids: Vec<JobId> = ids
+            .iter()
+            .copied()
+            .filter(|id| !self.cancelled.contains(id))
+            .collect();
+        if ids.is_empty() {
+            return Ok(());
+        }
+        self.cluster.scancel(&ids).await?;
         self.cancelled.extend(ids.iter().copied());
         self.poll_soon();
         Ok(())

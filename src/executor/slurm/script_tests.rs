@@ -60,6 +60,7 @@ fn sbatch_command_uses_every_slurm_key() {
         extra_args: vec!["--exclusive".into()],
         devices_arg: Some("--gres=npu:{{ p }} --ntasks={{ p }}".into()),
         poll_interval: None,
+        max_jobs: None,
     };
     let argv = sbatch_command(&config, &job(Path::new("/b"))).unwrap();
     assert_eq!(

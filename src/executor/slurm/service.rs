@@ -22,6 +22,8 @@ enum Request {
     Submit(Box<BatchJob>, oneshot::Sender<Result<Submitted>>),
     Reattach(Attached, oneshot::Sender<oneshot::Receiver<JobEnd>>),
     CancelAll(oneshot::Sender<Result<()>>),
+    Cancel(Vec<JobId>, oneshot::Sender<Result<()>>),
+    Watching(oneshot::Sender<Vec<JobId>>),
 }
 
 /// A submitted job: its id (journal it) and its end (await it).
@@ -66,6 +68,20 @@ impl SlurmService {
         rx.await.map_err(|_| gone())?
     }
 
+    /// scancel these jobs (ids already cancelled by this executor are not sent again).
+    pub async fn cancel(&self, ids: Vec<JobId>) -> Result<()> {
+        let (tx, rx) = oneshot::channel();
+        self.send(Request::Cancel(ids, tx)).await?;
+        rx.await.map_err(|_| gone())?
+    }
+
+    /// The jobs being watched now (submitted or re-attached, not ended).
+    pub async fn watching(&self) -> Result<Vec<JobId>> {
+        let (tx, rx) = oneshot::channel();
+        self.send(Request::Watching(tx)).await?;
+        rx.await.map_err(|_| gone())
+    }
+
     async fn send(&self, request: Request) -> Result<()> {
         self.tx.send(request).await.map_err(|_| gone())
     }
@@ -102,6 +118,12 @@ async fn serve(mut exec: SlurmExecutor, mut rx: mpsc::Receiver<Request>) -> Resu
                 }
                 Some(Request::CancelAll(reply)) => {
                     let _ = reply.send(exec.cancel_all().await);
+                }
+                Some(Request::Cancel(ids, reply)) => {
+                    let _ = reply.send(exec.cancel(&ids).await);
+                }
+                Some(Request::Watching(reply)) => {
+                    let _ = reply.send(exec.watching());
                 }
             },
             ended = exec.poll(), if busy => {
