@@ -15,7 +15,9 @@ use std::time::{Duration, Instant};
 use petgraph::graph::NodeIndex;
 use tokio::sync::{mpsc, watch};
 
-use crate::artifacts::{write_atomic, write_bundle, write_json, ProcessFacts, RunDir};
+use crate::artifacts::{
+    pretty, write_atomic, write_atomic_all, write_bundle, write_json, ProcessFacts, RunDir,
+};
 use crate::case::Case;
 use crate::dag::Step;
 use crate::engine::health::{self, ProbeJob};
@@ -119,15 +121,16 @@ impl EngineDriver {
     /// results.json, results.csv, samples.csv — each atomically.
     pub fn write_results(&mut self, set: &ResultSet) -> Result<()> {
         self.last_write = Some(Instant::now());
-        write_json(&self.run_dir.file("results.json"), &json::document(set))?;
-        write_atomic(
-            &self.run_dir.file("results.csv"),
-            csv::results_csv(set).as_bytes(),
-        )?;
-        write_atomic(
-            &self.run_dir.file("samples.csv"),
-            csv::samples_csv(set).as_bytes(),
-        )
+        let (doc, runs, samples) = (
+            pretty(&json::document(set)),
+            csv::results_csv(set),
+            csv::samples_csv(set),
+        );
+        write_atomic_all(&[
+            (&self.run_dir.file("results.json"), doc.as_bytes()),
+            (&self.run_dir.file("results.csv"), runs.as_bytes()),
+            (&self.run_dir.file("samples.csv"), samples.as_bytes()),
+        ])
     }
 
     fn generate(&self) -> Result<()> {
@@ -146,13 +149,21 @@ impl EngineDriver {
             &self.run_dir.file("stacks.json"),
             &serde_json::Value::Object(defs),
         )?;
-        for r in &self.runs {
-            let path = self.run_dir.case_file(&r.case_id);
-            if !path.exists() {
-                write_atomic(&path, self.cases[r.case_index].to_pretty_json().as_bytes())?;
-            }
-        }
-        Ok(())
+        // One file per case (a case has a run per stack), synced together.
+        let cases: BTreeMap<std::path::PathBuf, usize> = self
+            .runs
+            .iter()
+            .map(|r| (self.run_dir.case_file(&r.case_id), r.case_index))
+            .filter(|(path, _)| !path.exists())
+            .collect();
+        let missing: Vec<_> = (cases.into_iter())
+            .map(|(path, i)| (path, self.cases[i].to_pretty_json()))
+            .collect();
+        let files: Vec<_> = missing
+            .iter()
+            .map(|(p, t)| (p.as_path(), t.as_bytes()))
+            .collect();
+        write_atomic_all(&files)
     }
 
     /// The fingerprint journal lines of a step carry.

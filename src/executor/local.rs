@@ -304,15 +304,24 @@ fn to_line(chunk: Chunk) -> OutputLine {
     }
 }
 
+/// Open `run.log` for appending; its folder is created only when missing (the engine has
+/// usually made the bundle folder already, and a `create_dir_all` first costs two syscalls).
 fn open_log(path: &std::path::Path) -> Result<std::fs::File> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    let open = || {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+    };
+    match open() {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+            }
+            open().map_err(|e| Error::io(path, e))
+        }
+        other => other.map_err(|e| Error::io(path, e)),
     }
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .map_err(|e| Error::io(path, e))
 }
 
 fn spawn_error(program: &str, e: std::io::Error) -> Error {
