@@ -295,14 +295,7 @@ fn apply(
     match event.as_str() {
         "started" | "finished" => {
             let step = str_field(path, number, &line, "step")?;
-            let attempt = line
-                .get("attempt")
-                .and_then(Value::as_u64)
-                .and_then(|a| u32::try_from(a).ok())
-                .filter(|a| *a >= 1)
-                .ok_or_else(|| {
-                    field_error(path, number, "attempt", "missing; expected an integer >= 1")
-                })?;
+            let attempt = attempt_field(path, number, &line)?;
             let fingerprint = line
                 .get("fingerprint")
                 .and_then(Value::as_str)
@@ -353,14 +346,7 @@ fn apply(
         }
         "submitted" => {
             let step = str_field(path, number, &line, "step")?;
-            let attempt = line
-                .get("attempt")
-                .and_then(Value::as_u64)
-                .and_then(|a| u32::try_from(a).ok())
-                .filter(|a| *a >= 1)
-                .ok_or_else(|| {
-                    field_error(path, number, "attempt", "missing; expected an integer >= 1")
-                })?;
+            let attempt = attempt_field(path, number, &line)?;
             let id = line
                 .get("slurm_job_id")
                 .and_then(Value::as_u64)
@@ -395,6 +381,15 @@ fn apply(
         }
     }
     Ok(())
+}
+
+/// The `attempt` field of a step line: an integer >= 1.
+fn attempt_field(path: &Path, number: usize, line: &Map<String, Value>) -> Result<u32> {
+    line.get("attempt")
+        .and_then(Value::as_u64)
+        .and_then(|a| u32::try_from(a).ok())
+        .filter(|a| *a >= 1)
+        .ok_or_else(|| field_error(path, number, "attempt", "missing; expected an integer >= 1"))
 }
 
 fn str_field(path: &Path, number: usize, line: &Map<String, Value>, name: &str) -> Result<String> {
