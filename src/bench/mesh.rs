@@ -2,7 +2,7 @@
 //! whole vector itself.
 //!
 //! Owns one rank's part of one round. Inputs were published in the shared windows when they
-//! were installed, and the round's start barrier (in `runner.rs`) is the barrier between
+//! were installed, and the inputs-ready barrier (timed, in `runner.rs`) is the barrier between
 //! publishing and reading. It must not time, check or allocate anything.
 
 use super::element::{reduce_sources, Element};

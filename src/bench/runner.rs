@@ -2,8 +2,8 @@
 //! check of timed rounds, and the aggregation rank 0 hands to the sink.
 //!
 //! Owns the round structure every variant shares:
-//! `[alloc (non-persistent) | poison] → 2 barriers → collective (timed) → barrier → [fault]
-//! check [release] → barrier → rank 0 reports`. The done-barrier guarantees no peer still reads a
+//! `[alloc (non-persistent) | poison] → 2 barriers → timed: (inputs-ready barrier → collective →
+//! done barrier) → [fault] check [release] → barrier → rank 0 reports`. The done-barrier guarantees no peer still reads a
 //! rank's output when it is corrupted, checked or freed; the end barrier guarantees every rank's
 //! slot is written before rank 0 reads it and that no peer reads a rank's output while it
 //! poisons it for the next round. It must not print or know the protocol's text.
@@ -161,10 +161,18 @@ fn rank_main<T: Element>(
         // nanoseconds of each other and no rank's execute_s includes a peer's wake-up.
         sh.sync.wait();
         sh.sync.wait();
+        // The timed region is what a zero-copy shared-memory allreduce call costs a caller: it
+        // must first learn that every peer's input is ready (the "inputs published" barrier —
+        // the algorithms read peers' buffers in place), and it may return only once no peer
+        // still reads its buffers (the done barrier), since the caller owns them again after
+        // the call. Leaving both outside would time mesh as a local reduction with no
+        // synchronisation at all, and make the host stack look faster than MPI_Allreduce
+        // (whose per-rank time includes its own synchronisation) for the wrong reason.
         let t0 = Instant::now();
-        (sh.algorithm)(&mut ctx);
-        mine.execute = t0.elapsed();
         sh.sync.wait();
+        (sh.algorithm)(&mut ctx);
+        sh.sync.wait();
+        mine.execute = t0.elapsed();
 
         if let Some(n) = timed_round {
             let t = Instant::now();
