@@ -33,7 +33,7 @@ pub fn run(args: &ResumeArgs) -> Result<i32> {
         eprintln!("journal: {torn}; removed it before continuing");
     }
     let replay = journal::replay(journal.path())?;
-    let mut plan = crate::plan::load(&plan_path)?;
+    let mut plan = load_frozen_plan(&plan_path, &replay.header)?;
     // Same seed, same stack order as the first session.
     if plan.run.seed.is_none() {
         plan.run.seed = replay
@@ -54,6 +54,33 @@ pub fn run(args: &ResumeArgs) -> Result<i32> {
     };
     let done = engine::resume(prepared, &opts, after, state)?;
     super::run::conclude(&done)
+}
+
+/// The frozen `plan.toml`, read as if it still lived where it was written (the journal header's
+/// `plan_file`), so relative `[cases] files` globs and templates mean what they meant for `run`.
+/// Problems are reported against the frozen copy, the file the user would edit.
+fn load_frozen_plan(
+    frozen: &Path,
+    header: &serde_json::Map<String, serde_json::Value>,
+) -> Result<crate::plan::Plan> {
+    let Some(origin) = header.get("plan_file").and_then(serde_json::Value::as_str) else {
+        return crate::plan::load(frozen);
+    };
+    let text = std::fs::read_to_string(frozen).map_err(|e| Error::io(frozen, e))?;
+    crate::plan::parse(&text, Path::new(origin)).map_err(|e| match e {
+        Error::Invalid(diags) => Error::Invalid(
+            diags
+                .into_iter()
+                .map(|mut d| {
+                    if d.file == Path::new(origin) {
+                        d.file = frozen.to_path_buf();
+                    }
+                    d
+                })
+                .collect(),
+        ),
+        other => other,
+    })
 }
 
 /// The run dir `target` names: a run dir (has `journal.jsonl`), a campaign folder (its newest

@@ -131,6 +131,10 @@ pub fn claim_new(prep: &Prepared, opts: &Options) -> Result<Claimed> {
         json!({
             "campaign": campaign,
             "plan_hash": prep.plan.hash,
+            // Where the plan was written: a resume reads the frozen copy but resolves its
+            // relative paths (`[cases] files`, `[report] template`) from here.
+            "plan_file": std::path::absolute(&prep.plan.source)
+                .unwrap_or_else(|_| prep.plan.source.clone()),
             "seed": prep.seed,
             "campaign_version": env!("CARGO_PKG_VERSION"),
             "selection": selection(opts),

@@ -121,3 +121,58 @@ fn resume_of_a_plan_without_run_dir_is_bad_input() {
         util::stderr(&out)
     );
 }
+
+/// A plan that runs seed case files by a relative glob: its frozen copy lives in the run dir,
+/// but resume (from any working directory) must resolve the glob where the plan was written.
+#[test]
+fn resume_resolves_plan_relative_case_files_from_the_original_plan() {
+    let dir = util::tempdir();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("cases")).unwrap();
+    std::fs::create_dir_all(root.join("plans")).unwrap();
+    for count in [64, 100] {
+        std::fs::write(
+            root.join(format!("cases/mesh_{count}.json")),
+            format!(
+                r#"{{"variant":"mesh","p":2,"count":{count},"platform":"host","warmup_rounds":1,"timed_rounds":2}}"#
+            ),
+        )
+        .unwrap();
+    }
+    std::fs::write(
+        root.join("plans/seed.toml"),
+        "[campaign]\nname = \"seed_files\"\n\n[cases]\nfiles = [\"../cases/*.json\"]\n\n[axes]\nstacks = [\"host\"]\n",
+    )
+    .unwrap();
+    let results = root.join("results");
+    let results_arg = results.to_str().unwrap();
+    let out = util::run_in(
+        root,
+        &["run", "plans/seed.toml", "--results-dir", results_arg, "-q"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    let run_dir = std::fs::read_dir(results.join("seed_files"))
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    // From an unrelated working directory, by run dir.
+    let elsewhere = util::tempdir();
+    let out = util::run_in(
+        elsewhere.path(),
+        &["resume", run_dir.to_str().unwrap(), "-q"],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        util::stdout(&out),
+        util::stderr(&out)
+    );
+    assert!(
+        util::stdout(&out).contains("nothing to run"),
+        "{}",
+        util::stdout(&out)
+    );
+}
