@@ -221,6 +221,15 @@ pub fn claim_resume(prep: &mut Prepared, resume: Resume, slurm: bool) -> Result<
         }
         let r = &prep.runs[i];
         match bundles.remove(&(r.case_id.clone(), prep.stacks[r.stack].name.clone())) {
+            // A pass always has timed samples; none means timing.json did not survive (e.g. a
+            // power loss after the manifest's rename reached disk but before the data did).
+            Some(result)
+                if result.status == crate::results::RunStatus::Pass
+                    && !result.samples.iter().any(|s| s.is_timed()) =>
+            {
+                println!("{key}: finished pass in the journal but its bundle has no timed samples (timing.json missing or empty); it runs again");
+                lost.insert(key.clone());
+            }
             Some(result) => {
                 let reason = result.error.clone().unwrap_or_default();
                 prep.plans[i].preset = Some((result.status, reason));

@@ -122,12 +122,9 @@ fn resume_of_a_plan_without_run_dir_is_bad_input() {
     );
 }
 
-/// A plan that runs seed case files by a relative glob: its frozen copy lives in the run dir,
-/// but resume (from any working directory) must resolve the glob where the plan was written.
-#[test]
-fn resume_resolves_plan_relative_case_files_from_the_original_plan() {
-    let dir = util::tempdir();
-    let root = dir.path();
+/// Run a two-case campaign of seed case files listed by a relative glob in `root/plans`;
+/// return its run dir.
+fn seed_file_campaign(root: &std::path::Path) -> std::path::PathBuf {
     std::fs::create_dir_all(root.join("cases")).unwrap();
     std::fs::create_dir_all(root.join("plans")).unwrap();
     for count in [64, 100] {
@@ -151,12 +148,20 @@ fn resume_resolves_plan_relative_case_files_from_the_original_plan() {
         &["run", "plans/seed.toml", "--results-dir", results_arg, "-q"],
     );
     assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
-    let run_dir = std::fs::read_dir(results.join("seed_files"))
+    std::fs::read_dir(results.join("seed_files"))
         .unwrap()
         .flatten()
         .next()
         .unwrap()
-        .path();
+        .path()
+}
+
+/// A plan that runs seed case files by a relative glob: its frozen copy lives in the run dir,
+/// but resume (from any working directory) must resolve the glob where the plan was written.
+#[test]
+fn resume_resolves_plan_relative_case_files_from_the_original_plan() {
+    let dir = util::tempdir();
+    let run_dir = seed_file_campaign(dir.path());
     // From an unrelated working directory, by run dir.
     let elsewhere = util::tempdir();
     let out = util::run_in(
@@ -175,4 +180,22 @@ fn resume_resolves_plan_relative_case_files_from_the_original_plan() {
         "{}",
         util::stdout(&out)
     );
+}
+
+/// A passed run whose timing.json did not survive (power loss between the manifest reaching
+/// disk and its samples) is not "done": resume runs it again and restores its samples.
+#[test]
+fn resume_reruns_a_pass_whose_timing_json_is_gone() {
+    let dir = util::tempdir();
+    let run_dir = seed_file_campaign(dir.path());
+    let bundle = run_dir.join("cases/mesh_p2_count64_fp32_host_d0-1/host");
+    std::fs::remove_file(bundle.join("timing.json")).unwrap();
+    let out = util::run_in(dir.path(), &["resume", run_dir.to_str().unwrap(), "-q"]);
+    let stdout = util::stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", util::stderr(&out));
+    assert!(stdout.contains("has no timed samples"), "{stdout}");
+    assert!(stdout.contains("1 done, 1 to run"), "{stdout}");
+    let samples: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(bundle.join("timing.json")).unwrap()).unwrap();
+    assert_eq!(samples.as_array().unwrap().len(), 3, "1 warmup + 2 timed");
 }
