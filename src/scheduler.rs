@@ -405,6 +405,9 @@ impl Scheduler {
                 _ = cooled => self.end_cooldowns(false),
             }
         }
+        // The last steps may have reported (e.g. Slurm runs detached because of the interrupt)
+        // before the select above saw the cancel: an interrupt that happened is one.
+        self.interrupted |= *cancel.borrow();
         // Runs whose retry never came (interrupted) end with their last attempt.
         let waiting = std::mem::take(&mut self.last);
         self.results.extend(waiting.into_values());

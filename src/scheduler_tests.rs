@@ -24,6 +24,9 @@ struct Fake {
     quarantined: Vec<(u32, String)>,
     /// Run step key → statuses of its attempts in order (then `status`).
     script: BTreeMap<String, Vec<RunStatus>>,
+    /// Interrupt the campaign as a run starts, just before it reports (the race of Slurm runs
+    /// detaching the moment Ctrl-C is decided).
+    interrupt_on_start: Option<watch::Sender<bool>>,
 }
 
 impl Fake {
@@ -75,6 +78,9 @@ impl Driver for Fake {
             }
             _ => Outcome::Done,
         };
+        if let Some(cancel) = &self.interrupt_on_start {
+            cancel.send(true).unwrap();
+        }
         tx.send(Report { node, outcome }).unwrap();
     }
 
@@ -351,6 +357,28 @@ fn cancelled_before_start_runs_nothing() {
     assert!(summary.interrupted);
     assert!(summary.results.is_empty());
     assert!(fake.events.is_empty());
+}
+
+#[test]
+fn an_interrupt_is_reported_even_when_the_last_run_reports_first() {
+    // Whichever of "run reported" and "cancel changed" the scheduler sees first, the campaign
+    // was interrupted; repeat so both orders of tokio::select! are exercised.
+    for _ in 0..20 {
+        let (cancel_tx, cancel_rx) = watch::channel(false);
+        let mut fake = Fake {
+            runs: runs(&[("c", "x")]),
+            status: [("x".to_string(), RunStatus::Interrupted)].into(),
+            interrupt_on_start: Some(cancel_tx),
+            ..Fake::default()
+        };
+        let dag = Dag::new(&[("x".to_string(), false)], &fake.runs);
+        let sched = Scheduler::new(dag, pool(2), vec![plan(2, 1.0)], Limits::default());
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let summary = rt.block_on(sched.run(&mut fake, cancel_rx));
+        assert!(summary.interrupted);
+    }
 }
 
 fn probed(p: usize) -> RunPlan {
