@@ -113,30 +113,14 @@ struct CaseView(Case);
 impl Object for CaseView {
     fn get_value(self: &Arc<Self>, key: &minijinja::Value) -> Option<minijinja::Value> {
         let c = &self.0;
-        Some(match key.as_str()? {
+        let key = key.as_str()?;
+        Some(match key {
             "case_id" => c.case_id().into(),
             "n_bytes" => c.n_bytes().into(),
             "window_nbytes" => c.window_nbytes().into(),
             "size_tier" => c.size_tier().into(),
             "bytes_per_rank_per_round" => c.bytes_per_rank_per_round().into(),
-            "variant" => c.variant.as_str().into(),
-            "p" => c.p.into(),
-            "count" => c.count.into(),
-            "dtype" => c.dtype.as_str().into(),
-            "device_ids" => c.device_ids.clone().into(),
-            "platform" => c.platform.as_str().into(),
-            "runtime" => c.runtime.as_str().into(),
-            "input_formula" => c.input_formula.as_str().into(),
-            "golden" => c.golden.as_str().into(),
-            "orch_profile" => c.orch_profile.as_str().into(),
-            "orch_tier" => c.orch_tier.as_str().into(),
-            "block_dim" => c.block_dim.into(),
-            "aicpu_thread_num" => c.aicpu_thread_num.into(),
-            "core_num" => c.core_num.into(),
-            "warmup_rounds" => c.warmup_rounds.into(),
-            "timed_rounds" => c.timed_rounds.into(),
-            "measure" => c.measure.as_str().into(),
-            _ => return None,
+            _ => field(c, key)?,
         })
     }
 
@@ -146,25 +130,34 @@ impl Object for CaseView {
 }
 
 /// One field of a case as JSON (exclude rules, filters, tables).
-pub fn field_value(c: &Case, field: &str) -> Option<Value> {
-    Some(match field {
+pub fn field_value(c: &Case, name: &str) -> Option<Value> {
+    field(c, name)
+}
+
+/// One primary field of a case as any value type both JSON and the filter's minijinja values
+/// convert from (one list of fields for both).
+fn field<V>(c: &Case, name: &str) -> Option<V>
+where
+    V: for<'a> From<&'a str> + From<u32> + From<u64> + From<Option<i64>> + From<Vec<u32>>,
+{
+    Some(match name {
         "variant" => c.variant.as_str().into(),
         "p" => c.p.into(),
         "count" => c.count.into(),
         "dtype" => c.dtype.as_str().into(),
         "device_ids" => c.device_ids.clone().into(),
         "platform" => c.platform.as_str().into(),
-        "runtime" => c.runtime.clone().into(),
-        "input_formula" => c.input_formula.clone().into(),
-        "golden" => c.golden.clone().into(),
-        "orch_profile" => c.orch_profile.clone().into(),
-        "orch_tier" => c.orch_tier.clone().into(),
+        "runtime" => c.runtime.as_str().into(),
+        "input_formula" => c.input_formula.as_str().into(),
+        "golden" => c.golden.as_str().into(),
+        "orch_profile" => c.orch_profile.as_str().into(),
+        "orch_tier" => c.orch_tier.as_str().into(),
         "block_dim" => c.block_dim.into(),
         "aicpu_thread_num" => c.aicpu_thread_num.into(),
         "core_num" => c.core_num.into(),
         "warmup_rounds" => c.warmup_rounds.into(),
         "timed_rounds" => c.timed_rounds.into(),
-        "measure" => c.measure.clone().into(),
+        "measure" => c.measure.as_str().into(),
         _ => return None,
     })
 }
