@@ -17,7 +17,7 @@ use crate::stack::StackDef;
 const TABLE_SIZING_ROWS: usize = 1000;
 
 pub fn run(args: &DryRunArgs) -> Result<i32> {
-    let plan = plan::load(&args.plan)?;
+    let plan = plan::load_with(&args.plan, args.executor.map(super::run::executor_kind))?;
     let stacks = plan::select_stacks(&plan, &args.stacks)?;
     for w in &plan.warnings {
         eprintln!("warning: {w}");

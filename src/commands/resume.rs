@@ -33,7 +33,20 @@ pub fn run(args: &ResumeArgs) -> Result<i32> {
         eprintln!("journal: {torn}; removed it before continuing");
     }
     let replay = journal::replay(journal.path())?;
-    let mut plan = load_frozen_plan(&plan_path, &replay.header)?;
+    // The executor the campaign ran with (the command line's wins): under Slurm the local
+    // device pool does not bound the cases.
+    let executor = args
+        .exec
+        .executor
+        .map(super::run::executor_kind)
+        .or_else(
+            || match replay.header.get("executor").and_then(|e| e.as_str()) {
+                Some("slurm") => Some(crate::plan::model::ExecutorKind::Slurm),
+                Some("local") => Some(crate::plan::model::ExecutorKind::Local),
+                _ => None,
+            },
+        );
+    let mut plan = load_frozen_plan(&plan_path, &replay.header, executor)?;
     // Same seed, same stack order as the first session.
     if plan.run.seed.is_none() {
         plan.run.seed = replay
@@ -62,12 +75,13 @@ pub fn run(args: &ResumeArgs) -> Result<i32> {
 fn load_frozen_plan(
     frozen: &Path,
     header: &serde_json::Map<String, serde_json::Value>,
+    executor: Option<crate::plan::model::ExecutorKind>,
 ) -> Result<crate::plan::Plan> {
     let Some(origin) = header.get("plan_file").and_then(serde_json::Value::as_str) else {
-        return crate::plan::load(frozen);
+        return crate::plan::load_with(frozen, executor);
     };
     let text = std::fs::read_to_string(frozen).map_err(|e| Error::io(frozen, e))?;
-    crate::plan::parse(&text, Path::new(origin)).map_err(|e| match e {
+    crate::plan::parse_with(&text, Path::new(origin), executor).map_err(|e| match e {
         Error::Invalid(diags) => Error::Invalid(
             diags
                 .into_iter()

@@ -21,6 +21,14 @@ pub fn options(args: &RunArgs) -> Options {
     }
 }
 
+/// The plan's executor kind for a `--executor` argument.
+pub fn executor_kind(arg: crate::cli::ExecutorArg) -> crate::plan::model::ExecutorKind {
+    match arg {
+        crate::cli::ExecutorArg::Local => crate::plan::model::ExecutorKind::Local,
+        crate::cli::ExecutorArg::Slurm => crate::plan::model::ExecutorKind::Slurm,
+    }
+}
+
 /// What `run` and `resume` share: `--jobs`, `--exclusive`, `-q`, `--results-dir`, `--executor`.
 pub fn exec_options(exec: &crate::cli::ExecOptions) -> Options {
     Options {
@@ -28,10 +36,7 @@ pub fn exec_options(exec: &crate::cli::ExecOptions) -> Options {
         exclusive: exec.exclusive,
         quiet: exec.quiet,
         results_dir: exec.results_dir.clone(),
-        executor: exec.executor.map(|e| match e {
-            crate::cli::ExecutorArg::Local => crate::plan::model::ExecutorKind::Local,
-            crate::cli::ExecutorArg::Slurm => crate::plan::model::ExecutorKind::Slurm,
-        }),
+        executor: exec.executor.map(executor_kind),
         cancel_on_interrupt: exec.cancel_on_interrupt,
         ..Options::default()
     }
@@ -42,8 +47,12 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         return Err(Error::Usage("--jobs must be at least 1".into()));
     }
     let plan = match &args.plan {
-        Some(p) => crate::plan::load(p)?,
-        None => crate::plan::parse(SMOKE_PLAN, Path::new("plans/smoke.toml"))?,
+        Some(p) => crate::plan::load_with(p, args.exec.executor.map(executor_kind))?,
+        None => crate::plan::parse_with(
+            SMOKE_PLAN,
+            Path::new("plans/smoke.toml"),
+            args.exec.executor.map(executor_kind),
+        )?,
     };
     let opts = options(args);
     let after = report_step(&plan, args.exec.template.clone());

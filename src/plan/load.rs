@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 use toml::de::DeTable;
 
 use super::diag::Source;
-use super::model::{CampaignMeta, Plan, Rounds};
+use super::model::{CampaignMeta, ExecutorKind, Plan, Rounds};
 use super::raw::{Ctx, Item};
 use super::sections::{
     read_axes, read_case, read_case_files, read_excludes, read_filter, read_rounds,
@@ -42,12 +42,24 @@ pub struct Spans {
 
 /// Read and parse a plan file.
 pub fn load(path: &Path) -> Result<Plan> {
+    load_with(path, None)
+}
+
+/// Read and parse a plan file as run with `--executor` (which decides whether the local device
+/// pool bounds the cases: under Slurm the cluster grants devices).
+pub fn load_with(path: &Path, executor: Option<ExecutorKind>) -> Result<Plan> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-    parse(&text, path)
+    parse_with(&text, path, executor)
 }
 
 /// Parse and validate plan text; `path` locates diagnostics and plan-relative files.
 pub fn parse(text: &str, path: &Path) -> Result<Plan> {
+    parse_with(text, path, None)
+}
+
+/// [`parse`], with the command line's `--executor` replacing the plan's `[run] executor`
+/// before the whole-plan checks.
+pub fn parse_with(text: &str, path: &Path, executor: Option<ExecutorKind>) -> Result<Plan> {
     let src = Source::new(path, text);
     let doc = match DeTable::parse(text) {
         Ok(doc) => doc,
@@ -117,6 +129,9 @@ pub fn parse(text: &str, path: &Path) -> Result<Plan> {
     stacks::check_axis(&mut cx, &plan, &spans);
     if let Some(item) = sections.get("run") {
         plan.run = config::read_run(&mut cx, item);
+    }
+    if let Some(executor) = executor {
+        plan.run.executor = executor;
     }
     if let Some(item) = sections.get("devices") {
         spans.devices = Some(item.span());

@@ -17,6 +17,6 @@ mod tests;
 mod validate;
 
 pub use config::parse_id_ranges;
-pub use load::{check_campaign_name, load, parse, TOP_KEYS};
+pub use load::{check_campaign_name, load, load_with, parse, parse_with, TOP_KEYS};
 pub use model::*;
 pub use stacks::select_stacks;

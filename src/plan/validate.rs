@@ -112,7 +112,7 @@ pub fn check(cx: &mut Ctx<'_>, plan: &mut Plan, spans: &Spans) {
     } else {
         plan.devices.ids.clone()
     };
-    let pool_text = format!("devices.ids = {:?} ({} devices)", pool_ids, pool_ids.len());
+    let pool_text = format!("devices.ids = {:?}", pool_ids);
     let pinned = plan.devices.placement == Placement::Pinned;
     let mut out = Collector::default();
     let mut count = 0u64;
@@ -189,9 +189,10 @@ pub fn check(cx: &mut Ctx<'_>, plan: &mut Plan, spans: &Spans) {
                         spans,
                         "p",
                         format!(
-                            "case {} needs {} devices but the pool has only {}",
+                            "case {} needs {} devices but the pool has only {} ({}); run it through Slurm (--executor slurm) or add devices",
                             case.case_id(),
                             case.p,
+                            pool_ids.len(),
                             pool_text
                         ),
                     )

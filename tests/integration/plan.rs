@@ -379,3 +379,27 @@ fn every_shipped_plan_validates() {
         assert_eq!(stdout(&out), format!("ok: {n} cases\n"), "{plan}");
     }
 }
+
+/// The local pool bounds P only for local runs: `--executor slurm` on the command line lifts
+/// the check just as `[run] executor = "slurm"` in the plan does (the cluster grants devices).
+#[test]
+fn executor_slurm_on_the_command_line_lifts_the_local_pool_check() {
+    let dir = tempdir();
+    let plan = dir.path().join("big.toml");
+    std::fs::write(
+        &plan,
+        "[campaign]\nname = \"big\"\n\n[axes]\nvariant = [\"mesh\"]\np = [4]\ncount = [256]\nstacks = [\"host\"]\n\n[devices]\nkind = \"npu\"\nids = \"0-1\"\n",
+    )
+    .unwrap();
+    let path = plan.to_str().unwrap();
+    let local = run(&["dry-run", path]);
+    assert_eq!(local.status.code(), Some(2), "{}", stdout(&local));
+    assert!(
+        stderr(&local).contains("needs 4 devices but the pool has only 2"),
+        "{}",
+        stderr(&local)
+    );
+    let slurm = run(&["dry-run", path, "--executor", "slurm"]);
+    assert_eq!(slurm.status.code(), Some(0), "{}", stderr(&slurm));
+    assert!(stdout(&slurm).contains("sbatch"), "{}", stdout(&slurm));
+}
