@@ -192,6 +192,20 @@ impl Figure for Panels {
     }
 }
 
+/// The series a run belongs to in the scaling and message-size figures: one line per
+/// (stack, variant, dtype, core_num), so different variants or core counts never share a line.
+pub type SeriesKey = (String, String, String, u32);
+
+/// The [`SeriesKey`] of a run.
+pub fn series_key(r: &crate::results::RunResult) -> SeriesKey {
+    (
+        r.stack.clone(),
+        r.case.variant.to_string(),
+        r.case.dtype.to_string(),
+        r.case.core_num,
+    )
+}
+
 /// Palette colour `i`, opaque.
 pub fn color(i: usize) -> RGBColor {
     let c = Palette99::pick(i).to_rgba();

@@ -5,11 +5,11 @@
 
 use std::collections::BTreeMap;
 
-use super::common::{labels, Axis, Panel, Panels, Series, Style};
+use super::common::{labels, series_key, Axis, Panel, Panels, Series, SeriesKey, Style};
 use crate::report::analysis::Analysis;
 use crate::results::ResultSet;
 
-type Key = (String, String, String, u32);
+type Key = SeriesKey;
 
 pub fn build(a: &Analysis, results: &ResultSet) -> Result<Panels, String> {
     let mut g: BTreeMap<u32, BTreeMap<Key, Vec<(f64, f64)>>> = BTreeMap::new();
@@ -18,12 +18,7 @@ pub fn build(a: &Analysis, results: &ResultSet) -> Result<Panels, String> {
             continue;
         };
         let r = &results.runs[s.index];
-        let key = (
-            r.stack.clone(),
-            r.case.variant.to_string(),
-            r.case.dtype.to_string(),
-            r.case.core_num,
-        );
+        let key = series_key(r);
         g.entry(r.case.p)
             .or_default()
             .entry(key)

@@ -6,11 +6,11 @@
 
 use std::collections::BTreeMap;
 
-use super::common::{labels, Axis, Panel, Panels, Series, Style};
+use super::common::{labels, series_key, Axis, Panel, Panels, Series, SeriesKey, Style};
 use crate::report::analysis::Analysis;
 use crate::results::ResultSet;
 
-type Key = (String, String, String, u32);
+type Key = SeriesKey;
 /// count → series key → (P, seconds) points.
 type ByCount = BTreeMap<u64, BTreeMap<Key, Vec<(f64, f64)>>>;
 /// Maps a series' (P, T) points to the plotted points.
@@ -21,12 +21,7 @@ fn groups(a: &Analysis, results: &ResultSet) -> ByCount {
     let mut g: BTreeMap<u64, BTreeMap<Key, Vec<(f64, f64)>>> = BTreeMap::new();
     for s in a.stats.values() {
         let r = &results.runs[s.index];
-        let key = (
-            r.stack.clone(),
-            r.case.variant.to_string(),
-            r.case.dtype.to_string(),
-            r.case.core_num,
-        );
+        let key = series_key(r);
         g.entry(r.case.count)
             .or_default()
             .entry(key)
