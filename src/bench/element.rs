@@ -78,74 +78,50 @@ fn reduce_block_direct<'a, T: Copy>(
     }
 }
 
-impl Element for f32 {
-    type Acc = f32;
-    const DTYPE: Dtype = Dtype::Fp32;
-    fn from_f64(v: f64) -> Self {
-        v as f32
-    }
-    fn to_f64(self) -> f64 {
-        f64::from(self)
-    }
-    fn widen(src: &[Self], acc: &mut [f32]) {
-        acc.copy_from_slice(src);
-    }
-    fn narrow(acc: &[f32], dst: &mut [Self]) {
-        dst.copy_from_slice(acc);
-    }
-    fn add(acc: &mut [f32], x: &[f32]) {
-        for (a, b) in acc.iter_mut().zip(x) {
-            *a += *b;
+/// `Element` for a 32-bit type that accumulates in itself: widening and narrowing are copies,
+/// and reductions add straight into the destination.
+macro_rules! self_accumulating {
+    ($t:ty, $dtype:expr, $add:expr) => {
+        impl Element for $t {
+            type Acc = $t;
+            const DTYPE: Dtype = $dtype;
+            fn from_f64(v: f64) -> Self {
+                // Validation keeps golden values inside the type (golden::range_problem).
+                v as $t
+            }
+            fn to_f64(self) -> f64 {
+                f64::from(self)
+            }
+            fn widen(src: &[Self], acc: &mut [$t]) {
+                acc.copy_from_slice(src);
+            }
+            fn narrow(acc: &[$t], dst: &mut [Self]) {
+                dst.copy_from_slice(acc);
+            }
+            fn add(acc: &mut [$t], x: &[$t]) {
+                let add = $add;
+                for (a, b) in acc.iter_mut().zip(x) {
+                    *a = add(*a, *b);
+                }
+            }
+            fn accumulate(src: &[Self], acc: &mut [$t], _tmp: &mut [$t]) {
+                Self::add(acc, src);
+            }
+            fn reduce_block<'a>(
+                dst: &mut [Self],
+                n_src: usize,
+                src: &dyn Fn(usize) -> &'a [Self],
+                _acc: &mut [$t],
+                _tmp: &mut [$t],
+            ) {
+                reduce_block_direct(dst, n_src, src, $add);
+            }
         }
-    }
-    fn accumulate(src: &[Self], acc: &mut [f32], _tmp: &mut [f32]) {
-        Self::add(acc, src);
-    }
-    fn reduce_block<'a>(
-        dst: &mut [Self],
-        n_src: usize,
-        src: &dyn Fn(usize) -> &'a [Self],
-        _acc: &mut [f32],
-        _tmp: &mut [f32],
-    ) {
-        reduce_block_direct(dst, n_src, src, |a, b| a + b);
-    }
+    };
 }
 
-impl Element for i32 {
-    type Acc = i32;
-    const DTYPE: Dtype = Dtype::Int32;
-    fn from_f64(v: f64) -> Self {
-        // Validation keeps golden values inside i32 (golden::range_problem).
-        v as i32
-    }
-    fn to_f64(self) -> f64 {
-        f64::from(self)
-    }
-    fn widen(src: &[Self], acc: &mut [i32]) {
-        acc.copy_from_slice(src);
-    }
-    fn narrow(acc: &[i32], dst: &mut [Self]) {
-        dst.copy_from_slice(acc);
-    }
-    fn add(acc: &mut [i32], x: &[i32]) {
-        for (a, b) in acc.iter_mut().zip(x) {
-            *a = a.wrapping_add(*b);
-        }
-    }
-    fn accumulate(src: &[Self], acc: &mut [i32], _tmp: &mut [i32]) {
-        Self::add(acc, src);
-    }
-    fn reduce_block<'a>(
-        dst: &mut [Self],
-        n_src: usize,
-        src: &dyn Fn(usize) -> &'a [Self],
-        _acc: &mut [i32],
-        _tmp: &mut [i32],
-    ) {
-        reduce_block_direct(dst, n_src, src, i32::wrapping_add);
-    }
-}
+self_accumulating!(f32, Dtype::Fp32, |a: f32, b: f32| a + b);
+self_accumulating!(i32, Dtype::Int32, i32::wrapping_add);
 
 impl Element for f16 {
     type Acc = f32;
