@@ -48,18 +48,8 @@ pub struct Plan {
     pub warnings: Vec<crate::error::Diagnostic>,
 }
 
-/// Figures `[report] figures` may name (the seed harness's set).
-pub const KNOWN_FIGURES: &[&str] = &[
-    "strong_scaling_t_total",
-    "strong_scaling_efficiency",
-    "message_size_bw",
-    "paired_stack_ratio",
-    "phase_breakdown",
-    "compile_breakdown",
-    "setup_breakdown",
-    "wall_vs_device",
-    "bw_model_fit",
-];
+/// Figures `[report] figures` may name: exactly the ones the report draws.
+pub const KNOWN_FIGURES: &[&str] = crate::report::figures::ALL;
 
 /// Run statuses `[run] retry_on` may name.
 pub const RETRY_STATUSES: &[&str] = &["timeout", "fail"];
