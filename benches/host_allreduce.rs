@@ -18,7 +18,7 @@ use std::time::Instant;
 
 use campaign::bench::region::Region;
 use campaign::bench::{self, Options};
-use campaign::case::{Case, Dtype, Platform, Variant};
+use campaign::model::case::{Case, Dtype, Platform, Variant};
 
 const BYTES: usize = 4 << 20;
 

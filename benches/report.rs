@@ -3,9 +3,15 @@
 
 use std::time::Instant;
 
-use campaign::case::{Dtype, Variant};
-use campaign::report::synthetic::{result_set, Spec, StackModel};
-use campaign::report::{render_all, Analysis, ReportOptions};
+// Shared with the integration tests, which use more of it than this benchmark does.
+#[allow(dead_code)]
+#[path = "../tests/integration/synthetic.rs"]
+mod synthetic;
+
+use campaign::model::case::{Dtype, Variant};
+use campaign::report::summary::Analysis;
+use campaign::report::{render_all, ReportOptions};
+use synthetic::{result_set, Spec, StackModel};
 
 fn main() {
     let spec = Spec {

@@ -6,7 +6,7 @@
 //! know about rounds, threads or output lines.
 
 use super::element::Element;
-use crate::golden;
+use crate::model::case::golden;
 
 /// Poison written to outputs before a round: the golden of `allreduce_sum_v1` is ≥ 1 for every
 /// input formula and P ≥ 2, and −1 is exact in every dtype, so an element the collective fails

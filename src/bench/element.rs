@@ -11,7 +11,7 @@
 use half::slice::HalfFloatSliceExt;
 use half::{bf16, f16};
 
-use crate::case::Dtype;
+use crate::model::case::Dtype;
 
 /// Elements per block the kernels accumulate in a stack buffer (8 KiB of f32: stays in L1).
 const BLOCK: usize = 2048;

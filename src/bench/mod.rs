@@ -26,7 +26,7 @@ pub mod window;
 
 use half::{bf16, f16};
 
-use crate::case::{Case, Dtype};
+use crate::model::case::{Case, Dtype};
 pub use check::Wrong;
 
 /// How to run a case.

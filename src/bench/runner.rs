@@ -18,8 +18,8 @@ use super::element::Element;
 use super::region::Region;
 use super::window::{Side, Windows};
 use super::{mesh, ring, twophase, Mismatch, Options, Outcome, RankCtx, RoundReport};
-use crate::case::{Case, Variant};
-use crate::golden;
+use crate::model::case::golden;
+use crate::model::case::{Case, Variant};
 
 /// What one rank measured in one round, read by rank 0 after the end barrier.
 #[derive(Debug, Clone, Copy, Default)]

@@ -2,7 +2,7 @@
 //! golden, round reports are complete, and a corrupted rank is caught.
 
 use super::*;
-use crate::case::Variant;
+use crate::model::case::Variant;
 
 const VARIANTS: [Variant; 3] = [Variant::Mesh, Variant::Ring, Variant::Twophase];
 const DTYPES: [Dtype; 4] = [Dtype::Fp32, Dtype::Fp16, Dtype::Bf16, Dtype::Int32];
@@ -10,8 +10,8 @@ const DTYPES: [Dtype; 4] = [Dtype::Fp32, Dtype::Fp16, Dtype::Bf16, Dtype::Int32]
 fn case(variant: Variant, p: u32, count: u64, dtype: Dtype) -> Case {
     let mut c = Case::new(variant, p, count);
     c.dtype = dtype;
-    c.platform = crate::case::Platform::Host;
-    if crate::golden::range_problem(&c).is_some() {
+    c.platform = crate::model::case::Platform::Host;
+    if crate::model::case::golden::range_problem(&c).is_some() {
         c.input_formula = "rank_mod16_v1".into();
     }
     assert!(c.problems().is_empty(), "{:?}", c.problems());
@@ -138,7 +138,7 @@ fn injected_fault_is_caught_with_rank_index_value_and_count() {
             assert_eq!(oks, vec![true, true, false, true], "{}", c.case_id());
             let m = rounds[2].mismatch.as_ref().unwrap();
             assert_eq!((m.rank, m.first.index, m.wrong_on_rank), (2, 5, 1));
-            let expected = crate::golden::expected_value(&c.input_formula, 4, 5);
+            let expected = crate::model::case::golden::expected_value(&c.input_formula, 4, 5);
             assert_eq!(m.first.expected, expected);
             let msg = outcome.error().unwrap();
             assert!(

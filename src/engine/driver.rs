@@ -15,20 +15,21 @@ use std::time::{Duration, Instant};
 use petgraph::graph::NodeIndex;
 use tokio::sync::{mpsc, watch};
 
-use crate::artifacts::{
-    pretty, write_atomic, write_atomic_all, write_bundle, write_json, ProcessFacts, RunDir,
-};
-use crate::case::Case;
-use crate::dag::Step;
 use crate::engine::health::{self, ProbeJob};
-use crate::engine::stacks::EngineStack;
+use crate::engine::progress::Progress;
+use crate::engine::schedule::dag::Step;
+use crate::engine::schedule::pool::Lease;
+use crate::engine::schedule::scheduler::{Driver, Outcome, Report};
 use crate::engine::work::{self, RunJob};
 use crate::error::Result;
-use crate::journal::Journal;
-use crate::pool::Lease;
-use crate::progress::Progress;
-use crate::results::{csv, json, Provenance, ResultSet, RunResult, RunStatus};
-use crate::scheduler::{Driver, Outcome, Report};
+use crate::executor::Executor;
+use crate::model::case::Case;
+use crate::model::results::{Provenance, ResultSet, RunResult, RunStatus};
+use crate::stack::resolve::EngineStack;
+use crate::store::atomic::{write_atomic, write_atomic_all};
+use crate::store::journal::Journal;
+use crate::store::layout::{pretty, write_bundle, write_json, ProcessFacts, RunDir};
+use crate::store::{csv, json};
 
 /// A step after `collect` (summarize, plot, report): a pure function of the run dir's results.
 pub type AfterStep = Box<dyn FnMut(&RunDir, &ResultSet) -> Result<()> + Send>;
@@ -68,19 +69,26 @@ pub struct EngineDriver {
     pub kept_runs: std::collections::BTreeSet<usize>,
     /// `[devices] probe`, the health probe of stacks without their own.
     pub pool_probe: Option<Vec<String>>,
-    /// Runs go to Slurm as batch jobs (`--executor slurm`); None = local processes.
-    pub slurm: Option<work::SlurmRun>,
-    /// Slurm: the jobs of runs an earlier session left running, by run (resume re-attaches).
-    pub reattach: BTreeMap<usize, u64>,
-    /// Slurm: the job of each run's running attempt, by run, with the attempt.
-    pub slurm_jobs: BTreeMap<usize, (u32, u64)>,
-    /// Slurm: jobs left running on an interrupt (their runs stay open in the journal).
-    pub detached: Vec<u64>,
-    /// Slurm: where the interrupt decision goes; a fatal error decides "leave running" (the
-    /// jobs' results are collected by resume once the problem is fixed).
-    pub decision_tx: Option<Arc<watch::Sender<Option<crate::engine::slurm::Decision>>>>,
+    /// Where runs execute (decided once, in prepare).
+    pub executor: Arc<dyn Executor>,
+    /// What the driver keeps about batch jobs (Slurm); empty for local runs.
+    pub jobs: Jobs,
     /// Attempt of each running run (the journal's `submitted` line carries it).
     pub attempts: BTreeMap<usize, u32>,
+}
+
+/// Batch jobs of the campaign's runs, as the driver journals them.
+#[derive(Default)]
+pub struct Jobs {
+    /// The jobs of runs an earlier session left running, by run (resume re-attaches).
+    pub reattach: BTreeMap<usize, u64>,
+    /// The job of each run's running attempt, by run, with the attempt.
+    pub running: BTreeMap<usize, (u32, u64)>,
+    /// Jobs left running on an interrupt (their runs stay open in the journal).
+    pub detached: Vec<u64>,
+    /// Where the interrupt decision goes; a fatal error decides "leave running" (the jobs'
+    /// results are collected by resume once the problem is fixed). None: no batch jobs.
+    pub decision_tx: Option<Arc<watch::Sender<Option<crate::executor::slurm::job::Decision>>>>,
 }
 
 /// Results files are rewritten after a finished run at most this often: every run's bundle is
@@ -208,7 +216,7 @@ impl EngineDriver {
         let mut extra = serde_json::Map::new();
         if let Step::Run { run, .. } = step {
             // The job that produced this attempt's result, to find it in Slurm's records.
-            if let Some((a, id)) = self.slurm_jobs.remove(run) {
+            if let Some((a, id)) = self.jobs.running.remove(run) {
                 if a == attempt {
                     extra.insert("slurm_job_id".into(), id.into());
                 }
@@ -225,12 +233,12 @@ impl EngineDriver {
     fn fail(&mut self, e: crate::error::Error) {
         self.progress.println(&format!("error: {e}"));
         self.fatal.get_or_insert(e);
-        if let Some(tx) = &self.decision_tx {
+        if let Some(tx) = &self.jobs.decision_tx {
             tx.send_if_modified(|d| {
                 let unset = d.is_none();
                 if unset {
-                    *d = Some(crate::engine::slurm::Decision {
-                        action: crate::engine::slurm::OnInterrupt::LeaveRunning,
+                    *d = Some(crate::executor::slurm::job::Decision {
+                        action: crate::executor::slurm::job::OnInterrupt::LeaveRunning,
                         jobs: Vec::new(),
                     });
                 }
@@ -301,15 +309,15 @@ impl Driver for EngineDriver {
                     place,
                     attempt,
                     cancel: self.cancel.clone(),
-                    slurm: self.slurm.clone(),
+                    executor: self.executor.clone(),
                     reattach: self
-                        .slurm
-                        .as_ref()
-                        .and_then(|_| self.reattach.remove(run))
+                        .jobs
+                        .reattach
+                        .remove(run)
                         .map(crate::executor::slurm::JobId),
-                    on_submit: self.slurm.as_ref().map(|_| {
+                    on_submit: self.executor.grants_devices().then(|| {
                         let tx = tx.clone();
-                        let notice: crate::engine::slurm::OnSubmit =
+                        let notice: crate::executor::slurm::job::OnSubmit =
                             Arc::new(move |id: crate::executor::slurm::JobId, reattached| {
                                 let outcome = Outcome::Submitted {
                                     job_id: id.0,
@@ -376,7 +384,7 @@ impl Driver for EngineDriver {
             return;
         };
         let attempt = self.attempts.get(run).copied().unwrap_or(1);
-        self.slurm_jobs.insert(*run, (attempt, job_id));
+        self.jobs.running.insert(*run, (attempt, job_id));
         if let Err(e) = self
             .journal
             .submitted(&step.key(), attempt, job_id, reattached)
@@ -418,8 +426,8 @@ impl Driver for EngineDriver {
             (Step::Run { run, .. }, _) if self.kept_runs.contains(run) => {}
             (Step::Run { run, .. }, Outcome::Detached(why)) => {
                 // No `finished` line: the run stays open with its job id for resume.
-                if let Some((_, id)) = self.slurm_jobs.remove(run) {
-                    self.detached.push(id);
+                if let Some((_, id)) = self.jobs.running.remove(run) {
+                    self.jobs.detached.push(id);
                 }
                 self.progress.finished(&key, None, why);
             }

@@ -14,8 +14,8 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
 
-use crate::case::Case;
-use crate::plan::StackOrder;
+use crate::model::case::Case;
+use crate::model::plan::StackOrder;
 
 /// Per-round overhead and throughput of the fallback model (only the order matters).
 const ROUND_OVERHEAD_S: f64 = 1e-3;
@@ -106,7 +106,7 @@ pub fn stack_orders(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::case::Variant;
+    use crate::model::case::Variant;
 
     #[test]
     fn history_wins_over_the_model() {

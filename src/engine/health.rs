@@ -11,19 +11,16 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
-use crate::artifacts::RunDir;
-use crate::case::Case;
-use crate::engine::stacks::EngineStack;
-use crate::engine::verdict::{self, Limits};
+use crate::engine::schedule::scheduler::ProbeReport;
+use crate::engine::verdict;
 use crate::executor::local::run_process;
-use crate::executor::{KillReason, ProcessSpec};
-use crate::scheduler::ProbeReport;
-use crate::stack::parsers::OutputLine;
+use crate::executor::{KillReason, ProcessSpec, GRACE};
+use crate::model::case::Case;
+use crate::model::output::OutputLine;
+use crate::model::stack::{CommandSpec, StackDef};
 use crate::stack::render::{render_probe, RenderContext};
-use crate::stack::{CommandSpec, StackDef};
-
-/// Between SIGTERM and SIGKILL of a probe that overran its limit.
-const GRACE: std::time::Duration = std::time::Duration::from_secs(3);
+use crate::stack::resolve::EngineStack;
+use crate::store::layout::RunDir;
 
 /// Which probe checks the devices of `stack`'s runs: the stack's own, else the pool's. The key
 /// names it for "already probed" bookkeeping (a device that passed the pool probe need not be
@@ -105,16 +102,12 @@ async fn probe_one(job: &ProbeJob, def: &StackDef, device: u32) -> Result<(), Op
     };
     // The probe's working directory is the run's bundle, which may not exist yet.
     let _ = std::fs::create_dir_all(&rendered.cwd);
-    let limits = Limits {
-        timeout: Some(job.stack.timeout),
-        no_output_timeout: job.stack.no_output_timeout,
-    };
     let spec = ProcessSpec {
         argv: rendered.argv,
         env: rendered.env,
         cwd: rendered.cwd,
-        timeout: limits.timeout,
-        no_output_timeout: limits.no_output_timeout,
+        timeout: Some(job.stack.timeout),
+        no_output_timeout: job.stack.no_output_timeout,
         grace: GRACE,
         log_path: job
             .run_dir
@@ -128,7 +121,7 @@ async fn probe_one(job: &ProbeJob, def: &StackDef, device: u32) -> Result<(), Op
     if outcome.killed == Some(KillReason::Interrupted) {
         return Err(None);
     }
-    match verdict::process_problem(&outcome, &limits) {
+    match verdict::process_problem(&outcome, &spec) {
         None => Ok(()),
         Some((_, why)) => Err(Some(why)),
     }

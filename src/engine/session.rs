@@ -5,7 +5,7 @@
 //! command-line selection so a resume prepares the same runs), the frozen `plan.toml` written
 //! before the journal exists, and turning `resume::plan` into engine terms: kept runs become
 //! presets whose results come from their bundles, attempts continue from the journal. It must
-//! not run anything or decide the resume rules themselves (`resume.rs`).
+//! not run anything or decide the resume rules themselves (`store::resume`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -13,13 +13,15 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
-use crate::artifacts::{write_atomic, RunDir};
 use crate::engine::{work, Options, Prepared};
 use crate::error::Result;
-use crate::journal::{self, Journal, Replay};
-use crate::lock::RunDirLock;
-use crate::plan::model::ExecutorKind;
-use crate::results::RunResult;
+use crate::model::plan::ExecutorKind;
+use crate::model::results::RunResult;
+use crate::store::atomic::write_atomic;
+use crate::store::journal;
+use crate::store::journal::{Journal, Replay};
+use crate::store::layout::RunDir;
+use crate::store::lock::RunDirLock;
 
 /// What `campaign resume` found and hands to the engine.
 pub struct Resume {
@@ -68,7 +70,7 @@ pub fn selection(opts: &Options) -> Value {
 }
 
 /// The executor a session uses: `--executor`, else the plan's `[run] executor`.
-pub fn executor(opts: &Options, plan: &crate::plan::Plan) -> ExecutorKind {
+pub fn executor(opts: &Options, plan: &crate::model::plan::Plan) -> ExecutorKind {
     opts.executor.unwrap_or(plan.run.executor)
 }
 
@@ -113,7 +115,7 @@ pub fn claim_new(prep: &Prepared, opts: &Options) -> Result<Claimed> {
     let results_dir = opts
         .results_dir
         .clone()
-        .unwrap_or_else(|| PathBuf::from(crate::artifacts::DEFAULT_RESULTS_DIR));
+        .unwrap_or_else(|| PathBuf::from(crate::store::layout::DEFAULT_RESULTS_DIR));
     let campaign = &prep.plan.campaign.name;
     let stamp = chrono::Local::now().format("%Y%m%d_%H%M%S").to_string();
     let run_dir = Arc::new(RunDir::create(&results_dir, campaign, &stamp)?);
@@ -187,9 +189,9 @@ pub fn claim_resume(prep: &mut Prepared, resume: Resume, slurm: bool) -> Result<
             )
         })
         .collect();
-    let mut decided = crate::resume::plan(&replay, &planned, retry_failed);
+    let mut decided = crate::store::resume::plan(&replay, &planned, retry_failed);
     let mut bundles: BTreeMap<(String, String), RunResult> =
-        crate::results::load::load_run_dir(&run_dir.path)?
+        crate::store::load::load_run_dir(&run_dir.path)?
             .runs
             .into_iter()
             .map(|r| ((r.case_id.clone(), r.stack.clone()), r))
@@ -209,7 +211,7 @@ pub fn claim_resume(prep: &mut Prepared, resume: Resume, slurm: bool) -> Result<
         {
             let stack = &prep.stacks[prep.runs[i].stack];
             let same = state.fingerprint == *fingerprint;
-            if slurm && same && stack.def.shape() == crate::stack::Shape::Campaign {
+            if slurm && same && stack.def.shape() == crate::model::stack::Shape::Campaign {
                 prep.plans[i].first_attempt = job.attempt;
                 reattach.insert(i, job.id);
             } else {
@@ -224,7 +226,7 @@ pub fn claim_resume(prep: &mut Prepared, resume: Resume, slurm: bool) -> Result<
             // A pass always has timed samples; none means timing.json did not survive (e.g. a
             // power loss after the manifest's rename reached disk but before the data did).
             Some(result)
-                if result.status == crate::results::RunStatus::Pass
+                if result.status == crate::model::results::RunStatus::Pass
                     && !result.samples.iter().any(|s| s.is_timed()) =>
             {
                 println!("{key}: finished pass in the journal but its bundle has no timed samples (timing.json missing or empty); it runs again");

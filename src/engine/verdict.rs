@@ -8,23 +8,16 @@
 
 use std::time::Duration;
 
-use crate::executor::{KillReason, ProcessOutcome};
-use crate::results::{RunStatus, Sample};
+use crate::executor::{KillReason, ProcessOutcome, ProcessSpec};
+use crate::model::results::{RunStatus, Sample};
 use crate::stack::parsers::Parsed;
 
-/// The limits a process ran under (for the wording of timeout reasons).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Limits {
-    pub timeout: Option<Duration>,
-    pub no_output_timeout: Option<Duration>,
-}
-
 fn secs(d: Duration) -> String {
-    crate::units::format_seconds(d.as_secs_f64())
+    crate::model::units::format_seconds(d.as_secs_f64())
 }
 
 /// Why a process did not end well, if it did not.
-pub fn process_problem(o: &ProcessOutcome, limits: &Limits) -> Option<(RunStatus, String)> {
+pub fn process_problem(o: &ProcessOutcome, limits: &ProcessSpec) -> Option<(RunStatus, String)> {
     match o.killed {
         Some(KillReason::Timeout) => {
             let limit = limits.timeout.map(secs).unwrap_or_else(|| "?".into());
@@ -111,7 +104,7 @@ pub fn judge(
     samples: &[Sample],
     warmup: u32,
     timed: u32,
-    limits: &Limits,
+    limits: &ProcessSpec,
 ) -> (RunStatus, Option<String>) {
     let said = |base: String| match &parsed.error {
         Some(e) => format!("{base}: {e}"),
@@ -177,7 +170,7 @@ mod tests {
     #[test]
     fn pass_needs_every_round() {
         let p = Parsed::default();
-        let l = Limits::default();
+        let l = ProcessSpec::default();
         assert_eq!(
             judge(&ok_outcome(), &p, &samples(3), 1, 2, &l).0,
             RunStatus::Pass
@@ -211,9 +204,10 @@ mod tests {
     #[test]
     fn reasons_name_the_cause() {
         let p = Parsed::default();
-        let l = Limits {
+        let l = ProcessSpec {
             timeout: Some(Duration::from_secs(2)),
             no_output_timeout: Some(Duration::from_secs(1)),
+            ..ProcessSpec::default()
         };
         let mut o = ok_outcome();
         o.exit_code = Some(3);

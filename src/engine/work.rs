@@ -8,24 +8,24 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::sync::watch;
 
-use crate::artifacts::{round_sample, write_bundle, write_json, ProcessFacts, RunDir};
-use crate::case::Case;
-use crate::engine::stacks::EngineStack;
-use crate::engine::verdict::{self, Limits};
+use crate::engine::schedule::pool::Lease;
+use crate::engine::verdict;
 use crate::executor::local::run_process;
-use crate::executor::{ProcessOutcome, ProcessSpec};
-use crate::pool::Lease;
-use crate::results::{RunResult, RunStatus, Sample};
-use crate::stack::parsers::{self, OutputLine, ParseContext, Parsed};
+use crate::executor::{
+    ExecFailure, Executor, ProcessOutcome, ProcessRequest, ProcessSpec, Ran, GRACE,
+};
+use crate::model::case::Case;
+use crate::model::output::OutputLine;
+use crate::model::results::{RunResult, RunStatus, Sample};
+use crate::model::stack::Shape;
+use crate::stack::parsers;
+use crate::stack::parsers::{ParseContext, Parsed};
 use crate::stack::render::{render, render_build, RenderContext};
-use crate::stack::Shape;
-
-/// Between SIGTERM and SIGKILL.
-const GRACE: Duration = Duration::from_secs(3);
+use crate::stack::resolve::EngineStack;
+use crate::store::layout::{round_sample, write_bundle, write_json, ProcessFacts, RunDir};
 
 /// Everything one run needs.
 pub struct RunJob {
@@ -39,16 +39,15 @@ pub struct RunJob {
     pub place: bool,
     pub attempt: u32,
     pub cancel: watch::Receiver<bool>,
-    /// Run the processes as Slurm batch jobs instead of locally.
-    pub slurm: Option<SlurmRun>,
+    /// Where the processes run (decided once for the campaign).
+    pub executor: Arc<dyn Executor>,
     /// A Slurm job an earlier session submitted for this attempt (resume re-attaches to it).
     pub reattach: Option<crate::executor::slurm::JobId>,
     /// Told each Slurm job id as soon as it is known (the driver journals it).
     pub on_submit: Option<OnSubmit>,
 }
 
-pub use crate::engine::slurm::SlurmRun;
-use crate::engine::slurm::{JobOutcome, OnSubmit};
+use crate::executor::slurm::job::OnSubmit;
 
 fn now() -> String {
     chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, false)
@@ -106,25 +105,6 @@ fn attempt_logs(bundle: &Path, attempt: u32) -> Vec<String> {
         .collect()
 }
 
-/// One process: run it and feed its lines to a fresh parser.
-async fn one_process(
-    spec: &ProcessSpec,
-    stack: &EngineStack,
-    pctx: &ParseContext,
-    cancel: watch::Receiver<bool>,
-) -> Result<(ProcessOutcome, Parsed), Stop> {
-    let mut parser = parsers::make(&stack.def, pctx).map_err(|e| e.to_string())?;
-    let mut on_line = |line: OutputLine| parser.feed(&line);
-    let outcome = run_process(spec, &mut on_line, cancel)
-        .await
-        .map_err(|e| match e {
-            // The raw log could not be opened: the run dir is not writable.
-            e @ crate::error::Error::Io { .. } => Stop::Write(e),
-            e => Stop::Fail(format!("cannot start the stack process: {e}")),
-        })?;
-    Ok((outcome, parser.finish()))
-}
-
 /// How [`execute`] ended.
 #[derive(Debug)]
 pub enum Executed {
@@ -179,7 +159,7 @@ pub async fn execute(job: RunJob) -> crate::error::Result<Executed> {
 /// them with the granted devices when Slurm grants any).
 fn visible_ids(job: &RunJob, case: &Case) -> Vec<u32> {
     let leased = job.lease.visible_ids();
-    if job.slurm.is_some() && leased.is_empty() {
+    if job.executor.grants_devices() && leased.is_empty() {
         (0..case.p).collect()
     } else {
         leased.to_vec()
@@ -218,7 +198,7 @@ async fn run_rounds(
     } else {
         // Placed on other devices than planned: the stack reads the case as it runs.
         let f = bundle.join("case.json");
-        crate::artifacts::write_atomic(&f, case.to_pretty_json().as_bytes())
+        crate::store::atomic::write_atomic(&f, case.to_pretty_json().as_bytes())
             .map_err(Stop::Write)?;
         f
     };
@@ -234,9 +214,13 @@ async fn run_rounds(
         root: stack.root.clone().ok().flatten(),
         campaign_exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("campaign")),
     };
-    let limits = Limits {
+    // The limits every process of the run gets (and that the verdict words a timeout with).
+    let limits = ProcessSpec {
         timeout: Some(stack.timeout),
         no_output_timeout: stack.no_output_timeout,
+        grace: GRACE,
+        log_path: bundle.join("run.log"),
+        ..ProcessSpec::default()
     };
     let plan_rounds: Vec<(u32, u32)> = match stack.def.shape() {
         Shape::Campaign => vec![(warmup, timed)],
@@ -260,10 +244,7 @@ async fn run_rounds(
             argv: rendered.argv,
             env: rendered.env,
             cwd: rendered.cwd,
-            timeout: limits.timeout,
-            no_output_timeout: limits.no_output_timeout,
-            grace: GRACE,
-            log_path: bundle.join("run.log"),
+            ..limits.clone()
         };
         let pctx = ParseContext {
             n_bytes: case.n_bytes(),
@@ -271,51 +252,57 @@ async fn run_rounds(
             warmup: w,
             timed: t,
         };
-        let (outcome, parsed) = match &job.slurm {
-            None => one_process(&spec, stack, &pctx, job.cancel.clone()).await?,
-            Some(slurm) => {
-                let request = crate::engine::slurm::JobRequest {
-                    slurm,
-                    job: crate::engine::slurm::batch_job(
-                        slurm,
-                        &job.case_id,
-                        &stack.name,
-                        case.p,
-                        &spec,
-                        bundle,
-                    ),
-                    def: &stack.def,
-                    pctx: &pctx,
-                    // Only the first process of a run can be the one an earlier session left.
-                    reattach: reattach.take(),
-                    on_submit: job.on_submit.as_ref().ok_or("no job id receiver")?,
-                    cancel: job.cancel.clone(),
-                };
-                match crate::engine::slurm::run_job(request).await? {
-                    JobOutcome::Ended(outcome, parsed, end, id) => {
-                        if let Some(ids) = end.devices.as_ref().and_then(|d| d.ids.clone()) {
-                            facts.devices = ids;
-                        }
-                        facts.slurm = Some(crate::engine::slurm::manifest_entry(id, &end));
-                        // Slurm stopped the job (time limit, node failure, …): its state and
-                        // reason are the run's status, whatever the partial output says.
-                        if let (Some(status), Some(reason)) =
-                            (end.verdict.status(), end.verdict.reason())
-                        {
-                            slurm_verdict = Some((status, reason.to_string()));
-                        }
-                        (outcome, parsed)
+        let mut parser = parsers::make(&stack.def, &pctx).map_err(|e| e.to_string())?;
+        let request = ProcessRequest {
+            spec: &spec,
+            case_id: &job.case_id,
+            stack: &stack.name,
+            devices: case.p,
+            bundle,
+            // Only the first process of a run can be the one an earlier session left.
+            reattach: reattach.take(),
+            on_submit: job.on_submit.as_ref(),
+            cancel: job.cancel.clone(),
+        };
+        let ran = job
+            .executor
+            .run(request, &mut |line: OutputLine| parser.feed(&line))
+            .await
+            .map_err(|e| match e {
+                ExecFailure::RunDir(e) => Stop::Write(e),
+                ExecFailure::Run(reason) => Stop::Fail(reason),
+            })?;
+        let (outcome, parsed) = match ran {
+            Ran::Ended {
+                outcome,
+                job: batch,
+            } => {
+                if let Some((id, end)) = batch {
+                    if let Some(ids) = end.devices.as_ref().and_then(|d| d.ids.clone()) {
+                        facts.devices = ids;
                     }
-                    JobOutcome::NotSubmitted => {
-                        slurm_verdict = Some((
-                            RunStatus::Interrupted,
-                            "interrupted before its Slurm job was submitted".into(),
-                        ));
-                        (crate::engine::slurm::not_submitted(), Parsed::default())
+                    facts.slurm = Some(crate::executor::slurm::job::manifest_entry(id, &end));
+                    // Slurm stopped the job (time limit, node failure, …): its state and
+                    // reason are the run's status, whatever the partial output says.
+                    if let (Some(status), Some(reason)) =
+                        (end.verdict.status(), end.verdict.reason())
+                    {
+                        slurm_verdict = Some((status, reason.to_string()));
                     }
-                    JobOutcome::Detached(id) => return Err(Stop::Detached(id)),
                 }
+                (outcome, parser.finish())
             }
+            Ran::NotStarted => {
+                slurm_verdict = Some((
+                    RunStatus::Interrupted,
+                    "interrupted before its Slurm job was submitted".into(),
+                ));
+                (
+                    crate::executor::slurm::job::not_submitted(),
+                    Parsed::default(),
+                )
+            }
+            Ran::Detached(id) => return Err(Stop::Detached(id)),
         };
         facts.signal = outcome.signal;
         let mut got = parsed.samples.clone();
@@ -408,13 +395,7 @@ pub async fn build(
     let outcome = run_process(&spec, &mut |_line: OutputLine| {}, cancel)
         .await
         .map_err(|e| format!("build failed to start: {e}"))?;
-    match verdict::process_problem(
-        &outcome,
-        &Limits {
-            timeout: spec.timeout,
-            no_output_timeout: spec.no_output_timeout,
-        },
-    ) {
+    match verdict::process_problem(&outcome, &spec) {
         None => Ok(()),
         Some((_, why)) => Err(format!("build failed ({why}); log: {}", rel.display())),
     }
@@ -429,7 +410,7 @@ pub fn probe(stack: &EngineStack) -> Result<(), String> {
     }
 }
 
-/// The run's fingerprint (crate::fingerprint) from the planned case and its rendered command;
+/// The run's fingerprint (crate::store::fingerprint) from the planned case and its rendered command;
 /// a command that does not render has the fingerprint of its definition alone.
 pub fn fingerprint(run_dir: &RunDir, case_id: &str, stack: &EngineStack, case: &Case) -> String {
     let ctx = RenderContext {
@@ -446,7 +427,7 @@ pub fn fingerprint(run_dir: &RunDir, case_id: &str, stack: &EngineStack, case: &
     let (argv, env) = render(&stack.name, &stack.def, &ctx)
         .map(|r| (r.argv, r.env))
         .unwrap_or_default();
-    crate::fingerprint::run_fingerprint(case, &stack.def, &argv, &env)
+    crate::store::fingerprint::run_fingerprint(case, &stack.def, &argv, &env)
 }
 
 /// Fingerprint of a build or probe step: the stack's definition.

@@ -20,7 +20,7 @@ use tokio::time::{sleep_until, Instant};
 use crate::error::{Error, Result};
 use crate::executor::pgroup::{group_alive, signal_group};
 use crate::executor::{KillReason, ProcessOutcome, ProcessSpec};
-use crate::stack::parsers::{OutputLine, Stream};
+use crate::model::output::{OutputLine, Stream};
 
 /// A line longer than this is handed to `on_line` in pieces (the log still gets every byte),
 /// so a stack printing megabytes without a newline cannot exhaust memory.

@@ -1,54 +1,107 @@
-//! Executors: where a run's processes actually execute (local machine, or Slurm).
+//! Executors: where a run's processes actually execute — this machine (`local`, with `pgroup`
+//! for process groups) or a Slurm cluster (`slurm`).
 //!
-//! The scheduler owns run state; executors only run what they are given and report back.
-//! `ProcessSpec`/`ProcessOutcome` are the contract of one stack process: argv, env, cwd,
-//! limits in; exit status, timing and every output line (to the parser and to `run.log`) out.
+//! The engine decides the executor once, when it prepares a campaign, and hands every run's
+//! processes to it through the [`Executor`] trait; the scheduler owns run state and executors
+//! only run what they are given and report back. `process` is the contract of one process
+//! (`ProcessSpec` in, `ProcessOutcome` out); every output line reaches the caller's `on_line`.
 
 pub mod local;
 pub mod pgroup;
+pub mod process;
 pub mod slurm;
 
-use std::path::PathBuf;
-use std::time::Duration;
+use std::future::Future;
+use std::path::Path;
+use std::pin::Pin;
 
-/// One process to run for a stack.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ProcessSpec {
-    /// Program and arguments (a shell stack has `["sh", "-c", cmd]`).
-    pub argv: Vec<String>,
-    /// Variables added to campaign's own environment.
-    pub env: Vec<(String, String)>,
-    pub cwd: PathBuf,
-    /// Wall-clock limit.
-    pub timeout: Option<Duration>,
-    /// Kill when no line arrived on either stream for this long.
-    pub no_output_timeout: Option<Duration>,
-    /// Time between SIGTERM and SIGKILL to the process group.
-    pub grace: Duration,
-    /// Raw output, whole, appended here as it arrives (stdout and stderr interleaved by line).
-    pub log_path: PathBuf,
+use tokio::sync::watch;
+
+use crate::error::Error;
+use crate::model::output::OutputLine;
+pub use process::{KillReason, ProcessOutcome, ProcessSpec, GRACE};
+use slurm::job::OnSubmit;
+use slurm::{JobEnd, JobId};
+
+/// One process of a run, as handed to an executor.
+pub struct ProcessRequest<'a> {
+    pub spec: &'a ProcessSpec,
+    pub case_id: &'a str,
+    pub stack: &'a str,
+    /// Devices the process needs (a cluster grants them; locally they are already leased).
+    pub devices: u32,
+    /// The run's bundle folder (a batch job leaves its result files there).
+    pub bundle: &'a Path,
+    /// A job an earlier session started for this attempt: watch it instead of starting anew.
+    pub reattach: Option<JobId>,
+    /// Told the job id as soon as the executor has one (the driver journals it).
+    pub on_submit: Option<&'a OnSubmit>,
+    pub cancel: watch::Receiver<bool>,
 }
 
-/// Why a process was killed by the engine.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum KillReason {
-    Timeout,
-    NoOutput,
-    Interrupted,
+/// How one process of a run ended.
+#[derive(Debug)]
+pub enum Ran {
+    /// It ran to its end (or was killed): the outcome, and the batch job that ran it, if any.
+    Ended {
+        outcome: ProcessOutcome,
+        job: Option<(JobId, Box<JobEnd>)>,
+    },
+    /// Interrupted before the process was started (a job not yet submitted).
+    NotStarted,
+    /// Interrupted, with the process left running for `campaign resume` to re-attach.
+    Detached(JobId),
 }
 
-/// How a process ended.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ProcessOutcome {
-    pub exit_code: Option<i32>,
-    pub signal: Option<i32>,
-    pub killed: Option<KillReason>,
-    /// Monotonic wall time from spawn to exit.
-    pub elapsed: Duration,
+/// Why an executor could not run a process.
+#[derive(Debug)]
+pub enum ExecFailure {
+    /// The run dir cannot be written (the raw log could not be opened): the campaign stops.
+    RunDir(Error),
+    /// The process could not be run; this is the run's reason.
+    Run(String),
 }
 
-impl ProcessOutcome {
-    pub fn success(&self) -> bool {
-        self.exit_code == Some(0) && self.killed.is_none()
+/// Every line of the process's output, as it arrives (locally) or replayed from its `run.log`
+/// once its job ended (Slurm).
+pub type OnLine<'a> = &'a mut (dyn FnMut(OutputLine) + Send);
+
+/// A boxed future, so executors can be used as `dyn Executor`.
+pub type Running<'a> = Pin<Box<dyn Future<Output = Result<Ran, ExecFailure>> + Send + 'a>>;
+
+/// Where a campaign's run processes execute.
+pub trait Executor: Send + Sync {
+    /// `local` or `slurm`, as provenance records it.
+    fn name(&self) -> &'static str;
+    /// True when the executor grants devices itself (nothing is leased on this machine).
+    fn grants_devices(&self) -> bool;
+    /// Run one process to its end.
+    fn run<'a>(&'a self, req: ProcessRequest<'a>, on_line: OnLine<'a>) -> Running<'a>;
+}
+
+/// Processes on this machine, in their own process groups (`local::run_process`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Local;
+
+impl Executor for Local {
+    fn name(&self) -> &'static str {
+        "local"
+    }
+
+    fn grants_devices(&self) -> bool {
+        false
+    }
+
+    fn run<'a>(&'a self, req: ProcessRequest<'a>, on_line: OnLine<'a>) -> Running<'a> {
+        Box::pin(async move {
+            match local::run_process(req.spec, on_line, req.cancel).await {
+                Ok(outcome) => Ok(Ran::Ended { outcome, job: None }),
+                // The raw log could not be opened: the run dir is not writable.
+                Err(e @ Error::Io { .. }) => Err(ExecFailure::RunDir(e)),
+                Err(e) => Err(ExecFailure::Run(format!(
+                    "cannot start the stack process: {e}"
+                ))),
+            }
+        })
     }
 }

@@ -7,12 +7,12 @@
 use std::path::Path;
 
 use super::diag::relative_to;
-use super::load::Spans;
-use super::model::{
+use super::diag::Spans;
+use super::raw::{Ctx, Item};
+use crate::model::plan::{
     DeviceKind, DevicesConfig, ExecutorKind, Placement, ReportConfig, RunConfig, SlurmConfig,
     StackOrder, KNOWN_FIGURES, RETRY_STATUSES,
 };
-use super::raw::{Ctx, Item};
 
 pub fn read_run(cx: &mut Ctx<'_>, item: &Item<'_>) -> RunConfig {
     let mut run = RunConfig::default();

@@ -3,6 +3,7 @@
 //!
 //! It knows nothing about what a plan means; callers say what is wrong. It must not print.
 
+use std::collections::HashMap;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
@@ -174,4 +175,16 @@ mod tests {
         );
         assert_eq!(did_you_mean("zzz", ["variant", "count"]), "");
     }
+}
+
+/// Where each case field got its value in the file (an axis array or a `[case]` entry), so
+/// per-case problems can point at the line that caused them.
+#[derive(Debug, Default)]
+pub struct Spans {
+    pub fields: HashMap<String, Range<usize>>,
+    pub stacks: Option<Range<usize>>,
+    pub filter: Option<Range<usize>>,
+    pub excludes: Vec<Range<usize>>,
+    pub devices: Option<Range<usize>>,
+    pub baseline: Option<Range<usize>>,
 }

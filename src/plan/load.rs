@@ -5,15 +5,13 @@
 //! tables, `validate.rs` the cross-checks over the whole product. Every problem is collected
 //! before failing so a user sees all of them at once.
 
-use std::collections::{BTreeMap, HashMap};
-use std::ops::Range;
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use sha2::{Digest, Sha256};
 use toml::de::DeTable;
 
-use super::diag::Source;
-use super::model::{CampaignMeta, ExecutorKind, Plan, Rounds};
+use super::diag::{Source, Spans};
 use super::raw::{Ctx, Item};
 use super::sections::{
     read_axes, read_case, read_case_files, read_excludes, read_filter, read_rounds,
@@ -21,24 +19,13 @@ use super::sections::{
 };
 use super::{config, stacks, validate};
 use crate::error::{Error, Result};
+use crate::model::plan::{CampaignMeta, ExecutorKind, Plan, Rounds};
 
 /// Every top-level table a plan may have.
 pub const TOP_KEYS: &[&str] = &[
     "campaign", "case", "axes", "exclude", "filter", "rounds", "run", "devices", "stacks",
     "report", "slurm", "cases",
 ];
-
-/// Where each case field got its value in the file (an axis array or a `[case]` entry), so
-/// per-case problems can point at the line that caused them.
-#[derive(Debug, Default)]
-pub struct Spans {
-    pub fields: HashMap<String, Range<usize>>,
-    pub stacks: Option<Range<usize>>,
-    pub filter: Option<Range<usize>>,
-    pub excludes: Vec<Range<usize>>,
-    pub devices: Option<Range<usize>>,
-    pub baseline: Option<Range<usize>>,
-}
 
 /// Read and parse a plan file.
 pub fn load(path: &Path) -> Result<Plan> {
@@ -177,7 +164,7 @@ fn read_campaign(cx: &mut Ctx<'_>, item: Option<&Item<'_>>, plan: &mut Plan) {
             "name" => {
                 named = true;
                 if let Some(name) = cx.string(e.item, "campaign.name") {
-                    if let Err(msg) = check_campaign_name(&name) {
+                    if let Err(msg) = crate::model::plan::check_campaign_name(&name) {
                         cx.error(&e.item.span(), "campaign.name", msg);
                     }
                     plan.campaign.name = name;
@@ -196,20 +183,5 @@ fn read_campaign(cx: &mut Ctx<'_>, item: Option<&Item<'_>>, plan: &mut Plan) {
             "campaign.name",
             "missing `name = \"...\"` (it names the results folder)".into(),
         );
-    }
-}
-
-/// `[a-z0-9_-]+`: the name becomes a folder, so no separators, dots or upper case.
-pub fn check_campaign_name(name: &str) -> std::result::Result<(), String> {
-    let ok = !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
-    if ok {
-        Ok(())
-    } else {
-        Err(format!(
-            "campaign name `{name}` must match [a-z0-9_-]+ (it becomes a folder name; no `/`, `..`, spaces or upper case)"
-        ))
     }
 }

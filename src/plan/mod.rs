@@ -3,20 +3,19 @@
 //! `model` holds the validated types; `raw` reads toml's spanned document, `diag` turns spans
 //! into positions and snippets, `load` reads the sweep sections, `config` the run-time ones,
 //! `stacks` the stack tables and `validate` the checks over the whole product. The sweep itself
-//! (cases from a plan) is `crate::sweep`.
+//! (cases from a plan) is `crate::plan::sweep`.
 
 mod config;
 pub mod diag;
 mod load;
-pub mod model;
 mod raw;
 mod sections;
 mod stacks;
+pub mod sweep;
 #[cfg(test)]
 mod tests;
 mod validate;
 
 pub use config::parse_id_ranges;
-pub use load::{check_campaign_name, load, load_with, parse, parse_with, TOP_KEYS};
-pub use model::*;
+pub use load::{load, load_with, parse, parse_with, TOP_KEYS};
 pub use stacks::select_stacks;

@@ -201,7 +201,7 @@ impl<'s> Ctx<'s> {
             self.wrong_type(item, field, "a duration string such as \"30s\" or \"10m\"");
             return None;
         };
-        match crate::units::parse_duration(s) {
+        match crate::model::units::parse_duration(s) {
             Ok(d) => Some(d),
             Err(msg) => {
                 self.error(&item.span(), field, msg);

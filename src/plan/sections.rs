@@ -12,14 +12,14 @@ use std::path::PathBuf;
 use serde_json::Value;
 use toml::de::DeValue;
 
+use super::diag::Spans;
 use super::diag::{did_you_mean, relative_to};
-use super::load::Spans;
-use super::model::{Axis, Plan, RoundRule};
 use super::raw::{entries, to_json, Ctx, Item};
-use crate::case::{
+use crate::model::case::{
     set_field, Case, Variant, CASE_FIELDS, DERIVED_FIELDS, GOLDENS, INPUT_FORMULAS, ORCH_PROFILES,
     ORCH_TIERS,
 };
+use crate::model::plan::{Axis, Plan, RoundRule};
 
 /// Type-check one value of a case field; returns it as JSON.
 pub fn case_value(cx: &mut Ctx<'_>, field: &str, item: &Item<'_>, path: &str) -> Option<Value> {
@@ -236,7 +236,7 @@ pub fn read_filter(cx: &mut Ctx<'_>, item: &Item<'_>, plan: &mut Plan, spans: &m
             continue;
         };
         spans.filter = Some(e.item.span());
-        if let Err(msg) = crate::sweep::Filter::check(&expr) {
+        if let Err(msg) = crate::plan::sweep::Filter::check(&expr) {
             cx.error(&e.item.span(), "filter.where", msg);
         }
         plan.filter = Some(expr);

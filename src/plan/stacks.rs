@@ -1,24 +1,24 @@
 //! `[stacks.NAME]` tables and the `axes.stacks` list: which stacks a plan runs, and the
 //! `--stacks a,b` selection on the command line.
 //!
-//! The table shape is `crate::stack::StackDef` (serde, unknown keys denied); this file only adds
+//! The table shape is `crate::model::stack::StackDef` (serde, unknown keys denied); this file only adds
 //! located diagnostics with suggestions and the name rules. Resolving definitions against the
 //! shipped ones for a run is the stack module's job.
 
+use itertools::Itertools;
 use std::collections::BTreeMap;
 use std::ops::Range;
 
 use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
-use toml::de::DeValue;
 
 use super::diag::did_you_mean;
-use super::load::Spans;
-use super::model::Plan;
+use super::diag::Spans;
 use super::raw::{entries, Ctx, Item};
 use crate::error::{Error, Result};
+use crate::model::plan::Plan;
+use crate::model::stack::StackDef;
 use crate::stack::registry::shipped;
-use crate::stack::StackDef;
 
 /// The keys `StackDef` accepts, read from its serde derive so this list cannot drift.
 pub fn stackdef_keys() -> &'static [&'static str] {
@@ -68,7 +68,7 @@ pub fn read_defs(cx: &mut Ctx<'_>, item: &Item<'_>, text: &str) -> BTreeMap<Stri
     let mut needs_command = Vec::new();
     for e in entries(table) {
         let path = format!("stacks.{}", e.key);
-        if crate::plan::check_campaign_name(e.key).is_err() {
+        if crate::model::plan::check_campaign_name(e.key).is_err() {
             cx.error(
                 &e.key_span,
                 &path,
@@ -98,13 +98,6 @@ pub fn read_defs(cx: &mut Ctx<'_>, item: &Item<'_>, text: &str) -> BTreeMap<Stri
                     ),
                 );
             }
-            if matches!(k.key, "timeout" | "no_output_timeout") {
-                if let DeValue::String(s) = k.item.get_ref() {
-                    if let Err(msg) = crate::units::parse_duration(s) {
-                        cx.error(&k.item.span(), &format!("{path}.{}", k.key), msg);
-                    }
-                }
-            }
         }
         if !has_command && !shipped.contains_key(e.key) {
             needs_command.push((e.key_span.clone(), path));
@@ -115,10 +108,7 @@ pub fn read_defs(cx: &mut Ctx<'_>, item: &Item<'_>, text: &str) -> BTreeMap<Stri
             &span,
             &path,
             "a stack that is not shipped needs `command = [...]`".to_string()
-                + &format!(
-                    " (shipped stacks: {})",
-                    shipped.keys().cloned().collect::<Vec<_>>().join(", ")
-                ),
+                + &format!(" (shipped stacks: {})", shipped.keys().join(", ")),
         );
     }
     // After a problem the names are still known, so `axes.stacks` is not reported as well.

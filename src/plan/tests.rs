@@ -5,7 +5,8 @@ use std::path::Path;
 
 use super::*;
 use crate::error::Result;
-use crate::plan::{select_stacks, DeviceKind};
+use crate::model::plan::{DeviceKind, Plan};
+use crate::plan::select_stacks;
 use proptest::prelude::*;
 
 const BASE: &str = "[campaign]\nname = \"t\"\n\n[axes]\nvariant = [\"mesh\", \"ring\"]\np = [2, 4]\ncount = [256]\n";
@@ -42,7 +43,7 @@ fn a_plan_without_axes_is_one_case() {
         Path::new("one.toml"),
     )
     .unwrap();
-    let all: Vec<_> = crate::sweep::cases(&p, None).unwrap().collect();
+    let all: Vec<_> = crate::plan::sweep::cases(&p, None).unwrap().collect();
     assert_eq!(all.len(), 1);
     assert_eq!(
         all[0].as_ref().unwrap().case_id(),
@@ -61,7 +62,7 @@ fn explicit_rounds_win_over_rounds_table_with_a_warning() {
     let p = plan("\n[case]\ntimed_rounds = 9\n\n[rounds]\ntimed = 4\n").unwrap();
     assert_eq!(p.warnings.len(), 1, "{:?}", p.warnings);
     assert!(p.warnings[0].message.contains("wins over [rounds]"));
-    let case = crate::sweep::cases(&p, None)
+    let case = crate::plan::sweep::cases(&p, None)
         .unwrap()
         .next()
         .unwrap()

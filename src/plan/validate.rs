@@ -8,11 +8,11 @@
 
 use std::collections::BTreeMap;
 
-use super::load::Spans;
-use super::model::{DeviceKind, Placement, Plan};
+use super::diag::Spans;
 use super::raw::Ctx;
-use crate::case::Case;
 use crate::error::{Diagnostic, Error};
+use crate::model::case::Case;
+use crate::model::plan::{DeviceKind, Placement, Plan};
 
 /// Bound on the (variant, p, count) memo of seed warnings, so memory stays flat on any plan.
 const WARN_MEMO_LIMIT: usize = 100_000;
@@ -107,7 +107,7 @@ pub fn check_baseline(cx: &mut Ctx<'_>, plan: &Plan, spans: &Spans) {
 /// default device ids.
 pub fn check(cx: &mut Ctx<'_>, plan: &mut Plan, spans: &Spans) {
     // Under Slurm the cluster grants devices: the local pool bounds nothing (docs/slurm.md).
-    let pool_ids = if plan.run.executor == crate::plan::model::ExecutorKind::Slurm {
+    let pool_ids = if plan.run.executor == crate::model::plan::ExecutorKind::Slurm {
         Vec::new()
     } else {
         plan.devices.ids.clone()
@@ -126,9 +126,9 @@ pub fn check(cx: &mut Ctx<'_>, plan: &mut Plan, spans: &Spans) {
             .iter()
             .any(|a| a.values.len() > 1 && !ID_FIELDS.contains(&a.name.as_str()));
     let mut seen_ids = std::collections::HashSet::new();
-    let mut warned: std::collections::HashMap<(crate::case::Variant, u32, u64), bool> =
+    let mut warned: std::collections::HashMap<(crate::model::case::Variant, u32, u64), bool> =
         std::collections::HashMap::new();
-    let mut iter = match crate::sweep::cases(plan, None) {
+    let mut iter = match crate::plan::sweep::cases(plan, None) {
         Ok(it) => it,
         Err(e) => {
             push_error(cx, spans, e);

@@ -1,18 +1,18 @@
 //! The template context: what a report template can use, built from a ResultSet and its
 //! analysis. Every field is documented in `docs/report-context.md` (keep the two in step).
 //!
-//! Owns how numbers look to people (human units via `crate::units`, never `0.0000`) and
+//! Owns how numbers look to people (human units via `crate::model::units`, never `0.0000`) and
 //! the raw numbers beside them. Pure; no I/O and no statistics of its own.
 
 use std::path::Path;
 
 use serde::Serialize;
 
-use super::analysis::{Analysis, Failure, RunStats, Verdict};
 use super::figures::{Drawn, Skipped};
-use crate::results::{ResultSet, RunStatus};
-use crate::stats::bootstrap::LEVEL;
-use crate::units::{format_bandwidth, format_bytes, format_seconds};
+use super::summary::{Analysis, Failure, RunStats, Verdict};
+use crate::analysis::stats::bootstrap::LEVEL;
+use crate::model::results::{ResultSet, RunStatus};
+use crate::model::units::{format_bandwidth, format_bytes, format_seconds};
 
 #[derive(Debug, Serialize)]
 pub struct Context {

@@ -6,19 +6,19 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::analysis::stats::Bootstrap;
 use crate::error::{Error, Result};
-use crate::plan::model::ReportConfig;
-use crate::results::ResultSet;
-use crate::stats::Bootstrap;
+use crate::model::plan::ReportConfig;
+use crate::model::results::ResultSet;
+use crate::store::atomic::write_atomic;
 
-pub mod analysis;
 pub mod context;
 pub mod figures;
 pub mod font;
 pub mod markdown;
-pub mod synthetic;
+pub mod summary;
 
-pub use analysis::Analysis;
+pub use summary::Analysis;
 
 /// What to render and how.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -54,7 +54,7 @@ pub fn bootstrap_for(results: &ResultSet) -> Bootstrap {
         seed: results
             .provenance
             .seed
-            .unwrap_or(crate::stats::bootstrap::DEFAULT_SEED),
+            .unwrap_or(crate::analysis::stats::bootstrap::DEFAULT_SEED),
         ..Bootstrap::default()
     }
 }
@@ -122,11 +122,4 @@ pub fn finish_run(
         opts.template = Some(t.to_path_buf());
     }
     render_all(results, &opts, run_dir)
-}
-
-/// Write via a temporary file and rename, so a crash never leaves half a report.
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let tmp = path.with_extension("md.tmp");
-    std::fs::write(&tmp, bytes).map_err(|e| Error::io(&tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
 }

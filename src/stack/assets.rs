@@ -63,10 +63,8 @@ pub fn write_for(stack: &str, run_dir: &Path) -> Result<Vec<PathBuf>> {
         let path = dir.join(asset.name);
         let current = std::fs::read(&path).ok();
         if current.as_deref() != Some(asset.text.as_bytes()) {
-            // temp + rename: a half-written source must never be compiled
-            let tmp = dir.join(format!(".{}.tmp", asset.name));
-            std::fs::write(&tmp, asset.text).map_err(|e| Error::io(&tmp, e))?;
-            std::fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))?;
+            // a half-written source must never be compiled
+            crate::store::atomic::write_atomic(&path, asset.text.as_bytes())?;
         }
         out.push(path);
     }

@@ -7,8 +7,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::model::stack::{CommandSpec, StackDef};
 use crate::stack::roots::{Resolved, Resolver};
-use crate::stack::{CommandSpec, StackDef};
 
 /// The verdict on one stack.
 #[derive(Debug, Clone, PartialEq)]

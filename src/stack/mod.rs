@@ -1,15 +1,15 @@
-//! Stacks: the implementations under test — their definitions, rendering, availability and
-//! output parsers.
+//! Stacks: the implementations under test — which ones exist (`registry`, shipped definitions
+//! and plan overlays), where they live (`roots`), what the engine runs of them (`resolve`),
+//! whether they can run here (`availability`), their commands (`render`), the helper sources
+//! they build (`assets`) and their output parsers (`parsers`).
 //!
-//! `def` is the TOML shape, `parsers` turn output lines into samples. This module must not
-//! spawn processes (that is `executor`).
+//! The definition's shape is `model::stack`. This room must not spawn processes (that is
+//! `executor`).
 
 pub mod assets;
 pub mod availability;
-pub mod def;
 pub mod parsers;
 pub mod registry;
 pub mod render;
+pub mod resolve;
 pub mod roots;
-
-pub use def::{CommandSpec, Counts, Resource, Shape, StackDef};

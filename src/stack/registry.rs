@@ -5,12 +5,13 @@
 //! more). Plans override them key by key ([`resolve`]). This module only parses and merges
 //! definitions: it does not check availability (`stack::availability`) or render templates.
 
+use itertools::Itertools;
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
 use crate::error::{Diagnostic, Error, Result};
-use crate::stack::{CommandSpec, Resource, StackDef};
+use crate::model::stack::{CommandSpec, Resource, StackDef};
 
 /// Stack files shipped inside the binary: (file name under `stacks/`, contents).
 pub const FILES: &[(&str, &str)] = &[
@@ -122,7 +123,7 @@ pub fn resolve(
                         field: Some(format!("stacks.{name}.command")),
                         message: format!(
                             "`{name}` is not a shipped stack, so it needs a `command` (shipped: {})",
-                            out.keys().cloned().collect::<Vec<_>>().join(", ")
+                            out.keys().join(", ")
                         ),
                         snippet: None,
                     });
@@ -142,7 +143,7 @@ pub fn resolve(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stack::Shape;
+    use crate::model::stack::Shape;
 
     #[test]
     fn every_shipped_file_parses() {
@@ -192,7 +193,7 @@ mod tests {
 
     #[test]
     fn every_shipped_stack_renders_for_a_case() {
-        use crate::case::{Case, Variant};
+        use crate::model::case::{Case, Variant};
         use crate::stack::render::{render, render_build, RenderContext};
         let mut case = Case::new(Variant::Mesh, 4, 1024);
         case.device_ids = vec![4, 5, 6, 7];
@@ -255,7 +256,7 @@ mod tests {
         plan.insert(
             "simpler".to_string(),
             StackDef {
-                counts: Some(crate::stack::Counts::List(vec![256, 4096])),
+                counts: Some(crate::model::stack::Counts::List(vec![256, 4096])),
                 env: [("EXTRA".to_string(), "1".to_string())].into(),
                 ..StackDef::default()
             },
@@ -271,7 +272,7 @@ mod tests {
         let simpler = &all["simpler"];
         assert_eq!(
             simpler.counts,
-            Some(crate::stack::Counts::List(vec![256, 4096]))
+            Some(crate::model::stack::Counts::List(vec![256, 4096]))
         );
         assert_eq!(simpler.env["EXTRA"], "1");
         assert_eq!(simpler.env["PYTHONUNBUFFERED"], "1");

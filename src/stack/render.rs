@@ -5,14 +5,15 @@
 //! `command`/`shell` rules and the `CAMPAIGN_*` variables every run gets. It renders only: it
 //! does not spawn (that is `executor`) nor check that programs exist (that is `probe`).
 
+use itertools::Itertools;
 use std::path::{Path, PathBuf};
 
 use minijinja::{AutoEscape, Environment, UndefinedBehavior};
 use serde_json::{json, Map, Value};
 
-use crate::case::Case;
 use crate::error::{Diagnostic, Error, Result};
-use crate::stack::{CommandSpec, StackDef};
+use crate::model::case::Case;
+use crate::model::stack::{CommandSpec, StackDef};
 
 /// Environment variables campaign sets for every run; a definition may not set them itself.
 pub const CAMPAIGN_VARS: &[&str] = &[
@@ -380,10 +381,9 @@ fn resolves(scope: &Value, path: &str) -> bool {
 fn scope_names(scope: &Value) -> String {
     scope
         .as_object()
-        .map(|m| m.keys().cloned().collect::<Vec<_>>().join(", "))
+        .map(|m| m.keys().join(", "))
         .unwrap_or_default()
 }
 
 #[cfg(test)]
-#[path = "render_tests.rs"]
 mod tests;

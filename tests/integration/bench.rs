@@ -238,8 +238,9 @@ fn the_documented_shell_stack_speaks_the_protocol() {
 
 #[test]
 fn the_native_parser_reads_host_output_as_labelled_samples() {
+    use campaign::model::output::{OutputLine, Stream};
     use campaign::stack::parsers::native::NativeParser;
-    use campaign::stack::parsers::{OutputLine, ParseContext, Parser, Stream};
+    use campaign::stack::parsers::{ParseContext, Parser};
 
     let dir = util::tempdir();
     let file = case_file(

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use campaign::executor::local::run_process;
 use campaign::executor::{KillReason, ProcessOutcome, ProcessSpec};
-use campaign::stack::parsers::{OutputLine, Stream};
+use campaign::model::output::{OutputLine, Stream};
 use tokio::sync::watch;
 
 use crate::util;

@@ -1,5 +1,6 @@
 //! The one integration test binary: real `campaign` processes, real files.
 
+mod architecture;
 mod bench;
 mod executor;
 mod mpi;
@@ -12,4 +13,5 @@ mod slurm;
 mod slurm_campaign;
 mod slurm_host;
 mod stacks;
+mod synthetic;
 mod util;

@@ -8,9 +8,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-use campaign::case::{Case, Dtype, Variant};
+use campaign::model::case::{Case, Dtype, Variant};
+use campaign::model::stack::{CommandSpec, StackDef};
+use campaign::stack::assets;
 use campaign::stack::render::{render, render_build, RenderContext};
-use campaign::stack::{assets, CommandSpec, StackDef};
 use serde_json::Value;
 
 use crate::util;
@@ -284,7 +285,7 @@ fn mpi_stack_definition_is_what_the_issue_pins() {
         def.hint.as_deref(),
         Some("apt-get install openmpi-bin libopenmpi-dev")
     );
-    assert_eq!(def.resource, Some(campaign::stack::Resource::Cpu));
+    assert_eq!(def.resource, Some(campaign::model::stack::Resource::Cpu));
     assert_eq!(def.parser(), "native");
     let cmd = argv(def.command.as_ref().unwrap()).join(" ");
     assert!(

@@ -2,7 +2,11 @@
 
 use std::path::Path;
 
-use campaign::report::synthetic::{result_set, Spec};
+use campaign::analysis::compare::{compare, to_markdown, Change};
+use campaign::analysis::stats::Bootstrap;
+use campaign::model::results::ResultSet;
+
+use crate::synthetic::{result_set, Spec};
 use campaign::report::{render_all, ReportOptions};
 
 /// Count pixels in a rectangle that differ from the background (the top-left pixel).
@@ -211,7 +215,7 @@ fn compare_detects_a_doubled_time_and_passes_same_distribution() {
 fn report_snapshot() {
     let dir = crate::util::tempdir();
     let mut spec = Spec::small();
-    spec.variants = vec![campaign::case::Variant::Mesh];
+    spec.variants = vec![campaign::model::case::Variant::Mesh];
     spec.ps = vec![2, 4];
     spec.counts = vec![256, 4096, 65536];
     spec.fail_every = 5;
@@ -234,5 +238,44 @@ fn report_snapshot() {
     assert_eq!(
         got, expected,
         "report changed; see the test comment to regenerate"
+    );
+}
+
+fn scaled(rs: &ResultSet, factor: f64) -> ResultSet {
+    let mut out = rs.clone();
+    for r in &mut out.runs {
+        for s in &mut r.samples {
+            s.execute_s = s.execute_s.map(|t| t * factor);
+        }
+    }
+    out
+}
+
+#[test]
+fn doubled_times_are_slower_halved_are_faster() {
+    let a = result_set(&Spec::small());
+    let boot = Bootstrap::default();
+    let slow = compare(&a, &scaled(&a, 2.0), 0.05, &boot);
+    assert!(slow.regressed());
+    assert!(slow.rows.iter().all(|r| r.verdict == Change::Slower));
+    assert!((slow.rows[0].change.unwrap() - 1.0).abs() < 1e-9);
+    let fast = compare(&a, &scaled(&a, 0.5), 0.05, &boot);
+    assert!(!fast.regressed());
+    assert!(fast.rows.iter().all(|r| r.verdict == Change::Faster));
+}
+
+#[test]
+fn same_distribution_is_no_change() {
+    let a = result_set(&Spec::small());
+    let b = result_set(&Spec {
+        seed: 43,
+        ..Spec::small()
+    });
+    let c = compare(&a, &b, 0.05, &Bootstrap::default());
+    assert!(!c.regressed());
+    assert!(
+        c.rows.iter().all(|r| r.verdict == Change::NoChange),
+        "{}",
+        to_markdown(&c, "a", "b")
     );
 }

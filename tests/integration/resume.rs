@@ -96,7 +96,7 @@ fn resume_is_refused_while_another_process_holds_the_run_dir() {
         "{\"journal\":\"campaign\",\"version\":1}\n",
     )
     .unwrap();
-    let held = campaign::lock::RunDirLock::acquire(dir.path()).unwrap();
+    let held = campaign::store::lock::RunDirLock::acquire(dir.path()).unwrap();
     let out = util::run(&["resume", dir.path().to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(4), "{}", util::stderr(&out));
     let err = util::stderr(&out);

@@ -17,7 +17,7 @@ use campaign::executor::slurm::{
     Attached, BatchJob, JobEnd, JobId, JobState, SlurmExecutor, Verdict,
 };
 use campaign::executor::ProcessSpec;
-use campaign::plan::model::{DeviceKind, SlurmConfig};
+use campaign::model::plan::{DeviceKind, SlurmConfig};
 
 use crate::util;
 

@@ -5,12 +5,14 @@
 use std::path::Path;
 use std::time::Duration;
 
-use campaign::case::{Case, Variant};
 use campaign::executor::local::run_process;
 use campaign::executor::slurm::{process_outcome, replay_log, BatchJob, SlurmService, Verdict};
 use campaign::executor::{ProcessOutcome, ProcessSpec};
-use campaign::plan::model::DeviceKind;
-use campaign::stack::parsers::{self, OutputLine, ParseContext, Parsed};
+use campaign::model::case::{Case, Variant};
+use campaign::model::output::OutputLine;
+use campaign::model::plan::DeviceKind;
+use campaign::stack::parsers;
+use campaign::stack::parsers::{ParseContext, Parsed};
 use campaign::stack::registry;
 use campaign::stack::render::{render, RenderContext};
 use tokio::sync::watch;

@@ -5,12 +5,13 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use campaign::model::output::{OutputLine, Stream};
+use campaign::model::stack::StackDef;
 use campaign::stack::parsers::{
     gtest, hccl, hccl_test, markers, nccl_tests, osu, pypto, simpler_own, strace, table,
-    OutputLine, ParseContext, Parsed, Parser, Stream,
+    ParseContext, Parsed, Parser,
 };
 use campaign::stack::registry;
-use campaign::stack::StackDef;
 
 use crate::util;
 

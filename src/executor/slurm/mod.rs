@@ -8,6 +8,7 @@
 //! job's verdict is [`Verdict::Parse`]) and never resubmits on its own.
 
 pub mod bundle;
+pub mod job;
 pub mod poll;
 pub mod script;
 pub mod service;
@@ -29,7 +30,7 @@ pub use submit::{Cluster, JobId};
 
 use crate::error::{Error, Result};
 use crate::executor::ProcessOutcome;
-use crate::plan::model::SlurmConfig;
+use crate::model::plan::SlurmConfig;
 
 /// Polling interval when `[slurm] poll_interval` is not set.
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(2);

@@ -229,5 +229,4 @@ impl Backoff {
 }
 
 #[cfg(test)]
-#[path = "poll_tests.rs"]
 mod tests;

@@ -15,7 +15,7 @@ use minijinja::{context, Environment, UndefinedBehavior};
 use crate::error::{Error, Result};
 use crate::executor::slurm::bundle::{DEVICES_FILE, RESULT_FILE, SCRIPT_FILE};
 use crate::executor::ProcessSpec;
-use crate::plan::model::{DeviceKind, SlurmConfig};
+use crate::model::plan::{DeviceKind, SlurmConfig};
 
 /// Devices request when `[slurm] devices_arg` is not set: a `gpu`-type GRES, the kind for which
 /// Slurm sets visible-device variables (CUDA_VISIBLE_DEVICES, SLURM_JOB_GPUS) for the job.
@@ -236,5 +236,4 @@ fn quote_path(path: &Path) -> String {
 }
 
 #[cfg(test)]
-#[path = "script_tests.rs"]
 mod tests;

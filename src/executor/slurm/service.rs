@@ -16,7 +16,7 @@ use tokio::task::JoinHandle;
 use crate::error::{Error, Result};
 use crate::executor::slurm::{Attached, BatchJob, JobEnd, JobId, SlurmExecutor, Verdict};
 use crate::executor::{KillReason, ProcessOutcome};
-use crate::stack::parsers::{OutputLine, Stream};
+use crate::model::output::{OutputLine, Stream};
 
 enum Request {
     Submit(Box<BatchJob>, oneshot::Sender<Result<Submitted>>),

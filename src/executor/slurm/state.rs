@@ -7,7 +7,7 @@
 
 use std::fmt;
 
-use crate::results::RunStatus;
+use crate::model::results::RunStatus;
 
 /// A job state as Slurm spells it (long form, upper case).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

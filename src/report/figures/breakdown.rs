@@ -7,8 +7,8 @@
 use std::collections::BTreeMap;
 
 use super::common::{Axis, Panel, Panels};
-use crate::report::analysis::Analysis;
-use crate::results::ResultSet;
+use crate::model::results::ResultSet;
+use crate::report::summary::Analysis;
 
 /// Phases in the order the seed's stacks go through them; any other phase follows by name.
 const PHASE_ORDER: &[&str] = &["startup", "compile", "init", "execute"];
@@ -81,7 +81,11 @@ fn stacked(title: &str, bars: Vec<(String, Vec<(String, f64)>)>) -> Panels {
         }
     }
     let x = Axis::categories("run", bars.iter().map(|b| b.0.clone()).collect());
-    let mut panel = Panel::new("", x, Axis::new("seconds", crate::units::format_seconds));
+    let mut panel = Panel::new(
+        "",
+        x,
+        Axis::new("seconds", crate::model::units::format_seconds),
+    );
     for (i, (_, parts)) in bars.iter().enumerate() {
         let mut y = 0.0;
         for (n, v) in parts {

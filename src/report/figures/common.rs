@@ -52,7 +52,7 @@ impl Axis {
     pub fn log2_bytes(desc: &str) -> Axis {
         Axis::new(desc, |v| {
             if (v - v.round()).abs() < 1e-6 && v >= 0.0 {
-                crate::units::format_bytes(2f64.powf(v.round()) as u64)
+                crate::model::units::format_bytes(2f64.powf(v.round()) as u64)
             } else {
                 String::new()
             }
@@ -83,7 +83,7 @@ impl Axis {
 
     /// An axis over log10 of seconds.
     pub fn log10_seconds(desc: &str) -> Axis {
-        Axis::new(desc, |v| crate::units::format_seconds(10f64.powf(v)))
+        Axis::new(desc, |v| crate::model::units::format_seconds(10f64.powf(v)))
     }
 }
 
@@ -197,7 +197,7 @@ impl Figure for Panels {
 pub type SeriesKey = (String, String, String, u32);
 
 /// The [`SeriesKey`] of a run.
-pub fn series_key(r: &crate::results::RunResult) -> SeriesKey {
+pub fn series_key(r: &crate::model::results::RunResult) -> SeriesKey {
     (
         r.stack.clone(),
         r.case.variant.to_string(),

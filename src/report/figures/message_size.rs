@@ -6,8 +6,8 @@
 use std::collections::BTreeMap;
 
 use super::common::{labels, series_key, Axis, Panel, Panels, Series, SeriesKey, Style};
-use crate::report::analysis::Analysis;
-use crate::results::ResultSet;
+use crate::model::results::ResultSet;
+use crate::report::summary::Analysis;
 
 type Key = SeriesKey;
 

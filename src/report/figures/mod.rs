@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::analysis::Analysis;
+use super::summary::Analysis;
 use crate::error::{Error, Result};
-use crate::results::ResultSet;
+use crate::model::results::ResultSet;
 
 mod breakdown;
 mod common;
@@ -22,16 +22,7 @@ mod strong_scaling;
 mod wall_vs_device;
 
 /// Every figure, in report order.
-pub const ALL: &[&str] = &[
-    "strong_scaling_t_total",
-    "strong_scaling_efficiency",
-    "message_size_bw",
-    "paired_stack_ratio",
-    "phase_breakdown",
-    "compile_breakdown",
-    "wall_vs_device",
-    "bw_model_fit",
-];
+pub const ALL: &[&str] = crate::model::plan::KNOWN_FIGURES;
 
 /// A figure ready to draw on any plotters backend.
 pub(crate) trait Figure {

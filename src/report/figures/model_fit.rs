@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use super::common::{labels, Axis, Panel, Panels, Series, Style};
-use crate::report::analysis::{Analysis, ModelFit};
+use crate::report::summary::{Analysis, ModelFit};
 
 /// Points on the drawn model line.
 const LINE_POINTS: usize = 48;

@@ -5,7 +5,8 @@
 //! paired comparisons into panels.
 
 use super::common::{Axis, Panel, Panels};
-use crate::report::analysis::Analysis;
+use crate::report::summary::Analysis;
+use itertools::Itertools;
 
 /// Half the width of a bar, in case-index units.
 const HALF_BAR: f64 = 0.35;
@@ -59,5 +60,5 @@ pub fn build(a: &Analysis) -> Result<Panels, String> {
 /// A case id without its platform and device suffix, for axis labels.
 fn short(case_id: &str) -> String {
     let parts: Vec<&str> = case_id.split('_').collect();
-    parts.iter().take(4).copied().collect::<Vec<_>>().join(" ")
+    parts.iter().take(4).join(" ")
 }

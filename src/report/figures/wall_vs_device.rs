@@ -4,8 +4,8 @@
 //! dashed parity line (execute = device wall). Only turns the analysis into a panel.
 
 use super::common::{Axis, Panel, Panels, Series, Style};
-use crate::report::analysis::Analysis;
-use crate::results::ResultSet;
+use crate::model::results::ResultSet;
+use crate::report::summary::Analysis;
 
 pub fn build(a: &Analysis, results: &ResultSet) -> Result<Panels, String> {
     let mut panel = Panel::new(

@@ -11,10 +11,11 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::results::Sample;
+use crate::model::output::OutputLine;
+use crate::model::results::Sample;
+use crate::model::stack::StackDef;
 use crate::stack::parsers::hccl::bandwidth;
-use crate::stack::parsers::{OutputLine, ParseContext, Parsed, Parser};
-use crate::stack::StackDef;
+use crate::stack::parsers::{ParseContext, Parsed, Parser};
 
 pub fn parser(_def: &StackDef, ctx: &ParseContext) -> Box<dyn Parser> {
     Box::new(GtestParser {

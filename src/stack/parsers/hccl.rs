@@ -11,9 +11,10 @@
 //! (campaign's helper: golden mismatch, a rank that died, a barrier timeout) is a declared
 //! failure. Any other line is ignored; a damaged HCCL_* line is a warning, never a panic.
 
-use crate::results::Sample;
-use crate::stack::parsers::{OutputLine, ParseContext, Parsed, Parser};
-use crate::stack::StackDef;
+use crate::model::output::OutputLine;
+use crate::model::results::Sample;
+use crate::model::stack::StackDef;
+use crate::stack::parsers::{ParseContext, Parsed, Parser};
 
 pub fn parser(_def: &StackDef, ctx: &ParseContext) -> Box<dyn Parser> {
     Box::new(HcclParser {

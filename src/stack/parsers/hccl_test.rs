@@ -11,9 +11,9 @@
 //! never read: bandwidth is recomputed from bytes and time. The table has no element count;
 //! counts follow from the size and the case's dtype.
 
+use crate::model::stack::StackDef;
 use crate::stack::parsers::table::{collect_rows, number, RowSource, TableParser, TableRow};
 use crate::stack::parsers::{ParseContext, Parser};
-use crate::stack::StackDef;
 
 /// Every row of a whole log, for runs that cover several sizes.
 pub fn rows(text: &str) -> (Vec<TableRow>, Vec<String>) {

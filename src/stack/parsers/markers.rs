@@ -16,10 +16,11 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::results::Sample;
+use crate::model::output::{OutputLine, Stream};
+use crate::model::results::Sample;
+use crate::model::stack::StackDef;
 use crate::stack::parsers::hccl::bandwidth;
-use crate::stack::parsers::{OutputLine, ParseContext, Parsed, Parser, Stream};
-use crate::stack::StackDef;
+use crate::stack::parsers::{ParseContext, Parsed, Parser};
 
 /// simpler's markers (current and older forms: `init worker (forks…`, `ring all ranks matched
 /// golden` contain the same text).

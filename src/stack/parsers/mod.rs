@@ -4,25 +4,8 @@
 //! arrival time) and then finished. Parsers are pure: no I/O, no clocks of their own — the
 //! arrival time on each line is the only clock (markers use it).
 
-use std::time::Duration;
-
-use crate::results::Sample;
-
-/// Which stream a line came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Stream {
-    Stdout,
-    Stderr,
-}
-
-/// One output line with its arrival time since the process started.
-#[derive(Debug, Clone, PartialEq)]
-pub struct OutputLine {
-    pub stream: Stream,
-    pub at: Duration,
-    pub text: String,
-}
+pub use crate::model::output::{OutputLine, Stream};
+use crate::model::results::Sample;
 
 /// What a parser concluded from one process's output.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -83,7 +66,10 @@ pub const KNOWN: &[&str] = &[
 
 /// The parser `def` asks for (`parser`, default `native`), configured for one process, wrapped
 /// so that STRACE `device_wall` spans on any stack's output fill `device_wall_s` (see `strace`).
-pub fn make(def: &crate::stack::StackDef, ctx: &ParseContext) -> crate::Result<Box<dyn Parser>> {
+pub fn make(
+    def: &crate::model::stack::StackDef,
+    ctx: &ParseContext,
+) -> crate::error::Result<Box<dyn Parser>> {
     let inner: Box<dyn Parser> = match def.parser() {
         "native" => Box::new(native::NativeParser::new(ctx.clone())),
         "regex" => Box::new(regex::RegexParser::new(&def.patterns, ctx.clone())?),
@@ -111,8 +97,8 @@ pub fn make(def: &crate::stack::StackDef, ctx: &ParseContext) -> crate::Result<B
 }
 
 /// An error in a stack definition's parser keys (the caller knows which stack).
-pub(crate) fn config_error(field: &str, message: String) -> crate::Error {
-    crate::Error::Invalid(vec![crate::error::Diagnostic {
+pub(crate) fn config_error(field: &str, message: String) -> crate::error::Error {
+    crate::error::Error::Invalid(vec![crate::error::Diagnostic {
         file: "stack definition".into(),
         line: None,
         column: None,

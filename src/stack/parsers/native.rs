@@ -11,8 +11,9 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use crate::results::Sample;
-use crate::stack::parsers::{OutputLine, ParseContext, Parsed, Parser};
+use crate::model::output::OutputLine;
+use crate::model::results::Sample;
+use crate::stack::parsers::{ParseContext, Parsed, Parser};
 
 pub const SAMPLE_KEYWORD: &str = "CAMPAIGN_SAMPLE";
 pub const DONE_KEYWORD: &str = "CAMPAIGN_DONE";
@@ -244,5 +245,4 @@ impl Parser for NativeParser {
 }
 
 #[cfg(test)]
-#[path = "native_tests.rs"]
 mod tests;

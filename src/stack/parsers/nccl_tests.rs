@@ -13,9 +13,9 @@
 
 use serde_json::Value;
 
+use crate::model::stack::StackDef;
 use crate::stack::parsers::table::{collect_rows, number, RowSource, TableParser, TableRow};
 use crate::stack::parsers::{ParseContext, Parser};
-use crate::stack::StackDef;
 
 pub fn parser(_def: &StackDef, ctx: &ParseContext) -> Box<dyn Parser> {
     TableParser::boxed(Box::new(NcclTests::default()), ctx)

@@ -13,9 +13,9 @@
 
 use regex::Regex;
 
+use crate::model::stack::StackDef;
 use crate::stack::parsers::table::{collect_rows, number, RowSource, TableParser, TableRow};
 use crate::stack::parsers::{ParseContext, Parser};
-use crate::stack::StackDef;
 
 /// Every row of a whole log, for runs that cover several sizes.
 pub fn rows(text: &str) -> (Vec<TableRow>, Vec<String>) {

@@ -17,11 +17,12 @@ use std::collections::BTreeMap;
 
 use regex::Regex;
 
-use crate::results::Sample;
+use crate::model::output::{OutputLine, Stream};
+use crate::model::results::Sample;
+use crate::model::stack::StackDef;
 use crate::stack::parsers::hccl::{bandwidth, field};
 use crate::stack::parsers::markers::{MarkerSet, MarkersParser, PYPTO};
-use crate::stack::parsers::{OutputLine, ParseContext, Parsed, Parser, Stream};
-use crate::stack::StackDef;
+use crate::stack::parsers::{ParseContext, Parsed, Parser};
 
 pub fn parser(_def: &StackDef, ctx: &ParseContext) -> Box<dyn Parser> {
     Box::new(PyptoParser {

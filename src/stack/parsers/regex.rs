@@ -12,9 +12,10 @@ use std::collections::BTreeMap;
 
 use ::regex::{Captures, Regex};
 
-use crate::results::Sample;
+use crate::model::output::OutputLine;
+use crate::model::results::Sample;
 use crate::stack::parsers::native::bandwidth_mb_s;
-use crate::stack::parsers::{config_error, OutputLine, ParseContext, Parsed, Parser};
+use crate::stack::parsers::{config_error, ParseContext, Parsed, Parser};
 
 /// Sample fields a pattern may fill, in `patterns` key spelling.
 pub const FIELDS: &[&str] = &["execute_s", "setup_s", "wall_s", "device_wall_s"];
@@ -49,7 +50,10 @@ pub struct RegexParser {
 }
 
 impl RegexParser {
-    pub fn new(patterns: &BTreeMap<String, String>, ctx: ParseContext) -> crate::Result<Self> {
+    pub fn new(
+        patterns: &BTreeMap<String, String>,
+        ctx: ParseContext,
+    ) -> crate::error::Result<Self> {
         let mut compiled = BTreeMap::new();
         for (key, source) in patterns {
             if !KEYS.contains(&key.as_str()) {
@@ -188,7 +192,7 @@ impl RegexParser {
 }
 
 /// A field pattern needs a value capture; `sample` needs at least one field capture.
-fn check_captures(key: &str, re: &Regex) -> crate::Result<()> {
+fn check_captures(key: &str, re: &Regex) -> crate::error::Result<()> {
     let names: Vec<&str> = re.capture_names().flatten().collect();
     let has = |field: &str, any_value: bool| {
         let base = field.trim_end_matches("_s");
@@ -268,5 +272,4 @@ impl Parser for RegexParser {
 }
 
 #[cfg(test)]
-#[path = "regex_tests.rs"]
 mod tests;

@@ -9,10 +9,11 @@
 //! lost to a crash shows as a gap, not a shift); `SIMPLER_EXECUTE_DONE` declares success, a line
 //! containing `golden check FAILED` or `SIMPLER_EXECUTE_FAILED` a failure.
 
-use crate::results::Sample;
+use crate::model::output::{OutputLine, Stream};
+use crate::model::results::Sample;
+use crate::model::stack::StackDef;
 use crate::stack::parsers::hccl::{bandwidth, field};
-use crate::stack::parsers::{OutputLine, ParseContext, Parsed, Parser, Stream};
-use crate::stack::StackDef;
+use crate::stack::parsers::{ParseContext, Parsed, Parser};
 
 pub fn parser(_def: &StackDef, ctx: &ParseContext) -> Box<dyn Parser> {
     Box::new(SimplerOwnParser {

@@ -15,7 +15,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::stack::parsers::{OutputLine, Parsed, Parser};
+use crate::model::output::OutputLine;
+use crate::stack::parsers::{Parsed, Parser};
 
 /// The span name suffix that is device wall time.
 pub const DEVICE_WALL_SUFFIX: &str = "runner_run.device_wall";
@@ -156,8 +157,8 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::results::Sample;
-    use crate::stack::parsers::Stream;
+    use crate::model::output::Stream;
+    use crate::model::results::Sample;
 
     /// An inner parser that yields `n` empty samples.
     struct Fixed(usize);

@@ -6,9 +6,10 @@
 //! the case's `n_bytes`). Bandwidth is always recomputed from bytes and time: the tools' own
 //! GB/s columns are never read. Pure functions and a line-fed state machine, no I/O.
 
-use crate::results::Sample;
+use crate::model::output::{OutputLine, Stream};
+use crate::model::results::Sample;
 use crate::stack::parsers::hccl::bandwidth;
-use crate::stack::parsers::{OutputLine, ParseContext, Parsed, Parser, Stream};
+use crate::stack::parsers::{ParseContext, Parsed, Parser};
 
 /// One table row: one message size.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,0 +1,150 @@
+//! `campaign bench allreduce`: the built-in `host` stack's command.
+//!
+//! Glue only: load and check the case file, turn arguments into `bench::Options`, run, and write
+//! each round's `CAMPAIGN_SAMPLE` line to stdout as it ends (flushed, so the engine sees it at
+//! once), then `CAMPAIGN_DONE`. Exit 0 when every timed round matched the golden, 1 when one did
+//! not (the mismatch also goes to stderr), 2 for a bad case file or option (with a
+//! `CAMPAIGN_DONE` line saying why), 4 when stdout cannot be written.
+
+use std::io::Write;
+
+use crate::bench::{self, protocol, Fault, Options};
+use crate::cli::args::AllreduceArgs;
+use crate::error::{exit, Error, Result};
+use crate::model::case::Case;
+
+pub fn allreduce(args: &AllreduceArgs) -> Result<i32> {
+    let prepared = load_case(args).and_then(|case| {
+        let opts = options(args, &case)?;
+        Ok((case, opts))
+    });
+    let (case, opts) = match prepared {
+        Ok(ok) => ok,
+        Err(e) => {
+            // Tell a parser why there are no samples; the error itself goes to stderr via lib.rs.
+            let mut out = std::io::stdout().lock();
+            let _ = protocol::write_done_error(&mut out, &e.to_string());
+            let _ = out.flush();
+            return Err(e);
+        }
+    };
+
+    let stdout = std::io::stdout();
+    let mut write_error: Option<std::io::Error> = None;
+    let outcome = bench::run(&case, &opts, &mut |round| {
+        if write_error.is_some() {
+            return;
+        }
+        let mut out = stdout.lock();
+        let written = protocol::write_sample(&mut out, round).and_then(|()| out.flush());
+        if let Err(e) = written {
+            write_error = Some(e);
+        }
+    });
+    let mut out = stdout.lock();
+    let done = protocol::write_done(&mut out, &outcome).and_then(|()| out.flush());
+    if let Some(e) = write_error.or(done.err()) {
+        return Err(Error::Environment(format!(
+            "cannot write the protocol lines to stdout: {e}"
+        )));
+    }
+    match outcome.error() {
+        None => Ok(exit::OK),
+        Some(error) => {
+            eprintln!("error: {}: {error}", case.case_id());
+            Ok(exit::RUNS_FAILED)
+        }
+    }
+}
+
+/// Load the case; an unreadable file is bad input (exit 2), like an invalid one.
+fn load_case(args: &AllreduceArgs) -> Result<Case> {
+    Case::load(&args.case_file).map_err(|e| match e {
+        Error::Io { path, source } => {
+            Error::invalid(path, format!("cannot read the case file: {source}"))
+        }
+        other => other,
+    })
+}
+
+fn options(args: &AllreduceArgs, case: &Case) -> Result<Options> {
+    let mut opts = Options::for_case(case);
+    if let Some(w) = args.warmup {
+        opts.warmup = w;
+    }
+    if let Some(t) = args.timed {
+        opts.timed = t;
+    }
+    if opts.timed == 0 {
+        return Err(Error::Usage(
+            "--timed must be at least 1: a run with no timed round checks nothing".into(),
+        ));
+    }
+    opts.persistent = !args.no_persistent;
+    if let Some(spec) = &args.inject_fault {
+        opts.fault = Some(parse_fault(spec, case, opts.timed)?);
+    }
+    Ok(opts)
+}
+
+/// Parse `RANK:ROUND` (ROUND is a 1-based timed round) and check both are in range.
+fn parse_fault(spec: &str, case: &Case, timed: u32) -> Result<Fault> {
+    let bad = |why: String| Error::Usage(format!("--inject-fault `{spec}`: {why}"));
+    let (rank, round) = spec
+        .split_once(':')
+        .ok_or_else(|| bad("expected RANK:ROUND, e.g. 1:2".into()))?;
+    let rank: u32 = rank
+        .trim()
+        .parse()
+        .map_err(|_| bad(format!("RANK `{rank}` is not a non-negative integer")))?;
+    let round: u32 = round
+        .trim()
+        .parse()
+        .map_err(|_| bad(format!("ROUND `{round}` is not a positive integer")))?;
+    if rank >= case.p {
+        return Err(bad(format!(
+            "RANK must be below p = {} (ranks are 0..{})",
+            case.p,
+            case.p - 1
+        )));
+    }
+    if round == 0 || round > timed {
+        return Err(bad(format!(
+            "ROUND must be a timed round, 1..={timed} (counted within the timed rounds)"
+        )));
+    }
+    Ok(Fault {
+        rank,
+        timed_round: round,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::case::Variant;
+
+    #[test]
+    fn fault_spec_is_parsed_and_range_checked() {
+        let case = Case::new(Variant::Ring, 4, 16);
+        assert_eq!(
+            parse_fault("3:2", &case, 5).unwrap(),
+            Fault {
+                rank: 3,
+                timed_round: 2
+            }
+        );
+        for (spec, needle) in [
+            ("3", "expected RANK:ROUND"),
+            ("x:1", "RANK `x`"),
+            ("1:y", "ROUND `y`"),
+            ("4:1", "RANK must be below p = 4"),
+            ("0:0", "ROUND must be a timed round, 1..=5"),
+            ("0:6", "ROUND must be a timed round, 1..=5"),
+        ] {
+            let err = parse_fault(spec, &case, 5).unwrap_err();
+            assert!(err.to_string().contains(needle), "{spec}: {err}");
+            assert_eq!(err.exit_code(), exit::BAD_INPUT);
+        }
+    }
+}

@@ -1,0 +1,232 @@
+//! `campaign doctor`: which stacks can run here and why not, their roots and git commits, the
+//! CANN version, the devices seen, and the env vars that matter.
+//!
+//! Glue only: availability is `stack::availability`, roots are `stack::roots`. Exits 0 even when
+//! stacks are unavailable; `--require STACK` exits 1 when that stack is not ready and 2 for a
+//! name that is no stack. The one process it may spawn is `npu-smi info -l` (with a timeout).
+
+use itertools::Itertools;
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+
+use crate::cli::args::DoctorArgs;
+use crate::error::{exit, Diagnostic, Error, Result};
+use crate::model::stack::StackDef;
+use crate::stack::availability::{self, find_program};
+use crate::stack::registry;
+use crate::stack::roots::{self, Resolver};
+
+/// Env var names (or prefixes ending in `_`) shown by doctor and worth recording.
+const ENV_PREFIXES: &[&str] = &[
+    "ASCEND_",
+    "HCCL_",
+    "NCCL_",
+    "CUDA_VISIBLE_DEVICES",
+    "PYPTO_",
+    "SIMPLER_ROOT",
+    "PTO_ISA_ROOT",
+    "OMPI_",
+    "LD_LIBRARY_PATH",
+];
+
+/// Only the plan's `[stacks]` matter here; the rest of the plan is someone else's to check.
+#[derive(Debug, Deserialize)]
+struct PlanStacks {
+    #[serde(default)]
+    stacks: BTreeMap<String, StackDef>,
+}
+
+pub fn run(args: &DoctorArgs) -> Result<i32> {
+    let defs = match &args.plan {
+        Some(plan) => registry::resolve(&plan_stacks(plan)?, plan)?,
+        None => registry::try_shipped()?,
+    };
+    for name in &args.require {
+        if !defs.contains_key(name) {
+            return Err(Error::Usage(format!(
+                "--require {name}: no such stack (known: {})",
+                defs.keys().join(", ")
+            )));
+        }
+    }
+    let resolver = Resolver::from_process();
+    print!("{}", report(&defs, &resolver));
+
+    let mut code = exit::OK;
+    for name in &args.require {
+        let a = availability::check(name, &defs[name], &resolver);
+        if !a.ready() {
+            eprintln!("error: stack `{name}` is not ready — {}", a.summary());
+            code = exit::RUNS_FAILED;
+        }
+    }
+    Ok(code)
+}
+
+fn plan_stacks(plan: &Path) -> Result<BTreeMap<String, StackDef>> {
+    let text = std::fs::read_to_string(plan).map_err(|e| Error::io(plan, e))?;
+    let parsed: PlanStacks = toml::from_str(&text).map_err(|e| {
+        let (line, column) = e
+            .span()
+            .map(|s| {
+                let before = &text[..s.start.min(text.len())];
+                let line = before.matches('\n').count() + 1;
+                let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+                (line, col)
+            })
+            .unzip();
+        Error::Invalid(vec![Diagnostic {
+            file: plan.to_path_buf(),
+            line,
+            column,
+            field: None,
+            message: e.message().to_string(),
+            snippet: None,
+        }])
+    })?;
+    Ok(parsed.stacks)
+}
+
+/// The whole doctor text for these definitions in this environment.
+pub fn report(defs: &BTreeMap<String, StackDef>, resolver: &Resolver) -> String {
+    let mut out = String::new();
+    out.push_str("Roots\n");
+    for kind in roots::KINDS {
+        let line = match resolver.resolve(kind.var) {
+            Ok(r) => {
+                let mut s = format!("{} ({})", r.path.display(), r.source.as_str());
+                if kind.var == roots::CANN {
+                    match roots::cann_version(&r.path) {
+                        Some(v) => s.push_str(&format!(", CANN {v}")),
+                        None => s.push_str(", version unknown"),
+                    }
+                } else if let Some(c) = roots::git_commit(&r.path) {
+                    s.push_str(&format!(", git {c}"));
+                }
+                s
+            }
+            Err(e) => e,
+        };
+        out.push_str(&format!("  {:<18} {line}\n", kind.var));
+    }
+
+    out.push_str("\nDevices\n");
+    out.push_str(&indent(&devices(resolver)));
+
+    out.push_str("\nEnvironment\n");
+    let env = relevant_env();
+    if env.is_empty() {
+        out.push_str("  (none of ASCEND_*, HCCL_*, NCCL_*, CUDA_VISIBLE_DEVICES, PYPTO_*, SIMPLER_ROOT, PTO_ISA_ROOT set)\n");
+    }
+    for (k, v) in env {
+        out.push_str(&format!("  {k}={v}\n"));
+    }
+
+    out.push_str("\nStacks\n");
+    let mut ready = 0;
+    for (name, def) in defs {
+        let a = availability::check(name, def, resolver);
+        if a.ready() {
+            ready += 1;
+        }
+        if a.ready() {
+            out.push_str(&format!("  {name:<16} ready\n"));
+        } else {
+            out.push_str(&format!(
+                "  {name:<16} unavailable: {}\n",
+                a.problems.join("; ")
+            ));
+            if let Some(h) = &a.hint {
+                out.push_str(&format!("  {:<16}   hint: {h}\n", ""));
+            }
+        }
+        if let Some(r) = &a.root {
+            let commit = roots::git_commit(&r.path)
+                .map(|c| format!(", git {c}"))
+                .unwrap_or_default();
+            out.push_str(&format!(
+                "  {:<16}   root {}={}{commit}\n",
+                "",
+                r.var,
+                r.path.display()
+            ));
+        }
+    }
+    out.push_str(&format!("\n{ready} of {} stacks ready\n", defs.len()));
+    out
+}
+
+fn indent(text: &str) -> String {
+    text.lines().map(|l| format!("  {l}\n")).collect()
+}
+
+/// `ASCEND_*`, `HCCL_*`, … from the process environment, sorted.
+pub fn relevant_env() -> BTreeMap<String, String> {
+    std::env::vars()
+        .filter(|(k, _)| {
+            ENV_PREFIXES.iter().any(|p| {
+                if p.ends_with('_') {
+                    k.starts_with(p)
+                } else {
+                    k == p
+                }
+            })
+        })
+        .collect()
+}
+
+/// What `npu-smi info -l` says, or why it was not asked.
+fn devices(resolver: &Resolver) -> String {
+    let Some(npu_smi) = find_program("npu-smi", resolver.var("PATH")) else {
+        return "npu-smi not found on PATH: no Ascend driver here, no NPUs seen".to_string();
+    };
+    match run_with_timeout(
+        Command::new(&npu_smi).args(["info", "-l"]),
+        Duration::from_secs(15),
+    ) {
+        Ok(text) if text.trim().is_empty() => "npu-smi info -l printed nothing".to_string(),
+        Ok(text) => text,
+        Err(e) => format!("npu-smi info -l failed: {e}"),
+    }
+}
+
+/// Run a command, return its stdout; kill it after `limit` (a wedged driver must not hang
+/// doctor).
+fn run_with_timeout(cmd: &mut Command, limit: Duration) -> std::result::Result<String, String> {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let mut stdout = child.stdout.take().expect("piped stdout");
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stdout.read_to_string(&mut s);
+        s
+    });
+    let start = Instant::now();
+    loop {
+        match child.try_wait().map_err(|e| e.to_string())? {
+            Some(status) => {
+                let text = reader.join().unwrap_or_default();
+                return if status.success() {
+                    Ok(text)
+                } else {
+                    Err(format!("{status}: {}", text.trim()))
+                };
+            }
+            None if start.elapsed() > limit => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("no answer within {}s, killed", limit.as_secs()));
+            }
+            None => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
+}

@@ -1,0 +1,76 @@
+//! The command line: clap types (`args`), one file per subcommand (glue between the CLI and the
+//! library, printing), and [`main_with_args`], the one place where errors become exit codes.
+
+use crate::cli::args::{BenchCommand, Command};
+use crate::error::Result;
+
+pub mod args;
+pub mod bench;
+pub mod cases;
+pub mod compare;
+pub mod doctor;
+pub mod dry_run;
+pub mod prompt;
+pub mod report;
+pub mod resume;
+pub mod run;
+pub mod status;
+pub mod validate;
+
+use clap::Parser;
+
+use crate::error::{self, Error};
+
+/// Parse `args`, run the command, print any error, and return the process exit code.
+/// This is the single place where errors become exit codes.
+pub fn main_with_args<I, T>(args: I) -> i32
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let cli = match args::Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() {
+                error::exit::BAD_INPUT
+            } else {
+                error::exit::OK
+            };
+            let _ = e.print();
+            return code;
+        }
+    };
+    match dispatch(cli.command) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("{}", render_error(&e));
+            e.exit_code()
+        }
+    }
+}
+
+fn render_error(e: &Error) -> String {
+    match e {
+        // Diagnostics already start with "error:".
+        Error::Invalid(_) => e.to_string(),
+        other => format!("error: {other}"),
+    }
+}
+
+/// Run one subcommand.
+pub fn dispatch(command: Command) -> Result<i32> {
+    match command {
+        Command::Run(a) => run::run(&a),
+        Command::Resume(a) => resume::run(&a),
+        Command::DryRun(a) => dry_run::run(&a),
+        Command::Validate(a) => validate::run(&a),
+        Command::Cases(a) => cases::run(&a),
+        Command::Status(a) => status::run(&a),
+        Command::Report(a) => report::run(&a),
+        Command::Compare(a) => compare::run(&a),
+        Command::Doctor(a) => doctor::run(&a),
+        Command::Bench(b) => match b.command {
+            BenchCommand::Allreduce(a) => bench::allreduce(&a),
+        },
+    }
+}

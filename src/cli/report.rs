@@ -1,0 +1,55 @@
+//! `campaign report RUN_DIR [--template F]`: re-render statistics, figures and the report of
+//! a run dir from its bundles, without running anything. Glue only.
+
+use std::path::Path;
+
+use crate::cli::args::ReportArgs;
+use crate::error::{Error, Result};
+use crate::model::results::ResultSet;
+use crate::report::{self, ReportOptions};
+use crate::store::seed_dir;
+
+pub fn run(args: &ReportArgs) -> Result<i32> {
+    let results = load_run_dir(&args.run_dir)?;
+    let opts = ReportOptions {
+        template: args.template.clone(),
+        bootstrap: report::bootstrap_for(&results),
+        ..ReportOptions::default()
+    };
+    let out = report::render_all(&results, &opts, &args.run_dir)?;
+    println!("report: {}", out.summary.display());
+    for f in &out.figures {
+        println!("figure: {}", f.png.display());
+    }
+    for s in &out.skipped_figures {
+        println!("figure {} not drawn: {}", s.name, s.reason);
+    }
+    if out.failures > 0 {
+        println!(
+            "{} run(s) did not pass; see the Failures section",
+            out.failures
+        );
+    }
+    Ok(crate::error::exit::OK)
+}
+
+/// Load a run dir: the old Python harness's layout or campaign's own.
+pub fn load_run_dir(dir: &Path) -> Result<ResultSet> {
+    if !dir.is_dir() {
+        return Err(Error::Usage(format!(
+            "{}: not a directory (expected a run dir such as results/campaigns/<name>/run_<stamp>)",
+            dir.display()
+        )));
+    }
+    if seed_dir::is_seed_run_dir(dir) {
+        return seed_dir::load_seed_run_dir(dir);
+    }
+    if dir.join("cases").is_dir() {
+        return crate::store::load::load_run_dir(dir);
+    }
+    Err(Error::Usage(format!(
+        "{}: not an old-harness run dir (results.json with execute_s_mean rows), and this build \
+         cannot read campaign run dirs (journal.jsonl + bundle manifests) yet",
+        dir.display()
+    )))
+}

@@ -1,0 +1,222 @@
+//! `campaign resume RUN_DIR | PLAN`: find the run dir, take its lock, reopen its journal
+//! (repairing a torn last line), load the frozen plan with the selection the journal header
+//! recorded, and hand the rest to the engine (`engine::resume`), which prints what will run. Glue: the rules are in
+//! `store::resume`, the journal in `store::journal`, the running in `engine`.
+
+use std::path::{Path, PathBuf};
+
+use crate::cli::args::ResumeArgs;
+use crate::engine;
+use crate::error::{Error, Result};
+use crate::store::journal;
+use crate::store::journal::Journal;
+use crate::store::lock::RunDirLock;
+
+/// Default parent of campaign folders (`--results-dir` replaces it).
+const DEFAULT_RESULTS_DIR: &str = "results/campaigns";
+
+pub fn run(args: &ResumeArgs) -> Result<i32> {
+    if args.exec.jobs == Some(0) {
+        return Err(Error::Usage("--jobs must be at least 1".into()));
+    }
+    let run_dir = locate(&args.target, args.exec.results_dir.as_deref())?;
+    let lock = RunDirLock::acquire(&run_dir)?;
+    let plan_path = run_dir.join("plan.toml");
+    if !plan_path.is_file() {
+        return Err(Error::invalid(
+            &plan_path,
+            "the run dir has no frozen plan.toml, so it cannot be resumed (was it written by `campaign run`?)",
+        ));
+    }
+    // Reopening cuts off a torn last line (a crash mid-write) so new lines start clean.
+    let journal = Journal::open(&run_dir)?;
+    if let Some(torn) = journal.repaired() {
+        eprintln!("journal: {torn}; removed it before continuing");
+    }
+    let replay = journal::replay(journal.path())?;
+    // The executor the campaign ran with (the command line's wins): under Slurm the local
+    // device pool does not bound the cases.
+    let executor = args
+        .exec
+        .executor
+        .map(super::run::executor_kind)
+        .or_else(
+            || match replay.header.get("executor").and_then(|e| e.as_str()) {
+                Some("slurm") => Some(crate::model::plan::ExecutorKind::Slurm),
+                Some("local") => Some(crate::model::plan::ExecutorKind::Local),
+                _ => None,
+            },
+        );
+    let mut plan = load_frozen_plan(&plan_path, &replay.header, executor)?;
+    // Same seed, same stack order as the first session.
+    if plan.run.seed.is_none() {
+        plan.run.seed = replay
+            .header
+            .get("seed")
+            .and_then(serde_json::Value::as_u64);
+    }
+    let opts =
+        engine::session::with_selection(super::run::exec_options(&args.exec), &replay.header);
+    let after = super::run::report_step(&plan, args.exec.template.clone());
+    let prepared = engine::prepare(plan, &opts)?;
+    let state = engine::session::Resume {
+        run_dir,
+        lock,
+        journal,
+        replay,
+        retry_failed: args.retry_failed,
+    };
+    let done = engine::resume(prepared, &opts, after, state)?;
+    super::run::conclude(&done)
+}
+
+/// The frozen `plan.toml`, read as if it still lived where it was written (the journal header's
+/// `plan_file`), so relative `[cases] files` globs and templates mean what they meant for `run`.
+/// Problems are reported against the frozen copy, the file the user would edit.
+fn load_frozen_plan(
+    frozen: &Path,
+    header: &serde_json::Map<String, serde_json::Value>,
+    executor: Option<crate::model::plan::ExecutorKind>,
+) -> Result<crate::model::plan::Plan> {
+    let Some(origin) = header.get("plan_file").and_then(serde_json::Value::as_str) else {
+        return crate::plan::load_with(frozen, executor);
+    };
+    let text = std::fs::read_to_string(frozen).map_err(|e| Error::io(frozen, e))?;
+    crate::plan::parse_with(&text, Path::new(origin), executor).map_err(|e| match e {
+        Error::Invalid(diags) => Error::Invalid(
+            diags
+                .into_iter()
+                .map(|mut d| {
+                    if d.file == Path::new(origin) {
+                        d.file = frozen.to_path_buf();
+                    }
+                    d
+                })
+                .collect(),
+        ),
+        other => other,
+    })
+}
+
+/// The run dir `target` names: a run dir (has `journal.jsonl`), a campaign folder (its newest
+/// run dir), or a plan file (the newest run dir of its campaign under the results dir).
+pub fn locate(target: &Path, results_dir: Option<&Path>) -> Result<PathBuf> {
+    if target.is_dir() {
+        if target.join(journal::FILE_NAME).is_file() {
+            return Ok(target.to_path_buf());
+        }
+        return newest_run_dir(target).ok_or_else(|| {
+            Error::Usage(format!(
+                "{} is neither a run dir (no {}) nor a campaign folder with run_* dirs",
+                target.display(),
+                journal::FILE_NAME
+            ))
+        });
+    }
+    if !target.is_file() {
+        return Err(Error::Usage(format!(
+            "{}: no such run dir or plan",
+            target.display()
+        )));
+    }
+    let name = campaign_name(target)?;
+    let root = results_dir.map_or_else(|| PathBuf::from(DEFAULT_RESULTS_DIR), Path::to_path_buf);
+    let folder = root.join(&name);
+    newest_run_dir(&folder).ok_or_else(|| {
+        Error::Usage(format!(
+            "campaign `{name}` has no run dir under {} to resume; start one with `campaign run {}`",
+            folder.display(),
+            target.display()
+        ))
+    })
+}
+
+/// `run_<YYYYmmdd_HHMMSS>` names sort by time; the newest with a journal wins.
+fn newest_run_dir(folder: &Path) -> Option<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(folder)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("run_"))
+                && p.join(journal::FILE_NAME).is_file()
+        })
+        .collect();
+    dirs.sort();
+    dirs.pop()
+}
+
+/// `[campaign] name` of a plan file, read without validating the rest (resume validates the
+/// frozen copy).
+fn campaign_name(plan: &Path) -> Result<String> {
+    let text = std::fs::read_to_string(plan).map_err(|e| Error::io(plan, e))?;
+    let table: toml::Table = toml::from_str(&text)
+        .map_err(|e| Error::invalid(plan, format!("not a TOML plan: {}", e.message())))?;
+    table
+        .get("campaign")
+        .and_then(|c| c.get("name"))
+        .and_then(|n| n.as_str())
+        .map(str::to_string)
+        .ok_or_else(|| {
+            Error::Invalid(vec![crate::error::Diagnostic {
+                file: plan.to_path_buf(),
+                line: None,
+                column: None,
+                field: Some("campaign.name".into()),
+                message: "missing; resume finds run dirs by campaign name".into(),
+                snippet: None,
+            }])
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_dir(root: &Path, campaign: &str, stamp: &str) -> PathBuf {
+        let d = root.join(campaign).join(format!("run_{stamp}"));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(
+            d.join(journal::FILE_NAME),
+            "{\"journal\":\"campaign\",\"version\":1}\n",
+        )
+        .unwrap();
+        d
+    }
+
+    #[test]
+    fn a_plan_resolves_to_the_newest_run_dir_of_its_campaign() {
+        let tmp = tempfile::tempdir().unwrap();
+        let results = tmp.path().join("results");
+        run_dir(&results, "scaling", "20260101_090000");
+        let newest = run_dir(&results, "scaling", "20260102_080000");
+        run_dir(&results, "other", "20270101_000000");
+        // A newer folder without a journal is not a run dir.
+        std::fs::create_dir_all(results.join("scaling/run_20260103_000000")).unwrap();
+        let plan = tmp.path().join("plan.toml");
+        std::fs::write(&plan, "[campaign]\nname = \"scaling\"\n").unwrap();
+        assert_eq!(locate(&plan, Some(&results)).unwrap(), newest);
+        assert_eq!(locate(&newest, None).unwrap(), newest);
+        assert_eq!(locate(&results.join("scaling"), None).unwrap(), newest);
+    }
+
+    #[test]
+    fn missing_targets_say_what_to_do() {
+        let tmp = tempfile::tempdir().unwrap();
+        let plan = tmp.path().join("plan.toml");
+        std::fs::write(&plan, "[campaign]\nname = \"fresh\"\n").unwrap();
+        let err = locate(&plan, Some(tmp.path())).unwrap_err().to_string();
+        assert!(err.contains("campaign `fresh` has no run dir"), "{err}");
+        assert!(err.contains("campaign run"), "{err}");
+        let err = locate(&tmp.path().join("nope"), None)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("no such run dir or plan"), "{err}");
+        std::fs::write(&plan, "[campaign]\ndescription = \"x\"\n").unwrap();
+        let err = locate(&plan, None).unwrap_err().to_string();
+        assert!(err.contains("campaign.name: missing"), "{err}");
+        let err = locate(tmp.path(), None).unwrap_err().to_string();
+        assert!(err.contains("neither a run dir"), "{err}");
+    }
+}

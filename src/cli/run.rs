@@ -1,0 +1,117 @@
+//! `campaign run`: load the plan (or the built-in smoke plan), run it, print the summary and map
+//! the outcome to the exit code (0 all passed, 1 any fail/timeout/blocked, 3 interrupted).
+//! `resume` shares the report step and the summary.
+
+use std::path::Path;
+
+use crate::cli::args::RunArgs;
+use crate::engine::{self, Options};
+use crate::error::{exit, Error, Result};
+use crate::model::results::RunStatus;
+
+/// The built-in smoke plan (`campaign run` with no plan).
+pub const SMOKE_PLAN: &str = include_str!("../../plans/smoke.toml");
+
+pub fn options(args: &RunArgs) -> Options {
+    Options {
+        stacks: args.stacks.clone(),
+        filter: args.filter.clone(),
+        case_glob: args.cases.clone(),
+        ..exec_options(&args.exec)
+    }
+}
+
+/// The plan's executor kind for a `--executor` argument.
+pub fn executor_kind(arg: crate::cli::args::ExecutorArg) -> crate::model::plan::ExecutorKind {
+    match arg {
+        crate::cli::args::ExecutorArg::Local => crate::model::plan::ExecutorKind::Local,
+        crate::cli::args::ExecutorArg::Slurm => crate::model::plan::ExecutorKind::Slurm,
+    }
+}
+
+/// What `run` and `resume` share: `--jobs`, `--exclusive`, `-q`, `--results-dir`, `--executor`.
+pub fn exec_options(exec: &crate::cli::args::ExecOptions) -> Options {
+    Options {
+        jobs: exec.jobs,
+        exclusive: exec.exclusive,
+        quiet: exec.quiet,
+        results_dir: exec.results_dir.clone(),
+        executor: exec.executor.map(executor_kind),
+        cancel_on_interrupt: exec.cancel_on_interrupt,
+        ask_cancel: std::io::IsTerminal::is_terminal(&std::io::stdin())
+            .then_some(crate::cli::prompt::ask_cancel as crate::executor::slurm::job::AskCancel),
+        ..Options::default()
+    }
+}
+
+pub fn run(args: &RunArgs) -> Result<i32> {
+    if args.exec.jobs == Some(0) {
+        return Err(Error::Usage("--jobs must be at least 1".into()));
+    }
+    let plan = match &args.plan {
+        Some(p) => crate::plan::load_with(p, args.exec.executor.map(executor_kind))?,
+        None => crate::plan::parse_with(
+            SMOKE_PLAN,
+            Path::new("plans/smoke.toml"),
+            args.exec.executor.map(executor_kind),
+        )?,
+    };
+    let opts = options(args);
+    let after = report_step(&plan, args.exec.template.clone());
+    let prepared = engine::prepare(plan, &opts)?;
+    let done = engine::execute(prepared, &opts, after)?;
+    conclude(&done)
+}
+
+/// summarize → plot → report, one step after `collect` (the report module does all three).
+pub fn report_step(
+    plan: &crate::model::plan::Plan,
+    template: Option<std::path::PathBuf>,
+) -> Vec<(String, engine::AfterStep)> {
+    let report_cfg = plan.report.clone();
+    let report: engine::AfterStep = Box::new(move |run_dir, results| {
+        crate::report::finish_run(results, &report_cfg, template.as_deref(), &run_dir.path)
+            .map(|_| ())
+    });
+    vec![("report".to_string(), report)]
+}
+
+/// Print the summary of a finished (or interrupted) campaign and map it to the exit code:
+/// 0 all passed, 1 any fail/timeout/blocked, 3 interrupted (with the resume hint).
+pub fn conclude(done: &engine::Finished) -> Result<i32> {
+    let counts = done.results.status_counts();
+    let summary: Vec<String> = counts
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .map(|(s, n)| format!("{n} {s}"))
+        .collect();
+    println!(
+        "{} runs: {}",
+        done.results.runs.len(),
+        if summary.is_empty() {
+            "none".to_string()
+        } else {
+            summary.join(", ")
+        }
+    );
+    for r in done.results.runs.iter().filter(|r| r.status.is_failure()) {
+        println!(
+            "  {} {}/{}: {}",
+            r.status,
+            r.case_id,
+            r.stack,
+            r.error.as_deref().unwrap_or("")
+        );
+    }
+    for (device, why) in &done.results.quarantined {
+        println!("  device {device} quarantined: {why}");
+    }
+    println!("run dir: {}", done.run_dir.display());
+    if done.interrupted {
+        return Err(crate::engine::interrupt::interrupted(&done.run_dir));
+    }
+    let failed = counts
+        .iter()
+        .any(|(s, n)| *n > 0 && (s.is_failure() || *s == RunStatus::Blocked));
+    Ok(if failed { exit::RUNS_FAILED } else { exit::OK })
+}

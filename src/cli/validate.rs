@@ -1,0 +1,71 @@
+//! `campaign validate FILE…`: plans (`.toml`) and seed case files (`.json`).
+//!
+//! A plan prints `ok: N cases` (warnings on stderr); a case file prints `case_id=<id>` and
+//! `equivalence_hash=<hash>` as the old `validate-case` did. Every file is checked before
+//! failing, and all problems are reported together (exit 2). Glue only.
+
+use std::path::Path;
+
+use crate::cli::args::ValidateArgs;
+use crate::error::{Diagnostic, Error, Result};
+use crate::model::case::Case;
+
+pub fn run(args: &ValidateArgs) -> Result<i32> {
+    let many = args.files.len() > 1;
+    let mut problems: Vec<Diagnostic> = Vec::new();
+    for file in &args.files {
+        match validate_one(file, many) {
+            Ok(()) => {}
+            Err(Error::Invalid(diags)) => problems.extend(diags),
+            Err(Error::Io { path, source }) => problems.push(Diagnostic {
+                file: path,
+                line: None,
+                column: None,
+                field: None,
+                message: format!("cannot read: {source}"),
+                snippet: None,
+            }),
+            Err(other) => return Err(other),
+        }
+    }
+    if problems.is_empty() {
+        Ok(0)
+    } else {
+        Err(Error::Invalid(problems))
+    }
+}
+
+fn validate_one(file: &Path, many: bool) -> Result<()> {
+    match file.extension().and_then(|e| e.to_str()) {
+        Some("json") => {
+            let case = Case::load(file)?;
+            for w in case.warnings() {
+                eprintln!("warning: {}: {w}", file.display());
+            }
+            if many {
+                println!("file={}", file.display());
+            }
+            println!("case_id={}", case.case_id());
+            println!("equivalence_hash={}", case.equivalence_hash());
+            Ok(())
+        }
+        Some("toml") => {
+            let plan = crate::plan::load(file)?;
+            for w in &plan.warnings {
+                eprintln!("warning: {w}");
+            }
+            let n = plan.case_count;
+            let noun = if n == 1 { "case" } else { "cases" };
+            if many {
+                println!("{}: ok: {n} {noun}", file.display());
+            } else {
+                println!("ok: {n} {noun}");
+            }
+            Ok(())
+        }
+        _ => Err(Error::invalid(
+            file,
+            "expected a plan (.toml) or a seed case file (.json)",
+        )),
+    }
+}

@@ -1,0 +1,293 @@
+//! `execute` and `resume`: claim a run dir (new, or the existing one with its journal), build
+//! the step graph, start the executor, and drive the scheduler to the end; then write the
+//! results files. Also what a Ctrl-C did to the campaign's Slurm jobs.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tokio::sync::watch;
+
+use crate::engine::driver::{AfterStep, EngineDriver, Jobs};
+use crate::engine::prepare::{Options, Prepared};
+use crate::engine::schedule::dag::{Dag, RunNode};
+use crate::engine::schedule::scheduler::{Limits, Scheduler};
+use crate::engine::{driver, estimate, session};
+use crate::error::{Error, Result};
+use crate::executor::slurm::job as slurm;
+use crate::executor::Local;
+use crate::model::plan::{ExecutorKind, Placement};
+use crate::model::results::ResultSet;
+
+/// How a campaign ended.
+pub struct Finished {
+    pub run_dir: PathBuf,
+    pub results: ResultSet,
+    pub interrupted: bool,
+}
+
+/// Claim a new run dir and run every step. `after` are steps after `collect`, in order.
+pub fn execute(
+    prep: Prepared,
+    opts: &Options,
+    after: Vec<(String, AfterStep)>,
+) -> Result<Finished> {
+    let claimed = session::claim_new(&prep, opts)?;
+    drive(prep, opts, after, claimed)
+}
+
+/// Journal what an interrupt did to the campaign's Slurm jobs (event `slurm_interrupt`,
+/// `action` `cancelled` or `left_running`, `jobs`) and say how to go on.
+fn record_interrupt(
+    driver: &mut EngineDriver,
+    decision: &watch::Receiver<Option<slurm::Decision>>,
+    run_dir: &std::path::Path,
+) {
+    let Some(decision) = decision.borrow().clone() else {
+        return;
+    };
+    let (action, mut jobs): (&str, Vec<u64>) = match decision.action {
+        slurm::OnInterrupt::Cancel => ("cancelled", decision.jobs.iter().map(|j| j.0).collect()),
+        slurm::OnInterrupt::LeaveRunning => ("left_running", driver.jobs.detached.clone()),
+    };
+    jobs.sort_unstable();
+    let mut fields = serde_json::Map::new();
+    fields.insert("action".into(), action.into());
+    fields.insert("jobs".into(), jobs.clone().into());
+    if let Err(e) = driver.journal.event("slurm_interrupt", fields) {
+        eprintln!("warning: cannot journal the interrupt: {e}");
+    }
+    let ids: Vec<String> = jobs.iter().map(u64::to_string).collect();
+    if jobs.is_empty() {
+        return;
+    }
+    match decision.action {
+        slurm::OnInterrupt::Cancel => {
+            eprintln!("cancelled {} Slurm job(s): {}", jobs.len(), ids.join(" "))
+        }
+        slurm::OnInterrupt::LeaveRunning => eprintln!(
+            "left {} Slurm job(s) queued or running: {}
+  `campaign resume {}` re-attaches to them and records their results
+  `scancel {}` cancels them",
+            jobs.len(),
+            ids.join(" "),
+            run_dir.display(),
+            ids.join(" ")
+        ),
+    }
+}
+
+/// Continue the campaign of an existing run dir: runs the journal does not show as done run,
+/// the others keep their bundles; results files and `after` steps are rebuilt from all of them.
+pub fn resume(
+    mut prep: Prepared,
+    opts: &Options,
+    after: Vec<(String, AfterStep)>,
+    state: session::Resume,
+) -> Result<Finished> {
+    let slurm = prep.executor == ExecutorKind::Slurm;
+    let claimed = session::claim_resume(&mut prep, state, slurm)?;
+    drive(prep, opts, after, claimed)
+}
+
+fn drive(
+    mut prep: Prepared,
+    opts: &Options,
+    after: Vec<(String, AfterStep)>,
+    claimed: session::Claimed,
+) -> Result<Finished> {
+    let session::Claimed {
+        run_dir,
+        lock: _lock,
+        journal,
+        fingerprints,
+        kept,
+        earlier_quarantine,
+        pending,
+        reattach,
+        stale_jobs,
+    } = claimed;
+    let use_slurm = prep.executor == ExecutorKind::Slurm;
+    let campaign = prep.plan.campaign.name.clone();
+    let campaign_dir = run_dir.path.parent().map(PathBuf::from).unwrap_or_default();
+    let history = estimate::History::load(&campaign_dir, &run_dir.path);
+    for (plan, run) in prep.plans.iter_mut().zip(&prep.runs) {
+        let stack = &prep.stacks[run.stack].name;
+        plan.estimate_s = history.estimate(&run.case_id, stack, &prep.cases[run.case_index]);
+    }
+    // Only stacks with something to execute are built (a resume of finished stacks skips them).
+    let busy: BTreeSet<usize> = prep
+        .runs
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !kept.contains_key(i))
+        .map(|(_, r)| r.stack)
+        .collect();
+    let has_build: Vec<(String, bool)> = prep
+        .stacks
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.name.clone(), s.def.build.is_some() && busy.contains(&i)))
+        .collect();
+    let nodes: Vec<RunNode> = prep
+        .runs
+        .iter()
+        .map(|r| RunNode {
+            case_id: r.case_id.clone(),
+            stack: prep.stacks[r.stack].name.clone(),
+        })
+        .collect();
+    let mut dag = Dag::new(&has_build, &nodes);
+    let mut after_map = BTreeMap::new();
+    for (name, f) in after {
+        dag.append_after_collect(&name);
+        after_map.insert(name, f);
+    }
+    let run_cfg = &prep.plan.run;
+    let limits = Limits {
+        jobs: if opts.exclusive || run_cfg.exclusive {
+            Some(1)
+        } else if use_slurm {
+            // Nothing is leased locally under Slurm: this cap is all that bounds the queue.
+            Some(
+                opts.jobs
+                    .or(prep.plan.slurm.max_jobs)
+                    .unwrap_or(crate::executor::slurm::DEFAULT_MAX_JOBS),
+            )
+        } else {
+            opts.jobs.or(run_cfg.jobs)
+        },
+        faults: crate::engine::schedule::faults::Policy::from_config(run_cfg),
+    };
+    let mut provenance = crate::store::provenance::collect(
+        Some(&prep.plan.hash),
+        Some(&prep.plan.source),
+        &crate::stack::resolve::roots(
+            &prep
+                .stacks
+                .iter()
+                .map(|s| (**s).clone())
+                .collect::<Vec<_>>(),
+        ),
+        Some(prep.seed),
+    );
+    if use_slurm {
+        provenance.executor = Some("slurm".into());
+    }
+    let (cancel_tx, cancel_rx) = watch::channel(false);
+    let (decision_tx, decision_rx) = watch::channel(None);
+    let decision_tx = Arc::new(decision_tx);
+    let cancel_tx = Arc::new(cancel_tx);
+    let mut driver = driver::EngineDriver {
+        run_dir: run_dir.clone(),
+        campaign,
+        plan_text: prep.plan.text.clone(),
+        cases: prep.cases,
+        stacks: prep.stacks,
+        runs: prep.runs,
+        place: prep.plan.devices.placement == Placement::Auto,
+        provenance,
+        progress: crate::engine::progress::Progress::new(pending, opts.quiet || pending == 0),
+        cancel: cancel_rx.clone(),
+        after: after_map,
+        fatal: None,
+        cancel_tx: cancel_tx.clone(),
+        last_write: None,
+        journal,
+        fingerprints,
+        kept,
+        kept_runs: BTreeSet::new(),
+        pool_probe: prep.plan.devices.probe.clone(),
+        executor: Arc::new(Local),
+        jobs: Jobs {
+            reattach,
+            decision_tx: use_slurm.then(|| decision_tx.clone()),
+            ..Jobs::default()
+        },
+        attempts: BTreeMap::new(),
+    };
+    if pending == 0 {
+        println!("nothing to run: every planned run is done; rebuilding results and report");
+    }
+    let scheduler = Scheduler::new(dag, prep.pool, prep.plans, limits);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Environment(format!("cannot start the async runtime: {e}")))?;
+    let summary = rt.block_on(async {
+        // First Ctrl-C/SIGTERM: stop launching, stop running processes, record them
+        // `interrupted`; a second one kills every child group and exits 3 (crate::engine::interrupt).
+        let mut service = None;
+        if use_slurm {
+            // One task owns the Slurm executor so every run's job is polled in one batch.
+            let executor = crate::executor::slurm::SlurmExecutor::new(prep.plan.slurm.clone());
+            let svc = crate::executor::slurm::SlurmService::start(executor).0;
+            if !stale_jobs.is_empty() {
+                let ids = stale_jobs
+                    .iter()
+                    .copied()
+                    .map(crate::executor::slurm::JobId);
+                if let Err(e) = svc.cancel(ids.collect()).await {
+                    eprintln!("warning: cannot cancel the earlier session's stale jobs: {e}");
+                }
+            }
+            driver.executor = Arc::new(slurm::SlurmRun {
+                service: svc.clone(),
+                campaign: driver.campaign.clone(),
+                kind: prep.plan.devices.kind,
+                decision: decision_rx.clone(),
+            });
+            service = Some(svc);
+        }
+        let interrupt = crate::engine::interrupt::Interrupt::install()?;
+        let mut signals = interrupt.subscribe();
+        let tx = cancel_tx.clone();
+        let decision_tx = decision_tx.clone();
+        let cancel_at_once = opts.cancel_on_interrupt;
+        let ask = opts.ask_cancel;
+        tokio::spawn(async move {
+            while signals.changed().await.is_ok() {
+                if *signals.borrow() {
+                    // Stop launching first; then decide about the jobs already in Slurm.
+                    let _ = tx.send(true);
+                    if let Some(service) = &service {
+                        let decision = slurm::decide(service, cancel_at_once, ask).await;
+                        decision_tx.send_if_modified(|d| {
+                            let unset = d.is_none();
+                            if unset {
+                                *d = Some(decision);
+                            }
+                            unset
+                        });
+                    }
+                    break;
+                }
+            }
+        });
+        Ok::<_, Error>(scheduler.run(&mut driver, cancel_rx).await)
+    })?;
+    driver.progress.finish();
+    record_interrupt(&mut driver, &decision_rx, &run_dir.path);
+    let mut set = driver.result_set(&summary.results);
+    set.quarantined = earlier_quarantine
+        .iter()
+        .chain(&summary.quarantined)
+        .map(|(d, why)| (d.to_string(), why.clone()))
+        .collect();
+    if let Some(e) = driver.fatal.take() {
+        // Whatever can still be written helps `status`; the journal and bundles already hold
+        // everything recorded, so a failure here changes nothing.
+        let _ = driver.write_results(&set);
+        return Err(Error::Environment(format!(
+            "{e}\nthe campaign stopped: everything recorded before is intact; once the problem is fixed, `campaign resume {}` continues",
+            run_dir.path.display()
+        )));
+    }
+    driver.write_results(&set)?;
+    Ok(Finished {
+        run_dir: run_dir.path.clone(),
+        results: set,
+        interrupted: summary.interrupted,
+    })
+}

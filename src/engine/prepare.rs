@@ -1,0 +1,171 @@
+//! `prepare`: everything about a campaign that can fail on bad input, before anything runs —
+//! the cases (plan axes or `--cases` files), the stacks (registry + plan overlays), the seeded
+//! stack order, what each run leases, runs whose P exceeds the pool refused, and the executor.
+//! `dry-run` stops here; `run` and `resume` hand the result to `drive`.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::engine::driver::PlannedRun;
+use crate::engine::schedule::pool::{Need, Pool};
+use crate::engine::schedule::scheduler::RunPlan;
+use crate::engine::{estimate, health};
+use crate::error::{Diagnostic, Error, Result};
+use crate::model::case::Case;
+use crate::model::plan::{ExecutorKind, Placement, Plan};
+use crate::model::results::RunStatus;
+use crate::model::stack::Resource;
+use crate::stack::resolve::EngineStack;
+
+/// What the command line adds to a plan.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// `--stacks a,b` (empty = the plan's).
+    pub stacks: Vec<String>,
+    /// `--filter EXPR`.
+    pub filter: Option<String>,
+    /// `--cases GLOB`: seed case files instead of the plan's axes.
+    pub case_glob: Option<String>,
+    pub jobs: Option<usize>,
+    pub exclusive: bool,
+    pub quiet: bool,
+    /// Replaces `results/campaigns`.
+    pub results_dir: Option<PathBuf>,
+    /// `--executor` (None = the plan's `[run] executor`).
+    pub executor: Option<crate::model::plan::ExecutorKind>,
+    /// `--cancel-on-interrupt`: on Ctrl-C, scancel the campaign's Slurm jobs without asking.
+    pub cancel_on_interrupt: bool,
+    /// How to ask whether to cancel the Slurm jobs on Ctrl-C (None: never ask, leave them).
+    pub ask_cancel: Option<crate::executor::slurm::job::AskCancel>,
+}
+
+/// A campaign ready to run.
+pub struct Prepared {
+    pub plan: Plan,
+    pub cases: Vec<Case>,
+    pub stacks: Vec<Arc<EngineStack>>,
+    pub runs: Vec<PlannedRun>,
+    pub plans: Vec<RunPlan>,
+    pub pool: Pool,
+    /// Seed of the shuffled stack order (recorded in provenance).
+    pub seed: u64,
+    /// Where the runs execute: `--executor`, else the plan's `[run] executor` — decided here,
+    /// once, for the whole session.
+    pub executor: ExecutorKind,
+}
+
+fn glob_cases(pattern: &str) -> Result<Vec<Case>> {
+    let paths = glob::glob(pattern).map_err(|e| Error::Usage(format!("--cases {pattern}: {e}")))?;
+    let mut out = Vec::new();
+    for p in paths {
+        let p = p.map_err(|e| Error::Usage(format!("--cases {pattern}: {e}")))?;
+        out.push(Case::load(&p)?);
+    }
+    if out.is_empty() {
+        return Err(Error::Usage(format!("--cases {pattern}: no file matches")));
+    }
+    Ok(out)
+}
+
+/// Everything before running: may fail with bad input (exit 2), runs nothing.
+pub fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
+    let names = crate::plan::select_stacks(&plan, &opts.stacks)?;
+    let cases: Vec<Case> = match &opts.case_glob {
+        Some(g) => glob_cases(g)?,
+        None => {
+            crate::plan::sweep::cases(&plan, opts.filter.as_deref())?.collect::<Result<Vec<_>>>()?
+        }
+    };
+    let mut seen = BTreeSet::new();
+    if let Some(dup) = cases
+        .iter()
+        .map(Case::case_id)
+        .find(|id| !seen.insert(id.clone()))
+    {
+        return Err(Error::invalid(
+            &plan.source,
+            format!("two cases share the case_id {dup} (their bundles would collide); make the axes differ in a field of the case_id"),
+        ));
+    }
+    let stacks: Vec<Arc<EngineStack>> = crate::stack::resolve::resolve(&plan, &names)?
+        .into_iter()
+        .map(Arc::new)
+        .collect();
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let pool = Pool::new(&plan.devices, cpus);
+    // Under Slurm the cluster places runs and grants devices: nothing is leased or probed
+    // locally, and a run bigger than this machine's pool is fine (docs/slurm.md).
+    let executor = opts.executor.unwrap_or(plan.run.executor);
+    let on_slurm = executor == ExecutorKind::Slurm;
+    let seed = plan.run.seed.unwrap_or_else(rand::random);
+    let orders = estimate::stack_orders(&names, cases.len(), plan.run.order, seed);
+    let mut runs = Vec::new();
+    let mut plans = Vec::new();
+    let mut refused = Vec::new();
+    for (ci, case) in cases.iter().enumerate() {
+        let case_id = case.case_id();
+        for name in &orders[ci] {
+            let si = names.iter().position(|n| n == name).unwrap_or(0);
+            let stack = &stacks[si];
+            let need = if on_slurm {
+                Need::Nothing
+            } else {
+                need(stack, case, &pool)
+            };
+            let preset = stack
+                .def
+                .unsupported_reason(case)
+                .map(|r| (RunStatus::Skipped, r));
+            if preset.is_none() {
+                if let Err(why) = pool.check(&need) {
+                    refused.push(Diagnostic {
+                        file: plan.source.clone(),
+                        line: None,
+                        column: None,
+                        field: Some("devices".into()),
+                        message: format!("case {case_id} on stack {name} {why}"),
+                        snippet: None,
+                    });
+                }
+            }
+            runs.push(PlannedRun {
+                case_index: ci,
+                case_id: case_id.clone(),
+                stack: si,
+            });
+            let mut run_plan = RunPlan::new(need, 0.0, preset);
+            if matches!(run_plan.need, Need::Devices { .. }) {
+                run_plan.health_probe = health::probe_key(stack, plan.devices.probe.as_ref());
+            }
+            plans.push(run_plan);
+        }
+    }
+    if !refused.is_empty() {
+        return Err(Error::Invalid(refused));
+    }
+    Ok(Prepared {
+        plan,
+        cases,
+        stacks,
+        runs,
+        plans,
+        pool,
+        seed,
+        executor,
+    })
+}
+
+/// What one run of `stack` on `case` leases.
+pub fn need(stack: &EngineStack, case: &Case, pool: &Pool) -> Need {
+    match stack.def.resource() {
+        Resource::None => Need::Nothing,
+        Resource::Cpu => Need::Cpu {
+            slots: pool.cpu_need(case.p as usize),
+        },
+        Resource::Npu | Resource::Gpu => Need::Devices {
+            p: case.p as usize,
+            pinned: (pool.placement() == Placement::Pinned).then(|| case.device_ids.clone()),
+        },
+    }
+}

@@ -1,0 +1,310 @@
+//! A run's process as a Slurm batch job — the [`Executor`] of `--executor slurm`: submit or
+//! re-attach, await its end, replay the `run.log` it left in the bundle line by line — and what
+//! happens to the campaign's jobs on Ctrl-C (cancel them, after asking once through the
+//! caller's prompt, or leave them running for `campaign resume`).
+//!
+//! Owns the interrupt decision and the per-run job lifecycle. It does not journal (the run
+//! reports each job id to the driver, which does), does not judge or parse runs (the engine
+//! does) and does not talk to Slurm itself (the shared `SlurmService` does).
+
+use std::sync::Arc;
+
+use tokio::sync::watch;
+
+use crate::executor::slurm::{
+    process_outcome, replay_log, Attached, BatchJob, JobEnd, JobId, JobState, SlurmService, Verdict,
+};
+use crate::executor::{
+    ExecFailure, Executor, KillReason, OnLine, ProcessOutcome, ProcessRequest, Ran, Running,
+};
+
+/// Called with each job id as soon as Slurm gave it (`true`: re-attached, not submitted).
+pub type OnSubmit = Arc<dyn Fn(JobId, bool) + Send + Sync>;
+
+/// What a run needs to go through Slurm: the shared executor service, the job's naming and
+/// device request (see docs/slurm.md), and the campaign's decision on an interrupt.
+#[derive(Debug, Clone)]
+pub struct SlurmRun {
+    pub service: SlurmService,
+    pub campaign: String,
+    pub kind: crate::model::plan::DeviceKind,
+    /// `None` until the campaign is interrupted and has decided what to do with its jobs.
+    pub decision: watch::Receiver<Option<Decision>>,
+}
+
+/// What an interrupted campaign does with its Slurm jobs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnInterrupt {
+    /// scancel them; their runs end `interrupted`.
+    Cancel,
+    /// Leave them queued or running; their runs stay open in the journal for resume.
+    LeaveRunning,
+}
+
+/// The decision and the jobs in flight when it was made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    pub action: OnInterrupt,
+    pub jobs: Vec<JobId>,
+}
+
+/// Asks the person at the terminal whether to cancel N jobs (`true`: cancel). The command
+/// line supplies it when stdin is a terminal.
+pub type AskCancel = fn(usize) -> bool;
+
+/// Decide on Ctrl-C: cancel at once with `--cancel-on-interrupt`; ask once when the caller
+/// gave a prompt (stdin is a terminal); otherwise (a script, CI, nohup) leave the jobs running
+/// — cancelling hours of queued work is not something to do without being asked. A `Cancel`
+/// is carried out here with one scancel for every job in flight.
+pub async fn decide(
+    service: &SlurmService,
+    cancel_at_once: bool,
+    ask: Option<AskCancel>,
+) -> Decision {
+    let jobs = service.watching().await.unwrap_or_default();
+    let action = if jobs.is_empty() || cancel_at_once {
+        OnInterrupt::Cancel
+    } else if let Some(ask) = ask {
+        let n = jobs.len();
+        match tokio::task::spawn_blocking(move || ask(n)).await {
+            Ok(true) => OnInterrupt::Cancel,
+            _ => OnInterrupt::LeaveRunning,
+        }
+    } else {
+        OnInterrupt::LeaveRunning
+    };
+    if action == OnInterrupt::Cancel && !jobs.is_empty() {
+        if let Err(e) = service.cancel_all().await {
+            eprintln!("warning: {e}; the jobs may still be queued or running");
+        }
+    }
+    Decision { action, jobs }
+}
+
+/// How one process of a run ended under Slurm.
+pub enum JobOutcome {
+    /// The job ended: its exit as the local executor would report it, and Slurm's account of
+    /// the end (its `run.log` is in the bundle).
+    Ended(ProcessOutcome, Box<JobEnd>, JobId),
+    /// The campaign was interrupted before the job was submitted.
+    NotSubmitted,
+    /// Interrupted, and the jobs are left running.
+    Detached(JobId),
+}
+
+/// Everything one batch job of a run needs.
+pub struct JobRequest<'a> {
+    pub slurm: &'a SlurmRun,
+    pub job: BatchJob,
+    /// A job an earlier session submitted for this attempt: watch it instead of submitting.
+    pub reattach: Option<JobId>,
+    pub on_submit: &'a OnSubmit,
+    pub cancel: watch::Receiver<bool>,
+}
+
+/// Run one process as a batch job: submit (or re-attach), report the id, await the end while
+/// honouring an interrupt's decision.
+pub async fn run_job(req: JobRequest<'_>) -> Result<JobOutcome, String> {
+    let JobRequest {
+        slurm,
+        job,
+        mut reattach,
+        on_submit,
+        mut cancel,
+    } = req;
+    loop {
+        let (id, mut end_rx, reattached) = match reattach.take() {
+            Some(id) => {
+                let attached = Attached {
+                    job_id: id,
+                    bundle_dir: job.bundle_dir.clone(),
+                };
+                let end = slurm
+                    .service
+                    .reattach(attached)
+                    .await
+                    .map_err(|e| format!("cannot watch Slurm job {id}: {e}"))?;
+                (id, end, true)
+            }
+            None => {
+                if *cancel.borrow() {
+                    return Ok(JobOutcome::NotSubmitted);
+                }
+                let submitted = slurm
+                    .service
+                    .submit(job.clone())
+                    .await
+                    .map_err(|e| format!("cannot submit to Slurm: {e}"))?;
+                (submitted.id, submitted.end, false)
+            }
+        };
+        on_submit(id, reattached);
+        let mut watching_cancel = true;
+        if *cancel.borrow() {
+            watching_cancel = false;
+            if let Some(out) = on_interrupt(slurm, id).await {
+                return Ok(out);
+            }
+        }
+        let end = loop {
+            tokio::select! {
+                end = &mut end_rx => break end,
+                changed = cancel.changed(), if watching_cancel => {
+                    watching_cancel = false;
+                    if changed.is_ok() && *cancel.borrow() {
+                        if let Some(out) = on_interrupt(slurm, id).await {
+                            return Ok(out);
+                        }
+                    }
+                }
+            }
+        }
+        .map_err(|_| format!("the Slurm executor stopped before job {id} ended"))?;
+        if reattached && lost(&end) && !*cancel.borrow() {
+            // Slurm forgot the job and it left no result: it never ran to its end, so the run
+            // is submitted again (its half-written log is replaced).
+            eprintln!(
+                "{}: {}; submitting it again",
+                job.name(),
+                end.verdict.reason().unwrap_or_default()
+            );
+            continue;
+        }
+        return Ok(JobOutcome::Ended(process_outcome(&end), Box::new(end), id));
+    }
+}
+
+/// A re-attached job Slurm no longer knows that left no result in its bundle.
+fn lost(end: &JobEnd) -> bool {
+    end.source == "bundle"
+        && end.state == JobState::Other("UNKNOWN".into())
+        && matches!(end.verdict, Verdict::Interrupted(_))
+}
+
+/// Wait for the campaign's decision; `Some` when the run must stop waiting for its job.
+async fn on_interrupt(slurm: &SlurmRun, id: JobId) -> Option<JobOutcome> {
+    let mut decision = slurm.decision.clone();
+    let action = match decision.wait_for(Option::is_some).await {
+        Ok(d) => d.as_ref().map_or(OnInterrupt::LeaveRunning, |d| d.action),
+        Err(_) => OnInterrupt::LeaveRunning,
+    };
+    match action {
+        OnInterrupt::LeaveRunning => Some(JobOutcome::Detached(id)),
+        OnInterrupt::Cancel => {
+            // A job submitted while the decision was made missed the campaign's scancel; ids
+            // already cancelled are not sent again. The end arrives as `interrupted`.
+            if let Err(e) = slurm.service.cancel(vec![id]).await {
+                eprintln!("warning: {e}");
+            }
+            None
+        }
+    }
+}
+
+impl Executor for SlurmRun {
+    fn name(&self) -> &'static str {
+        "slurm"
+    }
+
+    fn grants_devices(&self) -> bool {
+        true
+    }
+
+    fn run<'a>(&'a self, req: ProcessRequest<'a>, on_line: OnLine<'a>) -> Running<'a> {
+        Box::pin(async move {
+            let on_submit = req
+                .on_submit
+                .ok_or_else(|| ExecFailure::Run("no job id receiver".into()))?;
+            let request = JobRequest {
+                slurm: self,
+                job: batch_job(self, &req),
+                reattach: req.reattach,
+                on_submit,
+                cancel: req.cancel.clone(),
+            };
+            match run_job(request).await.map_err(ExecFailure::Run)? {
+                JobOutcome::Ended(outcome, end, id) => {
+                    replay_log(&req.spec.log_path, &mut |line| on_line(line))
+                        .map_err(|e| ExecFailure::Run(e.to_string()))?;
+                    Ok(Ran::Ended {
+                        outcome,
+                        job: Some((id, end)),
+                    })
+                }
+                JobOutcome::NotSubmitted => Ok(Ran::NotStarted),
+                JobOutcome::Detached(id) => Ok(Ran::Detached(id)),
+            }
+        })
+    }
+}
+
+/// The batch job of one process of a run, writing into the run's bundle.
+fn batch_job(slurm: &SlurmRun, req: &ProcessRequest<'_>) -> BatchJob {
+    BatchJob {
+        campaign: slurm.campaign.clone(),
+        case_id: req.case_id.to_string(),
+        stack: req.stack.to_string(),
+        devices: req.devices,
+        kind: slurm.kind,
+        process: req.spec.clone(),
+        bundle_dir: req.bundle.to_path_buf(),
+    }
+}
+
+/// The outcome recorded for a run interrupted before its job was submitted.
+pub fn not_submitted() -> ProcessOutcome {
+    ProcessOutcome {
+        exit_code: None,
+        signal: None,
+        killed: Some(KillReason::Interrupted),
+        elapsed: std::time::Duration::ZERO,
+    }
+}
+
+/// The manifest's `slurm` object: job id, final state and reason, node, granted devices.
+pub fn manifest_entry(id: JobId, end: &JobEnd) -> serde_json::Value {
+    let devices = end.devices.as_ref();
+    serde_json::json!({
+        "job_id": id.0,
+        "state": end.state.to_string(),
+        "reason": end.reason,
+        "exit": end.slurm_exit,
+        "node": devices.and_then(|d| d.node.clone()),
+        "granted": devices.map(|d| d.granted.clone()),
+        "variables": devices.map(|d| d.variables.clone()),
+        "source": end.source,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_forgotten_job_without_result_is_lost_but_a_cancelled_one_is_not() {
+        let end = |state: JobState, source: &'static str, verdict: Verdict| JobEnd {
+            state,
+            reason: None,
+            slurm_exit: None,
+            verdict,
+            outcome: None,
+            devices: None,
+            source,
+        };
+        assert!(lost(&end(
+            JobState::Other("UNKNOWN".into()),
+            "bundle",
+            Verdict::Interrupted("unknown to Slurm".into())
+        )));
+        assert!(!lost(&end(
+            JobState::Other("UNKNOWN".into()),
+            "bundle",
+            Verdict::Parse
+        )));
+        assert!(!lost(&end(
+            JobState::Cancelled,
+            "squeue",
+            Verdict::Interrupted("cancelled".into())
+        )));
+    }
+}

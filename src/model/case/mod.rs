@@ -1,0 +1,613 @@
+//! The case: one point of a sweep, in the seed harness's EquivalenceCase shape.
+//!
+//! Owns the field set, defaults, derived fields, validation rules, `case_id`,
+//! `equivalence_hash` (byte-compatible with the Python harness) and campaign's own `case_key`.
+//! Reading and writing seed case JSON lives here too. It knows nothing about plans or stacks.
+
+pub mod fast;
+pub mod golden;
+
+use std::fmt;
+use std::path::Path;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
+
+use crate::error::{Diagnostic, Error, Result};
+
+macro_rules! string_enum {
+    ($(#[$meta:meta])* $name:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        pub enum $name {
+            $(#[serde(rename = $text)] $variant),+
+        }
+        impl $name {
+            /// Every accepted spelling, in documentation order.
+            pub const ALL: &'static [&'static str] = &[$($text),+];
+            pub fn as_str(self) -> &'static str {
+                match self { $($name::$variant => $text),+ }
+            }
+        }
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result { f.write_str(self.as_str()) }
+        }
+        impl FromStr for $name {
+            type Err = String;
+            fn from_str(s: &str) -> std::result::Result<Self, String> {
+                match s {
+                    $($text => Ok($name::$variant),)+
+                    _ => Err(format!("unknown {} `{}` (expected one of: {})",
+                        stringify!($name).to_lowercase(), s, Self::ALL.join(", "))),
+                }
+            }
+        }
+    };
+}
+
+string_enum!(
+    /// The allreduce algorithm.
+    Variant { Mesh => "mesh", Ring => "ring", Twophase => "twophase" }
+);
+string_enum!(
+    /// Element type.
+    Dtype { Fp32 => "fp32", Fp16 => "fp16", Bf16 => "bf16", Int32 => "int32" }
+);
+string_enum!(
+    /// Target platform (`host` is campaign's CPU platform).
+    Platform { A2a3 => "a2a3", A2a3sim => "a2a3sim", A5 => "a5", A5sim => "a5sim", Host => "host" }
+);
+
+impl Dtype {
+    /// Size of one element in bytes (the real size; the old harness used 4 for anything but fp16).
+    pub fn elem_bytes(self) -> u64 {
+        match self {
+            Dtype::Fp32 | Dtype::Int32 => 4,
+            Dtype::Fp16 | Dtype::Bf16 => 2,
+        }
+    }
+}
+
+/// Orchestration profiles the seed accepts.
+pub const ORCH_PROFILES: &[&str] = &["mesh_l3_host_domain_v1", "mesh_l3_host_builtin_v1"];
+/// Input formulas campaign knows (see `golden.rs`).
+pub const INPUT_FORMULAS: &[&str] = &["rank_linear_v1", "rank_mod16_v1"];
+/// Golden definitions campaign knows.
+pub const GOLDENS: &[&str] = &["allreduce_sum_v1"];
+/// Orchestration tiers.
+pub const ORCH_TIERS: &[&str] = &["logical", "strict_window"];
+
+/// One benchmark case, field names and order as in the seed's EquivalenceCase.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Case {
+    pub variant: Variant,
+    pub p: u32,
+    pub count: u64,
+    pub dtype: Dtype,
+    pub device_ids: Vec<u32>,
+    pub platform: Platform,
+    pub runtime: String,
+    pub input_formula: String,
+    pub golden: String,
+    pub orch_profile: String,
+    pub orch_tier: String,
+    pub block_dim: Option<i64>,
+    pub aicpu_thread_num: Option<i64>,
+    pub core_num: u32,
+    pub warmup_rounds: u32,
+    pub timed_rounds: u32,
+    pub measure: String,
+}
+
+/// Names of the primary fields, in seed order.
+pub const CASE_FIELDS: &[&str] = &[
+    "variant",
+    "p",
+    "count",
+    "dtype",
+    "device_ids",
+    "platform",
+    "runtime",
+    "input_formula",
+    "golden",
+    "orch_profile",
+    "orch_tier",
+    "block_dim",
+    "aicpu_thread_num",
+    "core_num",
+    "warmup_rounds",
+    "timed_rounds",
+    "measure",
+];
+
+/// Names of the derived fields, written after the primary ones.
+pub const DERIVED_FIELDS: &[&str] = &[
+    "n_bytes",
+    "window_nbytes",
+    "size_tier",
+    "bytes_per_rank_per_round",
+];
+
+impl Case {
+    /// A case with every field but the required ones at its seed default.
+    pub fn new(variant: Variant, p: u32, count: u64) -> Case {
+        Case {
+            variant,
+            p,
+            count,
+            dtype: Dtype::Fp32,
+            device_ids: (0..p).collect(),
+            platform: Platform::A2a3,
+            runtime: "tensormap_and_ringbuffer".into(),
+            input_formula: "rank_linear_v1".into(),
+            golden: "allreduce_sum_v1".into(),
+            orch_profile: "mesh_l3_host_domain_v1".into(),
+            orch_tier: "logical".into(),
+            block_dim: None,
+            aicpu_thread_num: None,
+            core_num: 1,
+            warmup_rounds: 3,
+            timed_rounds: 20,
+            measure: "execute_only".into(),
+        }
+    }
+
+    /// `count * elem_bytes`.
+    pub fn n_bytes(&self) -> u64 {
+        self.count * self.dtype.elem_bytes()
+    }
+
+    /// `max(n_bytes, 4096)`.
+    pub fn window_nbytes(&self) -> u64 {
+        self.n_bytes().max(4096)
+    }
+
+    /// The seed's size tier label by element count.
+    pub fn size_tier(&self) -> &'static str {
+        match self.count {
+            c if c <= 256 => "1 KiB (overhead)",
+            c if c <= 4096 => "16 KiB (L1)",
+            c if c <= 65536 => "64-256 KiB (UB/GM)",
+            c if c <= 262_144 => "1 MiB (small tensor)",
+            _ => "4 MiB+ (medium tensor)",
+        }
+    }
+
+    /// `n_bytes` for mesh, else `n_bytes // p`.
+    pub fn bytes_per_rank_per_round(&self) -> u64 {
+        match self.variant {
+            Variant::Mesh => self.n_bytes(),
+            _ => self.n_bytes() / u64::from(self.p.max(1)),
+        }
+    }
+
+    /// `{variant}_p{p}_count{count}_{dtype}_{platform}_d{ids}` plus `_cn{core_num}` when != 1.
+    pub fn case_id(&self) -> String {
+        let ids: Vec<String> = self.device_ids.iter().map(|d| d.to_string()).collect();
+        let mut id = format!(
+            "{}_p{}_count{}_{}_{}_d{}",
+            self.variant,
+            self.p,
+            self.count,
+            self.dtype,
+            self.platform,
+            ids.join("-")
+        );
+        if self.core_num != 1 {
+            id.push_str(&format!("_cn{}", self.core_num));
+        }
+        id
+    }
+
+    /// Primary fields then derived ones, in seed order (the case JSON file's content).
+    pub fn to_json(&self) -> Value {
+        let mut map = match serde_json::to_value(self) {
+            Ok(Value::Object(map)) => map,
+            _ => Map::new(),
+        };
+        map.insert("n_bytes".into(), json!(self.n_bytes()));
+        map.insert("window_nbytes".into(), json!(self.window_nbytes()));
+        map.insert("size_tier".into(), json!(self.size_tier()));
+        map.insert(
+            "bytes_per_rank_per_round".into(),
+            json!(self.bytes_per_rank_per_round()),
+        );
+        Value::Object(map)
+    }
+
+    /// Pretty JSON with 2-space indent and a trailing newline, as the seed wrote case files.
+    pub fn to_pretty_json(&self) -> String {
+        let mut text = serde_json::to_string_pretty(&self.to_json()).unwrap_or_default();
+        text.push('\n');
+        text
+    }
+
+    /// First 16 hex digits of SHA-256 over Python-style canonical JSON of all fields.
+    pub fn equivalence_hash(&self) -> String {
+        hash_hex(&canonical_json(&self.to_json()), 16)
+    }
+
+    /// campaign's own identity of a case: every field except the round counts, so changing
+    /// rounds does not make a case "new" for resume and comparisons (the seed hash does).
+    pub fn case_key(&self) -> String {
+        let mut value = self.to_json();
+        if let Value::Object(map) = &mut value {
+            map.remove("warmup_rounds");
+            map.remove("timed_rounds");
+        }
+        hash_hex(&canonical_json(&value), 12)
+    }
+
+    /// Seed validation rules. Returns every problem as `(field, message)`.
+    pub fn problems(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        let mut bad = |field: &str, msg: String| out.push((field.to_string(), msg));
+        if self.p < 2 {
+            bad("p", format!("p must be >= 2, got {}", self.p));
+        }
+        if self.count == 0 {
+            bad("count", "count must be > 0".into());
+        }
+        if self.device_ids.len() != self.p as usize {
+            bad(
+                "device_ids",
+                format!(
+                    "device_ids has {} entries but p = {} (expected exactly p ids)",
+                    self.device_ids.len(),
+                    self.p
+                ),
+            );
+        }
+        // Quadratic but allocation-free: p is small, and this runs for every case of a sweep.
+        for (i, d) in self.device_ids.iter().enumerate() {
+            // Report each repeated id once: at its second occurrence.
+            if self.device_ids[..i].iter().filter(|x| *x == d).count() == 1 {
+                bad("device_ids", format!("device id {d} appears twice"));
+            }
+        }
+        if !ORCH_PROFILES.contains(&self.orch_profile.as_str()) {
+            bad(
+                "orch_profile",
+                format!(
+                    "unknown orch_profile `{}` (expected one of: {})",
+                    self.orch_profile,
+                    ORCH_PROFILES.join(", ")
+                ),
+            );
+        } else if self.variant == Variant::Mesh && !self.orch_profile.starts_with("mesh_l3_") {
+            bad(
+                "orch_profile",
+                "variant mesh needs a mesh_l3_* profile".into(),
+            );
+        }
+        if !INPUT_FORMULAS.contains(&self.input_formula.as_str()) {
+            bad(
+                "input_formula",
+                format!(
+                    "unknown input_formula `{}` (expected one of: {})",
+                    self.input_formula,
+                    INPUT_FORMULAS.join(", ")
+                ),
+            );
+        }
+        if !GOLDENS.contains(&self.golden.as_str()) {
+            bad(
+                "golden",
+                format!(
+                    "unknown golden `{}` (expected one of: {})",
+                    self.golden,
+                    GOLDENS.join(", ")
+                ),
+            );
+        }
+        if !ORCH_TIERS.contains(&self.orch_tier.as_str()) {
+            bad(
+                "orch_tier",
+                format!(
+                    "unknown orch_tier `{}` (expected one of: {})",
+                    self.orch_tier,
+                    ORCH_TIERS.join(", ")
+                ),
+            );
+        }
+        if self.core_num < 1 {
+            bad("core_num", "core_num must be >= 1".into());
+        } else if self.core_num > 1 && self.variant != Variant::Mesh {
+            bad(
+                "core_num",
+                format!(
+                    "core_num > 1 is only supported for mesh, not {}",
+                    self.variant
+                ),
+            );
+        }
+        if self.timed_rounds < 1 {
+            bad("timed_rounds", "timed_rounds must be >= 1".into());
+        }
+        if let Some(msg) = crate::model::case::golden::range_problem(self) {
+            bad("dtype", msg);
+        }
+        out
+    }
+
+    /// Seed warnings (not errors): ring/twophase with count not divisible by p.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.variant != Variant::Mesh
+            && self.p > 0
+            && !self.count.is_multiple_of(u64::from(self.p))
+        {
+            out.push(format!(
+                "{}: count {} is not divisible by p {}; chunks are uneven",
+                self.case_id(),
+                self.count,
+                self.p
+            ));
+        }
+        out
+    }
+
+    /// Build a case from seed JSON: unknown keys ignored, missing fields defaulted, derived keys
+    /// recomputed. Type errors and rule violations are reported with the field name.
+    pub fn from_json_value(value: &Value, file: &Path) -> Result<Case> {
+        let obj = value
+            .as_object()
+            .ok_or_else(|| Error::invalid(file, "a case file must hold a JSON object"))?;
+        let mut diags = Vec::new();
+        let diag = |field: &str, message: String| Diagnostic {
+            file: file.to_path_buf(),
+            line: None,
+            column: None,
+            field: Some(field.to_string()),
+            message,
+            snippet: None,
+        };
+        let required = |name: &str, diags: &mut Vec<Diagnostic>| -> Option<Value> {
+            match obj.get(name) {
+                Some(v) => Some(v.clone()),
+                None => {
+                    diags.push(diag(name, "required field is missing".into()));
+                    None
+                }
+            }
+        };
+        let variant = required("variant", &mut diags);
+        let p = required("p", &mut diags);
+        let count = required("count", &mut diags);
+        if !diags.is_empty() {
+            return Err(Error::Invalid(diags));
+        }
+        let mut case = Case::new(Variant::Mesh, 2, 1);
+        for (field, v) in [("variant", variant), ("p", p), ("count", count)] {
+            if let Err(msg) = set_field(&mut case, field, v.as_ref().unwrap_or(&Value::Null)) {
+                diags.push(diag(field, msg));
+            }
+        }
+        case.device_ids = (0..case.p).collect();
+        for field in CASE_FIELDS.iter().skip(3) {
+            if let Some(v) = obj.get(*field) {
+                if let Err(msg) = set_field(&mut case, field, v) {
+                    diags.push(diag(field, msg));
+                }
+            }
+        }
+        if !diags.is_empty() {
+            return Err(Error::Invalid(diags));
+        }
+        let problems = case.problems();
+        if !problems.is_empty() {
+            return Err(Error::Invalid(
+                problems.into_iter().map(|(f, m)| diag(&f, m)).collect(),
+            ));
+        }
+        Ok(case)
+    }
+
+    /// Read a seed case JSON file.
+    pub fn load(path: &Path) -> Result<Case> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        let value: Value = serde_json::from_str(&text).map_err(|e| {
+            Error::Invalid(vec![Diagnostic {
+                file: path.to_path_buf(),
+                line: Some(e.line()),
+                column: Some(e.column()),
+                field: None,
+                message: format!("not valid JSON: {e}"),
+                snippet: text
+                    .lines()
+                    .nth(e.line().saturating_sub(1))
+                    .map(|l| format!("  | {l}\n  | {}^", " ".repeat(e.column().saturating_sub(1)))),
+            }])
+        })?;
+        Case::from_json_value(&value, path)
+    }
+}
+
+/// Set one primary field from a JSON value, with a message naming what was expected.
+pub fn set_field(case: &mut Case, field: &str, v: &Value) -> std::result::Result<(), String> {
+    fn uint(v: &Value, what: &str) -> std::result::Result<u64, String> {
+        v.as_u64()
+            .ok_or_else(|| format!("expected a non-negative integer for {what}, got {v}"))
+    }
+    fn u32_of(v: &Value, what: &str) -> std::result::Result<u32, String> {
+        let n = uint(v, what)?;
+        u32::try_from(n).map_err(|_| format!("{what} = {n} is too large"))
+    }
+    fn string(v: &Value, what: &str) -> std::result::Result<String, String> {
+        v.as_str()
+            .map(str::to_string)
+            .ok_or_else(|| format!("expected a string for {what}, got {v}"))
+    }
+    fn opt_int(v: &Value, what: &str) -> std::result::Result<Option<i64>, String> {
+        if v.is_null() {
+            return Ok(None);
+        }
+        v.as_i64()
+            .map(Some)
+            .ok_or_else(|| format!("expected an integer or null for {what}, got {v}"))
+    }
+    match field {
+        "variant" => case.variant = string(v, field)?.parse()?,
+        "p" => {
+            if v.as_i64().is_some_and(|n| n < 2) {
+                return Err(format!("p must be >= 2, got {v}"));
+            }
+            case.p = u32_of(v, field)?
+        }
+        "count" => {
+            if v.as_i64().is_some_and(|n| n <= 0) {
+                return Err(format!("count must be > 0, got {v}"));
+            }
+            case.count = uint(v, field)?
+        }
+        "dtype" => case.dtype = string(v, field)?.parse()?,
+        "device_ids" => {
+            let arr = v
+                .as_array()
+                .ok_or_else(|| format!("expected a list of device ids, got {v}"))?;
+            case.device_ids = arr
+                .iter()
+                .map(|d| u32_of(d, "a device id"))
+                .collect::<std::result::Result<_, _>>()?;
+        }
+        "platform" => case.platform = string(v, field)?.parse()?,
+        "runtime" => case.runtime = string(v, field)?,
+        "input_formula" => case.input_formula = string(v, field)?,
+        "golden" => case.golden = string(v, field)?,
+        "orch_profile" => case.orch_profile = string(v, field)?,
+        "orch_tier" => case.orch_tier = string(v, field)?,
+        "block_dim" => case.block_dim = opt_int(v, field)?,
+        "aicpu_thread_num" => case.aicpu_thread_num = opt_int(v, field)?,
+        "core_num" => {
+            if v.as_i64().is_some_and(|n| n < 1) {
+                return Err(format!("core_num must be >= 1, got {v}"));
+            }
+            case.core_num = u32_of(v, field)?
+        }
+        "warmup_rounds" => case.warmup_rounds = u32_of(v, field)?,
+        "timed_rounds" => case.timed_rounds = u32_of(v, field)?,
+        "measure" => case.measure = string(v, field)?,
+        other => return Err(format!("`{other}` is not a case field")),
+    }
+    Ok(())
+}
+
+/// Python `json.dumps(v, sort_keys=True, separators=(",", ":"))` with its default ASCII escaping.
+pub fn canonical_json(value: &Value) -> String {
+    fn sorted(v: &Value) -> Value {
+        match v {
+            Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                let mut out = Map::new();
+                for k in keys {
+                    out.insert(k.clone(), sorted(&map[k]));
+                }
+                Value::Object(out)
+            }
+            Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+            other => other.clone(),
+        }
+    }
+    let text = serde_json::to_string(&sorted(value)).unwrap_or_default();
+    let mut out = String::with_capacity(text.len());
+    for ch in text.chars() {
+        if ch.is_ascii() {
+            out.push(ch);
+        } else {
+            let mut buf = [0u16; 2];
+            for unit in ch.encode_utf16(&mut buf) {
+                out.push_str(&format!("\\u{unit:04x}"));
+            }
+        }
+    }
+    out
+}
+
+fn hash_hex(text: &str, digits: usize) -> String {
+    let digest = Sha256::digest(text.as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    hex[..digits].to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vector_case() -> Case {
+        let mut c = Case::new(Variant::Mesh, 2, 256);
+        c.warmup_rounds = 3;
+        c.timed_rounds = 50;
+        c
+    }
+
+    #[test]
+    fn reference_hash_vector() {
+        assert_eq!(vector_case().equivalence_hash(), "4ca59d34ec615378");
+    }
+
+    #[test]
+    fn reference_case_id() {
+        assert_eq!(vector_case().case_id(), "mesh_p2_count256_fp32_a2a3_d0-1");
+        let mut c = vector_case();
+        c.core_num = 4;
+        assert_eq!(c.case_id(), "mesh_p2_count256_fp32_a2a3_d0-1_cn4");
+    }
+
+    #[test]
+    fn hash_covers_rounds_but_case_key_does_not() {
+        let a = vector_case();
+        let mut b = vector_case();
+        b.timed_rounds = 7;
+        assert_ne!(a.equivalence_hash(), b.equivalence_hash());
+        assert_eq!(a.case_key(), b.case_key());
+    }
+
+    #[test]
+    fn derived_fields() {
+        let mut c = Case::new(Variant::Ring, 4, 1_048_576);
+        c.dtype = Dtype::Bf16;
+        assert_eq!(c.n_bytes(), 2 * 1_048_576);
+        assert_eq!(c.bytes_per_rank_per_round(), 2 * 1_048_576 / 4);
+        assert_eq!(c.size_tier(), "4 MiB+ (medium tensor)");
+        let small = Case::new(Variant::Mesh, 2, 16);
+        assert_eq!(small.window_nbytes(), 4096);
+    }
+
+    #[test]
+    fn loads_seed_json_ignoring_unknown_and_derived_keys() {
+        let v: Value = serde_json::from_str(
+            r#"{"variant":"mesh","p":2,"count":256,"num_sub_workers":4,"n_bytes":999,"warmup_rounds":3,"timed_rounds":50}"#,
+        )
+        .unwrap();
+        let c = Case::from_json_value(&v, Path::new("x.json")).unwrap();
+        assert_eq!(c, vector_case());
+        assert_eq!(c.to_json()["n_bytes"], json!(1024));
+    }
+
+    #[test]
+    fn rejects_seed_rule_violations_with_field_names() {
+        let v: Value = serde_json::from_str(
+            r#"{"variant":"ring","p":3,"count":8,"device_ids":[0,1],"core_num":2}"#,
+        )
+        .unwrap();
+        let err = Case::from_json_value(&v, Path::new("bad.json")).unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("device_ids"), "{text}");
+        assert!(
+            text.contains("core_num > 1 is only supported for mesh"),
+            "{text}"
+        );
+        assert_eq!(err.exit_code(), crate::error::exit::BAD_INPUT);
+    }
+
+    #[test]
+    fn canonical_json_escapes_like_python() {
+        assert_eq!(
+            canonical_json(&json!({"b": 1, "a": "é"})),
+            r#"{"a":"\u00e9","b":1}"#
+        );
+    }
+}

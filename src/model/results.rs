@@ -1,0 +1,231 @@
+//! Samples, run results and the result set — the data every exporter and renderer reads.
+//!
+//! Owns the seed-compatible `timing.json` sample shape, run statuses and the `ResultSet`
+//! (all runs of one run dir plus provenance). Writers of `results.json` / `results.csv` /
+//! `samples.csv` are `store::json` and `store::csv`, pure functions of a `ResultSet`; this file
+//! holds the types only and must not do I/O.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::case::Case;
+
+/// One round's measurements, in the seed's `timing.json` shape (floats rounded to 6 significant digits
+/// when written).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Sample {
+    /// 1-based round index over all rounds of the run (warmup first).
+    pub round: u32,
+    /// `warmup`, `warmup-<n>` or `timed-<n>`.
+    pub phase: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execute_s: Option<f64>,
+    pub ok: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bw_execute_mb_s: Option<f64>,
+    /// Setup time (first warmup round only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup_s: Option<f64>,
+    /// Named phases in seconds (startup, compile, init, execute, …).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub phases: BTreeMap<String, f64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_rank_execute_s: Vec<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_wall_s: Option<f64>,
+    /// Compile profile parts in seconds (total, passes, codegen), when a stack reports them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub compile_profile: BTreeMap<String, f64>,
+}
+
+impl Sample {
+    /// Timed rounds are the only ones statistics use.
+    pub fn is_timed(&self) -> bool {
+        self.phase.starts_with("timed")
+    }
+
+    /// The label for the n-th (1-based) round of a kind, as the seed wrote them.
+    pub fn label(timed: bool, n: u32) -> String {
+        if timed {
+            format!("timed-{n}")
+        } else {
+            format!("warmup-{n}")
+        }
+    }
+}
+
+/// How a run ended. Only `Pass` runs feed statistics; every other status is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    /// Every round completed and the golden matched.
+    Pass,
+    /// Non-zero exit, crash, golden mismatch, or unparseable output.
+    Fail,
+    /// Killed at its wall-clock or no-output timeout.
+    Timeout,
+    /// The stack does not support this case (variant, dtype, count limits).
+    Skipped,
+    /// The stack cannot run here (missing root, binary, build failure).
+    Unavailable,
+    /// Stopped by Ctrl-C / SIGTERM; resume re-runs it.
+    Interrupted,
+    /// No healthy devices left for it (quarantine).
+    Blocked,
+}
+
+impl RunStatus {
+    pub const ALL: &'static [RunStatus] = &[
+        RunStatus::Pass,
+        RunStatus::Fail,
+        RunStatus::Timeout,
+        RunStatus::Skipped,
+        RunStatus::Unavailable,
+        RunStatus::Interrupted,
+        RunStatus::Blocked,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Pass => "pass",
+            RunStatus::Fail => "fail",
+            RunStatus::Timeout => "timeout",
+            RunStatus::Skipped => "skipped",
+            RunStatus::Unavailable => "unavailable",
+            RunStatus::Interrupted => "interrupted",
+            RunStatus::Blocked => "blocked",
+        }
+    }
+
+    /// Does this status make the campaign exit 1?
+    pub fn is_failure(self) -> bool {
+        matches!(self, RunStatus::Fail | RunStatus::Timeout)
+    }
+
+    /// The seed's `correctness` value.
+    pub fn correctness(self) -> &'static str {
+        if self == RunStatus::Pass {
+            "pass"
+        } else {
+            "fail"
+        }
+    }
+}
+
+impl std::fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One (case, stack) run as recorded in its bundle.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    /// The case as run (device_ids are the devices actually leased).
+    pub case: Case,
+    /// The planned case id: the bundle folder name, stable across placements and resumes.
+    pub case_id: String,
+    pub stack: String,
+    pub status: RunStatus,
+    /// Why a run did not pass (status reason, golden mismatch detail, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Every round, warmup and timed.
+    pub samples: Vec<Sample>,
+    /// Bundle folder relative to the run dir: `cases/<case_id>/<stack>`.
+    pub bundle: PathBuf,
+    /// 1-based attempt number that produced this result.
+    #[serde(default = "one")]
+    pub attempt: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// RFC 3339 timestamps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended: Option<String>,
+    /// Where `execute_s` came from: `stack` (reported by the stack) or `engine` (wall clock).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timing_source: Option<String>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+impl RunResult {
+    /// Timed samples that completed (the statistics population).
+    pub fn timed_ok(&self) -> impl Iterator<Item = &Sample> {
+        self.samples.iter().filter(|s| s.is_timed() && s.ok)
+    }
+
+    /// Timed `execute_s` values of a passing run; empty for any other status.
+    pub fn timed_execute_s(&self) -> Vec<f64> {
+        if self.status != RunStatus::Pass {
+            return Vec::new();
+        }
+        self.timed_ok().filter_map(|s| s.execute_s).collect()
+    }
+}
+
+/// Where the numbers came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Provenance {
+    pub campaign_version: String,
+    #[serde(default)]
+    pub plan_hash: Option<String>,
+    #[serde(default)]
+    pub plan_file: Option<String>,
+    #[serde(default)]
+    pub host: String,
+    #[serde(default)]
+    pub kernel: String,
+    #[serde(default)]
+    pub cpu: String,
+    /// Stack name → resolved root and git commit where found.
+    #[serde(default)]
+    pub stack_roots: BTreeMap<String, StackRoot>,
+    /// `ASCEND_*`, `HCCL_*`, `NCCL_*`, … at campaign start.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Seed of the shuffled stack order and the bootstrap.
+    #[serde(default)]
+    pub seed: Option<u64>,
+    #[serde(default)]
+    pub executor: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct StackRoot {
+    pub path: Option<String>,
+    pub git_commit: Option<String>,
+}
+
+/// All runs of one run dir.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct ResultSet {
+    pub campaign: String,
+    /// `YYYYmmdd_HHMMSS` of the run dir.
+    pub timestamp: String,
+    pub provenance: Provenance,
+    pub runs: Vec<RunResult>,
+    /// Devices quarantined during the campaign, with the reason.
+    #[serde(default)]
+    pub quarantined: BTreeMap<String, String>,
+}
+
+impl ResultSet {
+    /// Count of runs per status (every status present, zero included).
+    pub fn status_counts(&self) -> BTreeMap<RunStatus, usize> {
+        let mut counts: BTreeMap<RunStatus, usize> =
+            RunStatus::ALL.iter().map(|s| (*s, 0)).collect();
+        for r in &self.runs {
+            *counts.entry(r.status).or_default() += 1;
+        }
+        counts
+    }
+}

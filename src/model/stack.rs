@@ -1,0 +1,218 @@
+//! `[stacks.NAME]` — the stack definition as users write it in plans and in `stacks/*.toml`.
+//!
+//! Owns the pinned keys and their serde shape (unknown keys rejected). Rendering a definition
+//! into argv/env for one run is `stack/render.rs`; availability checks are `stack/probe.rs`.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::case::{Dtype, Platform, Variant};
+
+/// A command: an argv of minijinja templates, or one shell string (only with `shell = true`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum CommandSpec {
+    Argv(Vec<String>),
+    Shell(String),
+}
+
+/// `campaign` = one process runs every round; `subprocess` = one process per round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Shape {
+    #[default]
+    Campaign,
+    Subprocess,
+}
+
+/// What a run of this stack leases from the pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Resource {
+    #[default]
+    Npu,
+    Gpu,
+    Cpu,
+    None,
+}
+
+/// Which counts a stack supports: a list, or bounds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Counts {
+    List(Vec<u64>),
+    Range {
+        #[serde(default)]
+        min: Option<u64>,
+        #[serde(default)]
+        max: Option<u64>,
+    },
+}
+
+impl Counts {
+    pub fn allows(&self, count: u64) -> bool {
+        match self {
+            Counts::List(list) => list.contains(&count),
+            Counts::Range { min, max } => {
+                min.is_none_or(|m| count >= m) && max.is_none_or(|m| count <= m)
+            }
+        }
+    }
+}
+
+/// One stack definition. Every key is optional in TOML so that a plan can override a shipped
+/// definition key by key; `command` must be present after merging.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StackDef {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// argv templates (or a shell string with `shell = true`). `host` needs none: it is built in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<CommandSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shell: Option<bool>,
+    /// Extra environment, values are templates.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// Working directory (template); default: the run's bundle dir.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<Shape>,
+    /// `native` (default), `regex`, `hccl`, `markers`, `gtest`, `pypto`, `nccl-tests`, `osu`,
+    /// `hccl_test`, `simpler-own`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parser: Option<String>,
+    /// For `parser = "regex"`: sample field → regex with named captures.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub patterns: BTreeMap<String, String>,
+    /// For `parser = "markers"`: phase boundary name → substring that marks it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub markers: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource: Option<Resource>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variants: Option<Vec<Variant>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dtypes: Option<Vec<Dtype>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub platforms: Option<Vec<Platform>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counts: Option<Counts>,
+    /// Each entry: `NAME` (an upper-case env var that must be set), a path containing `/` that
+    /// must exist (templates allowed, `root` in scope), or a program that must be on PATH.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requires: Vec<String>,
+    /// Shown after an `unavailable` reason, e.g. how to install what is missing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+    /// Built once per campaign before any run of the stack (templates: `run_dir`, `root`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<CommandSpec>,
+    /// Health probe run before the first run and each retry on the run's devices.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<CommandSpec>,
+    /// Name of the root this stack lives in (`PYPTO_ROOT`, `SIMPLER_ROOT`, `PTO_ISA_ROOT`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root: Option<String>,
+    /// Wall-clock limit of one process, e.g. `"10m"`.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "crate::model::units::duration_opt"
+    )]
+    pub timeout: Option<Duration>,
+    /// Kill when neither stdout nor stderr printed for this long.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "crate::model::units::duration_opt"
+    )]
+    pub no_output_timeout: Option<Duration>,
+}
+
+impl StackDef {
+    /// Overlay `other`'s present keys on `self` (plan overrides a shipped definition).
+    pub fn overlay(&mut self, other: &StackDef) {
+        macro_rules! take {
+            ($($f:ident),*) => { $( if other.$f.is_some() { self.$f = other.$f.clone(); } )* };
+        }
+        take!(
+            description,
+            command,
+            shell,
+            cwd,
+            shape,
+            parser,
+            resource,
+            variants,
+            dtypes,
+            platforms,
+            counts,
+            hint,
+            build,
+            probe,
+            root,
+            timeout,
+            no_output_timeout
+        );
+        for (k, v) in &other.env {
+            self.env.insert(k.clone(), v.clone());
+        }
+        for (k, v) in &other.patterns {
+            self.patterns.insert(k.clone(), v.clone());
+        }
+        for (k, v) in &other.markers {
+            self.markers.insert(k.clone(), v.clone());
+        }
+        if !other.requires.is_empty() {
+            self.requires = other.requires.clone();
+        }
+    }
+
+    pub fn shape(&self) -> Shape {
+        self.shape.unwrap_or_default()
+    }
+
+    pub fn resource(&self) -> Resource {
+        self.resource.unwrap_or_default()
+    }
+
+    pub fn parser(&self) -> &str {
+        self.parser.as_deref().unwrap_or("native")
+    }
+
+    /// Why this stack cannot run `case`, if it cannot (the reason of a `skipped` run).
+    pub fn unsupported_reason(&self, case: &crate::model::case::Case) -> Option<String> {
+        if let Some(v) = &self.variants {
+            if !v.contains(&case.variant) {
+                return Some(format!(
+                    "variant {} not supported by this stack",
+                    case.variant
+                ));
+            }
+        }
+        if let Some(d) = &self.dtypes {
+            if !d.contains(&case.dtype) {
+                return Some(format!("dtype {} not supported by this stack", case.dtype));
+            }
+        }
+        if let Some(p) = &self.platforms {
+            if !p.contains(&case.platform) {
+                return Some(format!(
+                    "platform {} not supported by this stack",
+                    case.platform
+                ));
+            }
+        }
+        if let Some(c) = &self.counts {
+            if !c.allows(case.count) {
+                return Some(format!("count {} outside this stack's limits", case.count));
+            }
+        }
+        None
+    }
+}

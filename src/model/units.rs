@@ -1,0 +1,163 @@
+//! Human units in and out: durations such as `"10m"` in plans, and times/bandwidths in reports.
+//!
+//! Pure formatting and parsing; the one place that decides how a number looks to a person
+//! (never `0.0000` for a sub-50 µs time).
+
+use std::time::Duration;
+
+/// Parse `"500ms"`, `"20s"`, `"10m"`, `"2h"`, `"1h30m"` (humantime's grammar), or a bare number
+/// of seconds. A value too large for a `Duration` is an error, not a panic.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    if t.is_empty() {
+        return Err("expected a duration such as \"30s\", \"10m\" or \"1h\"".into());
+    }
+    if let Ok(secs) = t.parse::<f64>() {
+        return match Duration::try_from_secs_f64(secs) {
+            Ok(d) => Ok(d),
+            Err(_) => Err(format!(
+                "`{text}` is not a duration (expected a number of seconds ≥ 0 that fits, or e.g. \"30s\", \"10m\")"
+            )),
+        };
+    }
+    humantime::parse_duration(t).map_err(|e| {
+        format!("`{text}` is not a duration ({e}; expected e.g. \"30s\", \"10m\", \"1h30m\", \"500ms\")")
+    })
+}
+
+/// `serde(with)` for optional durations in definitions: read from a duration string or a bare
+/// number of seconds (parsed once, by [`parse_duration`]), written back as humantime text.
+pub mod duration_opt {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Text {
+        Secs(f64),
+        Text(String),
+    }
+
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_str(&humantime::format_duration(*d).to_string()),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        let text = match Option::<Text>::deserialize(d)? {
+            None => return Ok(None),
+            Some(Text::Secs(x)) => x.to_string(),
+            Some(Text::Text(t)) => t,
+        };
+        super::parse_duration(&text)
+            .map(Some)
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+/// Seconds in the largest unit that keeps 3 significant digits: `812 ns`, `14.2 µs`, `3.05 ms`.
+pub fn format_seconds(s: f64) -> String {
+    if !s.is_finite() {
+        return "–".into();
+    }
+    // Pick the unit from the value as it will be shown (3 significant digits), so 999.96 µs
+    // becomes 1.00 ms rather than 1000 µs.
+    let a = round_sig3(s.abs());
+    let (v, unit) = if a == 0.0 {
+        (0.0, "s")
+    } else if a < 1e-6 {
+        (s * 1e9, "ns")
+    } else if a < 1e-3 {
+        (s * 1e6, "µs")
+    } else if a < 1.0 {
+        (s * 1e3, "ms")
+    } else {
+        (s, "s")
+    };
+    format!("{} {unit}", sig3(v))
+}
+
+/// Bytes per second as `MB/s` / `GB/s` (decimal, as nccl-tests).
+pub fn format_bandwidth(bytes_per_s: f64) -> String {
+    if !bytes_per_s.is_finite() {
+        return "–".into();
+    }
+    if bytes_per_s >= 1e9 {
+        format!("{} GB/s", sig3(bytes_per_s / 1e9))
+    } else {
+        format!("{} MB/s", sig3(bytes_per_s / 1e6))
+    }
+}
+
+/// Bytes as `256 B`, `16 KiB`, `4 MiB`.
+pub fn format_bytes(b: u64) -> String {
+    const K: u64 = 1024;
+    if b >= K * K * K && b.is_multiple_of(K * K * K) {
+        format!("{} GiB", b / (K * K * K))
+    } else if b >= K * K && b.is_multiple_of(K * K) {
+        format!("{} MiB", b / (K * K))
+    } else if b >= K && b.is_multiple_of(K) {
+        format!("{} KiB", b / K)
+    } else {
+        format!("{b} B")
+    }
+}
+
+/// `v` rounded to three significant digits.
+fn round_sig3(v: f64) -> f64 {
+    if v == 0.0 || !v.is_finite() {
+        return v;
+    }
+    let factor = 10f64.powf(2.0 - v.abs().log10().floor());
+    (v * factor).round() / factor
+}
+
+/// Three significant digits, no trailing exponent. Rounds first so that 9.9996 prints as
+/// `10.0`, not `10.00`.
+fn sig3(v: f64) -> String {
+    if v == 0.0 {
+        return "0".into();
+    }
+    let r = round_sig3(v);
+    let a = r.abs();
+    if a >= 99.95 {
+        format!("{r:.0}")
+    } else if a >= 9.995 {
+        format!("{r:.1}")
+    } else {
+        format!("{r:.2}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("10m").unwrap(), Duration::from_secs(600));
+        assert_eq!(parse_duration("1h30m").unwrap(), Duration::from_secs(5400));
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("2.5").unwrap(), Duration::from_millis(2500));
+        assert!(parse_duration("10 parsecs").is_err());
+        assert!(parse_duration("99999999999999999h").is_err());
+        assert!(parse_duration("1e300").is_err());
+        assert!(parse_duration("").is_err());
+    }
+
+    #[test]
+    fn human_times_never_print_zero_for_small_values() {
+        assert_eq!(format_seconds(0.000_014_2), "14.2 µs");
+        assert_eq!(format_seconds(8.12e-7), "812 ns");
+        assert_eq!(format_seconds(0.003_05), "3.05 ms");
+        assert_eq!(format_seconds(12.0), "12.0 s");
+        assert_eq!(format_bytes(4 * 1024 * 1024), "4 MiB");
+        assert_eq!(format_bandwidth(2.5e9), "2.50 GB/s");
+        assert_eq!(format_seconds(9.9999e-6), "10.0 µs");
+        assert_eq!(format_seconds(0.0), "0 s");
+        assert_eq!(format_seconds(999.96e-6), "1.00 ms");
+    }
+}

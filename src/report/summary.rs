@@ -1,0 +1,436 @@
+//! The `summarize` step: everything the report and figures say, computed once from a ResultSet.
+//!
+//! Owns which runs feed statistics (timed, ok rounds of passing runs only), the failure list
+//! (every run that did not pass, or passed with no timed time), paired comparisons against the
+//! baseline stack, and the α–β fits and B*. Pure: no files, no formatting for people.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::Serialize;
+
+use crate::analysis::stats::bandwidth;
+use crate::analysis::stats::bandwidth::Collective;
+use crate::analysis::stats::bootstrap;
+use crate::analysis::stats::bootstrap::{Bootstrap, Interval};
+use crate::analysis::stats::fit;
+use crate::analysis::stats::fit::AlphaBeta;
+use crate::analysis::stats::summary::{describe, Summary};
+use crate::model::case::{Dtype, Variant};
+use crate::model::results::{ResultSet, RunResult, RunStatus};
+
+/// Statistics of one passing run.
+#[derive(Debug, Clone)]
+pub struct RunStats {
+    /// Index of the run in `ResultSet::runs`.
+    pub index: usize,
+    pub summary: Summary,
+    /// Timed execute_s values, ascending (kept for paired bootstraps).
+    pub sorted: Vec<f64>,
+    pub n_bytes: u64,
+    /// From the median time, bytes per second.
+    pub algbw: Option<f64>,
+    pub busbw: Option<f64>,
+    /// The seed's `bw_execute_mb_s`, from the median time.
+    pub bw_execute_mb_s: Option<f64>,
+    pub wall_median: Option<f64>,
+    pub device_wall_median: Option<f64>,
+    /// First warmup round's setup time.
+    pub setup_s: Option<f64>,
+    /// Mean of each named phase over timed rounds.
+    pub phase_means: BTreeMap<String, f64>,
+    /// Mean of each compile-profile part over every round that reported one.
+    pub compile_means: BTreeMap<String, f64>,
+}
+
+/// A run that contributes no statistics, and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct Failure {
+    pub index: usize,
+    pub case_id: String,
+    pub stack: String,
+    pub status: RunStatus,
+    pub reason: String,
+    pub bundle: String,
+}
+
+/// How a stack compares with the baseline on one case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Faster,
+    Slower,
+    NoClearDifference,
+}
+
+/// One paired comparison: `ratio = median(stack) / median(baseline)` of execute time.
+#[derive(Debug, Clone)]
+pub struct Paired {
+    pub case_id: String,
+    pub stack: String,
+    pub baseline: String,
+    pub stack_run: usize,
+    pub baseline_run: usize,
+    pub ratio: f64,
+    pub ci: Interval,
+    pub verdict: Verdict,
+}
+
+impl Paired {
+    /// "1.80× faster than mpi", "2.10× slower than mpi" or "no clear difference from mpi".
+    pub fn label(&self) -> String {
+        match self.verdict {
+            Verdict::Faster => format!("{:.2}× faster than {}", 1.0 / self.ratio, self.baseline),
+            Verdict::Slower => format!("{:.2}× slower than {}", self.ratio, self.baseline),
+            Verdict::NoClearDifference => format!("no clear difference from {}", self.baseline),
+        }
+    }
+}
+
+/// Identity of an α–β fit: one (stack, variant, P) with dtype and core_num kept apart.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct FitKey {
+    pub stack: String,
+    pub variant: Variant,
+    pub p: u32,
+    pub dtype: Dtype,
+    pub core_num: u32,
+}
+
+/// One fitted model with the points it was fitted on.
+#[derive(Debug, Clone)]
+pub struct ModelFit {
+    pub key: FitKey,
+    pub fit: AlphaBeta,
+    /// (bytes, median seconds), ascending by bytes.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// B* of one (stack, variant, P, dtype) whose core_num was swept.
+#[derive(Debug, Clone)]
+pub struct BStar {
+    pub stack: String,
+    pub variant: Variant,
+    pub p: u32,
+    pub dtype: Dtype,
+    pub core_num: u32,
+    pub best_bandwidth: f64,
+}
+
+/// The summarize step's output.
+#[derive(Debug, Clone)]
+pub struct Analysis {
+    pub bootstrap: Bootstrap,
+    /// Stacks in order of first appearance.
+    pub stacks: Vec<String>,
+    /// Planned case ids in order of first appearance.
+    pub cases: Vec<String>,
+    /// Statistics of passing runs, by run index.
+    pub stats: BTreeMap<usize, RunStats>,
+    pub failures: Vec<Failure>,
+    pub baseline: Option<String>,
+    /// Why there are no paired comparisons, when there are none.
+    pub baseline_note: Option<String>,
+    pub paired: Vec<Paired>,
+    pub fits: Vec<ModelFit>,
+    pub b_star: Vec<BStar>,
+    /// (planned case id, stack) → index of its passing run.
+    by_case_stack: HashMap<(String, String), usize>,
+}
+
+impl Analysis {
+    /// Summarize `results`. `baseline` None picks the first stack seen (and says so).
+    pub fn new(results: &ResultSet, baseline: Option<&str>, bootstrap: Bootstrap) -> Analysis {
+        let mut stacks: Vec<String> = Vec::new();
+        let mut cases: Vec<String> = Vec::new();
+        let mut by_case: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (index, run) in results.runs.iter().enumerate() {
+            if !stacks.contains(&run.stack) {
+                stacks.push(run.stack.clone());
+            }
+            by_case
+                .entry(run.case_id.as_str())
+                .or_insert_with(|| {
+                    cases.push(run.case_id.clone());
+                    Vec::new()
+                })
+                .push(index);
+        }
+        let (baseline, baseline_note) = choose_baseline(&stacks, baseline);
+        let groups: Vec<&[usize]> = cases
+            .iter()
+            .map(|c| by_case[c.as_str()].as_slice())
+            .collect();
+        let per_case = summarize_cases(results, &groups, baseline.as_deref(), &bootstrap);
+        let mut stats = BTreeMap::new();
+        let mut failures = Vec::new();
+        let mut paired = Vec::new();
+        for (case_stats, case_failures, case_paired) in per_case {
+            stats.extend(case_stats.into_iter().map(|s| (s.index, s)));
+            failures.extend(case_failures);
+            paired.extend(case_paired);
+        }
+        failures.sort_by_key(|f| f.index);
+        let fits = fits(results, &stats);
+        let b_star = b_stars(&fits);
+        let by_case_stack = stats
+            .keys()
+            .map(|i| {
+                let r = &results.runs[*i];
+                ((r.case_id.clone(), r.stack.clone()), *i)
+            })
+            .collect();
+        Analysis {
+            by_case_stack,
+            bootstrap,
+            stacks,
+            cases,
+            stats,
+            failures,
+            baseline,
+            baseline_note,
+            paired,
+            fits,
+            b_star,
+        }
+    }
+
+    /// Statistics of the run of `stack` on planned case `case_id`, if it passed.
+    pub fn find(&self, case_id: &str, stack: &str) -> Option<&RunStats> {
+        let idx = self
+            .by_case_stack
+            .get(&(case_id.to_string(), stack.to_string()))?;
+        self.stats.get(idx)
+    }
+}
+
+/// Statistics of one run and its bootstrap medians (kept by the caller for paired ratios).
+fn run_stats(index: usize, run: &RunResult, boot: &Bootstrap) -> Option<(RunStats, Vec<f64>)> {
+    let xs = run.timed_execute_s();
+    if xs.is_empty() {
+        return None;
+    }
+    let mut sorted = xs.clone();
+    sorted.sort_by(|a, b| a.total_cmp(b));
+    let draws = boot.median_draws(&sorted, &format!("{}/{}", run.case_id, run.stack));
+    let summary = describe(&xs, &sorted, bootstrap::interval(&draws))?;
+    let n_bytes = run.case.n_bytes();
+    let timed: Vec<_> = run.timed_ok().collect();
+    let med = |v: Vec<f64>| crate::analysis::stats::median(&v);
+    let mut phase_sums: BTreeMap<String, (f64, usize)> = BTreeMap::new();
+    for s in &timed {
+        for (k, v) in &s.phases {
+            let e = phase_sums.entry(k.clone()).or_default();
+            e.0 += v;
+            e.1 += 1;
+        }
+    }
+    let mut compile_sums: BTreeMap<String, (f64, usize)> = BTreeMap::new();
+    for s in &run.samples {
+        for (k, v) in &s.compile_profile {
+            let e = compile_sums.entry(k.clone()).or_default();
+            e.0 += v;
+            e.1 += 1;
+        }
+    }
+    let means = |m: BTreeMap<String, (f64, usize)>| {
+        m.into_iter().map(|(k, (s, n))| (k, s / n as f64)).collect()
+    };
+    let m = summary.median;
+    let stats = RunStats {
+        index,
+        sorted,
+        n_bytes,
+        algbw: bandwidth::algbw(n_bytes, m),
+        busbw: bandwidth::busbw(Collective::AllReduce, run.case.p, n_bytes, m),
+        bw_execute_mb_s: bandwidth::bw_execute_mb_s(n_bytes, m),
+        wall_median: med(timed.iter().filter_map(|s| s.wall_s).collect()),
+        device_wall_median: med(timed.iter().filter_map(|s| s.device_wall_s).collect()),
+        setup_s: run.samples.iter().find_map(|s| s.setup_s),
+        phase_means: means(phase_sums),
+        compile_means: means(compile_sums),
+        summary,
+    };
+    Some((stats, draws))
+}
+
+fn failure(index: usize, run: &RunResult) -> Failure {
+    let reason = match (&run.error, run.status) {
+        (Some(e), _) if !e.trim().is_empty() => e.clone(),
+        (_, RunStatus::Pass) => "passed but recorded no timed execute_s".into(),
+        (_, status) => format!("{status} (no reason recorded)"),
+    };
+    Failure {
+        index,
+        case_id: run.case_id.clone(),
+        stack: run.stack.clone(),
+        status: run.status,
+        reason,
+        bundle: run.bundle.display().to_string(),
+    }
+}
+
+fn choose_baseline(stacks: &[String], wanted: Option<&str>) -> (Option<String>, Option<String>) {
+    match wanted {
+        Some(b) if stacks.iter().any(|s| s == b) => (Some(b.to_string()), None),
+        Some(b) => (
+            None,
+            Some(format!(
+                "baseline stack `{b}` has no runs in this result set (stacks: {})",
+                stacks.join(", ")
+            )),
+        ),
+        None if stacks.len() < 2 => (
+            None,
+            Some("only one stack ran: nothing to compare".to_string()),
+        ),
+        None => (
+            Some(stacks[0].clone()),
+            Some(format!(
+                "no `[report] baseline` set: comparing with `{}`, the first stack run",
+                stacks[0]
+            )),
+        ),
+    }
+}
+
+type CaseOutcome = (Vec<RunStats>, Vec<Failure>, Vec<Paired>);
+
+/// Summarize every case (groups of run indices), spreading cases over the available cores.
+/// Each estimate has its own keyed random stream, so the result does not depend on the split.
+fn summarize_cases(
+    results: &ResultSet,
+    groups: &[&[usize]],
+    baseline: Option<&str>,
+    boot: &Bootstrap,
+) -> Vec<CaseOutcome> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(8);
+    let chunk = groups.len().div_ceil(threads).max(1);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = groups
+            .chunks(chunk)
+            .map(|part| {
+                scope.spawn(move || {
+                    part.iter()
+                        .map(|g| summarize_case(results, g, baseline, boot))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
+    })
+}
+
+/// Statistics, failures and paired comparisons of the runs of one planned case.
+fn summarize_case(
+    results: &ResultSet,
+    runs: &[usize],
+    baseline: Option<&str>,
+    boot: &Bootstrap,
+) -> CaseOutcome {
+    let mut stats = Vec::new();
+    let mut draws = Vec::new();
+    let mut failures = Vec::new();
+    for &i in runs {
+        match run_stats(i, &results.runs[i], boot) {
+            Some((s, d)) => {
+                stats.push(s);
+                draws.push(d);
+            }
+            None => failures.push(failure(i, &results.runs[i])),
+        }
+    }
+    let mut paired = Vec::new();
+    let base = baseline.and_then(|b| {
+        stats
+            .iter()
+            .position(|s| results.runs[s.index].stack == b && s.summary.median > 0.0)
+    });
+    if let (Some(bi), Some(baseline)) = (base, baseline) {
+        let b = &stats[bi];
+        for (s, d) in stats.iter().zip(&draws) {
+            let run = &results.runs[s.index];
+            if run.stack == baseline {
+                continue;
+            }
+            let ci = bootstrap::ratio_interval(d, &draws[bi]);
+            let verdict = if ci.hi < 1.0 {
+                Verdict::Faster
+            } else if ci.lo > 1.0 {
+                Verdict::Slower
+            } else {
+                Verdict::NoClearDifference
+            };
+            paired.push(Paired {
+                case_id: run.case_id.clone(),
+                stack: run.stack.clone(),
+                baseline: baseline.to_string(),
+                stack_run: s.index,
+                baseline_run: b.index,
+                ratio: s.summary.median / b.summary.median,
+                ci,
+                verdict,
+            });
+        }
+    }
+    (stats, failures, paired)
+}
+
+fn fits(results: &ResultSet, stats: &BTreeMap<usize, RunStats>) -> Vec<ModelFit> {
+    let mut groups: BTreeMap<FitKey, Vec<(f64, f64)>> = BTreeMap::new();
+    for s in stats.values() {
+        let r = &results.runs[s.index];
+        let key = FitKey {
+            stack: r.stack.clone(),
+            variant: r.case.variant,
+            p: r.case.p,
+            dtype: r.case.dtype,
+            core_num: r.case.core_num,
+        };
+        groups
+            .entry(key)
+            .or_default()
+            .push((s.n_bytes as f64, s.summary.median));
+    }
+    groups
+        .into_iter()
+        .filter_map(|(key, mut points)| {
+            points.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
+            let fit = fit::fit_alpha_beta(&points)?;
+            Some(ModelFit { key, fit, points })
+        })
+        .collect()
+}
+
+fn b_stars(fits: &[ModelFit]) -> Vec<BStar> {
+    type Group = (String, Variant, u32, Dtype);
+    let mut groups: BTreeMap<Group, Vec<(u32, f64)>> = BTreeMap::new();
+    for f in fits {
+        if let Some(b) = f.fit.bandwidth_bytes_per_s {
+            let k = &f.key;
+            groups
+                .entry((k.stack.clone(), k.variant, k.p, k.dtype))
+                .or_default()
+                .push((k.core_num, b));
+        }
+    }
+    groups
+        .into_iter()
+        .filter_map(|((stack, variant, p, dtype), pts)| {
+            let core_num = fit::b_star(&pts)?;
+            let best = pts.iter().map(|p| p.1).fold(f64::NEG_INFINITY, f64::max);
+            Some(BStar {
+                stack,
+                variant,
+                p,
+                dtype,
+                core_num,
+                best_bandwidth: best,
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,179 @@
+//! One way to write a file that a crash never leaves half-written: a temp file in the same
+//! folder, its data synced, then a rename. Every file campaign writes into a run dir (bundles,
+//! results files, the frozen plan, reports, case files, helper sources) goes through here.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+
+/// Write `bytes` to `path` through a temp file in the same folder and a rename.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_atomic_all(&[(path, bytes)])
+}
+
+/// Write several files (distinct paths), each through a temp file in its folder and a rename,
+/// after the data of every temp file is on disk.
+///
+/// Why the data is synced before the rename, although temp + rename alone already keeps a
+/// crash of campaign from leaving half a file (the page cache survives the process): after a
+/// power loss or kernel crash the rename can reach the disk before the data (ext4 allocates
+/// blocks late; without a journal it orders nothing), leaving an empty or short file under the
+/// final name. The journal's fsynced `finished` line follows the bundle, and resume trusts a
+/// finished run's `manifest.json` and `timing.json`, so those must be durable first — an empty
+/// `timing.json` beside a readable manifest would be a passed run with no samples.
+///
+/// The syncs run side by side (one thread per file beyond the first, at most
+/// [`SYNC_THREADS`]): each `fdatasync` waits for a device cache flush, and concurrent flushes
+/// are merged by the block layer, so two files cost about one wait instead of two.
+pub fn write_atomic_all(files: &[(&Path, &[u8])]) -> Result<()> {
+    let mut temps: Vec<(PathBuf, std::fs::File)> = Vec::with_capacity(files.len());
+    for (path, bytes) in files {
+        match write_temp(path, bytes) {
+            Ok(t) => temps.push(t),
+            Err(e) => {
+                discard(&temps);
+                return Err(e);
+            }
+        }
+    }
+    if let Err(e) = sync_data_all(&temps) {
+        discard(&temps);
+        return Err(e);
+    }
+    for ((path, _), (tmp, file)) in files.iter().zip(temps) {
+        drop(file);
+        std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))?;
+    }
+    Ok(())
+}
+
+/// Most `fdatasync` calls [`write_atomic_all`] keeps in flight at once.
+pub const SYNC_THREADS: usize = 8;
+
+/// Create `path`'s temp file and write `bytes` into it. The folder is created only when the
+/// first attempt finds it missing: a `create_dir_all` before every write costs two syscalls
+/// per file for folders that nearly always exist.
+fn write_temp(path: &Path, bytes: &[u8]) -> Result<(PathBuf, std::fs::File)> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+    let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
+    let mut f = match std::fs::File::create(&tmp) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+            std::fs::File::create(&tmp).map_err(|e| Error::io(&tmp, e))?
+        }
+        Err(e) => return Err(Error::io(&tmp, e)),
+    };
+    if let Err(e) = f.write_all(bytes) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(Error::io(&tmp, e));
+    }
+    Ok((tmp, f))
+}
+
+/// `fdatasync` every file, concurrently; the first failure is returned.
+fn sync_data_all(temps: &[(PathBuf, std::fs::File)]) -> Result<()> {
+    let sync = |chunk: &[(PathBuf, std::fs::File)]| -> Result<()> {
+        for (tmp, f) in chunk {
+            f.sync_data().map_err(|e| Error::io(tmp, e))?;
+        }
+        Ok(())
+    };
+    if temps.len() <= 1 {
+        return sync(temps);
+    }
+    let per_thread = temps.len().div_ceil(SYNC_THREADS);
+    std::thread::scope(|scope| {
+        let mut chunks = temps.chunks(per_thread);
+        let own = chunks.next().unwrap_or(&[]);
+        let mut result = Ok(());
+        let mut others = Vec::new();
+        for chunk in chunks {
+            // A small stack: the thread only calls fdatasync, and a default 8 MiB stack costs
+            // page faults on every bundle.
+            let spawned = std::thread::Builder::new()
+                .stack_size(64 * 1024)
+                .spawn_scoped(scope, move || sync(chunk));
+            match spawned {
+                Ok(handle) => others.push(handle),
+                Err(_) => result = result.and(sync(chunk)),
+            }
+        }
+        result = result.and(sync(own));
+        for handle in others {
+            let r = handle.join().unwrap_or_else(|_| {
+                Err(Error::Environment("a thread syncing files panicked".into()))
+            });
+            result = result.and(r);
+        }
+        result
+    })
+}
+
+/// Remove temp files of a write that did not complete.
+fn discard(temps: &[(PathBuf, std::fs::File)]) {
+    for (tmp, _) in temps {
+        let _ = std::fs::remove_file(tmp);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_write_replaces_and_leaves_no_temp() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path().join("x/results.json");
+        write_atomic(&p, b"one").unwrap();
+        write_atomic(&p, b"two").unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "two");
+        let names: Vec<_> = std::fs::read_dir(p.parent().unwrap()).unwrap().collect();
+        assert_eq!(names.len(), 1);
+    }
+
+    #[test]
+    fn several_files_are_written_together_into_new_folders() {
+        let tmp = tempfile::tempdir().unwrap();
+        let files: Vec<(PathBuf, String)> = (0..20)
+            .map(|i| {
+                (
+                    tmp.path().join(format!("d{}/f{i}.json", i % 3)),
+                    format!("v{i}"),
+                )
+            })
+            .collect();
+        let refs: Vec<(&Path, &[u8])> = files
+            .iter()
+            .map(|(p, t)| (p.as_path(), t.as_bytes()))
+            .collect();
+        write_atomic_all(&refs).unwrap();
+        for (p, t) in &files {
+            assert_eq!(&std::fs::read_to_string(p).unwrap(), t);
+        }
+        for d in 0..3 {
+            let names: Vec<String> = std::fs::read_dir(tmp.path().join(format!("d{d}")))
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            assert!(names.iter().all(|n| !n.contains(".tmp")), "{names:?}");
+        }
+    }
+
+    #[test]
+    fn a_failed_group_write_renames_nothing_and_leaves_no_temp() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("blocker"), "a file, not a folder").unwrap();
+        let good = tmp.path().join("good.json");
+        let bad = tmp.path().join("blocker/bad.json");
+        let err = write_atomic_all(&[(&good, b"1"), (&bad, b"2")]).unwrap_err();
+        assert!(err.to_string().contains("blocker"), "{err}");
+        let names: Vec<_> = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("blocker")]);
+    }
+}

@@ -1,0 +1,410 @@
+//! Reading a journal back: the latest state of every step, attempts, fingerprints and
+//! quarantined devices. Pure reading; it never writes and never decides what to run.
+//!
+//! A torn last line (a crash mid-write, or a power loss that left garbage at the end) is ignored
+//! and reported in [`Replay::torn`]; an unreadable line anywhere else means the file was damaged
+//! or edited and is an error naming the line.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use crate::error::{Diagnostic, Error, Result};
+use crate::model::results::RunStatus;
+
+use super::{KIND, VERSION};
+
+/// A last line that was cut off and ignored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TornLine {
+    /// 1-based line number.
+    pub line: usize,
+    /// Byte offset where it starts (the journal's valid length).
+    pub offset: u64,
+    /// Its length in bytes.
+    pub bytes: usize,
+}
+
+impl std::fmt::Display for TornLine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "line {} was torn by a crash while it was written ({} bytes) and is ignored",
+            self.line, self.bytes
+        )
+    }
+}
+
+/// A `finished` line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finished {
+    pub status: RunStatus,
+    pub reason: Option<String>,
+    pub attempt: u32,
+    pub fingerprint: String,
+    /// RFC 3339 time of the line.
+    pub t: String,
+    /// From the matching `started` line of the same attempt, when both times parse.
+    pub duration: Option<Duration>,
+    /// 1-based line number.
+    pub line: usize,
+    /// Every field of the line (engines add bundle, devices, exit code, …).
+    pub fields: Map<String, Value>,
+}
+
+/// Everything the journal says about one step.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct StepState {
+    /// Highest attempt number seen (started or finished).
+    pub attempts: u32,
+    /// Fingerprint on the step's latest line.
+    pub fingerprint: String,
+    /// `Some(t)` when the latest line is `started`: the attempt never finished (crash, kill) —
+    /// or is running right now, if a campaign holds the run dir.
+    pub open_since: Option<String>,
+    /// The latest `finished` line, even if a later attempt started after it.
+    pub last_finished: Option<Finished>,
+    /// The Slurm job of the latest attempt (its latest `submitted` line); cleared when another
+    /// attempt starts. Kept after `finished` so `status` can name the job.
+    pub slurm_job: Option<SlurmJob>,
+}
+
+/// A `submitted` line: the Slurm job an attempt of a run step handed its work to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlurmJob {
+    pub id: u64,
+    pub attempt: u32,
+}
+
+impl StepState {
+    /// Started without finished: resume runs it again.
+    pub fn is_interrupted(&self) -> bool {
+        self.open_since.is_some()
+    }
+
+    /// The step's final status, if its latest line is a `finished` one.
+    pub fn status(&self) -> Option<RunStatus> {
+        if self.is_interrupted() {
+            return None;
+        }
+        self.last_finished.as_ref().map(|f| f.status)
+    }
+}
+
+/// A journal read back.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Replay {
+    pub path: PathBuf,
+    pub version: u64,
+    /// The header line's fields (campaign name, plan hash, planned steps, …).
+    pub header: Map<String, Value>,
+    /// Latest state per step key, in key order.
+    pub steps: BTreeMap<String, StepState>,
+    /// Step keys in the order they first appeared.
+    pub order: Vec<String>,
+    /// Quarantined device → reason (the latest reason when quarantined more than once).
+    pub quarantined: BTreeMap<u32, String>,
+    /// The latest line of every other event kind (`session`, `interrupted`, …).
+    pub events: BTreeMap<String, Map<String, Value>>,
+    /// A torn last line that was ignored.
+    pub torn: Option<TornLine>,
+    /// Number of lines read (header included, torn line excluded).
+    pub lines: usize,
+}
+
+impl Replay {
+    /// The attempt number the next run of `step` gets (attempts count across resumes, so every
+    /// attempt keeps its own raw log).
+    pub fn next_attempt(&self, step: &str) -> u32 {
+        self.steps.get(step).map_or(1, |s| s.attempts + 1)
+    }
+
+    pub fn step(&self, step: &str) -> Option<&StepState> {
+        self.steps.get(step)
+    }
+}
+
+/// Read `path` (a `journal.jsonl`).
+pub fn replay(path: &Path) -> Result<Replay> {
+    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let mut out = Replay {
+        path: path.to_path_buf(),
+        ..Replay::default()
+    };
+    let lines = split_lines(&bytes);
+    let last_index = lines.len().saturating_sub(1);
+    let mut started_at: BTreeMap<String, (u32, String)> = BTreeMap::new();
+    for (i, (offset, raw, terminated)) in lines.iter().enumerate() {
+        let number = i + 1;
+        let is_last = i == last_index;
+        if raw.iter().all(u8::is_ascii_whitespace) && *terminated {
+            continue;
+        }
+        let parsed = if *terminated {
+            serde_json::from_slice::<Value>(raw).map_err(|e| (e.line(), e.column(), e.to_string()))
+        } else {
+            // An unterminated line was cut mid-write even if its prefix happens to parse.
+            Err((1, raw.len(), "line has no terminating newline".to_string()))
+        };
+        let value = match parsed {
+            Ok(Value::Object(map)) => map,
+            Ok(_) => {
+                if is_last && number > 1 {
+                    out.torn = Some(torn(number, *offset, raw.len()));
+                    break;
+                }
+                return Err(line_error(
+                    path,
+                    number,
+                    None,
+                    "expected one JSON object per line",
+                ));
+            }
+            Err((_, column, msg)) => {
+                if is_last && number > 1 {
+                    out.torn = Some(torn(number, *offset, raw.len()));
+                    break;
+                }
+                let what = if number == 1 {
+                    format!("the header line is unreadable ({msg}); expected {{\"journal\":\"campaign\",\"version\":{VERSION},…}}")
+                } else {
+                    format!("unreadable line ({msg}) before the end of the journal: the file was damaged or edited; expected one JSON object per line")
+                };
+                return Err(line_error(path, number, Some(column), &what));
+            }
+        };
+        out.lines += 1;
+        if number == 1 {
+            read_header(path, value, &mut out)?;
+            continue;
+        }
+        apply(path, number, value, &mut out, &mut started_at)?;
+    }
+    if out.lines == 0 {
+        return Err(line_error(
+            path,
+            1,
+            None,
+            &format!("empty journal; expected a header {{\"journal\":\"{KIND}\",\"version\":{VERSION},…}}"),
+        ));
+    }
+    Ok(out)
+}
+
+fn torn(line: usize, offset: usize, bytes: usize) -> TornLine {
+    TornLine {
+        line,
+        offset: offset as u64,
+        bytes,
+    }
+}
+
+/// `(offset, bytes without '\n', terminated)` of every line; a final empty segment is dropped.
+fn split_lines(bytes: &[u8]) -> Vec<(usize, &[u8], bool)> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for (i, b) in bytes.iter().enumerate() {
+        if *b == b'\n' {
+            out.push((start, &bytes[start..i], true));
+            start = i + 1;
+        }
+    }
+    if start < bytes.len() {
+        out.push((start, &bytes[start..], false));
+    }
+    out
+}
+
+fn line_error(path: &Path, line: usize, column: Option<usize>, message: &str) -> Error {
+    Error::Invalid(vec![Diagnostic {
+        file: path.to_path_buf(),
+        line: Some(line),
+        column,
+        field: None,
+        message: message.to_string(),
+        snippet: None,
+    }])
+}
+
+fn field_error(path: &Path, line: usize, field: &str, message: &str) -> Error {
+    Error::Invalid(vec![Diagnostic {
+        file: path.to_path_buf(),
+        line: Some(line),
+        column: None,
+        field: Some(field.to_string()),
+        message: message.to_string(),
+        snippet: None,
+    }])
+}
+
+fn read_header(path: &Path, header: Map<String, Value>, out: &mut Replay) -> Result<()> {
+    if header.get("journal").and_then(Value::as_str) != Some(KIND) {
+        return Err(field_error(
+            path,
+            1,
+            "journal",
+            &format!("not a campaign journal; expected a header {{\"journal\":\"{KIND}\",\"version\":{VERSION},…}}"),
+        ));
+    }
+    let version = header
+        .get("version")
+        .and_then(Value::as_u64)
+        .ok_or_else(|| field_error(path, 1, "version", "missing or not a positive integer"))?;
+    if version > VERSION {
+        return Err(field_error(
+            path,
+            1,
+            "version",
+            &format!(
+                "journal format version {version} was written by a newer campaign; this build reads versions up to {VERSION}: upgrade campaign to resume this run dir"
+            ),
+        ));
+    }
+    if version == 0 {
+        return Err(field_error(
+            path,
+            1,
+            "version",
+            "version 0 does not exist; expected 1",
+        ));
+    }
+    out.version = version;
+    out.header = header;
+    Ok(())
+}
+
+fn apply(
+    path: &Path,
+    number: usize,
+    line: Map<String, Value>,
+    out: &mut Replay,
+    started_at: &mut BTreeMap<String, (u32, String)>,
+) -> Result<()> {
+    let event = line
+        .get("event")
+        .and_then(Value::as_str)
+        .ok_or_else(|| field_error(path, number, "event", "missing; expected a string"))?
+        .to_string();
+    let t = line
+        .get("t")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    match event.as_str() {
+        "started" | "finished" => {
+            let step = str_field(path, number, &line, "step")?;
+            let attempt = attempt_field(path, number, &line)?;
+            let fingerprint = line
+                .get("fingerprint")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            if !out.steps.contains_key(&step) {
+                out.order.push(step.clone());
+            }
+            let state = out.steps.entry(step.clone()).or_default();
+            state.attempts = state.attempts.max(attempt);
+            state.fingerprint = fingerprint.clone();
+            if event == "started" {
+                // The same attempt started again is a resume re-attaching to its job.
+                if state.slurm_job.is_some_and(|j| j.attempt != attempt) {
+                    state.slurm_job = None;
+                }
+                state.open_since = Some(t.clone());
+                started_at.insert(step, (attempt, t));
+                return Ok(());
+            }
+            let status_text = str_field(path, number, &line, "status")?;
+            let status = parse_status(&status_text).ok_or_else(|| {
+                field_error(
+                    path,
+                    number,
+                    "status",
+                    &format!("unknown status `{status_text}` (expected one of: pass, fail, timeout, skipped, unavailable, interrupted, blocked)"),
+                )
+            })?;
+            let duration = match started_at.get(&step) {
+                Some((a, start)) if *a == attempt => elapsed(start, &t),
+                _ => None,
+            };
+            state.open_since = None;
+            state.last_finished = Some(Finished {
+                status,
+                reason: line
+                    .get("reason")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+                attempt,
+                fingerprint,
+                t,
+                duration,
+                line: number,
+                fields: line,
+            });
+        }
+        "submitted" => {
+            let step = str_field(path, number, &line, "step")?;
+            let attempt = attempt_field(path, number, &line)?;
+            let id = line
+                .get("slurm_job_id")
+                .and_then(Value::as_u64)
+                .ok_or_else(|| {
+                    field_error(
+                        path,
+                        number,
+                        "slurm_job_id",
+                        "missing; expected the Slurm job id (a positive integer)",
+                    )
+                })?;
+            if !out.steps.contains_key(&step) {
+                out.order.push(step.clone());
+            }
+            let state = out.steps.entry(step).or_default();
+            state.attempts = state.attempts.max(attempt);
+            state.slurm_job = Some(SlurmJob { id, attempt });
+        }
+        "quarantined" => {
+            let device = line
+                .get("device")
+                .and_then(Value::as_u64)
+                .and_then(|d| u32::try_from(d).ok())
+                .ok_or_else(|| {
+                    field_error(path, number, "device", "missing; expected a device id")
+                })?;
+            let reason = line.get("reason").and_then(Value::as_str).unwrap_or("");
+            out.quarantined.insert(device, reason.to_string());
+        }
+        _ => {
+            out.events.insert(event, line);
+        }
+    }
+    Ok(())
+}
+
+/// The `attempt` field of a step line: an integer >= 1.
+fn attempt_field(path: &Path, number: usize, line: &Map<String, Value>) -> Result<u32> {
+    line.get("attempt")
+        .and_then(Value::as_u64)
+        .and_then(|a| u32::try_from(a).ok())
+        .filter(|a| *a >= 1)
+        .ok_or_else(|| field_error(path, number, "attempt", "missing; expected an integer >= 1"))
+}
+
+fn str_field(path: &Path, number: usize, line: &Map<String, Value>, name: &str) -> Result<String> {
+    line.get(name)
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .ok_or_else(|| field_error(path, number, name, "missing; expected a string"))
+}
+
+fn parse_status(text: &str) -> Option<RunStatus> {
+    RunStatus::ALL.iter().copied().find(|s| s.as_str() == text)
+}
+
+fn elapsed(start: &str, end: &str) -> Option<Duration> {
+    let a = chrono::DateTime::parse_from_rfc3339(start).ok()?;
+    let b = chrono::DateTime::parse_from_rfc3339(end).ok()?;
+    (b - a).to_std().ok()
+}

@@ -1,0 +1,253 @@
+//! The run dir and bundle layout on disk, and atomic writes.
+//!
+//! Owns every path under `results/campaigns/<campaign>/run_<YYYYmmdd_HHMMSS>/` (see COMMON
+//! layout: plan.toml, stacks.json, journal.jsonl, results files, `cases/<case_id>/case.json`,
+//! `cases/<case_id>/<stack>/{run.log, run.attempt<N>.log, timing.json, manifest.json}`), the
+//! manifest's keys, the 6-significant-digit rounding of timing floats, and temp-file + rename writes so a
+//! crash never leaves half a file. It must not compute statistics or decide statuses.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Map, Value};
+
+use crate::error::{Error, Result};
+use crate::model::results::{RunResult, Sample};
+use crate::store::atomic::{write_atomic, write_atomic_all};
+
+/// Where run dirs go when `--results-dir` is not given.
+pub const DEFAULT_RESULTS_DIR: &str = "results/campaigns";
+
+/// One campaign run's folder.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunDir {
+    pub path: PathBuf,
+    /// `YYYYmmdd_HHMMSS` of the start (without any collision suffix).
+    pub timestamp: String,
+}
+
+impl RunDir {
+    /// Claim a new run dir `<results_dir>/<campaign>/run_<timestamp>`; when two runs start in the
+    /// same second the later one gets `run_<timestamp>_2`, `_3`, … (`create_dir` is the claim, so
+    /// two processes can never share one).
+    pub fn create(results_dir: &Path, campaign: &str, timestamp: &str) -> Result<RunDir> {
+        // Absolute, because stacks run with their bundle dir as working directory and are handed
+        // paths inside the run dir.
+        let results_dir =
+            std::path::absolute(results_dir).map_err(|e| Error::io(results_dir, e))?;
+        let base = results_dir.join(campaign);
+        std::fs::create_dir_all(&base).map_err(|e| Error::io(&base, e))?;
+        for n in 1..1000 {
+            let name = if n == 1 {
+                format!("run_{timestamp}")
+            } else {
+                format!("run_{timestamp}_{n}")
+            };
+            let path = base.join(name);
+            match std::fs::create_dir(&path) {
+                Ok(()) => {
+                    return Ok(RunDir {
+                        path,
+                        timestamp: timestamp.to_string(),
+                    })
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(Error::io(&path, e)),
+            }
+        }
+        Err(Error::Environment(format!(
+            "{}: could not find a free run dir name for {timestamp}",
+            base.display()
+        )))
+    }
+
+    /// An existing run dir (resume, report).
+    pub fn open(path: &Path) -> RunDir {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let ts = name.strip_prefix("run_").unwrap_or(name);
+        RunDir {
+            path: std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
+            timestamp: ts.get(..15).unwrap_or(ts).to_string(),
+        }
+    }
+
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.path.join(name)
+    }
+
+    /// `cases/<case_id>/case.json`.
+    pub fn case_file(&self, case_id: &str) -> PathBuf {
+        self.path.join("cases").join(case_id).join("case.json")
+    }
+
+    /// `cases/<case_id>/<stack>` relative to the run dir (the `artifact_bundle` value).
+    pub fn bundle_rel(case_id: &str, stack: &str) -> PathBuf {
+        Path::new("cases").join(case_id).join(stack)
+    }
+
+    pub fn bundle(&self, case_id: &str, stack: &str) -> PathBuf {
+        self.path.join(Self::bundle_rel(case_id, stack))
+    }
+}
+
+/// Pretty JSON (2-space indent, trailing newline), atomically.
+pub fn write_json(path: &Path, value: &Value) -> Result<()> {
+    write_atomic(path, pretty(value).as_bytes())
+}
+
+/// The text [`write_json`] writes.
+pub fn pretty(value: &Value) -> String {
+    let mut text = serde_json::to_string_pretty(value).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+/// Round to 6 significant digits. The seed's `timing.json` rounded to 6 decimals, which keeps
+/// only 1 µs of resolution: a 8.4 µs host allreduce would be stored as 8 µs (a 5 % error).
+/// Six significant digits keep relative precision at every scale and still read as plain floats
+/// in the old scripts.
+pub fn round_sig6(x: f64) -> f64 {
+    if x.is_finite() && x != 0.0 {
+        let factor = 10f64.powi(5 - x.abs().log10().floor() as i32);
+        (x * factor).round() / factor
+    } else {
+        x
+    }
+}
+
+/// Round every float of a sample (so what is in memory equals what is on disk).
+pub fn round_sample(s: &mut Sample) {
+    let r = |o: &mut Option<f64>| *o = o.map(round_sig6);
+    r(&mut s.wall_s);
+    r(&mut s.execute_s);
+    r(&mut s.bw_execute_mb_s);
+    r(&mut s.setup_s);
+    r(&mut s.device_wall_s);
+    s.phases.values_mut().for_each(|v| *v = round_sig6(*v));
+    s.compile_profile
+        .values_mut()
+        .for_each(|v| *v = round_sig6(*v));
+    s.per_rank_execute_s
+        .iter_mut()
+        .for_each(|v| *v = round_sig6(*v));
+}
+
+/// `timing.json`: the list of samples, floats rounded to 6 significant digits.
+pub fn timing_json(samples: &[Sample]) -> Value {
+    let rounded: Vec<Sample> = samples
+        .iter()
+        .cloned()
+        .map(|mut s| {
+            round_sample(&mut s);
+            s
+        })
+        .collect();
+    serde_json::to_value(rounded).unwrap_or(Value::Array(Vec::new()))
+}
+
+/// What the engine knows about a run's process beyond its [`RunResult`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ProcessFacts {
+    pub argv: Vec<String>,
+    /// The variables the engine added (the stack's `env` and `CAMPAIGN_*`).
+    pub env: Vec<(String, String)>,
+    pub signal: Option<i32>,
+    /// Leased ids given in `CAMPAIGN_DEVICES`.
+    pub devices: Vec<u32>,
+    /// Logs of earlier attempts, kept beside `run.log`.
+    pub attempt_logs: Vec<String>,
+    /// The Slurm job that ran the run (`--executor slurm`): id, final state, node, granted
+    /// devices. Written as the manifest's `slurm` key.
+    pub slurm: Option<Value>,
+}
+
+/// `manifest.json`: the seed's keys first, then campaign's.
+pub fn manifest(result: &RunResult, facts: &ProcessFacts) -> Value {
+    let mut m = Map::new();
+    m.insert("case_id".into(), json!(result.case_id));
+    m.insert("stack".into(), json!(result.stack));
+    m.insert("correctness".into(), json!(result.status.correctness()));
+    let mut logs = Map::new();
+    logs.insert("run".into(), json!("run.log"));
+    for (i, name) in facts.attempt_logs.iter().enumerate() {
+        logs.insert(format!("attempt{}", i + 1), json!(name));
+    }
+    m.insert("logs".into(), Value::Object(logs));
+    m.insert("timing".into(), json!("timing.json"));
+    m.insert("profiling".into(), json!({}));
+    if let Some(e) = &result.error {
+        m.insert("error".into(), json!(e));
+    }
+    m.insert("status".into(), json!(result.status));
+    m.insert("reason".into(), json!(result.error));
+    m.insert("argv".into(), json!(facts.argv));
+    let env: Map<String, Value> = facts
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), json!(v)))
+        .collect();
+    m.insert("env".into(), Value::Object(env));
+    m.insert("exit_code".into(), json!(result.exit_code));
+    m.insert("signal".into(), json!(facts.signal));
+    m.insert("devices".into(), json!(facts.devices));
+    m.insert("started".into(), json!(result.started));
+    m.insert("ended".into(), json!(result.ended));
+    m.insert("attempt".into(), json!(result.attempt));
+    m.insert("case".into(), result.case.to_json());
+    m.insert(
+        "equivalence_hash".into(),
+        json!(result.case.equivalence_hash()),
+    );
+    m.insert("timing_source".into(), json!(result.timing_source));
+    if let Some(slurm) = &facts.slurm {
+        m.insert("slurm".into(), slurm.clone());
+    }
+    Value::Object(m)
+}
+
+/// Write a run's `timing.json` and `manifest.json` into its bundle (run.log is written by the
+/// executor as output arrives).
+///
+/// Both are synced together and renamed timing first: readers take a bundle into account once
+/// its `manifest.json` exists, and by then its `timing.json` is in place.
+pub fn write_bundle(run_dir: &RunDir, result: &RunResult, facts: &ProcessFacts) -> Result<()> {
+    let dir = run_dir.path.join(&result.bundle);
+    let timing = pretty(&timing_json(&result.samples));
+    let manifest = pretty(&manifest(result, facts));
+    write_atomic_all(&[
+        (&dir.join("timing.json"), timing.as_bytes()),
+        (&dir.join("manifest.json"), manifest.as_bytes()),
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_dirs_never_collide() {
+        let tmp = tempfile::tempdir().unwrap();
+        let a = RunDir::create(tmp.path(), "smoke", "20261130_101500").unwrap();
+        let b = RunDir::create(tmp.path(), "smoke", "20261130_101500").unwrap();
+        assert!(a.path.ends_with("smoke/run_20261130_101500"));
+        assert!(b.path.ends_with("smoke/run_20261130_101500_2"));
+        assert_eq!(RunDir::open(&b.path).timestamp, "20261130_101500");
+    }
+
+    #[test]
+    fn timing_floats_keep_six_significant_digits() {
+        let s = Sample {
+            round: 1,
+            phase: "timed-1".into(),
+            execute_s: Some(0.000_165_432_1),
+            wall_s: Some(1.0 / 3.0),
+            setup_s: Some(8.412_345_6e-6),
+            ok: true,
+            ..Sample::default()
+        };
+        let text = serde_json::to_string(&timing_json(&[s])).unwrap();
+        assert!(text.contains("\"execute_s\":0.000165432"), "{text}");
+        assert!(text.contains("\"wall_s\":0.333333"), "{text}");
+        // A sub-10 µs time keeps its digits instead of collapsing to 0.000008.
+        assert!(text.contains("\"setup_s\":8.41235e-6"), "{text}");
+    }
+}

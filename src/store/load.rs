@@ -1,0 +1,261 @@
+//! Rebuild a `ResultSet` from a run dir's bundles (campaign's or the old harness's).
+//!
+//! Reads every `cases/<case_id>/<stack>/manifest.json` with its `timing.json`; the case comes
+//! from the manifest's `case`, else `cases/<case_id>/case.json`, else the matching row of
+//! `results.json` (old harness). Campaign, timestamp and provenance come from `results.json`
+//! when present. Used by report, resume and status; it must not write anything.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::model::case::{set_field, Case, Variant};
+use crate::model::results::{Provenance, ResultSet, RunResult, RunStatus, Sample};
+
+fn read_json(path: &Path) -> Result<Value> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    serde_json::from_str(&text).map_err(|e| {
+        Error::invalid(
+            path,
+            format!("not valid JSON at line {}:{}: {e}", e.line(), e.column()),
+        )
+    })
+}
+
+fn sorted_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+        Err(e) => return Err(Error::io(dir, e)),
+    };
+    for e in entries {
+        let e = e.map_err(|e| Error::io(dir, e))?;
+        if e.path().is_dir() {
+            out.push(e.path());
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// The old harness's rows carry the case's axes; devices come from the `_d<ids>` of the id.
+fn case_from_row(row: &Value, case_id: &str, file: &Path) -> Result<Case> {
+    let mut case = Case::new(Variant::Mesh, 2, 1);
+    for field in ["variant", "p", "count", "dtype", "platform"] {
+        if let Some(v) = row.get(field) {
+            set_field(&mut case, field, v)
+                .map_err(|m| Error::invalid(file, format!("{field}: {m}")))?;
+        }
+    }
+    let ids: Vec<u32> = case_id
+        .rsplit("_d")
+        .next()
+        .map(|s| s.split('_').next().unwrap_or(""))
+        .unwrap_or("")
+        .split('-')
+        .filter_map(|d| d.parse().ok())
+        .collect();
+    case.device_ids = if ids.len() == case.p as usize {
+        ids
+    } else {
+        (0..case.p).collect()
+    };
+    Ok(case)
+}
+
+fn status_of(manifest: &Value) -> RunStatus {
+    manifest
+        .get("status")
+        .and_then(|s| serde_json::from_value(s.clone()).ok())
+        .unwrap_or_else(
+            || match manifest.get("correctness").and_then(Value::as_str) {
+                Some("pass") => RunStatus::Pass,
+                _ => RunStatus::Fail,
+            },
+        )
+}
+
+fn load_bundle(
+    run_dir: &Path,
+    case_dir: &Path,
+    bundle: &Path,
+    rows: &[Value],
+) -> Result<RunResult> {
+    let mpath = bundle.join("manifest.json");
+    let m = read_json(&mpath)?;
+    let dir_name = |p: &Path| {
+        p.file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("")
+            .to_string()
+    };
+    let case_id = m
+        .get("case_id")
+        .and_then(Value::as_str)
+        .map(String::from)
+        .unwrap_or_else(|| dir_name(case_dir));
+    let stack = m
+        .get("stack")
+        .and_then(Value::as_str)
+        .map(String::from)
+        .unwrap_or_else(|| dir_name(bundle));
+    let case = if let Some(c) = m.get("case").filter(|c| c.is_object()) {
+        Case::from_json_value(c, &mpath)?
+    } else if case_dir.join("case.json").is_file() {
+        Case::load(&case_dir.join("case.json"))?
+    } else if let Some(row) = rows
+        .iter()
+        .find(|r| r.get("case_id").and_then(Value::as_str) == Some(&case_id))
+    {
+        case_from_row(row, &case_id, &run_dir.join("results.json"))?
+    } else {
+        return Err(Error::invalid(
+            &mpath,
+            "no case found: expected a `case` key, cases/<case_id>/case.json, or a results.json row",
+        ));
+    };
+    let timing = bundle.join(
+        m.get("timing")
+            .and_then(Value::as_str)
+            .unwrap_or("timing.json"),
+    );
+    let samples: Vec<Sample> = if timing.is_file() {
+        serde_json::from_value(read_json(&timing)?)
+            .map_err(|e| Error::invalid(&timing, format!("expected a list of samples: {e}")))?
+    } else {
+        Vec::new()
+    };
+    let text = |k: &str| m.get(k).and_then(Value::as_str).map(String::from);
+    Ok(RunResult {
+        case,
+        case_id,
+        stack,
+        status: status_of(&m),
+        error: text("reason").or_else(|| text("error")),
+        samples,
+        bundle: bundle.strip_prefix(run_dir).unwrap_or(bundle).to_path_buf(),
+        attempt: m
+            .get("attempt")
+            .and_then(Value::as_u64)
+            .map_or(1, |a| a as u32),
+        exit_code: m.get("exit_code").and_then(Value::as_i64).map(|c| c as i32),
+        started: text("started"),
+        ended: text("ended"),
+        timing_source: text("timing_source"),
+    })
+}
+
+/// Every run recorded in `dir`'s bundles.
+pub fn load_run_dir(dir: &Path) -> Result<ResultSet> {
+    if !dir.is_dir() {
+        return Err(Error::Usage(format!(
+            "{}: not a run dir (no such folder)",
+            dir.display()
+        )));
+    }
+    let results_path = dir.join("results.json");
+    let doc = if results_path.is_file() {
+        read_json(&results_path)?
+    } else {
+        Value::Null
+    };
+    let rows: Vec<Value> = doc
+        .get("runs")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let mut set = ResultSet {
+        campaign: doc
+            .get("campaign")
+            .and_then(Value::as_str)
+            .map(String::from)
+            .unwrap_or_else(|| {
+                dir.parent()
+                    .and_then(|p| p.file_name())
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default()
+            }),
+        timestamp: doc
+            .get("timestamp")
+            .and_then(Value::as_str)
+            .map(String::from)
+            .unwrap_or_else(|| crate::store::layout::RunDir::open(dir).timestamp),
+        provenance: doc
+            .get("provenance")
+            .and_then(|p| serde_json::from_value::<Provenance>(p.clone()).ok())
+            .unwrap_or_default(),
+        ..ResultSet::default()
+    };
+    if let Some(q) = doc
+        .get("quarantined")
+        .and_then(|q| serde_json::from_value(q.clone()).ok())
+    {
+        set.quarantined = q;
+    }
+    for case_dir in sorted_dirs(&dir.join("cases"))? {
+        for bundle in sorted_dirs(&case_dir)? {
+            if bundle.join("manifest.json").is_file() {
+                set.runs.push(load_bundle(dir, &case_dir, &bundle, &rows)?);
+            }
+        }
+    }
+    Ok(set)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::json::document;
+    use crate::store::json::tests::result;
+    use crate::store::layout::{write_bundle, write_json, ProcessFacts, RunDir};
+
+    #[test]
+    fn round_trip_through_bundles() {
+        let tmp = tempfile::tempdir().unwrap();
+        let rd = RunDir::create(tmp.path(), "smoke", "20261130_101500").unwrap();
+        let mut failed = result(RunStatus::Timeout);
+        failed.stack = "slow".into();
+        failed.bundle = RunDir::bundle_rel(&failed.case_id, "slow");
+        let runs = vec![result(RunStatus::Pass), failed];
+        for r in &runs {
+            write_bundle(&rd, r, &ProcessFacts::default()).unwrap();
+        }
+        let set = ResultSet {
+            campaign: "smoke".into(),
+            timestamp: rd.timestamp.clone(),
+            runs,
+            ..ResultSet::default()
+        };
+        write_json(&rd.file("results.json"), &document(&set)).unwrap();
+        let back = load_run_dir(&rd.path).unwrap();
+        assert_eq!(back, set);
+    }
+
+    #[test]
+    fn old_harness_bundle_without_case() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("run_20250101_000000");
+        let id = "ring_p4_count4096_fp16_a2a3_d4-5-6-7";
+        let b = dir.join("cases").join(id).join("hccl");
+        std::fs::create_dir_all(&b).unwrap();
+        std::fs::write(
+            b.join("manifest.json"),
+            format!(r#"{{"case_id":"{id}","stack":"hccl","correctness":"fail","logs":{{"run":"run.log"}},"timing":"timing.json","profiling":{{}},"error":"rc=1"}}"#),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("results.json"),
+            format!(r#"{{"campaign":"old","timestamp":"t","case":{{}},"runs":[{{"case_id":"{id}","stack":"hccl","variant":"ring","p":4,"count":4096,"dtype":"fp16","platform":"a2a3"}}]}}"#),
+        )
+        .unwrap();
+        let set = load_run_dir(&dir).unwrap();
+        let r = &set.runs[0];
+        assert_eq!(r.status, RunStatus::Fail);
+        assert_eq!(r.error.as_deref(), Some("rc=1"));
+        assert_eq!(r.case.case_id(), id);
+        assert!(r.samples.is_empty());
+        assert_eq!(set.campaign, "old");
+    }
+}

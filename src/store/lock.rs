@@ -1,0 +1,216 @@
+//! The run-dir lock: one `campaign run`/`resume` per run dir at a time.
+//!
+//! Owns `run_dir/.lock`: an advisory exclusive lock (`File::try_lock`, flock on Linux) held for the
+//! life of a [`RunDirLock`], plus the holder's pid, host and start time written into the file so
+//! a refused second process can say who holds it. The operating system releases the lock when the
+//! holder dies, however it dies, so a killed campaign never blocks a later resume. It must not be
+//! used by read-only commands (`status` works while a campaign runs).
+
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+
+/// File name of the lock inside a run dir.
+pub const FILE_NAME: &str = ".lock";
+
+/// Holds the run dir's lock until dropped.
+#[derive(Debug)]
+pub struct RunDirLock {
+    path: PathBuf,
+    // Kept open: closing the file is what releases the lock.
+    _file: File,
+}
+
+impl RunDirLock {
+    /// Take the lock of `run_dir`, or fail with `Error::Locked` naming the holder.
+    pub fn acquire(run_dir: &Path) -> Result<RunDirLock> {
+        let path = run_dir.join(FILE_NAME);
+        // Never truncate on open: the file may hold the current holder's identity.
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|e| Error::io(&path, e))?;
+        // File::try_lock is std since 1.89 (the toolchain here is newer); the crate's declared
+        // rust-version stays older so that other modules' lints do not change under them.
+        let locked = file.try_lock();
+        match locked {
+            Ok(()) => {}
+            Err(TryLockError::WouldBlock) => {
+                let mut holder = String::new();
+                let _ = file.read_to_string(&mut holder);
+                return Err(Error::Locked(locked_message(run_dir, &holder)));
+            }
+            Err(TryLockError::Error(e)) => return Err(Error::io(&path, e)),
+        }
+        let info = format!(
+            "pid={}\nhost={}\nstarted={}\n",
+            std::process::id(),
+            hostname(),
+            crate::store::journal::now()
+        );
+        let write = |f: &mut File| -> std::io::Result<()> {
+            f.set_len(0)?;
+            f.seek(SeekFrom::Start(0))?;
+            f.write_all(info.as_bytes())?;
+            f.flush()
+        };
+        write(&mut file).map_err(|e| Error::io(&path, e))?;
+        Ok(RunDirLock { path, _file: file })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Does a campaign process hold `run_dir`'s lock right now? For read-only commands: it never
+/// creates the lock file and holds a shared lock only for the instant of the test.
+pub fn is_held(run_dir: &Path) -> bool {
+    let Ok(file) = File::open(run_dir.join(FILE_NAME)) else {
+        return false;
+    };
+    let probe = file.try_lock_shared();
+    matches!(probe, Err(TryLockError::WouldBlock))
+}
+
+/// `pid=…` of a lock file's text, if present.
+pub fn holder_pid(text: &str) -> Option<u32> {
+    field(text, "pid")?.parse().ok()
+}
+
+fn field<'a>(text: &'a str, name: &str) -> Option<&'a str> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix('='))
+        .map(str::trim)
+}
+
+fn locked_message(run_dir: &Path, holder: &str) -> String {
+    let who = match holder_pid(holder) {
+        Some(pid) => {
+            let mut s = format!("campaign pid {pid}");
+            if let Some(host) = field(holder, "host") {
+                s.push_str(&format!(" on {host}"));
+            }
+            if let Some(t) = field(holder, "started") {
+                s.push_str(&format!(" (since {t})"));
+            }
+            s
+        }
+        None => "another campaign process".to_string(),
+    };
+    format!(
+        "run dir {} is in use by {who}; wait for it to finish or stop it, then run `campaign resume {}` (a killed campaign releases the lock by itself)",
+        run_dir.display(),
+        run_dir.display()
+    )
+}
+
+fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: buf is valid for buf.len() bytes; gethostname writes at most that many.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return "unknown-host".into();
+    }
+    let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{BufRead, BufReader};
+    use std::process::{Child, Command, Stdio};
+
+    const CHILD_ENV: &str = "CAMPAIGN_TEST_LOCK_HOLDER_DIR";
+
+    /// Not a test: the body of the child process the contention tests spawn (the test binary
+    /// re-run with `--ignored --exact`). It holds the lock until killed.
+    #[test]
+    #[ignore = "helper process for the lock tests"]
+    fn lock_holder_child() {
+        let Some(dir) = std::env::var_os(CHILD_ENV) else {
+            return;
+        };
+        let _lock = RunDirLock::acquire(Path::new(&dir)).expect("child acquires");
+        println!("LOCKED");
+        std::thread::sleep(std::time::Duration::from_secs(120));
+    }
+
+    fn spawn_holder(dir: &Path) -> Child {
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--ignored",
+                "--exact",
+                "store::lock::tests::lock_holder_child",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(CHILD_ENV, dir)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let out = child.stdout.take().unwrap();
+        let mut lines = BufReader::new(out).lines();
+        loop {
+            match lines.next() {
+                Some(Ok(line)) if line.contains("LOCKED") => break,
+                Some(Ok(_)) => continue,
+                _ => panic!("lock holder child exited before locking"),
+            }
+        }
+        child
+    }
+
+    #[test]
+    fn second_process_is_refused_and_sigkill_releases_the_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = spawn_holder(dir.path());
+        let err = RunDirLock::acquire(dir.path()).unwrap_err();
+        let msg = err.to_string();
+        assert!(matches!(err, Error::Locked(_)));
+        assert!(
+            msg.contains(&format!("campaign pid {}", child.id())),
+            "{msg}"
+        );
+        assert!(msg.contains("campaign resume"), "{msg}");
+        assert_eq!(err.exit_code(), crate::error::exit::ENVIRONMENT);
+
+        // SIGKILL: no destructor runs; the kernel must release the flock.
+        // SAFETY: plain kill(2) on our own child's pid.
+        unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+        child.wait().unwrap();
+        let lock = RunDirLock::acquire(dir.path()).expect("lock of a killed process is free");
+        let text = std::fs::read_to_string(lock.path()).unwrap();
+        assert_eq!(holder_pid(&text), Some(std::process::id()));
+    }
+
+    #[test]
+    fn lock_is_released_on_drop_and_exclusive_within_a_process() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(!is_held(dir.path()));
+        let first = RunDirLock::acquire(dir.path()).unwrap();
+        // A second open file description conflicts with flock even in the same process.
+        assert!(matches!(
+            RunDirLock::acquire(dir.path()),
+            Err(Error::Locked(_))
+        ));
+        assert!(is_held(dir.path()));
+        drop(first);
+        assert!(!is_held(dir.path()));
+        RunDirLock::acquire(dir.path()).unwrap();
+    }
+
+    #[test]
+    fn missing_run_dir_is_an_io_error_naming_the_lock_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = RunDirLock::acquire(&dir.path().join("nope")).unwrap_err();
+        assert!(err.to_string().contains("nope/.lock"), "{err}");
+    }
+}

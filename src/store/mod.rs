@@ -1,0 +1,20 @@
+//! Everything on disk in a run dir: its layout and bundles (`layout`), one atomic write
+//! (`atomic`), the journal and its replay, the run-dir lock, run fingerprints, provenance, resume
+//! decisions, `campaign status`, loading bundles and old harness dirs back (`load`, `seed_dir`)
+//! and the results files (`json`, `csv`).
+//!
+//! It reads and writes files; it does not run stacks, schedule, or compute statistics beyond
+//! what the results files carry.
+
+pub mod atomic;
+pub mod csv;
+pub mod fingerprint;
+pub mod journal;
+pub mod json;
+pub mod layout;
+pub mod load;
+pub mod lock;
+pub mod provenance;
+pub mod resume;
+pub mod seed_dir;
+pub mod status;

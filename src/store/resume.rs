@@ -1,0 +1,250 @@
+//! Resume planning: given what the journal says and what the plan wants, decide which runs are
+//! done and which run again.
+//!
+//! Owns the resume rules (docs/journal.md, "Resume rules"): runs never started, interrupted
+//! (started without finished), `interrupted` and `blocked` run; `--retry-failed` also re-runs
+//! `fail` and `timeout`; a run whose fingerprint changed since it finished is `changed` and runs;
+//! a run that finished `pass` with the same fingerprint never runs again. Pure: no I/O, no
+//! scheduling, no printing besides the [`ResumePlan`] summary's `Display`.
+
+use crate::model::results::RunStatus;
+use crate::store::journal::Replay;
+
+/// What resume does with one planned step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Finished and kept (pass, or fail/timeout without `--retry-failed`, skipped, unavailable).
+    Done,
+    /// Never started, interrupted, or blocked: runs.
+    Run,
+    /// Finished, but its fingerprint differs from the planned one: runs.
+    Changed,
+    /// Failed or timed out, and `--retry-failed` was given: runs.
+    Retry,
+}
+
+/// The result of [`plan`]: step keys by decision, each in planned order.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ResumePlan {
+    pub done: Vec<String>,
+    pub to_run: Vec<String>,
+    pub changed: Vec<String>,
+    pub to_retry: Vec<String>,
+    /// Of `done`: runs that failed or timed out and are kept (a hint for `--retry-failed`).
+    pub kept_failures: usize,
+}
+
+impl ResumePlan {
+    /// Every step that will run, in planned order.
+    pub fn runs(&self, planned: &[(String, String)]) -> Vec<String> {
+        planned
+            .iter()
+            .filter(|(k, _)| {
+                self.to_run.contains(k) || self.changed.contains(k) || self.to_retry.contains(k)
+            })
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
+    /// Number of steps that will run.
+    pub fn pending(&self) -> usize {
+        self.to_run.len() + self.changed.len() + self.to_retry.len()
+    }
+
+    pub fn is_complete(&self) -> bool {
+        self.pending() == 0
+    }
+}
+
+impl std::fmt::Display for ResumePlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} done, {} to run, {} changed, {} to retry",
+            self.done.len(),
+            self.to_run.len(),
+            self.changed.len(),
+            self.to_retry.len()
+        )?;
+        if self.kept_failures > 0 && self.to_retry.is_empty() {
+            write!(
+                f,
+                " ({} failed or timed out and kept; --retry-failed runs them again)",
+                self.kept_failures
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Decide every planned `(step key, fingerprint)` against the journal.
+pub fn plan(replay: &Replay, planned: &[(String, String)], retry_failed: bool) -> ResumePlan {
+    let mut out = ResumePlan::default();
+    for (step, fingerprint) in planned {
+        let decision = decide(replay, step, fingerprint, retry_failed);
+        let list = match decision {
+            Decision::Done => {
+                if replay
+                    .step(step)
+                    .and_then(|s| s.status())
+                    .is_some_and(RunStatus::is_failure)
+                {
+                    out.kept_failures += 1;
+                }
+                &mut out.done
+            }
+            Decision::Run => &mut out.to_run,
+            Decision::Changed => &mut out.changed,
+            Decision::Retry => &mut out.to_retry,
+        };
+        list.push(step.clone());
+    }
+    out
+}
+
+/// The rule for one step.
+pub fn decide(replay: &Replay, step: &str, fingerprint: &str, retry_failed: bool) -> Decision {
+    let Some(state) = replay.step(step) else {
+        return Decision::Run;
+    };
+    let Some(status) = state.status() else {
+        // Started and never finished: a crash or kill took it.
+        return Decision::Run;
+    };
+    if state.fingerprint != fingerprint {
+        return Decision::Changed;
+    }
+    match status {
+        RunStatus::Pass | RunStatus::Skipped | RunStatus::Unavailable => Decision::Done,
+        // Interrupted runs were stopped by the user; blocked ones never ran (no healthy device
+        // in that session, and every session probes its devices afresh).
+        RunStatus::Interrupted | RunStatus::Blocked => Decision::Run,
+        RunStatus::Fail | RunStatus::Timeout => {
+            if retry_failed {
+                Decision::Retry
+            } else {
+                Decision::Done
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::journal::{Finished, StepState};
+
+    fn finished(status: RunStatus, fp: &str) -> StepState {
+        StepState {
+            attempts: 1,
+            fingerprint: fp.into(),
+            open_since: None,
+            last_finished: Some(Finished {
+                status,
+                reason: None,
+                attempt: 1,
+                fingerprint: fp.into(),
+                t: String::new(),
+                duration: None,
+                line: 2,
+                fields: Default::default(),
+            }),
+            slurm_job: None,
+        }
+    }
+
+    fn started(fp: &str, earlier: Option<RunStatus>) -> StepState {
+        let mut s = earlier.map_or_else(StepState::default, |st| finished(st, "old"));
+        s.attempts += 1;
+        s.fingerprint = fp.into();
+        s.open_since = Some("t".into());
+        s
+    }
+
+    #[test]
+    fn decision_table() {
+        use Decision::*;
+        use RunStatus::*;
+        // (journal state, planned fingerprint, retry_failed, expected)
+        let table: Vec<(Option<StepState>, &str, bool, Decision)> = vec![
+            (None, "f", false, Run),
+            (Some(started("f", None)), "f", false, Run),
+            (Some(started("f", Some(Pass))), "f", false, Run),
+            (Some(finished(Pass, "f")), "f", false, Done),
+            (Some(finished(Pass, "f")), "f", true, Done),
+            (Some(finished(Pass, "f")), "g", false, Changed),
+            (Some(finished(Fail, "f")), "f", false, Done),
+            (Some(finished(Fail, "f")), "f", true, Retry),
+            (Some(finished(Timeout, "f")), "f", false, Done),
+            (Some(finished(Timeout, "f")), "f", true, Retry),
+            (Some(finished(Fail, "f")), "g", true, Changed),
+            (Some(finished(Interrupted, "f")), "f", false, Run),
+            (Some(finished(Blocked, "f")), "f", false, Run),
+            (Some(finished(Skipped, "f")), "f", true, Done),
+            (Some(finished(Unavailable, "f")), "f", true, Done),
+        ];
+        for (i, (state, fp, retry, want)) in table.into_iter().enumerate() {
+            let mut replay = Replay::default();
+            if let Some(state) = state {
+                replay.steps.insert("run:c:s".into(), state);
+            }
+            assert_eq!(decide(&replay, "run:c:s", fp, retry), want, "row {i}");
+        }
+    }
+
+    #[test]
+    fn plan_groups_in_planned_order_and_prints_the_diff() {
+        let mut replay = Replay::default();
+        replay
+            .steps
+            .insert("run:a:s".into(), finished(RunStatus::Pass, "fa"));
+        replay
+            .steps
+            .insert("run:b:s".into(), finished(RunStatus::Fail, "fb"));
+        replay.steps.insert("run:c:s".into(), started("fc", None));
+        replay
+            .steps
+            .insert("run:d:s".into(), finished(RunStatus::Pass, "old"));
+        let planned: Vec<(String, String)> = [
+            ("run:e:s", "fe"),
+            ("run:d:s", "fd"),
+            ("run:c:s", "fc"),
+            ("run:b:s", "fb"),
+            ("run:a:s", "fa"),
+        ]
+        .iter()
+        .map(|(k, f)| (k.to_string(), f.to_string()))
+        .collect();
+
+        let p = plan(&replay, &planned, false);
+        assert_eq!(p.done, vec!["run:b:s", "run:a:s"]);
+        assert_eq!(p.to_run, vec!["run:e:s", "run:c:s"]);
+        assert_eq!(p.changed, vec!["run:d:s"]);
+        assert!(p.to_retry.is_empty());
+        assert_eq!(
+            p.to_string(),
+            "2 done, 2 to run, 1 changed, 0 to retry (1 failed or timed out and kept; --retry-failed runs them again)"
+        );
+        assert_eq!(p.runs(&planned), vec!["run:e:s", "run:d:s", "run:c:s"]);
+
+        let p = plan(&replay, &planned, true);
+        assert_eq!(p.to_string(), "1 done, 2 to run, 1 changed, 1 to retry");
+        assert_eq!(p.pending(), 4);
+        assert_eq!(
+            p.runs(&planned),
+            vec!["run:e:s", "run:d:s", "run:c:s", "run:b:s"]
+        );
+    }
+
+    #[test]
+    fn a_finished_campaign_has_nothing_to_run() {
+        let mut replay = Replay::default();
+        replay
+            .steps
+            .insert("run:a:s".into(), finished(RunStatus::Pass, "fa"));
+        let planned = vec![("run:a:s".to_string(), "fa".to_string())];
+        let p = plan(&replay, &planned, true);
+        assert!(p.is_complete());
+        assert_eq!(p.to_string(), "1 done, 0 to run, 0 changed, 0 to retry");
+    }
+}

@@ -1,0 +1,377 @@
+//! The state of a run dir as `campaign status` shows it: counts by status, every run that did not
+//! pass with its reason and bundle, quarantined devices, runs left and an ETA.
+//!
+//! Built from the journal (the authority on what ran) plus bundle manifests when present (for
+//! reasons the journal lacks, and for runs of run dirs without a journal). Read-only: it never
+//! takes the run-dir lock for writing and never changes a file, so it works while a campaign runs.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::model::results::RunStatus;
+use crate::store::journal;
+use crate::store::journal::{parse_run_step, Replay, TornLine};
+
+/// Where one planned run stands.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunState {
+    Finished(RunStatus),
+    /// Started, never finished: in flight if a campaign holds the run dir, else interrupted.
+    Open {
+        since: String,
+    },
+    NotStarted,
+}
+
+/// One run as `status` lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunLine {
+    pub case_id: String,
+    pub stack: String,
+    pub state: RunState,
+    pub reason: Option<String>,
+    /// `cases/<case_id>/<stack>` when that folder exists.
+    pub bundle: Option<PathBuf>,
+}
+
+/// Everything `campaign status` prints.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunDirStatus {
+    pub run_dir: PathBuf,
+    pub campaign: Option<String>,
+    pub runs: Vec<RunLine>,
+    pub quarantined: BTreeMap<u32, String>,
+    pub torn: Option<TornLine>,
+    /// A campaign process holds the run dir right now.
+    pub active: bool,
+    /// Durations of finished runs that actually executed (pass/fail/timeout).
+    pub durations: Vec<Duration>,
+    /// Mean number of runs in flight while runs executed (≥ 1).
+    pub concurrency: f64,
+}
+
+impl RunDirStatus {
+    /// Read `run_dir`'s journal and bundles.
+    pub fn load(run_dir: &Path) -> Result<RunDirStatus> {
+        let journal_path = run_dir.join(journal::FILE_NAME);
+        if !journal_path.exists() {
+            return Err(Error::Usage(format!(
+                "{} is not a campaign run dir: no {} (expected results/campaigns/<name>/run_<time>/)",
+                run_dir.display(),
+                journal::FILE_NAME
+            )));
+        }
+        let replay = journal::replay(&journal_path)?;
+        let mut keys: Vec<String> = planned_steps(&replay);
+        for k in &replay.order {
+            if parse_run_step(k).is_some() && !keys.contains(k) {
+                keys.push(k.clone());
+            }
+        }
+        let mut runs = Vec::new();
+        for key in &keys {
+            let Some((case_id, stack)) = parse_run_step(key) else {
+                continue;
+            };
+            runs.push(run_line(run_dir, &replay, key, case_id, stack));
+        }
+        let (durations, concurrency) = timing(&replay);
+        Ok(RunDirStatus {
+            run_dir: run_dir.to_path_buf(),
+            campaign: replay
+                .header
+                .get("campaign")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            runs,
+            quarantined: replay.quarantined.clone(),
+            torn: replay.torn.clone(),
+            active: crate::store::lock::is_held(run_dir),
+            durations,
+            concurrency,
+        })
+    }
+
+    /// Count per status word (`pass`, …, plus `running`/`interrupted` for open runs and
+    /// `not started`), in a fixed order.
+    pub fn counts(&self) -> Vec<(String, usize)> {
+        let mut out: Vec<(String, usize)> = Vec::new();
+        let mut add = |label: String| match out.iter_mut().find(|(l, _)| *l == label) {
+            Some((_, n)) => *n += 1,
+            None => out.push((label, 1)),
+        };
+        let mut labels: Vec<String> = self.runs.iter().map(|r| self.label(&r.state)).collect();
+        let order = |l: &String| {
+            RunStatus::ALL
+                .iter()
+                .position(|s| s.as_str() == l)
+                .unwrap_or(RunStatus::ALL.len() + usize::from(l == "not started"))
+        };
+        labels.sort_by_key(order);
+        for l in labels {
+            add(l);
+        }
+        out
+    }
+
+    fn label(&self, state: &RunState) -> String {
+        match state {
+            RunState::Finished(s) => s.as_str().to_string(),
+            RunState::Open { .. } if self.active => "running".into(),
+            RunState::Open { .. } => "interrupted".into(),
+            RunState::NotStarted => "not started".into(),
+        }
+    }
+
+    /// Runs a resume (or the running campaign) still has to do.
+    pub fn left(&self) -> usize {
+        self.runs
+            .iter()
+            .filter(|r| match &r.state {
+                RunState::Finished(s) => matches!(s, RunStatus::Interrupted | RunStatus::Blocked),
+                _ => true,
+            })
+            .count()
+    }
+
+    /// Mean run time × runs left ÷ observed concurrency; `None` before any run finished.
+    pub fn eta(&self) -> Option<Duration> {
+        if self.durations.is_empty() {
+            return None;
+        }
+        let mean: f64 = self
+            .durations
+            .iter()
+            .map(Duration::as_secs_f64)
+            .sum::<f64>()
+            / self.durations.len() as f64;
+        Some(Duration::from_secs_f64(
+            mean * self.left() as f64 / self.concurrency.max(1.0),
+        ))
+    }
+
+    /// The text `campaign status` prints.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        out.push_str(&format!("run dir: {}\n", self.run_dir.display()));
+        if let Some(c) = &self.campaign {
+            out.push_str(&format!("campaign: {c}\n"));
+        }
+        if self.active {
+            out.push_str("state: a campaign is running in this run dir now\n");
+        }
+        if let Some(t) = &self.torn {
+            out.push_str(&format!("journal: {t}\n"));
+        }
+        let counts: Vec<String> = self
+            .counts()
+            .iter()
+            .map(|(l, n)| format!("{n} {l}"))
+            .collect();
+        out.push_str(&format!(
+            "runs: {} ({})\n",
+            self.runs.len(),
+            counts.join(", ")
+        ));
+        let not_passed: Vec<&RunLine> = self
+            .runs
+            .iter()
+            .filter(|r| {
+                !matches!(
+                    r.state,
+                    RunState::Finished(RunStatus::Pass) | RunState::NotStarted
+                )
+            })
+            .collect();
+        if !not_passed.is_empty() {
+            out.push_str("not passed:\n");
+            for r in not_passed {
+                let reason = match (&r.state, &r.reason) {
+                    (RunState::Open { since }, _) => format!("started {since}, never finished"),
+                    (_, Some(reason)) => reason.clone(),
+                    (_, None) => "no reason recorded".into(),
+                };
+                let bundle = r
+                    .bundle
+                    .as_ref()
+                    .map_or_else(|| "(no bundle)".to_string(), |b| b.display().to_string());
+                out.push_str(&format!(
+                    "  {:<11} {} / {}: {}  [{}]\n",
+                    self.label(&r.state),
+                    r.case_id,
+                    r.stack,
+                    reason,
+                    bundle
+                ));
+            }
+        }
+        if !self.quarantined.is_empty() {
+            out.push_str("quarantined devices:\n");
+            for (d, reason) in &self.quarantined {
+                out.push_str(&format!("  device {d}: {reason}\n"));
+            }
+        }
+        let left = self.left();
+        if left == 0 {
+            out.push_str("left: nothing, every run finished\n");
+        } else {
+            let eta = match self.eta() {
+                Some(eta) => format!(
+                    "ETA ~{} ({} per run over {} runs, {:.1} at a time)",
+                    human(eta),
+                    human(Duration::from_secs_f64(
+                        self.durations
+                            .iter()
+                            .map(Duration::as_secs_f64)
+                            .sum::<f64>()
+                            / self.durations.len() as f64
+                    )),
+                    self.durations.len(),
+                    self.concurrency
+                ),
+                None => "ETA unknown (no run finished yet)".into(),
+            };
+            out.push_str(&format!("left: {left} runs, {eta}\n"));
+            if !self.active {
+                out.push_str(&format!(
+                    "continue with: campaign resume {}\n",
+                    self.run_dir.display()
+                ));
+            }
+        }
+        out
+    }
+}
+
+/// The header's `steps` (planned run step keys), when the engine recorded them.
+fn planned_steps(replay: &Replay) -> Vec<String> {
+    replay
+        .header
+        .get("steps")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn run_line(run_dir: &Path, replay: &Replay, key: &str, case_id: &str, stack: &str) -> RunLine {
+    let rel = PathBuf::from("cases").join(case_id).join(stack);
+    let bundle = run_dir.join(&rel).is_dir().then_some(rel.clone());
+    let manifest = bundle
+        .as_ref()
+        .and_then(|_| std::fs::read_to_string(run_dir.join(&rel).join("manifest.json")).ok())
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok());
+    let manifest_reason = manifest.as_ref().and_then(|m| {
+        ["reason", "error"]
+            .iter()
+            .find_map(|k| m.get(*k).and_then(Value::as_str))
+            .map(str::to_string)
+    });
+    let (state, reason) = match replay.step(key) {
+        Some(s) if s.is_interrupted() => (
+            RunState::Open {
+                since: s.open_since.clone().unwrap_or_default(),
+            },
+            None,
+        ),
+        Some(s) => match &s.last_finished {
+            Some(f) => (
+                RunState::Finished(f.status),
+                f.reason.clone().or(manifest_reason),
+            ),
+            None => (RunState::NotStarted, None),
+        },
+        None => (RunState::NotStarted, None),
+    };
+    RunLine {
+        case_id: case_id.to_string(),
+        stack: stack.to_string(),
+        state,
+        reason,
+        bundle,
+    }
+}
+
+/// Durations of runs that executed, and how many ran at once on average: total run time over
+/// the length of the union of their intervals (gaps between sessions do not count).
+fn timing(replay: &Replay) -> (Vec<Duration>, f64) {
+    let mut durations = Vec::new();
+    let mut intervals: Vec<(f64, f64)> = Vec::new();
+    for (key, state) in &replay.steps {
+        let Some(f) = &state.last_finished else {
+            continue;
+        };
+        if parse_run_step(key).is_none()
+            || !matches!(
+                f.status,
+                RunStatus::Pass | RunStatus::Fail | RunStatus::Timeout
+            )
+        {
+            continue;
+        }
+        let Some(d) = f.duration else { continue };
+        durations.push(d);
+        if let Ok(end) = chrono::DateTime::parse_from_rfc3339(&f.t) {
+            let end = end.timestamp_millis() as f64 / 1000.0;
+            intervals.push((end - d.as_secs_f64(), end));
+        }
+    }
+    intervals.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut covered = 0.0;
+    let mut current: Option<(f64, f64)> = None;
+    for (s, e) in intervals {
+        current = match current {
+            Some((cs, ce)) if s <= ce => Some((cs, ce.max(e))),
+            Some((cs, ce)) => {
+                covered += ce - cs;
+                Some((s, e))
+            }
+            None => Some((s, e)),
+        };
+    }
+    if let Some((cs, ce)) = current {
+        covered += ce - cs;
+    }
+    let total: f64 = durations.iter().map(Duration::as_secs_f64).sum();
+    let concurrency = if covered > 0.0 {
+        (total / covered).max(1.0)
+    } else {
+        1.0
+    };
+    (durations, concurrency)
+}
+
+/// `2h 05m`, `3m 20s`, `12s`, `0.4s`.
+pub fn human(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s < 10.0 {
+        return format!("{s:.1}s");
+    }
+    let s = s.round() as u64;
+    match s {
+        0..=59 => format!("{s}s"),
+        60..=3599 => format!("{}m {:02}s", s / 60, s % 60),
+        _ => format!("{}h {:02}m", s / 3600, (s % 3600) / 60),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn human_durations() {
+        assert_eq!(human(Duration::from_millis(400)), "0.4s");
+        assert_eq!(human(Duration::from_secs(12)), "12s");
+        assert_eq!(human(Duration::from_secs(200)), "3m 20s");
+        assert_eq!(human(Duration::from_secs(7500)), "2h 05m");
+    }
+}

@@ -1,0 +1,115 @@
+//! The layering rule of docs/architecture.md, checked on the source: every `crate::<room>` path
+//! in `src/` points to a lower floor, or to a same-floor room the document lists as an exception.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// Floors, highest first (docs/architecture.md, "Layering").
+const FLOORS: &[(&str, u32)] = &[
+    ("cli", 7),
+    ("engine", 6),
+    ("executor", 5),
+    ("stack", 5),
+    ("plan", 5),
+    ("store", 5),
+    ("report", 5),
+    ("bench", 5),
+    ("analysis", 4),
+    ("model", 3),
+    ("error", 2),
+];
+
+/// Same-floor imports the document allows: (from room, path prefix).
+const ALLOWED_LATERAL: &[(&str, &str)] = &[
+    ("report", "store::atomic"),
+    ("stack", "store::atomic"),
+    ("plan", "stack::registry"),
+];
+
+fn floor(room: &str) -> Option<u32> {
+    FLOORS.iter().find(|(r, _)| *r == room).map(|(_, f)| *f)
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The `crate::a::b…` paths of a file, with `use crate::{…}` groups expanded one level.
+fn crate_paths(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("crate::") {
+        rest = &rest[i + "crate::".len()..];
+        let path: String = rest
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
+            .collect();
+        if path.is_empty() && rest.starts_with('{') {
+            let group = &rest[1..rest.find('}').unwrap_or(rest.len())];
+            out.extend(group.split(',').map(|p| p.trim().to_string()));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+#[test]
+fn layers_have_no_back_edges() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut problems = BTreeSet::new();
+    for file in &files {
+        let rel = file.strip_prefix(&src).unwrap();
+        let room = rel
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_string_lossy()
+            .trim_end_matches(".rs")
+            .to_string();
+        let Some(from) = floor(&room) else {
+            assert!(
+                room == "lib" || room == "main",
+                "{}: room `{room}` is not in the layering",
+                rel.display()
+            );
+            continue;
+        };
+        let text = std::fs::read_to_string(file).unwrap();
+        for path in crate_paths(&text) {
+            let target = path.split("::").next().unwrap_or("");
+            let Some(to) = floor(target) else { continue };
+            if target == room || to < from {
+                continue;
+            }
+            let allowed = to == from
+                && ALLOWED_LATERAL
+                    .iter()
+                    .any(|(r, prefix)| *r == room && path.starts_with(prefix));
+            if !allowed {
+                problems.insert(format!("{} → crate::{path}", rel.display()));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "imports against the layering of docs/architecture.md:\n{}",
+        problems.into_iter().collect::<Vec<_>>().join("\n")
+    );
+}
+
+#[test]
+fn the_checker_sees_an_upward_import() {
+    let paths = crate_paths("use crate::engine::work;\nuse crate::{model::case::Case, error};");
+    assert_eq!(paths, ["engine::work", "model::case::Case", "error"]);
+}
