@@ -8,32 +8,32 @@ use std::path::PathBuf;
 /// Process exit codes, documented in README.md and docs/architecture.md.
 pub mod exit {
     /// Every run passed (or the command did what was asked).
-    pub const OK: i32 = 0;
+    pub(crate) const OK: i32 = 0;
     /// Some run failed, timed out or was wrong; `compare` found a regression; `doctor --require`
     /// found the stack not ready.
-    pub const RUNS_FAILED: i32 = 1;
+    pub(crate) const RUNS_FAILED: i32 = 1;
     /// Bad input: plan, case file, arguments. Nothing was run.
-    pub const BAD_INPUT: i32 = 2;
+    pub(crate) const BAD_INPUT: i32 = 2;
     /// Interrupted (Ctrl-C / SIGTERM); `campaign resume` continues.
-    pub const INTERRUPTED: i32 = 3;
+    pub(crate) const INTERRUPTED: i32 = 3;
     /// Environment or I/O failure (disk full, lock held, cannot spawn).
-    pub const ENVIRONMENT: i32 = 4;
+    pub(crate) const ENVIRONMENT: i32 = 4;
 }
 
 /// One problem found in an input file, located as precisely as the input allows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Diagnostic {
     /// File the problem is in.
-    pub file: PathBuf,
+    pub(crate) file: PathBuf,
     /// 1-based line and column, when known.
-    pub line: Option<usize>,
-    pub column: Option<usize>,
+    pub(crate) line: Option<usize>,
+    pub(crate) column: Option<usize>,
     /// Dotted path of the offending field, e.g. `axes.p[2]`, when known.
-    pub field: Option<String>,
+    pub(crate) field: Option<String>,
     /// What is wrong and what was expected.
-    pub message: String,
+    pub(crate) message: String,
     /// The source line and a caret under the column, when known.
-    pub snippet: Option<String>,
+    pub(crate) snippet: Option<String>,
 }
 
 impl std::fmt::Display for Diagnostic {
@@ -113,7 +113,7 @@ impl Error {
     }
 
     /// A single diagnostic about a file, without position.
-    pub fn invalid(file: impl Into<PathBuf>, message: impl Into<String>) -> Self {
+    pub(crate) fn invalid(file: impl Into<PathBuf>, message: impl Into<String>) -> Self {
         Error::Invalid(vec![Diagnostic {
             file: file.into(),
             line: None,
@@ -125,7 +125,7 @@ impl Error {
     }
 
     /// Wrap an I/O error with the path it concerns.
-    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io {
             path: path.into(),
             source,
@@ -133,4 +133,4 @@ impl Error {
     }
 }
 
-pub type Result<T, E = Error> = std::result::Result<T, E>;
+pub(crate) type Result<T, E = Error> = std::result::Result<T, E>;

@@ -25,7 +25,7 @@ pub enum Change {
 }
 
 impl Change {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Change::Faster => "faster",
             Change::Slower => "slower",
@@ -38,26 +38,26 @@ impl Change {
 /// One (case, stack) present in both result sets.
 #[derive(Debug, Clone, Serialize)]
 pub struct CompareRow {
-    pub case_id: String,
-    pub stack: String,
-    pub status_a: RunStatus,
-    pub status_b: RunStatus,
-    pub median_a: Option<f64>,
-    pub median_b: Option<f64>,
+    pub(crate) case_id: String,
+    pub(crate) stack: String,
+    pub(crate) status_a: RunStatus,
+    pub(crate) status_b: RunStatus,
+    pub(crate) median_a: Option<f64>,
+    pub(crate) median_b: Option<f64>,
     /// median_b / median_a − 1 (positive = B is slower).
     pub change: Option<f64>,
-    pub ci: Option<Interval>,
+    pub(crate) ci: Option<Interval>,
     pub verdict: Change,
 }
 
 /// The whole comparison.
 #[derive(Debug, Clone, Serialize)]
 pub struct Comparison {
-    pub threshold: f64,
+    pub(crate) threshold: f64,
     pub rows: Vec<CompareRow>,
     /// (case, stack) present in only one of the two.
-    pub only_a: Vec<(String, String)>,
-    pub only_b: Vec<(String, String)>,
+    pub(crate) only_a: Vec<(String, String)>,
+    pub(crate) only_b: Vec<(String, String)>,
 }
 
 impl Comparison {
@@ -68,7 +68,7 @@ impl Comparison {
 }
 
 /// Parse a threshold such as `5%` or `0.05` into a fraction.
-pub fn parse_threshold(text: &str) -> Result<f64, String> {
+pub(crate) fn parse_threshold(text: &str) -> Result<f64, String> {
     let t = text.trim();
     let value = match t.strip_suffix('%') {
         Some(pct) => pct.trim().parse::<f64>().map(|v| v / 100.0),
@@ -201,7 +201,7 @@ pub fn to_markdown(c: &Comparison, name_a: &str, name_b: &str) -> String {
 }
 
 /// CSV with raw numbers (seconds and fractions).
-pub fn to_csv(c: &Comparison) -> Result<String, csv::Error> {
+pub(crate) fn to_csv(c: &Comparison) -> Result<String, csv::Error> {
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record([
         "case_id",

@@ -13,18 +13,18 @@
 //! buffers, algorithms or timing.
 
 /// CPUs this process may run on, in ascending order (empty when unknown).
-pub fn allowed_cpus() -> Vec<usize> {
+pub(crate) fn allowed_cpus() -> Vec<usize> {
     imp::allowed_cpus()
 }
 
 /// The CPU rank `rank` of `p` is bound to: `cpus[(first + rank) mod n]` when every rank gets a
 /// core of its own, none when ranks must share cores (then the scheduler balances them).
-pub fn cpu_for(rank: usize, p: usize, cpus: &[usize], first: usize) -> Option<usize> {
+pub(crate) fn cpu_for(rank: usize, p: usize, cpus: &[usize], first: usize) -> Option<usize> {
     (p <= cpus.len()).then(|| cpus[(first + rank) % cpus.len()])
 }
 
 /// Index in `cpus` of the CPU the calling thread runs on now (0 when unknown).
-pub fn current_index(cpus: &[usize]) -> usize {
+pub(crate) fn current_index(cpus: &[usize]) -> usize {
     imp::current_cpu()
         .and_then(|c| cpus.iter().position(|&x| x == c))
         .unwrap_or(0)
@@ -32,19 +32,20 @@ pub fn current_index(cpus: &[usize]) -> usize {
 
 /// Restores the calling thread's previous CPU set when dropped, so a caller's thread that ran
 /// rank 0 is not left bound after the run.
-pub struct Binding {
+pub(crate) struct Binding {
     previous: Option<imp::CpuSet>,
 }
 
 impl Binding {
     /// True when the calling thread is now bound.
-    pub fn bound(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn bound(&self) -> bool {
         self.previous.is_some()
     }
 }
 
 /// Bind the calling thread to `cpu` (no-op for `None`).
-pub fn bind_current_thread(cpu: Option<usize>) -> Binding {
+pub(crate) fn bind_current_thread(cpu: Option<usize>) -> Binding {
     Binding {
         previous: cpu.and_then(imp::bind),
     }
@@ -60,7 +61,7 @@ impl Drop for Binding {
 
 #[cfg(target_os = "linux")]
 mod imp {
-    pub type CpuSet = libc::cpu_set_t;
+    pub(crate) type CpuSet = libc::cpu_set_t;
 
     fn current() -> Option<CpuSet> {
         // SAFETY: cpu_set_t is a plain bit array for which all-zero is valid; pid 0 = this
@@ -72,7 +73,7 @@ mod imp {
         }
     }
 
-    pub fn allowed_cpus() -> Vec<usize> {
+    pub(crate) fn allowed_cpus() -> Vec<usize> {
         let Some(set) = current() else {
             return Vec::new();
         };
@@ -83,7 +84,7 @@ mod imp {
     }
 
     /// Bind this thread to `cpu`; the previous set when it worked.
-    pub fn bind(cpu: usize) -> Option<CpuSet> {
+    pub(crate) fn bind(cpu: usize) -> Option<CpuSet> {
         if cpu >= libc::CPU_SETSIZE as usize {
             return None;
         }
@@ -97,12 +98,12 @@ mod imp {
         ok.then_some(previous)
     }
 
-    pub fn current_cpu() -> Option<usize> {
+    pub(crate) fn current_cpu() -> Option<usize> {
         // SAFETY: plain libc call with no arguments; -1 on failure.
         usize::try_from(unsafe { libc::sched_getcpu() }).ok()
     }
 
-    pub fn restore(set: &CpuSet) {
+    pub(crate) fn restore(set: &CpuSet) {
         // SAFETY: `set` came from sched_getaffinity for this thread. A failure leaves the thread
         // bound, which only costs the caller placement freedom, so it is not reported.
         unsafe {
@@ -113,21 +114,21 @@ mod imp {
 
 #[cfg(not(target_os = "linux"))]
 mod imp {
-    pub type CpuSet = ();
+    pub(crate) type CpuSet = ();
 
-    pub fn allowed_cpus() -> Vec<usize> {
+    pub(crate) fn allowed_cpus() -> Vec<usize> {
         Vec::new()
     }
 
-    pub fn bind(_cpu: usize) -> Option<CpuSet> {
+    pub(crate) fn bind(_cpu: usize) -> Option<CpuSet> {
         None
     }
 
-    pub fn current_cpu() -> Option<usize> {
+    pub(crate) fn current_cpu() -> Option<usize> {
         None
     }
 
-    pub fn restore(_set: &CpuSet) {}
+    pub(crate) fn restore(_set: &CpuSet) {}
 }
 
 #[cfg(test)]

@@ -62,7 +62,7 @@ impl Backoff {
 }
 
 /// A reusable barrier for `p` rank threads, plus one progress counter per rank.
-pub struct Barrier {
+pub(crate) struct Barrier {
     p: usize,
     arrived: AtomicUsize,
     generation: AtomicUsize,
@@ -76,7 +76,7 @@ pub struct Barrier {
 struct Padded(AtomicU64);
 
 impl Barrier {
-    pub fn new(p: usize) -> Barrier {
+    pub(crate) fn new(p: usize) -> Barrier {
         assert!(p > 0, "a barrier needs at least one rank");
         Barrier {
             p,
@@ -89,7 +89,7 @@ impl Barrier {
     }
 
     /// Block until all `p` ranks have called `wait` for this generation.
-    pub fn wait(&self) {
+    pub(crate) fn wait(&self) {
         let generation = self.generation.load(Ordering::Acquire);
         if self.arrived.fetch_add(1, Ordering::AcqRel) + 1 == self.p {
             // Reset before releasing: a rank can only arrive again after it sees the new
@@ -104,25 +104,25 @@ impl Barrier {
     }
 
     /// Publish that `rank` has completed `steps` steps (monotonic over the whole run).
-    pub fn post(&self, rank: usize, steps: u64) {
+    pub(crate) fn post(&self, rank: usize, steps: u64) {
         self.progress[rank].0.store(steps, Ordering::Release);
     }
 
     /// Block until `rank` has posted at least `steps`.
-    pub fn wait_for(&self, rank: usize, steps: u64) {
+    pub(crate) fn wait_for(&self, rank: usize, steps: u64) {
         let counter = &self.progress[rank].0;
         self.backoff
             .wait(&self.poisoned, || counter.load(Ordering::Acquire) >= steps);
     }
 
     /// A guard that poisons the barrier if the owning thread unwinds.
-    pub fn poison_on_panic(&self) -> PoisonGuard<'_> {
+    pub(crate) fn poison_on_panic(&self) -> PoisonGuard<'_> {
         PoisonGuard(self)
     }
 }
 
 /// Poisons its barrier when dropped during a panic, releasing every waiting peer.
-pub struct PoisonGuard<'a>(&'a Barrier);
+pub(crate) struct PoisonGuard<'a>(&'a Barrier);
 
 impl Drop for PoisonGuard<'_> {
     fn drop(&mut self) {

@@ -11,27 +11,27 @@ use crate::model::case::golden;
 /// Poison written to outputs before a round: the golden of `allreduce_sum_v1` is ≥ 1 for every
 /// input formula and P ≥ 2, and −1 is exact in every dtype, so an element the collective fails
 /// to write is always caught.
-pub const POISON: f64 = -1.0;
+pub(crate) const POISON: f64 = -1.0;
 
 /// The first wrong element a rank found.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Wrong {
-    pub index: u64,
-    pub value: f64,
-    pub expected: f64,
+pub(crate) struct Wrong {
+    pub(crate) index: u64,
+    pub(crate) value: f64,
+    pub(crate) expected: f64,
 }
 
 /// What one rank's check found.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct RankCheck {
+pub(crate) struct RankCheck {
     /// How many elements are outside tolerance.
-    pub wrong: u64,
+    pub(crate) wrong: u64,
     /// The lowest-index wrong element.
-    pub first: Option<Wrong>,
+    pub(crate) first: Option<Wrong>,
 }
 
 /// Compare `out` (a whole output vector) against the golden for `p` ranks.
-pub fn check<T: Element>(out: &[T], formula: &str, p: u32) -> RankCheck {
+pub(crate) fn check<T: Element>(out: &[T], formula: &str, p: u32) -> RankCheck {
     let mut result = RankCheck::default();
     for (i, x) in out.iter().enumerate() {
         let index = i as u64;
@@ -53,13 +53,13 @@ pub fn check<T: Element>(out: &[T], formula: &str, p: u32) -> RankCheck {
 
 /// The element fault injection corrupts: the middle one (deterministic, and inside the vector
 /// for every count ≥ 1).
-pub fn fault_index(count: usize) -> usize {
+pub(crate) fn fault_index(count: usize) -> usize {
     count / 2
 }
 
 /// Corrupt `out[fault_index]` to a value that is wrong at any magnitude in every dtype: the
 /// negated value minus 1000 (the golden is always positive).
-pub fn corrupt<T: Element>(out: &mut [T]) {
+pub(crate) fn corrupt<T: Element>(out: &mut [T]) {
     let i = fault_index(out.len());
     if let Some(x) = out.get_mut(i) {
         *x = T::from_f64(-(x.to_f64() + 1000.0));

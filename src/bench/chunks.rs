@@ -8,7 +8,7 @@
 use std::ops::Range;
 
 /// The element range of chunk `c` (0-based, `c < p`) when `count` elements are split `p` ways.
-pub fn chunk_range(count: usize, p: usize, c: usize) -> Range<usize> {
+pub(crate) fn chunk_range(count: usize, p: usize, c: usize) -> Range<usize> {
     debug_assert!(p > 0 && c < p, "chunk {c} of {p}");
     let base = count / p;
     let extra = count % p;
@@ -18,7 +18,7 @@ pub fn chunk_range(count: usize, p: usize, c: usize) -> Range<usize> {
 }
 
 /// `(a - b) mod p` for ranks and chunk indices, without underflow.
-pub fn ring_sub(a: usize, b: usize, p: usize) -> usize {
+pub(crate) fn ring_sub(a: usize, b: usize, p: usize) -> usize {
     (a + p - b % p) % p
 }
 

@@ -17,7 +17,9 @@ use crate::model::case::Dtype;
 const BLOCK: usize = 2048;
 
 /// One element type of the allreduce.
-pub trait Element: Copy + Send + Sync + PartialEq + std::fmt::Debug + 'static {
+pub(crate) trait Element:
+    Copy + Send + Sync + PartialEq + std::fmt::Debug + 'static
+{
     /// The type sums are accumulated in.
     type Acc: Copy + Default + Send;
     /// The dtype this element implements.
@@ -168,7 +170,11 @@ impl Element for bf16 {
 /// reduces the same element uses the same order, so their results are bitwise identical).
 /// Every `src(k)` must be `dst.len()` long and `n_src >= 1`. Works block by block so the
 /// accumulator stays in L1 and no heap memory is touched.
-pub fn reduce_sources<'a, T: Element>(dst: &mut [T], n_src: usize, src: impl Fn(usize) -> &'a [T]) {
+pub(crate) fn reduce_sources<'a, T: Element>(
+    dst: &mut [T],
+    n_src: usize,
+    src: impl Fn(usize) -> &'a [T],
+) {
     debug_assert!(n_src >= 1);
     let mut acc = [T::Acc::default(); BLOCK];
     let mut tmp = [T::Acc::default(); BLOCK];
@@ -190,7 +196,8 @@ pub fn reduce_sources<'a, T: Element>(dst: &mut [T], n_src: usize, src: impl Fn(
 }
 
 /// The dtype's element size in bytes, as laid out in memory.
-pub fn elem_bytes<T: Element>() -> usize {
+#[cfg(test)]
+pub(crate) fn elem_bytes<T: Element>() -> usize {
     std::mem::size_of::<T>()
 }
 

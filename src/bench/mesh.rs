@@ -10,7 +10,7 @@ use super::window::Side;
 use super::RankCtx;
 
 /// Rank `ctx.rank`'s part of a mesh allreduce: `out[0..n] = Σ_q in_q[0..n]`.
-pub fn allreduce<T: Element>(ctx: &mut RankCtx<'_, T>) {
+pub(crate) fn allreduce<T: Element>(ctx: &mut RankCtx<'_, T>) {
     let n = ctx.count;
     let windows = ctx.windows;
     // SAFETY (race freedom): inputs are written only when installed, before a barrier every rank

@@ -27,7 +27,7 @@ pub mod window;
 use half::{bf16, f16};
 
 use crate::model::case::{Case, Dtype};
-pub use check::Wrong;
+pub(crate) use check::Wrong;
 
 /// How to run a case.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,7 +41,7 @@ pub struct Options {
 
 impl Options {
     /// The case's own round counts, persistent windows, no fault.
-    pub fn for_case(case: &Case) -> Options {
+    pub(crate) fn for_case(case: &Case) -> Options {
         Options {
             warmup: case.warmup_rounds,
             timed: case.timed_rounds,
@@ -55,56 +55,56 @@ impl Options {
 /// (1-based), after the collective and before the check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Fault {
-    pub rank: u32,
-    pub timed_round: u32,
+    pub(crate) rank: u32,
+    pub(crate) timed_round: u32,
 }
 
 /// A golden mismatch found after a timed round.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Mismatch {
+pub(crate) struct Mismatch {
     /// The lowest rank with a wrong element, and its first wrong element.
-    pub rank: u32,
-    pub first: Wrong,
+    pub(crate) rank: u32,
+    pub(crate) first: Wrong,
     /// Wrong elements on that rank.
-    pub wrong_on_rank: u64,
+    pub(crate) wrong_on_rank: u64,
     /// Wrong elements over all ranks, and how many ranks had any.
-    pub wrong_total: u64,
-    pub ranks_wrong: u32,
+    pub(crate) wrong_total: u64,
+    pub(crate) ranks_wrong: u32,
 }
 
 /// One round as it ended: what a `CAMPAIGN_SAMPLE` line carries.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct RoundReport {
     /// 1-based over all rounds of the run, warmup first.
-    pub round: u32,
+    pub(crate) round: u32,
     /// Timed (checked) or warmup.
     pub timed: bool,
     /// 1-based within its phase.
-    pub phase_round: u32,
+    pub(crate) phase_round: u32,
     /// The slowest rank's execute time.
     pub execute_s: f64,
-    pub per_rank_execute_s: Vec<f64>,
+    pub(crate) per_rank_execute_s: Vec<f64>,
     /// Window allocation and thread start; first round only.
-    pub setup_s: Option<f64>,
+    pub(crate) setup_s: Option<f64>,
     /// Rank 0's whole round: allocation, collective, check, release.
-    pub wall_s: f64,
+    pub(crate) wall_s: f64,
     /// Slowest rank's window allocation + input fill (non-persistent only).
-    pub alloc_s: Option<f64>,
+    pub(crate) alloc_s: Option<f64>,
     /// Slowest rank's window release (non-persistent only).
-    pub release_s: Option<f64>,
+    pub(crate) release_s: Option<f64>,
     /// Slowest rank's golden check (timed rounds only).
-    pub check_s: Option<f64>,
+    pub(crate) check_s: Option<f64>,
     /// False when the golden check failed.
-    pub ok: bool,
-    pub mismatch: Option<Mismatch>,
+    pub(crate) ok: bool,
+    pub(crate) mismatch: Option<Mismatch>,
     /// P and count, for messages.
-    pub p: u32,
-    pub count: u64,
+    pub(crate) p: u32,
+    pub(crate) count: u64,
 }
 
 impl RoundReport {
     /// The failure message of a wrong round, naming rank, index, value, expected and #wrong.
-    pub fn failure(&self) -> Option<String> {
+    pub(crate) fn failure(&self) -> Option<String> {
         let m = self.mismatch.as_ref()?;
         Some(format!(
             "golden mismatch in timed round {} (round {}): rank {} index {}: got {}, expected {} \
@@ -128,11 +128,11 @@ impl RoundReport {
 /// How the run ended.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Outcome {
-    pub timed_rounds: u32,
+    pub(crate) timed_rounds: u32,
     /// Timed rounds whose golden check failed.
-    pub failed_rounds: u32,
+    pub(crate) failed_rounds: u32,
     /// The first failing round's message.
-    pub first_failure: Option<String>,
+    pub(crate) first_failure: Option<String>,
 }
 
 impl Outcome {
@@ -151,14 +151,14 @@ impl Outcome {
 }
 
 /// One rank's view of a round: who it is and what it shares.
-pub struct RankCtx<'a, T> {
-    pub rank: usize,
-    pub p: usize,
-    pub count: usize,
-    pub windows: &'a window::Windows<T>,
-    pub sync: &'a barrier::Barrier,
+pub(crate) struct RankCtx<'a, T> {
+    pub(crate) rank: usize,
+    pub(crate) p: usize,
+    pub(crate) count: usize,
+    pub(crate) windows: &'a window::Windows<T>,
+    pub(crate) sync: &'a barrier::Barrier,
     /// Ring progress steps this rank completed in earlier rounds.
-    pub ring_steps: u64,
+    pub(crate) ring_steps: u64,
 }
 
 /// Run `case` with `opts`: P rank threads, warmup then timed rounds, every timed round checked.

@@ -12,9 +12,9 @@ use serde::Serialize;
 use super::{Outcome, RoundReport};
 
 /// Prefix of a per-round line (a space separates it from the JSON object).
-pub const SAMPLE_PREFIX: &str = "CAMPAIGN_SAMPLE";
+pub(crate) const SAMPLE_PREFIX: &str = "CAMPAIGN_SAMPLE";
 /// Prefix of the final verdict line.
-pub const DONE_PREFIX: &str = "CAMPAIGN_DONE";
+pub(crate) const DONE_PREFIX: &str = "CAMPAIGN_DONE";
 
 #[derive(Serialize)]
 struct SampleLine<'a> {
@@ -68,7 +68,7 @@ fn line<W: Write, S: Serialize>(w: &mut W, prefix: &str, body: &S) -> io::Result
 }
 
 /// Write one round's `CAMPAIGN_SAMPLE` line.
-pub fn write_sample<W: Write>(w: &mut W, r: &RoundReport) -> io::Result<()> {
+pub(crate) fn write_sample<W: Write>(w: &mut W, r: &RoundReport) -> io::Result<()> {
     let body = SampleLine {
         phase: if r.timed { "timed" } else { "warmup" },
         round: r.round,
@@ -88,7 +88,7 @@ pub fn write_sample<W: Write>(w: &mut W, r: &RoundReport) -> io::Result<()> {
 }
 
 /// Write the `CAMPAIGN_DONE` line of a run that completed its rounds.
-pub fn write_done<W: Write>(w: &mut W, outcome: &Outcome) -> io::Result<()> {
+pub(crate) fn write_done<W: Write>(w: &mut W, outcome: &Outcome) -> io::Result<()> {
     let error = outcome.error();
     let body = DoneLine {
         correctness: if outcome.passed() { "pass" } else { "fail" },
@@ -100,7 +100,7 @@ pub fn write_done<W: Write>(w: &mut W, outcome: &Outcome) -> io::Result<()> {
 }
 
 /// Write the `CAMPAIGN_DONE` line of a run that could not start (bad case file, bad option).
-pub fn write_done_error<W: Write>(w: &mut W, error: &str) -> io::Result<()> {
+pub(crate) fn write_done_error<W: Write>(w: &mut W, error: &str) -> io::Result<()> {
     let body = DoneLine {
         correctness: "fail",
         error: Some(error),

@@ -72,7 +72,7 @@ impl<T: Copy> Region<T> {
 
 impl<T> Region<T> {
     /// An empty region (no allocation).
-    pub fn empty() -> Region<T> {
+    pub(crate) fn empty() -> Region<T> {
         Region {
             ptr: NonNull::dangling(),
             len: 0,
@@ -80,7 +80,7 @@ impl<T> Region<T> {
     }
 
     /// Give up ownership: the raw parts, for `from_raw`.
-    pub fn into_raw(self) -> (*mut T, usize) {
+    pub(crate) fn into_raw(self) -> (*mut T, usize) {
         let parts = (self.ptr.as_ptr(), self.len);
         std::mem::forget(self);
         parts
@@ -90,7 +90,7 @@ impl<T> Region<T> {
     ///
     /// # Safety
     /// `ptr` and `len` come from `into_raw` of a region not already rebuilt.
-    pub unsafe fn from_raw(ptr: *mut T, len: usize) -> Region<T> {
+    pub(crate) unsafe fn from_raw(ptr: *mut T, len: usize) -> Region<T> {
         Region {
             // SAFETY: into_raw never yields null (allocated or dangling).
             ptr: unsafe { NonNull::new_unchecked(ptr) },

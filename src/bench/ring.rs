@@ -22,7 +22,7 @@ use super::window::Side;
 use super::RankCtx;
 
 /// Rank `ctx.rank`'s part of a ring allreduce.
-pub fn allreduce<T: Element>(ctx: &mut RankCtx<'_, T>) {
+pub(crate) fn allreduce<T: Element>(ctx: &mut RankCtx<'_, T>) {
     let (r, p, n) = (ctx.rank, ctx.p, ctx.count);
     let windows = ctx.windows;
     let left = ring_sub(r, 1, p);

@@ -9,7 +9,7 @@ use super::window::Side;
 use super::RankCtx;
 
 /// Rank `ctx.rank`'s part of a twophase allreduce.
-pub fn allreduce<T: Element>(ctx: &mut RankCtx<'_, T>) {
+pub(crate) fn allreduce<T: Element>(ctx: &mut RankCtx<'_, T>) {
     let (r, p, n) = (ctx.rank, ctx.p, ctx.count);
     let windows = ctx.windows;
 

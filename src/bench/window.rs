@@ -79,7 +79,7 @@ impl<T> Drop for Buffer<T> {
 
 /// Which of a rank's two buffers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Side {
+pub(crate) enum Side {
     /// What the rank contributes; never written during a round.
     Input,
     /// Where the rank's result (and, for ring, partial sums peers read) goes.
@@ -87,7 +87,7 @@ pub enum Side {
 }
 
 /// The windows of `p` ranks.
-pub struct Windows<T> {
+pub(crate) struct Windows<T> {
     input: Vec<Buffer<T>>,
     output: Vec<Buffer<T>>,
     _owns: PhantomData<Region<T>>,
@@ -101,7 +101,7 @@ unsafe impl<T: Send> Send for Windows<T> {}
 
 impl<T: Copy> Windows<T> {
     /// `p` empty slots; each rank installs its own buffers.
-    pub fn new(p: usize) -> Windows<T> {
+    pub(crate) fn new(p: usize) -> Windows<T> {
         Windows {
             input: (0..p).map(|_| Buffer::empty()).collect(),
             output: (0..p).map(|_| Buffer::empty()).collect(),
@@ -121,7 +121,7 @@ impl<T: Copy> Windows<T> {
     /// # Safety
     /// Called by `rank` only, and no thread may access `rank`'s buffers until every rank has
     /// passed a barrier after this call.
-    pub unsafe fn install(&self, rank: usize, input: Region<T>, output: Region<T>) {
+    pub(crate) unsafe fn install(&self, rank: usize, input: Region<T>, output: Region<T>) {
         // SAFETY: forwarded contract.
         unsafe {
             self.input[rank].replace(input);
@@ -133,7 +133,7 @@ impl<T: Copy> Windows<T> {
     ///
     /// # Safety
     /// As for [`Windows::install`].
-    pub unsafe fn release(&self, rank: usize) {
+    pub(crate) unsafe fn release(&self, rank: usize) {
         // SAFETY: forwarded contract.
         unsafe { self.install(rank, Region::empty(), Region::empty()) }
     }
@@ -145,7 +145,7 @@ impl<T: Copy> Windows<T> {
     /// to it happened before a barrier or progress post the caller has since waited on, and the
     /// next write comes after a barrier the caller has not yet passed. The buffer is not
     /// replaced meanwhile.
-    pub unsafe fn read(&self, rank: usize, side: Side, range: Range<usize>) -> &[T] {
+    pub(crate) unsafe fn read(&self, rank: usize, side: Side, range: Range<usize>) -> &[T] {
         let p = self.buffer(rank, side).raw(&range);
         // SAFETY: in bounds (checked by `raw`), initialised (boxed slice of Copy), not written
         // concurrently (caller's contract).
@@ -158,14 +158,15 @@ impl<T: Copy> Windows<T> {
     /// Called by `rank` only (or with `rank`'s consent established by a barrier), and no other
     /// thread reads or writes any element of `range` while the returned slice is alive.
     #[allow(clippy::mut_from_ref)]
-    pub unsafe fn write(&self, rank: usize, side: Side, range: Range<usize>) -> &mut [T] {
+    pub(crate) unsafe fn write(&self, rank: usize, side: Side, range: Range<usize>) -> &mut [T] {
         let p = self.buffer(rank, side).raw(&range);
         // SAFETY: in bounds, initialised, exclusive for the slice's lifetime (caller's contract).
         unsafe { std::slice::from_raw_parts_mut(p, range.len()) }
     }
 
     /// Length of `rank`'s buffers (0 when none is installed).
-    pub fn len(&self, rank: usize) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self, rank: usize) -> usize {
         self.buffer(rank, Side::Input).len.load(Ordering::Relaxed)
     }
 }

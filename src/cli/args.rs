@@ -7,13 +7,13 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 /// Declarative, crash-proof benchmark campaigns for collective communication.
 #[derive(Debug, Parser)]
 #[command(name = "campaign", version, about, propagate_version = true)]
-pub struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
-    pub command: Command,
+    pub(crate) command: Command,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Run a campaign: every case × stack, then results and report.
     Run(RunArgs),
     /// Continue an interrupted campaign (a run dir, or a plan: its newest run dir).
@@ -38,7 +38,7 @@ pub enum Command {
 
 /// Output format of listings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
-pub enum ListFormat {
+pub(crate) enum ListFormat {
     #[default]
     Table,
     Json,
@@ -47,172 +47,172 @@ pub enum ListFormat {
 
 /// Executor choice on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ExecutorArg {
+pub(crate) enum ExecutorArg {
     Local,
     Slurm,
 }
 
 /// Options shared by `run` and `resume`.
 #[derive(Debug, Args, Clone, Default)]
-pub struct ExecOptions {
+pub(crate) struct ExecOptions {
     /// Max runs at the same time (default: as many as the devices allow).
     #[arg(long, short = 'j')]
-    pub jobs: Option<usize>,
+    pub(crate) jobs: Option<usize>,
     /// One run at a time, for the quietest timings.
     #[arg(long)]
-    pub exclusive: bool,
+    pub(crate) exclusive: bool,
     /// No progress output, only the final summary.
     #[arg(long, short = 'q')]
-    pub quiet: bool,
+    pub(crate) quiet: bool,
     /// Where run dirs go (replaces `results/campaigns`).
     #[arg(long, value_name = "DIR")]
-    pub results_dir: Option<PathBuf>,
+    pub(crate) results_dir: Option<PathBuf>,
     /// Where processes run.
     #[arg(long, value_enum)]
-    pub executor: Option<ExecutorArg>,
+    pub(crate) executor: Option<ExecutorArg>,
     /// On Ctrl-C, cancel Slurm jobs without asking.
     #[arg(long)]
-    pub cancel_on_interrupt: bool,
+    pub(crate) cancel_on_interrupt: bool,
     /// Report template replacing the default.
     #[arg(long, value_name = "FILE")]
-    pub template: Option<PathBuf>,
+    pub(crate) template: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     /// The plan (TOML). Default: the built-in smoke plan.
-    pub plan: Option<PathBuf>,
+    pub(crate) plan: Option<PathBuf>,
     /// Run these seed case files (glob) instead of the plan's axes.
     #[arg(long, value_name = "GLOB")]
-    pub cases: Option<String>,
+    pub(crate) cases: Option<String>,
     /// Only these stacks (comma-separated).
     #[arg(long, value_delimiter = ',')]
-    pub stacks: Vec<String>,
+    pub(crate) stacks: Vec<String>,
     /// Extra filter expression over case fields.
     #[arg(long, value_name = "EXPR")]
-    pub filter: Option<String>,
+    pub(crate) filter: Option<String>,
     #[command(flatten)]
-    pub exec: ExecOptions,
+    pub(crate) exec: ExecOptions,
 }
 
 #[derive(Debug, Args)]
-pub struct ResumeArgs {
+pub(crate) struct ResumeArgs {
     /// A run dir, or a plan (its newest run dir).
-    pub target: PathBuf,
+    pub(crate) target: PathBuf,
     /// Also re-run failed and timed-out runs.
     #[arg(long)]
-    pub retry_failed: bool,
+    pub(crate) retry_failed: bool,
     #[command(flatten)]
-    pub exec: ExecOptions,
+    pub(crate) exec: ExecOptions,
 }
 
 #[derive(Debug, Args)]
-pub struct DryRunArgs {
+pub(crate) struct DryRunArgs {
     /// The plan (TOML).
-    pub plan: PathBuf,
+    pub(crate) plan: PathBuf,
     #[arg(long, value_enum, default_value_t = ListFormat::Table)]
-    pub format: ListFormat,
+    pub(crate) format: ListFormat,
     /// Extra filter expression over case fields.
     #[arg(long, value_name = "EXPR")]
-    pub filter: Option<String>,
+    pub(crate) filter: Option<String>,
     /// Only these stacks (comma-separated).
     #[arg(long, value_delimiter = ',')]
-    pub stacks: Vec<String>,
+    pub(crate) stacks: Vec<String>,
     /// Show the schedule for this executor (slurm: the sbatch commands).
     #[arg(long, value_enum)]
-    pub executor: Option<ExecutorArg>,
+    pub(crate) executor: Option<ExecutorArg>,
 }
 
 #[derive(Debug, Args)]
-pub struct ValidateArgs {
+pub(crate) struct ValidateArgs {
     /// Plans (.toml) and seed case files (.json).
     #[arg(required = true)]
-    pub files: Vec<PathBuf>,
+    pub(crate) files: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args)]
-pub struct CasesArgs {
+pub(crate) struct CasesArgs {
     /// The plan (TOML).
-    pub plan: PathBuf,
+    pub(crate) plan: PathBuf,
     /// Folder for `<case_id>.json` files.
     #[arg(long, value_name = "DIR")]
-    pub out: PathBuf,
+    pub(crate) out: PathBuf,
     /// Say what would change without writing.
     #[arg(long)]
-    pub dry_run: bool,
+    pub(crate) dry_run: bool,
 }
 
 #[derive(Debug, Args)]
-pub struct StatusArgs {
-    pub run_dir: PathBuf,
+pub(crate) struct StatusArgs {
+    pub(crate) run_dir: PathBuf,
 }
 
 #[derive(Debug, Args)]
-pub struct ReportArgs {
+pub(crate) struct ReportArgs {
     /// A campaign run dir (campaign's or the old harness's).
-    pub run_dir: PathBuf,
+    pub(crate) run_dir: PathBuf,
     #[arg(long, value_name = "FILE")]
-    pub template: Option<PathBuf>,
+    pub(crate) template: Option<PathBuf>,
 }
 
 /// Output format of `compare`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
-pub enum CompareFormat {
+pub(crate) enum CompareFormat {
     #[default]
     Md,
     Csv,
 }
 
 #[derive(Debug, Args)]
-pub struct CompareArgs {
-    pub run_a: PathBuf,
-    pub run_b: PathBuf,
+pub(crate) struct CompareArgs {
+    pub(crate) run_a: PathBuf,
+    pub(crate) run_b: PathBuf,
     /// Noise band: changes smaller than this are "no change" (e.g. `5%`).
     #[arg(long, default_value = "5%")]
-    pub threshold: String,
+    pub(crate) threshold: String,
     #[arg(long, value_enum, default_value_t = CompareFormat::Md)]
-    pub format: CompareFormat,
+    pub(crate) format: CompareFormat,
 }
 
 #[derive(Debug, Args)]
-pub struct DoctorArgs {
+pub(crate) struct DoctorArgs {
     /// A plan whose stacks to check (default: the shipped stacks).
-    pub plan: Option<PathBuf>,
+    pub(crate) plan: Option<PathBuf>,
     /// Exit 1 unless this stack is ready.
     #[arg(long, value_name = "STACK")]
-    pub require: Vec<String>,
+    pub(crate) require: Vec<String>,
 }
 
 #[derive(Debug, Args)]
-pub struct BenchArgs {
+pub(crate) struct BenchArgs {
     #[command(subcommand)]
-    pub command: BenchCommand,
+    pub(crate) command: BenchCommand,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum BenchCommand {
+pub(crate) enum BenchCommand {
     /// Run one case with the built-in CPU allreduce, speaking the native stack protocol.
     Allreduce(AllreduceArgs),
 }
 
 #[derive(Debug, Args)]
-pub struct AllreduceArgs {
+pub(crate) struct AllreduceArgs {
     /// Seed-format case JSON (default: `$CAMPAIGN_CASE_FILE`).
     #[arg(long, value_name = "FILE", env = "CAMPAIGN_CASE_FILE")]
-    pub case_file: PathBuf,
+    pub(crate) case_file: PathBuf,
     /// Warmup rounds (default: the case's).
     #[arg(long)]
-    pub warmup: Option<u32>,
+    pub(crate) warmup: Option<u32>,
     /// Timed rounds (default: the case's).
     #[arg(long)]
-    pub timed: Option<u32>,
+    pub(crate) timed: Option<u32>,
     /// Allocate windows once (default).
     #[arg(long, overrides_with = "no_persistent")]
-    pub persistent: bool,
+    pub(crate) persistent: bool,
     /// Allocate windows every round.
     #[arg(long, overrides_with = "persistent")]
-    pub no_persistent: bool,
+    pub(crate) no_persistent: bool,
     /// Test only: corrupt RANK's output in timed round ROUND (`RANK:ROUND`) to prove the check.
     #[arg(long, hide = true, value_name = "RANK:ROUND")]
-    pub inject_fault: Option<String>,
+    pub(crate) inject_fault: Option<String>,
 }

@@ -13,7 +13,7 @@ use crate::cli::args::AllreduceArgs;
 use crate::error::{exit, Error, Result};
 use crate::model::case::Case;
 
-pub fn allreduce(args: &AllreduceArgs) -> Result<i32> {
+pub(crate) fn allreduce(args: &AllreduceArgs) -> Result<i32> {
     let prepared = load_case(args).and_then(|case| {
         let opts = options(args, &case)?;
         Ok((case, opts))

@@ -14,7 +14,7 @@ use crate::store::atomic::write_atomic;
 /// Stale files named in the summary before it says "and N more".
 const STALE_SHOWN: usize = 10;
 
-pub fn run(args: &CasesArgs) -> Result<i32> {
+pub(crate) fn run(args: &CasesArgs) -> Result<i32> {
     let plan = crate::plan::load(&args.plan)?;
     for w in &plan.warnings {
         eprintln!("warning: {w}");

@@ -5,7 +5,7 @@ use crate::analysis::compare::{compare, parse_threshold, to_csv, to_markdown};
 use crate::cli::args::{CompareArgs, CompareFormat};
 use crate::error::{exit, Error, Result};
 
-pub fn run(args: &CompareArgs) -> Result<i32> {
+pub(crate) fn run(args: &CompareArgs) -> Result<i32> {
     let threshold = parse_threshold(&args.threshold).map_err(Error::Usage)?;
     let a = super::report::load_run_dir(&args.run_a)?;
     let b = super::report::load_run_dir(&args.run_b)?;

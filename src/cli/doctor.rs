@@ -41,7 +41,7 @@ struct PlanStacks {
     stacks: BTreeMap<String, StackDef>,
 }
 
-pub fn run(args: &DoctorArgs) -> Result<i32> {
+pub(crate) fn run(args: &DoctorArgs) -> Result<i32> {
     let defs = match &args.plan {
         Some(plan) => registry::resolve(&plan_stacks(plan)?, plan)?,
         None => registry::try_shipped()?,
@@ -93,7 +93,7 @@ fn plan_stacks(plan: &Path) -> Result<BTreeMap<String, StackDef>> {
 }
 
 /// The whole doctor text for these definitions in this environment.
-pub fn report(defs: &BTreeMap<String, StackDef>, resolver: &Resolver) -> String {
+pub(crate) fn report(defs: &BTreeMap<String, StackDef>, resolver: &Resolver) -> String {
     let mut out = String::new();
     out.push_str("Roots\n");
     for kind in roots::KINDS {
@@ -166,7 +166,7 @@ fn indent(text: &str) -> String {
 }
 
 /// `ASCEND_*`, `HCCL_*`, … from the process environment, sorted.
-pub fn relevant_env() -> BTreeMap<String, String> {
+pub(crate) fn relevant_env() -> BTreeMap<String, String> {
     std::env::vars()
         .filter(|(k, _)| {
             ENV_PREFIXES.iter().any(|p| {

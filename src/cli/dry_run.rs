@@ -16,7 +16,7 @@ use crate::plan;
 /// Rows buffered before the table's column widths are fixed.
 const TABLE_SIZING_ROWS: usize = 1000;
 
-pub fn run(args: &DryRunArgs) -> Result<i32> {
+pub(crate) fn run(args: &DryRunArgs) -> Result<i32> {
     let plan = plan::load_with(&args.plan, args.executor.map(super::run::executor_kind))?;
     let stacks = plan::select_stacks(&plan, &args.stacks)?;
     for w in &plan.warnings {

@@ -58,7 +58,7 @@ fn render_error(e: &Error) -> String {
 }
 
 /// Run one subcommand.
-pub fn dispatch(command: Command) -> Result<i32> {
+pub(crate) fn dispatch(command: Command) -> Result<i32> {
     match command {
         Command::Run(a) => run::run(&a),
         Command::Resume(a) => resume::run(&a),

@@ -4,7 +4,7 @@
 use std::io::{BufRead, Write};
 
 /// "cancel N Slurm jobs? [y/N]" on stderr; anything but y/yes (or end of input) keeps them.
-pub fn ask_cancel(n: usize) -> bool {
+pub(crate) fn ask_cancel(n: usize) -> bool {
     let mut err = std::io::stderr();
     let _ = write!(
         err,

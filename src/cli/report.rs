@@ -9,7 +9,7 @@ use crate::model::results::ResultSet;
 use crate::report::{self, ReportOptions};
 use crate::store::seed_dir;
 
-pub fn run(args: &ReportArgs) -> Result<i32> {
+pub(crate) fn run(args: &ReportArgs) -> Result<i32> {
     let results = load_run_dir(&args.run_dir)?;
     let opts = ReportOptions {
         template: args.template.clone(),
@@ -34,7 +34,7 @@ pub fn run(args: &ReportArgs) -> Result<i32> {
 }
 
 /// Load a run dir: the old Python harness's layout or campaign's own.
-pub fn load_run_dir(dir: &Path) -> Result<ResultSet> {
+pub(crate) fn load_run_dir(dir: &Path) -> Result<ResultSet> {
     if !dir.is_dir() {
         return Err(Error::Usage(format!(
             "{}: not a directory (expected a run dir such as results/campaigns/<name>/run_<stamp>)",

@@ -15,7 +15,7 @@ use crate::store::lock::RunDirLock;
 /// Default parent of campaign folders (`--results-dir` replaces it).
 const DEFAULT_RESULTS_DIR: &str = "results/campaigns";
 
-pub fn run(args: &ResumeArgs) -> Result<i32> {
+pub(crate) fn run(args: &ResumeArgs) -> Result<i32> {
     if args.exec.jobs == Some(0) {
         return Err(Error::Usage("--jobs must be at least 1".into()));
     }
@@ -100,7 +100,7 @@ fn load_frozen_plan(
 
 /// The run dir `target` names: a run dir (has `journal.jsonl`), a campaign folder (its newest
 /// run dir), or a plan file (the newest run dir of its campaign under the results dir).
-pub fn locate(target: &Path, results_dir: Option<&Path>) -> Result<PathBuf> {
+pub(crate) fn locate(target: &Path, results_dir: Option<&Path>) -> Result<PathBuf> {
     if target.is_dir() {
         if target.join(journal::FILE_NAME).is_file() {
             return Ok(target.to_path_buf());

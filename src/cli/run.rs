@@ -10,9 +10,9 @@ use crate::error::{exit, Error, Result};
 use crate::model::results::RunStatus;
 
 /// The built-in smoke plan (`campaign run` with no plan).
-pub const SMOKE_PLAN: &str = include_str!("../../plans/smoke.toml");
+pub(crate) const SMOKE_PLAN: &str = include_str!("../../plans/smoke.toml");
 
-pub fn options(args: &RunArgs) -> Options {
+pub(crate) fn options(args: &RunArgs) -> Options {
     Options {
         stacks: args.stacks.clone(),
         filter: args.filter.clone(),
@@ -22,7 +22,9 @@ pub fn options(args: &RunArgs) -> Options {
 }
 
 /// The plan's executor kind for a `--executor` argument.
-pub fn executor_kind(arg: crate::cli::args::ExecutorArg) -> crate::model::plan::ExecutorKind {
+pub(crate) fn executor_kind(
+    arg: crate::cli::args::ExecutorArg,
+) -> crate::model::plan::ExecutorKind {
     match arg {
         crate::cli::args::ExecutorArg::Local => crate::model::plan::ExecutorKind::Local,
         crate::cli::args::ExecutorArg::Slurm => crate::model::plan::ExecutorKind::Slurm,
@@ -30,7 +32,7 @@ pub fn executor_kind(arg: crate::cli::args::ExecutorArg) -> crate::model::plan::
 }
 
 /// What `run` and `resume` share: `--jobs`, `--exclusive`, `-q`, `--results-dir`, `--executor`.
-pub fn exec_options(exec: &crate::cli::args::ExecOptions) -> Options {
+pub(crate) fn exec_options(exec: &crate::cli::args::ExecOptions) -> Options {
     Options {
         jobs: exec.jobs,
         exclusive: exec.exclusive,
@@ -44,7 +46,7 @@ pub fn exec_options(exec: &crate::cli::args::ExecOptions) -> Options {
     }
 }
 
-pub fn run(args: &RunArgs) -> Result<i32> {
+pub(crate) fn run(args: &RunArgs) -> Result<i32> {
     if args.exec.jobs == Some(0) {
         return Err(Error::Usage("--jobs must be at least 1".into()));
     }
@@ -64,7 +66,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
 }
 
 /// summarize → plot → report, one step after `collect` (the report module does all three).
-pub fn report_step(
+pub(crate) fn report_step(
     plan: &crate::model::plan::Plan,
     template: Option<std::path::PathBuf>,
 ) -> Vec<(String, engine::AfterStep)> {
@@ -78,7 +80,7 @@ pub fn report_step(
 
 /// Print the summary of a finished (or interrupted) campaign and map it to the exit code:
 /// 0 all passed, 1 any fail/timeout/blocked, 3 interrupted (with the resume hint).
-pub fn conclude(done: &engine::Finished) -> Result<i32> {
+pub(crate) fn conclude(done: &engine::Finished) -> Result<i32> {
     let counts = done.results.status_counts();
     let summary: Vec<String> = counts
         .iter()

@@ -5,7 +5,7 @@ use crate::cli::args::StatusArgs;
 use crate::error::{exit, Result};
 use crate::store::status::RunDirStatus;
 
-pub fn run(args: &StatusArgs) -> Result<i32> {
+pub(crate) fn run(args: &StatusArgs) -> Result<i32> {
     let status = RunDirStatus::load(&args.run_dir)?;
     print!("{}", status.render());
     Ok(exit::OK)

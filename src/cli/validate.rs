@@ -10,7 +10,7 @@ use crate::cli::args::ValidateArgs;
 use crate::error::{Diagnostic, Error, Result};
 use crate::model::case::Case;
 
-pub fn run(args: &ValidateArgs) -> Result<i32> {
+pub(crate) fn run(args: &ValidateArgs) -> Result<i32> {
     let many = args.files.len() > 1;
     let mut problems: Vec<Diagnostic> = Vec::new();
     for file in &args.files {

@@ -20,14 +20,14 @@ use crate::model::plan::{ExecutorKind, Placement};
 use crate::model::results::ResultSet;
 
 /// How a campaign ended.
-pub struct Finished {
-    pub run_dir: PathBuf,
-    pub results: ResultSet,
-    pub interrupted: bool,
+pub(crate) struct Finished {
+    pub(crate) run_dir: PathBuf,
+    pub(crate) results: ResultSet,
+    pub(crate) interrupted: bool,
 }
 
 /// Claim a new run dir and run every step. `after` are steps after `collect`, in order.
-pub fn execute(
+pub(crate) fn execute(
     prep: Prepared,
     opts: &Options,
     after: Vec<(String, AfterStep)>,
@@ -79,7 +79,7 @@ fn record_interrupt(
 
 /// Continue the campaign of an existing run dir: runs the journal does not show as done run,
 /// the others keep their bundles; results files and `after` steps are rebuilt from all of them.
-pub fn resume(
+pub(crate) fn resume(
     mut prep: Prepared,
     opts: &Options,
     after: Vec<(String, AfterStep)>,

@@ -32,70 +32,71 @@ use crate::store::layout::{pretty, write_bundle, write_json, ProcessFacts, RunDi
 use crate::store::{csv, json};
 
 /// A step after `collect` (summarize, plot, report): a pure function of the run dir's results.
-pub type AfterStep = Box<dyn FnMut(&RunDir, &ResultSet) -> Result<()> + Send>;
+pub(crate) type AfterStep = Box<dyn FnMut(&RunDir, &ResultSet) -> Result<()> + Send>;
 
 /// One planned run.
 #[derive(Debug, Clone)]
-pub struct PlannedRun {
-    pub case_index: usize,
-    pub case_id: String,
-    pub stack: usize,
+pub(crate) struct PlannedRun {
+    pub(crate) case_index: usize,
+    pub(crate) case_id: String,
+    pub(crate) stack: usize,
 }
 
-pub struct EngineDriver {
-    pub run_dir: Arc<RunDir>,
-    pub campaign: String,
-    pub plan_text: String,
-    pub cases: Vec<Case>,
-    pub stacks: Vec<Arc<EngineStack>>,
-    pub runs: Vec<PlannedRun>,
+pub(crate) struct EngineDriver {
+    pub(crate) run_dir: Arc<RunDir>,
+    pub(crate) campaign: String,
+    pub(crate) plan_text: String,
+    pub(crate) cases: Vec<Case>,
+    pub(crate) stacks: Vec<Arc<EngineStack>>,
+    pub(crate) runs: Vec<PlannedRun>,
     /// Write leased devices into the case (`placement = "auto"`).
-    pub place: bool,
-    pub provenance: Provenance,
-    pub progress: Progress,
-    pub cancel: watch::Receiver<bool>,
-    pub after: BTreeMap<String, AfterStep>,
+    pub(crate) place: bool,
+    pub(crate) provenance: Provenance,
+    pub(crate) progress: Progress,
+    pub(crate) cancel: watch::Receiver<bool>,
+    pub(crate) after: BTreeMap<String, AfterStep>,
     /// A failure that must end the campaign (the run dir cannot be written).
-    pub fatal: Option<crate::error::Error>,
-    pub cancel_tx: Arc<watch::Sender<bool>>,
+    pub(crate) fatal: Option<crate::error::Error>,
+    pub(crate) cancel_tx: Arc<watch::Sender<bool>>,
     /// When the results files were last rewritten.
-    pub last_write: Option<Instant>,
-    pub journal: Journal,
+    pub(crate) last_write: Option<Instant>,
+    pub(crate) journal: Journal,
     /// Fingerprint of each run (from the planned case), computed when it first starts.
-    pub fingerprints: BTreeMap<usize, String>,
+    pub(crate) fingerprints: BTreeMap<usize, String>,
     /// Results of runs a resume keeps, read from their bundles (handed out by `settle`).
-    pub kept: BTreeMap<usize, RunResult>,
+    pub(crate) kept: BTreeMap<usize, RunResult>,
     /// Runs whose result was kept (their `finished` writes nothing).
-    pub kept_runs: std::collections::BTreeSet<usize>,
+    pub(crate) kept_runs: std::collections::BTreeSet<usize>,
     /// `[devices] probe`, the health probe of stacks without their own.
-    pub pool_probe: Option<Vec<String>>,
+    pub(crate) pool_probe: Option<Vec<String>>,
     /// Where runs execute (decided once, in prepare).
-    pub executor: Arc<dyn Executor>,
+    pub(crate) executor: Arc<dyn Executor>,
     /// What the driver keeps about batch jobs (Slurm); empty for local runs.
-    pub jobs: Jobs,
+    pub(crate) jobs: Jobs,
     /// Attempt of each running run (the journal's `submitted` line carries it).
-    pub attempts: BTreeMap<usize, u32>,
+    pub(crate) attempts: BTreeMap<usize, u32>,
 }
 
 /// Batch jobs of the campaign's runs, as the driver journals them.
 #[derive(Default)]
-pub struct Jobs {
+pub(crate) struct Jobs {
     /// The jobs of runs an earlier session left running, by run (resume re-attaches).
-    pub reattach: BTreeMap<usize, u64>,
+    pub(crate) reattach: BTreeMap<usize, u64>,
     /// The job of each run's running attempt, by run, with the attempt.
-    pub running: BTreeMap<usize, (u32, u64)>,
+    pub(crate) running: BTreeMap<usize, (u32, u64)>,
     /// Jobs left running on an interrupt (their runs stay open in the journal).
-    pub detached: Vec<u64>,
+    pub(crate) detached: Vec<u64>,
     /// Where the interrupt decision goes; a fatal error decides "leave running" (the jobs'
     /// results are collected by resume once the problem is fixed). None: no batch jobs.
-    pub decision_tx: Option<Arc<watch::Sender<Option<crate::executor::slurm::job::Decision>>>>,
+    pub(crate) decision_tx:
+        Option<Arc<watch::Sender<Option<crate::executor::slurm::job::Decision>>>>,
 }
 
 /// Results files are rewritten after a finished run at most this often: every run's bundle is
 /// already on disk (atomically) when it finishes, so nothing finished is lost, and rewriting
 /// three growing files per run would dominate the engine's cost on short runs (ext4 inode
 /// churn, serialization — see docs/performance.md). `collect` and the end always rewrite.
-pub const RESULTS_REWRITE_INTERVAL: Duration = Duration::from_millis(250);
+pub(crate) const RESULTS_REWRITE_INTERVAL: Duration = Duration::from_millis(250);
 
 impl EngineDriver {
     fn stack_by_name(&self, name: &str) -> Option<Arc<EngineStack>> {
@@ -103,7 +104,7 @@ impl EngineDriver {
     }
 
     /// The result set in plan order.
-    pub fn result_set(&self, results: &[RunResult]) -> ResultSet {
+    pub(crate) fn result_set(&self, results: &[RunResult]) -> ResultSet {
         let order: BTreeMap<(&str, &str), usize> = self
             .runs
             .iter()
@@ -127,7 +128,7 @@ impl EngineDriver {
     }
 
     /// results.json, results.csv, samples.csv — each atomically.
-    pub fn write_results(&mut self, set: &ResultSet) -> Result<()> {
+    pub(crate) fn write_results(&mut self, set: &ResultSet) -> Result<()> {
         self.last_write = Some(Instant::now());
         let (doc, runs, samples) = (
             pretty(&json::document(set)),

@@ -23,14 +23,14 @@ const BYTES_PER_S: f64 = 1e9;
 
 /// `(case_id, stack)` → seconds, from earlier run dirs of this campaign.
 #[derive(Debug, Clone, Default)]
-pub struct History {
-    pub by_run: BTreeMap<(String, String), f64>,
+pub(crate) struct History {
+    pub(crate) by_run: BTreeMap<(String, String), f64>,
 }
 
 impl History {
     /// Read the newest `run_*` folder under `campaign_dir` (other than `exclude`) that has a
     /// `results.json`. Unreadable files give an empty history, never an error.
-    pub fn load(campaign_dir: &Path, exclude: &Path) -> History {
+    pub(crate) fn load(campaign_dir: &Path, exclude: &Path) -> History {
         let mut dirs: Vec<_> = std::fs::read_dir(campaign_dir)
             .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
             .unwrap_or_default();
@@ -74,7 +74,7 @@ impl History {
     }
 
     /// Seconds a run is expected to take.
-    pub fn estimate(&self, case_id: &str, stack: &str, case: &Case) -> f64 {
+    pub(crate) fn estimate(&self, case_id: &str, stack: &str, case: &Case) -> f64 {
         if let Some(s) = self.by_run.get(&(case_id.to_string(), stack.to_string())) {
             return *s;
         }
@@ -85,7 +85,7 @@ impl History {
 
 /// The order of `stacks` for each of `n_cases` cases: as given, or shuffled per case from
 /// `seed`.
-pub fn stack_orders(
+pub(crate) fn stack_orders(
     stacks: &[String],
     n_cases: usize,
     order: StackOrder,

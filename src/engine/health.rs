@@ -25,7 +25,7 @@ use crate::store::layout::RunDir;
 /// Which probe checks the devices of `stack`'s runs: the stack's own, else the pool's. The key
 /// names it for "already probed" bookkeeping (a device that passed the pool probe need not be
 /// probed again for another stack).
-pub fn probe_key(stack: &EngineStack, pool_probe: Option<&Vec<String>>) -> Option<String> {
+pub(crate) fn probe_key(stack: &EngineStack, pool_probe: Option<&Vec<String>>) -> Option<String> {
     if stack.def.probe.is_some() {
         Some(format!("stack:{}", stack.name))
     } else {
@@ -34,14 +34,14 @@ pub fn probe_key(stack: &EngineStack, pool_probe: Option<&Vec<String>>) -> Optio
 }
 
 /// One health check request.
-pub struct ProbeJob {
-    pub run_dir: Arc<RunDir>,
-    pub stack: Arc<EngineStack>,
-    pub pool_probe: Option<Vec<String>>,
-    pub case: Case,
-    pub case_id: String,
-    pub devices: Vec<u32>,
-    pub cancel: watch::Receiver<bool>,
+pub(crate) struct ProbeJob {
+    pub(crate) run_dir: Arc<RunDir>,
+    pub(crate) stack: Arc<EngineStack>,
+    pub(crate) pool_probe: Option<Vec<String>>,
+    pub(crate) case: Case,
+    pub(crate) case_id: String,
+    pub(crate) devices: Vec<u32>,
+    pub(crate) cancel: watch::Receiver<bool>,
 }
 
 /// The definition whose `probe` runs: the stack's, or the stack's with the pool's probe (so the
@@ -56,7 +56,7 @@ fn probe_def(stack: &EngineStack, pool_probe: Option<&Vec<String>>) -> Option<St
 }
 
 /// Probe every device of the job, one after the other.
-pub async fn run(job: ProbeJob) -> ProbeReport {
+pub(crate) async fn run(job: ProbeJob) -> ProbeReport {
     let mut report = ProbeReport::default();
     let Some(def) = probe_def(&job.stack, job.pool_probe.as_ref()) else {
         report.passed = job.devices.clone();

@@ -27,7 +27,7 @@ struct Inner {
 
 /// Shared interrupt state; cheap to clone, one per campaign process.
 #[derive(Clone)]
-pub struct Interrupt {
+pub(crate) struct Interrupt {
     inner: Arc<Inner>,
 }
 
@@ -40,12 +40,14 @@ impl std::fmt::Debug for Interrupt {
 }
 
 /// Removes its process group from the registry when dropped (the process was reaped).
+#[cfg(test)]
 #[derive(Debug)]
-pub struct GroupGuard {
+pub(crate) struct GroupGuard {
     interrupt: Interrupt,
     pgid: i32,
 }
 
+#[cfg(test)]
 impl Drop for GroupGuard {
     fn drop(&mut self) {
         if let Ok(mut g) = self.interrupt.inner.groups.lock() {
@@ -57,13 +59,13 @@ impl Drop for GroupGuard {
 impl Interrupt {
     /// Listen for SIGINT and SIGTERM. Must be called inside a tokio runtime with signals
     /// enabled; from then on the default "die at once" action of both signals is replaced.
-    pub fn install() -> Result<Interrupt> {
+    pub(crate) fn install() -> Result<Interrupt> {
         Self::install_with(Box::new(exit_now))
     }
 
     /// [`Interrupt::install`] with another action for the second signal (tests keep the test
     /// process alive with it).
-    pub fn install_with(on_second: OnSecond) -> Result<Interrupt> {
+    pub(crate) fn install_with(on_second: OnSecond) -> Result<Interrupt> {
         use tokio::signal::unix::{signal, SignalKind};
         let listen = |kind: SignalKind, name: &str| {
             signal(kind).map_err(|e| {
@@ -89,7 +91,8 @@ impl Interrupt {
     }
 
     /// An interrupt that listens to no signal: [`Interrupt::deliver`] is the only trigger.
-    pub fn manual() -> Interrupt {
+    #[cfg(test)]
+    pub(crate) fn manual() -> Interrupt {
         Self::with_action(Box::new(exit_now))
     }
 
@@ -107,7 +110,7 @@ impl Interrupt {
 
     /// What a received signal does: the first requests a clean stop, the second kills every
     /// registered process group and runs the exit action.
-    pub fn deliver(&self) {
+    pub(crate) fn deliver(&self) {
         let n = self.inner.count.fetch_add(1, Ordering::SeqCst) + 1;
         if n == 1 {
             eprintln!(
@@ -126,29 +129,32 @@ impl Interrupt {
     }
 
     /// Signals received so far.
-    pub fn signals(&self) -> u32 {
+    pub(crate) fn signals(&self) -> u32 {
         self.inner.count.load(Ordering::SeqCst)
     }
 
     /// Has a stop been requested? (The scheduler checks before launching each run.)
-    pub fn requested(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn requested(&self) -> bool {
         self.signals() > 0
     }
 
     /// Resolves when a stop is requested (immediately if it already was); for `select!` next to
     /// running processes.
-    pub async fn wait(&self) {
+    #[cfg(test)]
+    pub(crate) async fn wait(&self) {
         let mut rx = self.inner.tx.subscribe();
         let _ = rx.wait_for(|stop| *stop).await;
     }
 
     /// A receiver that turns `true` on the first signal (the executor's `cancel` input).
-    pub fn subscribe(&self) -> watch::Receiver<bool> {
+    pub(crate) fn subscribe(&self) -> watch::Receiver<bool> {
         self.inner.tx.subscribe()
     }
 
     /// Register a running process group so a second signal kills it before exiting.
-    pub fn track_group(&self, pgid: i32) -> GroupGuard {
+    #[cfg(test)]
+    pub(crate) fn track_group(&self, pgid: i32) -> GroupGuard {
         if let Ok(mut g) = self.inner.groups.lock() {
             g.insert(pgid);
         }
@@ -159,7 +165,7 @@ impl Interrupt {
     }
 
     /// Process groups currently registered.
-    pub fn groups(&self) -> Vec<i32> {
+    pub(crate) fn groups(&self) -> Vec<i32> {
         self.inner
             .groups
             .lock()
@@ -169,7 +175,7 @@ impl Interrupt {
 
     /// Send `sig` to every registered process group (SIGTERM on the first signal is the
     /// executor's job, with its grace period; this is the fallback for both).
-    pub fn kill_groups(&self, sig: i32) {
+    pub(crate) fn kill_groups(&self, sig: i32) {
         for pgid in self.groups() {
             if pgid > 0 {
                 // SAFETY: kill(2) on a negative pid signals that process group; no memory involved.
@@ -188,7 +194,7 @@ fn exit_now() {
 /// Send `sig` to the process group of every direct child that leads its own group — how the
 /// executor starts stack processes — so a second signal leaves nothing running even for groups
 /// nobody registered. Reads `/proc`; elsewhere it does nothing.
-pub fn kill_child_groups(sig: i32) {
+pub(crate) fn kill_child_groups(sig: i32) {
     for pgid in child_group_leaders() {
         // SAFETY: kill(2) on a negative pid signals that process group; no memory involved.
         unsafe { libc::kill(-pgid, sig) };
@@ -228,7 +234,7 @@ fn child_group_leaders() -> Vec<i32> {
 }
 
 /// The line printed when a campaign stops early.
-pub fn resume_hint(run_dir: &Path) -> String {
+pub(crate) fn resume_hint(run_dir: &Path) -> String {
     format!(
         "interrupted; continue with: campaign resume {}",
         run_dir.display()
@@ -236,7 +242,7 @@ pub fn resume_hint(run_dir: &Path) -> String {
 }
 
 /// The error a command returns after an interrupted campaign saved its state (exit code 3).
-pub fn interrupted(run_dir: &Path) -> Error {
+pub(crate) fn interrupted(run_dir: &Path) -> Error {
     Error::Interrupted(resume_hint(run_dir))
 }
 

@@ -18,6 +18,6 @@ pub mod session;
 pub mod verdict;
 pub mod work;
 
-pub use drive::{execute, resume, Finished};
-pub use driver::{AfterStep, PlannedRun};
-pub use prepare::{prepare, Options, Prepared};
+pub(crate) use drive::{execute, resume, Finished};
+pub(crate) use driver::AfterStep;
+pub(crate) use prepare::{prepare, Options, Prepared};

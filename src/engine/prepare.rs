@@ -22,37 +22,37 @@ use crate::stack::resolve::EngineStack;
 #[derive(Debug, Clone, Default)]
 pub struct Options {
     /// `--stacks a,b` (empty = the plan's).
-    pub stacks: Vec<String>,
+    pub(crate) stacks: Vec<String>,
     /// `--filter EXPR`.
-    pub filter: Option<String>,
+    pub(crate) filter: Option<String>,
     /// `--cases GLOB`: seed case files instead of the plan's axes.
-    pub case_glob: Option<String>,
-    pub jobs: Option<usize>,
-    pub exclusive: bool,
-    pub quiet: bool,
+    pub(crate) case_glob: Option<String>,
+    pub(crate) jobs: Option<usize>,
+    pub(crate) exclusive: bool,
+    pub(crate) quiet: bool,
     /// Replaces `results/campaigns`.
-    pub results_dir: Option<PathBuf>,
+    pub(crate) results_dir: Option<PathBuf>,
     /// `--executor` (None = the plan's `[run] executor`).
-    pub executor: Option<crate::model::plan::ExecutorKind>,
+    pub(crate) executor: Option<crate::model::plan::ExecutorKind>,
     /// `--cancel-on-interrupt`: on Ctrl-C, scancel the campaign's Slurm jobs without asking.
-    pub cancel_on_interrupt: bool,
+    pub(crate) cancel_on_interrupt: bool,
     /// How to ask whether to cancel the Slurm jobs on Ctrl-C (None: never ask, leave them).
-    pub ask_cancel: Option<crate::executor::slurm::job::AskCancel>,
+    pub(crate) ask_cancel: Option<crate::executor::slurm::job::AskCancel>,
 }
 
 /// A campaign ready to run.
-pub struct Prepared {
-    pub plan: Plan,
-    pub cases: Vec<Case>,
-    pub stacks: Vec<Arc<EngineStack>>,
-    pub runs: Vec<PlannedRun>,
-    pub plans: Vec<RunPlan>,
-    pub pool: Pool,
+pub(crate) struct Prepared {
+    pub(crate) plan: Plan,
+    pub(crate) cases: Vec<Case>,
+    pub(crate) stacks: Vec<Arc<EngineStack>>,
+    pub(crate) runs: Vec<PlannedRun>,
+    pub(crate) plans: Vec<RunPlan>,
+    pub(crate) pool: Pool,
     /// Seed of the shuffled stack order (recorded in provenance).
-    pub seed: u64,
+    pub(crate) seed: u64,
     /// Where the runs execute: `--executor`, else the plan's `[run] executor` — decided here,
     /// once, for the whole session.
-    pub executor: ExecutorKind,
+    pub(crate) executor: ExecutorKind,
 }
 
 fn glob_cases(pattern: &str) -> Result<Vec<Case>> {
@@ -69,7 +69,7 @@ fn glob_cases(pattern: &str) -> Result<Vec<Case>> {
 }
 
 /// Everything before running: may fail with bad input (exit 2), runs nothing.
-pub fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
+pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
     let names = crate::plan::select_stacks(&plan, &opts.stacks)?;
     let cases: Vec<Case> = match &opts.case_glob {
         Some(g) => glob_cases(g)?,
@@ -157,7 +157,7 @@ pub fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
 }
 
 /// What one run of `stack` on `case` leases.
-pub fn need(stack: &EngineStack, case: &Case, pool: &Pool) -> Need {
+pub(crate) fn need(stack: &EngineStack, case: &Case, pool: &Pool) -> Need {
     match stack.def.resource() {
         Resource::None => Need::Nothing,
         Resource::Cpu => Need::Cpu {

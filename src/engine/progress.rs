@@ -23,7 +23,7 @@ enum Mode {
     Quiet,
 }
 
-pub struct Progress {
+pub(crate) struct Progress {
     mode: Mode,
     total: usize,
     done: usize,
@@ -36,7 +36,7 @@ fn now() -> String {
 
 impl Progress {
     /// Bars when stdout is a terminal, plain lines otherwise, nothing when `quiet`.
-    pub fn new(total_runs: usize, quiet: bool) -> Progress {
+    pub(crate) fn new(total_runs: usize, quiet: bool) -> Progress {
         let mode = if quiet {
             Mode::Quiet
         } else if std::io::stdout().is_terminal() {
@@ -73,7 +73,7 @@ impl Progress {
     }
 
     /// A line of text that must not tear the bars (run dir, warnings).
-    pub fn println(&self, text: &str) {
+    pub(crate) fn println(&self, text: &str) {
         match &self.mode {
             Mode::Bars { multi, .. } => {
                 let _ = multi.println(text);
@@ -84,7 +84,7 @@ impl Progress {
     }
 
     /// A step started (`devices` empty for steps that lease nothing).
-    pub fn started(&mut self, key: &str, devices: &[u32]) {
+    pub(crate) fn started(&mut self, key: &str, devices: &[u32]) {
         let on = if devices.is_empty() {
             String::new()
         } else {
@@ -108,7 +108,7 @@ impl Progress {
 
     /// A step ended. `status` is set for runs (they count towards the bar); `detail` is the
     /// reason of a run that did not pass, or a note.
-    pub fn finished(&mut self, key: &str, status: Option<RunStatus>, detail: &str) {
+    pub(crate) fn finished(&mut self, key: &str, status: Option<RunStatus>, detail: &str) {
         if let Some(s) = status {
             self.done += 1;
             *self.counts.entry(s).or_default() += 1;
@@ -153,7 +153,7 @@ impl Progress {
     }
 
     /// Clear the bars.
-    pub fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         if let Mode::Bars {
             overall, running, ..
         } = &mut self.mode

@@ -24,39 +24,39 @@ use crate::store::layout::RunDir;
 use crate::store::lock::RunDirLock;
 
 /// What `campaign resume` found and hands to the engine.
-pub struct Resume {
-    pub run_dir: PathBuf,
+pub(crate) struct Resume {
+    pub(crate) run_dir: PathBuf,
     /// Held for the whole session.
-    pub lock: RunDirLock,
-    pub journal: Journal,
-    pub replay: Replay,
-    pub retry_failed: bool,
+    pub(crate) lock: RunDirLock,
+    pub(crate) journal: Journal,
+    pub(crate) replay: Replay,
+    pub(crate) retry_failed: bool,
 }
 
 /// A run dir ready to be written.
-pub struct Claimed {
-    pub run_dir: Arc<RunDir>,
-    pub lock: RunDirLock,
-    pub journal: Journal,
+pub(crate) struct Claimed {
+    pub(crate) run_dir: Arc<RunDir>,
+    pub(crate) lock: RunDirLock,
+    pub(crate) journal: Journal,
     /// Precomputed fingerprints (resume computes them all to decide).
-    pub fingerprints: BTreeMap<usize, String>,
+    pub(crate) fingerprints: BTreeMap<usize, String>,
     /// Runs a resume keeps, with their results read back from their bundles.
-    pub kept: BTreeMap<usize, RunResult>,
+    pub(crate) kept: BTreeMap<usize, RunResult>,
     /// Quarantines recorded by earlier sessions of this run dir.
-    pub earlier_quarantine: BTreeMap<u32, String>,
+    pub(crate) earlier_quarantine: BTreeMap<u32, String>,
     /// Runs this session executes or settles.
-    pub pending: usize,
+    pub(crate) pending: usize,
     /// Slurm: open runs whose journaled job this session re-attaches to (run → job id).
-    pub reattach: BTreeMap<usize, u64>,
+    pub(crate) reattach: BTreeMap<usize, u64>,
     /// Slurm: journaled jobs of open runs that run again instead (changed fingerprint, or a
     /// stack with one process per round): cancelled before anything starts, so two jobs never
     /// write one bundle.
-    pub stale_jobs: Vec<u64>,
+    pub(crate) stale_jobs: Vec<u64>,
 }
 
 /// The command-line selection as the journal header keeps it. A relative `--cases` glob is
 /// made absolute, so a resume from another folder finds the same files.
-pub fn selection(opts: &Options) -> Value {
+pub(crate) fn selection(opts: &Options) -> Value {
     let cases = opts.case_glob.as_ref().map(|g| {
         if Path::new(g).is_absolute() {
             g.clone()
@@ -70,7 +70,7 @@ pub fn selection(opts: &Options) -> Value {
 }
 
 /// The executor a session uses: `--executor`, else the plan's `[run] executor`.
-pub fn executor(opts: &Options, plan: &crate::model::plan::Plan) -> ExecutorKind {
+pub(crate) fn executor(opts: &Options, plan: &crate::model::plan::Plan) -> ExecutorKind {
     opts.executor.unwrap_or(plan.run.executor)
 }
 
@@ -82,7 +82,7 @@ fn executor_name(kind: ExecutorKind) -> &'static str {
 }
 
 /// `opts` with the selection a journal header recorded (`stacks`, `filter`, `cases`).
-pub fn with_selection(mut opts: Options, header: &Map<String, Value>) -> Options {
+pub(crate) fn with_selection(mut opts: Options, header: &Map<String, Value>) -> Options {
     let Some(sel) = header.get("selection") else {
         return opts;
     };
@@ -111,7 +111,7 @@ pub fn with_selection(mut opts: Options, header: &Map<String, Value>) -> Options
 
 /// A new run dir `<results>/<campaign>/run_<stamp>`, locked, with its frozen plan and a fresh
 /// journal.
-pub fn claim_new(prep: &Prepared, opts: &Options) -> Result<Claimed> {
+pub(crate) fn claim_new(prep: &Prepared, opts: &Options) -> Result<Claimed> {
     let results_dir = opts
         .results_dir
         .clone()
@@ -160,7 +160,7 @@ pub fn claim_new(prep: &Prepared, opts: &Options) -> Result<Claimed> {
 /// The existing run dir of `resume`: decide every planned run against the journal, print the
 /// diff, and turn done runs into presets whose results come from their bundles. With `slurm`,
 /// open runs with a journaled job continue that attempt by re-attaching to the job.
-pub fn claim_resume(prep: &mut Prepared, resume: Resume, slurm: bool) -> Result<Claimed> {
+pub(crate) fn claim_resume(prep: &mut Prepared, resume: Resume, slurm: bool) -> Result<Claimed> {
     let Resume {
         run_dir,
         lock,

@@ -17,7 +17,10 @@ fn secs(d: Duration) -> String {
 }
 
 /// Why a process did not end well, if it did not.
-pub fn process_problem(o: &ProcessOutcome, limits: &ProcessSpec) -> Option<(RunStatus, String)> {
+pub(crate) fn process_problem(
+    o: &ProcessOutcome,
+    limits: &ProcessSpec,
+) -> Option<(RunStatus, String)> {
     match o.killed {
         Some(KillReason::Timeout) => {
             let limit = limits.timeout.map(secs).unwrap_or_else(|| "?".into());
@@ -58,7 +61,7 @@ pub fn process_problem(o: &ProcessOutcome, limits: &ProcessSpec) -> Option<(RunS
 }
 
 /// Number the rounds (1-based, warmup first) and label them where the parser did not.
-pub fn label(samples: &mut [Sample], warmup: u32) {
+pub(crate) fn label(samples: &mut [Sample], warmup: u32) {
     for (i, s) in samples.iter_mut().enumerate() {
         let i = i as u32;
         if s.round == 0 {
@@ -77,7 +80,7 @@ pub fn label(samples: &mut [Sample], warmup: u32) {
 /// Fill engine-known values: `wall_s` (when `elapsed` is one round's process time) and
 /// `execute_s` when the stack gave none (timing source `engine`), and recompute bandwidth.
 /// Returns true when any `execute_s` came from the engine.
-pub fn complete(samples: &mut [Sample], elapsed: Option<Duration>, n_bytes: u64) -> bool {
+pub(crate) fn complete(samples: &mut [Sample], elapsed: Option<Duration>, n_bytes: u64) -> bool {
     let mut engine = false;
     for s in samples.iter_mut() {
         if let Some(e) = elapsed {
@@ -98,7 +101,7 @@ pub fn complete(samples: &mut [Sample], elapsed: Option<Duration>, n_bytes: u64)
 }
 
 /// The status of a run from its last process outcome and everything parsed.
-pub fn judge(
+pub(crate) fn judge(
     outcome: &ProcessOutcome,
     parsed: &Parsed,
     samples: &[Sample],

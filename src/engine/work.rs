@@ -28,23 +28,23 @@ use crate::stack::resolve::EngineStack;
 use crate::store::layout::{round_sample, write_bundle, write_json, ProcessFacts, RunDir};
 
 /// Everything one run needs.
-pub struct RunJob {
-    pub run_dir: Arc<RunDir>,
-    pub case_id: String,
-    pub stack: Arc<EngineStack>,
+pub(crate) struct RunJob {
+    pub(crate) run_dir: Arc<RunDir>,
+    pub(crate) case_id: String,
+    pub(crate) stack: Arc<EngineStack>,
     /// The case as planned.
-    pub case: Case,
-    pub lease: Lease,
+    pub(crate) case: Case,
+    pub(crate) lease: Lease,
     /// Write the leased devices into the case (`placement = "auto"` on a device stack).
-    pub place: bool,
-    pub attempt: u32,
-    pub cancel: watch::Receiver<bool>,
+    pub(crate) place: bool,
+    pub(crate) attempt: u32,
+    pub(crate) cancel: watch::Receiver<bool>,
     /// Where the processes run (decided once for the campaign).
-    pub executor: Arc<dyn Executor>,
+    pub(crate) executor: Arc<dyn Executor>,
     /// A Slurm job an earlier session submitted for this attempt (resume re-attaches to it).
-    pub reattach: Option<crate::executor::slurm::JobId>,
+    pub(crate) reattach: Option<crate::executor::slurm::JobId>,
     /// Told each Slurm job id as soon as it is known (the driver journals it).
-    pub on_submit: Option<OnSubmit>,
+    pub(crate) on_submit: Option<OnSubmit>,
 }
 
 use crate::executor::slurm::job::OnSubmit;
@@ -54,7 +54,7 @@ fn now() -> String {
 }
 
 /// A run's result with no samples (skipped, unavailable, blocked, or failed before starting).
-pub fn unrun(
+pub(crate) fn unrun(
     case: &Case,
     case_id: &str,
     stack: &str,
@@ -107,7 +107,7 @@ fn attempt_logs(bundle: &Path, attempt: u32) -> Vec<String> {
 
 /// How [`execute`] ended.
 #[derive(Debug)]
-pub enum Executed {
+pub(crate) enum Executed {
     /// The run has a result (any status); its bundle is written.
     Run(Box<RunResult>),
     /// Interrupted with its Slurm job left running: nothing recorded, resume re-attaches.
@@ -117,7 +117,7 @@ pub enum Executed {
 /// Execute one run and write its bundle. Problems of the run become its status; `Err` only
 /// when the run dir cannot be written (disk full, a path that is not a folder): then nothing
 /// about this attempt is recorded and the campaign must stop.
-pub async fn execute(job: RunJob) -> crate::error::Result<Executed> {
+pub(crate) async fn execute(job: RunJob) -> crate::error::Result<Executed> {
     let stack = &job.stack;
     let bundle = job.run_dir.bundle(&job.case_id, &stack.name);
     std::fs::create_dir_all(&bundle).map_err(|e| crate::error::Error::io(&bundle, e))?;
@@ -359,7 +359,7 @@ async fn run_rounds(
 
 /// Build a stack once: `Err` is the reason its runs are `unavailable` (the log stays in
 /// `builds/<stack>/build.log`).
-pub async fn build(
+pub(crate) async fn build(
     run_dir: Arc<RunDir>,
     stack: Arc<EngineStack>,
     cancel: watch::Receiver<bool>,
@@ -402,7 +402,7 @@ pub async fn build(
 }
 
 /// Is the stack available here (root, `requires`, program)? `Err` is the reason.
-pub fn probe(stack: &EngineStack) -> Result<(), String> {
+pub(crate) fn probe(stack: &EngineStack) -> Result<(), String> {
     let resolver = crate::stack::roots::Resolver::from_process();
     match crate::stack::availability::check(&stack.name, &stack.def, &resolver).reason() {
         None => Ok(()),
@@ -412,7 +412,12 @@ pub fn probe(stack: &EngineStack) -> Result<(), String> {
 
 /// The run's fingerprint (crate::store::fingerprint) from the planned case and its rendered command;
 /// a command that does not render has the fingerprint of its definition alone.
-pub fn fingerprint(run_dir: &RunDir, case_id: &str, stack: &EngineStack, case: &Case) -> String {
+pub(crate) fn fingerprint(
+    run_dir: &RunDir,
+    case_id: &str,
+    stack: &EngineStack,
+    case: &Case,
+) -> String {
     let ctx = RenderContext {
         case: case.clone(),
         devices: case.device_ids.clone(),
@@ -431,7 +436,7 @@ pub fn fingerprint(run_dir: &RunDir, case_id: &str, stack: &EngineStack, case: &
 }
 
 /// Fingerprint of a build or probe step: the stack's definition.
-pub fn stack_fingerprint(stack: &EngineStack) -> String {
+pub(crate) fn stack_fingerprint(stack: &EngineStack) -> String {
     use sha2::{Digest, Sha256};
     let text = serde_json::to_string(&stack.def).unwrap_or_default();
     Sha256::digest(text.as_bytes())

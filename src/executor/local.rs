@@ -24,7 +24,7 @@ use crate::model::output::{OutputLine, Stream};
 
 /// A line longer than this is handed to `on_line` in pieces (the log still gets every byte),
 /// so a stack printing megabytes without a newline cannot exhaust memory.
-pub const MAX_LINE_BYTES: usize = 1 << 20;
+pub(crate) const MAX_LINE_BYTES: usize = 1 << 20;
 
 /// How long to keep reading, once the group is gone, when something outside it (a daemon that
 /// called `setsid`) still holds the pipes open.

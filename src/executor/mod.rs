@@ -24,24 +24,24 @@ use slurm::job::OnSubmit;
 use slurm::{JobEnd, JobId};
 
 /// One process of a run, as handed to an executor.
-pub struct ProcessRequest<'a> {
-    pub spec: &'a ProcessSpec,
-    pub case_id: &'a str,
-    pub stack: &'a str,
+pub(crate) struct ProcessRequest<'a> {
+    pub(crate) spec: &'a ProcessSpec,
+    pub(crate) case_id: &'a str,
+    pub(crate) stack: &'a str,
     /// Devices the process needs (a cluster grants them; locally they are already leased).
-    pub devices: u32,
+    pub(crate) devices: u32,
     /// The run's bundle folder (a batch job leaves its result files there).
-    pub bundle: &'a Path,
+    pub(crate) bundle: &'a Path,
     /// A job an earlier session started for this attempt: watch it instead of starting anew.
-    pub reattach: Option<JobId>,
+    pub(crate) reattach: Option<JobId>,
     /// Told the job id as soon as the executor has one (the driver journals it).
-    pub on_submit: Option<&'a OnSubmit>,
-    pub cancel: watch::Receiver<bool>,
+    pub(crate) on_submit: Option<&'a OnSubmit>,
+    pub(crate) cancel: watch::Receiver<bool>,
 }
 
 /// How one process of a run ended.
 #[derive(Debug)]
-pub enum Ran {
+pub(crate) enum Ran {
     /// It ran to its end (or was killed): the outcome, and the batch job that ran it, if any.
     Ended {
         outcome: ProcessOutcome,
@@ -55,7 +55,7 @@ pub enum Ran {
 
 /// Why an executor could not run a process.
 #[derive(Debug)]
-pub enum ExecFailure {
+pub(crate) enum ExecFailure {
     /// The run dir cannot be written (the raw log could not be opened): the campaign stops.
     RunDir(Error),
     /// The process could not be run; this is the run's reason.
@@ -64,15 +64,13 @@ pub enum ExecFailure {
 
 /// Every line of the process's output, as it arrives (locally) or replayed from its `run.log`
 /// once its job ended (Slurm).
-pub type OnLine<'a> = &'a mut (dyn FnMut(OutputLine) + Send);
+pub(crate) type OnLine<'a> = &'a mut (dyn FnMut(OutputLine) + Send);
 
 /// A boxed future, so executors can be used as `dyn Executor`.
-pub type Running<'a> = Pin<Box<dyn Future<Output = Result<Ran, ExecFailure>> + Send + 'a>>;
+pub(crate) type Running<'a> = Pin<Box<dyn Future<Output = Result<Ran, ExecFailure>> + Send + 'a>>;
 
 /// Where a campaign's run processes execute.
-pub trait Executor: Send + Sync {
-    /// `local` or `slurm`, as provenance records it.
-    fn name(&self) -> &'static str;
+pub(crate) trait Executor: Send + Sync {
     /// True when the executor grants devices itself (nothing is leased on this machine).
     fn grants_devices(&self) -> bool;
     /// Run one process to its end.
@@ -81,13 +79,9 @@ pub trait Executor: Send + Sync {
 
 /// Processes on this machine, in their own process groups (`local::run_process`).
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Local;
+pub(crate) struct Local;
 
 impl Executor for Local {
-    fn name(&self) -> &'static str {
-        "local"
-    }
-
     fn grants_devices(&self) -> bool {
         false
     }

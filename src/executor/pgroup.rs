@@ -6,7 +6,7 @@
 
 /// Send `signal` to every process of group `pgid`. A group that no longer exists is not an
 /// error (it is the state we want).
-pub fn signal_group(pgid: i32, signal: i32) {
+pub(crate) fn signal_group(pgid: i32, signal: i32) {
     if pgid <= 1 {
         // Never signal group 0 (our own) or 1: a bug upstream must not kill campaign or init.
         return;
@@ -28,7 +28,7 @@ pub fn signal_group(pgid: i32, signal: i32) {
 /// millisecond, which used to be paid after every run although the group was nearly always
 /// already empty. The kernel does not hand out a pid as a new group id while that group still
 /// has members, so `ESRCH` cannot be the answer for a group that merely changed hands.
-pub fn group_alive(pgid: i32) -> bool {
+pub(crate) fn group_alive(pgid: i32) -> bool {
     if pgid <= 1 {
         return false;
     }
@@ -80,7 +80,7 @@ pub fn live_members(pgid: i32) -> Vec<i32> {
 /// State and process group from a `/proc/<pid>/stat` line. The command name (field 2) is in
 /// parentheses and may itself contain spaces and parentheses, so fields are counted from the
 /// last `)`.
-pub fn parse_stat(stat: &str) -> Option<(char, i32)> {
+pub(crate) fn parse_stat(stat: &str) -> Option<(char, i32)> {
     let rest = &stat[stat.rfind(')')? + 1..];
     let mut fields = rest.split_whitespace();
     let state = fields.next()?.chars().next()?;

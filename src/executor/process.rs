@@ -42,7 +42,7 @@ pub struct ProcessOutcome {
     pub signal: Option<i32>,
     pub killed: Option<KillReason>,
     /// Monotonic wall time from spawn to exit.
-    pub elapsed: Duration,
+    pub(crate) elapsed: Duration,
 }
 
 impl ProcessOutcome {

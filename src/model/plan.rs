@@ -14,41 +14,41 @@ use crate::model::stack::StackDef;
 
 /// A whole plan file.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Plan {
+pub(crate) struct Plan {
     /// The file it came from.
-    pub source: PathBuf,
+    pub(crate) source: PathBuf,
     /// First 16 hex digits of SHA-256 of the file's bytes (provenance, resume).
-    pub hash: String,
+    pub(crate) hash: String,
     /// The file's text, kept for the frozen copy in the run dir.
-    pub text: String,
-    pub campaign: CampaignMeta,
+    pub(crate) text: String,
+    pub(crate) campaign: CampaignMeta,
     /// `[case]`: default values of case fields (seed names), already type-checked.
-    pub case_defaults: BTreeMap<String, Value>,
+    pub(crate) case_defaults: BTreeMap<String, Value>,
     /// `[axes]` without `stacks`, in file order (the first varies slowest).
-    pub axes: Vec<Axis>,
+    pub(crate) axes: Vec<Axis>,
     /// `axes.stacks` (default `["host"]`).
-    pub stacks: Vec<String>,
+    pub(crate) stacks: Vec<String>,
     /// `[[exclude]]`: drop a point matching every key of one rule.
-    pub excludes: Vec<BTreeMap<String, Value>>,
+    pub(crate) excludes: Vec<BTreeMap<String, Value>>,
     /// `[filter] where`: a minijinja expression over case fields.
-    pub filter: Option<String>,
-    pub rounds: Rounds,
-    pub run: RunConfig,
-    pub devices: DevicesConfig,
+    pub(crate) filter: Option<String>,
+    pub(crate) rounds: Rounds,
+    pub(crate) run: RunConfig,
+    pub(crate) devices: DevicesConfig,
     /// `[stacks.NAME]` as written in the plan (overlaid on shipped definitions when resolved).
-    pub stack_defs: BTreeMap<String, StackDef>,
-    pub report: ReportConfig,
-    pub slurm: SlurmConfig,
+    pub(crate) stack_defs: BTreeMap<String, StackDef>,
+    pub(crate) report: ReportConfig,
+    pub(crate) slurm: SlurmConfig,
     /// `[cases] files = [...]`: seed case files run as they are instead of the axes product.
-    pub case_files: Vec<PathBuf>,
+    pub(crate) case_files: Vec<PathBuf>,
     /// Cases the plan makes (after `[[exclude]]` and `[filter]`), counted when it was loaded.
-    pub case_count: u64,
+    pub(crate) case_count: u64,
     /// Problems that do not stop the plan (uneven chunks, overridden `[rounds]`, …).
-    pub warnings: Vec<crate::error::Diagnostic>,
+    pub(crate) warnings: Vec<crate::error::Diagnostic>,
 }
 
 /// Figures `[report] figures` may name: exactly the ones the report draws.
-pub const KNOWN_FIGURES: &[&str] = &[
+pub(crate) const KNOWN_FIGURES: &[&str] = &[
     "strong_scaling_t_total",
     "strong_scaling_efficiency",
     "message_size_bw",
@@ -60,27 +60,27 @@ pub const KNOWN_FIGURES: &[&str] = &[
 ];
 
 /// Run statuses `[run] retry_on` may name.
-pub const RETRY_STATUSES: &[&str] = &["timeout", "fail"];
+pub(crate) const RETRY_STATUSES: &[&str] = &["timeout", "fail"];
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct CampaignMeta {
+pub(crate) struct CampaignMeta {
     /// `[a-z0-9_-]+`; becomes a folder name.
-    pub name: String,
-    pub description: String,
+    pub(crate) name: String,
+    pub(crate) description: String,
 }
 
 /// One sweep dimension.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Axis {
+pub(crate) struct Axis {
     /// A case field name (seed spelling).
-    pub name: String,
+    pub(crate) name: String,
     /// Its values, type-checked for that field.
-    pub values: Vec<Value>,
+    pub(crate) values: Vec<Value>,
 }
 
 /// Warmup/timed round rule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum RoundRule {
+pub(crate) enum RoundRule {
     /// The old generator's rule by count.
     #[default]
     Auto,
@@ -88,14 +88,14 @@ pub enum RoundRule {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Rounds {
-    pub warmup: RoundRule,
-    pub timed: RoundRule,
+pub(crate) struct Rounds {
+    pub(crate) warmup: RoundRule,
+    pub(crate) timed: RoundRule,
 }
 
 impl Rounds {
     /// Rounds for a count: the seed generator's table for `auto`.
-    pub fn resolve(&self, count: u64) -> (u32, u32) {
+    pub(crate) fn resolve(&self, count: u64) -> (u32, u32) {
         let warmup = match self.warmup {
             RoundRule::Fixed(n) => n,
             RoundRule::Auto => {
@@ -123,7 +123,7 @@ impl Rounds {
 /// Order of stacks within a case.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum StackOrder {
+pub(crate) enum StackOrder {
     #[default]
     Shuffled,
     Given,
@@ -132,7 +132,7 @@ pub enum StackOrder {
 /// Which executor runs the processes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum ExecutorKind {
+pub(crate) enum ExecutorKind {
     #[default]
     Local,
     Slurm,
@@ -140,24 +140,24 @@ pub enum ExecutorKind {
 
 /// `[run]`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RunConfig {
+pub(crate) struct RunConfig {
     /// Default wall-clock limit per stack process (a stack's own `timeout` wins).
-    pub timeout: Duration,
-    pub no_output_timeout: Option<Duration>,
-    pub retries: u32,
+    pub(crate) timeout: Duration,
+    pub(crate) no_output_timeout: Option<Duration>,
+    pub(crate) retries: u32,
     /// Statuses that trigger a retry (`timeout`, `fail`).
-    pub retry_on: Vec<String>,
-    pub cooldown: Duration,
-    pub order: StackOrder,
+    pub(crate) retry_on: Vec<String>,
+    pub(crate) cooldown: Duration,
+    pub(crate) order: StackOrder,
     /// Max concurrent runs (None = as many as devices allow).
-    pub jobs: Option<usize>,
+    pub(crate) jobs: Option<usize>,
     /// One run at a time.
-    pub exclusive: bool,
+    pub(crate) exclusive: bool,
     /// Seed of the shuffled order (None = drawn and recorded).
-    pub seed: Option<u64>,
-    pub executor: ExecutorKind,
+    pub(crate) seed: Option<u64>,
+    pub(crate) executor: ExecutorKind,
     /// Quarantine a device after this many failed runs in a row (0 = never).
-    pub quarantine_after: u32,
+    pub(crate) quarantine_after: u32,
 }
 
 impl Default for RunConfig {
@@ -191,7 +191,7 @@ pub enum DeviceKind {
 /// `auto` = scheduler picks devices; `pinned` = the case's `device_ids` as given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Placement {
+pub(crate) enum Placement {
     #[default]
     Auto,
     Pinned,
@@ -199,27 +199,27 @@ pub enum Placement {
 
 /// `[devices]`.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct DevicesConfig {
-    pub kind: DeviceKind,
+pub(crate) struct DevicesConfig {
+    pub(crate) kind: DeviceKind,
     /// Device ids of the pool. Default for `cpu`: 0..number of CPUs.
-    pub ids: Vec<u32>,
+    pub(crate) ids: Vec<u32>,
     /// Topology islands; placement keeps a run inside one group when it can.
-    pub groups: Vec<Vec<u32>>,
-    pub placement: Placement,
+    pub(crate) groups: Vec<Vec<u32>>,
+    pub(crate) placement: Placement,
     /// Optional pool-wide health probe command (argv templates).
-    pub probe: Option<Vec<String>>,
+    pub(crate) probe: Option<Vec<String>>,
 }
 
 /// `[report]`.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct ReportConfig {
+pub(crate) struct ReportConfig {
     /// Stack every other stack is compared with.
-    pub baseline: Option<String>,
+    pub(crate) baseline: Option<String>,
     /// Template replacing `templates/report.md.j2`.
-    pub template: Option<PathBuf>,
+    pub(crate) template: Option<PathBuf>,
     /// Figures to draw (empty = all that have data).
-    pub figures: Vec<String>,
-    pub title: Option<String>,
+    pub(crate) figures: Vec<String>,
+    pub(crate) title: Option<String>,
 }
 
 /// `[slurm]`.
@@ -239,7 +239,7 @@ pub struct SlurmConfig {
 }
 
 /// `[a-z0-9_-]+`: the name becomes a folder, so no separators, dots or upper case.
-pub fn check_campaign_name(name: &str) -> std::result::Result<(), String> {
+pub(crate) fn check_campaign_name(name: &str) -> std::result::Result<(), String> {
     let ok = !name.is_empty()
         && name
             .bytes()

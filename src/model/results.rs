@@ -79,7 +79,7 @@ pub enum RunStatus {
 }
 
 impl RunStatus {
-    pub const ALL: &'static [RunStatus] = &[
+    pub(crate) const ALL: &'static [RunStatus] = &[
         RunStatus::Pass,
         RunStatus::Fail,
         RunStatus::Timeout,
@@ -89,7 +89,7 @@ impl RunStatus {
         RunStatus::Blocked,
     ];
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             RunStatus::Pass => "pass",
             RunStatus::Fail => "fail",
@@ -102,12 +102,12 @@ impl RunStatus {
     }
 
     /// Does this status make the campaign exit 1?
-    pub fn is_failure(self) -> bool {
+    pub(crate) fn is_failure(self) -> bool {
         matches!(self, RunStatus::Fail | RunStatus::Timeout)
     }
 
     /// The seed's `correctness` value.
-    pub fn correctness(self) -> &'static str {
+    pub(crate) fn correctness(self) -> &'static str {
         if self == RunStatus::Pass {
             "pass"
         } else {
@@ -159,12 +159,12 @@ fn one() -> u32 {
 
 impl RunResult {
     /// Timed samples that completed (the statistics population).
-    pub fn timed_ok(&self) -> impl Iterator<Item = &Sample> {
+    pub(crate) fn timed_ok(&self) -> impl Iterator<Item = &Sample> {
         self.samples.iter().filter(|s| s.is_timed() && s.ok)
     }
 
     /// Timed `execute_s` values of a passing run; empty for any other status.
-    pub fn timed_execute_s(&self) -> Vec<f64> {
+    pub(crate) fn timed_execute_s(&self) -> Vec<f64> {
         if self.status != RunStatus::Pass {
             return Vec::new();
         }
@@ -201,8 +201,8 @@ pub struct Provenance {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct StackRoot {
-    pub path: Option<String>,
-    pub git_commit: Option<String>,
+    pub(crate) path: Option<String>,
+    pub(crate) git_commit: Option<String>,
 }
 
 /// All runs of one run dir.
@@ -220,7 +220,7 @@ pub struct ResultSet {
 
 impl ResultSet {
     /// Count of runs per status (every status present, zero included).
-    pub fn status_counts(&self) -> BTreeMap<RunStatus, usize> {
+    pub(crate) fn status_counts(&self) -> BTreeMap<RunStatus, usize> {
         let mut counts: BTreeMap<RunStatus, usize> =
             RunStatus::ALL.iter().map(|s| (*s, 0)).collect();
         for r in &self.runs {

@@ -21,7 +21,7 @@ pub enum CommandSpec {
 /// `campaign` = one process runs every round; `subprocess` = one process per round.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Shape {
+pub(crate) enum Shape {
     #[default]
     Campaign,
     Subprocess,
@@ -41,7 +41,7 @@ pub enum Resource {
 /// Which counts a stack supports: a list, or bounds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
-pub enum Counts {
+pub(crate) enum Counts {
     List(Vec<u64>),
     Range {
         #[serde(default)]
@@ -52,7 +52,7 @@ pub enum Counts {
 }
 
 impl Counts {
-    pub fn allows(&self, count: u64) -> bool {
+    pub(crate) fn allows(&self, count: u64) -> bool {
         match self {
             Counts::List(list) => list.contains(&count),
             Counts::Range { min, max } => {
@@ -68,40 +68,40 @@ impl Counts {
 #[serde(deny_unknown_fields)]
 pub struct StackDef {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
+    pub(crate) description: Option<String>,
     /// argv templates (or a shell string with `shell = true`). `host` needs none: it is built in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<CommandSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shell: Option<bool>,
+    pub(crate) shell: Option<bool>,
     /// Extra environment, values are templates.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub env: BTreeMap<String, String>,
+    pub(crate) env: BTreeMap<String, String>,
     /// Working directory (template); default: the run's bundle dir.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cwd: Option<String>,
+    pub(crate) cwd: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shape: Option<Shape>,
+    pub(crate) shape: Option<Shape>,
     /// `native` (default), `regex`, `hccl`, `markers`, `gtest`, `pypto`, `nccl-tests`, `osu`,
     /// `hccl_test`, `simpler-own`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub parser: Option<String>,
+    pub(crate) parser: Option<String>,
     /// For `parser = "regex"`: sample field → regex with named captures.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub patterns: BTreeMap<String, String>,
+    pub(crate) patterns: BTreeMap<String, String>,
     /// For `parser = "markers"`: phase boundary name → substring that marks it.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub markers: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource: Option<Resource>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub variants: Option<Vec<Variant>>,
+    pub(crate) variants: Option<Vec<Variant>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dtypes: Option<Vec<Dtype>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub platforms: Option<Vec<Platform>>,
+    pub(crate) platforms: Option<Vec<Platform>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub counts: Option<Counts>,
+    pub(crate) counts: Option<Counts>,
     /// Each entry: `NAME` (an upper-case env var that must be set), a path containing `/` that
     /// must exist (templates allowed, `root` in scope), or a program that must be on PATH.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -114,29 +114,29 @@ pub struct StackDef {
     pub build: Option<CommandSpec>,
     /// Health probe run before the first run and each retry on the run's devices.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub probe: Option<CommandSpec>,
+    pub(crate) probe: Option<CommandSpec>,
     /// Name of the root this stack lives in (`PYPTO_ROOT`, `SIMPLER_ROOT`, `PTO_ISA_ROOT`, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub root: Option<String>,
+    pub(crate) root: Option<String>,
     /// Wall-clock limit of one process, e.g. `"10m"`.
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
         with = "crate::model::units::duration_opt"
     )]
-    pub timeout: Option<Duration>,
+    pub(crate) timeout: Option<Duration>,
     /// Kill when neither stdout nor stderr printed for this long.
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
         with = "crate::model::units::duration_opt"
     )]
-    pub no_output_timeout: Option<Duration>,
+    pub(crate) no_output_timeout: Option<Duration>,
 }
 
 impl StackDef {
     /// Overlay `other`'s present keys on `self` (plan overrides a shipped definition).
-    pub fn overlay(&mut self, other: &StackDef) {
+    pub(crate) fn overlay(&mut self, other: &StackDef) {
         macro_rules! take {
             ($($f:ident),*) => { $( if other.$f.is_some() { self.$f = other.$f.clone(); } )* };
         }
@@ -173,11 +173,11 @@ impl StackDef {
         }
     }
 
-    pub fn shape(&self) -> Shape {
+    pub(crate) fn shape(&self) -> Shape {
         self.shape.unwrap_or_default()
     }
 
-    pub fn resource(&self) -> Resource {
+    pub(crate) fn resource(&self) -> Resource {
         self.resource.unwrap_or_default()
     }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 /// Parse `"500ms"`, `"20s"`, `"10m"`, `"2h"`, `"1h30m"` (humantime's grammar), or a bare number
 /// of seconds. A value too large for a `Duration` is an error, not a panic.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     let t = text.trim();
     if t.is_empty() {
         return Err("expected a duration such as \"30s\", \"10m\" or \"1h\"".into());
@@ -39,14 +39,16 @@ pub mod duration_opt {
         Text(String),
     }
 
-    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
         match d {
             Some(d) => s.serialize_str(&humantime::format_duration(*d).to_string()),
             None => s.serialize_none(),
         }
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Duration>, D::Error> {
         let text = match Option::<Text>::deserialize(d)? {
             None => return Ok(None),
             Some(Text::Secs(x)) => x.to_string(),
@@ -59,7 +61,7 @@ pub mod duration_opt {
 }
 
 /// Seconds in the largest unit that keeps 3 significant digits: `812 ns`, `14.2 µs`, `3.05 ms`.
-pub fn format_seconds(s: f64) -> String {
+pub(crate) fn format_seconds(s: f64) -> String {
     if !s.is_finite() {
         return "–".into();
     }
@@ -81,7 +83,7 @@ pub fn format_seconds(s: f64) -> String {
 }
 
 /// Bytes per second as `MB/s` / `GB/s` (decimal, as nccl-tests).
-pub fn format_bandwidth(bytes_per_s: f64) -> String {
+pub(crate) fn format_bandwidth(bytes_per_s: f64) -> String {
     if !bytes_per_s.is_finite() {
         return "–".into();
     }
@@ -93,7 +95,7 @@ pub fn format_bandwidth(bytes_per_s: f64) -> String {
 }
 
 /// Bytes as `256 B`, `16 KiB`, `4 MiB`.
-pub fn format_bytes(b: u64) -> String {
+pub(crate) fn format_bytes(b: u64) -> String {
     const K: u64 = 1024;
     if b >= K * K * K && b.is_multiple_of(K * K * K) {
         format!("{} GiB", b / (K * K * K))

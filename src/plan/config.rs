@@ -14,7 +14,7 @@ use crate::model::plan::{
     StackOrder, KNOWN_FIGURES, RETRY_STATUSES,
 };
 
-pub fn read_run(cx: &mut Ctx<'_>, item: &Item<'_>) -> RunConfig {
+pub(crate) fn read_run(cx: &mut Ctx<'_>, item: &Item<'_>) -> RunConfig {
     let mut run = RunConfig::default();
     let Some(table) = cx.table(item, "run") else {
         return run;
@@ -134,7 +134,7 @@ fn id_list(cx: &mut Ctx<'_>, item: &Item<'_>, path: &str) -> Option<Vec<u32>> {
 }
 
 /// `"0-3,6"` → `[0, 1, 2, 3, 6]`.
-pub fn parse_id_ranges(text: &str) -> Result<Vec<u32>, String> {
+pub(crate) fn parse_id_ranges(text: &str) -> Result<Vec<u32>, String> {
     let bad = || format!("`{text}` is not a device list (expected e.g. \"0-7\" or \"0,2,4-6\")");
     let mut out = Vec::new();
     for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
@@ -149,7 +149,7 @@ pub fn parse_id_ranges(text: &str) -> Result<Vec<u32>, String> {
     Ok(out)
 }
 
-pub fn read_devices(cx: &mut Ctx<'_>, item: &Item<'_>) -> DevicesConfig {
+pub(crate) fn read_devices(cx: &mut Ctx<'_>, item: &Item<'_>) -> DevicesConfig {
     let mut dev = DevicesConfig::default();
     let Some(table) = cx.table(item, "devices") else {
         return dev;
@@ -219,7 +219,7 @@ pub fn read_devices(cx: &mut Ctx<'_>, item: &Item<'_>) -> DevicesConfig {
     dev
 }
 
-pub fn read_report(
+pub(crate) fn read_report(
     cx: &mut Ctx<'_>,
     item: &Item<'_>,
     plan_file: &Path,
@@ -272,7 +272,7 @@ pub fn read_report(
     rep
 }
 
-pub fn read_slurm(cx: &mut Ctx<'_>, item: &Item<'_>) -> SlurmConfig {
+pub(crate) fn read_slurm(cx: &mut Ctx<'_>, item: &Item<'_>) -> SlurmConfig {
     let mut s = SlurmConfig::default();
     let Some(table) = cx.table(item, "slurm") else {
         return s;

@@ -11,14 +11,14 @@ use crate::error::{Diagnostic, Error};
 
 /// A plan's text with a line index, so spans can be turned into positions.
 #[derive(Debug)]
-pub struct Source<'a> {
-    pub file: &'a Path,
-    pub text: &'a str,
+pub(crate) struct Source<'a> {
+    pub(crate) file: &'a Path,
+    pub(crate) text: &'a str,
     line_starts: Vec<usize>,
 }
 
 impl<'a> Source<'a> {
-    pub fn new(file: &'a Path, text: &'a str) -> Source<'a> {
+    pub(crate) fn new(file: &'a Path, text: &'a str) -> Source<'a> {
         let mut line_starts = vec![0];
         line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
         Source {
@@ -29,7 +29,7 @@ impl<'a> Source<'a> {
     }
 
     /// 1-based line and column (in characters) of a byte offset.
-    pub fn position(&self, offset: usize) -> (usize, usize) {
+    pub(crate) fn position(&self, offset: usize) -> (usize, usize) {
         let offset = offset.min(self.text.len());
         let line = match self.line_starts.binary_search(&offset) {
             Ok(i) => i,
@@ -44,7 +44,7 @@ impl<'a> Source<'a> {
     }
 
     /// The source line of `span` with carets under the spanned part (first line only).
-    pub fn snippet(&self, span: &Range<usize>) -> String {
+    pub(crate) fn snippet(&self, span: &Range<usize>) -> String {
         let (line, col) = self.position(span.start);
         let start = self.line_starts[line - 1];
         let end = self
@@ -71,7 +71,12 @@ impl<'a> Source<'a> {
     }
 
     /// A diagnostic located at `span`.
-    pub fn at(&self, span: &Range<usize>, field: Option<&str>, message: String) -> Diagnostic {
+    pub(crate) fn at(
+        &self,
+        span: &Range<usize>,
+        field: Option<&str>,
+        message: String,
+    ) -> Diagnostic {
         let (line, col) = self.position(span.start);
         Diagnostic {
             file: self.file.to_path_buf(),
@@ -84,7 +89,7 @@ impl<'a> Source<'a> {
     }
 
     /// A diagnostic about the whole file (no position).
-    pub fn whole(&self, field: Option<&str>, message: String) -> Diagnostic {
+    pub(crate) fn whole(&self, field: Option<&str>, message: String) -> Diagnostic {
         Diagnostic {
             file: self.file.to_path_buf(),
             line: None,
@@ -98,26 +103,26 @@ impl<'a> Source<'a> {
 
 /// Collects problems (errors and warnings) so a plan reports all of them at once.
 #[derive(Debug, Default)]
-pub struct Diags {
-    pub errors: Vec<Diagnostic>,
-    pub warnings: Vec<Diagnostic>,
+pub(crate) struct Diags {
+    pub(crate) errors: Vec<Diagnostic>,
+    pub(crate) warnings: Vec<Diagnostic>,
 }
 
 impl Diags {
-    pub fn error(&mut self, d: Diagnostic) {
+    pub(crate) fn error(&mut self, d: Diagnostic) {
         self.errors.push(d);
     }
 
-    pub fn warn(&mut self, d: Diagnostic) {
+    pub(crate) fn warn(&mut self, d: Diagnostic) {
         self.warnings.push(d);
     }
 
-    pub fn has_errors(&self) -> bool {
+    pub(crate) fn has_errors(&self) -> bool {
         !self.errors.is_empty()
     }
 
     /// `Err(Error::Invalid)` with every error so far, or `Ok(())`.
-    pub fn check(&mut self) -> Result<(), Error> {
+    pub(crate) fn check(&mut self) -> Result<(), Error> {
         if self.errors.is_empty() {
             Ok(())
         } else {
@@ -127,7 +132,10 @@ impl Diags {
 }
 
 /// ` (did you mean `x`?)` when a candidate is close to `word`, else an empty string.
-pub fn did_you_mean<'c>(word: &str, candidates: impl IntoIterator<Item = &'c str>) -> String {
+pub(crate) fn did_you_mean<'c>(
+    word: &str,
+    candidates: impl IntoIterator<Item = &'c str>,
+) -> String {
     let best = candidates
         .into_iter()
         .map(|c| (strsim::jaro_winkler(word, c), c))
@@ -140,7 +148,7 @@ pub fn did_you_mean<'c>(word: &str, candidates: impl IntoIterator<Item = &'c str
 }
 
 /// Path of a plan-relative file: relative paths are taken from the plan's folder.
-pub fn relative_to(plan_file: &Path, path: &str) -> PathBuf {
+pub(crate) fn relative_to(plan_file: &Path, path: &str) -> PathBuf {
     let p = Path::new(path);
     if p.is_absolute() {
         return p.to_path_buf();
@@ -180,11 +188,11 @@ mod tests {
 /// Where each case field got its value in the file (an axis array or a `[case]` entry), so
 /// per-case problems can point at the line that caused them.
 #[derive(Debug, Default)]
-pub struct Spans {
-    pub fields: HashMap<String, Range<usize>>,
-    pub stacks: Option<Range<usize>>,
-    pub filter: Option<Range<usize>>,
-    pub excludes: Vec<Range<usize>>,
-    pub devices: Option<Range<usize>>,
-    pub baseline: Option<Range<usize>>,
+pub(crate) struct Spans {
+    pub(crate) fields: HashMap<String, Range<usize>>,
+    pub(crate) stacks: Option<Range<usize>>,
+    pub(crate) filter: Option<Range<usize>>,
+    pub(crate) excludes: Vec<Range<usize>>,
+    pub(crate) devices: Option<Range<usize>>,
+    pub(crate) baseline: Option<Range<usize>>,
 }

@@ -22,31 +22,32 @@ use crate::error::{Error, Result};
 use crate::model::plan::{CampaignMeta, ExecutorKind, Plan, Rounds};
 
 /// Every top-level table a plan may have.
-pub const TOP_KEYS: &[&str] = &[
+pub(crate) const TOP_KEYS: &[&str] = &[
     "campaign", "case", "axes", "exclude", "filter", "rounds", "run", "devices", "stacks",
     "report", "slurm", "cases",
 ];
 
 /// Read and parse a plan file.
-pub fn load(path: &Path) -> Result<Plan> {
+pub(crate) fn load(path: &Path) -> Result<Plan> {
     load_with(path, None)
 }
 
 /// Read and parse a plan file as run with `--executor` (which decides whether the local device
 /// pool bounds the cases: under Slurm the cluster grants devices).
-pub fn load_with(path: &Path, executor: Option<ExecutorKind>) -> Result<Plan> {
+pub(crate) fn load_with(path: &Path, executor: Option<ExecutorKind>) -> Result<Plan> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
     parse_with(&text, path, executor)
 }
 
 /// Parse and validate plan text; `path` locates diagnostics and plan-relative files.
-pub fn parse(text: &str, path: &Path) -> Result<Plan> {
+#[cfg(test)]
+pub(crate) fn parse(text: &str, path: &Path) -> Result<Plan> {
     parse_with(text, path, None)
 }
 
 /// [`parse`], with the command line's `--executor` replacing the plan's `[run] executor`
 /// before the whole-plan checks.
-pub fn parse_with(text: &str, path: &Path, executor: Option<ExecutorKind>) -> Result<Plan> {
+pub(crate) fn parse_with(text: &str, path: &Path, executor: Option<ExecutorKind>) -> Result<Plan> {
     let src = Source::new(path, text);
     let doc = match DeTable::parse(text) {
         Ok(doc) => doc,

@@ -16,6 +16,5 @@ pub mod sweep;
 mod tests;
 mod validate;
 
-pub use config::parse_id_ranges;
-pub use load::{load, load_with, parse, parse_with, TOP_KEYS};
-pub use stacks::select_stacks;
+pub(crate) use load::{load, load_with, parse_with};
+pub(crate) use stacks::select_stacks;

@@ -15,17 +15,17 @@ use toml::Spanned;
 use super::diag::{did_you_mean, Diags, Source};
 
 /// A spanned TOML value.
-pub type Item<'i> = Spanned<DeValue<'i>>;
+pub(crate) type Item<'i> = Spanned<DeValue<'i>>;
 
 /// One `key = value` of a table: key text, key span, value.
-pub struct Entry<'a, 'i> {
-    pub key: &'a str,
-    pub key_span: Range<usize>,
-    pub item: &'a Item<'i>,
+pub(crate) struct Entry<'a, 'i> {
+    pub(crate) key: &'a str,
+    pub(crate) key_span: Range<usize>,
+    pub(crate) item: &'a Item<'i>,
 }
 
 /// Entries of a table in the order they appear in the file (toml stores them sorted).
-pub fn entries<'a, 'i>(table: &'a DeTable<'i>) -> Vec<Entry<'a, 'i>> {
+pub(crate) fn entries<'a, 'i>(table: &'a DeTable<'i>) -> Vec<Entry<'a, 'i>> {
     let mut out: Vec<Entry<'a, 'i>> = table
         .iter()
         .map(|(k, v)| Entry {
@@ -39,7 +39,7 @@ pub fn entries<'a, 'i>(table: &'a DeTable<'i>) -> Vec<Entry<'a, 'i>> {
 }
 
 /// Human name of a TOML value's type, for "expected X, got Y" messages.
-pub fn type_name(v: &DeValue<'_>) -> &'static str {
+pub(crate) fn type_name(v: &DeValue<'_>) -> &'static str {
     match v {
         DeValue::String(_) => "a string",
         DeValue::Integer(_) => "an integer",
@@ -53,7 +53,7 @@ pub fn type_name(v: &DeValue<'_>) -> &'static str {
 
 /// Convert to JSON (the case fields' value space). Date-times and out-of-range integers are
 /// reported as messages.
-pub fn to_json(v: &DeValue<'_>) -> Result<Value, String> {
+pub(crate) fn to_json(v: &DeValue<'_>) -> Result<Value, String> {
     Ok(match v {
         DeValue::String(s) => Value::String(s.to_string()),
         DeValue::Integer(i) => {
@@ -87,25 +87,25 @@ pub fn to_json(v: &DeValue<'_>) -> Result<Value, String> {
 }
 
 /// The parsing context: source positions plus the diagnostics collector.
-pub struct Ctx<'s> {
-    pub src: &'s Source<'s>,
-    pub diags: Diags,
+pub(crate) struct Ctx<'s> {
+    pub(crate) src: &'s Source<'s>,
+    pub(crate) diags: Diags,
 }
 
 impl<'s> Ctx<'s> {
-    pub fn new(src: &'s Source<'s>) -> Ctx<'s> {
+    pub(crate) fn new(src: &'s Source<'s>) -> Ctx<'s> {
         Ctx {
             src,
             diags: Diags::default(),
         }
     }
 
-    pub fn error(&mut self, span: &Range<usize>, field: &str, message: String) {
+    pub(crate) fn error(&mut self, span: &Range<usize>, field: &str, message: String) {
         let d = self.src.at(span, Some(field), message);
         self.diags.error(d);
     }
 
-    pub fn warn(&mut self, span: &Range<usize>, field: &str, message: String) {
+    pub(crate) fn warn(&mut self, span: &Range<usize>, field: &str, message: String) {
         let d = self.src.at(span, Some(field), message);
         self.diags.warn(d);
     }
@@ -120,7 +120,7 @@ impl<'s> Ctx<'s> {
     }
 
     /// Report keys of `table` not in `allowed` (with a suggestion); returns the known entries.
-    pub fn known_entries<'a, 'i>(
+    pub(crate) fn known_entries<'a, 'i>(
         &mut self,
         table: &'a DeTable<'i>,
         section: &str,
@@ -147,7 +147,11 @@ impl<'s> Ctx<'s> {
         out
     }
 
-    pub fn table<'a, 'i>(&mut self, item: &'a Item<'i>, field: &str) -> Option<&'a DeTable<'i>> {
+    pub(crate) fn table<'a, 'i>(
+        &mut self,
+        item: &'a Item<'i>,
+        field: &str,
+    ) -> Option<&'a DeTable<'i>> {
         match item.get_ref() {
             DeValue::Table(t) => Some(t),
             _ => {
@@ -157,7 +161,7 @@ impl<'s> Ctx<'s> {
         }
     }
 
-    pub fn string(&mut self, item: &Item<'_>, field: &str) -> Option<String> {
+    pub(crate) fn string(&mut self, item: &Item<'_>, field: &str) -> Option<String> {
         match item.get_ref() {
             DeValue::String(s) => Some(s.to_string()),
             _ => {
@@ -167,7 +171,7 @@ impl<'s> Ctx<'s> {
         }
     }
 
-    pub fn boolean(&mut self, item: &Item<'_>, field: &str) -> Option<bool> {
+    pub(crate) fn boolean(&mut self, item: &Item<'_>, field: &str) -> Option<bool> {
         match item.get_ref() {
             DeValue::Boolean(b) => Some(*b),
             _ => {
@@ -178,7 +182,7 @@ impl<'s> Ctx<'s> {
     }
 
     /// A non-negative integer no larger than `max`.
-    pub fn uint(&mut self, item: &Item<'_>, field: &str, max: u64) -> Option<u64> {
+    pub(crate) fn uint(&mut self, item: &Item<'_>, field: &str, max: u64) -> Option<u64> {
         let DeValue::Integer(i) = item.get_ref() else {
             self.wrong_type(item, field, "a non-negative integer");
             return None;
@@ -196,7 +200,7 @@ impl<'s> Ctx<'s> {
         }
     }
 
-    pub fn duration(&mut self, item: &Item<'_>, field: &str) -> Option<Duration> {
+    pub(crate) fn duration(&mut self, item: &Item<'_>, field: &str) -> Option<Duration> {
         let DeValue::String(s) = item.get_ref() else {
             self.wrong_type(item, field, "a duration string such as \"30s\" or \"10m\"");
             return None;
@@ -211,7 +215,11 @@ impl<'s> Ctx<'s> {
     }
 
     /// An array of items; each element is checked by the caller.
-    pub fn array<'a, 'i>(&mut self, item: &'a Item<'i>, field: &str) -> Option<Vec<&'a Item<'i>>> {
+    pub(crate) fn array<'a, 'i>(
+        &mut self,
+        item: &'a Item<'i>,
+        field: &str,
+    ) -> Option<Vec<&'a Item<'i>>> {
         match item.get_ref() {
             DeValue::Array(a) => Some(a.iter().collect()),
             _ => {
@@ -221,7 +229,7 @@ impl<'s> Ctx<'s> {
         }
     }
 
-    pub fn strings(&mut self, item: &Item<'_>, field: &str) -> Option<Vec<String>> {
+    pub(crate) fn strings(&mut self, item: &Item<'_>, field: &str) -> Option<Vec<String>> {
         let elems = self.array(item, field)?;
         let mut out = Vec::new();
         let mut ok = true;
@@ -235,7 +243,12 @@ impl<'s> Ctx<'s> {
     }
 
     /// One of `choices`, with a suggestion when it is not.
-    pub fn choice(&mut self, item: &Item<'_>, field: &str, choices: &[&str]) -> Option<String> {
+    pub(crate) fn choice(
+        &mut self,
+        item: &Item<'_>,
+        field: &str,
+        choices: &[&str],
+    ) -> Option<String> {
         let s = self.string(item, field)?;
         if choices.contains(&s.as_str()) {
             Some(s)
@@ -255,7 +268,7 @@ impl<'s> Ctx<'s> {
 }
 
 /// `section.key`, or just `key` at the top level.
-pub fn join(section: &str, key: &str) -> String {
+pub(crate) fn join(section: &str, key: &str) -> String {
     if section.is_empty() {
         key.to_string()
     } else {

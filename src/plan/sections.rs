@@ -22,7 +22,12 @@ use crate::model::case::{
 use crate::model::plan::{Axis, Plan, RoundRule};
 
 /// Type-check one value of a case field; returns it as JSON.
-pub fn case_value(cx: &mut Ctx<'_>, field: &str, item: &Item<'_>, path: &str) -> Option<Value> {
+pub(crate) fn case_value(
+    cx: &mut Ctx<'_>,
+    field: &str,
+    item: &Item<'_>,
+    path: &str,
+) -> Option<Value> {
     let value = match to_json(item.get_ref()) {
         Ok(v) => v,
         Err(msg) => {
@@ -92,7 +97,7 @@ fn unknown_case_key(
     );
 }
 
-pub fn read_case(cx: &mut Ctx<'_>, item: &Item<'_>, plan: &mut Plan, spans: &mut Spans) {
+pub(crate) fn read_case(cx: &mut Ctx<'_>, item: &Item<'_>, plan: &mut Plan, spans: &mut Spans) {
     let Some(table) = cx.table(item, "case") else {
         return;
     };
@@ -110,7 +115,7 @@ pub fn read_case(cx: &mut Ctx<'_>, item: &Item<'_>, plan: &mut Plan, spans: &mut
     }
 }
 
-pub fn read_axes(cx: &mut Ctx<'_>, item: &Item<'_>, plan: &mut Plan, spans: &mut Spans) {
+pub(crate) fn read_axes(cx: &mut Ctx<'_>, item: &Item<'_>, plan: &mut Plan, spans: &mut Spans) {
     let Some(table) = cx.table(item, "axes") else {
         return;
     };
@@ -168,7 +173,7 @@ pub fn read_axes(cx: &mut Ctx<'_>, item: &Item<'_>, plan: &mut Plan, spans: &mut
     }
 }
 
-pub fn read_excludes(cx: &mut Ctx<'_>, item: &Item<'_>, plan: &mut Plan, spans: &mut Spans) {
+pub(crate) fn read_excludes(cx: &mut Ctx<'_>, item: &Item<'_>, plan: &mut Plan, spans: &mut Spans) {
     let DeValue::Array(rules) = item.get_ref() else {
         cx.error(
             &item.span(),
@@ -227,7 +232,7 @@ pub fn read_excludes(cx: &mut Ctx<'_>, item: &Item<'_>, plan: &mut Plan, spans: 
     }
 }
 
-pub fn read_filter(cx: &mut Ctx<'_>, item: &Item<'_>, plan: &mut Plan, spans: &mut Spans) {
+pub(crate) fn read_filter(cx: &mut Ctx<'_>, item: &Item<'_>, plan: &mut Plan, spans: &mut Spans) {
     let Some(table) = cx.table(item, "filter") else {
         return;
     };
@@ -243,7 +248,7 @@ pub fn read_filter(cx: &mut Ctx<'_>, item: &Item<'_>, plan: &mut Plan, spans: &m
     }
 }
 
-pub fn read_rounds(cx: &mut Ctx<'_>, item: &Item<'_>, plan: &mut Plan, spans: &Spans) {
+pub(crate) fn read_rounds(cx: &mut Ctx<'_>, item: &Item<'_>, plan: &mut Plan, spans: &Spans) {
     let Some(table) = cx.table(item, "rounds") else {
         return;
     };
@@ -296,7 +301,7 @@ pub fn read_rounds(cx: &mut Ctx<'_>, item: &Item<'_>, plan: &mut Plan, spans: &S
     }
 }
 
-pub fn read_case_files(
+pub(crate) fn read_case_files(
     cx: &mut Ctx<'_>,
     item: &Item<'_>,
     plan: &mut Plan,
@@ -359,7 +364,7 @@ pub fn read_case_files(
 }
 
 /// variant, p and count must come from [case] or [axes] (a bad value there is reported already).
-pub fn require_case_shape(cx: &mut Ctx<'_>, spans: &Spans, axes: Option<&Range<usize>>) {
+pub(crate) fn require_case_shape(cx: &mut Ctx<'_>, spans: &Spans, axes: Option<&Range<usize>>) {
     for field in ["variant", "p", "count"] {
         if !spans.fields.contains_key(field) {
             let msg = format!(

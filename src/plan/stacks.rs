@@ -21,7 +21,7 @@ use crate::model::stack::StackDef;
 use crate::stack::registry::shipped;
 
 /// The keys `StackDef` accepts, read from its serde derive so this list cannot drift.
-pub fn stackdef_keys() -> &'static [&'static str] {
+pub(crate) fn stackdef_keys() -> &'static [&'static str] {
     struct Capture(&'static [&'static str]);
     impl<'de> Deserializer<'de> for &mut Capture {
         type Error = de::value::Error;
@@ -58,7 +58,11 @@ struct StacksOnly {
     stacks: BTreeMap<String, StackDef>,
 }
 
-pub fn read_defs(cx: &mut Ctx<'_>, item: &Item<'_>, text: &str) -> BTreeMap<String, StackDef> {
+pub(crate) fn read_defs(
+    cx: &mut Ctx<'_>,
+    item: &Item<'_>,
+    text: &str,
+) -> BTreeMap<String, StackDef> {
     let Some(table) = cx.table(item, "stacks") else {
         return BTreeMap::new();
     };
@@ -132,7 +136,7 @@ pub fn read_defs(cx: &mut Ctx<'_>, item: &Item<'_>, text: &str) -> BTreeMap<Stri
 }
 
 /// Every name in `axes.stacks` is shipped or defined in `[stacks]`; no name twice; not empty.
-pub fn check_axis(cx: &mut Ctx<'_>, plan: &Plan, spans: &Spans) {
+pub(crate) fn check_axis(cx: &mut Ctx<'_>, plan: &Plan, spans: &Spans) {
     let span: Range<usize> = spans.stacks.clone().unwrap_or(0..0);
     let located = spans.stacks.is_some();
     let report = |cx: &mut Ctx<'_>, msg: String| {
@@ -175,7 +179,7 @@ fn known_stacks(plan: &Plan) -> Vec<String> {
 
 /// The plan's stacks after a `--stacks a,b` selection (empty selection = all, in plan order).
 /// Selected names keep the order given; each must be one of the plan's stacks.
-pub fn select_stacks(plan: &Plan, selection: &[String]) -> Result<Vec<String>> {
+pub(crate) fn select_stacks(plan: &Plan, selection: &[String]) -> Result<Vec<String>> {
     let wanted: Vec<&str> = selection
         .iter()
         .flat_map(|s| s.split(','))

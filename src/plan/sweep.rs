@@ -20,7 +20,7 @@ use crate::model::case::{set_field, Case, Variant, CASE_FIELDS, DERIVED_FIELDS};
 use crate::model::plan::Plan;
 
 /// Names a filter expression may use: the case fields, the derived ones, and `case_id`.
-pub fn filter_names() -> impl Iterator<Item = &'static str> {
+pub(crate) fn filter_names() -> impl Iterator<Item = &'static str> {
     CASE_FIELDS
         .iter()
         .chain(DERIVED_FIELDS.iter())
@@ -39,7 +39,7 @@ fn filter_env() -> &'static Environment<'static> {
 }
 
 /// A compiled filter expression (compiled once, evaluated per case).
-pub struct Filter {
+pub(crate) struct Filter {
     text: String,
     expr: Expression<'static, 'static>,
 }
@@ -52,7 +52,7 @@ impl std::fmt::Debug for Filter {
 
 impl Filter {
     /// Compile, and reject names that are not case fields (with a suggestion).
-    pub fn compile(text: &str) -> std::result::Result<Filter, String> {
+    pub(crate) fn compile(text: &str) -> std::result::Result<Filter, String> {
         let env = filter_env();
         let expr = env
             .compile_expression_owned(text.to_string())
@@ -82,12 +82,12 @@ impl Filter {
     }
 
     /// Does `text` compile? (The message says why not.)
-    pub fn check(text: &str) -> std::result::Result<(), String> {
+    pub(crate) fn check(text: &str) -> std::result::Result<(), String> {
         Filter::compile(text).map(|_| ())
     }
 
     /// Is the expression true for this case?
-    pub fn matches(&self, case: &Case) -> std::result::Result<bool, String> {
+    pub(crate) fn matches(&self, case: &Case) -> std::result::Result<bool, String> {
         let view = minijinja::Value::from_object(CaseView(case.clone()));
         self.expr.eval(view).map(|v| v.is_true()).map_err(|e| {
             format!(
@@ -131,7 +131,7 @@ impl Object for CaseView {
 }
 
 /// One field of a case as JSON (exclude rules, filters, tables).
-pub fn field_value(c: &Case, name: &str) -> Option<Value> {
+pub(crate) fn field_value(c: &Case, name: &str) -> Option<Value> {
     field(c, name)
 }
 
@@ -265,21 +265,21 @@ enum Points<'p> {
 
 /// The lazy case iterator returned by [`cases`]. `next_ref` lends the current case without
 /// copying it (what listings of millions of cases use); `Iterator::next` hands out clones.
-pub struct Cases<'p> {
+pub(crate) struct Cases<'p> {
     points: Points<'p>,
     current: Case,
     rules: Vec<Rule>,
     filters: Vec<Filter>,
     /// How many points each `[[exclude]]` rule dropped so far.
-    pub excluded_by: Vec<u64>,
+    pub(crate) excluded_by: Vec<u64>,
     /// How many points the filters dropped so far.
-    pub filtered: u64,
+    pub(crate) filtered: u64,
 }
 
 /// The cases of `plan`, lazily: axes product (first axis slowest) → `[[exclude]]` → `[filter]`
 /// ANDed with `extra_filter` (the command line's `--filter`). A bad `extra_filter` is a
 /// usage error; a filter that fails on a case yields that error in place of the case.
-pub fn cases<'p>(plan: &'p Plan, extra_filter: Option<&str>) -> Result<Cases<'p>> {
+pub(crate) fn cases<'p>(plan: &'p Plan, extra_filter: Option<&str>) -> Result<Cases<'p>> {
     let mut filters = Vec::new();
     if let Some(f) = &plan.filter {
         filters.push(Filter::compile(f).map_err(|m| Error::invalid(&plan.source, m))?);
@@ -396,7 +396,7 @@ impl Points<'_> {
 
 impl Cases<'_> {
     /// The next case, lent: valid until the next call.
-    pub fn next_ref(&mut self) -> Option<Result<&Case>> {
+    pub(crate) fn next_ref(&mut self) -> Option<Result<&Case>> {
         'points: loop {
             if let Err(e) = self.points.advance(&mut self.current)? {
                 return Some(Err(e));

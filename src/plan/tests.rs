@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use super::*;
+use super::load::parse;
 use crate::error::Result;
 use crate::model::plan::{DeviceKind, Plan};
 use crate::plan::select_stacks;

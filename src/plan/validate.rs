@@ -88,7 +88,7 @@ fn name_case(case: &Case, msg: &str) -> String {
 }
 
 /// The report's baseline must be one of the plan's stacks.
-pub fn check_baseline(cx: &mut Ctx<'_>, plan: &Plan, spans: &Spans) {
+pub(crate) fn check_baseline(cx: &mut Ctx<'_>, plan: &Plan, spans: &Spans) {
     if let Some(base) = &plan.report.baseline {
         if !plan.stacks.contains(base) {
             let msg = format!(
@@ -105,7 +105,7 @@ pub fn check_baseline(cx: &mut Ctx<'_>, plan: &Plan, spans: &Spans) {
 
 /// Run every whole-plan check; records diagnostics in `cx`, fills `plan.case_count` and the
 /// default device ids.
-pub fn check(cx: &mut Ctx<'_>, plan: &mut Plan, spans: &Spans) {
+pub(crate) fn check(cx: &mut Ctx<'_>, plan: &mut Plan, spans: &Spans) {
     // Under Slurm the cluster grants devices: the local pool bounds nothing (docs/slurm.md).
     let pool_ids = if plan.run.executor == crate::model::plan::ExecutorKind::Slurm {
         Vec::new()

@@ -15,198 +15,198 @@ use crate::model::results::{ResultSet, RunStatus};
 use crate::model::units::{format_bandwidth, format_bytes, format_seconds};
 
 #[derive(Debug, Serialize)]
-pub struct Context {
-    pub title: String,
-    pub campaign: String,
-    pub timestamp: String,
-    pub provenance: ProvenanceCtx,
-    pub bootstrap: BootstrapCtx,
-    pub totals: Totals,
-    pub status_counts: Vec<StatusCount>,
-    pub stacks: Vec<String>,
-    pub baseline: Option<String>,
-    pub baseline_note: Option<String>,
-    pub cases: Vec<CaseRow>,
-    pub runs: Vec<RunRow>,
-    pub failures: Vec<Failure>,
-    pub paired: Vec<PairedRow>,
-    pub models: Vec<ModelRow>,
-    pub b_star: Vec<BStarRow>,
-    pub figures: Vec<FigureRow>,
-    pub skipped_figures: Vec<SkippedRow>,
-    pub quarantined: Vec<NameValue>,
+pub(crate) struct Context {
+    pub(crate) title: String,
+    pub(crate) campaign: String,
+    pub(crate) timestamp: String,
+    pub(crate) provenance: ProvenanceCtx,
+    pub(crate) bootstrap: BootstrapCtx,
+    pub(crate) totals: Totals,
+    pub(crate) status_counts: Vec<StatusCount>,
+    pub(crate) stacks: Vec<String>,
+    pub(crate) baseline: Option<String>,
+    pub(crate) baseline_note: Option<String>,
+    pub(crate) cases: Vec<CaseRow>,
+    pub(crate) runs: Vec<RunRow>,
+    pub(crate) failures: Vec<Failure>,
+    pub(crate) paired: Vec<PairedRow>,
+    pub(crate) models: Vec<ModelRow>,
+    pub(crate) b_star: Vec<BStarRow>,
+    pub(crate) figures: Vec<FigureRow>,
+    pub(crate) skipped_figures: Vec<SkippedRow>,
+    pub(crate) quarantined: Vec<NameValue>,
 }
 
 #[derive(Debug, Serialize)]
-pub struct ProvenanceCtx {
-    pub campaign_version: String,
-    pub plan_hash: Option<String>,
-    pub plan_file: Option<String>,
-    pub host: String,
-    pub kernel: String,
-    pub cpu: String,
-    pub executor: Option<String>,
-    pub seed: Option<u64>,
-    pub stack_roots: Vec<StackRootRow>,
-    pub env: Vec<NameValue>,
+pub(crate) struct ProvenanceCtx {
+    pub(crate) campaign_version: String,
+    pub(crate) plan_hash: Option<String>,
+    pub(crate) plan_file: Option<String>,
+    pub(crate) host: String,
+    pub(crate) kernel: String,
+    pub(crate) cpu: String,
+    pub(crate) executor: Option<String>,
+    pub(crate) seed: Option<u64>,
+    pub(crate) stack_roots: Vec<StackRootRow>,
+    pub(crate) env: Vec<NameValue>,
 }
 
 #[derive(Debug, Serialize)]
-pub struct StackRootRow {
-    pub stack: String,
-    pub path: Option<String>,
-    pub git_commit: Option<String>,
+pub(crate) struct StackRootRow {
+    pub(crate) stack: String,
+    pub(crate) path: Option<String>,
+    pub(crate) git_commit: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
-pub struct NameValue {
-    pub name: String,
-    pub value: String,
+pub(crate) struct NameValue {
+    pub(crate) name: String,
+    pub(crate) value: String,
 }
 
 #[derive(Debug, Serialize)]
-pub struct BootstrapCtx {
-    pub resamples: u32,
-    pub seed: u64,
-    pub level: f64,
+pub(crate) struct BootstrapCtx {
+    pub(crate) resamples: u32,
+    pub(crate) seed: u64,
+    pub(crate) level: f64,
 }
 
 #[derive(Debug, Serialize)]
-pub struct Totals {
-    pub runs: usize,
-    pub passed: usize,
-    pub not_passed: usize,
-    pub cases: usize,
+pub(crate) struct Totals {
+    pub(crate) runs: usize,
+    pub(crate) passed: usize,
+    pub(crate) not_passed: usize,
+    pub(crate) cases: usize,
 }
 
 #[derive(Debug, Serialize)]
-pub struct StatusCount {
-    pub status: String,
-    pub count: usize,
+pub(crate) struct StatusCount {
+    pub(crate) status: String,
+    pub(crate) count: usize,
 }
 
 /// One planned case with one cell per stack (in `stacks` order).
 #[derive(Debug, Serialize)]
-pub struct CaseRow {
-    pub case_id: String,
-    pub variant: String,
-    pub p: u32,
-    pub count: u64,
-    pub dtype: String,
-    pub core_num: u32,
-    pub n_bytes: u64,
-    pub bytes: String,
-    pub cells: Vec<Cell>,
+pub(crate) struct CaseRow {
+    pub(crate) case_id: String,
+    pub(crate) variant: String,
+    pub(crate) p: u32,
+    pub(crate) count: u64,
+    pub(crate) dtype: String,
+    pub(crate) core_num: u32,
+    pub(crate) n_bytes: u64,
+    pub(crate) bytes: String,
+    pub(crate) cells: Vec<Cell>,
 }
 
 #[derive(Debug, Serialize)]
-pub struct Cell {
-    pub stack: String,
+pub(crate) struct Cell {
+    pub(crate) stack: String,
     /// `pass`, another status, or `absent` when the stack has no run for the case.
-    pub status: String,
-    pub median_s: Option<f64>,
-    pub ci_lo_s: Option<f64>,
-    pub ci_hi_s: Option<f64>,
+    pub(crate) status: String,
+    pub(crate) median_s: Option<f64>,
+    pub(crate) ci_lo_s: Option<f64>,
+    pub(crate) ci_hi_s: Option<f64>,
     /// "14.2 µs [13.9 µs, 14.8 µs]" for a passing run, else the status in capitals.
-    pub text: String,
+    pub(crate) text: String,
 }
 
 /// Statistics of one passing run.
 #[derive(Debug, Serialize)]
-pub struct RunRow {
-    pub case_id: String,
-    pub stack: String,
-    pub bundle: String,
-    pub n: usize,
-    pub mean_s: f64,
-    pub stdev_s: Option<f64>,
-    pub median_s: f64,
-    pub min_s: f64,
-    pub max_s: f64,
-    pub p5_s: f64,
-    pub p95_s: f64,
-    pub ci_lo_s: f64,
-    pub ci_hi_s: f64,
-    pub cv: Option<f64>,
-    pub spread_ratio: Option<f64>,
-    pub spread_flag: bool,
-    pub outliers: usize,
-    pub algbw_gb_s: Option<f64>,
-    pub busbw_gb_s: Option<f64>,
-    pub bw_execute_mb_s: Option<f64>,
-    pub device_wall_median_s: Option<f64>,
-    pub setup_s: Option<f64>,
-    pub median: String,
-    pub ci: String,
-    pub mean: String,
-    pub stdev: String,
-    pub min: String,
-    pub max: String,
-    pub p5: String,
-    pub p95: String,
-    pub cv_text: String,
-    pub spread: String,
-    pub busbw: String,
-    pub algbw: String,
+pub(crate) struct RunRow {
+    pub(crate) case_id: String,
+    pub(crate) stack: String,
+    pub(crate) bundle: String,
+    pub(crate) n: usize,
+    pub(crate) mean_s: f64,
+    pub(crate) stdev_s: Option<f64>,
+    pub(crate) median_s: f64,
+    pub(crate) min_s: f64,
+    pub(crate) max_s: f64,
+    pub(crate) p5_s: f64,
+    pub(crate) p95_s: f64,
+    pub(crate) ci_lo_s: f64,
+    pub(crate) ci_hi_s: f64,
+    pub(crate) cv: Option<f64>,
+    pub(crate) spread_ratio: Option<f64>,
+    pub(crate) spread_flag: bool,
+    pub(crate) outliers: usize,
+    pub(crate) algbw_gb_s: Option<f64>,
+    pub(crate) busbw_gb_s: Option<f64>,
+    pub(crate) bw_execute_mb_s: Option<f64>,
+    pub(crate) device_wall_median_s: Option<f64>,
+    pub(crate) setup_s: Option<f64>,
+    pub(crate) median: String,
+    pub(crate) ci: String,
+    pub(crate) mean: String,
+    pub(crate) stdev: String,
+    pub(crate) min: String,
+    pub(crate) max: String,
+    pub(crate) p5: String,
+    pub(crate) p95: String,
+    pub(crate) cv_text: String,
+    pub(crate) spread: String,
+    pub(crate) busbw: String,
+    pub(crate) algbw: String,
 }
 
 #[derive(Debug, Serialize)]
-pub struct PairedRow {
-    pub case_id: String,
-    pub stack: String,
-    pub baseline: String,
-    pub ratio: f64,
-    pub ci_lo: f64,
-    pub ci_hi: f64,
-    pub verdict: Verdict,
-    pub label: String,
-    pub stack_median: String,
-    pub baseline_median: String,
+pub(crate) struct PairedRow {
+    pub(crate) case_id: String,
+    pub(crate) stack: String,
+    pub(crate) baseline: String,
+    pub(crate) ratio: f64,
+    pub(crate) ci_lo: f64,
+    pub(crate) ci_hi: f64,
+    pub(crate) verdict: Verdict,
+    pub(crate) label: String,
+    pub(crate) stack_median: String,
+    pub(crate) baseline_median: String,
 }
 
 #[derive(Debug, Serialize)]
-pub struct ModelRow {
-    pub stack: String,
-    pub variant: String,
-    pub p: u32,
-    pub dtype: String,
-    pub core_num: u32,
-    pub overhead_us: f64,
-    pub bandwidth_gb_s: Option<f64>,
-    pub r2: f64,
-    pub n_points: usize,
-    pub overhead: String,
-    pub bandwidth: String,
+pub(crate) struct ModelRow {
+    pub(crate) stack: String,
+    pub(crate) variant: String,
+    pub(crate) p: u32,
+    pub(crate) dtype: String,
+    pub(crate) core_num: u32,
+    pub(crate) overhead_us: f64,
+    pub(crate) bandwidth_gb_s: Option<f64>,
+    pub(crate) r2: f64,
+    pub(crate) n_points: usize,
+    pub(crate) overhead: String,
+    pub(crate) bandwidth: String,
 }
 
 #[derive(Debug, Serialize)]
-pub struct BStarRow {
-    pub stack: String,
-    pub variant: String,
-    pub p: u32,
-    pub dtype: String,
-    pub core_num: u32,
-    pub best_bandwidth_gb_s: f64,
-    pub best_bandwidth: String,
+pub(crate) struct BStarRow {
+    pub(crate) stack: String,
+    pub(crate) variant: String,
+    pub(crate) p: u32,
+    pub(crate) dtype: String,
+    pub(crate) core_num: u32,
+    pub(crate) best_bandwidth_gb_s: f64,
+    pub(crate) best_bandwidth: String,
 }
 
 #[derive(Debug, Serialize)]
-pub struct FigureRow {
-    pub name: String,
-    pub title: String,
+pub(crate) struct FigureRow {
+    pub(crate) name: String,
+    pub(crate) title: String,
     /// Relative to `reports/summary.md`: `../figures/<name>.png`.
-    pub png: String,
-    pub svg: String,
+    pub(crate) png: String,
+    pub(crate) svg: String,
 }
 
 #[derive(Debug, Serialize)]
-pub struct SkippedRow {
-    pub name: String,
-    pub reason: String,
+pub(crate) struct SkippedRow {
+    pub(crate) name: String,
+    pub(crate) reason: String,
 }
 
 /// Build the context. `title` None: "<campaign> — <timestamp>".
-pub fn build(
+pub(crate) fn build(
     results: &ResultSet,
     a: &Analysis,
     title: Option<&str>,

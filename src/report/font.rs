@@ -9,12 +9,12 @@ use std::sync::OnceLock;
 use plotters::style::{register_font, FontStyle};
 
 /// The family every figure uses.
-pub const FAMILY: &str = "sans-serif";
+pub(crate) const FAMILY: &str = "sans-serif";
 
 static REGISTERED: OnceLock<Result<(), String>> = OnceLock::new();
 
 /// Register DejaVu Sans (regular and bold) as `sans-serif`, once per process.
-pub fn ensure_registered() -> Result<(), String> {
+pub(crate) fn ensure_registered() -> Result<(), String> {
     REGISTERED
         .get_or_init(|| {
             register_font(FAMILY, FontStyle::Normal, dejavu::sans::regular())

@@ -13,13 +13,18 @@ use serde::Serialize;
 use crate::error::{Diagnostic, Error, Result};
 
 /// The default template, embedded so the binary needs no files beside it.
-pub const DEFAULT_TEMPLATE: &str = include_str!("../../templates/report.md.j2");
+pub(crate) const DEFAULT_TEMPLATE: &str = include_str!("../../templates/report.md.j2");
 
 /// Name under which the default template reports errors.
-pub const DEFAULT_NAME: &str = "templates/report.md.j2";
+pub(crate) const DEFAULT_NAME: &str = "templates/report.md.j2";
 
 /// Render `source` (named `name` in errors, read from `file`) with `ctx`.
-pub fn render<C: Serialize>(source: &str, name: &str, file: &Path, ctx: &C) -> Result<String> {
+pub(crate) fn render<C: Serialize>(
+    source: &str,
+    name: &str,
+    file: &Path,
+    ctx: &C,
+) -> Result<String> {
     let mut env = Environment::new();
     env.set_undefined_behavior(UndefinedBehavior::Strict);
     env.set_auto_escape_callback(|_| AutoEscape::None);

@@ -18,7 +18,7 @@ pub mod font;
 pub mod markdown;
 pub mod summary;
 
-pub use summary::Analysis;
+pub(crate) use summary::Analysis;
 
 /// What to render and how.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -37,7 +37,7 @@ pub struct ReportOptions {
 impl ReportOptions {
     /// Options from a plan's `[report]`, with the bootstrap seeded from the run's recorded seed
     /// (so re-rendering a run dir reproduces its intervals).
-    pub fn from_config(cfg: &ReportConfig, results: &ResultSet) -> ReportOptions {
+    pub(crate) fn from_config(cfg: &ReportConfig, results: &ResultSet) -> ReportOptions {
         ReportOptions {
             baseline: cfg.baseline.clone(),
             template: cfg.template.clone(),
@@ -49,7 +49,7 @@ impl ReportOptions {
 }
 
 /// The bootstrap of a result set: default resamples, the run's seed when it recorded one.
-pub fn bootstrap_for(results: &ResultSet) -> Bootstrap {
+pub(crate) fn bootstrap_for(results: &ResultSet) -> Bootstrap {
     Bootstrap {
         seed: results
             .provenance
@@ -67,7 +67,7 @@ pub struct ReportOutput {
     pub figures: Vec<figures::Drawn>,
     pub skipped_figures: Vec<figures::Skipped>,
     /// Runs that did not pass (listed in the report).
-    pub failures: usize,
+    pub(crate) failures: usize,
 }
 
 /// summarize → plot → report for one result set into `run_dir`.
@@ -111,7 +111,7 @@ pub fn render_all(
 
 /// The engine's entry point after all runs of `run`/`resume`: summarize, plot and report with
 /// the plan's `[report]` settings; `template` (from `--template`) wins over the plan's.
-pub fn finish_run(
+pub(crate) fn finish_run(
     results: &ResultSet,
     cfg: &ReportConfig,
     template: Option<&Path>,

@@ -20,37 +20,34 @@ use crate::model::results::{ResultSet, RunResult, RunStatus};
 
 /// Statistics of one passing run.
 #[derive(Debug, Clone)]
-pub struct RunStats {
+pub(crate) struct RunStats {
     /// Index of the run in `ResultSet::runs`.
-    pub index: usize,
-    pub summary: Summary,
-    /// Timed execute_s values, ascending (kept for paired bootstraps).
-    pub sorted: Vec<f64>,
-    pub n_bytes: u64,
+    pub(crate) index: usize,
+    pub(crate) summary: Summary,
+    pub(crate) n_bytes: u64,
     /// From the median time, bytes per second.
-    pub algbw: Option<f64>,
-    pub busbw: Option<f64>,
+    pub(crate) algbw: Option<f64>,
+    pub(crate) busbw: Option<f64>,
     /// The seed's `bw_execute_mb_s`, from the median time.
-    pub bw_execute_mb_s: Option<f64>,
-    pub wall_median: Option<f64>,
-    pub device_wall_median: Option<f64>,
+    pub(crate) bw_execute_mb_s: Option<f64>,
+    pub(crate) device_wall_median: Option<f64>,
     /// First warmup round's setup time.
-    pub setup_s: Option<f64>,
+    pub(crate) setup_s: Option<f64>,
     /// Mean of each named phase over timed rounds.
-    pub phase_means: BTreeMap<String, f64>,
+    pub(crate) phase_means: BTreeMap<String, f64>,
     /// Mean of each compile-profile part over every round that reported one.
-    pub compile_means: BTreeMap<String, f64>,
+    pub(crate) compile_means: BTreeMap<String, f64>,
 }
 
 /// A run that contributes no statistics, and why.
 #[derive(Debug, Clone, Serialize)]
-pub struct Failure {
-    pub index: usize,
-    pub case_id: String,
-    pub stack: String,
-    pub status: RunStatus,
-    pub reason: String,
-    pub bundle: String,
+pub(crate) struct Failure {
+    pub(crate) index: usize,
+    pub(crate) case_id: String,
+    pub(crate) stack: String,
+    pub(crate) status: RunStatus,
+    pub(crate) reason: String,
+    pub(crate) bundle: String,
 }
 
 /// How a stack compares with the baseline on one case.
@@ -65,19 +62,19 @@ pub enum Verdict {
 /// One paired comparison: `ratio = median(stack) / median(baseline)` of execute time.
 #[derive(Debug, Clone)]
 pub struct Paired {
-    pub case_id: String,
-    pub stack: String,
-    pub baseline: String,
-    pub stack_run: usize,
-    pub baseline_run: usize,
-    pub ratio: f64,
-    pub ci: Interval,
-    pub verdict: Verdict,
+    pub(crate) case_id: String,
+    pub(crate) stack: String,
+    pub(crate) baseline: String,
+    pub(crate) stack_run: usize,
+    pub(crate) baseline_run: usize,
+    pub(crate) ratio: f64,
+    pub(crate) ci: Interval,
+    pub(crate) verdict: Verdict,
 }
 
 impl Paired {
     /// "1.80× faster than mpi", "2.10× slower than mpi" or "no clear difference from mpi".
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         match self.verdict {
             Verdict::Faster => format!("{:.2}× faster than {}", 1.0 / self.ratio, self.baseline),
             Verdict::Slower => format!("{:.2}× slower than {}", self.ratio, self.baseline),
@@ -88,53 +85,51 @@ impl Paired {
 
 /// Identity of an α–β fit: one (stack, variant, P) with dtype and core_num kept apart.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct FitKey {
-    pub stack: String,
-    pub variant: Variant,
-    pub p: u32,
-    pub dtype: Dtype,
-    pub core_num: u32,
+pub(crate) struct FitKey {
+    pub(crate) stack: String,
+    pub(crate) variant: Variant,
+    pub(crate) p: u32,
+    pub(crate) dtype: Dtype,
+    pub(crate) core_num: u32,
 }
 
 /// One fitted model with the points it was fitted on.
 #[derive(Debug, Clone)]
 pub struct ModelFit {
-    pub key: FitKey,
-    pub fit: AlphaBeta,
+    pub(crate) key: FitKey,
+    pub(crate) fit: AlphaBeta,
     /// (bytes, median seconds), ascending by bytes.
-    pub points: Vec<(f64, f64)>,
+    pub(crate) points: Vec<(f64, f64)>,
 }
 
 /// B* of one (stack, variant, P, dtype) whose core_num was swept.
 #[derive(Debug, Clone)]
-pub struct BStar {
-    pub stack: String,
-    pub variant: Variant,
-    pub p: u32,
-    pub dtype: Dtype,
-    pub core_num: u32,
-    pub best_bandwidth: f64,
+pub(crate) struct BStar {
+    pub(crate) stack: String,
+    pub(crate) variant: Variant,
+    pub(crate) p: u32,
+    pub(crate) dtype: Dtype,
+    pub(crate) core_num: u32,
+    pub(crate) best_bandwidth: f64,
 }
 
 /// The summarize step's output.
 #[derive(Debug, Clone)]
 pub struct Analysis {
-    pub bootstrap: Bootstrap,
+    pub(crate) bootstrap: Bootstrap,
     /// Stacks in order of first appearance.
-    pub stacks: Vec<String>,
+    pub(crate) stacks: Vec<String>,
     /// Planned case ids in order of first appearance.
-    pub cases: Vec<String>,
+    pub(crate) cases: Vec<String>,
     /// Statistics of passing runs, by run index.
-    pub stats: BTreeMap<usize, RunStats>,
-    pub failures: Vec<Failure>,
-    pub baseline: Option<String>,
+    pub(crate) stats: BTreeMap<usize, RunStats>,
+    pub(crate) failures: Vec<Failure>,
+    pub(crate) baseline: Option<String>,
     /// Why there are no paired comparisons, when there are none.
-    pub baseline_note: Option<String>,
+    pub(crate) baseline_note: Option<String>,
     pub paired: Vec<Paired>,
     pub fits: Vec<ModelFit>,
-    pub b_star: Vec<BStar>,
-    /// (planned case id, stack) → index of its passing run.
-    by_case_stack: HashMap<(String, String), usize>,
+    pub(crate) b_star: Vec<BStar>,
 }
 
 impl Analysis {
@@ -172,15 +167,7 @@ impl Analysis {
         failures.sort_by_key(|f| f.index);
         let fits = fits(results, &stats);
         let b_star = b_stars(&fits);
-        let by_case_stack = stats
-            .keys()
-            .map(|i| {
-                let r = &results.runs[*i];
-                ((r.case_id.clone(), r.stack.clone()), *i)
-            })
-            .collect();
         Analysis {
-            by_case_stack,
             bootstrap,
             stacks,
             cases,
@@ -192,14 +179,6 @@ impl Analysis {
             fits,
             b_star,
         }
-    }
-
-    /// Statistics of the run of `stack` on planned case `case_id`, if it passed.
-    pub fn find(&self, case_id: &str, stack: &str) -> Option<&RunStats> {
-        let idx = self
-            .by_case_stack
-            .get(&(case_id.to_string(), stack.to_string()))?;
-        self.stats.get(idx)
     }
 }
 
@@ -238,12 +217,10 @@ fn run_stats(index: usize, run: &RunResult, boot: &Bootstrap) -> Option<(RunStat
     let m = summary.median;
     let stats = RunStats {
         index,
-        sorted,
         n_bytes,
         algbw: bandwidth::algbw(n_bytes, m),
         busbw: bandwidth::busbw(Collective::AllReduce, run.case.p, n_bytes, m),
         bw_execute_mb_s: bandwidth::bw_execute_mb_s(n_bytes, m),
-        wall_median: med(timed.iter().filter_map(|s| s.wall_s).collect()),
         device_wall_median: med(timed.iter().filter_map(|s| s.device_wall_s).collect()),
         setup_s: run.samples.iter().find_map(|s| s.setup_s),
         phase_means: means(phase_sums),

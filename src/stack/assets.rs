@@ -17,8 +17,8 @@ use crate::error::{Error, Result};
 /// One embedded file: which stack builds from it, its file name, its text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Asset {
-    pub stack: &'static str,
-    pub name: &'static str,
+    pub(crate) stack: &'static str,
+    pub(crate) name: &'static str,
     pub text: &'static str,
 }
 
@@ -42,7 +42,7 @@ pub const ASSETS: &[Asset] = &[
 ];
 
 /// The files embedded for `stack` (empty for stacks that build from elsewhere or not at all).
-pub fn for_stack(stack: &str) -> impl Iterator<Item = &'static Asset> + '_ {
+pub(crate) fn for_stack(stack: &str) -> impl Iterator<Item = &'static Asset> + '_ {
     ASSETS.iter().filter(move |a| a.stack == stack)
 }
 

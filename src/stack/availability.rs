@@ -12,23 +12,23 @@ use crate::stack::roots::{Resolved, Resolver};
 
 /// The verdict on one stack.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Availability {
+pub(crate) struct Availability {
     /// The resolved root, when the stack names one and it was found.
-    pub root: Option<Resolved>,
+    pub(crate) root: Option<Resolved>,
     /// Why it cannot run; empty = ready. The first one is the headline reason.
-    pub problems: Vec<String>,
+    pub(crate) problems: Vec<String>,
     /// The stack's hint, shown after the reason.
-    pub hint: Option<String>,
+    pub(crate) hint: Option<String>,
 }
 
 impl Availability {
-    pub fn ready(&self) -> bool {
+    pub(crate) fn ready(&self) -> bool {
         self.problems.is_empty()
     }
 
     /// The reason its runs are `unavailable`: `mpicc not found (apt-get install …)`; None when
     /// ready.
-    pub fn reason(&self) -> Option<String> {
+    pub(crate) fn reason(&self) -> Option<String> {
         if self.ready() {
             return None;
         }
@@ -40,7 +40,7 @@ impl Availability {
     }
 
     /// `unavailable: CANN not found (install the CANN toolkit …)`, or `ready`.
-    pub fn summary(&self) -> String {
+    pub(crate) fn summary(&self) -> String {
         match self.reason() {
             None => "ready".to_string(),
             Some(r) => format!("unavailable: {r}"),
@@ -49,7 +49,7 @@ impl Availability {
 }
 
 /// Check `def` (named `name`) against the environment `resolver` sees.
-pub fn check(name: &str, def: &StackDef, resolver: &Resolver) -> Availability {
+pub(crate) fn check(name: &str, def: &StackDef, resolver: &Resolver) -> Availability {
     let mut problems = Vec::new();
     let mut root = None;
     if name != "host" && def.command.is_none() {
@@ -115,7 +115,7 @@ fn literal_program(def: &StackDef) -> Option<String> {
 }
 
 /// `NAME`, `ASCEND_HOME_PATH`: upper-case letters, digits and `_`, not starting with a digit.
-pub fn is_env_name(s: &str) -> bool {
+pub(crate) fn is_env_name(s: &str) -> bool {
     !s.is_empty()
         && s.chars()
             .next()
@@ -135,7 +135,7 @@ fn render_path(template: &str, root: Option<&Resolved>) -> Result<PathBuf, Strin
 }
 
 /// `program` on `path_var` (a PATH value), or as given when it contains a `/`.
-pub fn find_program(program: &str, path_var: Option<&str>) -> Option<PathBuf> {
+pub(crate) fn find_program(program: &str, path_var: Option<&str>) -> Option<PathBuf> {
     if program.contains('/') {
         let p = Path::new(program);
         return is_executable(p).then(|| p.to_path_buf());

@@ -14,7 +14,7 @@ use crate::error::{Diagnostic, Error, Result};
 use crate::model::stack::{CommandSpec, Resource, StackDef};
 
 /// Stack files shipped inside the binary: (file name under `stacks/`, contents).
-pub const FILES: &[(&str, &str)] = &[
+pub(crate) const FILES: &[(&str, &str)] = &[
     ("ascend.toml", include_str!("../../stacks/ascend.toml")),
     (
         "ecosystems.toml",
@@ -49,7 +49,7 @@ pub fn host() -> StackDef {
 }
 
 /// Parse one stack file's text. `name` is used in diagnostics (`stacks/ascend.toml:12:3`).
-pub fn parse_file(name: &str, text: &str) -> Result<BTreeMap<String, StackDef>> {
+pub(crate) fn parse_file(name: &str, text: &str) -> Result<BTreeMap<String, StackDef>> {
     let file: StackFile = toml::from_str(text).map_err(|e| {
         let (line, column) = e.span().map(|span| line_col(text, span.start)).unzip();
         Error::Invalid(vec![Diagnostic {
@@ -94,7 +94,7 @@ pub fn try_shipped() -> Result<BTreeMap<String, StackDef>> {
 
 /// Every shipped definition by name. Shipped files are tested to parse; should one not (a
 /// build from edited sources), only `host` is returned and [`try_shipped`] says why.
-pub fn shipped() -> BTreeMap<String, StackDef> {
+pub(crate) fn shipped() -> BTreeMap<String, StackDef> {
     try_shipped().unwrap_or_else(|_| {
         let mut out = BTreeMap::new();
         out.insert("host".to_string(), host());
@@ -105,7 +105,7 @@ pub fn shipped() -> BTreeMap<String, StackDef> {
 /// The definitions a plan runs with: shipped definitions with the plan's `[stacks.NAME]`
 /// overlaid key by key; a name the plan defines that is not shipped is taken as written and
 /// must give a `command`. `plan_file` names the plan in diagnostics.
-pub fn resolve(
+pub(crate) fn resolve(
     plan_defs: &BTreeMap<String, StackDef>,
     plan_file: &std::path::Path,
 ) -> Result<BTreeMap<String, StackDef>> {

@@ -16,7 +16,7 @@ use crate::model::case::Case;
 use crate::model::stack::{CommandSpec, StackDef};
 
 /// Environment variables campaign sets for every run; a definition may not set them itself.
-pub const CAMPAIGN_VARS: &[&str] = &[
+pub(crate) const CAMPAIGN_VARS: &[&str] = &[
     "CAMPAIGN_CASE_FILE",
     "CAMPAIGN_CASE_ID",
     "CAMPAIGN_DEVICES",
@@ -73,7 +73,11 @@ pub fn render(name: &str, def: &StackDef, ctx: &RenderContext) -> Result<Rendere
 
 /// Render `def`'s health probe for the devices in `ctx` (same scope and env as a run).
 /// `None` when the definition has no `probe`.
-pub fn render_probe(name: &str, def: &StackDef, ctx: &RenderContext) -> Result<Option<Rendered>> {
+pub(crate) fn render_probe(
+    name: &str,
+    def: &StackDef,
+    ctx: &RenderContext,
+) -> Result<Option<Rendered>> {
     let Some(probe) = &def.probe else {
         return Ok(None);
     };
@@ -127,7 +131,7 @@ pub fn render_build(
 }
 
 /// The run scope as a JSON object (also what `requires` and docs describe).
-pub fn run_scope(ctx: &RenderContext) -> Value {
+pub(crate) fn run_scope(ctx: &RenderContext) -> Value {
     let devices_csv = join_ids(&ctx.devices);
     let mut scope = Map::new();
     scope.insert("case".into(), ctx.case.to_json());
@@ -153,7 +157,7 @@ pub fn run_scope(ctx: &RenderContext) -> Value {
 }
 
 /// `0-3` for ascending contiguous ids (the form `simpler -d` takes), else `0,2,5`.
-pub fn devices_range(ids: &[u32]) -> String {
+pub(crate) fn devices_range(ids: &[u32]) -> String {
     let contiguous = ids.len() > 1 && ids.windows(2).all(|w| w[1] == w[0] + 1);
     if contiguous {
         format!("{}-{}", ids[0], ids[ids.len() - 1])
@@ -270,7 +274,7 @@ fn path_string(path: &Path) -> String {
 }
 
 /// An error about one key of `[stacks.NAME]`.
-pub fn stack_error(name: &str, field: &str, message: impl Into<String>) -> Error {
+pub(crate) fn stack_error(name: &str, field: &str, message: impl Into<String>) -> Error {
     Error::Invalid(vec![Diagnostic {
         file: PathBuf::from(format!("stack `{name}`")),
         line: None,
@@ -282,7 +286,7 @@ pub fn stack_error(name: &str, field: &str, message: impl Into<String>) -> Error
 }
 
 /// Strict-undefined minijinja rendering against one scope, with errors naming the stack.
-pub struct Renderer<'n> {
+pub(crate) struct Renderer<'n> {
     name: &'n str,
     env: Environment<'static>,
     scope: Value,
@@ -290,7 +294,7 @@ pub struct Renderer<'n> {
 }
 
 impl<'n> Renderer<'n> {
-    pub fn new(name: &'n str, scope: Value) -> Self {
+    pub(crate) fn new(name: &'n str, scope: Value) -> Self {
         let mut env = Environment::new();
         env.set_undefined_behavior(UndefinedBehavior::Strict);
         // Commands are not HTML: never escape, whatever a template's name looks like.
@@ -304,19 +308,19 @@ impl<'n> Renderer<'n> {
         }
     }
 
-    pub fn error(&self, field: &str, message: impl Into<String>) -> Error {
+    pub(crate) fn error(&self, field: &str, message: impl Into<String>) -> Error {
         stack_error(self.name, field, message)
     }
 
     /// Render `source` (the value of `field`).
-    pub fn render(&self, field: &str, source: &str) -> Result<String> {
+    pub(crate) fn render(&self, field: &str, source: &str) -> Result<String> {
         self.env
             .render_named_str(field, source, self.context.clone())
             .map_err(|e| self.explain(field, source, &e))
     }
 
     /// Does `source` refer only to variables of this scope (so it can render here)?
-    pub fn uses_only_scope(&self, source: &str) -> bool {
+    pub(crate) fn uses_only_scope(&self, source: &str) -> bool {
         let env = Environment::new();
         match env.template_from_str(source) {
             Ok(t) => t

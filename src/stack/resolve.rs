@@ -16,13 +16,13 @@ use crate::stack::registry;
 
 /// One stack as the engine uses it.
 #[derive(Debug, Clone)]
-pub struct EngineStack {
-    pub name: String,
-    pub def: StackDef,
+pub(crate) struct EngineStack {
+    pub(crate) name: String,
+    pub(crate) def: StackDef,
     /// Resolved root folder, or why it could not be resolved.
-    pub root: std::result::Result<Option<PathBuf>, String>,
-    pub timeout: Duration,
-    pub no_output_timeout: Option<Duration>,
+    pub(crate) root: std::result::Result<Option<PathBuf>, String>,
+    pub(crate) timeout: Duration,
+    pub(crate) no_output_timeout: Option<Duration>,
 }
 
 /// The root named by `def.root` (an environment variable such as `PYPTO_ROOT`).
@@ -35,7 +35,7 @@ fn resolve_root(def: &StackDef) -> std::result::Result<Option<PathBuf>, String> 
 }
 
 /// Resolve `names` against the shipped definitions and the plan's `[stacks.NAME]`.
-pub fn resolve(plan: &Plan, names: &[String]) -> Result<Vec<EngineStack>> {
+pub(crate) fn resolve(plan: &Plan, names: &[String]) -> Result<Vec<EngineStack>> {
     let defs = registry::resolve(&plan.stack_defs, &plan.source)?;
     let mut out = Vec::new();
     for name in names {
@@ -63,7 +63,7 @@ pub fn resolve(plan: &Plan, names: &[String]) -> Result<Vec<EngineStack>> {
 
 /// The root of every stack that names one, as provenance records it (a stack without a root,
 /// such as `host`, has nothing to record).
-pub fn roots(stacks: &[EngineStack]) -> BTreeMap<String, Option<PathBuf>> {
+pub(crate) fn roots(stacks: &[EngineStack]) -> BTreeMap<String, Option<PathBuf>> {
     stacks
         .iter()
         .filter(|s| s.def.root.is_some())

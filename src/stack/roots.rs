@@ -13,22 +13,22 @@ use std::path::{Path, PathBuf};
 
 /// One kind of root and where to look for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RootKind {
+pub(crate) struct RootKind {
     /// The env var naming it (also the name stack definitions use in `root = "…"`).
-    pub var: &'static str,
+    pub(crate) var: &'static str,
     /// What it is, for messages (`CANN`, `pypto`, …).
-    pub label: &'static str,
+    pub(crate) label: &'static str,
     /// Directory name next to the current dir (`../<sibling>`), when the convention has one.
-    pub sibling: Option<&'static str>,
+    pub(crate) sibling: Option<&'static str>,
     /// Standard install paths, tried in order.
-    pub standard: &'static [&'static str],
+    pub(crate) standard: &'static [&'static str],
 }
 
 /// The CANN toolkit's env var (set by CANN's `set_env.sh`).
-pub const CANN: &str = "ASCEND_HOME_PATH";
+pub(crate) const CANN: &str = "ASCEND_HOME_PATH";
 
 /// Every root campaign knows, in the order `doctor` shows them.
-pub const KINDS: &[RootKind] = &[
+pub(crate) const KINDS: &[RootKind] = &[
     RootKind {
         var: CANN,
         label: "CANN",
@@ -67,20 +67,20 @@ pub const KINDS: &[RootKind] = &[
 ];
 
 /// Look a root kind up by its env var name.
-pub fn kind(var: &str) -> Option<&'static RootKind> {
+pub(crate) fn kind(var: &str) -> Option<&'static RootKind> {
     KINDS.iter().find(|k| k.var == var)
 }
 
 /// How a root was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
+pub(crate) enum Source {
     Env,
     Sibling,
     Standard,
 }
 
 impl Source {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Source::Env => "env",
             Source::Sibling => "sibling dir",
@@ -91,22 +91,22 @@ impl Source {
 
 /// A root that exists.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Resolved {
-    pub var: String,
-    pub path: PathBuf,
-    pub source: Source,
+pub(crate) struct Resolved {
+    pub(crate) var: String,
+    pub(crate) path: PathBuf,
+    pub(crate) source: Source,
 }
 
 /// The environment a resolution sees: env vars and the current dir (injectable for tests).
 #[derive(Debug, Clone)]
-pub struct Resolver {
+pub(crate) struct Resolver {
     env: BTreeMap<String, String>,
     cwd: PathBuf,
 }
 
 impl Resolver {
     /// The real process environment and current dir.
-    pub fn from_process() -> Resolver {
+    pub(crate) fn from_process() -> Resolver {
         Resolver {
             env: std::env::vars().collect(),
             cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
@@ -114,14 +114,15 @@ impl Resolver {
     }
 
     /// A given environment and current dir.
-    pub fn new(env: BTreeMap<String, String>, cwd: impl Into<PathBuf>) -> Resolver {
+    #[cfg(test)]
+    pub(crate) fn new(env: BTreeMap<String, String>, cwd: impl Into<PathBuf>) -> Resolver {
         Resolver {
             env,
             cwd: cwd.into(),
         }
     }
 
-    pub fn var(&self, name: &str) -> Option<&str> {
+    pub(crate) fn var(&self, name: &str) -> Option<&str> {
         self.env
             .get(name)
             .map(String::as_str)
@@ -132,7 +133,7 @@ impl Resolver {
     /// not know is still honoured through its env var (a plan may name its own root).
     /// The error says what was looked at, e.g. `CANN not found: ASCEND_HOME_PATH is not set and
     /// none of /usr/local/Ascend/ascend-toolkit/latest, … exist`.
-    pub fn resolve(&self, var: &str) -> Result<Resolved, String> {
+    pub(crate) fn resolve(&self, var: &str) -> Result<Resolved, String> {
         let spec = kind(var);
         let label = spec.map_or(var, |k| k.label);
         if let Some(value) = self.var(var) {
@@ -208,7 +209,7 @@ fn normalize(path: &Path) -> PathBuf {
 }
 
 /// The CANN version of a toolkit root, from its version files (first one that says).
-pub fn cann_version(root: &Path) -> Option<String> {
+pub(crate) fn cann_version(root: &Path) -> Option<String> {
     let mut candidates = vec![
         root.join("version.cfg"),
         root.join("compiler/version.info"),
@@ -248,7 +249,7 @@ fn version_from_text(text: &str) -> Option<String> {
 
 /// The commit checked out in `root` (a git work tree or linked worktree), read from `.git`
 /// without spawning git. `None` when `root` is not a git checkout or the ref cannot be read.
-pub fn git_commit(root: &Path) -> Option<String> {
+pub(crate) fn git_commit(root: &Path) -> Option<String> {
     let dot_git = root.join(".git");
     let git_dir = if dot_git.is_file() {
         let text = std::fs::read_to_string(&dot_git).ok()?;

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 
 /// Write `bytes` to `path` through a temp file in the same folder and a rename.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     write_atomic_all(&[(path, bytes)])
 }
 
@@ -26,7 +26,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 /// The syncs run side by side (one thread per file beyond the first, at most
 /// [`SYNC_THREADS`]): each `fdatasync` waits for a device cache flush, and concurrent flushes
 /// are merged by the block layer, so two files cost about one wait instead of two.
-pub fn write_atomic_all(files: &[(&Path, &[u8])]) -> Result<()> {
+pub(crate) fn write_atomic_all(files: &[(&Path, &[u8])]) -> Result<()> {
     let mut temps: Vec<(PathBuf, std::fs::File)> = Vec::with_capacity(files.len());
     for (path, bytes) in files {
         match write_temp(path, bytes) {
@@ -49,7 +49,7 @@ pub fn write_atomic_all(files: &[(&Path, &[u8])]) -> Result<()> {
 }
 
 /// Most `fdatasync` calls [`write_atomic_all`] keeps in flight at once.
-pub const SYNC_THREADS: usize = 8;
+pub(crate) const SYNC_THREADS: usize = 8;
 
 /// Create `path`'s temp file and write `bytes` into it. The folder is created only when the
 /// first attempt finds it missing: a `create_dir_all` before every write costs two syscalls

@@ -17,7 +17,7 @@ fn finish(w: csv::Writer<Vec<u8>>) -> String {
 }
 
 /// One row per run.
-pub fn results_csv(set: &ResultSet) -> String {
+pub(crate) fn results_csv(set: &ResultSet) -> String {
     let stats: Vec<_> = set.runs.iter().map(row_stats).collect();
     let phases: BTreeSet<String> = stats
         .iter()
@@ -95,7 +95,7 @@ pub fn results_csv(set: &ResultSet) -> String {
 }
 
 /// One row per round of every run (warmup and timed, any status: the raw data).
-pub fn samples_csv(set: &ResultSet) -> String {
+pub(crate) fn samples_csv(set: &ResultSet) -> String {
     let phases: BTreeSet<String> = set
         .runs
         .iter()

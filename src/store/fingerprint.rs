@@ -34,7 +34,7 @@ const STACK_KEYS: &[&str] = &[
 /// the `CAMPAIGN_*` variables), not campaign's inherited environment. Compute it from the
 /// *planned* case: a run's fingerprint is taken once when it is planned and written on every
 /// journal line of that run, so it must not depend on the devices the run later leases.
-pub fn run_fingerprint(
+pub(crate) fn run_fingerprint(
     case: &Case,
     stack_def: &StackDef,
     argv: &[String],

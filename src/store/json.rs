@@ -14,21 +14,21 @@ use crate::model::results::{ResultSet, RunResult, RunStatus, Sample};
 
 /// Statistics of one run over its timed rounds (all `None` unless the run passed).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct RowStats {
-    pub execute_s_mean: Option<f64>,
-    pub execute_s_stdev: Option<f64>,
-    pub execute_s_median: Option<f64>,
-    pub device_wall_s_mean: Option<f64>,
-    pub device_wall_s_median: Option<f64>,
-    pub setup_s: Option<f64>,
-    pub bw_execute_mb_s: Option<f64>,
-    pub wall_s_mean: Option<f64>,
-    pub wall_s_stdev: Option<f64>,
-    pub execute_spread_ratio: Option<f64>,
-    pub phase_means: BTreeMap<String, f64>,
-    pub compile_profile_means: BTreeMap<String, f64>,
-    pub n_warmup: usize,
-    pub n_timed: usize,
+pub(crate) struct RowStats {
+    pub(crate) execute_s_mean: Option<f64>,
+    pub(crate) execute_s_stdev: Option<f64>,
+    pub(crate) execute_s_median: Option<f64>,
+    pub(crate) device_wall_s_mean: Option<f64>,
+    pub(crate) device_wall_s_median: Option<f64>,
+    pub(crate) setup_s: Option<f64>,
+    pub(crate) bw_execute_mb_s: Option<f64>,
+    pub(crate) wall_s_mean: Option<f64>,
+    pub(crate) wall_s_stdev: Option<f64>,
+    pub(crate) execute_spread_ratio: Option<f64>,
+    pub(crate) phase_means: BTreeMap<String, f64>,
+    pub(crate) compile_profile_means: BTreeMap<String, f64>,
+    pub(crate) n_warmup: usize,
+    pub(crate) n_timed: usize,
 }
 
 fn means(
@@ -49,7 +49,7 @@ fn means(
 }
 
 /// The statistics of a row.
-pub fn row_stats(r: &RunResult) -> RowStats {
+pub(crate) fn row_stats(r: &RunResult) -> RowStats {
     let n_timed = r.samples.iter().filter(|s| s.is_timed()).count();
     let n_warmup = r.samples.len() - n_timed;
     let mut out = RowStats {
@@ -87,7 +87,7 @@ pub fn row_stats(r: &RunResult) -> RowStats {
 }
 
 /// One row of `runs`, seed fields in seed order, then `status` and `reason`.
-pub fn row(r: &RunResult) -> Value {
+pub(crate) fn row(r: &RunResult) -> Value {
     let st = row_stats(r);
     let c = &r.case;
     let mut m = Map::new();
@@ -130,7 +130,7 @@ pub fn row(r: &RunResult) -> Value {
 }
 
 /// The cases of a result set, one per `case_id` in first-seen order (the case as first run).
-pub fn cases(set: &ResultSet) -> Vec<(&str, &Case)> {
+pub(crate) fn cases(set: &ResultSet) -> Vec<(&str, &Case)> {
     let mut seen = BTreeSet::new();
     set.runs
         .iter()
@@ -140,7 +140,7 @@ pub fn cases(set: &ResultSet) -> Vec<(&str, &Case)> {
 }
 
 /// The whole document.
-pub fn document(set: &ResultSet) -> Value {
+pub(crate) fn document(set: &ResultSet) -> Value {
     let cases: Vec<Value> = cases(set).into_iter().map(|(_, c)| c.to_json()).collect();
     let runs: Vec<Value> = set.runs.iter().map(row).collect();
     let mut m = Map::new();
@@ -164,7 +164,7 @@ pub(crate) mod tests {
     use crate::model::case::Variant;
     use std::path::PathBuf;
 
-    pub fn sample(round: u32, phase: &str, execute_s: f64) -> Sample {
+    pub(crate) fn sample(round: u32, phase: &str, execute_s: f64) -> Sample {
         Sample {
             round,
             phase: phase.into(),
@@ -175,7 +175,7 @@ pub(crate) mod tests {
         }
     }
 
-    pub fn result(status: RunStatus) -> RunResult {
+    pub(crate) fn result(status: RunStatus) -> RunResult {
         RunResult {
             case: Case::new(Variant::Mesh, 2, 256),
             case_id: "mesh_p2_count256_fp32_a2a3_d0-1".into(),

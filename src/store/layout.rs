@@ -15,21 +15,21 @@ use crate::model::results::{RunResult, Sample};
 use crate::store::atomic::{write_atomic, write_atomic_all};
 
 /// Where run dirs go when `--results-dir` is not given.
-pub const DEFAULT_RESULTS_DIR: &str = "results/campaigns";
+pub(crate) const DEFAULT_RESULTS_DIR: &str = "results/campaigns";
 
 /// One campaign run's folder.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RunDir {
-    pub path: PathBuf,
+pub(crate) struct RunDir {
+    pub(crate) path: PathBuf,
     /// `YYYYmmdd_HHMMSS` of the start (without any collision suffix).
-    pub timestamp: String,
+    pub(crate) timestamp: String,
 }
 
 impl RunDir {
     /// Claim a new run dir `<results_dir>/<campaign>/run_<timestamp>`; when two runs start in the
     /// same second the later one gets `run_<timestamp>_2`, `_3`, … (`create_dir` is the claim, so
     /// two processes can never share one).
-    pub fn create(results_dir: &Path, campaign: &str, timestamp: &str) -> Result<RunDir> {
+    pub(crate) fn create(results_dir: &Path, campaign: &str, timestamp: &str) -> Result<RunDir> {
         // Absolute, because stacks run with their bundle dir as working directory and are handed
         // paths inside the run dir.
         let results_dir =
@@ -61,7 +61,7 @@ impl RunDir {
     }
 
     /// An existing run dir (resume, report).
-    pub fn open(path: &Path) -> RunDir {
+    pub(crate) fn open(path: &Path) -> RunDir {
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
         let ts = name.strip_prefix("run_").unwrap_or(name);
         RunDir {
@@ -70,32 +70,32 @@ impl RunDir {
         }
     }
 
-    pub fn file(&self, name: &str) -> PathBuf {
+    pub(crate) fn file(&self, name: &str) -> PathBuf {
         self.path.join(name)
     }
 
     /// `cases/<case_id>/case.json`.
-    pub fn case_file(&self, case_id: &str) -> PathBuf {
+    pub(crate) fn case_file(&self, case_id: &str) -> PathBuf {
         self.path.join("cases").join(case_id).join("case.json")
     }
 
     /// `cases/<case_id>/<stack>` relative to the run dir (the `artifact_bundle` value).
-    pub fn bundle_rel(case_id: &str, stack: &str) -> PathBuf {
+    pub(crate) fn bundle_rel(case_id: &str, stack: &str) -> PathBuf {
         Path::new("cases").join(case_id).join(stack)
     }
 
-    pub fn bundle(&self, case_id: &str, stack: &str) -> PathBuf {
+    pub(crate) fn bundle(&self, case_id: &str, stack: &str) -> PathBuf {
         self.path.join(Self::bundle_rel(case_id, stack))
     }
 }
 
 /// Pretty JSON (2-space indent, trailing newline), atomically.
-pub fn write_json(path: &Path, value: &Value) -> Result<()> {
+pub(crate) fn write_json(path: &Path, value: &Value) -> Result<()> {
     write_atomic(path, pretty(value).as_bytes())
 }
 
 /// The text [`write_json`] writes.
-pub fn pretty(value: &Value) -> String {
+pub(crate) fn pretty(value: &Value) -> String {
     let mut text = serde_json::to_string_pretty(value).unwrap_or_default();
     text.push('\n');
     text
@@ -105,7 +105,7 @@ pub fn pretty(value: &Value) -> String {
 /// only 1 µs of resolution: a 8.4 µs host allreduce would be stored as 8 µs (a 5 % error).
 /// Six significant digits keep relative precision at every scale and still read as plain floats
 /// in the old scripts.
-pub fn round_sig6(x: f64) -> f64 {
+pub(crate) fn round_sig6(x: f64) -> f64 {
     if x.is_finite() && x != 0.0 {
         let factor = 10f64.powi(5 - x.abs().log10().floor() as i32);
         (x * factor).round() / factor
@@ -115,7 +115,7 @@ pub fn round_sig6(x: f64) -> f64 {
 }
 
 /// Round every float of a sample (so what is in memory equals what is on disk).
-pub fn round_sample(s: &mut Sample) {
+pub(crate) fn round_sample(s: &mut Sample) {
     let r = |o: &mut Option<f64>| *o = o.map(round_sig6);
     r(&mut s.wall_s);
     r(&mut s.execute_s);
@@ -132,7 +132,7 @@ pub fn round_sample(s: &mut Sample) {
 }
 
 /// `timing.json`: the list of samples, floats rounded to 6 significant digits.
-pub fn timing_json(samples: &[Sample]) -> Value {
+pub(crate) fn timing_json(samples: &[Sample]) -> Value {
     let rounded: Vec<Sample> = samples
         .iter()
         .cloned()
@@ -146,22 +146,22 @@ pub fn timing_json(samples: &[Sample]) -> Value {
 
 /// What the engine knows about a run's process beyond its [`RunResult`].
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct ProcessFacts {
-    pub argv: Vec<String>,
+pub(crate) struct ProcessFacts {
+    pub(crate) argv: Vec<String>,
     /// The variables the engine added (the stack's `env` and `CAMPAIGN_*`).
-    pub env: Vec<(String, String)>,
-    pub signal: Option<i32>,
+    pub(crate) env: Vec<(String, String)>,
+    pub(crate) signal: Option<i32>,
     /// Leased ids given in `CAMPAIGN_DEVICES`.
-    pub devices: Vec<u32>,
+    pub(crate) devices: Vec<u32>,
     /// Logs of earlier attempts, kept beside `run.log`.
-    pub attempt_logs: Vec<String>,
+    pub(crate) attempt_logs: Vec<String>,
     /// The Slurm job that ran the run (`--executor slurm`): id, final state, node, granted
     /// devices. Written as the manifest's `slurm` key.
-    pub slurm: Option<Value>,
+    pub(crate) slurm: Option<Value>,
 }
 
 /// `manifest.json`: the seed's keys first, then campaign's.
-pub fn manifest(result: &RunResult, facts: &ProcessFacts) -> Value {
+pub(crate) fn manifest(result: &RunResult, facts: &ProcessFacts) -> Value {
     let mut m = Map::new();
     m.insert("case_id".into(), json!(result.case_id));
     m.insert("stack".into(), json!(result.stack));
@@ -209,7 +209,11 @@ pub fn manifest(result: &RunResult, facts: &ProcessFacts) -> Value {
 ///
 /// Both are synced together and renamed timing first: readers take a bundle into account once
 /// its `manifest.json` exists, and by then its `timing.json` is in place.
-pub fn write_bundle(run_dir: &RunDir, result: &RunResult, facts: &ProcessFacts) -> Result<()> {
+pub(crate) fn write_bundle(
+    run_dir: &RunDir,
+    result: &RunResult,
+    facts: &ProcessFacts,
+) -> Result<()> {
     let dir = run_dir.path.join(&result.bundle);
     let timing = pretty(&timing_json(&result.samples));
     let manifest = pretty(&manifest(result, facts));

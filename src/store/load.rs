@@ -148,7 +148,7 @@ fn load_bundle(
 }
 
 /// Every run recorded in `dir`'s bundles.
-pub fn load_run_dir(dir: &Path) -> Result<ResultSet> {
+pub(crate) fn load_run_dir(dir: &Path) -> Result<ResultSet> {
     if !dir.is_dir() {
         return Err(Error::Usage(format!(
             "{}: not a run dir (no such folder)",

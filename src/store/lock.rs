@@ -13,11 +13,13 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 
 /// File name of the lock inside a run dir.
-pub const FILE_NAME: &str = ".lock";
+pub(crate) const FILE_NAME: &str = ".lock";
 
 /// Holds the run dir's lock until dropped.
 #[derive(Debug)]
 pub struct RunDirLock {
+    // Read by the tests only (which lock a test holds).
+    #[cfg_attr(not(test), allow(dead_code))]
     path: PathBuf,
     // Kept open: closing the file is what releases the lock.
     _file: File,
@@ -63,14 +65,15 @@ impl RunDirLock {
         Ok(RunDirLock { path, _file: file })
     }
 
-    pub fn path(&self) -> &Path {
+    #[cfg(test)]
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 }
 
 /// Does a campaign process hold `run_dir`'s lock right now? For read-only commands: it never
 /// creates the lock file and holds a shared lock only for the instant of the test.
-pub fn is_held(run_dir: &Path) -> bool {
+pub(crate) fn is_held(run_dir: &Path) -> bool {
     let Ok(file) = File::open(run_dir.join(FILE_NAME)) else {
         return false;
     };
@@ -79,7 +82,7 @@ pub fn is_held(run_dir: &Path) -> bool {
 }
 
 /// `pid=…` of a lock file's text, if present.
-pub fn holder_pid(text: &str) -> Option<u32> {
+pub(crate) fn holder_pid(text: &str) -> Option<u32> {
     field(text, "pid")?.parse().ok()
 }
 

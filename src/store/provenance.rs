@@ -11,10 +11,10 @@ use std::path::{Path, PathBuf};
 use crate::model::results::{Provenance, StackRoot};
 
 /// Prefixes of environment variables recorded with results.
-pub const ENV_PREFIXES: &[&str] = &["ASCEND_", "HCCL_", "NCCL_", "CAMPAIGN_"];
+pub(crate) const ENV_PREFIXES: &[&str] = &["ASCEND_", "HCCL_", "NCCL_", "CAMPAIGN_"];
 
 /// Collect provenance. `roots` maps stack name → root folder (resolved by the caller).
-pub fn collect(
+pub(crate) fn collect(
     plan_hash: Option<&str>,
     plan_file: Option<&Path>,
     roots: &BTreeMap<String, Option<PathBuf>>,
@@ -86,7 +86,7 @@ fn cpu_model() -> String {
 }
 
 /// The commit `HEAD` points at in the repository containing `root`, read from `.git` files.
-pub fn git_commit(root: &Path) -> Option<String> {
+pub(crate) fn git_commit(root: &Path) -> Option<String> {
     let mut dir = Some(root);
     while let Some(d) = dir {
         let dot = d.join(".git");

@@ -12,7 +12,7 @@ use crate::store::journal::Replay;
 
 /// What resume does with one planned step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Decision {
+pub(crate) enum Decision {
     /// Finished and kept (pass, or fail/timeout without `--retry-failed`, skipped, unavailable).
     Done,
     /// Never started, interrupted, or blocked: runs.
@@ -25,18 +25,19 @@ pub enum Decision {
 
 /// The result of [`plan`]: step keys by decision, each in planned order.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct ResumePlan {
-    pub done: Vec<String>,
-    pub to_run: Vec<String>,
-    pub changed: Vec<String>,
-    pub to_retry: Vec<String>,
+pub(crate) struct ResumePlan {
+    pub(crate) done: Vec<String>,
+    pub(crate) to_run: Vec<String>,
+    pub(crate) changed: Vec<String>,
+    pub(crate) to_retry: Vec<String>,
     /// Of `done`: runs that failed or timed out and are kept (a hint for `--retry-failed`).
-    pub kept_failures: usize,
+    pub(crate) kept_failures: usize,
 }
 
 impl ResumePlan {
     /// Every step that will run, in planned order.
-    pub fn runs(&self, planned: &[(String, String)]) -> Vec<String> {
+    #[cfg(test)]
+    pub(crate) fn runs(&self, planned: &[(String, String)]) -> Vec<String> {
         planned
             .iter()
             .filter(|(k, _)| {
@@ -47,11 +48,13 @@ impl ResumePlan {
     }
 
     /// Number of steps that will run.
-    pub fn pending(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn pending(&self) -> usize {
         self.to_run.len() + self.changed.len() + self.to_retry.len()
     }
 
-    pub fn is_complete(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_complete(&self) -> bool {
         self.pending() == 0
     }
 }
@@ -78,7 +81,11 @@ impl std::fmt::Display for ResumePlan {
 }
 
 /// Decide every planned `(step key, fingerprint)` against the journal.
-pub fn plan(replay: &Replay, planned: &[(String, String)], retry_failed: bool) -> ResumePlan {
+pub(crate) fn plan(
+    replay: &Replay,
+    planned: &[(String, String)],
+    retry_failed: bool,
+) -> ResumePlan {
     let mut out = ResumePlan::default();
     for (step, fingerprint) in planned {
         let decision = decide(replay, step, fingerprint, retry_failed);
@@ -103,7 +110,12 @@ pub fn plan(replay: &Replay, planned: &[(String, String)], retry_failed: bool) -
 }
 
 /// The rule for one step.
-pub fn decide(replay: &Replay, step: &str, fingerprint: &str, retry_failed: bool) -> Decision {
+pub(crate) fn decide(
+    replay: &Replay,
+    step: &str,
+    fingerprint: &str,
+    retry_failed: bool,
+) -> Decision {
     let Some(state) = replay.step(step) else {
         return Decision::Run;
     };

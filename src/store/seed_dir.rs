@@ -15,7 +15,7 @@ use crate::model::results::{Provenance, ResultSet, RunResult, RunStatus, Sample}
 
 /// Is `dir` a run dir of the old harness? It has a `results.json` whose rows carry
 /// `execute_s_mean`, no `journal.jsonl`, and bundle manifests without campaign's `status`.
-pub fn is_seed_run_dir(dir: &Path) -> bool {
+pub(crate) fn is_seed_run_dir(dir: &Path) -> bool {
     if dir.join("journal.jsonl").exists() {
         return false;
     }
@@ -42,7 +42,7 @@ pub fn is_seed_run_dir(dir: &Path) -> bool {
 }
 
 /// Load an old-harness run dir.
-pub fn load_seed_run_dir(dir: &Path) -> Result<ResultSet> {
+pub(crate) fn load_seed_run_dir(dir: &Path) -> Result<ResultSet> {
     let results_path = dir.join("results.json");
     let doc = read_json(&results_path)?;
     let rows = doc

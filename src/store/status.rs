@@ -18,7 +18,7 @@ use crate::store::journal::{parse_run_step, Replay, TornLine};
 
 /// Where one planned run stands.
 #[derive(Debug, Clone, PartialEq)]
-pub enum RunState {
+pub(crate) enum RunState {
     Finished(RunStatus),
     /// Started, never finished: in flight if a campaign holds the run dir, else interrupted.
     Open {
@@ -29,34 +29,34 @@ pub enum RunState {
 
 /// One run as `status` lists it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RunLine {
-    pub case_id: String,
-    pub stack: String,
-    pub state: RunState,
-    pub reason: Option<String>,
+pub(crate) struct RunLine {
+    pub(crate) case_id: String,
+    pub(crate) stack: String,
+    pub(crate) state: RunState,
+    pub(crate) reason: Option<String>,
     /// `cases/<case_id>/<stack>` when that folder exists.
-    pub bundle: Option<PathBuf>,
+    pub(crate) bundle: Option<PathBuf>,
 }
 
 /// Everything `campaign status` prints.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RunDirStatus {
-    pub run_dir: PathBuf,
-    pub campaign: Option<String>,
-    pub runs: Vec<RunLine>,
-    pub quarantined: BTreeMap<u32, String>,
-    pub torn: Option<TornLine>,
+pub(crate) struct RunDirStatus {
+    pub(crate) run_dir: PathBuf,
+    pub(crate) campaign: Option<String>,
+    pub(crate) runs: Vec<RunLine>,
+    pub(crate) quarantined: BTreeMap<u32, String>,
+    pub(crate) torn: Option<TornLine>,
     /// A campaign process holds the run dir right now.
-    pub active: bool,
+    pub(crate) active: bool,
     /// Durations of finished runs that actually executed (pass/fail/timeout).
-    pub durations: Vec<Duration>,
+    pub(crate) durations: Vec<Duration>,
     /// Mean number of runs in flight while runs executed (≥ 1).
-    pub concurrency: f64,
+    pub(crate) concurrency: f64,
 }
 
 impl RunDirStatus {
     /// Read `run_dir`'s journal and bundles.
-    pub fn load(run_dir: &Path) -> Result<RunDirStatus> {
+    pub(crate) fn load(run_dir: &Path) -> Result<RunDirStatus> {
         let journal_path = run_dir.join(journal::FILE_NAME);
         if !journal_path.exists() {
             return Err(Error::Usage(format!(
@@ -98,7 +98,7 @@ impl RunDirStatus {
 
     /// Count per status word (`pass`, …, plus `running`/`interrupted` for open runs and
     /// `not started`), in a fixed order.
-    pub fn counts(&self) -> Vec<(String, usize)> {
+    pub(crate) fn counts(&self) -> Vec<(String, usize)> {
         let mut out: Vec<(String, usize)> = Vec::new();
         let mut add = |label: String| match out.iter_mut().find(|(l, _)| *l == label) {
             Some((_, n)) => *n += 1,
@@ -128,7 +128,7 @@ impl RunDirStatus {
     }
 
     /// Runs a resume (or the running campaign) still has to do.
-    pub fn left(&self) -> usize {
+    pub(crate) fn left(&self) -> usize {
         self.runs
             .iter()
             .filter(|r| match &r.state {
@@ -139,7 +139,7 @@ impl RunDirStatus {
     }
 
     /// Mean run time × runs left ÷ observed concurrency; `None` before any run finished.
-    pub fn eta(&self) -> Option<Duration> {
+    pub(crate) fn eta(&self) -> Option<Duration> {
         if self.durations.is_empty() {
             return None;
         }
@@ -155,7 +155,7 @@ impl RunDirStatus {
     }
 
     /// The text `campaign status` prints.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let mut out = String::new();
         out.push_str(&format!("run dir: {}\n", self.run_dir.display()));
         if let Some(c) = &self.campaign {
@@ -350,7 +350,7 @@ fn timing(replay: &Replay) -> (Vec<Duration>, f64) {
 }
 
 /// `2h 05m`, `3m 20s`, `12s`, `0.4s`.
-pub fn human(d: Duration) -> String {
+pub(crate) fn human(d: Duration) -> String {
     let s = d.as_secs_f64();
     if s < 10.0 {
         return format!("{s:.1}s");

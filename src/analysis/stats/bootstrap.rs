@@ -10,19 +10,19 @@ use rand_chacha::ChaCha8Rng;
 
 /// Resamples per interval unless configured otherwise. 1 000 is the usual floor for 95 %
 /// percentile intervals; it keeps the report of 10 000 runs × 50 rounds inside its time budget.
-pub const DEFAULT_RESAMPLES: u32 = 1000;
+pub(crate) const DEFAULT_RESAMPLES: u32 = 1000;
 
 /// Seed used when neither the plan nor the run recorded one (recorded in the report).
-pub const DEFAULT_SEED: u64 = 0x5EED_CA3A_16B0_0757;
+pub(crate) const DEFAULT_SEED: u64 = 0x5EED_CA3A_16B0_0757;
 
 /// Confidence level of every interval.
-pub const LEVEL: f64 = 0.95;
+pub(crate) const LEVEL: f64 = 0.95;
 
 /// How bootstrap intervals are drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Bootstrap {
-    pub resamples: u32,
-    pub seed: u64,
+    pub(crate) resamples: u32,
+    pub(crate) seed: u64,
 }
 
 impl Default for Bootstrap {
@@ -36,27 +36,28 @@ impl Default for Bootstrap {
 
 /// A two-sided interval.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
-pub struct Interval {
-    pub lo: f64,
-    pub hi: f64,
+pub(crate) struct Interval {
+    pub(crate) lo: f64,
+    pub(crate) hi: f64,
 }
 
 impl Interval {
     /// Does the interval contain `x` (inclusive)?
-    pub fn contains(&self, x: f64) -> bool {
+    #[cfg(test)]
+    pub(crate) fn contains(&self, x: f64) -> bool {
         self.lo <= x && x <= self.hi
     }
 }
 
 impl Bootstrap {
     /// The random stream for one estimate, named by `key`.
-    pub fn rng(&self, key: &str) -> ChaCha8Rng {
+    pub(crate) fn rng(&self, key: &str) -> ChaCha8Rng {
         ChaCha8Rng::seed_from_u64(self.seed ^ fnv1a(key.as_bytes()))
     }
 
     /// Bootstrap medians of `sorted` (ascending, non-empty): `resamples` draws, unsorted, from
     /// the stream named `key`. A single value (or zero resamples) gives that median once.
-    pub fn median_draws(&self, sorted: &[f64], key: &str) -> Vec<f64> {
+    pub(crate) fn median_draws(&self, sorted: &[f64], key: &str) -> Vec<f64> {
         if sorted.len() < 2 || self.resamples == 0 {
             return vec![super::quantile_sorted(sorted, 0.5)];
         }
@@ -68,13 +69,14 @@ impl Bootstrap {
     }
 
     /// 95 % percentile interval of the median of `sorted` (ascending, non-empty).
-    pub fn median_ci(&self, sorted: &[f64], key: &str) -> Interval {
+    #[cfg(test)]
+    pub(crate) fn median_ci(&self, sorted: &[f64], key: &str) -> Interval {
         interval(&self.median_draws(sorted, key))
     }
 
     /// 95 % percentile interval of `median(a) / median(b)`, resampling both independently
     /// (`a`, `b` ascending, non-empty, `b` positive) from streams `key/a` and `key/b`.
-    pub fn ratio_ci(&self, a: &[f64], b: &[f64], key: &str) -> Interval {
+    pub(crate) fn ratio_ci(&self, a: &[f64], b: &[f64], key: &str) -> Interval {
         let da = self.median_draws(a, &format!("{key}/a"));
         let db = self.median_draws(b, &format!("{key}/b"));
         ratio_interval(&da, &db)
@@ -82,14 +84,14 @@ impl Bootstrap {
 }
 
 /// 95 % percentile interval of a set of bootstrap draws (non-empty).
-pub fn interval(draws: &[f64]) -> Interval {
+pub(crate) fn interval(draws: &[f64]) -> Interval {
     let mut d = draws.to_vec();
     percentile_interval(&mut d)
 }
 
 /// 95 % percentile interval of `a_k / b_k` over paired independent draws (a draw list of
 /// length one stands for a fixed value).
-pub fn ratio_interval(a: &[f64], b: &[f64]) -> Interval {
+pub(crate) fn ratio_interval(a: &[f64], b: &[f64]) -> Interval {
     let n = a.len().max(b.len());
     let pick = |d: &[f64], k: usize| if d.len() == 1 { d[0] } else { d[k] };
     let mut ratios: Vec<f64> = (0..n).map(|k| pick(a, k) / pick(b, k)).collect();

@@ -7,35 +7,35 @@
 use serde::Serialize;
 
 /// Fewest distinct message sizes a fit needs.
-pub const MIN_SIZES: usize = 3;
+pub(crate) const MIN_SIZES: usize = 3;
 
 /// Share of the best bandwidth that B* must reach.
-pub const B_STAR_SHARE: f64 = 0.95;
+pub(crate) const B_STAR_SHARE: f64 = 0.95;
 
 /// One fitted model.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct AlphaBeta {
+pub(crate) struct AlphaBeta {
     /// O: fixed overhead in seconds (the intercept).
-    pub overhead_s: f64,
+    pub(crate) overhead_s: f64,
     /// B: bytes per second; None when the fitted slope is not positive (time does not grow
     /// with size, so no bandwidth can be read from the data).
-    pub bandwidth_bytes_per_s: Option<f64>,
+    pub(crate) bandwidth_bytes_per_s: Option<f64>,
     /// Fitted slope in seconds per byte.
-    pub slope_s_per_byte: f64,
-    pub r2: f64,
+    pub(crate) slope_s_per_byte: f64,
+    pub(crate) r2: f64,
     /// Number of points fitted.
-    pub n_points: usize,
+    pub(crate) n_points: usize,
 }
 
 impl AlphaBeta {
     /// Model time for `bytes`.
-    pub fn predict(&self, bytes: f64) -> f64 {
+    pub(crate) fn predict(&self, bytes: f64) -> f64 {
         self.overhead_s + self.slope_s_per_byte * bytes
     }
 }
 
 /// Least-squares fit of `(bytes, seconds)` points; None with fewer than three distinct sizes.
-pub fn fit_alpha_beta(points: &[(f64, f64)]) -> Option<AlphaBeta> {
+pub(crate) fn fit_alpha_beta(points: &[(f64, f64)]) -> Option<AlphaBeta> {
     let mut sizes: Vec<f64> = points.iter().map(|p| p.0).collect();
     sizes.sort_by(|a, b| a.total_cmp(b));
     sizes.dedup();
@@ -71,7 +71,7 @@ pub fn fit_alpha_beta(points: &[(f64, f64)]) -> Option<AlphaBeta> {
 
 /// B*: the smallest `core_num` whose bandwidth is within 95 % of the best, from
 /// `(core_num, bandwidth)` pairs; None when fewer than two core counts were measured.
-pub fn b_star(points: &[(u32, f64)]) -> Option<u32> {
+pub(crate) fn b_star(points: &[(u32, f64)]) -> Option<u32> {
     let mut cores: Vec<u32> = points.iter().map(|p| p.0).collect();
     cores.sort_unstable();
     cores.dedup();

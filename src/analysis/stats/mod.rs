@@ -12,10 +12,9 @@ pub mod outliers;
 pub mod summary;
 
 pub use bootstrap::Bootstrap;
-pub use summary::{summarize, Summary};
 
 /// Arithmetic mean; None for an empty slice.
-pub fn mean(xs: &[f64]) -> Option<f64> {
+pub(crate) fn mean(xs: &[f64]) -> Option<f64> {
     if xs.is_empty() {
         None
     } else {
@@ -24,7 +23,7 @@ pub fn mean(xs: &[f64]) -> Option<f64> {
 }
 
 /// Sample standard deviation (n − 1); None below two values.
-pub fn stdev(xs: &[f64]) -> Option<f64> {
+pub(crate) fn stdev(xs: &[f64]) -> Option<f64> {
     if xs.len() < 2 {
         return None;
     }
@@ -34,7 +33,7 @@ pub fn stdev(xs: &[f64]) -> Option<f64> {
 }
 
 /// Quantile with linear interpolation between order statistics (numpy's default, type 7).
-pub fn quantile(xs: &[f64], q: f64) -> Option<f64> {
+pub(crate) fn quantile(xs: &[f64], q: f64) -> Option<f64> {
     if xs.is_empty() {
         return None;
     }
@@ -44,7 +43,7 @@ pub fn quantile(xs: &[f64], q: f64) -> Option<f64> {
 }
 
 /// Quantile of an already sorted slice (non-empty).
-pub fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
+pub(crate) fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
     let h = (sorted.len() as f64 - 1.0) * q.clamp(0.0, 1.0);
     let lo = h.floor() as usize;
     let hi = h.ceil() as usize;
@@ -52,7 +51,7 @@ pub fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
 }
 
 /// Median (quantile 0.5).
-pub fn median(xs: &[f64]) -> Option<f64> {
+pub(crate) fn median(xs: &[f64]) -> Option<f64> {
     quantile(xs, 0.5)
 }
 

@@ -3,10 +3,10 @@
 //! Pure function of a slice; the fences use the same type-7 quartiles as the rest of `stats`.
 
 /// Fence multiplier of the inter-quartile range (Tukey's 1.5).
-pub const TUKEY_K: f64 = 1.5;
+pub(crate) const TUKEY_K: f64 = 1.5;
 
 /// Lower and upper fences `Q1 − 1.5·IQR`, `Q3 + 1.5·IQR`; None for an empty slice.
-pub fn tukey_fences(xs: &[f64]) -> Option<(f64, f64)> {
+pub(crate) fn tukey_fences(xs: &[f64]) -> Option<(f64, f64)> {
     let q1 = super::quantile(xs, 0.25)?;
     let q3 = super::quantile(xs, 0.75)?;
     let iqr = q3 - q1;
@@ -14,7 +14,7 @@ pub fn tukey_fences(xs: &[f64]) -> Option<(f64, f64)> {
 }
 
 /// Indices (into `xs`, ascending) of values outside the Tukey fences.
-pub fn tukey_outliers(xs: &[f64]) -> Vec<usize> {
+pub(crate) fn tukey_outliers(xs: &[f64]) -> Vec<usize> {
     let Some((lo, hi)) = tukey_fences(xs) else {
         return Vec::new();
     };

@@ -6,39 +6,42 @@
 
 use serde::Serialize;
 
-use super::bootstrap::{Bootstrap, Interval};
+#[cfg(test)]
+use super::bootstrap::Bootstrap;
+use super::bootstrap::Interval;
 use super::outliers::tukey_outliers;
 
 /// Spread ratios (max/min) above this are flagged as noisy.
-pub const SPREAD_FLAG: f64 = 2.0;
+pub(crate) const SPREAD_FLAG: f64 = 2.0;
 
 /// Descriptive statistics of one population of times.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Summary {
-    pub n: usize,
-    pub mean: f64,
+pub(crate) struct Summary {
+    pub(crate) n: usize,
+    pub(crate) mean: f64,
     /// Sample standard deviation (n − 1); None for a single value.
-    pub stdev: Option<f64>,
-    pub median: f64,
-    pub min: f64,
-    pub max: f64,
-    pub p5: f64,
-    pub p95: f64,
+    pub(crate) stdev: Option<f64>,
+    pub(crate) median: f64,
+    pub(crate) min: f64,
+    pub(crate) max: f64,
+    pub(crate) p5: f64,
+    pub(crate) p95: f64,
     /// stdev / mean; None when either is undefined or the mean is zero.
-    pub cv: Option<f64>,
+    pub(crate) cv: Option<f64>,
     /// max / min; None when min is not positive.
-    pub spread_ratio: Option<f64>,
+    pub(crate) spread_ratio: Option<f64>,
     /// spread_ratio > 2.
-    pub spread_flag: bool,
+    pub(crate) spread_flag: bool,
     /// Bootstrap 95 % CI of the median.
-    pub median_ci: Interval,
+    pub(crate) median_ci: Interval,
     /// Indices of Tukey-fence outliers in the input order.
-    pub outliers: Vec<usize>,
+    pub(crate) outliers: Vec<usize>,
 }
 
 /// Summarise `xs` (input order kept for outlier indices); None for an empty slice.
 /// `key` names the estimate for the bootstrap stream (see `stats::bootstrap`).
-pub fn summarize(xs: &[f64], boot: &Bootstrap, key: &str) -> Option<Summary> {
+#[cfg(test)]
+pub(crate) fn summarize(xs: &[f64], boot: &Bootstrap, key: &str) -> Option<Summary> {
     if xs.is_empty() {
         return None;
     }
@@ -50,7 +53,7 @@ pub fn summarize(xs: &[f64], boot: &Bootstrap, key: &str) -> Option<Summary> {
 
 /// Summarise with a median CI computed by the caller (who may reuse its bootstrap draws);
 /// `sorted` is `xs` ascending.
-pub fn describe(xs: &[f64], sorted: &[f64], median_ci: Interval) -> Option<Summary> {
+pub(crate) fn describe(xs: &[f64], sorted: &[f64], median_ci: Interval) -> Option<Summary> {
     if xs.is_empty() {
         return None;
     }

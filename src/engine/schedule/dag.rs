@@ -15,7 +15,7 @@ use petgraph::Direction;
 
 /// One node of the graph.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Step {
+pub(crate) enum Step {
     Generate,
     Build {
         stack: String,
@@ -39,7 +39,7 @@ pub enum Step {
 impl Step {
     /// The journal's step key: `generate`, `build:<stack>`, `probe:<stack>`,
     /// `run:<case_id>:<stack>`, `collect`, or the later step's name.
-    pub fn key(&self) -> String {
+    pub(crate) fn key(&self) -> String {
         match self {
             Step::Generate => "generate".into(),
             Step::Build { stack } => format!("build:{stack}"),
@@ -51,7 +51,7 @@ impl Step {
     }
 
     /// The stack a build, probe or run step belongs to.
-    pub fn stack(&self) -> Option<&str> {
+    pub(crate) fn stack(&self) -> Option<&str> {
         match self {
             Step::Build { stack } | Step::Probe { stack } | Step::Run { stack, .. } => Some(stack),
             _ => None,
@@ -61,19 +61,23 @@ impl Step {
 
 /// One planned run as the graph needs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RunNode {
-    pub case_id: String,
-    pub stack: String,
+pub(crate) struct RunNode {
+    pub(crate) case_id: String,
+    pub(crate) stack: String,
 }
 
 /// The step graph of one campaign.
 #[derive(Debug, Clone)]
-pub struct Dag {
+pub(crate) struct Dag {
     graph: DiGraph<Step, ()>,
+    // Read by the tests' accessors only; the scheduler walks the graph.
+    #[cfg_attr(not(test), allow(dead_code))]
     generate: NodeIndex,
+    #[cfg_attr(not(test), allow(dead_code))]
     collect: NodeIndex,
     /// The last step of the chain after `collect` (new steps go after it).
     tail: NodeIndex,
+    #[cfg_attr(not(test), allow(dead_code))]
     runs: Vec<NodeIndex>,
 }
 
@@ -81,7 +85,7 @@ impl Dag {
     /// Build the graph. `stacks` is every stack in use with whether it has a build command;
     /// `runs` lists every run, the runs of one case in the order they must execute (index in this
     /// slice = `Step::Run::run`).
-    pub fn new(stacks: &[(String, bool)], runs: &[RunNode]) -> Dag {
+    pub(crate) fn new(stacks: &[(String, bool)], runs: &[RunNode]) -> Dag {
         let mut graph = DiGraph::new();
         let generate = graph.add_node(Step::Generate);
         let mut probes = BTreeMap::new();
@@ -134,7 +138,7 @@ impl Dag {
     }
 
     /// Add a step after `collect` and every step appended before it (reports slot in here).
-    pub fn append_after_collect(&mut self, name: &str) -> NodeIndex {
+    pub(crate) fn append_after_collect(&mut self, name: &str) -> NodeIndex {
         let node = self.graph.add_node(Step::After {
             name: name.to_string(),
         });
@@ -143,43 +147,47 @@ impl Dag {
         node
     }
 
-    pub fn step(&self, node: NodeIndex) -> &Step {
+    pub(crate) fn step(&self, node: NodeIndex) -> &Step {
         &self.graph[node]
     }
 
-    pub fn generate(&self) -> NodeIndex {
+    #[cfg(test)]
+    pub(crate) fn generate(&self) -> NodeIndex {
         self.generate
     }
 
-    pub fn collect(&self) -> NodeIndex {
+    #[cfg(test)]
+    pub(crate) fn collect(&self) -> NodeIndex {
         self.collect
     }
 
     /// The node of run `i`.
-    pub fn run_node(&self, i: usize) -> NodeIndex {
+    #[cfg(test)]
+    pub(crate) fn run_node(&self, i: usize) -> NodeIndex {
         self.runs[i]
     }
 
-    pub fn node_count(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn node_count(&self) -> usize {
         self.graph.node_count()
     }
 
-    pub fn nodes(&self) -> impl Iterator<Item = NodeIndex> + '_ {
+    pub(crate) fn nodes(&self) -> impl Iterator<Item = NodeIndex> + '_ {
         self.graph.node_indices()
     }
 
     /// Steps this one waits for.
-    pub fn predecessors(&self, node: NodeIndex) -> impl Iterator<Item = NodeIndex> + '_ {
+    pub(crate) fn predecessors(&self, node: NodeIndex) -> impl Iterator<Item = NodeIndex> + '_ {
         self.graph.neighbors_directed(node, Direction::Incoming)
     }
 
     /// Steps waiting for this one.
-    pub fn successors(&self, node: NodeIndex) -> impl Iterator<Item = NodeIndex> + '_ {
+    pub(crate) fn successors(&self, node: NodeIndex) -> impl Iterator<Item = NodeIndex> + '_ {
         self.graph.neighbors_directed(node, Direction::Outgoing)
     }
 
     /// Every step in an order that respects the edges (the graph is acyclic by construction).
-    pub fn topological(&self) -> Vec<NodeIndex> {
+    pub(crate) fn topological(&self) -> Vec<NodeIndex> {
         toposort(&self.graph, None).unwrap_or_else(|_| self.graph.node_indices().collect())
     }
 }

@@ -15,19 +15,19 @@ use crate::model::results::RunStatus;
 
 /// Retry and quarantine settings of one campaign.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct Policy {
+pub(crate) struct Policy {
     /// Extra attempts per run and session.
-    pub retries: u32,
+    pub(crate) retries: u32,
     /// Statuses that are retried (only `fail` and `timeout` ever are).
-    pub retry_on: Vec<RunStatus>,
+    pub(crate) retry_on: Vec<RunStatus>,
     /// How long the devices of a failed attempt rest before its retry.
-    pub cooldown: Duration,
+    pub(crate) cooldown: Duration,
     /// Quarantine a device after this many failed runs in a row on it (0 = never).
-    pub quarantine_after: u32,
+    pub(crate) quarantine_after: u32,
 }
 
 impl Policy {
-    pub fn from_config(cfg: &RunConfig) -> Policy {
+    pub(crate) fn from_config(cfg: &RunConfig) -> Policy {
         Policy {
             retries: cfg.retries,
             retry_on: RunStatus::ALL
@@ -45,7 +45,7 @@ impl Policy {
     /// attempt is final. A run gets at most `1 + retries` attempts per session, and only
     /// statuses listed in `retry_on` are retried (never pass, skipped, unavailable, interrupted
     /// or blocked).
-    pub fn retry_after(&self, status: RunStatus, attempt: u32) -> Option<Duration> {
+    pub(crate) fn retry_after(&self, status: RunStatus, attempt: u32) -> Option<Duration> {
         let retryable = matches!(status, RunStatus::Fail | RunStatus::Timeout)
             && self.retry_on.contains(&status)
             && attempt <= self.retries;
@@ -55,13 +55,13 @@ impl Policy {
 
 /// Failed runs in a row per device, for `quarantine_after`.
 #[derive(Debug, Clone, Default)]
-pub struct Streaks {
+pub(crate) struct Streaks {
     after: u32,
     streak: BTreeMap<u32, u32>,
 }
 
 impl Streaks {
-    pub fn new(quarantine_after: u32) -> Streaks {
+    pub(crate) fn new(quarantine_after: u32) -> Streaks {
         Streaks {
             after: quarantine_after,
             streak: BTreeMap::new(),
@@ -72,7 +72,7 @@ impl Streaks {
     /// streaks; `fail`/`timeout` extend them; other statuses say nothing about a device's health
     /// (the stack could not run, the user stopped it) and leave them alone. Returns the devices
     /// whose streak just reached `quarantine_after`, with the reason to record.
-    pub fn record_run(&mut self, devices: &[u32], status: RunStatus) -> Vec<(u32, String)> {
+    pub(crate) fn record_run(&mut self, devices: &[u32], status: RunStatus) -> Vec<(u32, String)> {
         let mut newly = Vec::new();
         for &d in devices {
             match status {
@@ -97,7 +97,7 @@ impl Streaks {
 }
 
 /// The quarantine reason of a device whose health probe failed.
-pub fn probe_failed(detail: &str) -> String {
+pub(crate) fn probe_failed(detail: &str) -> String {
     if detail.is_empty() {
         "health probe failed".to_string()
     } else {

@@ -7,11 +7,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::model::plan::{DeviceKind, DevicesConfig, Placement};
+#[cfg(test)]
+use crate::model::plan::DeviceKind;
+use crate::model::plan::{DevicesConfig, Placement};
 
 /// What one run needs from the pool.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Need {
+pub(crate) enum Need {
     /// `p` devices; `pinned` = exactly these ids.
     Devices { p: usize, pinned: Option<Vec<u32>> },
     /// CPU slots (the `host` stack and `resource = "cpu"`): never shared with another run.
@@ -22,14 +24,14 @@ pub enum Need {
 
 /// What a run holds while it runs. Released by [`Pool::release`].
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Lease {
-    pub devices: Vec<u32>,
-    pub cpus: Vec<u32>,
+pub(crate) struct Lease {
+    pub(crate) devices: Vec<u32>,
+    pub(crate) cpus: Vec<u32>,
 }
 
 impl Lease {
     /// The ids a stack sees in `CAMPAIGN_DEVICES`: devices, or CPU slots for CPU runs.
-    pub fn visible_ids(&self) -> &[u32] {
+    pub(crate) fn visible_ids(&self) -> &[u32] {
         if self.devices.is_empty() {
             &self.cpus
         } else {
@@ -115,8 +117,7 @@ impl Slots {
 
 /// Devices and CPU slots of one campaign.
 #[derive(Debug, Clone)]
-pub struct Pool {
-    kind: DeviceKind,
+pub(crate) struct Pool {
     placement: Placement,
     devices: Slots,
     /// The machine's real CPUs. Kept apart from the devices even for `kind = "cpu"`, whose ids
@@ -126,7 +127,7 @@ pub struct Pool {
 
 impl Pool {
     /// A pool from `[devices]`, with `cpu_count` CPU slots for CPU runs.
-    pub fn new(cfg: &DevicesConfig, cpu_count: usize) -> Pool {
+    pub(crate) fn new(cfg: &DevicesConfig, cpu_count: usize) -> Pool {
         let cpu_ids: Vec<u32> = (0..cpu_count.max(1) as u32).collect();
         let ids = if cfg.ids.is_empty() {
             cpu_ids.clone()
@@ -134,34 +135,24 @@ impl Pool {
             cfg.ids.clone()
         };
         Pool {
-            kind: cfg.kind,
             placement: cfg.placement,
             devices: Slots::new(ids, cfg.groups.clone()),
             cpus: Slots::new(cpu_ids, Vec::new()),
         }
     }
 
-    pub fn kind(&self) -> DeviceKind {
-        self.kind
-    }
-
-    pub fn placement(&self) -> Placement {
+    pub(crate) fn placement(&self) -> Placement {
         self.placement
-    }
-
-    /// Every device id of the pool.
-    pub fn device_ids(&self) -> &[u32] {
-        &self.devices.ids
     }
 
     /// CPU slots a CPU run of `p` ranks leases: one per rank, at most the whole CPU set
     /// (threads as ranks may oversubscribe; the run still owns every core it is given).
-    pub fn cpu_need(&self, p: usize) -> usize {
+    pub(crate) fn cpu_need(&self, p: usize) -> usize {
         p.clamp(1, self.cpus.ids.len().max(1))
     }
 
     /// Could this need ever be met by the pool as configured? `Err` says why not (plan time).
-    pub fn check(&self, need: &Need) -> Result<(), String> {
+    pub(crate) fn check(&self, need: &Need) -> Result<(), String> {
         match need {
             Need::Nothing | Need::Cpu { .. } => Ok(()),
             Need::Devices { p, pinned: None } => {
@@ -198,7 +189,7 @@ impl Pool {
 
     /// Can this need still be met once running leases end (quarantine may shrink the pool)?
     /// `Err` is the reason of a `blocked` run.
-    pub fn still_possible(&self, need: &Need) -> Result<(), String> {
+    pub(crate) fn still_possible(&self, need: &Need) -> Result<(), String> {
         match need {
             Need::Devices { p, pinned: None } if *p > self.devices.healthy() => Err(format!(
                 "needs {p} devices but only {} healthy device(s) remain",
@@ -224,7 +215,7 @@ impl Pool {
     }
 
     /// Lease what `need` asks for, if it is free now.
-    pub fn try_lease(&mut self, need: &Need) -> Option<Lease> {
+    pub(crate) fn try_lease(&mut self, need: &Need) -> Option<Lease> {
         match need {
             Need::Nothing => Some(Lease::default()),
             Need::Devices { p, pinned } => {
@@ -257,7 +248,7 @@ impl Pool {
     }
 
     /// Give a lease back.
-    pub fn release(&mut self, lease: &Lease) {
+    pub(crate) fn release(&mut self, lease: &Lease) {
         for d in &lease.devices {
             self.devices.busy.remove(d);
         }
@@ -267,25 +258,20 @@ impl Pool {
     }
 
     /// Take a device out of service for the rest of the campaign.
-    pub fn quarantine(&mut self, device: u32, reason: impl Into<String>) {
+    pub(crate) fn quarantine(&mut self, device: u32, reason: impl Into<String>) {
         if self.devices.ids.contains(&device) {
             self.devices.quarantined.insert(device, reason.into());
         }
     }
 
     /// Quarantined devices and why.
-    pub fn quarantined(&self) -> &BTreeMap<u32, String> {
+    pub(crate) fn quarantined(&self) -> &BTreeMap<u32, String> {
         &self.devices.quarantined
-    }
-
-    /// Nothing leased (used by tests and the end-of-campaign check).
-    pub fn idle(&self) -> bool {
-        self.devices.busy.is_empty() && self.cpus.busy.is_empty()
     }
 }
 
 /// `0,1,2` — the `CAMPAIGN_DEVICES` spelling.
-pub fn join(ids: &[u32]) -> String {
+pub(crate) fn join(ids: &[u32]) -> String {
     ids.iter()
         .map(|d| d.to_string())
         .collect::<Vec<_>>()

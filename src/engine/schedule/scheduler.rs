@@ -22,7 +22,7 @@ use crate::engine::schedule::faults::Streaks;
 use crate::engine::schedule::pool::{Lease, Pool};
 use crate::model::results::{RunResult, RunStatus};
 
-pub use super::types::{Driver, Limits, Outcome, ProbeReport, Report, RunPlan, Summary};
+pub(crate) use super::types::{Driver, Limits, Outcome, ProbeReport, Report, RunPlan, Summary};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -41,7 +41,7 @@ impl State {
     }
 }
 
-pub struct Scheduler {
+pub(crate) struct Scheduler {
     dag: Dag,
     pool: Pool,
     runs: Vec<RunPlan>,
@@ -65,7 +65,7 @@ pub struct Scheduler {
 }
 
 impl Scheduler {
-    pub fn new(dag: Dag, pool: Pool, runs: Vec<RunPlan>, limits: Limits) -> Scheduler {
+    pub(crate) fn new(dag: Dag, pool: Pool, runs: Vec<RunPlan>, limits: Limits) -> Scheduler {
         let state = dag.nodes().map(|n| (n, State::Waiting)).collect();
         let mut priority: Vec<f64> = runs.iter().map(|r| r.estimate_s).collect();
         // Walk runs in reverse topological order so each run adds its successors' totals.
@@ -373,7 +373,7 @@ impl Scheduler {
 
     /// Run the campaign to the end, or until `cancel` turns true (then: start nothing more,
     /// wait for running steps to report — their executors see the same signal).
-    pub async fn run(
+    pub(crate) async fn run(
         mut self,
         driver: &mut dyn Driver,
         mut cancel: watch::Receiver<bool>,

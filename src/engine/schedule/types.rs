@@ -15,22 +15,22 @@ use crate::model::results::{RunResult, RunStatus};
 
 /// What the scheduler knows about one planned run before it starts.
 #[derive(Debug, Clone)]
-pub struct RunPlan {
-    pub need: Need,
+pub(crate) struct RunPlan {
+    pub(crate) need: Need,
     /// Expected duration in seconds (only the order matters).
-    pub estimate_s: f64,
+    pub(crate) estimate_s: f64,
     /// Decided without executing (a `skipped` run, or a run a resume keeps) and its reason.
-    pub preset: Option<(RunStatus, String)>,
+    pub(crate) preset: Option<(RunStatus, String)>,
     /// Which health probe checks this run's devices (`None` = no probe). Devices that passed a
     /// probe with the same key are not probed again before a first attempt.
-    pub health_probe: Option<String>,
+    pub(crate) health_probe: Option<String>,
     /// Attempt number of the run's first attempt in this session (attempts count across
     /// resumes, so each keeps its own log).
-    pub first_attempt: u32,
+    pub(crate) first_attempt: u32,
 }
 
 impl RunPlan {
-    pub fn new(need: Need, estimate_s: f64, preset: Option<(RunStatus, String)>) -> RunPlan {
+    pub(crate) fn new(need: Need, estimate_s: f64, preset: Option<(RunStatus, String)>) -> RunPlan {
         RunPlan {
             need,
             estimate_s,
@@ -44,11 +44,11 @@ impl RunPlan {
 /// What a health probe found on the devices it checked.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ProbeReport {
-    pub passed: Vec<u32>,
+    pub(crate) passed: Vec<u32>,
     /// Devices whose probe failed, with the detail (exit code, timeout, …).
-    pub failed: Vec<(u32, String)>,
+    pub(crate) failed: Vec<(u32, String)>,
     /// The campaign was interrupted while probing: says nothing about the devices.
-    pub cancelled: bool,
+    pub(crate) cancelled: bool,
 }
 
 /// How a step ended, as its executor reports it.
@@ -75,13 +75,13 @@ pub enum Outcome {
 
 /// A message from an executor task.
 #[derive(Debug)]
-pub struct Report {
-    pub node: NodeIndex,
-    pub outcome: Outcome,
+pub(crate) struct Report {
+    pub(crate) node: NodeIndex,
+    pub(crate) outcome: Outcome,
 }
 
 /// What the scheduler asks of the engine.
-pub trait Driver {
+pub(crate) trait Driver {
     /// Start `step` (with `lease` for runs; `attempt` counts from the run's first attempt) and
     /// send exactly one [`Report`] for `node` on `tx` when it ends. Must not block.
     fn start(
@@ -115,19 +115,19 @@ pub trait Driver {
 
 /// Limits from the command line and `[run]`.
 #[derive(Debug, Clone, Default)]
-pub struct Limits {
+pub(crate) struct Limits {
     /// Max runs at once (None = as many as leases allow).
-    pub jobs: Option<usize>,
+    pub(crate) jobs: Option<usize>,
     /// Retries, cooldown and quarantine rules.
-    pub faults: Policy,
+    pub(crate) faults: Policy,
 }
 
 /// The end of a campaign as the scheduler saw it.
 #[derive(Debug, Default)]
-pub struct Summary {
+pub(crate) struct Summary {
     /// Final result of every run that ended, in finishing order.
-    pub results: Vec<RunResult>,
-    pub interrupted: bool,
+    pub(crate) results: Vec<RunResult>,
+    pub(crate) interrupted: bool,
     /// Devices taken out of service, with the reason.
-    pub quarantined: BTreeMap<u32, String>,
+    pub(crate) quarantined: BTreeMap<u32, String>,
 }

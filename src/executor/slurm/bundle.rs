@@ -14,11 +14,11 @@ use serde::{Deserialize, Serialize};
 use crate::executor::ProcessOutcome;
 
 /// The batch script, kept in the bundle so a run can be re-submitted or read by hand.
-pub const SCRIPT_FILE: &str = "slurm.sh";
+pub(crate) const SCRIPT_FILE: &str = "slurm.sh";
 /// Written when the job starts: the visible-device variables Slurm set and the chosen list.
-pub const DEVICES_FILE: &str = "slurm.devices";
+pub(crate) const DEVICES_FILE: &str = "slurm.devices";
 /// Written when the stack exits: `exit_code`, `started_ns`, `ended_ns`.
-pub const RESULT_FILE: &str = "slurm.result";
+pub(crate) const RESULT_FILE: &str = "slurm.result";
 
 /// The devices Slurm granted the job, as the batch script saw them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -29,18 +29,18 @@ pub struct GrantedDevices {
     /// `granted` as numbers, when every entry is one (GPU UUIDs are not).
     pub ids: Option<Vec<u32>>,
     /// Node the job ran on.
-    pub node: Option<String>,
+    pub(crate) node: Option<String>,
     /// Every variable the script recorded (empty ones left out).
     pub variables: BTreeMap<String, String>,
 }
 
 /// Read `slurm.devices`; `None` when the job never started (or the file is unreadable).
-pub fn read_devices(bundle_dir: &Path) -> Option<GrantedDevices> {
+pub(crate) fn read_devices(bundle_dir: &Path) -> Option<GrantedDevices> {
     let text = std::fs::read_to_string(bundle_dir.join(DEVICES_FILE)).ok()?;
     Some(parse_devices(&text))
 }
 
-pub fn parse_devices(text: &str) -> GrantedDevices {
+pub(crate) fn parse_devices(text: &str) -> GrantedDevices {
     let mut out = GrantedDevices::default();
     for (key, value) in key_values(text) {
         match key {
@@ -69,12 +69,12 @@ fn parse_ids(list: &str) -> Option<Vec<u32>> {
 ///
 /// The shell reports a process killed by signal N as status 128+N, so such a status becomes
 /// `signal = N` (as the local executor reports it).
-pub fn read_result(bundle_dir: &Path) -> Option<ProcessOutcome> {
+pub(crate) fn read_result(bundle_dir: &Path) -> Option<ProcessOutcome> {
     let text = std::fs::read_to_string(bundle_dir.join(RESULT_FILE)).ok()?;
     parse_result(&text)
 }
 
-pub fn parse_result(text: &str) -> Option<ProcessOutcome> {
+pub(crate) fn parse_result(text: &str) -> Option<ProcessOutcome> {
     let mut code = None;
     let mut started = None;
     let mut ended = None;
@@ -107,7 +107,7 @@ pub fn parse_result(text: &str) -> Option<ProcessOutcome> {
 }
 
 /// Remove what an earlier attempt left, so a stale result never describes a new job.
-pub fn clear(bundle_dir: &Path) {
+pub(crate) fn clear(bundle_dir: &Path) {
     for name in [DEVICES_FILE, RESULT_FILE] {
         let _ = std::fs::remove_file(bundle_dir.join(name));
     }

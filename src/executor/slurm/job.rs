@@ -19,22 +19,22 @@ use crate::executor::{
 };
 
 /// Called with each job id as soon as Slurm gave it (`true`: re-attached, not submitted).
-pub type OnSubmit = Arc<dyn Fn(JobId, bool) + Send + Sync>;
+pub(crate) type OnSubmit = Arc<dyn Fn(JobId, bool) + Send + Sync>;
 
 /// What a run needs to go through Slurm: the shared executor service, the job's naming and
 /// device request (see docs/slurm.md), and the campaign's decision on an interrupt.
 #[derive(Debug, Clone)]
-pub struct SlurmRun {
-    pub service: SlurmService,
-    pub campaign: String,
-    pub kind: crate::model::plan::DeviceKind,
+pub(crate) struct SlurmRun {
+    pub(crate) service: SlurmService,
+    pub(crate) campaign: String,
+    pub(crate) kind: crate::model::plan::DeviceKind,
     /// `None` until the campaign is interrupted and has decided what to do with its jobs.
-    pub decision: watch::Receiver<Option<Decision>>,
+    pub(crate) decision: watch::Receiver<Option<Decision>>,
 }
 
 /// What an interrupted campaign does with its Slurm jobs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OnInterrupt {
+pub(crate) enum OnInterrupt {
     /// scancel them; their runs end `interrupted`.
     Cancel,
     /// Leave them queued or running; their runs stay open in the journal for resume.
@@ -43,20 +43,20 @@ pub enum OnInterrupt {
 
 /// The decision and the jobs in flight when it was made.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Decision {
-    pub action: OnInterrupt,
-    pub jobs: Vec<JobId>,
+pub(crate) struct Decision {
+    pub(crate) action: OnInterrupt,
+    pub(crate) jobs: Vec<JobId>,
 }
 
 /// Asks the person at the terminal whether to cancel N jobs (`true`: cancel). The command
 /// line supplies it when stdin is a terminal.
-pub type AskCancel = fn(usize) -> bool;
+pub(crate) type AskCancel = fn(usize) -> bool;
 
 /// Decide on Ctrl-C: cancel at once with `--cancel-on-interrupt`; ask once when the caller
 /// gave a prompt (stdin is a terminal); otherwise (a script, CI, nohup) leave the jobs running
 /// — cancelling hours of queued work is not something to do without being asked. A `Cancel`
 /// is carried out here with one scancel for every job in flight.
-pub async fn decide(
+pub(crate) async fn decide(
     service: &SlurmService,
     cancel_at_once: bool,
     ask: Option<AskCancel>,
@@ -82,7 +82,7 @@ pub async fn decide(
 }
 
 /// How one process of a run ended under Slurm.
-pub enum JobOutcome {
+pub(crate) enum JobOutcome {
     /// The job ended: its exit as the local executor would report it, and Slurm's account of
     /// the end (its `run.log` is in the bundle).
     Ended(ProcessOutcome, Box<JobEnd>, JobId),
@@ -93,18 +93,18 @@ pub enum JobOutcome {
 }
 
 /// Everything one batch job of a run needs.
-pub struct JobRequest<'a> {
-    pub slurm: &'a SlurmRun,
-    pub job: BatchJob,
+pub(crate) struct JobRequest<'a> {
+    pub(crate) slurm: &'a SlurmRun,
+    pub(crate) job: BatchJob,
     /// A job an earlier session submitted for this attempt: watch it instead of submitting.
-    pub reattach: Option<JobId>,
-    pub on_submit: &'a OnSubmit,
-    pub cancel: watch::Receiver<bool>,
+    pub(crate) reattach: Option<JobId>,
+    pub(crate) on_submit: &'a OnSubmit,
+    pub(crate) cancel: watch::Receiver<bool>,
 }
 
 /// Run one process as a batch job: submit (or re-attach), report the id, await the end while
 /// honouring an interrupt's decision.
-pub async fn run_job(req: JobRequest<'_>) -> Result<JobOutcome, String> {
+pub(crate) async fn run_job(req: JobRequest<'_>) -> Result<JobOutcome, String> {
     let JobRequest {
         slurm,
         job,
@@ -202,10 +202,6 @@ async fn on_interrupt(slurm: &SlurmRun, id: JobId) -> Option<JobOutcome> {
 }
 
 impl Executor for SlurmRun {
-    fn name(&self) -> &'static str {
-        "slurm"
-    }
-
     fn grants_devices(&self) -> bool {
         true
     }
@@ -252,7 +248,7 @@ fn batch_job(slurm: &SlurmRun, req: &ProcessRequest<'_>) -> BatchJob {
 }
 
 /// The outcome recorded for a run interrupted before its job was submitted.
-pub fn not_submitted() -> ProcessOutcome {
+pub(crate) fn not_submitted() -> ProcessOutcome {
     ProcessOutcome {
         exit_code: None,
         signal: None,
@@ -262,7 +258,7 @@ pub fn not_submitted() -> ProcessOutcome {
 }
 
 /// The manifest's `slurm` object: job id, final state and reason, node, granted devices.
-pub fn manifest_entry(id: JobId, end: &JobEnd) -> serde_json::Value {
+pub(crate) fn manifest_entry(id: JobId, end: &JobEnd) -> serde_json::Value {
     let devices = end.devices.as_ref();
     serde_json::json!({
         "job_id": id.0,

@@ -21,8 +21,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-pub use bundle::GrantedDevices;
-pub use poll::{Backoff, JobRecord};
+pub(crate) use bundle::GrantedDevices;
+pub(crate) use poll::{Backoff, JobRecord};
 pub use script::{render_script, sbatch_command, shell_line, BatchJob};
 pub use service::{process_outcome, replay_log, SlurmService, Submitted};
 pub use state::{JobState, Verdict};
@@ -33,13 +33,13 @@ use crate::executor::ProcessOutcome;
 use crate::model::plan::SlurmConfig;
 
 /// Polling interval when `[slurm] poll_interval` is not set.
-pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(2);
+pub(crate) const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(2);
 /// Jobs in flight at once when neither `--jobs` nor `[slurm] max_jobs` says: enough to keep a
 /// partition busy, few enough that one campaign does not flood the queue (many sites cap jobs
 /// per user near a few hundred).
-pub const DEFAULT_MAX_JOBS: usize = 64;
+pub(crate) const DEFAULT_MAX_JOBS: usize = 64;
 /// The interval never grows beyond this while nothing changes.
-pub const MAX_POLL_INTERVAL: Duration = Duration::from_secs(30);
+pub(crate) const MAX_POLL_INTERVAL: Duration = Duration::from_secs(30);
 /// squeue failing this many polls in a row (slurmctld gone) becomes an error.
 const MAX_QUERY_FAILURES: u32 = 5;
 
@@ -48,9 +48,9 @@ const MAX_QUERY_FAILURES: u32 = 5;
 pub struct JobEnd {
     pub state: JobState,
     /// Slurm's reason, when it gave one.
-    pub reason: Option<String>,
+    pub(crate) reason: Option<String>,
     /// Slurm's `ExitCode=code:signal`, when known.
-    pub slurm_exit: Option<String>,
+    pub(crate) slurm_exit: Option<String>,
     /// What the run's status is (or that the bundle must be parsed).
     pub verdict: Verdict,
     /// The stack process's exit as the batch script recorded it (present for `Parse`).
@@ -73,8 +73,8 @@ pub struct Attached {
 pub struct QueryStats {
     pub polls: u32,
     pub squeue: u32,
-    pub scontrol: u32,
-    pub jobcomp_reads: u32,
+    pub(crate) scontrol: u32,
+    pub(crate) jobcomp_reads: u32,
 }
 
 #[derive(Debug, Clone)]
@@ -134,11 +134,6 @@ impl SlurmExecutor {
         self.stats
     }
 
-    /// The wait before the next poll (grows while nothing changes).
-    pub fn interval(&self) -> Duration {
-        self.backoff.current()
-    }
-
     /// The argv `submit` would run for `job` (what `dry-run --executor slurm` prints).
     pub fn sbatch_command(&self, job: &BatchJob) -> Result<Vec<String>> {
         sbatch_command(&self.config, job)
@@ -181,7 +176,7 @@ impl SlurmExecutor {
 
     /// scancel `ids` (watched or not). They are reported by a later poll, as `Interrupted`.
     /// Ids this executor already cancelled are not sent again.
-    pub async fn cancel(&mut self, ids: &[JobId]) -> Result<()> {
+    pub(crate) async fn cancel(&mut self, ids: &[JobId]) -> Result<()> {
         let ids: Vec<JobId> = ids
             .iter()
             .copied()
@@ -212,7 +207,7 @@ impl SlurmExecutor {
     /// Query Slurm now: one squeue for all watched jobs; scontrol, then the jobcomp file, then
     /// the bundle for jobs squeue no longer lists. Returns the jobs that ended (no longer
     /// watched afterwards) and schedules the next poll with the backoff.
-    pub async fn poll_now(&mut self) -> Result<Vec<(JobId, JobEnd)>> {
+    pub(crate) async fn poll_now(&mut self) -> Result<Vec<(JobId, JobEnd)>> {
         let ids = self.watching();
         if ids.is_empty() {
             self.next_poll = Instant::now() + self.backoff.current();

@@ -19,17 +19,17 @@ const INVALID_JOB_ID: &str = "Invalid job id";
 
 /// One job as squeue or scontrol or the jobcomp file describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JobRecord {
-    pub id: JobId,
-    pub state: JobState,
+pub(crate) struct JobRecord {
+    pub(crate) id: JobId,
+    pub(crate) state: JobState,
     /// Slurm's reason (`None` when Slurm printed `None`; the jobcomp file has none).
-    pub reason: Option<String>,
+    pub(crate) reason: Option<String>,
     /// `code:signal`, when the source gives it (scontrol, jobcomp).
-    pub exit_code: Option<String>,
+    pub(crate) exit_code: Option<String>,
 }
 
 /// `squeue -h -t all -j id1,id2,… -o '%i|%T|%r'`: every watched job in one call.
-pub fn squeue_argv(ids: &[JobId]) -> Vec<String> {
+pub(crate) fn squeue_argv(ids: &[JobId]) -> Vec<String> {
     let list = ids
         .iter()
         .map(JobId::to_string)
@@ -43,7 +43,7 @@ pub fn squeue_argv(ids: &[JobId]) -> Vec<String> {
 
 /// Parse squeue's `%i|%T|%r` lines. A line that does not have that shape is an error naming it
 /// (an unexpected squeue must not be silently read as "no jobs").
-pub fn parse_squeue(text: &str) -> Result<Vec<JobRecord>> {
+pub(crate) fn parse_squeue(text: &str) -> Result<Vec<JobRecord>> {
     let mut rows = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let line = line.trim();
@@ -69,7 +69,7 @@ pub fn parse_squeue(text: &str) -> Result<Vec<JobRecord>> {
 
 /// Split Slurm's `Key=Value Key=Value …` text (scontrol, the jobcomp file) into pairs. A word
 /// without `=` continues the previous value (values such as paths may contain spaces).
-pub fn parse_key_values(text: &str) -> Vec<(String, String)> {
+pub(crate) fn parse_key_values(text: &str) -> Vec<(String, String)> {
     let mut pairs: Vec<(String, String)> = Vec::new();
     for word in text.split_whitespace() {
         match word.split_once('=') {
@@ -86,7 +86,7 @@ pub fn parse_key_values(text: &str) -> Vec<(String, String)> {
 }
 
 /// Read one job from `scontrol show job ID` output (or one jobcomp line).
-pub fn parse_job_record(text: &str) -> Option<JobRecord> {
+pub(crate) fn parse_job_record(text: &str) -> Option<JobRecord> {
     let pairs: BTreeMap<String, String> = parse_key_values(text).into_iter().collect();
     Some(JobRecord {
         id: pairs.get("JobId")?.parse().ok()?,
@@ -97,7 +97,7 @@ pub fn parse_job_record(text: &str) -> Option<JobRecord> {
 }
 
 /// The last line of a jobcomp file (`JobCompType=jobcomp/filetxt`) about job `id`.
-pub fn find_in_jobcomp(text: &str, id: JobId) -> Option<JobRecord> {
+pub(crate) fn find_in_jobcomp(text: &str, id: JobId) -> Option<JobRecord> {
     let needle = format!("JobId={id} ");
     text.lines()
         .rev()
@@ -106,7 +106,7 @@ pub fn find_in_jobcomp(text: &str, id: JobId) -> Option<JobRecord> {
 }
 
 /// `JobCompLoc` from `scontrol show config`, when the jobcomp plugin writes a file.
-pub fn jobcomp_location(config_text: &str) -> Option<PathBuf> {
+pub(crate) fn jobcomp_location(config_text: &str) -> Option<PathBuf> {
     let mut kind = None;
     let mut location = None;
     for line in config_text.lines() {
@@ -138,7 +138,7 @@ fn bad_line(tool: &str, n: usize, line: &str, expected: &str) -> Error {
 }
 
 /// One `squeue` for all `ids`. Jobs squeue no longer knows are simply absent.
-pub async fn query_squeue(cluster: &Cluster, ids: &[JobId]) -> Result<Vec<JobRecord>> {
+pub(crate) async fn query_squeue(cluster: &Cluster, ids: &[JobId]) -> Result<Vec<JobRecord>> {
     if ids.is_empty() {
         return Ok(Vec::new());
     }
@@ -158,7 +158,7 @@ pub async fn query_squeue(cluster: &Cluster, ids: &[JobId]) -> Result<Vec<JobRec
 }
 
 /// `scontrol show job ID`; `None` when Slurm no longer knows the job.
-pub async fn query_scontrol(cluster: &Cluster, id: JobId) -> Result<Option<JobRecord>> {
+pub(crate) async fn query_scontrol(cluster: &Cluster, id: JobId) -> Result<Option<JobRecord>> {
     let argv = ["scontrol", "show", "job", &id.to_string()].map(String::from);
     let out = cluster.run(&argv).await?;
     if !out.status.success() {
@@ -175,14 +175,14 @@ pub async fn query_scontrol(cluster: &Cluster, id: JobId) -> Result<Option<JobRe
 }
 
 /// Where the cluster's jobcomp file is, if it has one (asked once per executor).
-pub async fn query_jobcomp_location(cluster: &Cluster) -> Option<PathBuf> {
+pub(crate) async fn query_jobcomp_location(cluster: &Cluster) -> Option<PathBuf> {
     let argv = ["scontrol", "show", "config"].map(String::from);
     let out = cluster.run(&argv).await.ok()?;
     jobcomp_location(&String::from_utf8_lossy(&out.stdout))
 }
 
 /// Look job `id` up in the jobcomp file at `path` (unreadable file = not found).
-pub fn read_jobcomp(path: &Path, id: JobId) -> Option<JobRecord> {
+pub(crate) fn read_jobcomp(path: &Path, id: JobId) -> Option<JobRecord> {
     let text = std::fs::read_to_string(path).ok()?;
     find_in_jobcomp(&text, id)
 }
@@ -190,15 +190,15 @@ pub fn read_jobcomp(path: &Path, id: JobId) -> Option<JobRecord> {
 /// The polling interval: starts at `base`, grows ×`factor` after every poll that saw no
 /// change, up to `max`; any change brings it back to `base`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Backoff {
-    pub base: Duration,
-    pub max: Duration,
-    pub factor: f64,
+pub(crate) struct Backoff {
+    pub(crate) base: Duration,
+    pub(crate) max: Duration,
+    pub(crate) factor: f64,
     current: Duration,
 }
 
 impl Backoff {
-    pub fn new(base: Duration, max: Duration) -> Backoff {
+    pub(crate) fn new(base: Duration, max: Duration) -> Backoff {
         let max = max.max(base);
         Backoff {
             base,
@@ -209,12 +209,12 @@ impl Backoff {
     }
 
     /// The wait before the next poll.
-    pub fn current(&self) -> Duration {
+    pub(crate) fn current(&self) -> Duration {
         self.current
     }
 
     /// Record one poll's outcome and return the wait before the next.
-    pub fn observe(&mut self, changed: bool) -> Duration {
+    pub(crate) fn observe(&mut self, changed: bool) -> Duration {
         self.current = if changed {
             self.base
         } else {
@@ -223,7 +223,7 @@ impl Backoff {
         self.current
     }
 
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.current = self.base;
     }
 }

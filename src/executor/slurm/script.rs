@@ -19,14 +19,14 @@ use crate::model::plan::{DeviceKind, SlurmConfig};
 
 /// Devices request when `[slurm] devices_arg` is not set: a `gpu`-type GRES, the kind for which
 /// Slurm sets visible-device variables (CUDA_VISIBLE_DEVICES, SLURM_JOB_GPUS) for the job.
-pub const DEFAULT_DEVICES_ARG: &str = "--gres=gpu:{{ p }}";
+pub(crate) const DEFAULT_DEVICES_ARG: &str = "--gres=gpu:{{ p }}";
 
 /// Devices request for CPU-device campaigns (the `host` stack): one CPU per rank.
-pub const DEFAULT_CPU_DEVICES_ARG: &str = "--cpus-per-task={{ p }}";
+pub(crate) const DEFAULT_CPU_DEVICES_ARG: &str = "--cpus-per-task={{ p }}";
 
 /// Exit code of the batch script when it cannot enter the run's working directory (the stack
 /// never started, so no result is recorded).
-pub const NO_CWD_EXIT: i32 = 97;
+pub(crate) const NO_CWD_EXIT: i32 = 97;
 
 /// One run to submit: the rendered process plus what Slurm needs to place it.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,12 +50,12 @@ impl BatchJob {
         format!("campaign:{}:{}:{}", self.campaign, self.case_id, self.stack)
     }
 
-    pub fn script_path(&self) -> PathBuf {
+    pub(crate) fn script_path(&self) -> PathBuf {
         self.bundle_dir.join(SCRIPT_FILE)
     }
 
     /// The same job with bundle, working directory and log as absolute paths.
-    pub fn absolute(&self) -> BatchJob {
+    pub(crate) fn absolute(&self) -> BatchJob {
         let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
         let mut job = self.clone();
         job.bundle_dir = abs(&self.bundle_dir);
@@ -98,7 +98,7 @@ pub fn sbatch_command(config: &SlurmConfig, job: &BatchJob) -> Result<Vec<String
 
 /// `[slurm] time_limit` as written, else the run's timeout rounded up to whole minutes (Slurm's
 /// granularity) as `H:MM:SS` or `D-HH:MM:SS`. `None` leaves the partition's default.
-pub fn time_limit(config: &SlurmConfig, timeout: Option<Duration>) -> Option<String> {
+pub(crate) fn time_limit(config: &SlurmConfig, timeout: Option<Duration>) -> Option<String> {
     if let Some(limit) = &config.time_limit {
         return Some(limit.clone());
     }
@@ -115,7 +115,7 @@ pub fn time_limit(config: &SlurmConfig, timeout: Option<Duration>) -> Option<Str
 /// The devices request: `devices_arg` (or the default for the device kind) rendered with `p`
 /// and `kind`, split on whitespace so one template may give several arguments. P = 0 asks
 /// for nothing.
-pub fn devices_args(config: &SlurmConfig, p: u32, kind: DeviceKind) -> Result<Vec<String>> {
+pub(crate) fn devices_args(config: &SlurmConfig, p: u32, kind: DeviceKind) -> Result<Vec<String>> {
     if p == 0 {
         return Ok(Vec::new());
     }
@@ -139,7 +139,8 @@ pub fn devices_args(config: &SlurmConfig, p: u32, kind: DeviceKind) -> Result<Ve
 }
 
 /// Check a `devices_arg` template without a run (for plan validation): `Err` says why.
-pub fn validate_devices_arg(template: &str) -> std::result::Result<(), String> {
+#[cfg(test)]
+pub(crate) fn validate_devices_arg(template: &str) -> std::result::Result<(), String> {
     render_devices_arg(template, 1, "npu").map(|_| ())
 }
 
@@ -227,7 +228,7 @@ pub fn shell_line(argv: &[String]) -> String {
 }
 
 /// Single-quote for sh: `it's` → `'it'\''s'`.
-pub fn quote(value: &str) -> String {
+pub(crate) fn quote(value: &str) -> String {
     format!("'{}'", value.replace('\'', r"'\''"))
 }
 

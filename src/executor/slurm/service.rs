@@ -55,28 +55,28 @@ impl SlurmService {
     }
 
     /// Watch a job submitted before a restart; resolves when it ends.
-    pub async fn reattach(&self, job: Attached) -> Result<oneshot::Receiver<JobEnd>> {
+    pub(crate) async fn reattach(&self, job: Attached) -> Result<oneshot::Receiver<JobEnd>> {
         let (tx, rx) = oneshot::channel();
         self.send(Request::Reattach(job, tx)).await?;
         rx.await.map_err(|_| gone())
     }
 
     /// scancel every watched job; their ends arrive as `Interrupted`.
-    pub async fn cancel_all(&self) -> Result<()> {
+    pub(crate) async fn cancel_all(&self) -> Result<()> {
         let (tx, rx) = oneshot::channel();
         self.send(Request::CancelAll(tx)).await?;
         rx.await.map_err(|_| gone())?
     }
 
     /// scancel these jobs (ids already cancelled by this executor are not sent again).
-    pub async fn cancel(&self, ids: Vec<JobId>) -> Result<()> {
+    pub(crate) async fn cancel(&self, ids: Vec<JobId>) -> Result<()> {
         let (tx, rx) = oneshot::channel();
         self.send(Request::Cancel(ids, tx)).await?;
         rx.await.map_err(|_| gone())?
     }
 
     /// The jobs being watched now (submitted or re-attached, not ended).
-    pub async fn watching(&self) -> Result<Vec<JobId>> {
+    pub(crate) async fn watching(&self) -> Result<Vec<JobId>> {
         let (tx, rx) = oneshot::channel();
         self.send(Request::Watching(tx)).await?;
         rx.await.map_err(|_| gone())

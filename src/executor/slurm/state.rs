@@ -36,7 +36,7 @@ const OTHER_TERMINAL: &[&str] = &["SPECIAL_EXIT", "REVOKED"];
 
 impl JobState {
     /// Parse Slurm's word. Only the first word counts (`CANCELLED by 0` is CANCELLED).
-    pub fn parse(text: &str) -> JobState {
+    pub(crate) fn parse(text: &str) -> JobState {
         let word = text
             .split_whitespace()
             .next()
@@ -62,7 +62,7 @@ impl JobState {
         }
     }
 
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         match self {
             JobState::Pending => "PENDING",
             JobState::Running => "RUNNING",
@@ -85,7 +85,7 @@ impl JobState {
 
     /// Has the job ended for good? (A COMPLETING job still runs its epilog; a PREEMPTED job
     /// that Slurm requeues comes back as PENDING, which the next poll sees.)
-    pub fn is_terminal(&self) -> bool {
+    pub(crate) fn is_terminal(&self) -> bool {
         match self {
             JobState::Completed
             | JobState::Failed
@@ -125,7 +125,7 @@ pub enum Verdict {
 
 impl Verdict {
     /// The run status this verdict fixes; `None` for `Parse` (the parser decides).
-    pub fn status(&self) -> Option<RunStatus> {
+    pub(crate) fn status(&self) -> Option<RunStatus> {
         match self {
             Verdict::Parse => None,
             Verdict::Fail(_) => Some(RunStatus::Fail),
@@ -145,17 +145,17 @@ impl Verdict {
 
 /// What is known about an ended job when its verdict is decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Ending<'a> {
-    pub job_id: u64,
-    pub state: &'a JobState,
+pub(crate) struct Ending<'a> {
+    pub(crate) job_id: u64,
+    pub(crate) state: &'a JobState,
     /// Slurm's reason (`None`, `NonZeroExitCode`, `TimeLimit`, …), when Slurm gave one.
-    pub reason: Option<&'a str>,
+    pub(crate) reason: Option<&'a str>,
     /// Slurm's `ExitCode=code:signal`, when known.
-    pub slurm_exit: Option<&'a str>,
+    pub(crate) slurm_exit: Option<&'a str>,
     /// The bundle holds the stack's exit code (the batch script reached its end).
-    pub has_result: bool,
+    pub(crate) has_result: bool,
     /// campaign itself cancelled the job.
-    pub cancelled_by_us: bool,
+    pub(crate) cancelled_by_us: bool,
 }
 
 /// Decide what an ended job means for its run.
@@ -163,7 +163,7 @@ pub struct Ending<'a> {
 /// Slurm's own judgement wins where it killed the job (TIMEOUT, OUT_OF_MEMORY, NODE_FAIL, …)
 /// even if the script managed to record an exit code; a stack that exited by itself
 /// (COMPLETED or FAILED with a result in the bundle) is handed to the parser like a local run.
-pub fn verdict(end: &Ending<'_>) -> Verdict {
+pub(crate) fn verdict(end: &Ending<'_>) -> Verdict {
     let described = describe(end);
     match end.state {
         JobState::Timeout => Verdict::Timeout(described),

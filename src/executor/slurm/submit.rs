@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 
 /// How long one Slurm command may take before campaign gives up on it (a slurmctld that does
 /// not answer must not hang the campaign).
-pub const TOOL_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const TOOL_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A Slurm job id (campaign submits plain jobs: no arrays, no het jobs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -43,14 +43,14 @@ impl FromStr for JobId {
 /// How to reach the cluster: `SLURM_CONF` for every command (None = inherited environment).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Cluster {
-    pub slurm_conf: Option<PathBuf>,
+    pub(crate) slurm_conf: Option<PathBuf>,
 }
 
 impl Cluster {
     /// Run one Slurm command to its end (bounded by [`TOOL_TIMEOUT`]).
     /// Errors when it cannot be spawned or does not finish; a non-zero exit is the caller's
     /// to judge (squeue's "Invalid job id" is an answer, not a failure).
-    pub async fn run(&self, argv: &[String]) -> Result<Output> {
+    pub(crate) async fn run(&self, argv: &[String]) -> Result<Output> {
         let (program, args) = argv
             .split_first()
             .ok_or_else(|| Error::Usage("empty Slurm command".into()))?;
@@ -80,7 +80,7 @@ impl Cluster {
     }
 
     /// Submit with an argv from `script::sbatch_command` and return the new job's id.
-    pub async fn sbatch(&self, argv: &[String]) -> Result<JobId> {
+    pub(crate) async fn sbatch(&self, argv: &[String]) -> Result<JobId> {
         let out = self.run(argv).await?;
         let stdout = String::from_utf8_lossy(&out.stdout);
         if !out.status.success() {
@@ -95,7 +95,7 @@ impl Cluster {
 
     /// `scancel` the given jobs (nothing to do for an empty list). Jobs that already ended are
     /// not an error: cancelling is about what still runs.
-    pub async fn scancel(&self, ids: &[JobId]) -> Result<()> {
+    pub(crate) async fn scancel(&self, ids: &[JobId]) -> Result<()> {
         if ids.is_empty() {
             return Ok(());
         }
@@ -120,7 +120,7 @@ impl Cluster {
 }
 
 /// `sbatch --parsable` prints `jobid` or `jobid;cluster`.
-pub fn parse_parsable(stdout: &str) -> std::result::Result<JobId, String> {
+pub(crate) fn parse_parsable(stdout: &str) -> std::result::Result<JobId, String> {
     let line = stdout
         .lines()
         .map(str::trim)
@@ -132,7 +132,7 @@ pub fn parse_parsable(stdout: &str) -> std::result::Result<JobId, String> {
 }
 
 /// A tool's stderr (else stdout), trimmed, for error messages.
-pub fn tool_message(out: &Output) -> String {
+pub(crate) fn tool_message(out: &Output) -> String {
     let err = String::from_utf8_lossy(&out.stderr).trim().to_string();
     if err.is_empty() {
         String::from_utf8_lossy(&out.stdout).trim().to_string()

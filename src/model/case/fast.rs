@@ -14,14 +14,14 @@ use crate::model::case::{canonical_json, Case};
 
 /// Reusable buffers; one per listing.
 #[derive(Debug, Default)]
-pub struct Hasher {
+pub(crate) struct Hasher {
     buf: Vec<u8>,
     id: Vec<u8>,
 }
 
 impl Hasher {
     /// The same text as `case.case_id()`, borrowed until the next call.
-    pub fn case_id(&mut self, c: &Case) -> &str {
+    pub(crate) fn case_id(&mut self, c: &Case) -> &str {
         let id = &mut self.id;
         id.clear();
         id.extend_from_slice(c.variant.as_str().as_bytes());
@@ -49,7 +49,7 @@ impl Hasher {
     }
 
     /// The same 16 hex digits as `case.equivalence_hash()`.
-    pub fn equivalence_hash(&mut self, case: &Case) -> String {
+    pub(crate) fn equivalence_hash(&mut self, case: &Case) -> String {
         self.buf.clear();
         write_canonical(&mut self.buf, case);
         let digest = Sha256::digest(&self.buf);
@@ -143,7 +143,7 @@ fn opt(out: &mut Vec<u8>, n: Option<i64>) {
 }
 
 /// Decimal digits of `n` (what `Display` writes), without going through `core::fmt`.
-pub fn push_u64(out: &mut Vec<u8>, mut n: u64) {
+pub(crate) fn push_u64(out: &mut Vec<u8>, mut n: u64) {
     let mut digits = [0u8; 20];
     let mut i = digits.len();
     loop {

@@ -11,12 +11,12 @@
 use crate::model::case::{Case, Dtype};
 
 /// Largest finite fp16 value.
-pub const FP16_MAX: f64 = 65504.0;
+pub(crate) const FP16_MAX: f64 = 65504.0;
 /// Largest finite bf16 value.
-pub const BF16_MAX: f64 = 3.389_531_389_251_535e38;
+pub(crate) const BF16_MAX: f64 = 3.389_531_389_251_535e38;
 
 /// The value rank `rank` holds at element `i` under `formula`.
-pub fn input_value(formula: &str, rank: u32, i: u64) -> f64 {
+pub(crate) fn input_value(formula: &str, rank: u32, i: u64) -> f64 {
     match formula {
         "rank_mod16_v1" => (i % 16) as f64 + f64::from(rank),
         // rank_linear_v1 and anything unknown (validation rejects unknown names up front).
@@ -25,7 +25,7 @@ pub fn input_value(formula: &str, rank: u32, i: u64) -> f64 {
 }
 
 /// The expected allreduce-sum output at element `i` for `p` ranks.
-pub fn expected_value(formula: &str, p: u32, i: u64) -> f64 {
+pub(crate) fn expected_value(formula: &str, p: u32, i: u64) -> f64 {
     let pf = f64::from(p);
     let rank_sum = pf * (pf - 1.0) / 2.0;
     match formula {
@@ -35,7 +35,7 @@ pub fn expected_value(formula: &str, p: u32, i: u64) -> f64 {
 }
 
 /// The largest expected output value of a case (the seed's `P*(count-1) + 50*P*(P-1)`).
-pub fn max_expected(case: &Case) -> f64 {
+pub(crate) fn max_expected(case: &Case) -> f64 {
     let last = case.count.saturating_sub(1);
     let i = match case.input_formula.as_str() {
         "rank_mod16_v1" => last.min(15),
@@ -45,7 +45,7 @@ pub fn max_expected(case: &Case) -> f64 {
 }
 
 /// Absolute and relative tolerance per dtype: pass when `|a - e| <= atol + rtol * |e|`.
-pub fn tolerance(dtype: Dtype) -> (f64, f64) {
+pub(crate) fn tolerance(dtype: Dtype) -> (f64, f64) {
     match dtype {
         Dtype::Fp32 => (1e-3, 1e-3),
         Dtype::Fp16 => (2e-2, 2e-2),
@@ -56,14 +56,14 @@ pub fn tolerance(dtype: Dtype) -> (f64, f64) {
 }
 
 /// Does `actual` match `expected` within the dtype's tolerance?
-pub fn matches(actual: f64, expected: f64, dtype: Dtype) -> bool {
+pub(crate) fn matches(actual: f64, expected: f64, dtype: Dtype) -> bool {
     let (atol, rtol) = tolerance(dtype);
     (actual - expected).abs() <= atol + rtol * expected.abs()
 }
 
 /// A message when the case's golden values do not fit its dtype, naming the largest value and
 /// the in-range formula to use instead.
-pub fn range_problem(case: &Case) -> Option<String> {
+pub(crate) fn range_problem(case: &Case) -> Option<String> {
     let max = max_expected(case);
     let limit = match case.dtype {
         Dtype::Fp16 => FP16_MAX,

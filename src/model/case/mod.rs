@@ -26,8 +26,8 @@ macro_rules! string_enum {
         }
         impl $name {
             /// Every accepted spelling, in documentation order.
-            pub const ALL: &'static [&'static str] = &[$($text),+];
-            pub fn as_str(self) -> &'static str {
+            pub(crate) const ALL: &'static [&'static str] = &[$($text),+];
+            pub(crate) fn as_str(self) -> &'static str {
                 match self { $($name::$variant => $text),+ }
             }
         }
@@ -62,7 +62,7 @@ string_enum!(
 
 impl Dtype {
     /// Size of one element in bytes (the real size; the old harness used 4 for anything but fp16).
-    pub fn elem_bytes(self) -> u64 {
+    pub(crate) fn elem_bytes(self) -> u64 {
         match self {
             Dtype::Fp32 | Dtype::Int32 => 4,
             Dtype::Fp16 | Dtype::Bf16 => 2,
@@ -71,38 +71,38 @@ impl Dtype {
 }
 
 /// Orchestration profiles the seed accepts.
-pub const ORCH_PROFILES: &[&str] = &["mesh_l3_host_domain_v1", "mesh_l3_host_builtin_v1"];
+pub(crate) const ORCH_PROFILES: &[&str] = &["mesh_l3_host_domain_v1", "mesh_l3_host_builtin_v1"];
 /// Input formulas campaign knows (see `golden.rs`).
-pub const INPUT_FORMULAS: &[&str] = &["rank_linear_v1", "rank_mod16_v1"];
+pub(crate) const INPUT_FORMULAS: &[&str] = &["rank_linear_v1", "rank_mod16_v1"];
 /// Golden definitions campaign knows.
-pub const GOLDENS: &[&str] = &["allreduce_sum_v1"];
+pub(crate) const GOLDENS: &[&str] = &["allreduce_sum_v1"];
 /// Orchestration tiers.
-pub const ORCH_TIERS: &[&str] = &["logical", "strict_window"];
+pub(crate) const ORCH_TIERS: &[&str] = &["logical", "strict_window"];
 
 /// One benchmark case, field names and order as in the seed's EquivalenceCase.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Case {
-    pub variant: Variant,
+    pub(crate) variant: Variant,
     pub p: u32,
     pub count: u64,
     pub dtype: Dtype,
-    pub device_ids: Vec<u32>,
+    pub(crate) device_ids: Vec<u32>,
     pub platform: Platform,
-    pub runtime: String,
+    pub(crate) runtime: String,
     pub input_formula: String,
-    pub golden: String,
-    pub orch_profile: String,
-    pub orch_tier: String,
-    pub block_dim: Option<i64>,
-    pub aicpu_thread_num: Option<i64>,
+    pub(crate) golden: String,
+    pub(crate) orch_profile: String,
+    pub(crate) orch_tier: String,
+    pub(crate) block_dim: Option<i64>,
+    pub(crate) aicpu_thread_num: Option<i64>,
     pub core_num: u32,
     pub warmup_rounds: u32,
     pub timed_rounds: u32,
-    pub measure: String,
+    pub(crate) measure: String,
 }
 
 /// Names of the primary fields, in seed order.
-pub const CASE_FIELDS: &[&str] = &[
+pub(crate) const CASE_FIELDS: &[&str] = &[
     "variant",
     "p",
     "count",
@@ -123,7 +123,7 @@ pub const CASE_FIELDS: &[&str] = &[
 ];
 
 /// Names of the derived fields, written after the primary ones.
-pub const DERIVED_FIELDS: &[&str] = &[
+pub(crate) const DERIVED_FIELDS: &[&str] = &[
     "n_bytes",
     "window_nbytes",
     "size_tier",
@@ -160,12 +160,12 @@ impl Case {
     }
 
     /// `max(n_bytes, 4096)`.
-    pub fn window_nbytes(&self) -> u64 {
+    pub(crate) fn window_nbytes(&self) -> u64 {
         self.n_bytes().max(4096)
     }
 
     /// The seed's size tier label by element count.
-    pub fn size_tier(&self) -> &'static str {
+    pub(crate) fn size_tier(&self) -> &'static str {
         match self.count {
             c if c <= 256 => "1 KiB (overhead)",
             c if c <= 4096 => "16 KiB (L1)",
@@ -176,7 +176,7 @@ impl Case {
     }
 
     /// `n_bytes` for mesh, else `n_bytes // p`.
-    pub fn bytes_per_rank_per_round(&self) -> u64 {
+    pub(crate) fn bytes_per_rank_per_round(&self) -> u64 {
         match self.variant {
             Variant::Mesh => self.n_bytes(),
             _ => self.n_bytes() / u64::from(self.p.max(1)),
@@ -202,7 +202,7 @@ impl Case {
     }
 
     /// Primary fields then derived ones, in seed order (the case JSON file's content).
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         let mut map = match serde_json::to_value(self) {
             Ok(Value::Object(map)) => map,
             _ => Map::new(),
@@ -225,13 +225,14 @@ impl Case {
     }
 
     /// First 16 hex digits of SHA-256 over Python-style canonical JSON of all fields.
-    pub fn equivalence_hash(&self) -> String {
+    pub(crate) fn equivalence_hash(&self) -> String {
         hash_hex(&canonical_json(&self.to_json()), 16)
     }
 
     /// campaign's own identity of a case: every field except the round counts, so changing
     /// rounds does not make a case "new" for resume and comparisons (the seed hash does).
-    pub fn case_key(&self) -> String {
+    #[cfg(test)]
+    pub(crate) fn case_key(&self) -> String {
         let mut value = self.to_json();
         if let Value::Object(map) = &mut value {
             map.remove("warmup_rounds");
@@ -241,7 +242,7 @@ impl Case {
     }
 
     /// Seed validation rules. Returns every problem as `(field, message)`.
-    pub fn problems(&self) -> Vec<(String, String)> {
+    pub(crate) fn problems(&self) -> Vec<(String, String)> {
         let mut out = Vec::new();
         let mut bad = |field: &str, msg: String| out.push((field.to_string(), msg));
         if self.p < 2 {
@@ -333,7 +334,7 @@ impl Case {
     }
 
     /// Seed warnings (not errors): ring/twophase with count not divisible by p.
-    pub fn warnings(&self) -> Vec<String> {
+    pub(crate) fn warnings(&self) -> Vec<String> {
         let mut out = Vec::new();
         if self.variant != Variant::Mesh
             && self.p > 0
@@ -351,7 +352,7 @@ impl Case {
 
     /// Build a case from seed JSON: unknown keys ignored, missing fields defaulted, derived keys
     /// recomputed. Type errors and rule violations are reported with the field name.
-    pub fn from_json_value(value: &Value, file: &Path) -> Result<Case> {
+    pub(crate) fn from_json_value(value: &Value, file: &Path) -> Result<Case> {
         let obj = value
             .as_object()
             .ok_or_else(|| Error::invalid(file, "a case file must hold a JSON object"))?;
@@ -406,7 +407,7 @@ impl Case {
     }
 
     /// Read a seed case JSON file.
-    pub fn load(path: &Path) -> Result<Case> {
+    pub(crate) fn load(path: &Path) -> Result<Case> {
         let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
         let value: Value = serde_json::from_str(&text).map_err(|e| {
             Error::Invalid(vec![Diagnostic {
@@ -426,7 +427,11 @@ impl Case {
 }
 
 /// Set one primary field from a JSON value, with a message naming what was expected.
-pub fn set_field(case: &mut Case, field: &str, v: &Value) -> std::result::Result<(), String> {
+pub(crate) fn set_field(
+    case: &mut Case,
+    field: &str,
+    v: &Value,
+) -> std::result::Result<(), String> {
     fn uint(v: &Value, what: &str) -> std::result::Result<u64, String> {
         v.as_u64()
             .ok_or_else(|| format!("expected a non-negative integer for {what}, got {v}"))
@@ -495,7 +500,7 @@ pub fn set_field(case: &mut Case, field: &str, v: &Value) -> std::result::Result
 }
 
 /// Python `json.dumps(v, sort_keys=True, separators=(",", ":"))` with its default ASCII escaping.
-pub fn canonical_json(value: &Value) -> String {
+pub(crate) fn canonical_json(value: &Value) -> String {
     fn sorted(v: &Value) -> Value {
         match v {
             Value::Object(map) => {

@@ -13,7 +13,7 @@ use crate::report::summary::Analysis;
 /// Phases in the order the seed's stacks go through them; any other phase follows by name.
 const PHASE_ORDER: &[&str] = &["startup", "compile", "init", "execute"];
 
-pub fn phases(a: &Analysis, results: &ResultSet) -> Result<Panels, String> {
+pub(crate) fn phases(a: &Analysis, results: &ResultSet) -> Result<Panels, String> {
     let bars: Vec<(String, Vec<(String, f64)>)> = a
         .stats
         .values()
@@ -29,7 +29,7 @@ pub fn phases(a: &Analysis, results: &ResultSet) -> Result<Panels, String> {
     ))
 }
 
-pub fn compile(a: &Analysis, results: &ResultSet) -> Result<Panels, String> {
+pub(crate) fn compile(a: &Analysis, results: &ResultSet) -> Result<Panels, String> {
     let bars: Vec<(String, Vec<(String, f64)>)> = a
         .stats
         .values()

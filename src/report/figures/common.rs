@@ -12,7 +12,7 @@ use crate::report::font::FAMILY;
 
 /// How a series is drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Style {
+pub(crate) enum Style {
     LineAndPoints,
     Points,
     /// A fitted or reference line, dashed, no markers.
@@ -20,28 +20,28 @@ pub enum Style {
 }
 
 /// One series: a label in the legend, a palette index and its points (already transformed).
-pub struct Series {
+pub(crate) struct Series {
     /// Legend text; empty = no legend entry (e.g. a fit line drawn beside its points).
-    pub label: String,
-    pub color: usize,
-    pub style: Style,
-    pub points: Vec<(f64, f64)>,
+    pub(crate) label: String,
+    pub(crate) color: usize,
+    pub(crate) style: Style,
+    pub(crate) points: Vec<(f64, f64)>,
 }
 
 /// A filled rectangle `(x0, y0, x1, y1, palette index)` in data coordinates.
-pub type Rect = (f64, f64, f64, f64, usize);
+pub(crate) type Rect = (f64, f64, f64, f64, usize);
 
 /// A vertical error bar `(x, lo, mid, hi, palette index)`.
-pub type ErrorBarSpec = (f64, f64, f64, f64, usize);
+pub(crate) type ErrorBarSpec = (f64, f64, f64, f64, usize);
 
 /// One axis: its description and how a (possibly log-transformed) value is labelled.
-pub struct Axis {
-    pub desc: String,
-    pub label: Box<dyn Fn(f64) -> String>,
+pub(crate) struct Axis {
+    pub(crate) desc: String,
+    pub(crate) label: Box<dyn Fn(f64) -> String>,
 }
 
 impl Axis {
-    pub fn new(desc: &str, label: impl Fn(f64) -> String + 'static) -> Axis {
+    pub(crate) fn new(desc: &str, label: impl Fn(f64) -> String + 'static) -> Axis {
         Axis {
             desc: desc.to_string(),
             label: Box::new(label),
@@ -49,7 +49,7 @@ impl Axis {
     }
 
     /// An axis over log2 of bytes: labelled at whole powers of two only.
-    pub fn log2_bytes(desc: &str) -> Axis {
+    pub(crate) fn log2_bytes(desc: &str) -> Axis {
         Axis::new(desc, |v| {
             if (v - v.round()).abs() < 1e-6 && v >= 0.0 {
                 crate::model::units::format_bytes(2f64.powf(v.round()) as u64)
@@ -61,7 +61,7 @@ impl Axis {
 
     /// A categorical axis over item indices: names when there are few, 1-based numbers (the
     /// order of the report's table) when names would overlap.
-    pub fn categories(desc: &str, names: Vec<String>) -> Axis {
+    pub(crate) fn categories(desc: &str, names: Vec<String>) -> Axis {
         const MAX_NAMED: usize = 8;
         let named = names.len() <= MAX_NAMED;
         let desc = if named {
@@ -82,27 +82,27 @@ impl Axis {
     }
 
     /// An axis over log10 of seconds.
-    pub fn log10_seconds(desc: &str) -> Axis {
+    pub(crate) fn log10_seconds(desc: &str) -> Axis {
         Axis::new(desc, |v| crate::model::units::format_seconds(10f64.powf(v)))
     }
 }
 
 /// One small multiple.
-pub struct Panel {
-    pub title: String,
-    pub x: Axis,
-    pub y: Axis,
-    pub series: Vec<Series>,
-    pub rects: Vec<Rect>,
+pub(crate) struct Panel {
+    pub(crate) title: String,
+    pub(crate) x: Axis,
+    pub(crate) y: Axis,
+    pub(crate) series: Vec<Series>,
+    pub(crate) rects: Vec<Rect>,
     /// Labels shown in the legend for rectangle colours.
-    pub rect_legend: Vec<(String, usize)>,
-    pub error_bars: Vec<ErrorBarSpec>,
+    pub(crate) rect_legend: Vec<(String, usize)>,
+    pub(crate) error_bars: Vec<ErrorBarSpec>,
     /// A horizontal reference line (parity at 1, ideal efficiency).
-    pub hline: Option<(f64, String)>,
+    pub(crate) hline: Option<(f64, String)>,
 }
 
 impl Panel {
-    pub fn new(title: impl Into<String>, x: Axis, y: Axis) -> Panel {
+    pub(crate) fn new(title: impl Into<String>, x: Axis, y: Axis) -> Panel {
         Panel {
             title: title.into(),
             x,
@@ -150,9 +150,9 @@ impl Panel {
 }
 
 /// A figure made of panels in a grid under one title.
-pub struct Panels {
-    pub title: String,
-    pub panels: Vec<Panel>,
+pub(crate) struct Panels {
+    pub(crate) title: String,
+    pub(crate) panels: Vec<Panel>,
 }
 
 const PANEL_W: u32 = 760;
@@ -194,10 +194,10 @@ impl Figure for Panels {
 
 /// The series a run belongs to in the scaling and message-size figures: one line per
 /// (stack, variant, dtype, core_num), so different variants or core counts never share a line.
-pub type SeriesKey = (String, String, String, u32);
+pub(crate) type SeriesKey = (String, String, String, u32);
 
 /// The [`SeriesKey`] of a run.
-pub fn series_key(r: &crate::model::results::RunResult) -> SeriesKey {
+pub(crate) fn series_key(r: &crate::model::results::RunResult) -> SeriesKey {
     (
         r.stack.clone(),
         r.case.variant.to_string(),
@@ -207,12 +207,12 @@ pub fn series_key(r: &crate::model::results::RunResult) -> SeriesKey {
 }
 
 /// Palette colour `i`, opaque.
-pub fn color(i: usize) -> RGBColor {
+pub(crate) fn color(i: usize) -> RGBColor {
     let c = Palette99::pick(i).to_rgba();
     RGBColor(c.0, c.1, c.2)
 }
 
-pub fn err(e: impl std::fmt::Display) -> String {
+pub(crate) fn err(e: impl std::fmt::Display) -> String {
     e.to_string()
 }
 
@@ -338,7 +338,7 @@ fn draw_legend<DB: DrawingBackend>(
 
 /// Label of a series from the parts that tell series apart (a part equal in every series of
 /// the figure is left out so legends stay short, but none that differs is ever dropped).
-pub fn labels(keys: &[Vec<String>]) -> Vec<String> {
+pub(crate) fn labels(keys: &[Vec<String>]) -> Vec<String> {
     let width = keys.iter().map(Vec::len).max().unwrap_or(0);
     let varies: Vec<bool> = (0..width)
         .map(|i| {

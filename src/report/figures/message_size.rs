@@ -11,7 +11,7 @@ use crate::report::summary::Analysis;
 
 type Key = SeriesKey;
 
-pub fn build(a: &Analysis, results: &ResultSet) -> Result<Panels, String> {
+pub(crate) fn build(a: &Analysis, results: &ResultSet) -> Result<Panels, String> {
     let mut g: BTreeMap<u32, BTreeMap<Key, Vec<(f64, f64)>>> = BTreeMap::new();
     for s in a.stats.values() {
         let (Some(bw), true) = (s.busbw, s.n_bytes > 0) else {

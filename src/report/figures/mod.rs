@@ -35,21 +35,21 @@ pub(crate) trait Figure {
 /// A figure that was written.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Drawn {
-    pub name: String,
-    pub title: String,
-    pub png: PathBuf,
-    pub svg: PathBuf,
+    pub(crate) name: String,
+    pub(crate) title: String,
+    pub(crate) png: PathBuf,
+    pub(crate) svg: PathBuf,
 }
 
 /// A figure that was not drawn, and why (no data for it, or not asked for).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Skipped {
-    pub name: String,
-    pub reason: String,
+    pub(crate) name: String,
+    pub(crate) reason: String,
 }
 
 /// Draw the figures named in `wanted` (empty = all) into `dir`.
-pub fn draw_all(
+pub(crate) fn draw_all(
     analysis: &Analysis,
     results: &ResultSet,
     wanted: &[String],

@@ -11,7 +11,7 @@ use crate::report::summary::{Analysis, ModelFit};
 /// Points on the drawn model line.
 const LINE_POINTS: usize = 48;
 
-pub fn build(a: &Analysis) -> Result<Panels, String> {
+pub(crate) fn build(a: &Analysis) -> Result<Panels, String> {
     if a.fits.is_empty() {
         return Err("no (stack, variant, P) was measured at three or more message sizes".into());
     }

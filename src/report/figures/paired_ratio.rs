@@ -11,7 +11,7 @@ use itertools::Itertools;
 /// Half the width of a bar, in case-index units.
 const HALF_BAR: f64 = 0.35;
 
-pub fn build(a: &Analysis) -> Result<Panels, String> {
+pub(crate) fn build(a: &Analysis) -> Result<Panels, String> {
     let Some(baseline) = &a.baseline else {
         return Err(a
             .baseline_note

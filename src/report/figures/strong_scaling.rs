@@ -96,7 +96,7 @@ fn build(
 }
 
 /// strong_scaling_t_total: median execute time vs P (log time axis).
-pub fn total(a: &Analysis, results: &ResultSet) -> Result<Panels, String> {
+pub(crate) fn total(a: &Analysis, results: &ResultSet) -> Result<Panels, String> {
     build(
         a,
         results,
@@ -113,7 +113,7 @@ pub fn total(a: &Analysis, results: &ResultSet) -> Result<Panels, String> {
 }
 
 /// strong_scaling_efficiency: E(P) = T(Pmin)·Pmin / (T(P)·P).
-pub fn efficiency(a: &Analysis, results: &ResultSet) -> Result<Panels, String> {
+pub(crate) fn efficiency(a: &Analysis, results: &ResultSet) -> Result<Panels, String> {
     build(
         a,
         results,
@@ -125,7 +125,7 @@ pub fn efficiency(a: &Analysis, results: &ResultSet) -> Result<Panels, String> {
 }
 
 /// E(P) for ascending (P, T) points; the reference is the first point (smallest P).
-pub fn efficiency_points(pts: &[(f64, f64)]) -> Vec<(f64, f64)> {
+pub(crate) fn efficiency_points(pts: &[(f64, f64)]) -> Vec<(f64, f64)> {
     let Some(&(p0, t0)) = pts.first() else {
         return Vec::new();
     };

@@ -7,7 +7,7 @@ use super::common::{Axis, Panel, Panels, Series, Style};
 use crate::model::results::ResultSet;
 use crate::report::summary::Analysis;
 
-pub fn build(a: &Analysis, results: &ResultSet) -> Result<Panels, String> {
+pub(crate) fn build(a: &Analysis, results: &ResultSet) -> Result<Panels, String> {
     let mut panel = Panel::new(
         "one point per run",
         Axis::log10_seconds("median device wall time"),

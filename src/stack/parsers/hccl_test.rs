@@ -25,7 +25,7 @@ pub fn parser(_def: &StackDef, ctx: &ParseContext) -> Box<dyn Parser> {
 }
 
 #[derive(Default)]
-pub struct HcclTest {
+pub(crate) struct HcclTest {
     in_table: bool,
 }
 

@@ -24,7 +24,7 @@ use crate::stack::parsers::{ParseContext, Parsed, Parser};
 
 /// simpler's markers (current and older forms: `init worker (forks…`, `ring all ranks matched
 /// golden` contain the same text).
-pub const SIMPLER: &[(&str, &str)] = &[
+pub(crate) const SIMPLER: &[(&str, &str)] = &[
     ("startup", "compiling "),
     ("compile", "init worker"),
     ("init", "running "),
@@ -33,7 +33,7 @@ pub const SIMPLER: &[(&str, &str)] = &[
 ];
 
 /// pypto's older pytest markers.
-pub const PYPTO: &[(&str, &str)] = &[
+pub(crate) const PYPTO: &[(&str, &str)] = &[
     ("startup", "PYPTO_COMPILE_BEGIN"),
     ("compile", "PYPTO_RUNTIME_INIT_BEGIN"),
     ("init", "PYPTO_RUNTIME_EXECUTE_BEGIN"),
@@ -47,13 +47,13 @@ const ORDER: &[&str] = &["startup", "compile", "init", "execute"];
 
 /// A marker set: phase → the text that ends it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MarkerSet {
-    pub ends: BTreeMap<String, String>,
+pub(crate) struct MarkerSet {
+    pub(crate) ends: BTreeMap<String, String>,
 }
 
 impl MarkerSet {
     /// From a def's `markers` table (see the module doc).
-    pub fn from_table(table: &BTreeMap<String, String>) -> Result<MarkerSet, String> {
+    pub(crate) fn from_table(table: &BTreeMap<String, String>) -> Result<MarkerSet, String> {
         let base: &[(&str, &str)] = match table.get("builtin").map(String::as_str) {
             None | Some("simpler") => SIMPLER,
             Some("pypto") => PYPTO,
@@ -76,7 +76,7 @@ impl MarkerSet {
         Ok(MarkerSet { ends })
     }
 
-    pub fn builtin(set: &[(&str, &str)]) -> MarkerSet {
+    pub(crate) fn builtin(set: &[(&str, &str)]) -> MarkerSet {
         MarkerSet {
             ends: set
                 .iter()
@@ -108,7 +108,7 @@ pub fn parser(def: &StackDef, ctx: &ParseContext) -> Box<dyn Parser> {
 }
 
 /// The markers state machine, reusable by other parsers (pypto's older output).
-pub struct MarkersParser {
+pub(crate) struct MarkersParser {
     set: MarkerSet,
     n_bytes: u64,
     /// Phase name → arrival time of its end marker.
@@ -118,7 +118,7 @@ pub struct MarkersParser {
 }
 
 impl MarkersParser {
-    pub fn new(set: MarkerSet, ctx: &ParseContext) -> MarkersParser {
+    pub(crate) fn new(set: MarkerSet, ctx: &ParseContext) -> MarkersParser {
         MarkersParser {
             set,
             n_bytes: ctx.n_bytes,
@@ -129,11 +129,11 @@ impl MarkersParser {
     }
 
     /// Did any marker arrive?
-    pub fn any_marker(&self) -> bool {
+    pub(crate) fn any_marker(&self) -> bool {
         !self.seen.is_empty()
     }
 
-    pub fn feed_line(&mut self, line: &OutputLine) {
+    pub(crate) fn feed_line(&mut self, line: &OutputLine) {
         self.last = self.last.max(line.at);
         // Markers are stdout lines; stderr carries logs (STRACE, runtime chatter) whose text
         // could contain a marker word by accident.
@@ -162,7 +162,7 @@ impl MarkersParser {
     }
 
     /// The one sample of this process: phases between consecutive markers in arrival order.
-    pub fn sample(&mut self) -> Sample {
+    pub(crate) fn sample(&mut self) -> Sample {
         let mut ends: Vec<(&String, Duration)> = self
             .seen
             .iter()
@@ -188,7 +188,7 @@ impl MarkersParser {
         }
     }
 
-    pub fn into_parsed(mut self) -> Parsed {
+    pub(crate) fn into_parsed(mut self) -> Parsed {
         if self.any_marker() || self.last > Duration::ZERO {
             let sample = self.sample();
             if self.out.correctness.is_none() {

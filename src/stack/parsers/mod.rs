@@ -4,7 +4,7 @@
 //! arrival time) and then finished. Parsers are pure: no I/O, no clocks of their own — the
 //! arrival time on each line is the only clock (markers use it).
 
-pub use crate::model::output::{OutputLine, Stream};
+pub(crate) use crate::model::output::OutputLine;
 use crate::model::results::Sample;
 
 /// What a parser concluded from one process's output.
@@ -51,7 +51,7 @@ pub mod strace;
 pub mod table;
 
 /// Parser names `make` knows, in documentation order.
-pub const KNOWN: &[&str] = &[
+pub(crate) const KNOWN: &[&str] = &[
     "native",
     "regex",
     "hccl",

@@ -15,8 +15,8 @@ use crate::model::output::OutputLine;
 use crate::model::results::Sample;
 use crate::stack::parsers::{ParseContext, Parsed, Parser};
 
-pub const SAMPLE_KEYWORD: &str = "CAMPAIGN_SAMPLE";
-pub const DONE_KEYWORD: &str = "CAMPAIGN_DONE";
+pub(crate) const SAMPLE_KEYWORD: &str = "CAMPAIGN_SAMPLE";
+pub(crate) const DONE_KEYWORD: &str = "CAMPAIGN_DONE";
 
 /// Streaming state of one process's output.
 pub struct NativeParser {
@@ -189,7 +189,7 @@ fn is_kind(phase: &str, kind: &str) -> bool {
 }
 
 /// `n_bytes / execute_s / 1e6`, only for a positive time and a known size.
-pub fn bandwidth_mb_s(n_bytes: u64, execute_s: Option<f64>) -> Option<f64> {
+pub(crate) fn bandwidth_mb_s(n_bytes: u64, execute_s: Option<f64>) -> Option<f64> {
     let t = execute_s.filter(|t| *t > 0.0)?;
     (n_bytes > 0).then(|| n_bytes as f64 / t / 1e6)
 }

@@ -33,7 +33,7 @@ enum Layout {
 }
 
 #[derive(Default)]
-pub struct NcclTests {
+pub(crate) struct NcclTests {
     layout: Layout,
     json: Option<String>,
     verdict: Option<bool>,

@@ -26,7 +26,7 @@ pub fn parser(_def: &StackDef, ctx: &ParseContext) -> Box<dyn Parser> {
     TableParser::boxed(Box::new(Osu::new()), ctx)
 }
 
-pub struct Osu {
+pub(crate) struct Osu {
     columns: Vec<String>,
     elem_bytes: Option<u64>,
     split: Regex,
@@ -39,7 +39,7 @@ impl Default for Osu {
 }
 
 impl Osu {
-    pub fn new() -> Osu {
+    pub(crate) fn new() -> Osu {
         Osu {
             columns: Vec::new(),
             elem_bytes: None,

@@ -18,9 +18,9 @@ use crate::stack::parsers::native::bandwidth_mb_s;
 use crate::stack::parsers::{config_error, ParseContext, Parsed, Parser};
 
 /// Sample fields a pattern may fill, in `patterns` key spelling.
-pub const FIELDS: &[&str] = &["execute_s", "setup_s", "wall_s", "device_wall_s"];
+pub(crate) const FIELDS: &[&str] = &["execute_s", "setup_s", "wall_s", "device_wall_s"];
 /// Every key `patterns` accepts.
-pub const KEYS: &[&str] = &[
+pub(crate) const KEYS: &[&str] = &[
     "execute_s",
     "setup_s",
     "wall_s",
@@ -33,7 +33,7 @@ pub const KEYS: &[&str] = &[
 /// Capture-name suffixes and the factor that turns them into seconds.
 const UNITS: &[(&str, f64)] = &[("", 1.0), ("_ms", 1e-3), ("_us", 1e-6), ("_ns", 1e-9)];
 
-pub struct RegexParser {
+pub(crate) struct RegexParser {
     ctx: ParseContext,
     /// (field index in FIELDS, pattern) for `setup_s`, `wall_s`, `device_wall_s`.
     attach: Vec<(usize, Regex)>,
@@ -50,7 +50,7 @@ pub struct RegexParser {
 }
 
 impl RegexParser {
-    pub fn new(
+    pub(crate) fn new(
         patterns: &BTreeMap<String, String>,
         ctx: ParseContext,
     ) -> crate::error::Result<Self> {

@@ -19,7 +19,7 @@ use crate::model::output::OutputLine;
 use crate::stack::parsers::{Parsed, Parser};
 
 /// The span name suffix that is device wall time.
-pub const DEVICE_WALL_SUFFIX: &str = "runner_run.device_wall";
+pub(crate) const DEVICE_WALL_SUFFIX: &str = "runner_run.device_wall";
 
 /// Wrap `inner` so its samples gain `device_wall_s` from STRACE lines.
 pub fn wrap(inner: Box<dyn Parser>) -> Box<dyn Parser> {
@@ -42,15 +42,15 @@ struct StraceWrapper {
 
 /// One device_wall span.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Span {
-    pub pid: Option<u64>,
-    pub inv: Option<u64>,
-    pub dur_ns: u64,
+pub(crate) struct Span {
+    pub(crate) pid: Option<u64>,
+    pub(crate) inv: Option<u64>,
+    pub(crate) dur_ns: u64,
 }
 
 /// Parse a line if it is a device_wall STRACE span. `Err` for a STRACE device_wall line whose
 /// `dur` is unreadable (truncated).
-pub fn device_wall_span(text: &str) -> Option<Result<Span, String>> {
+pub(crate) fn device_wall_span(text: &str) -> Option<Result<Span, String>> {
     let at = text.find("[STRACE]")?;
     let rest = &text[at + "[STRACE]".len()..];
     let mut name = None;

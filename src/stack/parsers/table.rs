@@ -15,17 +15,17 @@ use crate::stack::parsers::{ParseContext, Parsed, Parser};
 #[derive(Debug, Clone, PartialEq)]
 pub struct TableRow {
     /// Bytes per rank.
-    pub bytes: u64,
+    pub(crate) bytes: u64,
     /// Elements, when the tool prints them.
     pub count: Option<u64>,
     /// The tool's time for one collective, in seconds.
-    pub time_s: f64,
+    pub(crate) time_s: f64,
     /// `Some(false)` when the tool's own check failed, `None` when it did not check.
-    pub ok: Option<bool>,
+    pub(crate) ok: Option<bool>,
 }
 
 /// Something that turns lines into rows (one per tool).
-pub trait RowSource: Send {
+pub(crate) trait RowSource: Send {
     /// A row, if this line is one; problems go to `warnings`.
     fn line(&mut self, text: &str, warnings: &mut Vec<String>) -> Option<TableRow>;
     /// Rows only known at the end (a JSON document), and the tool's overall verdict if it
@@ -59,7 +59,7 @@ fn row_sample(r: &TableRow, n: u32) -> Sample {
 }
 
 /// The streaming parser over a [`RowSource`].
-pub struct TableParser {
+pub(crate) struct TableParser {
     ctx: ParseContext,
     source: Box<dyn RowSource>,
     rows: Vec<TableRow>,
@@ -67,7 +67,7 @@ pub struct TableParser {
 }
 
 impl TableParser {
-    pub fn boxed(source: Box<dyn RowSource>, ctx: &ParseContext) -> Box<dyn Parser> {
+    pub(crate) fn boxed(source: Box<dyn RowSource>, ctx: &ParseContext) -> Box<dyn Parser> {
         Box::new(TableParser {
             ctx: ctx.clone(),
             source,
@@ -78,7 +78,7 @@ impl TableParser {
 }
 
 /// A whitespace-separated token as a positive finite float.
-pub fn number(tok: &str) -> Option<f64> {
+pub(crate) fn number(tok: &str) -> Option<f64> {
     tok.parse::<f64>()
         .ok()
         .filter(|v| v.is_finite() && *v >= 0.0)
@@ -153,7 +153,7 @@ impl Parser for TableParser {
 
 /// Every row of a whole log (for callers that hold the full text, e.g. one tool run covering
 /// several sizes, each size feeding the case with the matching count).
-pub fn collect_rows(mut source: impl RowSource, text: &str) -> (Vec<TableRow>, Vec<String>) {
+pub(crate) fn collect_rows(mut source: impl RowSource, text: &str) -> (Vec<TableRow>, Vec<String>) {
     let mut warnings = Vec::new();
     let mut rows: Vec<TableRow> = text
         .lines()

@@ -18,45 +18,49 @@ use crate::model::results::RunStatus;
 
 mod replay;
 
-pub use replay::{replay, Finished, Replay, SlurmJob, StepState, TornLine};
+pub(crate) use replay::{replay, Replay, TornLine};
+#[cfg(test)]
+pub(crate) use replay::{Finished, SlurmJob, StepState};
 
 /// File name of the journal inside a run dir.
-pub const FILE_NAME: &str = "journal.jsonl";
+pub(crate) const FILE_NAME: &str = "journal.jsonl";
 /// Value of the header's `journal` key.
-pub const KIND: &str = "campaign";
+pub(crate) const KIND: &str = "campaign";
 /// The format version this build writes, and the newest it reads.
-pub const VERSION: u64 = 1;
+pub(crate) const VERSION: u64 = 1;
 
 /// Step key of a run: `run:<case_id>:<stack>`.
-pub fn run_step(case_id: &str, stack: &str) -> String {
+pub(crate) fn run_step(case_id: &str, stack: &str) -> String {
     format!("run:{case_id}:{stack}")
 }
 
 /// Step key of a stack's build: `build:<stack>`.
-pub fn build_step(stack: &str) -> String {
+#[cfg(test)]
+pub(crate) fn build_step(stack: &str) -> String {
     format!("build:{stack}")
 }
 
 /// Step key of a stack's availability/health probe: `probe:<stack>`.
-pub fn probe_step(stack: &str) -> String {
+#[cfg(test)]
+pub(crate) fn probe_step(stack: &str) -> String {
     format!("probe:{stack}")
 }
 
 /// `(case_id, stack)` of a run step key, `None` for other steps.
-pub fn parse_run_step(step: &str) -> Option<(&str, &str)> {
+pub(crate) fn parse_run_step(step: &str) -> Option<(&str, &str)> {
     // Stack names never contain ':' (they are `[A-Za-z0-9_-]`), case ids neither; splitting at the
     // last ':' stays right even if a future case id gains one.
     step.strip_prefix("run:")?.rsplit_once(':')
 }
 
 /// Current time as RFC 3339 with milliseconds (what every journal line's `t` holds).
-pub fn now() -> String {
+pub(crate) fn now() -> String {
     chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, false)
 }
 
 /// An open journal, appending. The scheduler is its single owner (`&mut self` everywhere).
 #[derive(Debug)]
-pub struct Journal {
+pub(crate) struct Journal {
     path: PathBuf,
     file: File,
     /// Number of fsyncs issued, so tests can see that durable lines really were synced.
@@ -69,7 +73,7 @@ impl Journal {
     /// Start the journal of a new run dir: a header line `{"journal":"campaign","version":1,
     /// ...meta}`. The header is written to a temp file, fsynced and renamed into place, so a
     /// journal either does not exist or starts with a whole header. Fails if one already exists.
-    pub fn create(run_dir: &Path, meta: Value) -> Result<Journal> {
+    pub(crate) fn create(run_dir: &Path, meta: Value) -> Result<Journal> {
         let path = run_dir.join(FILE_NAME);
         if path.exists() {
             return Err(Error::io(
@@ -115,7 +119,7 @@ impl Journal {
     /// Reopen the journal of an existing run dir for appending. Checks the header (a journal
     /// from a newer campaign is refused with a clear message) and cuts off a torn last line so
     /// new lines start on a line boundary; [`Journal::repaired`] says whether it did.
-    pub fn open(run_dir: &Path) -> Result<Journal> {
+    pub(crate) fn open(run_dir: &Path) -> Result<Journal> {
         let path = run_dir.join(FILE_NAME);
         let state = replay(&path)?;
         if let Some(torn) = &state.torn {
@@ -147,23 +151,24 @@ impl Journal {
         }
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
     /// The torn last line [`Journal::open`] removed, if there was one (to report it).
-    pub fn repaired(&self) -> Option<&TornLine> {
+    pub(crate) fn repaired(&self) -> Option<&TornLine> {
         self.repaired.as_ref()
     }
 
     /// How many fsyncs this handle issued.
-    pub fn syncs(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn syncs(&self) -> u64 {
         self.syncs
     }
 
     /// A step began (attempt is 1-based and keeps counting across resumes). Not fsynced: losing
     /// it in a crash only makes the step look never started, which resume treats the same way.
-    pub fn started(
+    pub(crate) fn started(
         &mut self,
         step: &str,
         attempt: u32,
@@ -177,7 +182,7 @@ impl Journal {
     /// A step ended with `status`. Fsynced before returning: once this returns, resume will
     /// never run a passed step again.
     #[allow(clippy::too_many_arguments)]
-    pub fn finished(
+    pub(crate) fn finished(
         &mut self,
         step: &str,
         attempt: u32,
@@ -201,7 +206,7 @@ impl Journal {
     /// The running attempt `attempt` of `step` handed its work to Slurm job `slurm_job_id`
     /// (`reattached`: a resume took over a job an earlier session submitted). Fsynced: once
     /// this returns, a resume re-attaches to the job instead of submitting the run again.
-    pub fn submitted(
+    pub(crate) fn submitted(
         &mut self,
         step: &str,
         attempt: u32,
@@ -221,7 +226,7 @@ impl Journal {
     }
 
     /// A device was taken out of the pool for the rest of the session. Fsynced.
-    pub fn quarantined(&mut self, device: u32, reason: &str) -> Result<()> {
+    pub(crate) fn quarantined(&mut self, device: u32, reason: &str) -> Result<()> {
         let mut line = Map::new();
         line.insert("t".into(), Value::from(now()));
         line.insert("event".into(), Value::from("quarantined"));
@@ -232,7 +237,7 @@ impl Journal {
 
     /// Any other campaign-level event (`session`, `interrupted`, …): `{"t","event",...fields}`.
     /// Replay keeps the last of each kind and otherwise ignores them. Fsynced.
-    pub fn event(&mut self, event: &str, fields: Map<String, Value>) -> Result<()> {
+    pub(crate) fn event(&mut self, event: &str, fields: Map<String, Value>) -> Result<()> {
         let mut line = Map::new();
         line.insert("t".into(), Value::from(now()));
         line.insert("event".into(), Value::from(event));

@@ -18,13 +18,13 @@ use super::{KIND, VERSION};
 
 /// A last line that was cut off and ignored.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TornLine {
+pub(crate) struct TornLine {
     /// 1-based line number.
-    pub line: usize,
+    pub(crate) line: usize,
     /// Byte offset where it starts (the journal's valid length).
-    pub offset: u64,
+    pub(crate) offset: u64,
     /// Its length in bytes.
-    pub bytes: usize,
+    pub(crate) bytes: usize,
 }
 
 impl std::fmt::Display for TornLine {
@@ -39,53 +39,53 @@ impl std::fmt::Display for TornLine {
 
 /// A `finished` line.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Finished {
-    pub status: RunStatus,
-    pub reason: Option<String>,
-    pub attempt: u32,
-    pub fingerprint: String,
+pub(crate) struct Finished {
+    pub(crate) status: RunStatus,
+    pub(crate) reason: Option<String>,
+    pub(crate) attempt: u32,
+    pub(crate) fingerprint: String,
     /// RFC 3339 time of the line.
-    pub t: String,
+    pub(crate) t: String,
     /// From the matching `started` line of the same attempt, when both times parse.
-    pub duration: Option<Duration>,
+    pub(crate) duration: Option<Duration>,
     /// 1-based line number.
-    pub line: usize,
+    pub(crate) line: usize,
     /// Every field of the line (engines add bundle, devices, exit code, …).
-    pub fields: Map<String, Value>,
+    pub(crate) fields: Map<String, Value>,
 }
 
 /// Everything the journal says about one step.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct StepState {
+pub(crate) struct StepState {
     /// Highest attempt number seen (started or finished).
-    pub attempts: u32,
+    pub(crate) attempts: u32,
     /// Fingerprint on the step's latest line.
-    pub fingerprint: String,
+    pub(crate) fingerprint: String,
     /// `Some(t)` when the latest line is `started`: the attempt never finished (crash, kill) —
     /// or is running right now, if a campaign holds the run dir.
-    pub open_since: Option<String>,
+    pub(crate) open_since: Option<String>,
     /// The latest `finished` line, even if a later attempt started after it.
-    pub last_finished: Option<Finished>,
+    pub(crate) last_finished: Option<Finished>,
     /// The Slurm job of the latest attempt (its latest `submitted` line); cleared when another
     /// attempt starts. Kept after `finished` so `status` can name the job.
-    pub slurm_job: Option<SlurmJob>,
+    pub(crate) slurm_job: Option<SlurmJob>,
 }
 
 /// A `submitted` line: the Slurm job an attempt of a run step handed its work to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SlurmJob {
-    pub id: u64,
-    pub attempt: u32,
+pub(crate) struct SlurmJob {
+    pub(crate) id: u64,
+    pub(crate) attempt: u32,
 }
 
 impl StepState {
     /// Started without finished: resume runs it again.
-    pub fn is_interrupted(&self) -> bool {
+    pub(crate) fn is_interrupted(&self) -> bool {
         self.open_since.is_some()
     }
 
     /// The step's final status, if its latest line is a `finished` one.
-    pub fn status(&self) -> Option<RunStatus> {
+    pub(crate) fn status(&self) -> Option<RunStatus> {
         if self.is_interrupted() {
             return None;
         }
@@ -95,39 +95,39 @@ impl StepState {
 
 /// A journal read back.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct Replay {
-    pub path: PathBuf,
-    pub version: u64,
+pub(crate) struct Replay {
+    pub(crate) path: PathBuf,
+    pub(crate) version: u64,
     /// The header line's fields (campaign name, plan hash, planned steps, …).
-    pub header: Map<String, Value>,
+    pub(crate) header: Map<String, Value>,
     /// Latest state per step key, in key order.
-    pub steps: BTreeMap<String, StepState>,
+    pub(crate) steps: BTreeMap<String, StepState>,
     /// Step keys in the order they first appeared.
-    pub order: Vec<String>,
+    pub(crate) order: Vec<String>,
     /// Quarantined device → reason (the latest reason when quarantined more than once).
-    pub quarantined: BTreeMap<u32, String>,
+    pub(crate) quarantined: BTreeMap<u32, String>,
     /// The latest line of every other event kind (`session`, `interrupted`, …).
-    pub events: BTreeMap<String, Map<String, Value>>,
+    pub(crate) events: BTreeMap<String, Map<String, Value>>,
     /// A torn last line that was ignored.
-    pub torn: Option<TornLine>,
+    pub(crate) torn: Option<TornLine>,
     /// Number of lines read (header included, torn line excluded).
-    pub lines: usize,
+    pub(crate) lines: usize,
 }
 
 impl Replay {
     /// The attempt number the next run of `step` gets (attempts count across resumes, so every
     /// attempt keeps its own raw log).
-    pub fn next_attempt(&self, step: &str) -> u32 {
+    pub(crate) fn next_attempt(&self, step: &str) -> u32 {
         self.steps.get(step).map_or(1, |s| s.attempts + 1)
     }
 
-    pub fn step(&self, step: &str) -> Option<&StepState> {
+    pub(crate) fn step(&self, step: &str) -> Option<&StepState> {
         self.steps.get(step)
     }
 }
 
 /// Read `path` (a `journal.jsonl`).
-pub fn replay(path: &Path) -> Result<Replay> {
+pub(crate) fn replay(path: &Path) -> Result<Replay> {
     let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
     let mut out = Replay {
         path: path.to_path_buf(),
