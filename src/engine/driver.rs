@@ -316,18 +316,16 @@ impl Driver for EngineDriver {
                         .reattach
                         .remove(run)
                         .map(crate::executor::slurm::JobId),
-                    on_submit: self.executor.grants_devices().then(|| {
+                    on_submit: {
                         let tx = tx.clone();
-                        let notice: crate::executor::slurm::job::OnSubmit =
-                            Arc::new(move |id: crate::executor::slurm::JobId, reattached| {
-                                let outcome = Outcome::Submitted {
-                                    job_id: id.0,
-                                    reattached,
-                                };
-                                let _ = tx.send(Report { node, outcome });
-                            });
-                        notice
-                    }),
+                        Arc::new(move |id: crate::executor::slurm::JobId, reattached| {
+                            let outcome = Outcome::Submitted {
+                                job_id: id.0,
+                                reattached,
+                            };
+                            let _ = tx.send(Report { node, outcome });
+                        })
+                    },
                 };
                 tokio::spawn(async move {
                     let outcome = match work::execute(job).await {

@@ -69,11 +69,6 @@ pub(crate) fn selection(opts: &Options) -> Value {
     json!({"stacks": opts.stacks, "filter": opts.filter, "cases": cases})
 }
 
-/// The executor a session uses: `--executor`, else the plan's `[run] executor`.
-pub(crate) fn executor(opts: &Options, plan: &crate::model::plan::Plan) -> ExecutorKind {
-    opts.executor.unwrap_or(plan.run.executor)
-}
-
 fn executor_name(kind: ExecutorKind) -> &'static str {
     match kind {
         ExecutorKind::Local => "local",
@@ -140,7 +135,7 @@ pub(crate) fn claim_new(prep: &Prepared, opts: &Options) -> Result<Claimed> {
             "seed": prep.seed,
             "campaign_version": env!("CARGO_PKG_VERSION"),
             "selection": selection(opts),
-            "executor": executor_name(executor(opts, &prep.plan)),
+            "executor": executor_name(prep.executor),
             "steps": steps,
         }),
     )?;

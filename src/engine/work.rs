@@ -44,7 +44,7 @@ pub(crate) struct RunJob {
     /// A Slurm job an earlier session submitted for this attempt (resume re-attaches to it).
     pub(crate) reattach: Option<crate::executor::slurm::JobId>,
     /// Told each Slurm job id as soon as it is known (the driver journals it).
-    pub(crate) on_submit: Option<OnSubmit>,
+    pub(crate) on_submit: OnSubmit,
 }
 
 use crate::executor::slurm::job::OnSubmit;
@@ -261,7 +261,7 @@ async fn run_rounds(
             bundle,
             // Only the first process of a run can be the one an earlier session left.
             reattach: reattach.take(),
-            on_submit: job.on_submit.as_ref(),
+            on_submit: &job.on_submit,
             cancel: job.cancel.clone(),
         };
         let ran = job

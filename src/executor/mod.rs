@@ -35,7 +35,7 @@ pub(crate) struct ProcessRequest<'a> {
     /// A job an earlier session started for this attempt: watch it instead of starting anew.
     pub(crate) reattach: Option<JobId>,
     /// Told the job id as soon as the executor has one (the driver journals it).
-    pub(crate) on_submit: Option<&'a OnSubmit>,
+    pub(crate) on_submit: &'a OnSubmit,
     pub(crate) cancel: watch::Receiver<bool>,
 }
 

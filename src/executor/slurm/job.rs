@@ -208,14 +208,11 @@ impl Executor for SlurmRun {
 
     fn run<'a>(&'a self, req: ProcessRequest<'a>, on_line: OnLine<'a>) -> Running<'a> {
         Box::pin(async move {
-            let on_submit = req
-                .on_submit
-                .ok_or_else(|| ExecFailure::Run("no job id receiver".into()))?;
             let request = JobRequest {
                 slurm: self,
                 job: batch_job(self, &req),
                 reattach: req.reattach,
-                on_submit,
+                on_submit: req.on_submit,
                 cancel: req.cancel.clone(),
             };
             match run_job(request).await.map_err(ExecFailure::Run)? {
