@@ -1,0 +1,417 @@
+//! The performance history end to end with real processes: campaigns of a stack whose speed the
+//! test sets (fixtures/history/scaled.sh reads a factor from a file), `history regressions` as
+//! a CI gate, idempotent ingest, a SIGKILL in the middle of an ingest, and old harness dirs.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::util;
+
+/// A temp dir with a plan running the `scaled` stack, a factor file and a results dir.
+struct Bench {
+    dir: tempfile::TempDir,
+}
+
+impl Bench {
+    fn new() -> Bench {
+        let b = Bench {
+            dir: util::tempdir(),
+        };
+        let script = util::root().join("tests/integration/fixtures/history/scaled.sh");
+        let plan = format!(
+            r#"[campaign]
+name = "hist"
+
+[case]
+platform = "host"
+
+[axes]
+variant = ["mesh"]
+p = [2]
+count = [256]
+stacks = ["scaled"]
+
+[rounds]
+warmup = 1
+timed = 10
+
+[run]
+timeout = "60s"
+
+[stacks.scaled]
+command = ["{}", "{}"]
+resource = "none"
+"#,
+            script.display(),
+            b.factor_file().display()
+        );
+        std::fs::write(b.dir.path().join("plan.toml"), plan).unwrap();
+        b
+    }
+
+    fn factor_file(&self) -> PathBuf {
+        self.dir.path().join("factor")
+    }
+
+    fn results(&self) -> PathBuf {
+        self.dir.path().join("results")
+    }
+
+    fn results_arg(&self) -> String {
+        self.results().display().to_string()
+    }
+
+    /// One campaign at `factor` × the base speed; returns its run dir.
+    fn run(&self, factor: &str) -> PathBuf {
+        std::fs::write(self.factor_file(), factor).unwrap();
+        let before = self.run_dirs();
+        let plan = self.dir.path().join("plan.toml");
+        let out = util::run_in(
+            self.dir.path(),
+            &[
+                "run",
+                plan.to_str().unwrap(),
+                "--results-dir",
+                &self.results_arg(),
+                "-q",
+            ],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+        let after = self.run_dirs();
+        let new: Vec<&PathBuf> = after.iter().filter(|d| !before.contains(d)).collect();
+        assert_eq!(new.len(), 1, "{after:?}");
+        new[0].clone()
+    }
+
+    fn run_dirs(&self) -> Vec<PathBuf> {
+        match std::fs::read_dir(self.results().join("hist")) {
+            Ok(rd) => rd.map(|e| e.unwrap().path()).collect(),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// `campaign history <args…> --results-dir <results>`.
+    fn history(&self, args: &[&str]) -> std::process::Output {
+        let mut all = vec!["history"];
+        all.extend_from_slice(args);
+        let r = self.results_arg();
+        all.extend(["--results-dir", r.as_str()]);
+        util::run_in(self.dir.path(), &all)
+    }
+
+    fn store(&self) -> PathBuf {
+        self.results().join("history.sqlite")
+    }
+}
+
+fn show(o: &std::process::Output) -> String {
+    format!("{}{}", util::stdout(o), util::stderr(o))
+}
+
+/// Every row of every table, as text: two equal dumps mean an unchanged store.
+fn dump(store: &Path) -> String {
+    let c = rusqlite::Connection::open(store).unwrap();
+    let mut out = String::new();
+    for table in ["run_dirs", "env", "checkouts", "runs", "samples"] {
+        let mut stmt = c
+            .prepare(&format!("SELECT * FROM {table} ORDER BY 1, 2"))
+            .unwrap();
+        let cols = stmt.column_count();
+        let rows = stmt
+            .query_map([], |r| {
+                let mut line = Vec::new();
+                for i in 0..cols {
+                    line.push(format!("{:?}", r.get_ref(i)?));
+                }
+                Ok(line.join("|"))
+            })
+            .unwrap();
+        for row in rows {
+            out.push_str(&format!("{table}: {}\n", row.unwrap()));
+        }
+    }
+    out
+}
+
+#[test]
+fn a_stack_made_twice_as_slow_in_the_third_run_is_a_regression() {
+    let b = Bench::new();
+    b.run("1");
+    let second = b.run("1");
+    let third = b.run("2");
+    let out = b.history(&["regressions"]);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    let text = util::stdout(&out);
+    assert!(
+        text.contains("REGRESSION mesh_p2_count256_fp32_host_d0-1 / scaled"),
+        "{text}"
+    );
+    assert!(text.contains(third.to_str().unwrap()), "{text}");
+    assert!(text.contains("+100.0 %"), "{text}");
+    assert!(text.contains("1 current regressions"), "{text}");
+    // JSON names the same case, stack and run, with the step's interval around 2×.
+    let out = b.history(&["regressions", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let f = &v["findings"][0];
+    assert_eq!(f["case_id"], "mesh_p2_count256_fp32_host_d0-1");
+    assert_eq!(f["stack"], "scaled");
+    assert_eq!(f["run_dir"], third.to_str().unwrap());
+    assert_eq!(f["previous_run_dir"], second.to_str().unwrap());
+    assert_eq!(f["direction"], "slower");
+    let (lo, hi) = (
+        f["ratio_lo"].as_f64().unwrap(),
+        f["ratio_hi"].as_f64().unwrap(),
+    );
+    assert!(lo > 1.3 && lo < 2.0 && hi > 2.0 && hi < 3.0, "{f}");
+    // --since after the step leaves nothing to report.
+    let out = b.history(&["regressions", "--since", "2999-01-01"]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let out = b.history(&["regressions", "--since", "no-such-run"]);
+    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+    // The third run's report says so in its History section.
+    let md = std::fs::read_to_string(third.join("reports/summary.md")).unwrap();
+    let section = &md[md.find("## History").expect("history section")..];
+    assert!(section.contains("| scaled | 2 | "), "{section}");
+    assert!(section.contains("**slower ×2.00"), "{section}");
+    // The first run had no earlier point: no section.
+    let first_md = std::fs::read_to_string(
+        b.run_dirs()
+            .iter()
+            .min()
+            .unwrap()
+            .join("reports/summary.md"),
+    )
+    .unwrap();
+    assert!(!first_md.contains("## History"));
+    // show: three points in time order; trend: a PNG and an SVG.
+    let out = b.history(&[
+        "show",
+        "--case",
+        "mesh_p2_*",
+        "--stack",
+        "scaled",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let medians: Vec<f64> = v[0]["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["median_s"].as_f64().unwrap())
+        .collect();
+    assert_eq!(medians.len(), 3);
+    assert!((medians[2] / medians[0] - 2.0).abs() < 0.01, "{medians:?}");
+    let png = b.dir.path().join("trend.png");
+    let out = b.history(&["trend", "--out", png.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let img = image::open(&png).unwrap();
+    assert!(img.width() > 400 && img.height() > 300);
+    let svg = b.dir.path().join("trend.svg");
+    let out = b.history(&["trend", "--stack", "scaled", "--out", svg.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert!(std::fs::read_to_string(&svg)
+        .unwrap()
+        .contains("slower ×2.00 at #3"));
+    let out = b.history(&["trend", "--out", "t.jpg"]);
+    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+    let out = b.history(&["trend", "--stack", "nope", "--out", "t.png"]);
+    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+}
+
+#[test]
+fn identical_runs_are_no_regression() {
+    let b = Bench::new();
+    for _ in 0..3 {
+        b.run("1");
+    }
+    let out = b.history(&["regressions"]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert!(
+        util::stdout(&out).contains("1 series, 0 steps, 0 current regressions"),
+        "{}",
+        show(&out)
+    );
+    let out = b.history(&["list"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        util::stdout(&out).matches("hist ").count(),
+        3,
+        "{}",
+        show(&out)
+    );
+}
+
+#[test]
+fn ingesting_a_run_dir_twice_leaves_the_store_unchanged() {
+    let b = Bench::new();
+    let dir = b.run("1");
+    let before = dump(&b.store());
+    assert!(before.contains("run_dirs: "), "{before}");
+    assert!(before.contains("samples: "), "{before}");
+    for _ in 0..2 {
+        let out = b.history(&["ingest", dir.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        assert!(
+            util::stdout(&out).contains(": unchanged (1 runs"),
+            "{}",
+            show(&out)
+        );
+    }
+    // Re-rendering the report records it again, and changes nothing either.
+    let out = util::run(&["report", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert_eq!(dump(&b.store()), before);
+}
+
+/// Wait (bounded, generous for a busy machine) until `path` exists.
+fn wait_for_file(path: &Path) {
+    let start = Instant::now();
+    while !path.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "{} never appeared",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A copy of the old harness run dir inside `parent`.
+fn seed_copy(parent: &Path) -> PathBuf {
+    let dst = parent.join("run_20250301_101500");
+    copy_dir(
+        &util::root().join("tests/integration/fixtures/report/seed_run"),
+        &dst,
+    );
+    dst
+}
+
+fn copy_dir(src: &Path, dst: &Path) {
+    std::fs::create_dir_all(dst).unwrap();
+    for e in std::fs::read_dir(src).unwrap() {
+        let e = e.unwrap();
+        let to = dst.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &to);
+        } else {
+            std::fs::copy(e.path(), to).unwrap();
+        }
+    }
+}
+
+#[test]
+fn sigkill_during_ingest_leaves_a_readable_store() {
+    let b = Bench::new();
+    b.run("1");
+    let seed = seed_copy(b.dir.path());
+    let hold = b.dir.path().join("holding");
+    let mut child = util::campaign()
+        .current_dir(b.dir.path())
+        .args([
+            "history",
+            "ingest",
+            seed.to_str().unwrap(),
+            "--results-dir",
+            &b.results_arg(),
+            "--hold-before-commit",
+            hold.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The ingester has written every row of the seed dir and not committed: kill it there.
+    wait_for_file(&hold);
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let status = child.wait().unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(libc::SIGKILL)
+    );
+    let c = rusqlite::Connection::open(b.store()).unwrap();
+    let ok: String = c
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(ok, "ok");
+    drop(c);
+    // Readable, and holding exactly what was committed before: the first campaign only.
+    let out = b.history(&["list"]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert!(util::stdout(&out).contains("1 run dirs"), "{}", show(&out));
+    assert!(!util::stdout(&out).contains("seed_demo"), "{}", show(&out));
+    // The interrupted ingest simply runs again.
+    let out = b.history(&["ingest", seed.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert!(
+        util::stdout(&out).contains(": added (6 runs"),
+        "{}",
+        show(&out)
+    );
+    assert!(util::stdout(&b.history(&["list"])).contains("2 run dirs"));
+}
+
+#[test]
+fn an_old_harness_run_dir_ingests() {
+    let tmp = util::tempdir();
+    let seed = seed_copy(tmp.path());
+    let results = tmp.path().join("results");
+    let r = results.display().to_string();
+    let out = util::run_in(
+        tmp.path(),
+        &[
+            "history",
+            "ingest",
+            seed.to_str().unwrap(),
+            "--results-dir",
+            &r,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let out = util::run_in(tmp.path(), &["history", "list", "--results-dir", &r]);
+    let text = util::stdout(&out);
+    assert!(text.contains("seed_demo"), "{text}");
+    assert!(text.contains("seed-harness"), "{text}");
+    assert!(text.contains("5/6"), "{text}");
+    // Five passing runs make five one-point series; the failed run is in no series.
+    let out = util::run_in(
+        tmp.path(),
+        &["history", "show", "--format", "json", "--results-dir", &r],
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let series = v.as_array().unwrap();
+    assert_eq!(series.len(), 5, "{v}");
+    assert!(series
+        .iter()
+        .all(|s| s["key"]["host_fingerprint"] == "unknown"));
+    assert!(series
+        .iter()
+        .all(|s| s["points"][0]["median_s"].as_f64().unwrap() > 0.0));
+    // No store at all: a clear usage error.
+    let out = util::run_in(
+        tmp.path(),
+        &[
+            "history",
+            "list",
+            "--results-dir",
+            tmp.path().join("none").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        util::stderr(&out).contains("no history store"),
+        "{}",
+        show(&out)
+    );
+    // `report` records a run dir that sits in a results dir's layout, and no other.
+    let laid_out = tmp.path().join("data/seed_demo/run_20250301_101500");
+    copy_dir(&seed, &laid_out);
+    let out = util::run_in(tmp.path(), &["report", laid_out.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert!(tmp.path().join("data/history.sqlite").is_file());
+    let out = util::run_in(tmp.path(), &["report", seed.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert!(!tmp.path().join("history.sqlite").exists());
+}
