@@ -415,3 +415,74 @@ fn an_old_harness_run_dir_ingests() {
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
     assert!(!tmp.path().join("history.sqlite").exists());
 }
+
+/// Does process `pid` have `file` open?
+fn has_open(pid: u32, file: &Path) -> bool {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    fds.flatten()
+        .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|target| target == file))
+}
+
+#[test]
+fn a_second_writer_waits_for_the_first_and_goes_on_when_it_dies() {
+    let b = Bench::new();
+    let campaign_dir = b.run("1");
+    let seed = seed_copy(b.dir.path());
+    let hold = b.dir.path().join("holding");
+    let spawn = |dir: &Path, extra: &[&str]| {
+        util::campaign()
+            .current_dir(b.dir.path())
+            .args(["history", "ingest", dir.to_str().unwrap()])
+            .args(["--results-dir", &b.results_arg()])
+            .args(extra)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    // A holds the write lock (inside its transaction, before the commit).
+    let mut a = spawn(&seed, &["--hold-before-commit", hold.to_str().unwrap()]);
+    wait_for_file(&hold);
+    // B re-ingests the campaign dir after a change, so it must write: it opens the store,
+    // then waits on A's lock (busy timeout) instead of failing with "database is locked".
+    let results_json = campaign_dir.join("cases");
+    let case = std::fs::read_dir(&results_json)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let timing = case.join("scaled/timing.json");
+    let text = std::fs::read_to_string(&timing).unwrap();
+    std::fs::write(&timing, text.replacen("0.00099", "0.00098", 1)).unwrap();
+    let mut bproc = spawn(&campaign_dir, &[]);
+    let wal = std::fs::canonicalize(b.store())
+        .unwrap()
+        .with_extension("sqlite-wal");
+    let start = Instant::now();
+    // Until B has the store open (or has already given up, which the exit code below shows).
+    while !has_open(bproc.id(), &wal) && bproc.try_wait().unwrap().is_none() {
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "B never opened the store"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(a.id() as i32, libc::SIGKILL) };
+    a.wait().unwrap();
+    let out = bproc.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert!(
+        util::stdout(&out).contains(": updated (1 runs"),
+        "{}",
+        show(&out)
+    );
+    let list = util::stdout(&b.history(&["list"]));
+    assert!(
+        list.contains("1 run dirs") && !list.contains("seed_demo"),
+        "{list}"
+    );
+}
