@@ -40,6 +40,7 @@ timeout = "60s"
 
 [stacks.scaled]
 command = ["{}", "{}"]
+root = "SCALED_ROOT"
 resource = "none"
 "#,
             script.display(),
@@ -53,6 +54,11 @@ resource = "none"
         self.dir.path().join("factor")
     }
 
+    /// The stack's root: a git checkout (HEAD written by `run`) with a nested checkout.
+    fn root(&self) -> PathBuf {
+        self.dir.path().join("stack_root")
+    }
+
     fn results(&self) -> PathBuf {
         self.dir.path().join("results")
     }
@@ -63,19 +69,26 @@ resource = "none"
 
     /// One campaign at `factor` × the base speed; returns its run dir.
     fn run(&self, factor: &str) -> PathBuf {
+        self.run_at(factor, &"a".repeat(40))
+    }
+
+    /// One campaign at `factor` × the base speed with the stack root at `commit`.
+    fn run_at(&self, factor: &str, commit: &str) -> PathBuf {
         std::fs::write(self.factor_file(), factor).unwrap();
+        for (dir, head) in [("", commit), ("runtime", "feedbeef")] {
+            let git = self.root().join(dir).join(".git");
+            std::fs::create_dir_all(&git).unwrap();
+            std::fs::write(git.join("HEAD"), format!("{head}\n")).unwrap();
+        }
         let before = self.run_dirs();
         let plan = self.dir.path().join("plan.toml");
-        let out = util::run_in(
-            self.dir.path(),
-            &[
-                "run",
-                plan.to_str().unwrap(),
-                "--results-dir",
-                &self.results_arg(),
-                "-q",
-            ],
-        );
+        let out = util::campaign()
+            .current_dir(self.dir.path())
+            .env("SCALED_ROOT", self.root())
+            .args(["run", plan.to_str().unwrap()])
+            .args(["--results-dir", &self.results_arg(), "-q"])
+            .output()
+            .unwrap();
         assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
         let after = self.run_dirs();
         let new: Vec<&PathBuf> = after.iter().filter(|d| !before.contains(d)).collect();
@@ -136,9 +149,10 @@ fn dump(store: &Path) -> String {
 #[test]
 fn a_stack_made_twice_as_slow_in_the_third_run_is_a_regression() {
     let b = Bench::new();
-    b.run("1");
-    let second = b.run("1");
-    let third = b.run("2");
+    let (c1, c2) = ("1".repeat(40), "2".repeat(40));
+    b.run_at("1", &c1);
+    let second = b.run_at("1", &c1);
+    let third = b.run_at("2", &c2);
     let out = b.history(&["regressions"]);
     assert_eq!(out.status.code(), Some(1), "{}", show(&out));
     let text = util::stdout(&out);
@@ -158,6 +172,21 @@ fn a_stack_made_twice_as_slow_in_the_third_run_is_a_regression() {
     assert_eq!(f["stack"], "scaled");
     assert_eq!(f["run_dir"], third.to_str().unwrap());
     assert_eq!(f["previous_run_dir"], second.to_str().unwrap());
+    // The step is labelled with the stack commits on either side of it.
+    assert_eq!(f["commit"], c2.as_str());
+    assert_eq!(f["previous_commit"], c1.as_str());
+    assert!(text.contains("commit 2222222222; before: run_"), "{text}");
+    // Every run dir recorded the root and the checkout nested in it.
+    let c = rusqlite::Connection::open(b.store()).unwrap();
+    let nested: Vec<(String, String)> = c
+        .prepare("SELECT path, git_commit FROM checkouts WHERE nested = 1")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(nested.len(), 3, "{nested:?}");
+    assert!(nested[0].0.ends_with("stack_root/runtime") && nested[0].1 == "feedbeef");
     assert_eq!(f["direction"], "slower");
     let (lo, hi) = (
         f["ratio_lo"].as_f64().unwrap(),
