@@ -3,6 +3,7 @@
 //! run dir and get the report's history section. Glue: the store is `store::history`, the
 //! change points `analysis::changepoint`, the figure `report::figures::trend`.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -62,8 +63,22 @@ fn ingest(args: &HistoryIngestArgs) -> Result<i32> {
 fn print_json<T: Serialize>(value: &T) -> Result<()> {
     let text = serde_json::to_string_pretty(value)
         .map_err(|e| Error::Environment(format!("writing JSON: {e}")))?;
-    println!("{text}");
-    Ok(())
+    emit(&format!("{text}\n"))
+}
+
+/// Write a listing to stdout at once; a reader that stopped early (`| head`) is not an error.
+fn emit(text: &str) -> Result<()> {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|_| stdout.flush())
+    {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(Error::Environment(format!("writing to stdout: {e}")))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// A date for tables: `2026-01-31 14:05:09` from the stored UTC time.
@@ -91,12 +106,15 @@ fn list(args: &HistoryListArgs) -> Result<i32> {
         print_json(&dirs)?;
         return Ok(exit::OK);
     }
-    println!(
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
         "{:<19}  {:<20}  {:<12}  {:>9}  {:<12}  run dir",
         "date (UTC)", "campaign", "origin", "pass/runs", "host"
     );
     for d in &dirs {
-        println!(
+        let _ = writeln!(
+            out,
             "{:<19}  {:<20}  {:<12}  {:>9}  {:<12}  {}",
             short_date(&d.sort_time),
             d.campaign,
@@ -110,7 +128,8 @@ fn list(args: &HistoryListArgs) -> Result<i32> {
             d.path
         );
     }
-    println!("{} run dirs", dirs.len());
+    let _ = writeln!(out, "{} run dirs", dirs.len());
+    emit(&out)?;
     Ok(exit::OK)
 }
 
@@ -140,17 +159,20 @@ fn show(args: &HistoryShowArgs) -> Result<i32> {
         print_json(&series)?;
         return Ok(exit::OK);
     }
+    let mut out = String::new();
     if series.is_empty() {
-        println!("no series match");
+        let _ = writeln!(out, "no series match");
     }
     for s in &series {
-        println!("{}", series_title(s));
-        println!(
+        let _ = writeln!(out, "{}", series_title(s));
+        let _ = writeln!(
+            out,
             "  {:>3}  {:<19}  {:<24}  {:<10}  {:>10}  {:<23}  {:>4}",
             "#", "date (UTC)", "run", "commit", "median", "95% CI", "n"
         );
         for (i, p) in s.points.iter().enumerate() {
-            println!(
+            let _ = writeln!(
+                out,
                 "  {:>3}  {:<19}  {:<24}  {:<10}  {:>10}  {:<23}  {:>4}",
                 i + 1,
                 short_date(&p.date),
@@ -165,8 +187,9 @@ fn show(args: &HistoryShowArgs) -> Result<i32> {
                 p.n
             );
         }
-        println!();
+        let _ = writeln!(out);
     }
+    emit(&out)?;
     Ok(exit::OK)
 }
 
@@ -303,7 +326,7 @@ fn regressions(args: &HistoryRegressionsArgs) -> Result<i32> {
             "regressions": regressed,
         }))?;
     } else {
-        print_findings(&findings, series.len());
+        emit(&findings_text(&findings, series.len()))?;
     }
     if regressed > 0 {
         eprintln!(
@@ -320,9 +343,11 @@ fn percent(ratio: f64) -> String {
     format!("{:+.1} %", (ratio - 1.0) * 100.0)
 }
 
-fn print_findings(findings: &[Finding], n_series: usize) {
+fn findings_text(findings: &[Finding], n_series: usize) -> String {
+    let mut out = String::new();
     for f in findings {
-        println!(
+        let _ = writeln!(
+            out,
             "{} {} / {} (host {}): {} [{}, {}] at run {} (commit {}; before: {}, commit {}){}",
             if f.regression { "REGRESSION" } else { "step" },
             f.case_id,
@@ -344,10 +369,12 @@ fn print_findings(findings: &[Finding], n_series: usize) {
         );
     }
     let regressed = findings.iter().filter(|f| f.regression).count();
-    println!(
+    let _ = writeln!(
+        out,
         "{n_series} series, {} steps, {regressed} current regressions",
         findings.len()
     );
+    out
 }
 
 /// Record a run dir of `run`, `resume` or `report` in its results dir's store and return the
