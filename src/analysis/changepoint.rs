@@ -10,7 +10,9 @@
 //! squares around its weighted mean (−2 log-likelihood with known variances), and each change
 //! costs a penalty β = max(2 ln n, 9): the BIC/SIC penalty of a change (its location and new
 //! level), floored so that a change between few points must be at least a 3σ shift. PELT
-//! finds the exact minimum of cost + β·changes, pruning candidates that can never win.
+//! finds the exact minimum of cost + β·changes, pruning candidates that can never win. With
+//! eight or more points the series' own run-to-run scatter (median absolute difference of
+//! neighbours) raises τ when the machine is noisier than the floor says.
 //!
 //! Pure: no I/O, no knowledge of stores or series keys. Owns the numbers, not the verdicts
 //! shown to users.
@@ -94,9 +96,25 @@ impl Prefix {
     }
 }
 
-/// Log values and weights (1 / variance) of the observations.
+/// From this many points on, the series' own run-to-run scatter can raise the noise floor.
+pub(crate) const MIN_POINTS_FOR_SCATTER: usize = 8;
+
+/// Robust run-to-run standard deviation of log values: the median absolute difference of
+/// neighbours, scaled to a normal σ (1.4826 / √2). A few steps move only a few differences,
+/// so they hardly move the median.
+fn scatter(x: &[f64]) -> f64 {
+    let diffs: Vec<f64> = x.windows(2).map(|w| (w[1] - w[0]).abs()).collect();
+    crate::analysis::stats::median(&diffs).unwrap_or(0.0) * 1.4826 / std::f64::consts::SQRT_2
+}
+
+/// Log values and weights (1 / variance) of the observations. The between-run term τ is the
+/// noise floor, raised to the series' own scatter when it has enough points to tell.
 fn weighted(obs: &[Observation], noise: f64) -> (Vec<f64>, Vec<f64>) {
-    let tau = (1.0 + noise.max(0.0)).ln();
+    let mut tau = (1.0 + noise.max(0.0)).ln();
+    if obs.len() >= MIN_POINTS_FOR_SCATTER {
+        let logs: Vec<f64> = obs.iter().map(|o| o.median.ln()).collect();
+        tau = tau.max(scatter(&logs));
+    }
     obs.iter()
         .map(|o| {
             let se = if o.lo > 0.0 && o.hi > o.lo {
@@ -251,6 +269,28 @@ mod tests {
         let steps = detect(&obs(&m), &tight);
         assert_eq!(steps.len(), 1, "{steps:?}");
         assert_eq!(steps[0].at, 4);
+    }
+
+    #[test]
+    fn a_noisy_history_raises_its_own_noise_floor() {
+        // ±20 % run-to-run scatter, no real change.
+        let m = [1.0, 1.2, 0.85, 1.15, 0.8, 1.25, 0.9, 1.2, 0.85, 1.1];
+        let o = obs(&m);
+        // With the 5 % floor alone the scatter would be cut into steps …
+        let tau = (1.05f64).ln();
+        let x: Vec<f64> = m.iter().map(|v: &f64| v.ln()).collect();
+        let w = vec![1.0 / (tau * tau); m.len()];
+        let floor_only = segment_starts(&Prefix::new(&x, &w), m.len(), 9.0);
+        assert!(floor_only.len() > 3, "{floor_only:?}");
+        // … the series' own scatter keeps it one level.
+        assert!(scatter(&x) > 0.3, "{}", scatter(&x));
+        assert!(detect(&o, &Params::default()).is_empty());
+        // A doubling on top of that scatter is still found.
+        let mut m2 = m.to_vec();
+        m2.extend([2.1, 1.95, 2.2, 2.0]);
+        let steps = detect(&obs(&m2), &Params::default());
+        assert_eq!(steps.len(), 1, "{steps:?}");
+        assert_eq!((steps[0].at, steps[0].direction), (10, Direction::Slower));
     }
 
     #[test]
