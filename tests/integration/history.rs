@@ -134,7 +134,12 @@ fn dump(store: &Path) -> String {
             .query_map([], |r| {
                 let mut line = Vec::new();
                 for i in 0..cols {
-                    line.push(format!("{:?}", r.get_ref(i)?));
+                    line.push(match r.get_ref(i)? {
+                        rusqlite::types::ValueRef::Text(t) => {
+                            String::from_utf8_lossy(t).into_owned()
+                        }
+                        other => format!("{other:?}"),
+                    });
                 }
                 Ok(line.join("|"))
             })
@@ -291,6 +296,19 @@ fn ingesting_a_run_dir_twice_leaves_the_store_unchanged() {
     }
     // Re-rendering the report records it again, and changes nothing either.
     let out = util::run(&["report", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert_eq!(dump(&b.store()), before);
+    // `resume` (no --results-dir) records into the store of the results dir the run dir is in:
+    // a lost store comes back with the same rows.
+    for ext in ["sqlite", "sqlite-wal", "sqlite-shm"] {
+        let _ = std::fs::remove_file(b.store().with_extension(ext));
+    }
+    // (resume gathers provenance anew, so it sees the same stack root as the run.)
+    let out = util::campaign()
+        .env("SCALED_ROOT", b.root())
+        .args(["resume", dir.to_str().unwrap(), "-q"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
     assert_eq!(dump(&b.store()), before);
 }
