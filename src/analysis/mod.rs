@@ -1,5 +1,7 @@
 //! Numbers from result sets: descriptive statistics, bootstrap intervals, bandwidth and model
-//! fits (`stats`), and the comparison of two result sets (`compare`). Pure functions: no I/O.
+//! fits (`stats`), the comparison of two result sets (`compare`) and change-point detection over
+//! a performance history (`changepoint`). Pure functions: no I/O.
 
+pub mod changepoint;
 pub mod compare;
 pub mod stats;

@@ -34,6 +34,8 @@ pub(crate) enum Command {
     Doctor(DoctorArgs),
     /// Built-in benchmarks (the `host` stack).
     Bench(BenchArgs),
+    /// Performance history across campaigns: list, show, trend, regressions, ingest.
+    History(HistoryArgs),
 }
 
 /// Output format of listings.
@@ -215,4 +217,113 @@ pub(crate) struct AllreduceArgs {
     /// Test only: corrupt RANK's output in timed round ROUND (`RANK:ROUND`) to prove the check.
     #[arg(long, hide = true, value_name = "RANK:ROUND")]
     pub(crate) inject_fault: Option<String>,
+}
+
+// ---- `campaign history` (docs/history.md) ----
+
+#[derive(Debug, Args)]
+pub(crate) struct HistoryArgs {
+    #[command(subcommand)]
+    pub(crate) command: HistoryCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum HistoryCommand {
+    /// Record existing run dirs (campaign's or the old harness's) in the store.
+    Ingest(HistoryIngestArgs),
+    /// Campaigns and run dirs in the store, newest first.
+    List(HistoryListArgs),
+    /// Per series: every point with its median, CI, commit and date.
+    Show(HistoryShowArgs),
+    /// Draw the series over time with their CIs (PNG or SVG by the file's extension).
+    Trend(HistoryTrendArgs),
+    /// Change-point detection per series; exit 1 when a series' newest point is a regression.
+    Regressions(HistoryRegressionsArgs),
+}
+
+/// Output format of the history listings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub(crate) enum HistoryFormat {
+    #[default]
+    Table,
+    Json,
+}
+
+/// Which store: `<DIR>/history.sqlite` (default `results/history.sqlite`).
+#[derive(Debug, Args, Clone, Default)]
+pub(crate) struct HistoryStore {
+    /// The results dir whose store to use (as given to `run --results-dir`).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) results_dir: Option<PathBuf>,
+}
+
+/// Which series.
+#[derive(Debug, Args, Clone, Default)]
+pub(crate) struct HistorySeries {
+    /// Only cases whose id matches this glob (e.g. `mesh_p2_*`).
+    #[arg(long = "case", value_name = "GLOB")]
+    pub(crate) case_glob: Option<String>,
+    /// Only this stack.
+    #[arg(long, value_name = "S")]
+    pub(crate) stack: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct HistoryIngestArgs {
+    /// Run dirs to record.
+    #[arg(required = true)]
+    pub(crate) run_dirs: Vec<PathBuf>,
+    #[command(flatten)]
+    pub(crate) store: HistoryStore,
+    /// Test only: write FILE just before committing the first run dir, then wait for ever.
+    #[arg(long, hide = true, value_name = "FILE")]
+    pub(crate) hold_before_commit: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct HistoryListArgs {
+    #[command(flatten)]
+    pub(crate) store: HistoryStore,
+    #[arg(long, value_enum, default_value_t = HistoryFormat::Table)]
+    pub(crate) format: HistoryFormat,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct HistoryShowArgs {
+    #[command(flatten)]
+    pub(crate) series: HistorySeries,
+    #[command(flatten)]
+    pub(crate) store: HistoryStore,
+    #[arg(long, value_enum, default_value_t = HistoryFormat::Table)]
+    pub(crate) format: HistoryFormat,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct HistoryTrendArgs {
+    #[command(flatten)]
+    pub(crate) series: HistorySeries,
+    #[command(flatten)]
+    pub(crate) store: HistoryStore,
+    /// The figure to write: FILE.png or FILE.svg.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) out: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct HistoryRegressionsArgs {
+    #[command(flatten)]
+    pub(crate) series: HistorySeries,
+    #[command(flatten)]
+    pub(crate) store: HistoryStore,
+    /// Only steps at or after this date (YYYY-MM-DD or RFC 3339) or run dir (path or name).
+    #[arg(long, value_name = "DATE|RUN")]
+    pub(crate) since: Option<String>,
+    /// Between-run noise floor added to every point's uncertainty (e.g. `5%`).
+    #[arg(long, default_value = "5%")]
+    pub(crate) noise: String,
+    /// Penalty per change point (default: max(2 ln n, 9)).
+    #[arg(long)]
+    pub(crate) penalty: Option<f64>,
+    #[arg(long, value_enum, default_value_t = HistoryFormat::Table)]
+    pub(crate) format: HistoryFormat,
 }

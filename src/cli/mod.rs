@@ -10,6 +10,7 @@ pub mod cases;
 pub mod compare;
 pub mod doctor;
 pub mod dry_run;
+pub mod history;
 pub mod prompt;
 pub mod report;
 pub mod resume;
@@ -72,5 +73,6 @@ pub(crate) fn dispatch(command: Command) -> Result<i32> {
         Command::Bench(b) => match b.command {
             BenchCommand::Allreduce(a) => bench::allreduce(&a),
         },
+        Command::History(h) => history::dispatch(h.command),
     }
 }

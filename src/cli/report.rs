@@ -1,5 +1,6 @@
 //! `campaign report RUN_DIR [--template F]`: re-render statistics, figures and the report of
-//! a run dir from its bundles, without running anything. Glue only.
+//! a run dir from its bundles, without running anything, after recording the run dir in its
+//! results dir's history store (a run dir outside campaign's layout is not recorded). Glue only.
 
 use std::path::Path;
 
@@ -14,6 +15,7 @@ pub(crate) fn run(args: &ReportArgs) -> Result<i32> {
     let opts = ReportOptions {
         template: args.template.clone(),
         bootstrap: report::bootstrap_for(&results),
+        history: super::history::record(&args.run_dir, &results, None),
         ..ReportOptions::default()
     };
     let out = report::render_all(&results, &opts, &args.run_dir)?;

@@ -57,7 +57,11 @@ pub(crate) fn run(args: &ResumeArgs) -> Result<i32> {
     }
     let opts =
         engine::session::with_selection(super::run::exec_options(&args.exec), &replay.header);
-    let after = super::run::report_step(&plan, args.exec.template.clone());
+    let after = super::run::report_step(
+        &plan,
+        args.exec.template.clone(),
+        args.exec.results_dir.clone(),
+    );
     let prepared = engine::prepare(plan, &opts)?;
     let state = engine::session::Resume {
         run_dir,

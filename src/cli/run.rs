@@ -59,21 +59,35 @@ pub(crate) fn run(args: &RunArgs) -> Result<i32> {
         )?,
     };
     let opts = options(args);
-    let after = report_step(&plan, args.exec.template.clone());
+    let after = report_step(
+        &plan,
+        args.exec.template.clone(),
+        args.exec.results_dir.clone(),
+    );
     let prepared = engine::prepare(plan, &opts)?;
     let done = engine::execute(prepared, &opts, after)?;
     conclude(&done)
 }
 
 /// summarize → plot → report, one step after `collect` (the report module does all three).
+/// The run dir is recorded in the history store of `results_dir` (`--results-dir`, else the
+/// run dir's own) first, so the report can show the earlier runs of its series.
 pub(crate) fn report_step(
     plan: &crate::model::plan::Plan,
     template: Option<std::path::PathBuf>,
+    results_dir: Option<std::path::PathBuf>,
 ) -> Vec<(String, engine::AfterStep)> {
     let report_cfg = plan.report.clone();
     let report: engine::AfterStep = Box::new(move |run_dir, results| {
-        crate::report::finish_run(results, &report_cfg, template.as_deref(), &run_dir.path)
-            .map(|_| ())
+        let history = super::history::record(&run_dir.path, results, results_dir.as_deref());
+        crate::report::finish_run(
+            results,
+            &report_cfg,
+            template.as_deref(),
+            &run_dir.path,
+            history,
+        )
+        .map(|_| ())
     });
     vec![("report".to_string(), report)]
 }

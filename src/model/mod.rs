@@ -2,10 +2,11 @@
 //!
 //! `case` (the seed's EquivalenceCase, its ids and hash, golden formulas, fast writers), `plan`
 //! (a validated plan), `stack` (a stack definition's shape), `results` (samples, run results,
-//! result sets), `output` (a process's output lines) and `units` (durations, human numbers).
+//! result sets), `history` (series and steps of the performance history), `output` (a process's output lines) and `units` (durations, human numbers).
 //! Nothing here reads files, spawns processes or knows about another room but `error`.
 
 pub mod case;
+pub mod history;
 pub mod output;
 pub mod plan;
 pub mod results;

@@ -35,6 +35,8 @@ pub(crate) struct Context {
     pub(crate) figures: Vec<FigureRow>,
     pub(crate) skipped_figures: Vec<SkippedRow>,
     pub(crate) quarantined: Vec<NameValue>,
+    /// Earlier runs of the same series (set by `render_all` when the history store has some).
+    pub(crate) history: Option<super::history::HistoryCtx>,
 }
 
 #[derive(Debug, Serialize)]
@@ -326,6 +328,7 @@ pub(crate) fn build(
             })
             .collect(),
         quarantined: name_values(results.quarantined.iter()),
+        history: None,
     }
 }
 

@@ -15,6 +15,7 @@ use crate::store::atomic::write_atomic;
 pub mod context;
 pub mod figures;
 pub mod font;
+pub(crate) mod history;
 pub mod markdown;
 pub mod summary;
 
@@ -32,6 +33,8 @@ pub struct ReportOptions {
     /// Report title (default: "<campaign> — <timestamp>").
     pub title: Option<String>,
     pub bootstrap: Bootstrap,
+    /// Earlier points of this run's series in the history store (the "History" section).
+    pub history: Option<crate::model::history::ReportHistory>,
 }
 
 impl ReportOptions {
@@ -44,6 +47,7 @@ impl ReportOptions {
             figures: cfg.figures.clone(),
             title: cfg.title.clone(),
             bootstrap: bootstrap_for(results),
+            history: None,
         }
     }
 }
@@ -95,7 +99,8 @@ pub fn render_all(
     let analysis = Analysis::new(results, opts.baseline.as_deref(), opts.bootstrap);
     let (drawn, skipped) =
         figures::draw_all(&analysis, results, &opts.figures, &run_dir.join("figures"))?;
-    let ctx = context::build(results, &analysis, opts.title.as_deref(), &drawn, &skipped);
+    let mut ctx = context::build(results, &analysis, opts.title.as_deref(), &drawn, &skipped);
+    ctx.history = opts.history.as_ref().and_then(history::context);
     let text = markdown::render(&source, &name, &file, &ctx)?;
     let reports = run_dir.join("reports");
     std::fs::create_dir_all(&reports).map_err(|e| Error::io(&reports, e))?;
@@ -116,8 +121,10 @@ pub(crate) fn finish_run(
     cfg: &ReportConfig,
     template: Option<&Path>,
     run_dir: &Path,
+    history: Option<crate::model::history::ReportHistory>,
 ) -> Result<ReportOutput> {
     let mut opts = ReportOptions::from_config(cfg, results);
+    opts.history = history;
     if let Some(t) = template {
         opts.template = Some(t.to_path_buf());
     }

@@ -1,7 +1,8 @@
 //! Everything on disk in a run dir: its layout and bundles (`layout`), one atomic write
 //! (`atomic`), the journal and its replay, the run-dir lock, run fingerprints, provenance, resume
 //! decisions, `campaign status`, loading bundles and old harness dirs back (`load`, `seed_dir`)
-//! and the results files (`json`, `csv`).
+//! and the results files (`json`, `csv`); across run dirs, the performance history
+//! (`history`, an embedded SQLite database beside the campaigns).
 //!
 //! It reads and writes files; it does not run stacks, schedule, or compute statistics beyond
 //! what the results files carry.
@@ -9,6 +10,7 @@
 pub mod atomic;
 pub mod csv;
 pub mod fingerprint;
+pub mod history;
 pub mod journal;
 pub mod json;
 pub mod layout;

@@ -3,6 +3,7 @@
 mod architecture;
 mod bench;
 mod executor;
+mod history;
 mod mpi;
 mod plan;
 mod readme;

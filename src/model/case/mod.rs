@@ -230,8 +230,8 @@ impl Case {
     }
 
     /// campaign's own identity of a case: every field except the round counts, so changing
-    /// rounds does not make a case "new" for resume and comparisons (the seed hash does).
-    #[cfg(test)]
+    /// rounds does not make a case "new" for resume, comparisons and the history (the seed
+    /// hash does).
     pub(crate) fn case_key(&self) -> String {
         let mut value = self.to_json();
         if let Value::Object(map) = &mut value {

@@ -19,6 +19,7 @@ mod message_size;
 mod model_fit;
 mod paired_ratio;
 mod strong_scaling;
+mod trend;
 mod wall_vs_device;
 
 /// Every figure, in report order.
@@ -100,6 +101,15 @@ pub(crate) fn draw_all(
         }
     }
     Ok((drawn, skipped))
+}
+
+/// The history trend figure (`campaign history trend --out FILE.png|svg`).
+pub(crate) fn draw_trend(
+    series: &[crate::model::history::Series],
+    steps: &[Vec<crate::model::history::Step>],
+    out: &Path,
+) -> Result<()> {
+    trend::draw(series, steps, out)
 }
 
 /// Draw one figure as PNG and SVG.

@@ -1,0 +1,448 @@
+//! `campaign history …`: ingest run dirs into the performance history and read it back (list,
+//! show, trend, regressions), plus the hook `run`, `resume` and `report` call to record their
+//! run dir and get the report's history section. Glue: the store is `store::history`, the
+//! change points `analysis::changepoint`, the figure `report::figures::trend`.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::analysis::changepoint::{self, Params};
+use crate::cli::args::{
+    HistoryCommand, HistoryFormat, HistoryIngestArgs, HistoryListArgs, HistoryRegressionsArgs,
+    HistoryShowArgs, HistoryStore, HistoryTrendArgs,
+};
+use crate::error::{exit, Error, Result};
+use crate::model::history::{Direction, ReportHistory, ReportHistoryRow, Series, Step};
+use crate::model::results::ResultSet;
+use crate::model::units::format_seconds;
+use crate::store::history::query::SeriesFilter;
+use crate::store::history::{self as store, History};
+
+pub(crate) fn dispatch(command: HistoryCommand) -> Result<i32> {
+    match command {
+        HistoryCommand::Ingest(a) => ingest(&a),
+        HistoryCommand::List(a) => list(&a),
+        HistoryCommand::Show(a) => show(&a),
+        HistoryCommand::Trend(a) => trend(&a),
+        HistoryCommand::Regressions(a) => regressions(&a),
+    }
+}
+
+fn store_file(s: &HistoryStore) -> PathBuf {
+    store::store_path(s.results_dir.as_deref())
+}
+
+fn ingest(args: &HistoryIngestArgs) -> Result<i32> {
+    let path = store_file(&args.store);
+    // Load every run dir first: a bad one fails before anything is written.
+    let mut loaded = Vec::with_capacity(args.run_dirs.len());
+    for dir in &args.run_dirs {
+        loaded.push((dir, super::report::load_run_dir(dir)?));
+    }
+    let mut h = History::open(&path)?;
+    for (i, (dir, results)) in loaded.iter().enumerate() {
+        let hold = if i == 0 {
+            args.hold_before_commit.as_deref()
+        } else {
+            None
+        };
+        let outcome = h.ingest_holding(dir, results, hold)?;
+        println!(
+            "{}: {outcome} ({} runs, campaign {})",
+            dir.display(),
+            results.runs.len(),
+            results.campaign
+        );
+    }
+    println!("history: {}", path.display());
+    Ok(exit::OK)
+}
+
+fn print_json<T: Serialize>(value: &T) -> Result<()> {
+    let text = serde_json::to_string_pretty(value)
+        .map_err(|e| Error::Environment(format!("writing JSON: {e}")))?;
+    emit(&format!("{text}\n"))
+}
+
+/// Write a listing to stdout at once; a reader that stopped early (`| head`) is not an error.
+fn emit(text: &str) -> Result<()> {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|_| stdout.flush())
+    {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(Error::Environment(format!("writing to stdout: {e}")))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// A date for tables: `2026-01-31 14:05:09` from the stored UTC time.
+fn short_date(t: &str) -> String {
+    let t = t.replacen('T', " ", 1);
+    t.get(..19).unwrap_or(&t).to_string()
+}
+
+fn short_commit(c: Option<&str>) -> String {
+    c.map(|c| c.get(..10).unwrap_or(c).to_string())
+        .unwrap_or_else(|| "–".into())
+}
+
+fn run_name(path: &str) -> String {
+    Path::new(path)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.to_string())
+}
+
+fn list(args: &HistoryListArgs) -> Result<i32> {
+    let h = History::open_existing(&store_file(&args.store))?;
+    let dirs = h.run_dirs()?;
+    if args.format == HistoryFormat::Json {
+        print_json(&dirs)?;
+        return Ok(exit::OK);
+    }
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<19}  {:<20}  {:<12}  {:>9}  {:<12}  run dir",
+        "date (UTC)", "campaign", "origin", "pass/runs", "host"
+    );
+    for d in &dirs {
+        let _ = writeln!(
+            out,
+            "{:<19}  {:<20}  {:<12}  {:>9}  {:<12}  {}",
+            short_date(&d.sort_time),
+            d.campaign,
+            d.origin,
+            format!("{}/{}", d.passed, d.runs),
+            if d.host.is_empty() {
+                "unknown"
+            } else {
+                &d.host
+            },
+            d.path
+        );
+    }
+    let _ = writeln!(out, "{} run dirs", dirs.len());
+    emit(&out)?;
+    Ok(exit::OK)
+}
+
+fn read_series(store: &HistoryStore, s: &crate::cli::args::HistorySeries) -> Result<Vec<Series>> {
+    let h = History::open_existing(&store_file(store))?;
+    let filter = SeriesFilter::new(s.case_glob.as_deref(), s.stack.as_deref())?;
+    h.series(&filter)
+}
+
+fn series_title(s: &Series) -> String {
+    format!(
+        "{} · {} · host {} ({})",
+        s.case_id,
+        s.key.stack,
+        if s.host.is_empty() {
+            "unknown"
+        } else {
+            &s.host
+        },
+        s.key.host_fingerprint
+    )
+}
+
+fn show(args: &HistoryShowArgs) -> Result<i32> {
+    let series = read_series(&args.store, &args.series)?;
+    if args.format == HistoryFormat::Json {
+        print_json(&series)?;
+        return Ok(exit::OK);
+    }
+    let mut out = String::new();
+    if series.is_empty() {
+        let _ = writeln!(out, "no series match");
+    }
+    for s in &series {
+        let _ = writeln!(out, "{}", series_title(s));
+        let _ = writeln!(
+            out,
+            "  {:>3}  {:<19}  {:<24}  {:<10}  {:>10}  {:<23}  {:>4}",
+            "#", "date (UTC)", "run", "commit", "median", "95% CI", "n"
+        );
+        for (i, p) in s.points.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "  {:>3}  {:<19}  {:<24}  {:<10}  {:>10}  {:<23}  {:>4}",
+                i + 1,
+                short_date(&p.date),
+                run_name(&p.run_dir),
+                short_commit(p.commit.as_deref()),
+                format_seconds(p.median_s),
+                format!(
+                    "[{}, {}]",
+                    format_seconds(p.ci_lo_s),
+                    format_seconds(p.ci_hi_s)
+                ),
+                p.n
+            );
+        }
+        let _ = writeln!(out);
+    }
+    emit(&out)?;
+    Ok(exit::OK)
+}
+
+fn trend(args: &HistoryTrendArgs) -> Result<i32> {
+    let series = read_series(&args.store, &args.series)?;
+    if series.is_empty() {
+        return Err(Error::Usage(
+            "no series match --case/--stack in the history store; nothing to draw".into(),
+        ));
+    }
+    let steps: Vec<Vec<Step>> = series
+        .iter()
+        .map(|s| changepoint::series_steps(s, &Params::default()))
+        .collect();
+    crate::report::figures::draw_trend(&series, &steps, &args.out)?;
+    println!("figure: {} ({} series)", args.out.display(), series.len());
+    Ok(exit::OK)
+}
+
+/// One step found in one series, as `regressions` prints it.
+#[derive(Debug, Clone, Serialize)]
+struct Finding {
+    case_id: String,
+    stack: String,
+    host: String,
+    host_fingerprint: String,
+    case_key: String,
+    /// The first run at the new level.
+    run_dir: String,
+    date: String,
+    commit: Option<String>,
+    /// The last run at the old level and its commit.
+    previous_run_dir: String,
+    previous_commit: Option<String>,
+    ratio: f64,
+    ratio_lo: f64,
+    ratio_hi: f64,
+    direction: Direction,
+    /// The new level lasts to the series' newest point.
+    current: bool,
+    /// A current slower step: the newest point is a regression.
+    regression: bool,
+}
+
+fn parse_noise(text: &str) -> Result<f64> {
+    crate::analysis::compare::parse_threshold(text)
+        .map_err(|m| Error::Usage(m.replace("--threshold", "--noise")))
+}
+
+/// The UTC time `--since` means: a date, an RFC 3339 time, or a run dir in the store.
+fn since_time(since: &str, h: &History) -> Result<String> {
+    if let Ok(d) = chrono::NaiveDate::parse_from_str(since, "%Y-%m-%d") {
+        return Ok(format!("{d}T00:00:00.000Z"));
+    }
+    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(since) {
+        return Ok(t
+            .with_timezone(&chrono::Utc)
+            .format("%Y-%m-%dT%H:%M:%S%.3fZ")
+            .to_string());
+    }
+    let abs = std::path::absolute(since)
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    let dirs = h.run_dirs()?;
+    let hit = dirs
+        .iter()
+        .find(|d| d.path == abs)
+        .or_else(|| dirs.iter().find(|d| run_name(&d.path) == since));
+    hit.map(|d| d.sort_time.clone()).ok_or_else(|| {
+        Error::Usage(format!(
+            "--since `{since}`: expected a date (YYYY-MM-DD), an RFC 3339 time, or a run dir \
+             in the history store (see `campaign history list`)"
+        ))
+    })
+}
+
+fn regressions(args: &HistoryRegressionsArgs) -> Result<i32> {
+    let params = Params {
+        noise: parse_noise(&args.noise)?,
+        penalty: args.penalty,
+    };
+    if let Some(p) = params.penalty {
+        if !(p.is_finite() && p > 0.0) {
+            return Err(Error::Usage(format!(
+                "--penalty {p}: expected a positive number"
+            )));
+        }
+    }
+    let h = History::open_existing(&store_file(&args.store))?;
+    let since = args
+        .since
+        .as_deref()
+        .map(|s| since_time(s, &h))
+        .transpose()?;
+    let filter = SeriesFilter::new(
+        args.series.case_glob.as_deref(),
+        args.series.stack.as_deref(),
+    )?;
+    let series = h.series(&filter)?;
+    let mut findings = Vec::new();
+    for s in &series {
+        for step in changepoint::series_steps(s, &params) {
+            let at = &s.points[step.at];
+            if since.as_deref().is_some_and(|t| at.date.as_str() < t) {
+                continue;
+            }
+            let before = &s.points[step.at - 1];
+            findings.push(Finding {
+                case_id: s.case_id.clone(),
+                stack: s.key.stack.clone(),
+                host: s.host.clone(),
+                host_fingerprint: s.key.host_fingerprint.clone(),
+                case_key: s.key.case_key.clone(),
+                run_dir: at.run_dir.clone(),
+                date: at.date.clone(),
+                commit: at.commit.clone(),
+                previous_run_dir: before.run_dir.clone(),
+                previous_commit: before.commit.clone(),
+                ratio: step.ratio,
+                ratio_lo: step.ratio_lo,
+                ratio_hi: step.ratio_hi,
+                direction: step.direction,
+                current: step.current,
+                regression: step.current && step.direction == Direction::Slower,
+            });
+        }
+    }
+    let regressed = findings.iter().filter(|f| f.regression).count();
+    if args.format == HistoryFormat::Json {
+        print_json(&serde_json::json!({
+            "series": series.len(),
+            "noise": params.noise,
+            "findings": findings,
+            "regressions": regressed,
+        }))?;
+    } else {
+        emit(&findings_text(&findings, series.len()))?;
+    }
+    if regressed > 0 {
+        eprintln!(
+            "error: {regressed} series' newest point is a regression (a slower step that lasts \
+             to the newest run)"
+        );
+        Ok(exit::RUNS_FAILED)
+    } else {
+        Ok(exit::OK)
+    }
+}
+
+fn percent(ratio: f64) -> String {
+    format!("{:+.1} %", (ratio - 1.0) * 100.0)
+}
+
+fn findings_text(findings: &[Finding], n_series: usize) -> String {
+    let mut out = String::new();
+    for f in findings {
+        let _ = writeln!(
+            out,
+            "{} {} / {} (host {}): {} [{}, {}] at run {} (commit {}; before: {}, commit {}){}",
+            if f.regression { "REGRESSION" } else { "step" },
+            f.case_id,
+            f.stack,
+            f.host_fingerprint,
+            percent(f.ratio),
+            percent(f.ratio_lo),
+            percent(f.ratio_hi),
+            f.run_dir,
+            short_commit(f.commit.as_deref()),
+            run_name(&f.previous_run_dir),
+            short_commit(f.previous_commit.as_deref()),
+            match (f.direction, f.current) {
+                (Direction::Slower, true) => ", slower, still current",
+                (Direction::Slower, false) => ", slower, later superseded",
+                (Direction::Faster, true) => ", faster, still current",
+                (Direction::Faster, false) => ", faster, later superseded",
+            }
+        );
+    }
+    let regressed = findings.iter().filter(|f| f.regression).count();
+    let _ = writeln!(
+        out,
+        "{n_series} series, {} steps, {regressed} current regressions",
+        findings.len()
+    );
+    out
+}
+
+/// Record a run dir of `run`, `resume` or `report` in its results dir's store and return the
+/// report's history section. History is a side record: a failure is printed as a warning and
+/// never fails the campaign. `results_dir` is `--results-dir`; without it the run dir's own
+/// results dir is used, and a run dir outside campaign's layout is not recorded.
+pub(crate) fn record(
+    run_dir: &Path,
+    results: &ResultSet,
+    results_dir: Option<&Path>,
+) -> Option<ReportHistory> {
+    let results_dir = match results_dir {
+        Some(d) => Some(d.to_path_buf()),
+        None => store::results_dir_of(run_dir, &results.campaign),
+    }?;
+    let path = store::store_path(Some(&results_dir));
+    let attempt = || -> Result<ReportHistory> {
+        // What is on disk, as `history ingest` and `report` will read it later, so recording
+        // the same run dir again finds it unchanged (files round timings to 6 digits).
+        let on_disk = super::report::load_run_dir(run_dir);
+        let mut h = History::open(&path)?;
+        h.ingest(run_dir, on_disk.as_ref().unwrap_or(results))?;
+        report_history(&h, run_dir)
+    };
+    match attempt() {
+        Ok(section) => Some(section).filter(|s| !s.rows.is_empty()),
+        Err(e) => {
+            eprintln!("warning: history not recorded in {}: {e}", path.display());
+            None
+        }
+    }
+}
+
+/// The report's history section for `run_dir`: per series of the run dir with earlier points,
+/// the previous median, the change, and the step ending at this run if one is detected.
+fn report_history(h: &History, run_dir: &Path) -> Result<ReportHistory> {
+    let abs = std::path::absolute(run_dir)
+        .map_err(|e| Error::io(run_dir, e))?
+        .display()
+        .to_string();
+    let filter = SeriesFilter {
+        run_dir: Some(abs.clone()),
+        ..SeriesFilter::default()
+    };
+    let mut rows = Vec::new();
+    for mut s in h.series(&filter)? {
+        let Some(idx) = s.points.iter().position(|p| p.run_dir == abs) else {
+            continue;
+        };
+        if idx == 0 {
+            continue;
+        }
+        // What was known when this run finished: later points (re-rendering an old run dir)
+        // are left out.
+        s.points.truncate(idx + 1);
+        let step = changepoint::series_steps(&s, &Params::default())
+            .into_iter()
+            .find(|st| st.at == idx);
+        let (prev, now) = (&s.points[idx - 1], &s.points[idx]);
+        rows.push(ReportHistoryRow {
+            case_id: s.case_id.clone(),
+            stack: s.key.stack.clone(),
+            earlier: idx,
+            previous_median_s: prev.median_s,
+            median_s: now.median_s,
+            change: now.median_s / prev.median_s - 1.0,
+            step,
+        });
+    }
+    Ok(ReportHistory { rows })
+}

@@ -1,0 +1,107 @@
+//! The performance history as data: a series key, its points, and what change-point detection
+//! found. No I/O: `store::history` fills these from `history.sqlite`, `analysis::changepoint`
+//! reads their numbers, `report` draws and summarises them, `cli::history` prints them.
+//!
+//! A series is one (case key, stack, host fingerprint): the same case on the same stack on the
+//! same machine. Its points are passing runs in time order, each labelled with the stack's git
+//! commit where the run recorded one.
+
+use serde::Serialize;
+
+/// What identifies a series.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct SeriesKey {
+    /// `Case::case_key` (every case field but the round counts).
+    pub case_key: String,
+    pub stack: String,
+    /// Short hash of host name and CPU model (`store::history::host_fingerprint`).
+    pub host_fingerprint: String,
+}
+
+/// One run of a series: its median with a confidence interval and where it came from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Point {
+    /// Row id of the run dir in the store (ties in time are broken by it).
+    pub run_dir_id: i64,
+    /// The run dir as ingested (absolute path).
+    pub run_dir: String,
+    /// `YYYYmmdd_HHMMSS` of the run dir (or the old harness's timestamp).
+    pub stamp: String,
+    /// When the run dir's first run started, UTC RFC 3339 (else its stamp): the time order.
+    pub date: String,
+    /// The stack root's git commit where known.
+    pub commit: Option<String>,
+    /// Median timed `execute_s` in seconds.
+    pub median_s: f64,
+    /// 95 % bootstrap interval of the median (equal to the median with one sample).
+    pub ci_lo_s: f64,
+    pub ci_hi_s: f64,
+    /// Timed samples behind the median.
+    pub n: usize,
+}
+
+/// A series with its points, oldest first.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Series {
+    pub key: SeriesKey,
+    /// The planned case id (readable name of the case key).
+    pub case_id: String,
+    /// The host name behind the fingerprint (empty when unknown, e.g. old harness dirs).
+    pub host: String,
+    pub points: Vec<Point>,
+}
+
+/// Whether a step made the series slower or faster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    Slower,
+    Faster,
+}
+
+impl std::fmt::Display for Direction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Direction::Slower => "slower",
+            Direction::Faster => "faster",
+        })
+    }
+}
+
+/// A step found in a series: the level changed at point `at` (the first point of the new level).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Step {
+    /// Index into the series' points of the first point after the step.
+    pub at: usize,
+    /// Level after / level before (a ratio of medians; 2.0 = twice as slow).
+    pub ratio: f64,
+    /// 95 % interval of the ratio.
+    pub ratio_lo: f64,
+    pub ratio_hi: f64,
+    pub direction: Direction,
+    /// True when the step's level lasts to the newest point of the series.
+    pub current: bool,
+}
+
+/// The history section of a run's report: per series of the run that has earlier points.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReportHistory {
+    pub rows: Vec<ReportHistoryRow>,
+}
+
+/// One series in the report's history section.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReportHistoryRow {
+    pub case_id: String,
+    pub stack: String,
+    /// How many earlier points the store holds.
+    pub earlier: usize,
+    /// Median of the newest earlier point, seconds.
+    pub previous_median_s: f64,
+    /// Median of this run, seconds.
+    pub median_s: f64,
+    /// This run / previous − 1 (0.10 = 10 % slower).
+    pub change: f64,
+    /// The step ending at this run, when detection found one.
+    pub step: Option<Step>,
+}

@@ -1,0 +1,123 @@
+//! The history trend figure (`campaign history trend`): one panel per series, its run medians
+//! in time order with their 95 % intervals, the x axis labelled by the stack commit (or date),
+//! and detected steps named in the panel title. Same panels, palette and font as the report's
+//! figures; not one of the report's own figures (it reads the history store, not a run dir).
+
+use std::path::Path;
+
+use plotters::prelude::*;
+
+use super::common::{Axis, Panel, Panels, Series as Line, Style};
+use super::Figure;
+use crate::error::{Error, Result};
+use crate::model::history::{Series, Step};
+use crate::model::units::format_seconds;
+
+/// More panels than this make an unreadable image.
+const MAX_SERIES: usize = 24;
+
+fn x_label(p: &crate::model::history::Point) -> String {
+    match &p.commit {
+        Some(c) => c.get(..8).unwrap_or(c).to_string(),
+        None => p
+            .date
+            .get(5..16)
+            .map(|d| d.replacen('T', " ", 1))
+            .unwrap_or_else(|| p.date.clone()),
+    }
+}
+
+pub(crate) fn build(series: &[Series], steps: &[Vec<Step>]) -> Panels {
+    let several_hosts = series
+        .iter()
+        .any(|s| s.key.host_fingerprint != series[0].key.host_fingerprint);
+    let panels = series
+        .iter()
+        .zip(steps)
+        .enumerate()
+        .map(|(i, (s, st))| {
+            let mut title = format!("{} · {}", s.case_id, s.key.stack);
+            if several_hosts {
+                title.push_str(&format!(" · {}", s.key.host_fingerprint));
+            }
+            for step in st {
+                title.push_str(&format!(
+                    " · {} ×{:.2} at #{}",
+                    step.direction,
+                    step.ratio,
+                    step.at + 1
+                ));
+            }
+            let names: Vec<String> = s.points.iter().map(x_label).collect();
+            let mut panel = Panel::new(
+                title,
+                Axis::categories("run (stack commit, or date)", names),
+                Axis::new("median execute time", format_seconds),
+            );
+            panel.series.push(Line {
+                label: "median".into(),
+                color: i,
+                style: Style::LineAndPoints,
+                points: s
+                    .points
+                    .iter()
+                    .enumerate()
+                    .map(|(x, p)| (x as f64, p.median_s))
+                    .collect(),
+            });
+            panel.error_bars = s
+                .points
+                .iter()
+                .enumerate()
+                .map(|(x, p)| (x as f64, p.ci_lo_s, p.median_s, p.ci_hi_s, i))
+                .collect();
+            panel
+        })
+        .collect();
+    Panels {
+        title: "Performance history: median execute time per run with 95 % CI".into(),
+        panels,
+    }
+}
+
+/// Draw the trend of `series` to `out` (`.png` or `.svg`).
+pub(crate) fn draw(series: &[Series], steps: &[Vec<Step>], out: &Path) -> Result<()> {
+    if series.len() > MAX_SERIES {
+        return Err(Error::Usage(format!(
+            "{} series match; a trend figure shows at most {MAX_SERIES}: narrow it with --case \
+             or --stack",
+            series.len()
+        )));
+    }
+    let ext = out
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase());
+    let svg = match ext.as_deref() {
+        Some("png") => false,
+        Some("svg") => true,
+        _ => {
+            return Err(Error::Usage(format!(
+                "--out {}: expected a file ending in .png or .svg",
+                out.display()
+            )))
+        }
+    };
+    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    }
+    crate::report::font::ensure_registered().map_err(Error::Environment)?;
+    let fig = build(series, steps);
+    let size = fig.size();
+    let failed =
+        |e: String| Error::Environment(format!("{}: drawing the trend failed: {e}", out.display()));
+    if svg {
+        let root = SVGBackend::new(out, size).into_drawing_area();
+        fig.draw(&root).map_err(failed)?;
+        root.present().map_err(|e| failed(e.to_string()))?;
+    } else {
+        let root = BitMapBackend::new(out, size).into_drawing_area();
+        fig.draw(&root).map_err(failed)?;
+        root.present().map_err(|e| failed(e.to_string()))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,64 @@
+//! The report's "History" section: how this run compares with earlier runs of its series
+//! (previous median, change, whether change-point detection found a step at this run).
+//!
+//! The numbers come in ready (`model::history::ReportHistory`, filled by the CLI from the
+//! history store); this file only words them for the template. Pure.
+
+use serde::Serialize;
+
+use crate::model::history::{Direction, ReportHistory};
+use crate::model::units::format_seconds;
+
+/// `history` in the template context.
+#[derive(Debug, Serialize)]
+pub(crate) struct HistoryCtx {
+    pub(crate) rows: Vec<HistoryRow>,
+}
+
+#[derive(Debug, Serialize)]
+pub(crate) struct HistoryRow {
+    pub(crate) case_id: String,
+    pub(crate) stack: String,
+    pub(crate) earlier: usize,
+    pub(crate) previous: String,
+    pub(crate) median: String,
+    /// `+12.3 %`.
+    pub(crate) change: String,
+    /// `slower ×2.00 [1.91, 2.09]`, or `no`.
+    pub(crate) step: String,
+    pub(crate) regression: bool,
+    pub(crate) previous_median_s: f64,
+    pub(crate) median_s: f64,
+}
+
+pub(crate) fn context(h: &ReportHistory) -> Option<HistoryCtx> {
+    if h.rows.is_empty() {
+        return None;
+    }
+    let rows = h
+        .rows
+        .iter()
+        .map(|r| HistoryRow {
+            case_id: r.case_id.clone(),
+            stack: r.stack.clone(),
+            earlier: r.earlier,
+            previous: format_seconds(r.previous_median_s),
+            median: format_seconds(r.median_s),
+            change: format!("{:+.1} %", r.change * 100.0),
+            step: match &r.step {
+                Some(s) => format!(
+                    "{} ×{:.2} [{:.2}, {:.2}]",
+                    s.direction, s.ratio, s.ratio_lo, s.ratio_hi
+                ),
+                None => "no".into(),
+            },
+            regression: r
+                .step
+                .as_ref()
+                .is_some_and(|s| s.direction == Direction::Slower),
+            previous_median_s: r.previous_median_s,
+            median_s: r.median_s,
+        })
+        .collect();
+    Some(HistoryCtx { rows })
+}

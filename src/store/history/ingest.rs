@@ -1,0 +1,339 @@
+//! Ingest: one run dir's `ResultSet` into the store, in one transaction, idempotently.
+//!
+//! The run dir is keyed by its absolute path and fingerprinted by a hash of its result set: the
+//! same content ingested again writes nothing; new content (a resumed run dir, a re-rendered
+//! old harness dir) replaces the old rows under the same id, so the run dir keeps its place in
+//! time. Per run it keeps the summary the history needs (median, its bootstrap interval, mean,
+//! n) beside every round's sample, the case key and equivalence hash, status and the stack's
+//! commit; per run dir the provenance, the environment overrides and every stack root's git
+//! checkout with the checkouts nested inside it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use rusqlite::{params, OptionalExtension, Transaction};
+use sha2::{Digest, Sha256};
+
+use super::{db_error, History};
+use crate::analysis::stats::{self, bootstrap, Bootstrap};
+use crate::error::{Error, Result};
+use crate::model::results::{ResultSet, RunResult};
+
+/// What an ingest did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ingested {
+    /// A run dir new to the store.
+    Added,
+    /// A known run dir whose results changed (e.g. resumed); its rows were replaced.
+    Updated,
+    /// A known run dir with the same results: nothing was written.
+    Unchanged,
+}
+
+impl std::fmt::Display for Ingested {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Ingested::Added => "added",
+            Ingested::Updated => "updated",
+            Ingested::Unchanged => "unchanged",
+        })
+    }
+}
+
+/// How deep below a stack root nested git checkouts are looked for.
+const NESTED_DEPTH: usize = 3;
+/// At most this many nested checkouts are recorded per root.
+const NESTED_MAX: usize = 32;
+
+/// Short, stable identity of the machine: host name and CPU model. Old harness dirs recorded
+/// neither and share the fingerprint `unknown`.
+pub fn host_fingerprint(host: &str, cpu: &str) -> String {
+    if host.is_empty() && cpu.is_empty() {
+        return "unknown".to_string();
+    }
+    hex(&Sha256::digest(format!("{host}\n{cpu}").as_bytes()))[..12].to_string()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Where a run dir came from.
+fn origin(results: &ResultSet) -> &'static str {
+    if results.provenance.campaign_version.is_empty() {
+        "seed-harness"
+    } else {
+        "campaign"
+    }
+}
+
+/// A point in time for ordering: the earliest run start, else the results' timestamp, else
+/// the run dir's `run_<stamp>` name; UTC RFC 3339 so strings sort in time order.
+fn sort_time(results: &ResultSet, run_dir: &Path) -> String {
+    let utc = |t: chrono::DateTime<chrono::FixedOffset>| {
+        t.with_timezone(&chrono::Utc)
+            .format("%Y-%m-%dT%H:%M:%S%.3fZ")
+            .to_string()
+    };
+    let started = results
+        .runs
+        .iter()
+        .filter_map(|r| r.started.as_deref())
+        .filter_map(|s| chrono::DateTime::parse_from_rfc3339(s).ok())
+        .min();
+    if let Some(t) = started {
+        return utc(t);
+    }
+    let stamp_time = |s: &str| {
+        let s = s.strip_prefix("run_").unwrap_or(s);
+        let s = s.get(..15).unwrap_or(s);
+        chrono::NaiveDateTime::parse_from_str(s, "%Y%m%d_%H%M%S")
+            .ok()
+            .and_then(|n| n.and_local_timezone(chrono::Local).earliest())
+            .map(|t| utc(t.fixed_offset()))
+    };
+    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(&results.timestamp) {
+        return utc(t);
+    }
+    stamp_time(&results.timestamp)
+        .or_else(|| stamp_time(&run_dir.file_name()?.to_string_lossy()))
+        .unwrap_or_default()
+}
+
+/// The stack's git commit as the run dir recorded it.
+fn stack_commit(results: &ResultSet, stack: &str) -> Option<String> {
+    results
+        .provenance
+        .stack_roots
+        .get(stack)
+        .and_then(|r| r.git_commit.clone())
+}
+
+/// Every stack root with its commit, and the git checkouts nested inside it (read now).
+fn checkouts(results: &ResultSet) -> Vec<(String, String, Option<String>, bool)> {
+    let mut out = Vec::new();
+    for (stack, root) in &results.provenance.stack_roots {
+        let Some(path) = &root.path else { continue };
+        out.push((stack.clone(), path.clone(), root.git_commit.clone(), false));
+        for (nested, commit) in nested_checkouts(Path::new(path)) {
+            out.push((stack.clone(), nested.display().to_string(), commit, true));
+        }
+    }
+    out
+}
+
+/// Git checkouts (folders with a `.git`) below `root`, up to [`NESTED_DEPTH`] levels down.
+pub(crate) fn nested_checkouts(root: &Path) -> Vec<(PathBuf, Option<String>)> {
+    let mut found = Vec::new();
+    let mut frontier = vec![root.to_path_buf()];
+    for _ in 0..NESTED_DEPTH {
+        let mut next = Vec::new();
+        for dir in frontier {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            let mut subdirs: Vec<PathBuf> = entries
+                .flatten()
+                .filter(|e| e.file_type().map(|t| t.is_dir()).unwrap_or(false))
+                .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+                .map(|e| e.path())
+                .collect();
+            subdirs.sort();
+            for sub in subdirs {
+                if sub.join(".git").exists() && found.len() < NESTED_MAX {
+                    let commit = crate::store::provenance::git_commit(&sub);
+                    found.push((sub.clone(), commit));
+                }
+                next.push(sub);
+            }
+        }
+        frontier = next;
+    }
+    found
+}
+
+/// Median, its 95 % bootstrap interval and the mean of a passing run's timed rounds.
+fn summary(run: &RunResult, boot: &Bootstrap) -> Option<(f64, f64, f64, f64)> {
+    let xs = run.timed_execute_s();
+    let mut sorted = xs.clone();
+    sorted.sort_by(|a, b| a.total_cmp(b));
+    let median = stats::median(&xs)?;
+    let key = format!("{}/{}", run.case_id, run.stack);
+    let ci = bootstrap::interval(&boot.median_draws(&sorted, &key));
+    Some((median, ci.lo, ci.hi, stats::mean(&xs)?))
+}
+
+impl History {
+    /// Record the run dir `run_dir` holding `results`.
+    pub fn ingest(&mut self, run_dir: &Path, results: &ResultSet) -> Result<Ingested> {
+        self.ingest_holding(run_dir, results, None)
+    }
+
+    /// [`History::ingest`], and when `hold` is given, write that file just before the commit
+    /// and wait there for ever: the test of a SIGKILL mid-ingest kills the process at that
+    /// event (`campaign history ingest --hold-before-commit`, hidden).
+    pub fn ingest_holding(
+        &mut self,
+        run_dir: &Path,
+        results: &ResultSet,
+        hold: Option<&Path>,
+    ) -> Result<Ingested> {
+        let abs = std::path::absolute(run_dir).map_err(|e| Error::io(run_dir, e))?;
+        let path = abs.display().to_string();
+        let json = serde_json::to_string(results)
+            .map_err(|e| Error::Environment(format!("{path}: cannot serialise results: {e}")))?;
+        let content_hash = hex(&Sha256::digest(json.as_bytes()));
+        let store = self.path.clone();
+        let e = |err| db_error(&store, err);
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(e)?;
+        let known: Option<(i64, String)> = tx
+            .query_row(
+                "SELECT id, content_hash FROM run_dirs WHERE path = ?1",
+                [&path],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+            .map_err(e)?;
+        let outcome = match &known {
+            Some((_, h)) if *h == content_hash => return Ok(Ingested::Unchanged),
+            Some((id, _)) => {
+                tx.execute("DELETE FROM run_dirs WHERE id = ?1", [id])
+                    .map_err(e)?;
+                Ingested::Updated
+            }
+            None => Ingested::Added,
+        };
+        write_run_dir(&tx, known.map(|k| k.0), &path, &abs, results, &content_hash).map_err(e)?;
+        if let Some(hold) = hold {
+            crate::store::atomic::write_atomic(hold, b"holding before commit\n")?;
+            loop {
+                std::thread::park();
+            }
+        }
+        tx.commit().map_err(e)?;
+        Ok(outcome)
+    }
+}
+
+fn write_run_dir(
+    tx: &Transaction<'_>,
+    id: Option<i64>,
+    path: &str,
+    abs: &Path,
+    results: &ResultSet,
+    content_hash: &str,
+) -> rusqlite::Result<()> {
+    let p = &results.provenance;
+    tx.execute(
+        "INSERT INTO run_dirs (id, path, campaign, stamp, sort_time, origin, campaign_version,
+             plan_hash, host, kernel, cpu, host_fingerprint, executor, content_hash)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+        params![
+            id,
+            path,
+            results.campaign,
+            results.timestamp,
+            sort_time(results, abs),
+            origin(results),
+            p.campaign_version,
+            p.plan_hash,
+            p.host,
+            p.kernel,
+            p.cpu,
+            host_fingerprint(&p.host, &p.cpu),
+            p.executor,
+            content_hash,
+        ],
+    )?;
+    let dir_id = tx.last_insert_rowid();
+    for (name, value) in &p.env {
+        tx.execute(
+            "INSERT INTO env (run_dir_id, name, value) VALUES (?1, ?2, ?3)",
+            params![dir_id, name, value],
+        )?;
+    }
+    let mut seen = BTreeMap::new();
+    for (stack, root, commit, nested) in checkouts(results) {
+        if seen.insert((stack.clone(), root.clone()), ()).is_some() {
+            continue;
+        }
+        tx.execute(
+            "INSERT INTO checkouts (run_dir_id, stack, path, git_commit, nested)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![dir_id, stack, root, commit, nested],
+        )?;
+    }
+    let boot = Bootstrap {
+        seed: p.seed.unwrap_or(bootstrap::DEFAULT_SEED),
+        ..Bootstrap::default()
+    };
+    // A run listed twice (two attempts in one old harness file) keeps its last row.
+    let mut last: BTreeMap<(&str, &str), &RunResult> = BTreeMap::new();
+    for run in &results.runs {
+        last.insert((run.case_id.as_str(), run.stack.as_str()), run);
+    }
+    for run in last.into_values() {
+        write_run(tx, dir_id, run, stack_commit(results, &run.stack), &boot)?;
+    }
+    Ok(())
+}
+
+fn write_run(
+    tx: &Transaction<'_>,
+    dir_id: i64,
+    run: &RunResult,
+    commit: Option<String>,
+    boot: &Bootstrap,
+) -> rusqlite::Result<()> {
+    let s = summary(run, boot);
+    let n_timed = run.timed_execute_s().len() as i64;
+    let case_json = serde_json::to_string(&run.case.to_json()).unwrap_or_default();
+    tx.execute(
+        "INSERT INTO runs (run_dir_id, case_id, case_key, equivalence_hash, case_json,
+             stack, status, reason, attempt, started, ended, timing_source, stack_commit,
+             n_timed, median_s, ci_lo_s, ci_hi_s, mean_s)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+        params![
+            dir_id,
+            run.case_id,
+            run.case.case_key(),
+            run.case.equivalence_hash(),
+            case_json,
+            run.stack,
+            run.status.as_str(),
+            run.error,
+            run.attempt,
+            run.started,
+            run.ended,
+            run.timing_source,
+            commit,
+            n_timed,
+            s.map(|s| s.0),
+            s.map(|s| s.1),
+            s.map(|s| s.2),
+            s.map(|s| s.3),
+        ],
+    )?;
+    let run_id = tx.last_insert_rowid();
+    let mut insert = tx.prepare_cached(
+        "INSERT INTO samples (run_id, seq, round, phase, ok, execute_s, wall_s, device_wall_s,
+             setup_s) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?;
+    for (seq, sample) in run.samples.iter().enumerate() {
+        insert.execute(params![
+            run_id,
+            seq as i64,
+            sample.round,
+            sample.phase,
+            sample.ok,
+            sample.execute_s,
+            sample.wall_s,
+            sample.device_wall_s,
+            sample.setup_s,
+        ])?;
+    }
+    Ok(())
+}

@@ -1,0 +1,164 @@
+//! Reading the store back: run dirs newest first, and series (case key, stack, host
+//! fingerprint) with their passing points in time order.
+//!
+//! Filters here are the ones every history command shares (`--case GLOB`, `--stack S`); what
+//! the points mean (steps, verdicts) is decided by `analysis::changepoint` and the CLI.
+
+use rusqlite::params;
+use serde::Serialize;
+
+use super::{db_error, History};
+use crate::error::{Error, Result};
+use crate::model::history::{Point, Series, SeriesKey};
+
+/// One run dir in the store.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunDirRow {
+    pub id: i64,
+    pub path: String,
+    pub campaign: String,
+    pub stamp: String,
+    pub sort_time: String,
+    /// `campaign` or `seed-harness`.
+    pub origin: String,
+    pub host: String,
+    pub host_fingerprint: String,
+    pub campaign_version: String,
+    pub runs: i64,
+    pub passed: i64,
+}
+
+/// Which series to read.
+#[derive(Debug, Clone, Default)]
+pub struct SeriesFilter {
+    /// Glob over the case id (`mesh_p2_*`).
+    pub case_glob: Option<glob::Pattern>,
+    pub stack: Option<String>,
+    /// Only series that have a run in this run dir (absolute path as ingested).
+    pub run_dir: Option<String>,
+}
+
+impl SeriesFilter {
+    /// A filter from the command line's `--case` and `--stack`.
+    pub fn new(case_glob: Option<&str>, stack: Option<&str>) -> Result<SeriesFilter> {
+        let case_glob = case_glob
+            .map(|g| {
+                glob::Pattern::new(g)
+                    .map_err(|e| Error::Usage(format!("--case `{g}`: not a glob pattern: {e}")))
+            })
+            .transpose()?;
+        Ok(SeriesFilter {
+            case_glob,
+            stack: stack.map(String::from),
+            run_dir: None,
+        })
+    }
+}
+
+impl History {
+    /// Every run dir, newest first.
+    pub fn run_dirs(&self) -> Result<Vec<RunDirRow>> {
+        let e = |err| db_error(&self.path, err);
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT d.id, d.path, d.campaign, d.stamp, d.sort_time, d.origin, d.host,
+                        d.host_fingerprint, d.campaign_version,
+                        (SELECT COUNT(*) FROM runs r WHERE r.run_dir_id = d.id),
+                        (SELECT COUNT(*) FROM runs r WHERE r.run_dir_id = d.id
+                                                      AND r.status = 'pass')
+                 FROM run_dirs d ORDER BY d.sort_time DESC, d.id DESC",
+            )
+            .map_err(e)?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(RunDirRow {
+                    id: r.get(0)?,
+                    path: r.get(1)?,
+                    campaign: r.get(2)?,
+                    stamp: r.get(3)?,
+                    sort_time: r.get(4)?,
+                    origin: r.get(5)?,
+                    host: r.get(6)?,
+                    host_fingerprint: r.get(7)?,
+                    campaign_version: r.get(8)?,
+                    runs: r.get(9)?,
+                    passed: r.get(10)?,
+                })
+            })
+            .map_err(e)?;
+        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(e)
+    }
+
+    /// Series matching `filter`, each with its passing points oldest first; sorted by case id,
+    /// stack and host.
+    pub fn series(&self, filter: &SeriesFilter) -> Result<Vec<Series>> {
+        let e = |err| db_error(&self.path, err);
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT r.case_key, r.stack, d.host_fingerprint, r.case_id, d.host, d.id, d.path,
+                        d.stamp, d.sort_time, r.stack_commit, r.median_s,
+                        r.ci_lo_s, r.ci_hi_s, r.n_timed
+                 FROM runs r JOIN run_dirs d ON d.id = r.run_dir_id
+                 WHERE r.status = 'pass' AND r.median_s > 0
+                   AND (?1 IS NULL OR r.stack = ?1)
+                   AND (?2 IS NULL OR EXISTS (
+                        SELECT 1 FROM runs o JOIN run_dirs od ON od.id = o.run_dir_id
+                        WHERE od.path = ?2 AND o.case_key = r.case_key AND o.stack = r.stack
+                          AND od.host_fingerprint = d.host_fingerprint))
+                 ORDER BY r.case_key, r.stack, d.host_fingerprint, d.sort_time, d.id",
+            )
+            .map_err(e)?;
+        let rows = stmt
+            .query_map(params![filter.stack, filter.run_dir], |r| {
+                let key = SeriesKey {
+                    case_key: r.get(0)?,
+                    stack: r.get(1)?,
+                    host_fingerprint: r.get(2)?,
+                };
+                let case_id: String = r.get(3)?;
+                let host: String = r.get(4)?;
+                let point = Point {
+                    run_dir_id: r.get(5)?,
+                    run_dir: r.get(6)?,
+                    stamp: r.get(7)?,
+                    date: r.get(8)?,
+                    commit: r.get(9)?,
+                    median_s: r.get(10)?,
+                    ci_lo_s: r.get(11)?,
+                    ci_hi_s: r.get(12)?,
+                    n: r.get::<_, i64>(13)? as usize,
+                };
+                Ok((key, case_id, host, point))
+            })
+            .map_err(e)?;
+        let mut out: Vec<Series> = Vec::new();
+        for row in rows {
+            let (key, case_id, host, point) = row.map_err(e)?;
+            if let Some(g) = &filter.case_glob {
+                if !g.matches(&case_id) {
+                    continue;
+                }
+            }
+            match out.last_mut() {
+                Some(s) if s.key == key => {
+                    // The newest name wins: a case id may have been spelled differently by the
+                    // old harness.
+                    s.case_id = case_id;
+                    s.points.push(point);
+                }
+                _ => out.push(Series {
+                    key,
+                    case_id,
+                    host,
+                    points: vec![point],
+                }),
+            }
+        }
+        out.sort_by(|a, b| {
+            (&a.case_id, &a.key.stack, &a.host).cmp(&(&b.case_id, &b.key.stack, &b.host))
+        });
+        Ok(out)
+    }
+}

@@ -1,0 +1,83 @@
+//! The schema of `history.sqlite` as an ordered list of migrations; `PRAGMA user_version` holds
+//! how many have been applied.
+//!
+//! Migrations only ever get appended: a store written by an older campaign is brought forward
+//! on open, one transaction per migration, and a store from a newer campaign (a version above
+//! the list) is refused rather than misread. docs/history.md describes every table.
+
+/// Migration `i` brings the store from version `i` to `i + 1`.
+pub(crate) const MIGRATIONS: &[&str] = &[
+    // 1: run dirs with their provenance, runs with their summaries, per-round samples.
+    r#"
+CREATE TABLE run_dirs (
+    id               INTEGER PRIMARY KEY,
+    path             TEXT NOT NULL UNIQUE,
+    campaign         TEXT NOT NULL,
+    stamp            TEXT NOT NULL,
+    sort_time        TEXT NOT NULL,
+    origin           TEXT NOT NULL,
+    campaign_version TEXT NOT NULL,
+    plan_hash        TEXT,
+    host             TEXT NOT NULL,
+    kernel           TEXT NOT NULL,
+    cpu              TEXT NOT NULL,
+    host_fingerprint TEXT NOT NULL,
+    executor         TEXT,
+    content_hash     TEXT NOT NULL
+);
+CREATE TABLE env (
+    run_dir_id INTEGER NOT NULL REFERENCES run_dirs(id) ON DELETE CASCADE,
+    name       TEXT NOT NULL,
+    value      TEXT NOT NULL,
+    PRIMARY KEY (run_dir_id, name)
+);
+CREATE TABLE checkouts (
+    run_dir_id INTEGER NOT NULL REFERENCES run_dirs(id) ON DELETE CASCADE,
+    stack      TEXT NOT NULL,
+    path       TEXT NOT NULL,
+    git_commit TEXT,
+    nested     INTEGER NOT NULL,
+    PRIMARY KEY (run_dir_id, stack, path)
+);
+CREATE TABLE runs (
+    id               INTEGER PRIMARY KEY,
+    run_dir_id       INTEGER NOT NULL REFERENCES run_dirs(id) ON DELETE CASCADE,
+    case_id          TEXT NOT NULL,
+    case_key         TEXT NOT NULL,
+    equivalence_hash TEXT NOT NULL,
+    case_json        TEXT NOT NULL,
+    stack            TEXT NOT NULL,
+    status           TEXT NOT NULL,
+    reason           TEXT,
+    attempt          INTEGER NOT NULL,
+    started          TEXT,
+    ended            TEXT,
+    timing_source    TEXT,
+    stack_commit     TEXT,
+    n_timed          INTEGER NOT NULL,
+    median_s         REAL,
+    ci_lo_s          REAL,
+    ci_hi_s          REAL,
+    mean_s           REAL,
+    UNIQUE (run_dir_id, case_id, stack)
+);
+CREATE INDEX runs_by_series ON runs (case_key, stack);
+CREATE TABLE samples (
+    run_id        INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    seq           INTEGER NOT NULL,
+    round         INTEGER NOT NULL,
+    phase         TEXT NOT NULL,
+    ok            INTEGER NOT NULL,
+    execute_s     REAL,
+    wall_s        REAL,
+    device_wall_s REAL,
+    setup_s       REAL,
+    PRIMARY KEY (run_id, seq)
+);
+"#,
+];
+
+/// The version a store has once every migration is applied.
+pub(crate) fn latest() -> u32 {
+    MIGRATIONS.len() as u32
+}

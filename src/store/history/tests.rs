@@ -1,0 +1,189 @@
+use std::collections::BTreeMap;
+
+use super::query::SeriesFilter;
+use super::*;
+use crate::model::case::{Case, Variant};
+use crate::model::results::{Provenance, ResultSet, RunResult, RunStatus, Sample, StackRoot};
+
+fn run(stack: &str, times: &[f64], started: &str) -> RunResult {
+    let case = Case::new(Variant::Mesh, 2, 256);
+    let mut samples = vec![Sample {
+        round: 1,
+        phase: "warmup-1".into(),
+        execute_s: Some(1.0),
+        ok: true,
+        ..Sample::default()
+    }];
+    for (i, t) in times.iter().enumerate() {
+        samples.push(Sample {
+            round: i as u32 + 2,
+            phase: Sample::label(true, i as u32 + 1),
+            execute_s: Some(*t),
+            ok: true,
+            ..Sample::default()
+        });
+    }
+    RunResult {
+        case_id: case.case_id(),
+        case,
+        stack: stack.into(),
+        status: RunStatus::Pass,
+        error: None,
+        samples,
+        bundle: "cases/x/y".into(),
+        attempt: 1,
+        exit_code: Some(0),
+        started: Some(started.into()),
+        ended: None,
+        timing_source: Some("stack".into()),
+    }
+}
+
+fn set(stamp: &str, runs: Vec<RunResult>) -> ResultSet {
+    let mut roots = BTreeMap::new();
+    roots.insert(
+        "host".to_string(),
+        StackRoot {
+            path: None,
+            git_commit: Some(format!("commit-{stamp}")),
+        },
+    );
+    ResultSet {
+        campaign: "c".into(),
+        timestamp: stamp.into(),
+        provenance: Provenance {
+            campaign_version: "0.1.0".into(),
+            host: "node1".into(),
+            cpu: "cpu".into(),
+            stack_roots: roots,
+            ..Provenance::default()
+        },
+        runs,
+        quarantined: BTreeMap::new(),
+    }
+}
+
+#[test]
+fn migrates_to_the_latest_version_and_refuses_a_newer_store() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("sub/history.sqlite");
+    let h = History::open(&path).unwrap();
+    assert_eq!(h.version().unwrap(), schema::latest());
+    drop(h);
+    // Reopening applies nothing twice.
+    assert_eq!(History::open(&path).unwrap().version().unwrap(), 1);
+    let c = rusqlite::Connection::open(&path).unwrap();
+    c.pragma_update(None, "user_version", 99).unwrap();
+    drop(c);
+    let err = History::open(&path).err().unwrap().to_string();
+    assert!(err.contains("schema version 99"), "{err}");
+    let missing = History::open_existing(&tmp.path().join("none.sqlite"));
+    assert!(missing
+        .err()
+        .unwrap()
+        .to_string()
+        .contains("no history store"));
+}
+
+#[test]
+fn ingest_is_idempotent_and_a_changed_run_dir_keeps_its_place() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut h = History::open(&tmp.path().join("history.sqlite")).unwrap();
+    let a = tmp.path().join("run_20260101_000000");
+    let b = tmp.path().join("run_20260102_000000");
+    let rs_a = set(
+        "20260101_000000",
+        vec![run("host", &[1.0, 1.1, 0.9], "2026-01-01T00:00:01+00:00")],
+    );
+    let rs_b = set(
+        "20260102_000000",
+        vec![run("host", &[2.0, 2.1, 1.9], "2026-01-02T00:00:01+00:00")],
+    );
+    assert_eq!(h.ingest(&b, &rs_b).unwrap(), Ingested::Added);
+    assert_eq!(h.ingest(&a, &rs_a).unwrap(), Ingested::Added);
+    assert_eq!(h.ingest(&a, &rs_a).unwrap(), Ingested::Unchanged);
+    let series = h.series(&SeriesFilter::default()).unwrap();
+    assert_eq!(series.len(), 1);
+    let s = &series[0];
+    // Time order, not ingest order; the commit labels each point.
+    let medians: Vec<f64> = s.points.iter().map(|p| p.median_s).collect();
+    assert_eq!(medians, vec![1.0, 2.0]);
+    assert_eq!(
+        s.points[0].commit.as_deref(),
+        Some("commit-20260101_000000")
+    );
+    assert!(s.points[0].ci_lo_s <= 1.0 && s.points[0].ci_hi_s >= 1.0);
+    assert_eq!(s.points[0].n, 3);
+    assert_eq!(s.key.host_fingerprint, host_fingerprint("node1", "cpu"));
+    let id_a = s.points[0].run_dir_id;
+    // A resumed run dir (more runs) replaces its rows under the same id.
+    let mut more = rs_a.clone();
+    more.runs
+        .push(run("other", &[3.0], "2026-01-01T00:00:02+00:00"));
+    assert_eq!(h.ingest(&a, &more).unwrap(), Ingested::Updated);
+    let dirs = h.run_dirs().unwrap();
+    assert_eq!(dirs.len(), 2);
+    assert_eq!(dirs[0].stamp, "20260102_000000", "newest first");
+    assert_eq!((dirs[1].id, dirs[1].runs), (id_a, 2));
+    let samples: i64 = h
+        .conn
+        .query_row("SELECT COUNT(*) FROM samples", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(samples, 4 + 4 + 2, "warmup rounds are kept too");
+    let only = SeriesFilter::new(Some("ring_*"), None).unwrap();
+    assert!(h.series(&only).unwrap().is_empty());
+    assert!(SeriesFilter::new(Some("[x"), None).is_err());
+}
+
+#[test]
+fn nested_checkouts_are_found_below_a_root() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (dir, commit) in [("", "aaa"), ("runtime", "bbb"), ("third/party/lib", "ccc")] {
+        let g = tmp.path().join(dir).join(".git");
+        std::fs::create_dir_all(&g).unwrap();
+        std::fs::write(g.join("HEAD"), format!("{commit}\n")).unwrap();
+    }
+    let found = ingest::nested_checkouts(tmp.path());
+    let got: Vec<(String, Option<String>)> = found
+        .iter()
+        .map(|(p, c)| {
+            (
+                p.strip_prefix(tmp.path()).unwrap().display().to_string(),
+                c.clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("runtime".to_string(), Some("bbb".to_string())),
+            ("third/party/lib".to_string(), Some("ccc".to_string())),
+        ]
+    );
+    assert_eq!(host_fingerprint("", ""), "unknown");
+}
+
+#[test]
+fn store_paths_follow_the_results_dir() {
+    assert_eq!(store_path(None), Path::new("results/history.sqlite"));
+    assert_eq!(
+        store_path(Some(Path::new("/x/results/campaigns"))),
+        Path::new("/x/results/history.sqlite")
+    );
+    assert_eq!(
+        store_path(Some(Path::new("/data/bench"))),
+        Path::new("/data/bench/history.sqlite")
+    );
+    assert_eq!(
+        results_dir_of(Path::new("/data/bench/smoke/run_20260101_000000"), "smoke"),
+        Some(PathBuf::from("/data/bench"))
+    );
+    assert_eq!(
+        results_dir_of(Path::new("/tmp/x/run_20260101_000000"), "smoke"),
+        None
+    );
+    assert_eq!(
+        results_dir_of(Path::new("/data/bench/smoke/copy"), "smoke"),
+        None
+    );
+}
