@@ -77,6 +77,11 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
             crate::plan::sweep::cases(&plan, opts.filter.as_deref())?.collect::<Result<Vec<_>>>()?
         }
     };
+    if cases.is_empty() {
+        // The plan's own filter leaving nothing is refused by validation; this is `--filter`.
+        let expr = opts.filter.as_deref().unwrap_or("");
+        return Err(crate::plan::sweep::no_case_left(expr, plan.case_count));
+    }
     let mut seen = BTreeSet::new();
     if let Some(dup) = cases
         .iter()

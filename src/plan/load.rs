@@ -35,8 +35,33 @@ pub(crate) fn load(path: &Path) -> Result<Plan> {
 /// Read and parse a plan file as run with `--executor` (which decides whether the local device
 /// pool bounds the cases: under Slurm the cluster grants devices).
 pub(crate) fn load_with(path: &Path, executor: Option<ExecutorKind>) -> Result<Plan> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let text = read_text(path)?;
     parse_with(&text, path, executor)
+}
+
+/// A plan file's text. Every way of not having one — missing, unreadable, a directory, not
+/// UTF-8 — is bad input (exit 2) for every subcommand, with one wording.
+pub(crate) fn read_text(path: &Path) -> Result<String> {
+    if path.is_dir() {
+        return Err(Error::invalid(
+            path,
+            "is a directory; expected a plan file (.toml)",
+        ));
+    }
+    let bytes = std::fs::read(path).map_err(|e| {
+        let why = match e.kind() {
+            std::io::ErrorKind::NotFound => "no such file".to_string(),
+            _ => e.to_string(),
+        };
+        Error::invalid(path, format!("cannot read the plan: {why}"))
+    })?;
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        Error::invalid(
+            path,
+            format!("the plan is not UTF-8 text (invalid byte at offset {at})"),
+        )
+    })
 }
 
 /// Parse and validate plan text; `path` locates diagnostics and plan-relative files.

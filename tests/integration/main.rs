@@ -3,6 +3,7 @@
 mod architecture;
 mod bench;
 mod executor;
+mod exit_codes;
 mod mpi;
 mod plan;
 mod readme;
