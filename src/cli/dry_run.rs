@@ -24,6 +24,7 @@ pub(crate) fn run(args: &DryRunArgs) -> Result<i32> {
     }
     // Shipped definitions with the plan's `[stacks.NAME]` overlaid, as a run would use them.
     let defs = crate::stack::registry::resolve(&plan.stack_defs, &plan.source)?;
+    crate::engine::stack_check::check_stacks(&plan, &stacks)?;
     crate::plan::sweep::require_some(&plan, args.filter.as_deref())?;
     let rows = Rows {
         cases: crate::plan::sweep::cases(&plan, args.filter.as_deref())?,

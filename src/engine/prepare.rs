@@ -71,6 +71,7 @@ fn glob_cases(pattern: &str) -> Result<Vec<Case>> {
 /// Everything before running: may fail with bad input (exit 2), runs nothing.
 pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
     let names = crate::plan::select_stacks(&plan, &opts.stacks)?;
+    crate::engine::stack_check::check_stacks(&plan, &names)?;
     let cases: Vec<Case> = match &opts.case_glob {
         Some(g) => glob_cases(g)?,
         None => {

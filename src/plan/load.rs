@@ -211,3 +211,41 @@ fn read_campaign(cx: &mut Ctx<'_>, item: Option<&Item<'_>>, plan: &mut Plan) {
         );
     }
 }
+
+/// A diagnostic about the plan key at dotted `field` (`stacks.mine.command[0]`,
+/// `stacks.mine.env.FOO`), located at the deepest part of that path the plan's text has, so a
+/// problem found after loading (a stack definition that does not render) still points at its
+/// line. Keys the plan does not write (a shipped definition's) get the file without a line.
+pub(crate) fn locate(plan: &Plan, field: &str, message: String) -> crate::error::Diagnostic {
+    let src = Source::new(&plan.source, &plan.text);
+    let Ok(doc) = DeTable::parse(&plan.text) else {
+        return src.whole(Some(field), message);
+    };
+    let mut span = None;
+    let mut table = Some(doc.get_ref());
+    for part in field.split('.') {
+        let (key, index) = match part.split_once('[') {
+            Some((k, rest)) => (k, rest.trim_end_matches(']').parse::<usize>().ok()),
+            None => (part, None),
+        };
+        let Some(found) = table.and_then(|t| t.get(key)) else {
+            break;
+        };
+        span = Some(found.span());
+        let mut item = found;
+        if let (Some(i), toml::de::DeValue::Array(a)) = (index, found.get_ref()) {
+            if let Some(elem) = a.get(i) {
+                span = Some(elem.span());
+                item = elem;
+            }
+        }
+        table = match item.get_ref() {
+            toml::de::DeValue::Table(t) => Some(t),
+            _ => None,
+        };
+    }
+    match span {
+        Some(s) if s != (0..0) => src.at(&s, Some(field), message),
+        _ => src.whole(Some(field), message),
+    }
+}
