@@ -91,6 +91,9 @@ pub(crate) struct RunArgs {
     /// Extra filter expression over case fields.
     #[arg(long, value_name = "EXPR")]
     pub(crate) filter: Option<String>,
+    /// Start a campaign of more than 100,000 runs without asking.
+    #[arg(long, short = 'y')]
+    pub(crate) yes: bool,
     #[command(flatten)]
     pub(crate) exec: ExecOptions,
 }

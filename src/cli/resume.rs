@@ -19,6 +19,7 @@ pub(crate) fn run(args: &ResumeArgs) -> Result<i32> {
     if args.exec.jobs == Some(0) {
         return Err(Error::Usage("--jobs must be at least 1".into()));
     }
+    crate::engine::interrupt::listen_during_preparation();
     let run_dir = locate(&args.target, args.exec.results_dir.as_deref())?;
     let lock = RunDirLock::acquire(&run_dir)?;
     let plan_path = run_dir.join("plan.toml");

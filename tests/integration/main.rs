@@ -4,6 +4,7 @@ mod architecture;
 mod bench;
 mod executor;
 mod exit_codes;
+mod huge;
 mod mpi;
 mod plan;
 mod readme;
