@@ -119,6 +119,10 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
     // locally, and a run bigger than this machine's pool is fine (docs/slurm.md).
     let executor = opts.executor.unwrap_or(plan.run.executor);
     let on_slurm = executor == ExecutorKind::Slurm;
+    if on_slurm {
+        // One clear environment error before anything is submitted or a run dir exists.
+        crate::executor::slurm::preflight::check_reachable()?;
+    }
     let seed = plan.run.seed.unwrap_or_else(rand::random);
     let orders = estimate::stack_orders(&names, cases.len(), plan.run.order, seed);
     let mut runs = Vec::new();

@@ -14,6 +14,7 @@ mod run;
 mod slurm;
 mod slurm_campaign;
 mod slurm_host;
+mod slurm_preflight;
 mod stacks;
 mod synthetic;
 mod util;

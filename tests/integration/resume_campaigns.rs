@@ -751,7 +751,7 @@ fn a_write_failure_stops_the_campaign_cleanly_and_resume_finishes_it() {
         let marker = counter.parent().unwrap().join("sabotaged");
         let defs = format!(
             r#"[stacks.count]
-command = "if [ \"$CAMPAIGN_CASE_ID\" = ring_p2_count64_fp32_host_d0-1 ] && [ ! -e {marker} ]; then touch {marker}; rm -rf \"$CAMPAIGN_BUNDLE_DIR\"; echo blocker > \"$CAMPAIGN_BUNDLE_DIR\"; fi; exec {count} {counter}"
+command = "if [ \"$CAMPAIGN_CASE_ID\" = mesh_p2_count128_fp32_host_d0-1 ] && [ ! -e {marker} ]; then touch {marker}; rm -rf \"$CAMPAIGN_BUNDLE_DIR\"; echo blocker > \"$CAMPAIGN_BUNDLE_DIR\"; fi; exec {count} {counter}"
 shell = true
 resource = "none"
 "#,
@@ -770,8 +770,17 @@ resource = "none"
     });
     let out = c.run();
     assert_eq!(out.status.code(), Some(4), "{}", show(&out));
+    // The first failed write stops launching: the sabotaged run is the last that started.
+    let log = std::fs::read_to_string(&c.counter).unwrap();
+    let starts: Vec<&str> = log.lines().filter(|l| l.ends_with(" start")).collect();
+    // (Longest first: the count-128 runs start first, mesh before ring.)
+    assert_eq!(
+        starts,
+        ["mesh_p2_count128_fp32_host_d0-1 start"],
+        "runs started after the write failure"
+    );
     let dir = c.run_dir().unwrap();
-    let blocker = dir.join("cases/ring_p2_count64_fp32_host_d0-1/count");
+    let blocker = dir.join("cases/mesh_p2_count128_fp32_host_d0-1/count");
     let err = util::stderr(&out);
     assert!(err.contains(&blocker.display().to_string()), "{err}");
     assert!(
@@ -782,7 +791,7 @@ resource = "none"
     // run that could not be recorded is not `finished`.
     let lines = journal(&dir);
     let passed = finished_with(&lines, "pass");
-    assert!(!passed.iter().any(|s| s.contains("ring_p2_count64")));
+    assert!(!passed.iter().any(|s| s.contains("mesh_p2_count128")));
     for step in &passed {
         let b = dir.join("cases").join(case_id(step)).join("count");
         json(&b.join("manifest.json"));
