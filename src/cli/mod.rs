@@ -10,6 +10,8 @@ pub mod cases;
 pub mod compare;
 pub mod doctor;
 pub mod dry_run;
+#[cfg(test)]
+mod fuzz_tests;
 pub mod prompt;
 pub mod report;
 pub mod resume;
