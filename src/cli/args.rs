@@ -34,6 +34,17 @@ pub(crate) enum Command {
     Doctor(DoctorArgs),
     /// Built-in benchmarks (the `host` stack).
     Bench(BenchArgs),
+    /// Print a shell completion script: `campaign completions bash > ~/.local/share/bash-completion/completions/campaign`.
+    Completions(CompletionsArgs),
+    /// Print the man page (roff): `campaign man > ~/.local/share/man/man1/campaign.1`.
+    Man,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub(crate) shell: clap_complete::Shell,
 }
 
 /// Output format of listings.

@@ -8,6 +8,7 @@ pub mod args;
 pub mod bench;
 pub mod cases;
 pub mod compare;
+pub mod docs;
 pub mod doctor;
 pub mod dry_run;
 #[cfg(test)]
@@ -74,5 +75,7 @@ pub(crate) fn dispatch(command: Command) -> Result<i32> {
         Command::Bench(b) => match b.command {
             BenchCommand::Allreduce(a) => bench::allreduce(&a),
         },
+        Command::Completions(a) => docs::completions(a.shell),
+        Command::Man => docs::man(),
     }
 }
