@@ -8,3 +8,11 @@ cd "$(dirname "$0")/.."
 bash scripts/install-mpi.sh
 eval "$(bash scripts/slurm-up.sh)"
 cargo test "$@"
+# The README's install step, checked: `campaign` on PATH from `cargo install --path .` (debug
+# profile and this target dir, so it reuses the build above instead of a release build).
+root=$(mktemp -d)
+cargo install --path . --debug --target-dir target --root "$root" --locked --offline --quiet
+PATH="$root/bin:$PATH" campaign --version
+PATH="$root/bin:$PATH" campaign validate plans/*.toml >/dev/null
+rm -rf "$root"
+echo "test.sh: cargo install --path . puts a working campaign on PATH"

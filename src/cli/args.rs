@@ -36,6 +36,17 @@ pub(crate) enum Command {
     Bench(BenchArgs),
     /// Performance history across campaigns: list, show, trend, regressions, ingest.
     History(HistoryArgs),
+    /// Print a shell completion script: `campaign completions bash > ~/.local/share/bash-completion/completions/campaign`.
+    Completions(CompletionsArgs),
+    /// Print the man page (roff): `campaign man > ~/.local/share/man/man1/campaign.1`.
+    Man,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub(crate) shell: clap_complete::Shell,
 }
 
 /// Output format of listings.
@@ -93,6 +104,9 @@ pub(crate) struct RunArgs {
     /// Extra filter expression over case fields.
     #[arg(long, value_name = "EXPR")]
     pub(crate) filter: Option<String>,
+    /// Start a campaign of more than 100,000 runs without asking.
+    #[arg(long, short = 'y')]
+    pub(crate) yes: bool,
     #[command(flatten)]
     pub(crate) exec: ExecOptions,
 }

@@ -8,14 +8,11 @@
 use itertools::Itertools;
 use std::collections::BTreeMap;
 use std::io::Read;
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde::Deserialize;
-
 use crate::cli::args::DoctorArgs;
-use crate::error::{exit, Diagnostic, Error, Result};
+use crate::error::{exit, Error, Result};
 use crate::model::stack::StackDef;
 use crate::stack::availability::{self, find_program};
 use crate::stack::registry;
@@ -34,16 +31,15 @@ const ENV_PREFIXES: &[&str] = &[
     "LD_LIBRARY_PATH",
 ];
 
-/// Only the plan's `[stacks]` matter here; the rest of the plan is someone else's to check.
-#[derive(Debug, Deserialize)]
-struct PlanStacks {
-    #[serde(default)]
-    stacks: BTreeMap<String, StackDef>,
-}
-
 pub(crate) fn run(args: &DoctorArgs) -> Result<i32> {
     let defs = match &args.plan {
-        Some(plan) => registry::resolve(&plan_stacks(plan)?, plan)?,
+        // A plan's doctor is about the stacks it runs (`axes.stacks`), not every shipped one.
+        Some(plan) => {
+            let plan = crate::plan::load(plan)?;
+            let mut all = registry::resolve(&plan.stack_defs, &plan.source)?;
+            all.retain(|name, _| plan.stacks.contains(name));
+            all
+        }
         None => registry::try_shipped()?,
     };
     for name in &args.require {
@@ -66,30 +62,6 @@ pub(crate) fn run(args: &DoctorArgs) -> Result<i32> {
         }
     }
     Ok(code)
-}
-
-fn plan_stacks(plan: &Path) -> Result<BTreeMap<String, StackDef>> {
-    let text = std::fs::read_to_string(plan).map_err(|e| Error::io(plan, e))?;
-    let parsed: PlanStacks = toml::from_str(&text).map_err(|e| {
-        let (line, column) = e
-            .span()
-            .map(|s| {
-                let before = &text[..s.start.min(text.len())];
-                let line = before.matches('\n').count() + 1;
-                let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-                (line, col)
-            })
-            .unzip();
-        Error::Invalid(vec![Diagnostic {
-            file: plan.to_path_buf(),
-            line,
-            column,
-            field: None,
-            message: e.message().to_string(),
-            snippet: None,
-        }])
-    })?;
-    Ok(parsed.stacks)
 }
 
 /// The whole doctor text for these definitions in this environment.

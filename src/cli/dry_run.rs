@@ -18,33 +18,45 @@ const TABLE_SIZING_ROWS: usize = 1000;
 
 pub(crate) fn run(args: &DryRunArgs) -> Result<i32> {
     let plan = plan::load_with(&args.plan, args.executor.map(super::run::executor_kind))?;
-    let stacks = plan::select_stacks(&plan, &args.stacks)?;
     for w in &plan.warnings {
         eprintln!("warning: {w}");
     }
+    let stdout = io::stdout();
+    let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
+    list(&plan, args, &mut out)?;
+    Ok(0)
+}
+
+/// The listing of a loaded plan into `out` (what `run` prints; the fuzz test lists into memory).
+pub(crate) fn list(
+    plan: &crate::model::plan::Plan,
+    args: &DryRunArgs,
+    out: &mut impl Write,
+) -> Result<()> {
+    let stacks = plan::select_stacks(plan, &args.stacks)?;
     // Shipped definitions with the plan's `[stacks.NAME]` overlaid, as a run would use them.
     let defs = crate::stack::registry::resolve(&plan.stack_defs, &plan.source)?;
+    crate::engine::stack_check::check_stacks(plan, &stacks)?;
+    crate::plan::sweep::require_some(plan, args.filter.as_deref())?;
     let rows = Rows {
-        cases: crate::plan::sweep::cases(&plan, args.filter.as_deref())?,
+        cases: crate::plan::sweep::cases(plan, args.filter.as_deref())?,
         stacks: &stacks,
         defs: &defs,
         hasher: Hasher::default(),
     };
-    let stdout = io::stdout();
-    let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
     let slurm = args.executor == Some(ExecutorArg::Slurm)
         || (args.executor.is_none()
             && plan.run.executor == crate::model::plan::ExecutorKind::Slurm);
     let result = match args.format {
-        _ if slurm => write_sbatch(&mut out, rows, &plan),
-        ListFormat::Table => write_table(&mut out, rows),
-        ListFormat::Json => write_json(&mut out, rows),
-        ListFormat::Csv => write_csv(&mut out, rows),
+        _ if slurm => write_sbatch(out, rows, plan),
+        ListFormat::Table => write_table(out, rows),
+        ListFormat::Json => write_json(out, rows),
+        ListFormat::Csv => write_csv(out, rows),
     };
     match result.and_then(|()| out.flush().map_err(Failure::Io)) {
-        Ok(()) => Ok(0),
+        Ok(()) => Ok(()),
         // `dry-run … | head` closes the pipe early: that is not a failure.
-        Err(Failure::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => Ok(0),
+        Err(Failure::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
         Err(Failure::Io(e)) => Err(Error::io("<stdout>", e)),
         Err(Failure::Plan(e)) => Err(e),
     }

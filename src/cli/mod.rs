@@ -8,9 +8,12 @@ pub mod args;
 pub mod bench;
 pub mod cases;
 pub mod compare;
+pub mod docs;
 pub mod doctor;
 pub mod dry_run;
 pub mod history;
+#[cfg(test)]
+mod fuzz_tests;
 pub mod prompt;
 pub mod report;
 pub mod resume;
@@ -74,5 +77,7 @@ pub(crate) fn dispatch(command: Command) -> Result<i32> {
             BenchCommand::Allreduce(a) => bench::allreduce(&a),
         },
         Command::History(h) => history::dispatch(h.command),
+        Command::Completions(a) => docs::completions(a.shell),
+        Command::Man => docs::man(),
     }
 }

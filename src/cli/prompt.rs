@@ -17,6 +17,16 @@ pub(crate) fn ask_cancel(n: usize) -> bool {
     answer_is_yes(&answer)
 }
 
+/// "start N runs? [y/N]" on stderr, for campaigns above the size `run` starts without asking.
+pub(crate) fn ask_start(runs: usize) -> bool {
+    let mut err = std::io::stderr();
+    let _ = write!(err, "this campaign has {runs} runs; start them? [y/N] ");
+    let _ = err.flush();
+    let mut answer = String::new();
+    let _ = std::io::stdin().lock().read_line(&mut answer);
+    answer_is_yes(&answer)
+}
+
 fn answer_is_yes(answer: &str) -> bool {
     matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
 }

@@ -19,6 +19,7 @@ pub(crate) fn run(args: &ResumeArgs) -> Result<i32> {
     if args.exec.jobs == Some(0) {
         return Err(Error::Usage("--jobs must be at least 1".into()));
     }
+    crate::engine::interrupt::listen_during_preparation();
     let run_dir = locate(&args.target, args.exec.results_dir.as_deref())?;
     let lock = RunDirLock::acquire(&run_dir)?;
     let plan_path = run_dir.join("plan.toml");
@@ -85,7 +86,7 @@ fn load_frozen_plan(
     let Some(origin) = header.get("plan_file").and_then(serde_json::Value::as_str) else {
         return crate::plan::load_with(frozen, executor);
     };
-    let text = std::fs::read_to_string(frozen).map_err(|e| Error::io(frozen, e))?;
+    let text = crate::plan::read_text(frozen)?;
     crate::plan::parse_with(&text, Path::new(origin), executor).map_err(|e| match e {
         Error::Invalid(diags) => Error::Invalid(
             diags
@@ -154,7 +155,7 @@ fn newest_run_dir(folder: &Path) -> Option<PathBuf> {
 /// `[campaign] name` of a plan file, read without validating the rest (resume validates the
 /// frozen copy).
 fn campaign_name(plan: &Path) -> Result<String> {
-    let text = std::fs::read_to_string(plan).map_err(|e| Error::io(plan, e))?;
+    let text = crate::plan::read_text(plan)?;
     let table: toml::Table = toml::from_str(&text)
         .map_err(|e| Error::invalid(plan, format!("not a TOML plan: {}", e.message())))?;
     table

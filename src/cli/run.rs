@@ -50,6 +50,8 @@ pub(crate) fn run(args: &RunArgs) -> Result<i32> {
     if args.exec.jobs == Some(0) {
         return Err(Error::Usage("--jobs must be at least 1".into()));
     }
+    // From here a Ctrl-C is honoured even while a big plan is read and prepared.
+    crate::engine::interrupt::listen_during_preparation();
     let plan = match &args.plan {
         Some(p) => crate::plan::load_with(p, args.exec.executor.map(executor_kind))?,
         None => crate::plan::parse_with(
@@ -65,8 +67,31 @@ pub(crate) fn run(args: &RunArgs) -> Result<i32> {
         args.exec.results_dir.clone(),
     );
     let prepared = engine::prepare(plan, &opts)?;
+    confirm_size(prepared.runs.len(), args.yes)?;
+    // A Ctrl-C between preparing and the campaign's own listener still stops cleanly.
+    crate::engine::interrupt::check_preparation()?;
     let done = engine::execute(prepared, &opts, after)?;
     conclude(&done)
+}
+
+/// Above [`engine::prepare::CONFIRM_RUNS`] runs, ask at a terminal; elsewhere refuse unless
+/// `--yes` (a typo in an axis must not start days of work in a script).
+fn confirm_size(runs: usize, yes: bool) -> Result<()> {
+    let limit = crate::engine::prepare::CONFIRM_RUNS;
+    if runs <= limit || yes {
+        return Ok(());
+    }
+    if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        if crate::cli::prompt::ask_start(runs) {
+            return Ok(());
+        }
+        return Err(Error::Usage(format!(
+            "not started: {runs} runs were declined"
+        )));
+    }
+    Err(Error::Usage(format!(
+        "this campaign has {runs} runs, more than {limit}; pass --yes to start it (or narrow it with --filter/--stacks)"
+    )))
 }
 
 /// summarize → plot → report, one step after `collect` (the report module does all three).

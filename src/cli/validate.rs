@@ -51,6 +51,7 @@ fn validate_one(file: &Path, many: bool) -> Result<()> {
         }
         Some("toml") => {
             let plan = crate::plan::load(file)?;
+            crate::engine::stack_check::check_stacks(&plan, &plan.stacks)?;
             for w in &plan.warnings {
                 eprintln!("warning: {w}");
             }

@@ -251,6 +251,11 @@ impl EngineDriver {
 }
 
 impl Driver for EngineDriver {
+    /// After the first failed write (ENOSPC, a read-only dir) no other run is launched.
+    fn stopped(&self) -> bool {
+        self.fatal.is_some()
+    }
+
     fn start(
         &mut self,
         node: NodeIndex,

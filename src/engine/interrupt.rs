@@ -246,6 +246,39 @@ pub(crate) fn interrupted(run_dir: &Path) -> Error {
     Error::Interrupted(resume_hint(run_dir))
 }
 
+/// Set by the preparation handler: a SIGINT/SIGTERM arrived before the campaign's listener.
+static EARLY_SIGNAL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn note_early_signal(_: libc::c_int) {
+    // Only an atomic store: async-signal-safe.
+    EARLY_SIGNAL.store(true, Ordering::SeqCst);
+}
+
+/// Honour Ctrl-C/SIGTERM while a campaign is prepared (cases expanded, stacks checked), before
+/// [`Interrupt::install`] takes over: a process started in the background of a script inherits
+/// SIGINT *ignored*, and a big plan takes a while to prepare. The handler only sets a flag that
+/// preparation polls ([`check_preparation`]); nothing exists on disk yet, so stopping is clean.
+pub(crate) fn listen_during_preparation() {
+    let handler = note_early_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+    // SAFETY: installs an async-signal-safe handler (one atomic store) for two signals.
+    unsafe {
+        libc::signal(libc::SIGINT, handler);
+        libc::signal(libc::SIGTERM, handler);
+    }
+}
+
+/// `Err(Interrupted)` once a signal arrived during preparation (exit 3, nothing was started).
+pub(crate) fn check_preparation() -> Result<()> {
+    if EARLY_SIGNAL.load(Ordering::SeqCst) {
+        Err(Error::Interrupted(
+            "interrupted while preparing the campaign: nothing was started and no run dir was made"
+                .into(),
+        ))
+    } else {
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,6 +15,7 @@ pub mod prepare;
 pub mod progress;
 pub mod schedule;
 pub mod session;
+pub mod stack_check;
 pub mod verdict;
 pub mod work;
 

@@ -10,7 +10,14 @@ use std::sync::Arc;
 use crate::engine::driver::PlannedRun;
 use crate::engine::schedule::pool::{Need, Pool};
 use crate::engine::schedule::scheduler::RunPlan;
-use crate::engine::{estimate, health};
+use crate::engine::{estimate, health, interrupt};
+
+/// Cases handled between two looks at the Ctrl-C flag while preparing.
+const POLL_EVERY: usize = 4096;
+
+/// Above this many runs, `campaign run` asks before starting (or wants `--yes`); documented in
+/// docs/plan-format.md ("Limits").
+pub(crate) const CONFIRM_RUNS: usize = 100_000;
 use crate::error::{Diagnostic, Error, Result};
 use crate::model::case::Case;
 use crate::model::plan::{ExecutorKind, Placement, Plan};
@@ -70,13 +77,27 @@ fn glob_cases(pattern: &str) -> Result<Vec<Case>> {
 
 /// Everything before running: may fail with bad input (exit 2), runs nothing.
 pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
+    crate::engine::interrupt::listen_during_preparation();
     let names = crate::plan::select_stacks(&plan, &opts.stacks)?;
+    crate::engine::stack_check::check_stacks(&plan, &names)?;
     let cases: Vec<Case> = match &opts.case_glob {
         Some(g) => glob_cases(g)?,
         None => {
-            crate::plan::sweep::cases(&plan, opts.filter.as_deref())?.collect::<Result<Vec<_>>>()?
+            let mut out = Vec::new();
+            for (i, case) in crate::plan::sweep::cases(&plan, opts.filter.as_deref())?.enumerate() {
+                if i % POLL_EVERY == 0 {
+                    interrupt::check_preparation()?;
+                }
+                out.push(case?);
+            }
+            out
         }
     };
+    if cases.is_empty() {
+        // The plan's own filter leaving nothing is refused by validation; this is `--filter`.
+        let expr = opts.filter.as_deref().unwrap_or("");
+        return Err(crate::plan::sweep::no_case_left(expr, plan.case_count));
+    }
     let mut seen = BTreeSet::new();
     if let Some(dup) = cases
         .iter()
@@ -98,12 +119,19 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
     // locally, and a run bigger than this machine's pool is fine (docs/slurm.md).
     let executor = opts.executor.unwrap_or(plan.run.executor);
     let on_slurm = executor == ExecutorKind::Slurm;
+    if on_slurm {
+        // One clear environment error before anything is submitted or a run dir exists.
+        crate::executor::slurm::preflight::check_reachable()?;
+    }
     let seed = plan.run.seed.unwrap_or_else(rand::random);
     let orders = estimate::stack_orders(&names, cases.len(), plan.run.order, seed);
     let mut runs = Vec::new();
     let mut plans = Vec::new();
     let mut refused = Vec::new();
     for (ci, case) in cases.iter().enumerate() {
+        if ci % POLL_EVERY == 0 {
+            interrupt::check_preparation()?;
+        }
         let case_id = case.case_id();
         for name in &orders[ci] {
             let si = names.iter().position(|n| n == name).unwrap_or(0);
@@ -144,6 +172,7 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
     if !refused.is_empty() {
         return Err(Error::Invalid(refused));
     }
+    interrupt::check_preparation()?;
     Ok(Prepared {
         plan,
         cases,

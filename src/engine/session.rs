@@ -23,6 +23,9 @@ use crate::store::journal::{Journal, Replay};
 use crate::store::layout::RunDir;
 use crate::store::lock::RunDirLock;
 
+/// Most planned runs the journal header names one by one (`steps`); above, only `planned_runs`.
+const HEADER_STEPS_MAX: usize = 10_000;
+
 /// What `campaign resume` found and hands to the engine.
 pub(crate) struct Resume {
     pub(crate) run_dir: PathBuf,
@@ -118,11 +121,15 @@ pub(crate) fn claim_new(prep: &Prepared, opts: &Options) -> Result<Claimed> {
     let lock = RunDirLock::acquire(&run_dir.path)?;
     // Frozen before the journal exists: a run dir with a journal can always be resumed.
     write_atomic(&run_dir.file("plan.toml"), prep.plan.text.as_bytes())?;
-    let steps: Vec<String> = prep
-        .runs
-        .iter()
-        .map(|r| journal::run_step(&r.case_id, &prep.stacks[r.stack].name))
-        .collect();
+    // The header is one line: it names every planned run only for campaigns of a size a
+    // person reads (`status` lists those not started); a larger one records the count, so a
+    // million-run header does not hold every case in memory and on disk.
+    let steps: Option<Vec<String>> = (prep.runs.len() <= HEADER_STEPS_MAX).then(|| {
+        prep.runs
+            .iter()
+            .map(|r| journal::run_step(&r.case_id, &prep.stacks[r.stack].name))
+            .collect()
+    });
     let journal = Journal::create(
         &run_dir.path,
         json!({
@@ -137,6 +144,7 @@ pub(crate) fn claim_new(prep: &Prepared, opts: &Options) -> Result<Claimed> {
             "selection": selection(opts),
             "executor": executor_name(prep.executor),
             "steps": steps,
+            "planned_runs": prep.runs.len(),
         }),
     )?;
     Ok(Claimed {

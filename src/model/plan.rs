@@ -238,17 +238,27 @@ pub struct SlurmConfig {
     pub max_jobs: Option<usize>,
 }
 
-/// `[a-z0-9_-]+`: the name becomes a folder, so no separators, dots or upper case.
+/// The longest campaign or stack name: it becomes a folder name (file systems allow 255 bytes),
+/// and a report or a table should still be able to show it.
+pub(crate) const MAX_NAME_LEN: usize = 100;
+
+/// `[a-z0-9_-]+`, at most [`MAX_NAME_LEN`] bytes: the name becomes a folder, so no separators,
+/// dots or upper case.
 pub(crate) fn check_campaign_name(name: &str) -> std::result::Result<(), String> {
     let ok = !name.is_empty()
         && name
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
-    if ok {
-        Ok(())
-    } else {
+    if !ok {
         Err(format!(
             "campaign name `{name}` must match [a-z0-9_-]+ (it becomes a folder name; no `/`, `..`, spaces or upper case)"
         ))
+    } else if name.len() > MAX_NAME_LEN {
+        Err(format!(
+            "name is {} characters long; at most {MAX_NAME_LEN} are allowed (it becomes a folder name)",
+            name.len()
+        ))
+    } else {
+        Ok(())
     }
 }

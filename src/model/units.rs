@@ -5,24 +5,36 @@
 
 use std::time::Duration;
 
+/// The longest duration a plan or stack definition may give (7 days). Longer limits mean nothing
+/// for a benchmark and would overflow the clock arithmetic of timeouts; documented in
+/// docs/plan-format.md.
+pub(crate) const MAX_DURATION: Duration = Duration::from_secs(7 * 24 * 3600);
+
 /// Parse `"500ms"`, `"20s"`, `"10m"`, `"2h"`, `"1h30m"` (humantime's grammar), or a bare number
-/// of seconds. A value too large for a `Duration` is an error, not a panic.
+/// of seconds. A value above [`MAX_DURATION`] (or too large for a `Duration`) is an error, not a
+/// panic.
 pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     let t = text.trim();
     if t.is_empty() {
         return Err("expected a duration such as \"30s\", \"10m\" or \"1h\"".into());
     }
-    if let Ok(secs) = t.parse::<f64>() {
-        return match Duration::try_from_secs_f64(secs) {
-            Ok(d) => Ok(d),
-            Err(_) => Err(format!(
+    let parsed = if let Ok(secs) = t.parse::<f64>() {
+        Duration::try_from_secs_f64(secs).map_err(|_| {
+            format!(
                 "`{text}` is not a duration (expected a number of seconds ≥ 0 that fits, or e.g. \"30s\", \"10m\")"
-            )),
-        };
+            )
+        })?
+    } else {
+        humantime::parse_duration(t).map_err(|e| {
+            format!("`{text}` is not a duration ({e}; expected e.g. \"30s\", \"10m\", \"1h30m\", \"500ms\")")
+        })?
+    };
+    if parsed > MAX_DURATION {
+        return Err(format!(
+            "`{text}` is longer than the maximum duration of 7 days (\"7d\")"
+        ));
     }
-    humantime::parse_duration(t).map_err(|e| {
-        format!("`{text}` is not a duration ({e}; expected e.g. \"30s\", \"10m\", \"1h30m\", \"500ms\")")
-    })
+    Ok(parsed)
 }
 
 /// `serde(with)` for optional durations in definitions: read from a duration string or a bare
@@ -148,6 +160,10 @@ mod tests {
         assert!(parse_duration("99999999999999999h").is_err());
         assert!(parse_duration("1e300").is_err());
         assert!(parse_duration("").is_err());
+        assert_eq!(parse_duration("7d").unwrap(), MAX_DURATION);
+        let long = parse_duration("3000000000000000h").unwrap_err();
+        assert!(long.contains("maximum duration of 7 days"), "{long}");
+        assert!(parse_duration("604801").is_err());
     }
 
     #[test]

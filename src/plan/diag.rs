@@ -61,6 +61,7 @@ impl<'a> Source<'a> {
             .get(span.start.min(end)..span.end.min(end).max(span.start.min(end)))
             .map_or(1, |s| s.chars().count())
             .max(1);
+        let (text, col, width) = clip_line(text, col, width);
         let gutter = line.to_string();
         let pad = " ".repeat(gutter.len());
         format!(
@@ -99,6 +100,31 @@ impl<'a> Source<'a> {
             snippet: None,
         }
     }
+}
+
+/// Longest source line a snippet shows; a 100k-value axis on one line must not print megabytes.
+const SNIPPET_CHARS: usize = 120;
+
+/// Cut a long line to [`SNIPPET_CHARS`] around the 1-based column `col`, marking cuts with `…`;
+/// returns the shown text and the column and caret width within it.
+fn clip_line(text: &str, col: usize, width: usize) -> (String, usize, usize) {
+    let chars = text.chars().count();
+    if chars <= SNIPPET_CHARS {
+        return (text.to_string(), col, width);
+    }
+    let start = col.saturating_sub(1).saturating_sub(20);
+    let end = (start + SNIPPET_CHARS).min(chars);
+    let mut shown = String::new();
+    if start > 0 {
+        shown.push('…');
+    }
+    shown.extend(text.chars().skip(start).take(end - start));
+    if end < chars {
+        shown.push('…');
+    }
+    let caret = col - 1; // 0-based, in the whole line
+    let width = width.min(end.saturating_sub(caret)).max(1);
+    (shown, caret - start + usize::from(start > 0) + 1, width)
 }
 
 /// Collects problems (errors and warnings) so a plan reports all of them at once.
@@ -173,6 +199,24 @@ mod tests {
         assert_eq!(d.line, Some(2));
         assert_eq!(d.column, Some(6));
         assert_eq!(d.snippet.unwrap(), "  |\n2 | bb = [1, 2]\n  |      ^^^^^^");
+    }
+
+    #[test]
+    fn long_lines_are_clipped_around_the_caret() {
+        let text = format!("count = [{}-5]\n", "1, ".repeat(2000));
+        let src = Source::new(Path::new("x.toml"), &text);
+        let off = text.find("-5").unwrap();
+        let snippet = src.at(&(off..off + 2), None, "bad".into()).snippet.unwrap();
+        let lines: Vec<&str> = snippet.lines().collect();
+        assert!(lines[1].len() < 200, "{snippet}");
+        assert!(
+            lines[1].starts_with("1 | …") && lines[1].ends_with("1, -5]"),
+            "{snippet}"
+        );
+        // The caret still sits under `-5`.
+        let at = lines[2].find('^').unwrap();
+        let under: String = lines[1].chars().skip(at).take(2).collect();
+        assert_eq!(under, "-5", "{snippet}");
     }
 
     #[test]

@@ -35,8 +35,33 @@ pub(crate) fn load(path: &Path) -> Result<Plan> {
 /// Read and parse a plan file as run with `--executor` (which decides whether the local device
 /// pool bounds the cases: under Slurm the cluster grants devices).
 pub(crate) fn load_with(path: &Path, executor: Option<ExecutorKind>) -> Result<Plan> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let text = read_text(path)?;
     parse_with(&text, path, executor)
+}
+
+/// A plan file's text. Every way of not having one — missing, unreadable, a directory, not
+/// UTF-8 — is bad input (exit 2) for every subcommand, with one wording.
+pub(crate) fn read_text(path: &Path) -> Result<String> {
+    if path.is_dir() {
+        return Err(Error::invalid(
+            path,
+            "is a directory; expected a plan file (.toml)",
+        ));
+    }
+    let bytes = std::fs::read(path).map_err(|e| {
+        let why = match e.kind() {
+            std::io::ErrorKind::NotFound => "no such file".to_string(),
+            _ => e.to_string(),
+        };
+        Error::invalid(path, format!("cannot read the plan: {why}"))
+    })?;
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        Error::invalid(
+            path,
+            format!("the plan is not UTF-8 text (invalid byte at offset {at})"),
+        )
+    })
 }
 
 /// Parse and validate plan text; `path` locates diagnostics and plan-relative files.
@@ -184,5 +209,43 @@ fn read_campaign(cx: &mut Ctx<'_>, item: Option<&Item<'_>>, plan: &mut Plan) {
             "campaign.name",
             "missing `name = \"...\"` (it names the results folder)".into(),
         );
+    }
+}
+
+/// A diagnostic about the plan key at dotted `field` (`stacks.mine.command[0]`,
+/// `stacks.mine.env.FOO`), located at the deepest part of that path the plan's text has, so a
+/// problem found after loading (a stack definition that does not render) still points at its
+/// line. Keys the plan does not write (a shipped definition's) get the file without a line.
+pub(crate) fn locate(plan: &Plan, field: &str, message: String) -> crate::error::Diagnostic {
+    let src = Source::new(&plan.source, &plan.text);
+    let Ok(doc) = DeTable::parse(&plan.text) else {
+        return src.whole(Some(field), message);
+    };
+    let mut span = None;
+    let mut table = Some(doc.get_ref());
+    for part in field.split('.') {
+        let (key, index) = match part.split_once('[') {
+            Some((k, rest)) => (k, rest.trim_end_matches(']').parse::<usize>().ok()),
+            None => (part, None),
+        };
+        let Some(found) = table.and_then(|t| t.get(key)) else {
+            break;
+        };
+        span = Some(found.span());
+        let mut item = found;
+        if let (Some(i), toml::de::DeValue::Array(a)) = (index, found.get_ref()) {
+            if let Some(elem) = a.get(i) {
+                span = Some(elem.span());
+                item = elem;
+            }
+        }
+        table = match item.get_ref() {
+            toml::de::DeValue::Table(t) => Some(t),
+            _ => None,
+        };
+    }
+    match span {
+        Some(s) if s != (0..0) => src.at(&s, Some(field), message),
+        _ => src.whole(Some(field), message),
     }
 }

@@ -16,5 +16,5 @@ pub mod sweep;
 mod tests;
 mod validate;
 
-pub(crate) use load::{load, load_with, parse_with};
+pub(crate) use load::{load, load_with, locate, parse_with, read_text};
 pub(crate) use stacks::select_stacks;

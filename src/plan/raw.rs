@@ -201,11 +201,22 @@ impl<'s> Ctx<'s> {
     }
 
     pub(crate) fn duration(&mut self, item: &Item<'_>, field: &str) -> Option<Duration> {
-        let DeValue::String(s) = item.get_ref() else {
-            self.wrong_type(item, field, "a duration string such as \"30s\" or \"10m\"");
-            return None;
+        // A bare number is seconds (docs/plan-format.md), so `timeout = 30` is 30 s.
+        let text = match item.get_ref() {
+            DeValue::String(s) => s.to_string(),
+            DeValue::Integer(i) => i128::from_str_radix(i.as_str(), i.radix())
+                .map_or_else(|_| i.as_str().to_string(), |n| n.to_string()),
+            DeValue::Float(f) => f.as_str().to_string(),
+            _ => {
+                self.wrong_type(
+                    item,
+                    field,
+                    "a duration such as \"30s\" or \"10m\", or a number of seconds",
+                );
+                return None;
+            }
         };
-        match crate::model::units::parse_duration(s) {
+        match crate::model::units::parse_duration(&text) {
             Ok(d) => Some(d),
             Err(msg) => {
                 self.error(&item.span(), field, msg);

@@ -152,10 +152,12 @@ pub(crate) fn read_axes(cx: &mut Ctx<'_>, item: &Item<'_>, plan: &mut Plan, span
             continue;
         }
         let mut values: Vec<Value> = Vec::new();
+        // Seen values by their JSON text: a set keeps a 100k-value axis linear.
+        let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
         for (i, elem) in elems.iter().enumerate() {
             let epath = format!("{path}[{i}]");
             if let Some(v) = case_value(cx, e.key, elem, &epath) {
-                if values.contains(&v) {
+                if !seen.insert(v.to_string()) {
                     cx.error(
                         &elem.span(),
                         &epath,
@@ -322,6 +324,7 @@ pub(crate) fn read_case_files(
             );
         }
         let mut files: Vec<PathBuf> = Vec::new();
+        let mut seen: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();
         for pat in &patterns {
             let full = relative_to(&plan.source, pat);
             let matched: Vec<PathBuf> = match glob::glob(&full.to_string_lossy()) {
@@ -346,7 +349,7 @@ pub(crate) fn read_case_files(
                 );
             }
             for m in matched {
-                if !files.contains(&m) {
+                if seen.insert(m.clone()) {
                     files.push(m);
                 }
             }

@@ -72,15 +72,16 @@ pub(crate) fn read_defs(
     let mut needs_command = Vec::new();
     for e in entries(table) {
         let path = format!("stacks.{}", e.key);
-        if crate::model::plan::check_campaign_name(e.key).is_err() {
-            cx.error(
-                &e.key_span,
-                &path,
+        if let Err(msg) = crate::model::plan::check_campaign_name(e.key) {
+            let msg = if e.key.len() > crate::model::plan::MAX_NAME_LEN {
+                format!("stack {msg}")
+            } else {
                 format!(
                     "stack name `{}` must match [a-z0-9_-]+ (it becomes a folder name)",
                     e.key
-                ),
-            );
+                )
+            };
+            cx.error(&e.key_span, &path, msg);
         }
         let Some(def) = cx.table(e.item, &path) else {
             continue;

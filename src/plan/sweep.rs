@@ -422,6 +422,28 @@ impl Cases<'_> {
     }
 }
 
+/// The command line's `--filter` must leave at least one case: a filter that drops everything
+/// is bad input (exit 2, as a plan whose `[filter]` drops everything), refused before any run
+/// dir exists. Walks the sweep only up to its first case.
+pub(crate) fn require_some(plan: &Plan, extra_filter: Option<&str>) -> Result<()> {
+    let Some(expr) = extra_filter else {
+        return Ok(());
+    };
+    let mut it = cases(plan, Some(expr))?;
+    match it.next_ref() {
+        Some(Ok(_)) => Ok(()),
+        Some(Err(e)) => Err(e),
+        None => Err(no_case_left(expr, it.filtered)),
+    }
+}
+
+/// The one message for a `--filter` that leaves nothing.
+pub(crate) fn no_case_left(expr: &str, dropped: u64) -> Error {
+    Error::Usage(format!(
+        "--filter `{expr}` leaves no case of the plan (it dropped {dropped}); nothing to run"
+    ))
+}
+
 impl Iterator for Cases<'_> {
     type Item = Result<Case>;
 

@@ -129,6 +129,99 @@ fn stack_table_types_are_checked_with_position() {
     assert!(!err.contains("unknown stack"), "no follow-on error: {err}");
 }
 
+#[test]
+fn durations_have_a_maximum_and_may_be_bare_seconds() {
+    let p = plan("\n[run]\ntimeout = 30\ncooldown = 0.5\n").unwrap();
+    assert_eq!(p.run.timeout, std::time::Duration::from_secs(30));
+    assert_eq!(p.run.cooldown, std::time::Duration::from_millis(500));
+    for bad in [
+        "\"3000000000000000h\"",
+        "\"99999999999999999h\"",
+        "604801",
+        "-3",
+    ] {
+        let err = messages(plan(&format!("\n[run]\ntimeout = {bad}\n")));
+        assert!(err.contains("t.toml:10:11: run.timeout"), "{bad}: {err}");
+    }
+    let err = messages(plan(
+        "stacks = [\"mine\"]\n[stacks.mine]\ncommand = [\"x\"]\ntimeout = \"900000h\"\n",
+    ));
+    assert!(err.contains("maximum duration of 7 days"), "{err}");
+}
+
+#[test]
+fn sizes_and_names_have_limits() {
+    let err = messages(parse(
+        "[campaign]\nname = \"t\"\n[case]\nvariant = \"mesh\"\np = 20000\ncount = 4611686018427387904\n",
+        Path::new("t.toml"),
+    ));
+    assert!(
+        err.contains("p = 20000 is above the maximum of 4096 ranks"),
+        "{err}"
+    );
+    let err = messages(parse(
+        "[campaign]\nname = \"t\"\n[case]\nvariant = \"mesh\"\np = 2\ncount = 4611686018427387904\n",
+        Path::new("t.toml"),
+    ));
+    assert!(
+        err.contains("maximum message of 1099511627776 bytes"),
+        "{err}"
+    );
+    // 200 ranks: every id fits, but the case_id (a folder name) would not.
+    let err = messages(parse(
+        "[campaign]\nname = \"t\"\n[case]\nvariant = \"mesh\"\np = 200\ncount = 64\n",
+        Path::new("t.toml"),
+    ));
+    assert!(
+        err.contains("more than the 255 bytes a folder name may have"),
+        "{err}"
+    );
+    let long = "a".repeat(5000);
+    let err = messages(parse(
+        &format!("[campaign]\nname = \"{long}\"\n[case]\nvariant = \"mesh\"\np = 2\ncount = 64\n"),
+        Path::new("t.toml"),
+    ));
+    assert!(
+        err.contains("name is 5000 characters long; at most 100"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_product_above_the_case_limit_is_refused_before_it_is_walked() {
+    let counts: Vec<String> = (1..=2000).map(|n| n.to_string()).collect();
+    let ps: Vec<String> = (2..=600).map(|n| n.to_string()).collect();
+    let err = messages(parse(
+        &format!(
+            "[campaign]\nname = \"t\"\n[axes]\nvariant = [\"mesh\"]\np = [{}]\ncount = [{}]\n",
+            ps.join(","),
+            counts.join(",")
+        ),
+        Path::new("t.toml"),
+    ));
+    assert!(
+        err.contains("the plan makes 1198000 cases (1 variant × 599 p × 2000 count), more than the maximum of 1000000"),
+        "{err}"
+    );
+}
+
+#[test]
+fn duplicate_detection_in_a_long_axis_is_linear_and_exact() {
+    let mut counts: Vec<String> = (1..=50_000).map(|n| n.to_string()).collect();
+    counts.push("777".into());
+    let err = messages(parse(
+        &format!(
+            "[campaign]\nname = \"t\"\n[axes]\nvariant = [\"mesh\"]\np = [2]\ncount = [{}]\n",
+            counts.join(",")
+        ),
+        Path::new("t.toml"),
+    ));
+    assert!(
+        err.contains("axes.count[50000]: value 777 appears twice"),
+        "{err}"
+    );
+}
+
 /// Fragments that reach deep into the parser when shuffled together.
 fn fragment() -> impl Strategy<Value = String> {
     prop_oneof![

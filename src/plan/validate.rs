@@ -14,6 +14,10 @@ use crate::error::{Diagnostic, Error};
 use crate::model::case::Case;
 use crate::model::plan::{DeviceKind, Placement, Plan};
 
+/// The most cases a plan's product (before `[[exclude]]`/`[filter]`) or its seed files may make.
+/// Validation walks every case, so this bounds its time; documented in docs/plan-format.md.
+pub(crate) const MAX_CASES: u64 = 1_000_000;
+
 /// Bound on the (variant, p, count) memo of seed warnings, so memory stays flat on any plan.
 const WARN_MEMO_LIMIT: usize = 100_000;
 
@@ -114,6 +118,9 @@ pub(crate) fn check(cx: &mut Ctx<'_>, plan: &mut Plan, spans: &Spans) {
     };
     let pool_text = format!("devices.ids = {:?}", pool_ids);
     let pinned = plan.devices.placement == Placement::Pinned;
+    if !within_case_limit(cx, plan, spans) {
+        return;
+    }
     let mut out = Collector::default();
     let mut count = 0u64;
     let mut max_p = 0u32;
@@ -275,6 +282,40 @@ pub(crate) fn check(cx: &mut Ctx<'_>, plan: &mut Plan, spans: &Spans) {
         };
         plan.devices.ids = (0..n).collect();
     }
+}
+
+/// Refuse a product larger than [`MAX_CASES`] before walking it (a typo such as an extra zero
+/// in a range must not make `validate` run for hours).
+fn within_case_limit(cx: &mut Ctx<'_>, plan: &Plan, spans: &Spans) -> bool {
+    let product = if plan.case_files.is_empty() {
+        plan.axes
+            .iter()
+            .fold(1u64, |n, a| n.saturating_mul(a.values.len() as u64))
+    } else {
+        plan.case_files.len() as u64
+    };
+    if product <= MAX_CASES {
+        return true;
+    }
+    let sizes: Vec<String> = plan
+        .axes
+        .iter()
+        .map(|a| format!("{} {}", a.values.len(), a.name))
+        .collect();
+    let msg = format!(
+        "the plan makes {product} cases ({}), more than the maximum of {MAX_CASES}; split it into several plans or shorten an axis",
+        if sizes.is_empty() { "seed files".to_string() } else { sizes.join(" × ") }
+    );
+    let longest = plan.axes.iter().max_by_key(|a| a.values.len());
+    match longest.and_then(|a| spans.fields.get(&a.name)) {
+        Some(span) => cx.error(
+            span,
+            &format!("axes.{}", longest.map_or("", |a| &a.name)),
+            msg,
+        ),
+        None => cx.diags.error(cx.src.whole(Some("axes"), msg)),
+    }
+    false
 }
 
 /// The kind of a per-case message, without the case-specific numbers, for grouping.

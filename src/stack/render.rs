@@ -158,7 +158,7 @@ pub(crate) fn run_scope(ctx: &RenderContext) -> Value {
 
 /// `0-3` for ascending contiguous ids (the form `simpler -d` takes), else `0,2,5`.
 pub(crate) fn devices_range(ids: &[u32]) -> String {
-    let contiguous = ids.len() > 1 && ids.windows(2).all(|w| w[1] == w[0] + 1);
+    let contiguous = ids.len() > 1 && ids.windows(2).all(|w| w[0].checked_add(1) == Some(w[1]));
     if contiguous {
         format!("{}-{}", ids[0], ids[ids.len() - 1])
     } else {

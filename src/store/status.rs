@@ -52,6 +52,9 @@ pub(crate) struct RunDirStatus {
     pub(crate) durations: Vec<Duration>,
     /// Mean number of runs in flight while runs executed (≥ 1).
     pub(crate) concurrency: f64,
+    /// Planned runs not named anywhere: a large campaign's header keeps only `planned_runs`
+    /// (no `steps` list), so its runs that never started are counted, not listed.
+    pub(crate) unlisted: usize,
 }
 
 impl RunDirStatus {
@@ -79,6 +82,14 @@ impl RunDirStatus {
             };
             runs.push(run_line(run_dir, &replay, key, case_id, stack));
         }
+        let unlisted = match replay.header.get("steps") {
+            Some(Value::Array(_)) => 0,
+            _ => replay
+                .header
+                .get("planned_runs")
+                .and_then(Value::as_u64)
+                .map_or(0, |n| (n as usize).saturating_sub(runs.len())),
+        };
         let (durations, concurrency) = timing(&replay);
         Ok(RunDirStatus {
             run_dir: run_dir.to_path_buf(),
@@ -93,6 +104,7 @@ impl RunDirStatus {
             active: crate::store::lock::is_held(run_dir),
             durations,
             concurrency,
+            unlisted,
         })
     }
 
@@ -115,6 +127,12 @@ impl RunDirStatus {
         for l in labels {
             add(l);
         }
+        if self.unlisted > 0 {
+            match out.iter_mut().find(|(l, _)| l == "not started") {
+                Some((_, n)) => *n += self.unlisted,
+                None => out.push(("not started".into(), self.unlisted)),
+            }
+        }
         out
     }
 
@@ -136,6 +154,7 @@ impl RunDirStatus {
                 _ => true,
             })
             .count()
+            + self.unlisted
     }
 
     /// Mean run time × runs left ÷ observed concurrency; `None` before any run finished.
@@ -366,6 +385,17 @@ pub(crate) fn human(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_large_campaign_header_counts_its_runs_instead_of_naming_them() {
+        let tmp = tempfile::tempdir().unwrap();
+        let header = serde_json::json!({"campaign": "big", "steps": null, "planned_runs": 12000});
+        drop(crate::store::journal::Journal::create(tmp.path(), header).unwrap());
+        let st = RunDirStatus::load(tmp.path()).unwrap();
+        assert!(st.runs.is_empty());
+        assert_eq!(st.counts(), vec![("not started".to_string(), 12000)]);
+        assert_eq!(st.left(), 12000);
+    }
 
     #[test]
     fn human_durations() {

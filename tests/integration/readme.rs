@@ -56,3 +56,50 @@ fn the_plan_shown_in_the_readme_is_valid() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stdout(&out).contains("ok: 20 cases"), "{}", stdout(&out));
 }
+
+#[test]
+fn completions_for_each_shell_and_the_man_page_come_from_the_clap_definitions() {
+    let dir = tempdir();
+    for (shell, marker) in [
+        ("bash", "complete -F _campaign"),
+        ("zsh", "#compdef campaign"),
+        ("fish", "complete -c campaign"),
+    ] {
+        let out = run_in(dir.path(), &["completions", shell]);
+        assert_eq!(out.status.code(), Some(0), "{shell}: {}", stderr(&out));
+        let text = stdout(&out);
+        assert!(text.contains(marker), "{shell}: {text}");
+        for sub in ["dry-run", "resume", "validate", "completions"] {
+            assert!(text.contains(sub), "{shell} completes {sub}");
+        }
+    }
+    let out = run_in(dir.path(), &["completions", "tcsh"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = run_in(dir.path(), &["man"]);
+    assert_eq!(out.status.code(), Some(0));
+    let page = stdout(&out);
+    assert!(page.contains(".TH campaign 1"), "{page}");
+    assert!(page.contains("dry\\-run"), "{page}");
+}
+
+#[test]
+fn the_readme_install_step_is_the_one_the_test_script_checks() {
+    let readme = std::fs::read_to_string(crate::util::root().join("README.md")).unwrap();
+    let script = std::fs::read_to_string(crate::util::root().join("scripts/test.sh")).unwrap();
+    assert!(
+        readme.contains("cargo install --path ."),
+        "README says how to get campaign on PATH"
+    );
+    assert!(
+        script.contains("cargo install --path . ") && script.contains("campaign --version"),
+        "scripts/test.sh exercises the install step"
+    );
+    for promise in [
+        "SLURM_CONF",
+        "scripts/slurm-down.sh",
+        "7 minutes",
+        "campaign completions",
+    ] {
+        assert!(readme.contains(promise), "README mentions {promise}");
+    }
+}

@@ -195,6 +195,37 @@ fn case_id(step: &str) -> String {
         .to_string()
 }
 
+/// Wait (generous cap) until the campaign's journal has one more `event` line of a run step
+/// than when called,
+/// or the child has exited (it may have nothing left to do).
+fn wait_for_more(c: &Campaign, child: &mut Child, event: &str) {
+    let count = |c: &Campaign| {
+        c.run_dir()
+            .map(|d| {
+                journal(&d)
+                    .iter()
+                    .filter(|l| {
+                        l["event"] == event
+                            && l["step"].as_str().is_some_and(|s| s.starts_with("run:"))
+                    })
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+    let before = count(c);
+    let cap = std::time::Instant::now() + Duration::from_secs(120);
+    while count(c) <= before {
+        if child.try_wait().unwrap().is_some() {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < cap,
+            "no new `{event}` journal line within 120 s"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 fn counting_plan(name: &str, counts: &str, sleep: &str, run: &str) -> impl Fn(&Path) -> String {
     let (name, counts, sleep, run) = (
         name.to_string(),
@@ -246,7 +277,15 @@ fn sigkill_at_20_random_moments_then_resume_runs_every_run_once() {
             None => c.spawn_run(),
             Some(d) => c.command(&["resume", d.to_str().unwrap()]).spawn().unwrap(),
         };
-        std::thread::sleep(Duration::from_millis(rng.random_range(10..200)));
+        // Kill at an event, not after a guessed delay (a busy machine may not have started
+        // anything in 200 ms): right away, or once this session journaled one more `started`
+        // or `finished` line — then after a random jitter shorter than a run, so the moment
+        // within a step varies.
+        let event = ["", "started", "finished"][kill % 3];
+        if !event.is_empty() {
+            wait_for_more(&c, &mut child, event);
+        }
+        std::thread::sleep(Duration::from_millis(rng.random_range(0..30)));
         // SAFETY: kill(2) on our own child.
         unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
         child.wait().unwrap();
@@ -275,8 +314,8 @@ fn sigkill_at_20_random_moments_then_resume_runs_every_run_once() {
         !passed_before.is_empty(),
         "seed {seed}: no session finished a run"
     );
-    // 40 runs of over 50 ms one at a time take over 2 s; 10 sessions of under 200 ms cannot
-    // finish them, so at least half the kills landed mid-campaign.
+    // A session is killed at most 30 ms after its first `finished` line, and a run takes over
+    // 50 ms one at a time, so no session finishes more than two runs: 40 need over 19 sessions.
     assert!(mid_campaign >= 10, "seed {seed}");
     let starts_before = c.counts("start");
     let out = c.resume(&[]);
@@ -488,13 +527,14 @@ fn a_device_failing_its_probe_is_quarantined_and_the_rest_runs_elsewhere() {
 
 /// Wait (bounded) until the counting stack has started `n` runs.
 fn wait_for_starts(c: &Campaign, n: usize) {
-    for _ in 0..800 {
+    let cap = std::time::Instant::now() + Duration::from_secs(120);
+    while std::time::Instant::now() < cap {
         if c.counts("start").values().sum::<usize>() >= n {
             return;
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-    panic!("the stack never started {n} runs");
+    panic!("the stack never started {n} runs within 120 s");
 }
 
 #[test]
@@ -582,19 +622,38 @@ fn a_second_ctrl_c_exits_at_once_and_the_journal_stays_readable() {
             &defs,
         )
     });
-    let child = c.spawn_run();
+    let mut child = c.spawn_run();
     wait_for_starts(&c, 1);
+    // Read stderr as it comes: the second Ctrl-C goes only after the campaign said it heard
+    // the first (two signals sent back to back may be delivered as one).
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let reader = std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut all = String::new();
+        for line in std::io::BufReader::new(stderr).lines() {
+            let line = line.unwrap_or_default();
+            all.push_str(&line);
+            all.push('\n');
+            let _ = tx.send(line);
+        }
+        all
+    });
     // SAFETY: kill(2) on our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    std::thread::sleep(Duration::from_millis(100));
+    loop {
+        let line = rx
+            .recv_timeout(Duration::from_secs(120))
+            .expect("the campaign acknowledges the first Ctrl-C within 120 s");
+        if line.starts_with("interrupted: stopping runs") {
+            break;
+        }
+    }
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(3), "{}", show(&out));
-    assert!(
-        util::stderr(&out).contains("interrupted twice"),
-        "{}",
-        show(&out)
-    );
+    let err = reader.join().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("interrupted twice"), "{err}");
     let dir = c.run_dir().unwrap();
     // Consistent: every line reads; the run that was cut short is open (started, not
     // finished), so resume runs it again.
@@ -692,7 +751,7 @@ fn a_write_failure_stops_the_campaign_cleanly_and_resume_finishes_it() {
         let marker = counter.parent().unwrap().join("sabotaged");
         let defs = format!(
             r#"[stacks.count]
-command = "if [ \"$CAMPAIGN_CASE_ID\" = ring_p2_count64_fp32_host_d0-1 ] && [ ! -e {marker} ]; then touch {marker}; rm -rf \"$CAMPAIGN_BUNDLE_DIR\"; echo blocker > \"$CAMPAIGN_BUNDLE_DIR\"; fi; exec {count} {counter}"
+command = "if [ \"$CAMPAIGN_CASE_ID\" = mesh_p2_count128_fp32_host_d0-1 ] && [ ! -e {marker} ]; then touch {marker}; rm -rf \"$CAMPAIGN_BUNDLE_DIR\"; echo blocker > \"$CAMPAIGN_BUNDLE_DIR\"; fi; exec {count} {counter}"
 shell = true
 resource = "none"
 "#,
@@ -711,8 +770,17 @@ resource = "none"
     });
     let out = c.run();
     assert_eq!(out.status.code(), Some(4), "{}", show(&out));
+    // The first failed write stops launching: the sabotaged run is the last that started.
+    let log = std::fs::read_to_string(&c.counter).unwrap();
+    let starts: Vec<&str> = log.lines().filter(|l| l.ends_with(" start")).collect();
+    // (Longest first: the count-128 runs start first, mesh before ring.)
+    assert_eq!(
+        starts,
+        ["mesh_p2_count128_fp32_host_d0-1 start"],
+        "runs started after the write failure"
+    );
     let dir = c.run_dir().unwrap();
-    let blocker = dir.join("cases/ring_p2_count64_fp32_host_d0-1/count");
+    let blocker = dir.join("cases/mesh_p2_count128_fp32_host_d0-1/count");
     let err = util::stderr(&out);
     assert!(err.contains(&blocker.display().to_string()), "{err}");
     assert!(
@@ -723,7 +791,7 @@ resource = "none"
     // run that could not be recorded is not `finished`.
     let lines = journal(&dir);
     let passed = finished_with(&lines, "pass");
-    assert!(!passed.iter().any(|s| s.contains("ring_p2_count64")));
+    assert!(!passed.iter().any(|s| s.contains("mesh_p2_count128")));
     for step in &passed {
         let b = dir.join("cases").join(case_id(step)).join("count");
         json(&b.join("manifest.json"));

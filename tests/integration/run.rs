@@ -493,10 +493,8 @@ resource = "none"
         .spawn()
         .unwrap();
     // Wait (bounded) until the stack is running, then Ctrl-C the campaign.
-    for _ in 0..400 {
-        if pid_file.is_file() {
-            break;
-        }
+    let cap = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !pid_file.is_file() && std::time::Instant::now() < cap {
         std::thread::sleep(std::time::Duration::from_millis(25));
     }
     assert!(pid_file.is_file(), "the stack never started");

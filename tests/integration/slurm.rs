@@ -23,7 +23,7 @@ use crate::util;
 
 /// A job that never ends must fail the test, not hang the suite (Slurm checks time limits
 /// every 30 s, so the timeout test needs up to ~35 s).
-const GUARD: Duration = Duration::from_secs(90);
+const GUARD: Duration = Duration::from_secs(120);
 
 static CLUSTER: OnceLock<Result<Option<PathBuf>, String>> = OnceLock::new();
 

@@ -18,7 +18,7 @@ use crate::util;
 
 /// Longest wait for a campaign to reach a state; a campaign that never gets there fails the
 /// test instead of hanging the suite.
-const GUARD: Duration = Duration::from_secs(90);
+const GUARD: Duration = Duration::from_secs(120);
 
 struct Campaign {
     tmp: tempfile::TempDir,
@@ -112,18 +112,36 @@ resource = "none"
             .unwrap()
     }
 
+    /// The run dir once its journal exists (`run` makes the dir a moment before it writes the
+    /// journal; waiting for the file, capped, instead of failing in between).
     fn run_dir(&self) -> PathBuf {
-        let folder = self.results.join(&self.name);
-        std::fs::read_dir(&folder)
-            .unwrap_or_else(|e| panic!("{}: {e}", folder.display()))
-            .map(|e| e.unwrap().path())
-            .find(|p| p.join("journal.jsonl").is_file())
-            .expect("a run dir with a journal")
+        let start = Instant::now();
+        loop {
+            if let Some(dir) = self.try_run_dir() {
+                return dir;
+            }
+            assert!(
+                start.elapsed() < GUARD,
+                "no run dir with a journal under {}",
+                self.results.join(&self.name).display()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
-    /// Every journal line after the header.
+    fn try_run_dir(&self) -> Option<PathBuf> {
+        std::fs::read_dir(self.results.join(&self.name))
+            .ok()?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .find(|p| p.join("journal.jsonl").is_file())
+    }
+
+    /// Every journal line after the header (none before the journal exists).
     fn journal(&self) -> Vec<Value> {
-        let text = std::fs::read_to_string(self.run_dir().join("journal.jsonl")).unwrap();
+        let Some(dir) = self.try_run_dir() else {
+            return Vec::new();
+        };
+        let text = std::fs::read_to_string(dir.join("journal.jsonl")).unwrap_or_default();
         text.lines()
             .skip(1)
             .filter_map(|l| serde_json::from_str(l).ok())
@@ -143,11 +161,9 @@ resource = "none"
     fn wait_submitted(&self, n: usize, child: &mut Child) -> Vec<u64> {
         let start = Instant::now();
         loop {
-            if self.results.join(&self.name).is_dir() {
-                let ids = self.submitted();
-                if ids.len() >= n {
-                    return ids;
-                }
+            let ids = self.submitted();
+            if ids.len() >= n {
+                return ids;
             }
             if let Some(status) = child.try_wait().unwrap() {
                 panic!("campaign ended ({status}) before {n} jobs were submitted");

@@ -20,7 +20,7 @@ use tokio::sync::watch;
 use crate::slurm::{cluster, executor};
 use crate::util;
 
-const GUARD: Duration = Duration::from_secs(90);
+const GUARD: Duration = Duration::from_secs(120);
 
 fn cases() -> Vec<Case> {
     let mut out = Vec::new();

@@ -563,7 +563,7 @@ fn doctor_with_a_plan_shows_its_stacks_and_overrides() {
     let plan = tmp.path().join("p.toml");
     std::fs::write(
         &plan,
-        "[campaign]\nname = \"x\"\n\n[stacks.mine]\ncommand = [\"true\"]\nrequires = [\"MY_TOKEN_FOR_TEST\"]\n",
+        "[campaign]\nname = \"x\"\n[case]\nvariant = \"mesh\"\np = 2\ncount = 64\n[axes]\nstacks = [\"host\", \"mine\"]\n\n[stacks.mine]\ncommand = [\"true\"]\nrequires = [\"MY_TOKEN_FOR_TEST\"]\n",
     )
     .unwrap();
     let o = doctor_in(
@@ -572,7 +572,18 @@ fn doctor_with_a_plan_shows_its_stacks_and_overrides() {
         &[plan.to_str().unwrap(), "--require", "mine"],
     );
     assert_eq!(o.status.code(), Some(1));
-    assert!(util::stdout(&o).contains("mine             unavailable: MY_TOKEN_FOR_TEST is not set"));
+    let out = util::stdout(&o);
+    assert!(out.contains("mine             unavailable: MY_TOKEN_FOR_TEST is not set"));
+    // Only the plan's stacks: host and mine, not the shipped Ascend ones.
+    assert!(out.contains("\n  host "), "{out}");
+    assert!(!out.contains("\n  hccl "), "{out}");
+    assert!(out.contains("1 of 2 stacks ready"), "{out}");
+    let o = doctor_in(
+        tmp.path(),
+        &[],
+        &[plan.to_str().unwrap(), "--require", "hccl"],
+    );
+    assert_eq!(o.status.code(), Some(2), "hccl is not a stack of this plan");
     let o = doctor_in(
         tmp.path(),
         &[("MY_TOKEN_FOR_TEST", "1")],
@@ -580,11 +591,15 @@ fn doctor_with_a_plan_shows_its_stacks_and_overrides() {
     );
     assert_eq!(o.status.code(), Some(0), "{}", util::stdout(&o));
 
-    std::fs::write(&plan, "[stacks.mine]\ncommand = [\"true\"]\ncomand = 1\n").unwrap();
+    std::fs::write(
+        &plan,
+        "[campaign]\nname = \"x\"\n[case]\nvariant = \"mesh\"\np = 2\ncount = 64\n[stacks.mine]\ncommand = [\"true\"]\ncomand = 1\n",
+    )
+    .unwrap();
     let o = doctor_in(tmp.path(), &[], &[plan.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        util::stderr(&o).contains("p.toml:3:1"),
+        util::stderr(&o).contains("p.toml:9:1"),
         "{}",
         util::stderr(&o)
     );

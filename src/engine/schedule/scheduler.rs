@@ -231,7 +231,8 @@ impl Scheduler {
                         .then(a.1.cmp(&b.1))
                 });
                 for (node, run) in runs {
-                    if self.limits.jobs.is_some_and(|j| self.running_runs >= j) {
+                    if self.limits.jobs.is_some_and(|j| self.running_runs >= j) || driver.stopped()
+                    {
                         break;
                     }
                     let need = self.runs[run].need.clone();
@@ -382,6 +383,9 @@ impl Scheduler {
         self.interrupted = *cancel.borrow();
         let mut cancel_open = true;
         loop {
+            // A step that just ended may have stopped the campaign (a failed write cancels):
+            // look before dispatching, not only when the select below polls the channel.
+            self.interrupted |= cancel_open && *cancel.borrow();
             if self.interrupted {
                 self.end_cooldowns(true);
             } else {

@@ -111,6 +111,11 @@ pub(crate) trait Driver {
     /// The running `step` submitted (or re-attached to) batch job `job_id`
     /// ([`Outcome::Submitted`]); the step has not ended.
     fn submitted(&mut self, _step: &Step, _job_id: u64, _reattached: bool) {}
+    /// The engine can record nothing more (a write failed, e.g. the disk is full): start no
+    /// other step, not even one already picked in this round of dispatching.
+    fn stopped(&self) -> bool {
+        false
+    }
 }
 
 /// Limits from the command line and `[run]`.

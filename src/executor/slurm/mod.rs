@@ -10,6 +10,7 @@
 pub mod bundle;
 pub mod job;
 pub mod poll;
+pub mod preflight;
 pub mod script;
 pub mod service;
 pub mod state;

@@ -70,6 +70,16 @@ impl Dtype {
     }
 }
 
+/// The largest `p` a case may have: more ranks than any pool this tool drives, and the bound
+/// that keeps per-case work (device ids, leases) small. Documented in docs/plan-format.md.
+pub(crate) const MAX_P: u32 = 4096;
+/// The largest message a case may have (1 TiB per rank buffer): larger sizes cannot be
+/// allocated by any stack, and `count × element size` must not wrap.
+pub(crate) const MAX_N_BYTES: u64 = 1 << 40;
+/// The longest `case_id`: it names a folder (`cases/<case_id>/`), and file systems refuse
+/// names over 255 bytes.
+pub(crate) const MAX_CASE_ID_BYTES: usize = 255;
+
 /// Orchestration profiles the seed accepts.
 pub(crate) const ORCH_PROFILES: &[&str] = &["mesh_l3_host_domain_v1", "mesh_l3_host_builtin_v1"];
 /// Input formulas campaign knows (see `golden.rs`).
@@ -154,9 +164,10 @@ impl Case {
         }
     }
 
-    /// `count * elem_bytes`.
+    /// `count * elem_bytes` (saturating: a case over [`MAX_N_BYTES`] is refused by
+    /// [`Case::problems`], but nothing may wrap before that check has run).
     pub fn n_bytes(&self) -> u64 {
-        self.count * self.dtype.elem_bytes()
+        self.count.saturating_mul(self.dtype.elem_bytes())
     }
 
     /// `max(n_bytes, 4096)`.
@@ -251,6 +262,24 @@ impl Case {
         if self.count == 0 {
             bad("count", "count must be > 0".into());
         }
+        if self.p > MAX_P {
+            // Nothing else about so many ranks is worth checking (and the id checks would be slow).
+            bad(
+                "p",
+                format!("p = {} is above the maximum of {MAX_P} ranks", self.p),
+            );
+            return out;
+        }
+        match self.count.checked_mul(self.dtype.elem_bytes()) {
+            Some(n) if n <= MAX_N_BYTES => {}
+            _ => bad(
+                "count",
+                format!(
+                    "count = {} of {} is more than the maximum message of {MAX_N_BYTES} bytes (1 TiB); no stack can allocate it",
+                    self.count, self.dtype
+                ),
+            ),
+        }
         if self.device_ids.len() != self.p as usize {
             bad(
                 "device_ids",
@@ -260,12 +289,36 @@ impl Case {
                     self.p
                 ),
             );
+        } else {
+            let id_len = self.case_id().len();
+            if id_len > MAX_CASE_ID_BYTES {
+                bad(
+                    "device_ids",
+                    format!(
+                        "case_id would be {id_len} bytes long (p = {} device ids), more than the {MAX_CASE_ID_BYTES} bytes a folder name may have",
+                        self.p
+                    ),
+                );
+            }
         }
-        // Quadratic but allocation-free: p is small, and this runs for every case of a sweep.
-        for (i, d) in self.device_ids.iter().enumerate() {
-            // Report each repeated id once: at its second occurrence.
-            if self.device_ids[..i].iter().filter(|x| *x == d).count() == 1 {
-                bad("device_ids", format!("device id {d} appears twice"));
+        // Report each repeated id once. Small lists (every real case) are checked in place with
+        // no allocation, since this runs for every case of a sweep; long ones through a sorted
+        // copy, so the check never turns quadratic.
+        if self.device_ids.len() <= 64 {
+            for (i, d) in self.device_ids.iter().enumerate() {
+                if self.device_ids[..i].iter().filter(|x| *x == d).count() == 1 {
+                    bad("device_ids", format!("device id {d} appears twice"));
+                }
+            }
+        } else {
+            let mut sorted = self.device_ids.clone();
+            sorted.sort_unstable();
+            let mut last_reported = None;
+            for w in sorted.windows(2) {
+                if w[0] == w[1] && last_reported != Some(w[0]) {
+                    bad("device_ids", format!("device id {} appears twice", w[0]));
+                    last_reported = Some(w[0]);
+                }
             }
         }
         if !ORCH_PROFILES.contains(&self.orch_profile.as_str()) {
@@ -459,12 +512,16 @@ pub(crate) fn set_field(
             if v.as_i64().is_some_and(|n| n < 2) {
                 return Err(format!("p must be >= 2, got {v}"));
             }
+            if v.as_u64().is_some_and(|n| n > u64::from(MAX_P)) {
+                return Err(format!("p = {v} is above the maximum of {MAX_P} ranks"));
+            }
             case.p = u32_of(v, field)?
         }
         "count" => {
             if v.as_i64().is_some_and(|n| n <= 0) {
                 return Err(format!("count must be > 0, got {v}"));
             }
+            // The element size is not known yet (dtype may follow); `problems` checks bytes.
             case.count = uint(v, field)?
         }
         "dtype" => case.dtype = string(v, field)?.parse()?,

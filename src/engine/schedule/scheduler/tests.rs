@@ -27,6 +27,8 @@ struct Fake {
     /// Interrupt the campaign as a run starts, just before it reports (the race of Slurm runs
     /// detaching the moment Ctrl-C is decided).
     interrupt_on_start: Option<watch::Sender<bool>>,
+    /// Report `stopped` (a failed write) once this many runs have started.
+    stop_after_runs: Option<usize>,
 }
 
 impl Fake {
@@ -120,6 +122,11 @@ impl Driver for Fake {
     fn finished(&mut self, step: &Step, _outcome: &Outcome, _results: &[RunResult]) {
         self.events.push(("end".into(), step.key(), Vec::new(), 0));
     }
+
+    fn stopped(&self) -> bool {
+        self.stop_after_runs
+            .is_some_and(|n| starts(self).len() >= n)
+    }
 }
 
 fn pool(n: u32) -> Pool {
@@ -172,6 +179,25 @@ fn starts(fake: &Fake) -> Vec<String> {
         .filter(|e| e.0 == "start" && e.1.starts_with("run:"))
         .map(|e| e.1.clone())
         .collect()
+}
+
+#[test]
+fn nothing_more_starts_once_the_driver_stopped_even_within_one_dispatch() {
+    // Four P=1 runs on four devices would all start in one round of dispatching.
+    let mut fake = Fake {
+        runs: runs(&[("a", "s"), ("b", "s"), ("c", "s"), ("d", "s")]),
+        stop_after_runs: Some(1),
+        ..Fake::default()
+    };
+    let plans = (0..4).map(|_| plan(1, 1.0)).collect();
+    go(
+        &mut fake,
+        &[("s", false)],
+        plans,
+        pool(4),
+        Limits::default(),
+    );
+    assert_eq!(starts(&fake).len(), 1, "{:?}", starts(&fake));
 }
 
 #[test]

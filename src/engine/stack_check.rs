@@ -1,0 +1,183 @@
+//! Stack definitions checked before anything runs: what `run` would otherwise find only after
+//! it made a run dir. Each stack of the plan is given to the same code a run uses —
+//! `stack::parsers::make` (parser known, regexes compiled, marker names) and
+//! `stack::render` (command non-empty, string command needs `shell`, reserved `CAMPAIGN_*`
+//! env keys, every template parsed and rendered in strict mode against the plan's first case,
+//! as are `probe` and `build`) — so the rules cannot drift. `validate`, `dry-run` and
+//! `prepare` call it; it runs nothing and prints nothing.
+
+use std::path::PathBuf;
+
+use crate::error::{Diagnostic, Error, Result};
+use crate::model::case::{Case, Variant};
+use crate::model::plan::Plan;
+use crate::stack::parsers::{self, ParseContext};
+use crate::stack::render::{render, render_build, render_probe, RenderContext};
+
+/// Placeholder paths for the sample render: a run renders real ones of the same shape.
+const SAMPLE_RUN_DIR: &str = "/campaign-check/run";
+const SAMPLE_ROOT: &str = "/campaign-check/root";
+
+/// Check the definitions of `names` (the plan's stacks, after any `--stacks`) as the plan
+/// resolves them. All problems of all stacks are reported together (exit 2).
+pub(crate) fn check_stacks(plan: &Plan, names: &[String]) -> Result<()> {
+    let defs = crate::stack::registry::resolve(&plan.stack_defs, &plan.source)?;
+    let case = sample_case(plan);
+    let mut problems = Vec::new();
+    for name in names {
+        let Some(def) = defs.get(name) else {
+            continue; // an unknown name is the plan's own error, reported by validation
+        };
+        let run_dir = PathBuf::from(SAMPLE_RUN_DIR);
+        let bundle_dir = run_dir.join("cases").join(case.case_id()).join(name);
+        let root = def.root.as_ref().map(|_| PathBuf::from(SAMPLE_ROOT));
+        let ctx = RenderContext {
+            case: case.clone(),
+            devices: case.device_ids.clone(),
+            warmup: case.warmup_rounds,
+            timed: case.timed_rounds,
+            case_file: run_dir.join("cases").join(case.case_id()).join("case.json"),
+            bundle_dir,
+            run_dir: run_dir.clone(),
+            root: root.clone(),
+            campaign_exe: PathBuf::from("campaign"),
+        };
+        let pctx = ParseContext {
+            n_bytes: case.n_bytes(),
+            p: case.p,
+            warmup: case.warmup_rounds,
+            timed: case.timed_rounds,
+        };
+        let results = [
+            parsers::make(def, &pctx).map(|_| ()),
+            render(name, def, &ctx).map(|_| ()),
+            render_probe(name, def, &ctx).map(|_| ()),
+            render_build(name, def, &run_dir, root.as_deref()).map(|_| ()),
+        ];
+        for r in results {
+            if let Err(e) = r {
+                problems.extend(relocate(plan, name, e));
+            }
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Invalid(problems))
+    }
+}
+
+/// The plan's first case (what the templates are rendered against); a stand-in when the plan
+/// makes none (validation reports that itself).
+fn sample_case(plan: &Plan) -> Case {
+    crate::plan::sweep::cases(plan, None)
+        .ok()
+        .and_then(|mut it| it.next())
+        .and_then(|c| c.ok())
+        .unwrap_or_else(|| Case::new(Variant::Mesh, 2, 1))
+}
+
+/// Stack errors name the definition's key (`command[0]`, `env.FOO`); point them at the plan's
+/// `[stacks.NAME]` line for that key when the plan writes it.
+fn relocate(plan: &Plan, name: &str, e: Error) -> Vec<Diagnostic> {
+    match e {
+        Error::Invalid(diags) => diags
+            .into_iter()
+            .map(|d| {
+                let field = format!("stacks.{name}.{}", d.field.as_deref().unwrap_or("command"));
+                crate::plan::locate(plan, &field, format!("stack `{name}`: {}", d.message))
+            })
+            .collect(),
+        other => vec![crate::plan::locate(
+            plan,
+            &format!("stacks.{name}"),
+            format!("stack `{name}`: {other}"),
+        )],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(stack: &str) -> String {
+        let text = format!(
+            "[campaign]\nname = \"t\"\n[case]\nvariant = \"mesh\"\np = 2\ncount = 64\n[axes]\nstacks = [\"mine\"]\n[stacks.mine]\n{stack}\n"
+        );
+        let plan = crate::plan::parse_with(&text, std::path::Path::new("t.toml"), None)
+            .unwrap_or_else(|e| panic!("{e}"));
+        match check_stacks(&plan, &plan.stacks) {
+            Ok(()) => String::new(),
+            Err(e) => {
+                assert_eq!(e.exit_code(), crate::error::exit::BAD_INPUT);
+                e.to_string()
+            }
+        }
+    }
+
+    #[test]
+    fn every_run_time_definition_error_is_found_before_running() {
+        let cases = [
+            (
+                "command = [\"echo\"]\nparser = \"regex\"\npatterns = { execute_s = \"([\" }",
+                "t.toml:12:26: stacks.mine.patterns.execute_s: stack `mine`: invalid regex",
+            ),
+            (
+                "command = [\"echo\"]\nparser = \"nope\"",
+                "t.toml:11:10: stacks.mine.parser: stack `mine`: unknown parser `nope`",
+            ),
+            (
+                "command = \"echo hi\"",
+                "t.toml:10:11: stacks.mine.command: stack `mine`: command is one string but shell is not true",
+            ),
+            (
+                "command = []",
+                "t.toml:10:11: stacks.mine.command: stack `mine`: empty array",
+            ),
+            (
+                "command = [\"echo\"]\nenv = { CAMPAIGN_CASE_ID = \"x\" }",
+                "t.toml:11:28: stacks.mine.env.CAMPAIGN_CASE_ID: stack `mine`: CAMPAIGN_CASE_ID is set by campaign",
+            ),
+            (
+                "command = [\"echo\", \"{{ ranks }}\"]",
+                "t.toml:10:20: stacks.mine.command[1]: stack `mine`: template `{{ ranks }}`: undefined variable `ranks`",
+            ),
+            (
+                "command = [\"echo\", \"{% if %}\"]",
+                "t.toml:10:20: stacks.mine.command[1]: stack `mine`: template `{% if %}`: syntax error",
+            ),
+            (
+                "command = [\"echo\"]\ncwd = \"{{ nope }}\"",
+                "t.toml:11:7: stacks.mine.cwd: stack `mine`: template `{{ nope }}`: undefined variable `nope`",
+            ),
+            (
+                "command = [\"echo\"]\nprobe = [\"{{ zz }}\"]",
+                "t.toml:11:10: stacks.mine.probe[0]: stack `mine`: template `{{ zz }}`: undefined variable `zz`",
+            ),
+            (
+                "command = [\"echo\"]\nbuild = [\"{{ devices }}\"]",
+                "t.toml:11:10: stacks.mine.build[0]: stack `mine`: template `{{ devices }}`: undefined variable `devices`",
+            ),
+        ];
+        for (stack, want) in cases {
+            let got = check(stack);
+            assert!(got.contains(want), "{stack}\nwant: {want}\ngot: {got}");
+        }
+    }
+
+    #[test]
+    fn good_definitions_and_every_shipped_stack_pass() {
+        assert_eq!(
+            check("command = [\"echo\", \"{{ p }}\", \"{{ devices_csv }}\"]\nenv = { X = \"{{ case_id }}\" }"),
+            ""
+        );
+        let plan = crate::plan::parse_with(
+            "[campaign]\nname = \"t\"\n[case]\nvariant = \"mesh\"\np = 2\ncount = 64\n",
+            std::path::Path::new("t.toml"),
+            None,
+        )
+        .unwrap();
+        let all: Vec<String> = crate::stack::registry::shipped().into_keys().collect();
+        check_stacks(&plan, &all).unwrap_or_else(|e| panic!("{e}"));
+    }
+}

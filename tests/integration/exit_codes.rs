@@ -1,0 +1,115 @@
+//! One rule for exit codes, checked for every subcommand that reads a plan: a plan that is
+//! missing, a directory, unreadable or not UTF-8 is bad input (exit 2, one message naming the
+//! file); a `[filter]` or `--filter` that leaves no case is exit 2 too, and no run dir is made.
+
+use std::path::Path;
+
+use crate::util::{run_in, stderr, tempdir};
+
+const PLAN: &str = "[campaign]\nname = \"codes\"\n[case]\nplatform = \"host\"\n[axes]\nvariant = [\"mesh\"]\np = [2]\ncount = [64]\n[rounds]\nwarmup = 0\ntimed = 1\n";
+
+/// Every subcommand that takes a plan, as argv with the plan path last-but-options.
+fn commands(plan: &str, out: &str) -> Vec<Vec<String>> {
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    vec![
+        s(&["validate", plan]),
+        s(&["dry-run", plan]),
+        s(&["cases", plan, "--out", out]),
+        s(&["doctor", plan]),
+        s(&["run", plan, "-q", "--results-dir", out]),
+        s(&["resume", plan, "--results-dir", out]),
+    ]
+}
+
+fn assert_bad_input(cwd: &Path, plan: &str, why: &str) {
+    let out_dir = cwd.join("out");
+    for argv in commands(plan, out_dir.to_str().unwrap()) {
+        let args: Vec<&str> = argv.iter().map(String::as_str).collect();
+        let o = run_in(cwd, &args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{argv:?} on {why}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+        assert!(
+            err.contains(plan),
+            "{argv:?}: the message names the plan: {err}"
+        );
+        assert!(
+            !out_dir.exists() || std::fs::read_dir(&out_dir).unwrap().next().is_none(),
+            "{argv:?} on {why} wrote something"
+        );
+    }
+}
+
+#[test]
+fn a_missing_directory_or_non_utf8_plan_is_exit_2_for_every_subcommand() {
+    let tmp = tempdir();
+    assert_bad_input(tmp.path(), "nope.toml", "a missing plan");
+    std::fs::create_dir(tmp.path().join("dir.toml")).unwrap();
+    assert_bad_input(tmp.path(), "dir.toml", "a directory");
+    std::fs::write(
+        tmp.path().join("latin1.toml"),
+        b"[campaign]\nname = \"caf\xe9\"\n",
+    )
+    .unwrap();
+    assert_bad_input(tmp.path(), "latin1.toml", "a non-UTF-8 plan");
+    let o = run_in(tmp.path(), &["validate", "latin1.toml"]);
+    assert!(stderr(&o).contains("not UTF-8"), "{}", stderr(&o));
+    let o = run_in(tmp.path(), &["dry-run", "dir.toml"]);
+    assert!(stderr(&o).contains("is a directory"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_filter_that_leaves_nothing_is_exit_2_everywhere_and_makes_no_run_dir() {
+    let tmp = tempdir();
+    let results = tmp.path().join("results");
+    let res = results.to_str().unwrap();
+    std::fs::write(tmp.path().join("p.toml"), PLAN).unwrap();
+    for args in [
+        vec![
+            "run",
+            "p.toml",
+            "-q",
+            "--filter",
+            "false",
+            "--results-dir",
+            res,
+        ],
+        vec!["dry-run", "p.toml", "--filter", "false"],
+        vec!["dry-run", "p.toml", "--filter", "count > 1000"],
+    ] {
+        let o = run_in(tmp.path(), &args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("leaves no case of the plan"),
+            "{args:?}: {err}"
+        );
+    }
+    assert!(
+        !results.exists(),
+        "no run dir for a filter that leaves nothing"
+    );
+
+    // The same filter written in the plan: the same code from every subcommand.
+    std::fs::write(
+        tmp.path().join("f.toml"),
+        format!("{PLAN}[filter]\nwhere = \"false\"\n"),
+    )
+    .unwrap();
+    let out = tmp.path().join("cases");
+    for args in [
+        vec!["validate", "f.toml"],
+        vec!["dry-run", "f.toml"],
+        vec!["cases", "f.toml", "--out", out.to_str().unwrap()],
+        vec!["run", "f.toml", "-q", "--results-dir", res],
+    ] {
+        let o = run_in(tmp.path(), &args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("the plan makes no cases"), "{args:?}: {err}");
+    }
+    assert!(
+        !results.exists(),
+        "no run dir for a plan that makes no case"
+    );
+}
