@@ -178,6 +178,18 @@ fn drive(
     let (decision_tx, decision_rx) = watch::channel(None);
     let decision_tx = Arc::new(decision_tx);
     let cancel_tx = Arc::new(cancel_tx);
+    let results_files = crate::engine::results_files::ResultsFiles::start(
+        run_dir.clone(),
+        crate::engine::results_files::Header {
+            campaign: campaign.clone(),
+            timestamp: run_dir.timestamp.clone(),
+            provenance: provenance.clone(),
+        },
+        prep.runs
+            .iter()
+            .map(|r| (r.case_id.clone(), prep.stacks[r.stack].name.clone()))
+            .collect(),
+    )?;
     let mut driver = driver::EngineDriver {
         run_dir: run_dir.clone(),
         campaign,
@@ -192,7 +204,8 @@ fn drive(
         after: after_map,
         fatal: None,
         cancel_tx: cancel_tx.clone(),
-        last_write: None,
+        results_files: Some(results_files),
+        handed_over: 0,
         journal,
         fingerprints,
         kept,
@@ -285,6 +298,8 @@ fn drive(
         )));
     }
     driver.write_results(&set)?;
+    // Every `finished` line of the session on disk before campaign says it is done.
+    driver.journal.durable()?;
     Ok(Finished {
         run_dir: run_dir.path.clone(),
         results: set,

@@ -13,6 +13,7 @@ pub mod health;
 pub mod interrupt;
 pub mod prepare;
 pub mod progress;
+pub mod results_files;
 pub mod schedule;
 pub mod session;
 pub mod verdict;

@@ -198,7 +198,8 @@ async fn run_rounds(
     } else {
         // Placed on other devices than planned: the stack reads the case as it runs.
         let f = bundle.join("case.json");
-        crate::store::atomic::write_atomic(&f, case.to_pretty_json().as_bytes())
+        // Not synced: only this attempt's process reads it (see store::atomic::replace_all).
+        crate::store::atomic::replace_all(&[(&f, case.to_pretty_json().as_bytes())])
             .map_err(Stop::Write)?;
         f
     };
