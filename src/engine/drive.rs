@@ -190,11 +190,21 @@ fn drive(
             .map(|r| (r.case_id.clone(), prep.stacks[r.stack].name.clone()))
             .collect(),
     )?;
+    let cases = Arc::new(prep.cases);
     let mut driver = driver::EngineDriver {
         run_dir: run_dir.clone(),
         campaign,
         plan_text: prep.plan.text.clone(),
-        cases: prep.cases,
+        case_files: Arc::new(crate::engine::case_files::CaseFiles::new(
+            run_dir.clone(),
+            cases.clone(),
+            prep.runs.iter().map(|r| {
+                let stack = prep.stacks[r.stack].name.clone();
+                (r.case_id.clone(), r.case_index, stack)
+            }),
+        )),
+        case_thread: None,
+        cases,
         stacks: prep.stacks,
         runs: prep.runs,
         place: prep.plan.devices.placement == Placement::Auto,
@@ -281,6 +291,7 @@ fn drive(
         Ok::<_, Error>(scheduler.run(&mut driver, cancel_rx).await)
     })?;
     driver.progress.finish();
+    driver.stop_case_files();
     record_interrupt(&mut driver, &decision_rx, &run_dir.path);
     let mut set = driver.result_set(&summary.results);
     set.quarantined = earlier_quarantine

@@ -17,6 +17,7 @@ use std::sync::Arc;
 use petgraph::graph::NodeIndex;
 use tokio::sync::{mpsc, watch};
 
+use crate::engine::case_files::CaseFiles;
 use crate::engine::health::{self, ProbeJob};
 use crate::engine::progress::Progress;
 use crate::engine::results_files::{self, ResultsFiles};
@@ -29,7 +30,7 @@ use crate::executor::Executor;
 use crate::model::case::Case;
 use crate::model::results::{Provenance, ResultSet, RunResult, RunStatus};
 use crate::stack::resolve::EngineStack;
-use crate::store::atomic::{replace_all, write_atomic};
+use crate::store::atomic::write_atomic;
 use crate::store::journal::Journal;
 use crate::store::layout::{write_bundle, write_json, ProcessFacts, RunDir};
 
@@ -48,7 +49,10 @@ pub(crate) struct EngineDriver {
     pub(crate) run_dir: Arc<RunDir>,
     pub(crate) campaign: String,
     pub(crate) plan_text: String,
-    pub(crate) cases: Vec<Case>,
+    pub(crate) cases: Arc<Vec<Case>>,
+    /// The case files and bundle folders, written ahead of the runs.
+    pub(crate) case_files: Arc<CaseFiles>,
+    pub(crate) case_thread: Option<std::thread::JoinHandle<()>>,
     pub(crate) stacks: Vec<Arc<EngineStack>>,
     pub(crate) runs: Vec<PlannedRun>,
     /// Write leased devices into the case (`placement = "auto"`).
@@ -149,7 +153,7 @@ impl EngineDriver {
         }
     }
 
-    fn generate(&self) -> Result<()> {
+    fn generate(&mut self) -> Result<()> {
         write_atomic(&self.run_dir.file("plan.toml"), self.plan_text.as_bytes())?;
         let defs: serde_json::Map<String, serde_json::Value> = self
             .stacks
@@ -165,27 +169,16 @@ impl EngineDriver {
             &self.run_dir.file("stacks.json"),
             &serde_json::Value::Object(defs),
         )?;
-        // One file per case (a case has a run per stack). Not synced one by one (a campaign
-        // of 100,000 cases would wait for 100,000 cache flushes before its first run): a file
-        // that a power loss left empty or short differs from the planned text, and every
-        // session rewrites the files that differ.
-        let cases: BTreeMap<std::path::PathBuf, usize> = self
-            .runs
-            .iter()
-            .map(|r| (self.run_dir.case_file(&r.case_id), r.case_index))
-            .collect();
-        let stale: Vec<_> = (cases.into_iter())
-            .map(|(path, i)| (path, self.cases[i].to_pretty_json()))
-            .filter(|(path, text)| std::fs::read(path).ok().as_deref() != Some(text.as_bytes()))
-            .collect();
-        for chunk in stale.chunks(1024) {
-            let files: Vec<_> = chunk
-                .iter()
-                .map(|(p, t)| (p.as_path(), t.as_bytes()))
-                .collect();
-            replace_all(&files)?;
-        }
+        // Case files and bundle folders are written ahead of the runs (engine::case_files).
+        self.case_thread = Some(self.case_files.start()?);
         Ok(())
+    }
+
+    /// Stop writing case files ahead (the end of the campaign, or an interrupt).
+    pub(crate) fn stop_case_files(&mut self) {
+        if let Some(thread) = self.case_thread.take() {
+            self.case_files.finish(thread);
+        }
     }
 
     /// The fingerprint journal lines of a step carry.
@@ -331,6 +324,7 @@ impl Driver for EngineDriver {
                     attempt,
                     cancel: self.cancel.clone(),
                     executor: self.executor.clone(),
+                    case_files: self.case_files.clone(),
                     reattach: self
                         .jobs
                         .reattach
@@ -371,6 +365,11 @@ impl Driver for EngineDriver {
         devices: &[u32],
         tx: mpsc::UnboundedSender<Report>,
     ) {
+        let planned = &self.runs[run];
+        // The probe is rendered like the run, with its case file.
+        if let Err(e) = self.case_files.ensure(&planned.case_id) {
+            self.fail(e);
+        }
         let planned = &self.runs[run];
         let job = ProbeJob {
             run_dir: self.run_dir.clone(),

@@ -6,6 +6,7 @@
 //! (`drive`). `dry-run` stops after `prepare`. The engine must not parse CLI arguments or print
 //! anything but the run dir lines and the final summary.
 
+pub mod case_files;
 pub mod drive;
 pub mod driver;
 pub mod estimate;

@@ -143,7 +143,14 @@ resource = "none"
     fn wait_submitted(&self, n: usize, child: &mut Child) -> Vec<u64> {
         let start = Instant::now();
         loop {
-            if self.results.join(&self.name).is_dir() {
+            // The run dir exists a moment before its journal does.
+            let journaled = std::fs::read_dir(self.results.join(&self.name))
+                .map(|d| {
+                    d.flatten()
+                        .any(|e| e.path().join("journal.jsonl").is_file())
+                })
+                .unwrap_or(false);
+            if journaled {
                 let ids = self.submitted();
                 if ids.len() >= n {
                     return ids;
