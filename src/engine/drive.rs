@@ -302,13 +302,14 @@ fn drive(
     if let Some(e) = driver.fatal.take() {
         // Whatever can still be written helps `status`; the journal and bundles already hold
         // everything recorded, so a failure here changes nothing.
-        let _ = driver.write_results(&set);
+        let _ = driver.write_results(set);
         return Err(Error::Environment(format!(
             "{e}\nthe campaign stopped: everything recorded before is intact; once the problem is fixed, `campaign resume {}` continues",
             run_dir.path.display()
         )));
     }
-    driver.write_results(&set)?;
+    let (set, written) = driver.write_results(set);
+    written?;
     // Every `finished` line of the session on disk before campaign says it is done.
     driver.journal.durable()?;
     Ok(Finished {

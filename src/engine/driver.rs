@@ -129,13 +129,20 @@ impl EngineDriver {
         }
     }
 
-    /// results.json, results.csv, samples.csv — each atomically, now, on this thread (the end
-    /// of a campaign: the writer thread is stopped first so two writes never overlap).
-    pub(crate) fn write_results(&mut self, set: &ResultSet) -> Result<()> {
-        if let Some(mut files) = self.results_files.take() {
-            files.stop();
+    /// results.json, results.csv, samples.csv of `set` — each atomically, now (the end of a
+    /// campaign), through the writer thread; then the thread stops. Hands `set` back.
+    pub(crate) fn write_results(&mut self, set: ResultSet) -> (ResultSet, Result<()>) {
+        match self.results_files.take() {
+            Some(mut files) => {
+                let done = files.write_set(&self.run_dir, set);
+                files.stop();
+                done
+            }
+            None => {
+                let result = results_files::write(&self.run_dir, &set);
+                (set, result)
+            }
         }
-        results_files::write(&self.run_dir, set)
     }
 
     /// Hand the results that finished since the last call to the writer thread, and stop the

@@ -52,10 +52,23 @@ pub(crate) fn write(run_dir: &RunDir, set: &ResultSet) -> Result<()> {
     ])
 }
 
+/// Give the memory a rewrite freed back to the system. glibc keeps a heap (arena) per thread and
+/// reuses freed memory only within it: without this, the writer thread's serialization peak
+/// stays resident beside the main thread's (the report's), adding both.
+fn release_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free heap pages to the kernel; no pointer is touched.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 enum Message {
     Add(Box<RunResult>),
     /// Write everything now and answer when it is on disk.
     Flush(mpsc::Sender<Result<()>>),
+    /// Write this set (the end of the campaign) and hand it back.
+    Write(Box<ResultSet>, mpsc::Sender<(Box<ResultSet>, Result<()>)>),
 }
 
 /// The writer thread's handle.
@@ -114,6 +127,29 @@ impl ResultsFiles {
         answer.recv().map_err(|_| stopped())?
     }
 
+    /// Write `set` on the writer thread and hand it back with the outcome (the final write: on
+    /// the same thread as every rewrite, so the memory its serialization takes is the memory the
+    /// rewrites already took, not a second heap's worth). Without the thread, written here.
+    pub(crate) fn write_set(&self, run_dir: &RunDir, set: ResultSet) -> (ResultSet, Result<()>) {
+        let Some(tx) = &self.tx else {
+            let result = write(run_dir, &set);
+            return (set, result);
+        };
+        let (reply, answer) = mpsc::channel();
+        let sent = tx.send(Message::Write(Box::new(set), reply));
+        match sent {
+            Ok(()) => match answer.recv() {
+                Ok((set, result)) => (*set, result),
+                Err(_) => (ResultSet::default(), Err(stopped())),
+            },
+            Err(mpsc::SendError(Message::Write(set, _))) => {
+                let result = write(run_dir, &set);
+                (*set, result)
+            }
+            Err(_) => (ResultSet::default(), Err(stopped())),
+        }
+    }
+
     /// The first background rewrite that failed, once.
     pub(crate) fn take_failure(&self) -> Option<Error> {
         self.failed.lock().ok().and_then(|mut f| f.take())
@@ -152,7 +188,9 @@ struct Writer {
 impl Writer {
     fn serve(mut self, rx: mpsc::Receiver<Message>) {
         let mut dirty = false;
-        let mut next_due = Instant::now();
+        // The first rewrite waits an interval too: the first runs of a campaign (or every kept
+        // run of a resume, settled at once) arrive together.
+        let mut next_due = Instant::now() + REWRITE_INTERVAL;
         loop {
             let message = if dirty {
                 match rx.recv_timeout(next_due.saturating_duration_since(Instant::now())) {
@@ -182,6 +220,15 @@ impl Writer {
                     next_due = due;
                     dirty = false;
                     let _ = reply.send(result);
+                }
+                Some(Message::Write(set, reply)) => {
+                    let result = write(&self.run_dir, &set);
+                    release_memory();
+                    let _ = reply.send((set, result));
+                    // The given set is the final word: nothing is left to rewrite.
+                    while rx.try_recv().is_ok() {}
+                    dirty = false;
+                    continue;
                 }
                 None => {}
             }
@@ -230,6 +277,7 @@ impl Writer {
             quarantined: Default::default(),
         };
         let result = write(&self.run_dir, &set);
+        release_memory();
         let mut runs = set.runs.into_iter();
         for (i, r) in taken.iter().zip(runs.by_ref()) {
             self.slots[*i] = Some(r);
