@@ -1,6 +1,6 @@
-//! The run dir's case files (`cases/<case_id>/case.json`) and bundle folders, written ahead of
-//! the runs by a thread of their own, so a campaign of 100,000 cases neither waits for 200,000
-//! new inodes before its first run nor pays for them between two runs.
+//! The run dir's case files (`cases/<case_id>/case.json`), bundle folders and (empty) `run.log`
+//! files, written ahead of the runs by a thread of their own, so a campaign of 100,000 cases
+//! neither waits for 200,000 new inodes before its first run nor pays for them between two runs.
 //!
 //! `generate` starts the thread, which goes through the cases in plan order; a run (or a health
 //! probe) that gets ahead of it writes its own case first ([`CaseFiles::ensure`]) — each case is
@@ -119,6 +119,16 @@ impl CaseFiles {
         for stack in &entry.stacks {
             let bundle = self.run_dir.bundle(&entry.case_id, stack);
             std::fs::create_dir_all(&bundle).map_err(|e| Error::io(&bundle, e))?;
+            // The executor appends to `run.log`; creating it here (empty, never truncating one
+            // that exists) takes its inode off the path between two runs. A run's own
+            // `ensure` comes before it moves an earlier attempt's log aside, so this never
+            // recreates a log that was just moved.
+            let log = bundle.join("run.log");
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&log)
+                .map_err(|e| Error::io(&log, e))?;
         }
         Ok(())
     }
@@ -154,6 +164,10 @@ mod tests {
         let text = std::fs::read_to_string(rd.case_file(&id)).unwrap();
         assert_eq!(text, Case::new(Variant::Mesh, 2, 64).to_pretty_json());
         assert!(rd.bundle(&id, "mpi").is_dir());
+        assert_eq!(
+            std::fs::read(rd.bundle(&id, "mpi").join("run.log")).unwrap(),
+            b""
+        );
         let other = Case::new(Variant::Ring, 2, 64).case_id();
         assert!(rd.bundle(&other, "host").is_dir());
     }
@@ -165,7 +179,12 @@ mod tests {
         let id = Case::new(Variant::Ring, 2, 64).case_id();
         std::fs::create_dir_all(rd.case_file(&id).parent().unwrap()).unwrap();
         std::fs::write(rd.case_file(&id), "").unwrap();
+        // A log of an earlier session is kept whole.
+        std::fs::create_dir_all(rd.bundle(&id, "host")).unwrap();
+        std::fs::write(rd.bundle(&id, "host").join("run.log"), "earlier\n").unwrap();
         cf.ensure(&id).unwrap();
+        let log = std::fs::read_to_string(rd.bundle(&id, "host").join("run.log")).unwrap();
+        assert_eq!(log, "earlier\n");
         let text = std::fs::read_to_string(rd.case_file(&id)).unwrap();
         assert_eq!(text, Case::new(Variant::Ring, 2, 64).to_pretty_json());
         // Unplanned ids have nothing to write.
