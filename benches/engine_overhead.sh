@@ -8,7 +8,8 @@
 #            the disk and on tmpfs, back to back, so a busy moment of the shared machine hits
 #            the baseline and the engines alike
 #   EXE      campaign binaries to compare (default target/release/campaign)
-# Prints one line per measurement, then the median and range (min–max) of each series.
+# Prints one line per measurement, then the median and range (min–max) of each series; the
+# ratio to the loop of the same repetition is the figure that holds on a shared machine.
 #
 # Run dirs are kept until the end: deleting thousands of inodes between repetitions makes the
 # next repetition's inode allocation slower on ext4 (it skips recently deleted inodes), which
@@ -64,7 +65,8 @@ for rep in $(seq "$REPEATS"); do
       t1=$(now)
       eng=$(ms_per_run "$t0" "$t1")
       over=$(python3 -c "print(f'{$eng - $loop:.3f}')")
-      echo "rep=$rep series=exe${i}_$fs ms_per_run=$eng overhead_ms_per_run=$over" | tee -a "$RESULTS"
+      ratio=$(python3 -c "print(f'{$eng / $loop:.3f}')")
+      echo "rep=$rep series=exe${i}_$fs ms_per_run=$eng overhead_ms_per_run=$over ratio_to_loop=$ratio" | tee -a "$RESULTS"
     done
   done
 done
@@ -74,7 +76,7 @@ import sys, statistics, collections
 series = collections.defaultdict(lambda: collections.defaultdict(list))
 for line in open(sys.argv[1]):
     kv = dict(f.split("=") for f in line.split())
-    for key in ("ms_per_run", "overhead_ms_per_run"):
+    for key in ("ms_per_run", "overhead_ms_per_run", "ratio_to_loop"):
         if key in kv:
             series[kv["series"]][key].append(float(kv[key]))
 for name, cols in series.items():

@@ -178,11 +178,33 @@ fn drive(
     let (decision_tx, decision_rx) = watch::channel(None);
     let decision_tx = Arc::new(decision_tx);
     let cancel_tx = Arc::new(cancel_tx);
+    let results_files = crate::engine::results_files::ResultsFiles::start(
+        run_dir.clone(),
+        crate::engine::results_files::Header {
+            campaign: campaign.clone(),
+            timestamp: run_dir.timestamp.clone(),
+            provenance: provenance.clone(),
+        },
+        prep.runs
+            .iter()
+            .map(|r| (r.case_id.clone(), prep.stacks[r.stack].name.clone()))
+            .collect(),
+    )?;
+    let cases = Arc::new(prep.cases);
     let mut driver = driver::EngineDriver {
         run_dir: run_dir.clone(),
         campaign,
         plan_text: prep.plan.text.clone(),
-        cases: prep.cases,
+        case_files: Arc::new(crate::engine::case_files::CaseFiles::new(
+            run_dir.clone(),
+            cases.clone(),
+            prep.runs.iter().map(|r| {
+                let stack = prep.stacks[r.stack].name.clone();
+                (r.case_id.clone(), r.case_index, stack)
+            }),
+        )),
+        case_thread: None,
+        cases,
         stacks: prep.stacks,
         runs: prep.runs,
         place: prep.plan.devices.placement == Placement::Auto,
@@ -192,7 +214,8 @@ fn drive(
         after: after_map,
         fatal: None,
         cancel_tx: cancel_tx.clone(),
-        last_write: None,
+        results_files: Some(results_files),
+        handed_over: 0,
         journal,
         fingerprints,
         kept,
@@ -268,6 +291,7 @@ fn drive(
         Ok::<_, Error>(scheduler.run(&mut driver, cancel_rx).await)
     })?;
     driver.progress.finish();
+    driver.stop_case_files();
     record_interrupt(&mut driver, &decision_rx, &run_dir.path);
     let mut set = driver.result_set(&summary.results);
     set.quarantined = earlier_quarantine
@@ -278,13 +302,16 @@ fn drive(
     if let Some(e) = driver.fatal.take() {
         // Whatever can still be written helps `status`; the journal and bundles already hold
         // everything recorded, so a failure here changes nothing.
-        let _ = driver.write_results(&set);
+        let _ = driver.write_results(set);
         return Err(Error::Environment(format!(
             "{e}\nthe campaign stopped: everything recorded before is intact; once the problem is fixed, `campaign resume {}` continues",
             run_dir.path.display()
         )));
     }
-    driver.write_results(&set)?;
+    let (set, written) = driver.write_results(set);
+    written?;
+    // Every `finished` line of the session on disk before campaign says it is done.
+    driver.journal.durable()?;
     Ok(Finished {
         run_dir: run_dir.path.clone(),
         results: set,

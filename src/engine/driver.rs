@@ -2,6 +2,9 @@
 //! run, collect, later report steps), records runs that do not execute, and after every
 //! finished run rewrites the results files and tells progress.
 //!
+//! The results files are rewritten off the dispatch path by `engine::results_files`: a
+//! finished run's result is handed over and the scheduler goes on at once.
+//!
 //! It is the journal's writer: `started` when a build, probe or run step starts, `finished`
 //! (fsynced) when it ends — step keys are `Step::key()`, runs carry their fingerprint — and
 //! `quarantined` when the scheduler takes a device out. Runs a resume keeps (`kept`) come back
@@ -10,13 +13,14 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use petgraph::graph::NodeIndex;
 use tokio::sync::{mpsc, watch};
 
+use crate::engine::case_files::CaseFiles;
 use crate::engine::health::{self, ProbeJob};
 use crate::engine::progress::Progress;
+use crate::engine::results_files::{self, ResultsFiles};
 use crate::engine::schedule::dag::Step;
 use crate::engine::schedule::pool::Lease;
 use crate::engine::schedule::scheduler::{Driver, Outcome, Report};
@@ -26,10 +30,9 @@ use crate::executor::Executor;
 use crate::model::case::Case;
 use crate::model::results::{Provenance, ResultSet, RunResult, RunStatus};
 use crate::stack::resolve::EngineStack;
-use crate::store::atomic::{write_atomic, write_atomic_all};
+use crate::store::atomic::write_atomic;
 use crate::store::journal::Journal;
-use crate::store::layout::{pretty, write_bundle, write_json, ProcessFacts, RunDir};
-use crate::store::{csv, json};
+use crate::store::layout::{write_bundle, write_json, ProcessFacts, RunDir};
 
 /// A step after `collect` (summarize, plot, report): a pure function of the run dir's results.
 pub(crate) type AfterStep = Box<dyn FnMut(&RunDir, &ResultSet) -> Result<()> + Send>;
@@ -46,7 +49,10 @@ pub(crate) struct EngineDriver {
     pub(crate) run_dir: Arc<RunDir>,
     pub(crate) campaign: String,
     pub(crate) plan_text: String,
-    pub(crate) cases: Vec<Case>,
+    pub(crate) cases: Arc<Vec<Case>>,
+    /// The case files and bundle folders, written ahead of the runs.
+    pub(crate) case_files: Arc<CaseFiles>,
+    pub(crate) case_thread: Option<std::thread::JoinHandle<()>>,
     pub(crate) stacks: Vec<Arc<EngineStack>>,
     pub(crate) runs: Vec<PlannedRun>,
     /// Write leased devices into the case (`placement = "auto"`).
@@ -58,8 +64,10 @@ pub(crate) struct EngineDriver {
     /// A failure that must end the campaign (the run dir cannot be written).
     pub(crate) fatal: Option<crate::error::Error>,
     pub(crate) cancel_tx: Arc<watch::Sender<bool>>,
-    /// When the results files were last rewritten.
-    pub(crate) last_write: Option<Instant>,
+    /// The results files' writer thread (None once stopped: later writes are synchronous).
+    pub(crate) results_files: Option<ResultsFiles>,
+    /// How many of the scheduler's results were handed to `results_files` so far.
+    pub(crate) handed_over: usize,
     pub(crate) journal: Journal,
     /// Fingerprint of each run (from the planned case), computed when it first starts.
     pub(crate) fingerprints: BTreeMap<usize, String>,
@@ -92,12 +100,6 @@ pub(crate) struct Jobs {
         Option<Arc<watch::Sender<Option<crate::executor::slurm::job::Decision>>>>,
 }
 
-/// Results files are rewritten after a finished run at most this often: every run's bundle is
-/// already on disk (atomically) when it finishes, so nothing finished is lost, and rewriting
-/// three growing files per run would dominate the engine's cost on short runs (ext4 inode
-/// churn, serialization — see docs/performance.md). `collect` and the end always rewrite.
-pub(crate) const RESULTS_REWRITE_INTERVAL: Duration = Duration::from_millis(250);
-
 impl EngineDriver {
     fn stack_by_name(&self, name: &str) -> Option<Arc<EngineStack>> {
         self.stacks.iter().find(|s| s.name == name).cloned()
@@ -127,22 +129,38 @@ impl EngineDriver {
         }
     }
 
-    /// results.json, results.csv, samples.csv — each atomically.
-    pub(crate) fn write_results(&mut self, set: &ResultSet) -> Result<()> {
-        self.last_write = Some(Instant::now());
-        let (doc, runs, samples) = (
-            pretty(&json::document(set)),
-            csv::results_csv(set),
-            csv::samples_csv(set),
-        );
-        write_atomic_all(&[
-            (&self.run_dir.file("results.json"), doc.as_bytes()),
-            (&self.run_dir.file("results.csv"), runs.as_bytes()),
-            (&self.run_dir.file("samples.csv"), samples.as_bytes()),
-        ])
+    /// results.json, results.csv, samples.csv of `set` — each atomically, now (the end of a
+    /// campaign), through the writer thread; then the thread stops. Hands `set` back.
+    pub(crate) fn write_results(&mut self, set: ResultSet) -> (ResultSet, Result<()>) {
+        match self.results_files.take() {
+            Some(mut files) => {
+                let done = files.write_set(&self.run_dir, set);
+                files.stop();
+                done
+            }
+            None => {
+                let result = results_files::write(&self.run_dir, &set);
+                (set, result)
+            }
+        }
     }
 
-    fn generate(&self) -> Result<()> {
+    /// Hand the results that finished since the last call to the writer thread, and stop the
+    /// campaign if a background rewrite failed.
+    fn hand_over(&mut self, results: &[RunResult]) {
+        let Some(files) = &self.results_files else {
+            return;
+        };
+        for r in results.get(self.handed_over..).unwrap_or_default() {
+            files.add(r.clone());
+        }
+        self.handed_over = results.len();
+        if let Some(e) = files.take_failure() {
+            self.fail(e);
+        }
+    }
+
+    fn generate(&mut self) -> Result<()> {
         write_atomic(&self.run_dir.file("plan.toml"), self.plan_text.as_bytes())?;
         let defs: serde_json::Map<String, serde_json::Value> = self
             .stacks
@@ -158,21 +176,16 @@ impl EngineDriver {
             &self.run_dir.file("stacks.json"),
             &serde_json::Value::Object(defs),
         )?;
-        // One file per case (a case has a run per stack), synced together.
-        let cases: BTreeMap<std::path::PathBuf, usize> = self
-            .runs
-            .iter()
-            .map(|r| (self.run_dir.case_file(&r.case_id), r.case_index))
-            .filter(|(path, _)| !path.exists())
-            .collect();
-        let missing: Vec<_> = (cases.into_iter())
-            .map(|(path, i)| (path, self.cases[i].to_pretty_json()))
-            .collect();
-        let files: Vec<_> = missing
-            .iter()
-            .map(|(p, t)| (p.as_path(), t.as_bytes()))
-            .collect();
-        write_atomic_all(&files)
+        // Case files and bundle folders are written ahead of the runs (engine::case_files).
+        self.case_thread = Some(self.case_files.start()?);
+        Ok(())
+    }
+
+    /// Stop writing case files ahead (the end of the campaign, or an interrupt).
+    pub(crate) fn stop_case_files(&mut self) {
+        if let Some(thread) = self.case_thread.take() {
+            self.case_files.finish(thread);
+        }
     }
 
     /// The fingerprint journal lines of a step carry.
@@ -205,16 +218,23 @@ impl EngineDriver {
         }
     }
 
+    /// `samples`: for a run, how many samples its bundle's `timing.json` holds — resume reads
+    /// the bundle back only when it has that many (the bundle is not synced on its own; this
+    /// line is the run's durability point).
     fn journal_finished(
         &mut self,
         step: &Step,
         attempt: u32,
         status: RunStatus,
         reason: Option<&str>,
+        samples: Option<usize>,
     ) {
         let fp = self.fingerprint(step);
         let key = step.key();
         let mut extra = serde_json::Map::new();
+        if let Some(n) = samples {
+            extra.insert("samples".into(), n.into());
+        }
         if let Step::Run { run, .. } = step {
             // The job that produced this attempt's result, to find it in Slurm's records.
             if let Some((a, id)) = self.jobs.running.remove(run) {
@@ -316,6 +336,7 @@ impl Driver for EngineDriver {
                     attempt,
                     cancel: self.cancel.clone(),
                     executor: self.executor.clone(),
+                    case_files: self.case_files.clone(),
                     reattach: self
                         .jobs
                         .reattach
@@ -356,6 +377,11 @@ impl Driver for EngineDriver {
         devices: &[u32],
         tx: mpsc::UnboundedSender<Report>,
     ) {
+        let planned = &self.runs[run];
+        // The probe is rendered like the run, with its case file.
+        if let Err(e) = self.case_files.ensure(&planned.case_id) {
+            self.fail(e);
+        }
         let planned = &self.runs[run];
         let job = ProbeJob {
             run_dir: self.run_dir.clone(),
@@ -420,7 +446,7 @@ impl Driver for EngineDriver {
             case_id: result.case_id.clone(),
             stack: result.stack.clone(),
         };
-        self.journal_finished(&step, 1, status, Some(reason));
+        self.journal_finished(&step, 1, status, Some(reason), Some(0));
         result
     }
 
@@ -441,22 +467,22 @@ impl Driver for EngineDriver {
                 self.fail(crate::error::Error::Environment(why.clone()));
             }
             (Step::Run { .. }, Outcome::Run(r)) => {
-                self.journal_finished(step, r.attempt, r.status, r.error.as_deref());
+                let samples = Some(r.samples.len());
+                self.journal_finished(step, r.attempt, r.status, r.error.as_deref(), samples);
                 self.progress
                     .finished(&key, Some(r.status), r.error.as_deref().unwrap_or(""));
-                let due = self
-                    .last_write
-                    .is_none_or(|t| t.elapsed() >= RESULTS_REWRITE_INTERVAL);
-                if due {
-                    let set = self.result_set(results);
-                    if let Err(e) = self.write_results(&set) {
-                        self.fail(e);
-                    }
-                }
+                self.hand_over(results);
             }
             (Step::Collect, _) => {
-                let set = self.result_set(results);
-                if let Err(e) = self.write_results(&set) {
+                self.hand_over(results);
+                let flushed = match &self.results_files {
+                    Some(files) => files.flush(),
+                    None => {
+                        let set = self.result_set(results);
+                        results_files::write(&self.run_dir, &set)
+                    }
+                };
+                if let Err(e) = flushed {
                     self.fail(e);
                 }
             }
@@ -469,7 +495,7 @@ impl Driver for EngineDriver {
                 }
             }
             (Step::Build { .. } | Step::Probe { .. }, Outcome::StackUnavailable(why)) => {
-                self.journal_finished(step, 1, RunStatus::Unavailable, Some(why));
+                self.journal_finished(step, 1, RunStatus::Unavailable, Some(why), None);
                 if matches!(step, Step::Build { .. }) {
                     self.progress.finished(&key, None, why);
                 } else {
@@ -477,7 +503,7 @@ impl Driver for EngineDriver {
                 }
             }
             (Step::Build { .. } | Step::Probe { .. }, _) => {
-                self.journal_finished(step, 1, RunStatus::Pass, None);
+                self.journal_finished(step, 1, RunStatus::Pass, None, None);
                 if matches!(step, Step::Build { .. }) {
                     self.progress.finished(&key, None, "");
                 }

@@ -6,6 +6,7 @@
 //! (`drive`). `dry-run` stops after `prepare`. The engine must not parse CLI arguments or print
 //! anything but the run dir lines and the final summary.
 
+pub mod case_files;
 pub mod drive;
 pub mod driver;
 pub mod estimate;
@@ -13,6 +14,7 @@ pub mod health;
 pub mod interrupt;
 pub mod prepare;
 pub mod progress;
+pub mod results_files;
 pub mod schedule;
 pub mod session;
 pub mod stack_check;

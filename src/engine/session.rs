@@ -193,12 +193,17 @@ pub(crate) fn claim_resume(prep: &mut Prepared, resume: Resume, slurm: bool) -> 
         })
         .collect();
     let mut decided = crate::store::resume::plan(&replay, &planned, retry_failed);
-    let mut bundles: BTreeMap<(String, String), RunResult> =
-        crate::store::load::load_run_dir(&run_dir.path)?
-            .runs
-            .into_iter()
-            .map(|r| ((r.case_id.clone(), r.stack.clone()), r))
-            .collect();
+    let (loaded, unreadable) = crate::store::load::load_run_dir_tolerant(&run_dir.path)?;
+    let mut bundles: BTreeMap<(String, String), RunResult> = (loaded.runs.into_iter())
+        .map(|r| ((r.case_id.clone(), r.stack.clone()), r))
+        .collect();
+    // Bundles that do not read back, by (case folder, stack folder) — the planned ids.
+    let mut unreadable: BTreeMap<(String, String), crate::error::Error> = (unreadable.into_iter())
+        .filter_map(|(bundle, e)| {
+            let name = |p: &std::path::Path| Some(p.file_name()?.to_str()?.to_string());
+            Some(((name(bundle.parent()?)?, name(&bundle)?), e))
+        })
+        .collect();
     let done: BTreeSet<String> = decided.done.iter().cloned().collect();
     let mut kept = BTreeMap::new();
     let mut lost = BTreeSet::new();
@@ -225,7 +230,28 @@ pub(crate) fn claim_resume(prep: &mut Prepared, resume: Resume, slurm: bool) -> 
             continue;
         }
         let r = &prep.runs[i];
-        match bundles.remove(&(r.case_id.clone(), prep.stacks[r.stack].name.clone())) {
+        let id = (r.case_id.clone(), prep.stacks[r.stack].name.clone());
+        // How many samples the journal's `finished` line says the bundle holds (older journals
+        // do not say).
+        let recorded = replay
+            .step(key)
+            .and_then(|s| s.last_finished.as_ref())
+            .and_then(|f| f.fields.get("samples"))
+            .and_then(serde_json::Value::as_u64);
+        if let Some(e) = unreadable.remove(&id) {
+            println!("{key}: finished in the journal but its bundle does not read back ({e}); it runs again");
+            lost.insert(key.clone());
+            continue;
+        }
+        match bundles.remove(&id) {
+            Some(result) if recorded.is_some_and(|n| n != result.samples.len() as u64) => {
+                println!(
+                    "{key}: finished in the journal with {} samples but its bundle holds {}; it runs again",
+                    recorded.unwrap_or_default(),
+                    result.samples.len()
+                );
+                lost.insert(key.clone());
+            }
             // A pass always has timed samples; none means timing.json did not survive (e.g. a
             // power loss after the manifest's rename reached disk but before the data did).
             Some(result)

@@ -41,6 +41,8 @@ pub(crate) struct RunJob {
     pub(crate) cancel: watch::Receiver<bool>,
     /// Where the processes run (decided once for the campaign).
     pub(crate) executor: Arc<dyn Executor>,
+    /// Writes the run's case file and bundle folder if the thread writing ahead has not yet.
+    pub(crate) case_files: Arc<crate::engine::case_files::CaseFiles>,
     /// A Slurm job an earlier session submitted for this attempt (resume re-attaches to it).
     pub(crate) reattach: Option<crate::executor::slurm::JobId>,
     /// Told each Slurm job id as soon as it is known (the driver journals it).
@@ -120,7 +122,10 @@ pub(crate) enum Executed {
 pub(crate) async fn execute(job: RunJob) -> crate::error::Result<Executed> {
     let stack = &job.stack;
     let bundle = job.run_dir.bundle(&job.case_id, &stack.name);
-    std::fs::create_dir_all(&bundle).map_err(|e| crate::error::Error::io(&bundle, e))?;
+    job.case_files.ensure(&job.case_id)?;
+    if !bundle.is_dir() {
+        std::fs::create_dir_all(&bundle).map_err(|e| crate::error::Error::io(&bundle, e))?;
+    }
     if job.reattach.is_none() {
         // A re-attached job is still writing this attempt's run.log.
         keep_previous_log(&bundle, job.attempt);
@@ -198,7 +203,8 @@ async fn run_rounds(
     } else {
         // Placed on other devices than planned: the stack reads the case as it runs.
         let f = bundle.join("case.json");
-        crate::store::atomic::write_atomic(&f, case.to_pretty_json().as_bytes())
+        // Not synced: only this attempt's process reads it (see store::atomic::replace_all).
+        crate::store::atomic::replace_all(&[(&f, case.to_pretty_json().as_bytes())])
             .map_err(Stop::Write)?;
         f
     };

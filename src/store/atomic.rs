@@ -1,6 +1,11 @@
 //! One way to write a file that a crash never leaves half-written: a temp file in the same
 //! folder, its data synced, then a rename. Every file campaign writes into a run dir (bundles,
 //! results files, the frozen plan, reports, case files, helper sources) goes through here.
+//!
+//! [`replace_all`] is the same without the sync, for files whose durability something else
+//! vouches for: a run's bundle (its journal `finished` line, the one durability point of a run,
+//! records what resume checks the bundle against) and case files (resume compares them with
+//! the planned case and rewrites any that differ).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -40,6 +45,28 @@ pub(crate) fn write_atomic_all(files: &[(&Path, &[u8])]) -> Result<()> {
     if let Err(e) = sync_data_all(&temps) {
         discard(&temps);
         return Err(e);
+    }
+    for ((path, _), (tmp, file)) in files.iter().zip(temps) {
+        drop(file);
+        std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))?;
+    }
+    Ok(())
+}
+
+/// Write several files (distinct paths), each through a temp file in its folder and a rename,
+/// without syncing: a crash of campaign never leaves half a file (the page cache survives the
+/// process), but after a power loss a file may be empty or short under its final name. Only for
+/// files a reader checks before trusting them (see the module comment).
+pub(crate) fn replace_all(files: &[(&Path, &[u8])]) -> Result<()> {
+    let mut temps: Vec<(PathBuf, std::fs::File)> = Vec::with_capacity(files.len());
+    for (path, bytes) in files {
+        match write_temp(path, bytes) {
+            Ok(t) => temps.push(t),
+            Err(e) => {
+                discard(&temps);
+                return Err(e);
+            }
+        }
     }
     for ((path, _), (tmp, file)) in files.iter().zip(temps) {
         drop(file);
@@ -160,6 +187,20 @@ mod tests {
                 .collect();
             assert!(names.iter().all(|n| !n.contains(".tmp")), "{names:?}");
         }
+    }
+
+    #[test]
+    fn an_unsynced_replace_writes_every_file_and_leaves_no_temp() {
+        let tmp = tempfile::tempdir().unwrap();
+        let a = tmp.path().join("new/a.json");
+        let b = tmp.path().join("new/b.json");
+        std::fs::create_dir_all(a.parent().unwrap()).unwrap();
+        std::fs::write(&b, "old").unwrap();
+        replace_all(&[(&a, b"1"), (&b, b"2")]).unwrap();
+        assert_eq!(std::fs::read_to_string(&a).unwrap(), "1");
+        assert_eq!(std::fs::read_to_string(&b).unwrap(), "2");
+        let names: Vec<_> = std::fs::read_dir(a.parent().unwrap()).unwrap().collect();
+        assert_eq!(names.len(), 2);
     }
 
     #[test]

@@ -12,7 +12,7 @@ use serde_json::{json, Map, Value};
 
 use crate::error::{Error, Result};
 use crate::model::results::{RunResult, Sample};
-use crate::store::atomic::{write_atomic, write_atomic_all};
+use crate::store::atomic::{replace_all, write_atomic};
 
 /// Where run dirs go when `--results-dir` is not given.
 pub(crate) const DEFAULT_RESULTS_DIR: &str = "results/campaigns";
@@ -207,8 +207,11 @@ pub(crate) fn manifest(result: &RunResult, facts: &ProcessFacts) -> Value {
 /// Write a run's `timing.json` and `manifest.json` into its bundle (run.log is written by the
 /// executor as output arrives).
 ///
-/// Both are synced together and renamed timing first: readers take a bundle into account once
-/// its `manifest.json` exists, and by then its `timing.json` is in place.
+/// Both are renamed timing first: readers take a bundle into account once its `manifest.json`
+/// exists, and by then its `timing.json` is in place. They are not synced: the run's journal
+/// `finished` line (fsynced, with the number of samples) is the run's one durability point, and
+/// resume runs a finished run again when its bundle does not read back with that many samples
+/// (what a power loss before the data reached the disk leaves).
 pub(crate) fn write_bundle(
     run_dir: &RunDir,
     result: &RunResult,
@@ -217,7 +220,7 @@ pub(crate) fn write_bundle(
     let dir = run_dir.path.join(&result.bundle);
     let timing = pretty(&timing_json(&result.samples));
     let manifest = pretty(&manifest(result, facts));
-    write_atomic_all(&[
+    replace_all(&[
         (&dir.join("timing.json"), timing.as_bytes()),
         (&dir.join("manifest.json"), manifest.as_bytes()),
     ])

@@ -149,6 +149,10 @@ fn load_bundle(
 
 /// Every run recorded in `dir`'s bundles.
 pub(crate) fn load_run_dir(dir: &Path) -> Result<ResultSet> {
+    load(dir, None)
+}
+
+fn load(dir: &Path, mut unreadable: Option<&mut Vec<(PathBuf, Error)>>) -> Result<ResultSet> {
     if !dir.is_dir() {
         return Err(Error::Usage(format!(
             "{}: not a run dir (no such folder)",
@@ -197,11 +201,26 @@ pub(crate) fn load_run_dir(dir: &Path) -> Result<ResultSet> {
     for case_dir in sorted_dirs(&dir.join("cases"))? {
         for bundle in sorted_dirs(&case_dir)? {
             if bundle.join("manifest.json").is_file() {
-                set.runs.push(load_bundle(dir, &case_dir, &bundle, &rows)?);
+                match load_bundle(dir, &case_dir, &bundle, &rows) {
+                    Ok(run) => set.runs.push(run),
+                    Err(e) => match unreadable.as_deref_mut() {
+                        Some(list) => list.push((bundle, e)),
+                        None => return Err(e),
+                    },
+                }
             }
         }
     }
     Ok(set)
+}
+
+/// Like [`load_run_dir`], but a bundle that does not read back (a power loss can leave a
+/// bundle's files empty or short: they are not synced, see `store::atomic::replace_all`) is
+/// listed with its error instead of failing the whole dir. Resume runs such runs again.
+pub(crate) fn load_run_dir_tolerant(dir: &Path) -> Result<(ResultSet, Vec<(PathBuf, Error)>)> {
+    let mut unreadable = Vec::new();
+    let set = load(dir, Some(&mut unreadable))?;
+    Ok((set, unreadable))
 }
 
 #[cfg(test)]

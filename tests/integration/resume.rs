@@ -193,9 +193,52 @@ fn resume_reruns_a_pass_whose_timing_json_is_gone() {
     let out = util::run_in(dir.path(), &["resume", run_dir.to_str().unwrap(), "-q"]);
     let stdout = util::stdout(&out);
     assert_eq!(out.status.code(), Some(0), "{stdout}{}", util::stderr(&out));
-    assert!(stdout.contains("has no timed samples"), "{stdout}");
+    assert!(
+        stdout.contains("finished in the journal with 3 samples but its bundle holds 0"),
+        "{stdout}"
+    );
     assert!(stdout.contains("1 done, 1 to run"), "{stdout}");
     let samples: serde_json::Value =
         serde_json::from_slice(&std::fs::read(bundle.join("timing.json")).unwrap()).unwrap();
     assert_eq!(samples.as_array().unwrap().len(), 3, "1 warmup + 2 timed");
+}
+
+/// Bundles are not synced on their own (the journal's fsynced `finished` line, with the sample
+/// count, is a run's durability point): after a power loss a bundle file can be empty under its
+/// final name. Resume must run such a run again, not stop and not keep it.
+#[test]
+fn resume_reruns_runs_whose_bundle_files_a_power_loss_left_empty() {
+    let dir = util::tempdir();
+    let run_dir = seed_file_campaign(dir.path());
+    let bundle = run_dir.join("cases/mesh_p2_count64_fp32_host_d0-1/host");
+    std::fs::write(bundle.join("manifest.json"), "").unwrap();
+    let other = std::fs::read_dir(run_dir.join("cases"))
+        .unwrap()
+        .map(|e| e.unwrap().path().join("host"))
+        .find(|b| *b != bundle)
+        .unwrap();
+    std::fs::write(other.join("timing.json"), "").unwrap();
+    // Case files are not synced either: one a power loss emptied is written again.
+    let case_file = bundle.parent().unwrap().join("case.json");
+    std::fs::write(&case_file, "").unwrap();
+    let out = util::run_in(dir.path(), &["resume", run_dir.to_str().unwrap(), "-q"]);
+    let stdout = util::stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", util::stderr(&out));
+    assert_eq!(
+        stdout.matches("its bundle does not read back").count(),
+        2,
+        "{stdout}"
+    );
+    assert!(stdout.contains("0 done, 2 to run"), "{stdout}");
+    for b in [&bundle, &other] {
+        let samples: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(b.join("timing.json")).unwrap()).unwrap();
+        assert_eq!(samples.as_array().unwrap().len(), 3, "1 warmup + 2 timed");
+        let manifest: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(b.join("manifest.json")).unwrap()).unwrap();
+        assert_eq!(manifest["status"], "pass");
+    }
+    let case: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&case_file).unwrap()).unwrap();
+    assert_eq!(case["count"], 64);
 }

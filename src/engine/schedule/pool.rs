@@ -12,7 +12,7 @@ use crate::model::plan::DeviceKind;
 use crate::model::plan::{DevicesConfig, Placement};
 
 /// What one run needs from the pool.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) enum Need {
     /// `p` devices; `pinned` = exactly these ids.
     Devices { p: usize, pinned: Option<Vec<u32>> },

@@ -11,15 +11,22 @@
 //! after a failed build or probe, `blocked`, and runs a resume keeps). It must not spawn
 //! processes, write files or draw progress: a [`Driver`] does that and reports each finished step
 //! on the channel.
+//!
+//! Every event costs O(log N) in the number of runs, whatever N: each step counts the
+//! predecessors it still waits for, ready runs sit in a set ordered by dispatch priority, and the
+//! active steps and cooldowns are counted as states change ([`Scheduler::set`]), so a campaign
+//! of 100,000 runs never rescans the graph.
 
 use petgraph::graph::NodeIndex;
-use std::collections::{BTreeMap, BTreeSet};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::ops::Bound;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
 use crate::engine::schedule::dag::{Dag, Step};
 use crate::engine::schedule::faults::Streaks;
-use crate::engine::schedule::pool::{Lease, Pool};
+use crate::engine::schedule::pool::{Lease, Need, Pool};
 use crate::model::results::{RunResult, RunStatus};
 
 pub(crate) use super::types::{Driver, Limits, Outcome, ProbeReport, Report, RunPlan, Summary};
@@ -62,6 +69,29 @@ pub(crate) struct Scheduler {
     running_runs: usize,
     running_builds: usize,
     interrupted: bool,
+    /// Per node (by index): predecessors not done yet.
+    waiting_on: Vec<usize>,
+    /// Ready steps other than runs.
+    ready_steps: BTreeSet<NodeIndex>,
+    /// Ready runs that end without executing (a preset, or their stack is unavailable).
+    ready_settle: BTreeSet<NodeIndex>,
+    /// Ready runs to place, in dispatch order: highest priority first, then plan order.
+    ready_runs: BTreeSet<ReadyRun>,
+    /// How many runs of `ready_runs` have each need (dispatch stops once every need failed).
+    ready_needs: HashMap<Need, usize>,
+    /// Steps probing, running or cooling down.
+    active: usize,
+    /// Cooling runs by the end of their cooldown.
+    cooling: BTreeSet<(Instant, NodeIndex)>,
+}
+
+/// A ready run's place in the dispatch order.
+type ReadyRun = (Reverse<i64>, usize, NodeIndex);
+
+/// An integer ordered like `f64::total_cmp`.
+fn total_order_key(x: f64) -> i64 {
+    let bits = x.to_bits() as i64;
+    bits ^ ((((bits >> 63) as u64) >> 1) as i64)
 }
 
 impl Scheduler {
@@ -83,7 +113,11 @@ impl Scheduler {
         }
         let attempts = vec![0; runs.len()];
         let streaks = Streaks::new(limits.faults.quarantine_after);
-        Scheduler {
+        let mut waiting_on = vec![0; dag.nodes().map(|n| n.index() + 1).max().unwrap_or(0)];
+        for node in dag.nodes() {
+            waiting_on[node.index()] = dag.predecessors(node).count();
+        }
+        let mut scheduler = Scheduler {
             dag,
             pool,
             runs,
@@ -100,15 +134,98 @@ impl Scheduler {
             running_runs: 0,
             running_builds: 0,
             interrupted: false,
+            waiting_on,
+            ready_steps: BTreeSet::new(),
+            ready_settle: BTreeSet::new(),
+            ready_runs: BTreeSet::new(),
+            ready_needs: HashMap::new(),
+            active: 0,
+            cooling: BTreeSet::new(),
+        };
+        let first: Vec<NodeIndex> = (scheduler.dag.nodes())
+            .filter(|n| scheduler.waiting_on[n.index()] == 0)
+            .collect();
+        for node in first {
+            scheduler.make_ready(node);
+        }
+        scheduler
+    }
+
+    /// Move `node` to `new`, keeping the ready sets, the active count and the cooldowns true.
+    fn set(&mut self, node: NodeIndex, new: State) {
+        let old = self.state.insert(node, new).unwrap_or(State::Waiting);
+        if old.active() {
+            self.active -= 1;
+        }
+        if new.active() {
+            self.active += 1;
+        }
+        if let State::Cooling(t) = old {
+            self.cooling.remove(&(t, node));
+        }
+        if let State::Cooling(t) = new {
+            self.cooling.insert((t, node));
+        }
+        if old == State::Waiting {
+            self.unready(node);
+        }
+        if new == State::Waiting && self.waiting_on[node.index()] == 0 {
+            self.make_ready(node);
+        }
+        if new == State::Done && old != State::Done {
+            let next: Vec<NodeIndex> = self.dag.successors(node).collect();
+            for s in next {
+                self.waiting_on[s.index()] -= 1;
+                if self.waiting_on[s.index()] == 0 && self.state[&s] == State::Waiting {
+                    self.make_ready(s);
+                }
+            }
         }
     }
 
-    fn ready(&self, node: NodeIndex) -> bool {
-        self.state[&node] == State::Waiting
-            && self
-                .dag
-                .predecessors(node)
-                .all(|p| self.state[&p] == State::Done)
+    /// A waiting step whose predecessors are all done.
+    fn make_ready(&mut self, node: NodeIndex) {
+        match self.dag.step(node) {
+            Step::Run { run, stack, .. } => {
+                // Whether a run executes is settled by now: presets are planned, and a build or
+                // probe that makes its stack unavailable ends before the run is ready.
+                if self.runs[*run].preset.is_some() || self.unavailable.contains_key(stack) {
+                    self.ready_settle.insert(node);
+                } else {
+                    let key = (Reverse(total_order_key(self.priority[*run])), *run, node);
+                    self.ready_runs.insert(key);
+                    *self
+                        .ready_needs
+                        .entry(self.runs[*run].need.clone())
+                        .or_default() += 1;
+                }
+            }
+            _ => {
+                self.ready_steps.insert(node);
+            }
+        }
+    }
+
+    /// A ready step started or ended.
+    fn unready(&mut self, node: NodeIndex) {
+        match self.dag.step(node) {
+            Step::Run { run, .. } => {
+                self.ready_settle.remove(&node);
+                let key = (Reverse(total_order_key(self.priority[*run])), *run, node);
+                if self.ready_runs.remove(&key) {
+                    let need = &self.runs[*run].need;
+                    if let Some(n) = self.ready_needs.get_mut(need) {
+                        *n -= 1;
+                        if *n == 0 {
+                            self.ready_needs.remove(need);
+                        }
+                    }
+                }
+            }
+            _ => {
+                self.ready_steps.remove(&node);
+            }
+        }
     }
 
     fn settle(
@@ -120,7 +237,7 @@ impl Scheduler {
     ) {
         if let Step::Run { run, .. } = self.dag.step(node).clone() {
             let result = driver.settle(run, status, reason);
-            self.state.insert(node, State::Done);
+            self.set(node, State::Done);
             let outcome = Outcome::Run(Box::new(result.clone()));
             self.results.push(result);
             driver.finished(self.dag.step(node), &outcome, &self.results);
@@ -132,7 +249,7 @@ impl Scheduler {
     fn give_up(&mut self, driver: &mut dyn Driver, node: NodeIndex, run: usize, reason: &str) {
         match self.last.remove(&run) {
             Some(result) => {
-                self.state.insert(node, State::Done);
+                self.set(node, State::Done);
                 self.results.push(result);
             }
             None => self.settle(driver, node, RunStatus::Blocked, reason),
@@ -170,7 +287,7 @@ impl Scheduler {
             self.leases.insert(node, lease);
             self.start_run(driver, node, run, tx);
         } else {
-            self.state.insert(node, State::Probing);
+            self.set(node, State::Probing);
             driver.probe(node, run, &lease, &to_probe, tx.clone());
             self.leases.insert(node, lease);
         }
@@ -185,7 +302,7 @@ impl Scheduler {
     ) {
         self.attempts[run] += 1;
         let attempt = self.runs[run].first_attempt.max(1) + self.attempts[run] - 1;
-        self.state.insert(node, State::Running);
+        self.set(node, State::Running);
         let step = self.dag.step(node).clone();
         let lease = self.leases.get(&node).cloned().unwrap_or_default();
         driver.start(node, &step, &lease, attempt, tx.clone());
@@ -195,59 +312,86 @@ impl Scheduler {
     fn dispatch(&mut self, driver: &mut dyn Driver, tx: &mpsc::UnboundedSender<Report>) {
         loop {
             let mut progressed = false;
-            let ready: Vec<NodeIndex> = self.dag.nodes().filter(|n| self.ready(*n)).collect();
-            let mut runs = Vec::new();
-            for node in ready {
+            let steps: Vec<NodeIndex> = self.ready_steps.iter().copied().collect();
+            for node in steps {
                 match self.dag.step(node).clone() {
-                    Step::Run { run, stack, .. } => {
-                        if let Some((status, reason)) = self.runs[run].preset.clone() {
-                            self.settle(driver, node, status, &reason);
-                            progressed = true;
-                        } else if let Some(reason) = self.unavailable.get(&stack).cloned() {
-                            self.settle(driver, node, RunStatus::Unavailable, &reason);
-                            progressed = true;
-                        } else {
-                            runs.push((node, run));
-                        }
-                    }
                     Step::Probe { stack } if self.unavailable.contains_key(&stack) => {
                         // The build failed: probing a stack that has no binary says nothing new.
-                        self.state.insert(node, State::Done);
+                        self.set(node, State::Done);
                         progressed = true;
                     }
                     step => {
                         if matches!(step, Step::Build { .. }) {
                             self.running_builds += 1;
                         }
-                        self.state.insert(node, State::Running);
+                        self.set(node, State::Running);
                         driver.start(node, &step, &Lease::default(), 1, tx.clone());
                     }
                 }
             }
-            if self.running_builds == 0 {
-                runs.sort_by(|a, b| {
-                    self.priority[b.1]
-                        .total_cmp(&self.priority[a.1])
-                        .then(a.1.cmp(&b.1))
-                });
-                for (node, run) in runs {
-                    if self.limits.jobs.is_some_and(|j| self.running_runs >= j) || driver.stopped()
-                    {
-                        break;
-                    }
-                    let need = self.runs[run].need.clone();
-                    if let Some(lease) = self.pool.try_lease(&need) {
-                        self.launch(driver, node, run, lease, tx);
-                    } else if let Err(reason) = self.pool.still_possible(&need) {
-                        self.give_up(driver, node, run, &reason);
-                        progressed = true;
-                    }
+            while let Some(node) = self.ready_settle.pop_first() {
+                let Step::Run { run, stack, .. } = self.dag.step(node).clone() else {
+                    continue;
+                };
+                if let Some((status, reason)) = self.runs[run].preset.clone() {
+                    self.settle(driver, node, status, &reason);
+                } else {
+                    let reason = self.unavailable.get(&stack).cloned().unwrap_or_default();
+                    self.settle(driver, node, RunStatus::Unavailable, &reason);
                 }
+                progressed = true;
+            }
+            if self.running_builds == 0 {
+                progressed |= self.place_runs(driver, tx);
             }
             if !progressed {
                 return;
             }
         }
+    }
+
+    /// Lease and launch ready runs in priority order, with backfill: a run that does not fit
+    /// now lets later (smaller) ready runs start. Once a need has failed in this pass, runs with
+    /// the same need are skipped (the pool only fills up during a pass), and the pass ends when
+    /// every need among the ready runs has failed. Returns whether a run was given up.
+    fn place_runs(&mut self, driver: &mut dyn Driver, tx: &mpsc::UnboundedSender<Report>) -> bool {
+        let mut gave_up = false;
+        let mut failed: Vec<Need> = Vec::new();
+        let mut cursor: Option<ReadyRun> = None;
+        loop {
+            if self.limits.jobs.is_some_and(|j| self.running_runs >= j)
+                || failed.len() >= self.ready_needs.len()
+                || driver.stopped()
+            {
+                break;
+            }
+            let next = match cursor {
+                None => self.ready_runs.first().copied(),
+                Some(k) => (self.ready_runs)
+                    .range((Bound::Excluded(k), Bound::Unbounded))
+                    .next()
+                    .copied(),
+            };
+            let Some(key) = next else {
+                break;
+            };
+            cursor = Some(key);
+            let (_, run, node) = key;
+            let need = &self.runs[run].need;
+            if failed.contains(need) {
+                continue;
+            }
+            let need = need.clone();
+            if let Some(lease) = self.pool.try_lease(&need) {
+                self.launch(driver, node, run, lease, tx);
+            } else if let Err(reason) = self.pool.still_possible(&need) {
+                self.give_up(driver, node, run, &reason);
+                gave_up = true;
+            } else {
+                failed.push(need);
+            }
+        }
+        gave_up
     }
 
     fn handle(
@@ -295,7 +439,7 @@ impl Scheduler {
                         self.pool.release(&lease);
                     }
                     self.running_runs -= 1;
-                    self.state.insert(node, State::Waiting);
+                    self.set(node, State::Waiting);
                 }
                 return;
             }
@@ -319,11 +463,10 @@ impl Scheduler {
                     self.last.insert(*run, (**result).clone());
                     if cooldown.is_zero() {
                         self.pool.release(&lease);
-                        self.state.insert(node, State::Waiting);
+                        self.set(node, State::Waiting);
                     } else {
                         self.leases.insert(node, lease);
-                        self.state
-                            .insert(node, State::Cooling(Instant::now() + cooldown));
+                        self.set(node, State::Cooling(Instant::now() + cooldown));
                     }
                     return;
                 }
@@ -339,36 +482,28 @@ impl Scheduler {
             }
             _ => {}
         }
-        self.state.insert(node, State::Done);
+        self.set(node, State::Done);
         driver.finished(&step, &outcome, &self.results);
     }
 
     /// The earliest end of a cooldown.
     fn next_wake(&self) -> Option<Instant> {
-        self.state
-            .values()
-            .filter_map(|s| match s {
-                State::Cooling(t) => Some(*t),
-                _ => None,
-            })
-            .min()
+        self.cooling.first().map(|(t, _)| *t)
     }
 
     /// Give back the leases of cooled-down runs (`all`: every cooling run, on interrupt) and
     /// make them ready for their retry.
     fn end_cooldowns(&mut self, all: bool) {
         let now = Instant::now();
-        let done: Vec<NodeIndex> = self
-            .state
-            .iter()
-            .filter(|(_, s)| matches!(s, State::Cooling(t) if all || *t <= now))
-            .map(|(n, _)| *n)
+        let done: Vec<NodeIndex> = (self.cooling.iter())
+            .take_while(|(t, _)| all || *t <= now)
+            .map(|(_, n)| *n)
             .collect();
         for node in done {
             if let Some(lease) = self.leases.remove(&node) {
                 self.pool.release(&lease);
             }
-            self.state.insert(node, State::Waiting);
+            self.set(node, State::Waiting);
         }
     }
 
@@ -391,7 +526,7 @@ impl Scheduler {
             } else {
                 self.dispatch(driver, &tx);
             }
-            if !self.state.values().any(|s| s.active()) {
+            if self.active == 0 {
                 break;
             }
             let wake = self.next_wake();
@@ -427,3 +562,32 @@ impl Scheduler {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod order_tests {
+    use super::total_order_key;
+
+    #[test]
+    fn the_integer_key_orders_like_total_cmp() {
+        let xs = [
+            f64::NEG_INFINITY,
+            -3.5,
+            -0.0,
+            0.0,
+            1e-300,
+            0.25,
+            2.0,
+            1e300,
+            f64::INFINITY,
+        ];
+        for a in xs {
+            for b in xs {
+                assert_eq!(
+                    total_order_key(a).cmp(&total_order_key(b)),
+                    a.total_cmp(&b),
+                    "{a} {b}"
+                );
+            }
+        }
+    }
+}

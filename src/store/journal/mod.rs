@@ -1,8 +1,9 @@
 //! The journal: `journal.jsonl`, the append-only record of step transitions that `resume` reads.
 //!
 //! Owns the on-disk format (a versioned header line, then one JSON object per line), the writer
-//! (whole lines through one `O_APPEND` write each, fsync after every `finished` and `quarantined`
-//! line) and, in `journal/replay.rs`, reading a journal back into the latest state of every step.
+//! (whole lines through one `O_APPEND` write each; `finished` lines made durable by group commit
+//! in `journal/commit.rs`, `quarantined`, `submitted` and other events fsynced before returning)
+//! and, in `journal/replay.rs`, reading a journal back into the latest state of every step.
 //! It never decides what to run (that is `resume.rs`) and never touches bundles or results files.
 //! Nothing ever rewrites a recorded line: the only mutation besides appending is cutting off a
 //! torn last line (a crash mid-write) when a journal is reopened for appending.
@@ -16,6 +17,7 @@ use serde_json::{Map, Value};
 use crate::error::{Error, Result};
 use crate::model::results::RunStatus;
 
+mod commit;
 mod replay;
 
 pub(crate) use replay::{replay, Replay, TornLine};
@@ -63,8 +65,11 @@ pub(crate) fn now() -> String {
 pub(crate) struct Journal {
     path: PathBuf,
     file: File,
-    /// Number of fsyncs issued, so tests can see that durable lines really were synced.
+    /// Number of fsyncs issued here (the group commit counts its own), so tests can see that
+    /// durable lines really were synced.
     syncs: u64,
+    /// Makes `finished` lines durable in the background (group commit).
+    commit: commit::Committer,
     /// Bytes of a torn last line cut off by [`Journal::open`], if any.
     repaired: Option<TornLine>,
 }
@@ -108,10 +113,12 @@ impl Journal {
         std::fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))?;
         sync_dir(run_dir);
         let file = open_append(&path)?;
+        let commit = committer(&file, &path)?;
         Ok(Journal {
             path,
             file,
             syncs: 1,
+            commit,
             repaired: None,
         })
     }
@@ -132,10 +139,12 @@ impl Journal {
                 .map_err(|e| Error::io(&path, e))?;
         }
         let file = open_append(&path)?;
+        let commit = committer(&file, &path)?;
         Ok(Journal {
             path,
             file,
             syncs: 0,
+            commit,
             repaired: state.torn,
         })
     }
@@ -143,10 +152,12 @@ impl Journal {
     /// A journal appending to an already-open file (tests point it at `/dev/full`).
     #[cfg(test)]
     fn from_file(path: PathBuf, file: File) -> Journal {
+        let commit = committer(&file, &path).expect("start the group commit");
         Journal {
             path,
             file,
             syncs: 0,
+            commit,
             repaired: None,
         }
     }
@@ -160,10 +171,16 @@ impl Journal {
         self.repaired.as_ref()
     }
 
-    /// How many fsyncs this handle issued.
+    /// How many fsyncs this handle issued (the group commit's included).
     #[cfg(test)]
     pub(crate) fn syncs(&self) -> u64 {
-        self.syncs
+        self.syncs + self.commit.syncs()
+    }
+
+    /// Wait until every line appended so far is on disk (the end of a session; dropping the
+    /// journal does the same). A failed background sync is returned here.
+    pub(crate) fn durable(&self) -> Result<()> {
+        self.commit.wait()
     }
 
     /// A step began (attempt is 1-based and keeps counting across resumes). Not fsynced: losing
@@ -176,11 +193,12 @@ impl Journal {
         extra: Map<String, Value>,
     ) -> Result<()> {
         let line = step_line("started", step, attempt, fingerprint, None, None, extra);
-        self.append(line, false)
+        self.append(line, Durability::None)
     }
 
-    /// A step ended with `status`. Fsynced before returning: once this returns, resume will
-    /// never run a passed step again.
+    /// A step ended with `status`. Made durable by group commit: once the line's sync is done
+    /// (at the latest when [`Journal::durable`] returns), resume never runs a passed step again;
+    /// until then only a power loss can undo it. Returns the error of an earlier failed sync.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn finished(
         &mut self,
@@ -200,7 +218,7 @@ impl Journal {
             reason,
             extra,
         );
-        self.append(line, true)
+        self.append(line, Durability::Group)
     }
 
     /// The running attempt `attempt` of `step` handed its work to Slurm job `slurm_job_id`
@@ -222,7 +240,7 @@ impl Journal {
         if reattached {
             line.insert("reattached".into(), Value::from(true));
         }
-        self.append(line, true)
+        self.append(line, Durability::Now)
     }
 
     /// A device was taken out of the pool for the rest of the session. Fsynced.
@@ -232,7 +250,7 @@ impl Journal {
         line.insert("event".into(), Value::from("quarantined"));
         line.insert("device".into(), Value::from(device));
         line.insert("reason".into(), Value::from(reason));
-        self.append(line, true)
+        self.append(line, Durability::Now)
     }
 
     /// Any other campaign-level event (`session`, `interrupted`, …): `{"t","event",...fields}`.
@@ -244,27 +262,48 @@ impl Journal {
         for (k, v) in fields {
             line.entry(k).or_insert(v);
         }
-        self.append(line, true)
+        self.append(line, Durability::Now)
     }
 
     /// Encode `line` and append it with a single write so that a crash leaves at most one torn
     /// line, at the end. A failed write (disk full) is an `Error::Io` naming the journal; what
     /// was recorded before stays intact because nothing is ever rewritten.
-    fn append(&mut self, line: Map<String, Value>, sync: bool) -> Result<()> {
+    fn append(&mut self, line: Map<String, Value>, durability: Durability) -> Result<()> {
         let mut text = serde_json::to_string(&Value::Object(line))
             .map_err(|e| Error::Environment(format!("cannot encode journal line: {e}")))?;
         text.push('\n');
         self.file
             .write_all(text.as_bytes())
             .map_err(|e| Error::io(&self.path, e))?;
-        if sync {
-            self.file
-                .sync_data()
-                .map_err(|e| Error::io(&self.path, e))?;
-            self.syncs += 1;
+        match durability {
+            Durability::None => Ok(()),
+            Durability::Group => self.commit.appended(),
+            Durability::Now => {
+                self.file
+                    .sync_data()
+                    .map_err(|e| Error::io(&self.path, e))?;
+                self.syncs += 1;
+                Ok(())
+            }
         }
-        Ok(())
     }
+}
+
+/// When an appended line must be on disk.
+#[derive(Debug, Clone, Copy)]
+enum Durability {
+    /// Never forced (`started`).
+    None,
+    /// By the group commit (`finished`).
+    Group,
+    /// Before `append` returns.
+    Now,
+}
+
+/// The group commit of the journal open as `file`.
+fn committer(file: &File, path: &Path) -> Result<commit::Committer> {
+    let handle = file.try_clone().map_err(|e| Error::io(path, e))?;
+    commit::Committer::start(handle, path.to_path_buf())
 }
 
 fn step_line(

@@ -97,9 +97,44 @@ fn finished_and_quarantined_lines_are_fsynced_started_lines_are_not() {
     assert_eq!(j.syncs(), base);
     j.finished("run:a:host", 1, "f", RunStatus::Pass, None, no_extra())
         .unwrap();
-    assert_eq!(j.syncs(), base + 1);
+    j.finished("run:b:host", 1, "f", RunStatus::Pass, None, no_extra())
+        .unwrap();
+    // Group commit: both lines are durable after one or two syncs, at the latest when
+    // `durable` returns.
+    j.durable().unwrap();
+    let after_finished = j.syncs();
+    assert!(
+        (base + 1..=base + 2).contains(&after_finished),
+        "{base} {after_finished}"
+    );
+    j.durable().unwrap();
+    assert_eq!(j.syncs(), after_finished, "nothing new to sync");
     j.quarantined(1, "x").unwrap();
-    assert_eq!(j.syncs(), base + 2);
+    assert_eq!(
+        j.syncs(),
+        after_finished + 1,
+        "quarantined is synced at once"
+    );
+}
+
+#[test]
+fn a_failed_group_sync_is_reported_by_durable() {
+    // Syncing a pipe fails (EINVAL): the error surfaces, naming the journal, and later
+    // durable lines are refused.
+    let (reader, writer) = std::io::pipe().unwrap();
+    let mut j = Journal::from_file(
+        PathBuf::from("pipe-journal"),
+        File::from(std::os::fd::OwnedFd::from(writer)),
+    );
+    j.finished("run:a:host", 1, "f", RunStatus::Pass, None, no_extra())
+        .unwrap();
+    let err = j.durable().unwrap_err();
+    assert!(err.to_string().contains("pipe-journal"), "{err}");
+    assert_eq!(err.exit_code(), crate::error::exit::ENVIRONMENT);
+    assert!(j
+        .finished("run:b:host", 1, "f", RunStatus::Pass, None, no_extra())
+        .is_err());
+    drop(reader);
 }
 
 #[test]

@@ -1,0 +1,205 @@
+//! The run dir's case files (`cases/<case_id>/case.json`), bundle folders and (empty) `run.log`
+//! files, written ahead of the runs by a thread of their own, so a campaign of 100,000 cases
+//! neither waits for 200,000 new inodes before its first run nor pays for them between two runs.
+//!
+//! `generate` starts the thread, which goes through the cases in plan order; a run (or a health
+//! probe) that gets ahead of it writes its own case first ([`CaseFiles::ensure`]) — each case is
+//! written exactly once, by whichever comes first, and the other waits for it. A case file that
+//! exists with the planned text is left alone (resume); one that differs (a power loss left it
+//! empty or short: case files are not synced, see `store::atomic::replace_all`) is rewritten.
+//! It must not write anything but case files and bundle folders.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::thread::JoinHandle;
+
+use crate::error::{Error, Result};
+use crate::model::case::Case;
+use crate::store::atomic::replace_all;
+use crate::store::layout::RunDir;
+
+/// One distinct case of the plan.
+struct Entry {
+    case_id: String,
+    case_index: usize,
+    /// Stacks with a run of this case (their bundle folders are made with the case).
+    stacks: Vec<String>,
+    /// Written (or the reason it could not be).
+    done: OnceLock<std::result::Result<(), String>>,
+}
+
+/// The case files of one campaign.
+pub(crate) struct CaseFiles {
+    run_dir: Arc<RunDir>,
+    cases: Arc<Vec<Case>>,
+    entries: Vec<Entry>,
+    by_id: HashMap<String, usize>,
+    stop: AtomicBool,
+}
+
+impl CaseFiles {
+    /// `runs`: `(case_id, case index, stack)` of every planned run, in plan order.
+    pub(crate) fn new(
+        run_dir: Arc<RunDir>,
+        cases: Arc<Vec<Case>>,
+        runs: impl IntoIterator<Item = (String, usize, String)>,
+    ) -> CaseFiles {
+        let mut entries: Vec<Entry> = Vec::new();
+        let mut by_id: HashMap<String, usize> = HashMap::new();
+        for (case_id, case_index, stack) in runs {
+            match by_id.get(&case_id) {
+                Some(&i) => entries[i].stacks.push(stack),
+                None => {
+                    by_id.insert(case_id.clone(), entries.len());
+                    entries.push(Entry {
+                        case_id,
+                        case_index,
+                        stacks: vec![stack],
+                        done: OnceLock::new(),
+                    });
+                }
+            }
+        }
+        CaseFiles {
+            run_dir,
+            cases,
+            entries,
+            by_id,
+            stop: AtomicBool::new(false),
+        }
+    }
+
+    /// Write every case in plan order on a thread of its own; [`CaseFiles::finish`] stops it.
+    pub(crate) fn start(self: &Arc<Self>) -> Result<JoinHandle<()>> {
+        let me = self.clone();
+        std::thread::Builder::new()
+            .name("case-files".into())
+            .spawn(move || {
+                for i in 0..me.entries.len() {
+                    if me.stop.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    // A failure is kept with the case: the run that needs it reports it.
+                    let _ = me.ensure_entry(i);
+                }
+            })
+            .map_err(|e| Error::Environment(format!("cannot start the case file writer: {e}")))
+    }
+
+    /// Stop writing ahead (a write in progress completes).
+    pub(crate) fn finish(&self, thread: JoinHandle<()>) {
+        self.stop.store(true, Ordering::Relaxed);
+        let _ = thread.join();
+    }
+
+    /// Make sure `case_id`'s case file and bundle folders exist (written now if the thread has
+    /// not reached them yet). An id that is not planned has nothing to write.
+    pub(crate) fn ensure(&self, case_id: &str) -> Result<()> {
+        match self.by_id.get(case_id) {
+            Some(&i) => self.ensure_entry(i),
+            None => Ok(()),
+        }
+    }
+
+    fn ensure_entry(&self, i: usize) -> Result<()> {
+        self.entries[i]
+            .done
+            .get_or_init(|| self.write(&self.entries[i]).map_err(|e| e.to_string()))
+            .clone()
+            .map_err(Error::Environment)
+    }
+
+    fn write(&self, entry: &Entry) -> Result<()> {
+        let path = self.run_dir.case_file(&entry.case_id);
+        let text = self.cases[entry.case_index].to_pretty_json();
+        if std::fs::read(&path).ok().as_deref() != Some(text.as_bytes()) {
+            replace_all(&[(&path, text.as_bytes())])?;
+        }
+        for stack in &entry.stacks {
+            let bundle = self.run_dir.bundle(&entry.case_id, stack);
+            std::fs::create_dir_all(&bundle).map_err(|e| Error::io(&bundle, e))?;
+            // The executor appends to `run.log`; creating it here (empty, never truncating one
+            // that exists) takes its inode off the path between two runs. A run's own
+            // `ensure` comes before it moves an earlier attempt's log aside, so this never
+            // recreates a log that was just moved.
+            let log = bundle.join("run.log");
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&log)
+                .map_err(|e| Error::io(&log, e))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::case::Variant;
+
+    fn files(dir: &std::path::Path) -> (Arc<CaseFiles>, Arc<RunDir>) {
+        let rd = Arc::new(RunDir::open(dir));
+        let cases = Arc::new(vec![
+            Case::new(Variant::Mesh, 2, 64),
+            Case::new(Variant::Ring, 2, 64),
+        ]);
+        let ids: Vec<String> = cases.iter().map(|c| c.case_id()).collect();
+        let runs = vec![
+            (ids[0].clone(), 0, "host".to_string()),
+            (ids[0].clone(), 0, "mpi".to_string()),
+            (ids[1].clone(), 1, "host".to_string()),
+        ];
+        (Arc::new(CaseFiles::new(rd.clone(), cases, runs)), rd)
+    }
+
+    #[test]
+    fn the_thread_writes_every_case_file_and_bundle_folder() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (cf, rd) = files(tmp.path());
+        let thread = cf.start().unwrap();
+        thread.join().unwrap();
+        let id = Case::new(Variant::Mesh, 2, 64).case_id();
+        let text = std::fs::read_to_string(rd.case_file(&id)).unwrap();
+        assert_eq!(text, Case::new(Variant::Mesh, 2, 64).to_pretty_json());
+        assert!(rd.bundle(&id, "mpi").is_dir());
+        assert_eq!(
+            std::fs::read(rd.bundle(&id, "mpi").join("run.log")).unwrap(),
+            b""
+        );
+        let other = Case::new(Variant::Ring, 2, 64).case_id();
+        assert!(rd.bundle(&other, "host").is_dir());
+    }
+
+    #[test]
+    fn a_run_ahead_of_the_thread_writes_its_case_and_a_damaged_file_is_rewritten() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (cf, rd) = files(tmp.path());
+        let id = Case::new(Variant::Ring, 2, 64).case_id();
+        std::fs::create_dir_all(rd.case_file(&id).parent().unwrap()).unwrap();
+        std::fs::write(rd.case_file(&id), "").unwrap();
+        // A log of an earlier session is kept whole.
+        std::fs::create_dir_all(rd.bundle(&id, "host")).unwrap();
+        std::fs::write(rd.bundle(&id, "host").join("run.log"), "earlier\n").unwrap();
+        cf.ensure(&id).unwrap();
+        let log = std::fs::read_to_string(rd.bundle(&id, "host").join("run.log")).unwrap();
+        assert_eq!(log, "earlier\n");
+        let text = std::fs::read_to_string(rd.case_file(&id)).unwrap();
+        assert_eq!(text, Case::new(Variant::Ring, 2, 64).to_pretty_json());
+        // Unplanned ids have nothing to write.
+        cf.ensure("not_planned").unwrap();
+    }
+
+    #[test]
+    fn a_case_that_cannot_be_written_fails_the_run_that_needs_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("cases"), "a file, not a folder").unwrap();
+        let (cf, _) = files(tmp.path());
+        let id = Case::new(Variant::Mesh, 2, 64).case_id();
+        let err = cf.ensure(&id).unwrap_err();
+        assert!(err.to_string().contains("cases"), "{err}");
+        // The same answer again, without writing twice.
+        assert_eq!(cf.ensure(&id).unwrap_err().to_string(), err.to_string());
+    }
+}
