@@ -97,6 +97,7 @@ fn write_sbatch(
                     no_output_timeout: None,
                     grace: std::time::Duration::ZERO,
                     log_path: bundle.join("run.log"),
+                    unit: None,
                 },
                 bundle_dir: bundle,
             };

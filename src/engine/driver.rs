@@ -197,10 +197,19 @@ impl EngineDriver {
 
     fn journal_started(&mut self, step: &Step, attempt: u32) {
         let fp = self.fingerprint(step);
-        if let Err(e) = self
-            .journal
-            .started(&step.key(), attempt, &fp, Default::default())
-        {
+        let mut extra = serde_json::Map::new();
+        if let Step::Run { case_id, .. } = step {
+            // The run's containment unit, recorded before its process starts: a resume after a
+            // SIGKILL reaps what it left (`executor::unit::reap`).
+            if let Some(stack) = step.stack() {
+                let id = work::run_unit(&self.run_dir, case_id, stack, attempt);
+                if let Some(cg) = crate::executor::unit::cgroup_for(&id) {
+                    extra.insert("cgroup".into(), cg.display().to_string().into());
+                }
+                extra.insert("unit".into(), id.into());
+            }
+        }
+        if let Err(e) = self.journal.started(&step.key(), attempt, &fp, extra) {
             self.fail(e);
         }
     }

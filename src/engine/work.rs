@@ -220,6 +220,13 @@ async fn run_rounds(
         no_output_timeout: stack.no_output_timeout,
         grace: GRACE,
         log_path: bundle.join("run.log"),
+        // Every round of the attempt runs in the unit the journal's `started` line names.
+        unit: Some(run_unit(
+            &job.run_dir,
+            &job.case_id,
+            &stack.name,
+            job.attempt,
+        )),
         ..ProcessSpec::default()
     };
     let plan_rounds: Vec<(u32, u32)> = match stack.def.shape() {
@@ -357,6 +364,13 @@ async fn run_rounds(
     })
 }
 
+/// The containment unit of attempt `attempt` of a run (`executor::unit::id_for`): the driver
+/// journals it with `started`, so a resume after a crash can reap what the attempt left.
+pub(crate) fn run_unit(run_dir: &RunDir, case_id: &str, stack: &str, attempt: u32) -> String {
+    let step = crate::store::journal::run_step(case_id, stack);
+    crate::executor::unit::id_for(&run_dir.path, &step, attempt)
+}
+
 /// Build a stack once: `Err` is the reason its runs are `unavailable` (the log stays in
 /// `builds/<stack>/build.log`).
 pub(crate) async fn build(
@@ -383,6 +397,7 @@ pub(crate) async fn build(
         no_output_timeout: stack.no_output_timeout,
         grace: GRACE,
         log_path: run_dir.path.join(&rel),
+        unit: None,
     };
     let _ = write_json(
         &run_dir

@@ -2,6 +2,7 @@
 
 mod architecture;
 mod bench;
+mod containment;
 mod executor;
 mod mpi;
 mod plan;
