@@ -287,7 +287,8 @@ pub(crate) fn claim_resume(prep: &mut Prepared, resume: Resume, slurm: bool) -> 
 /// handed to a Slurm job is Slurm's to stop. Says what it killed; returns step → pids for the
 /// journal's `session` line.
 fn reap_leftovers(replay: &crate::store::journal::Replay) -> Map<String, Value> {
-    let mut out = Map::new();
+    let mut steps = Vec::new();
+    let mut units = Vec::new();
     for (step, state) in &replay.steps {
         let Some((unit, cgroup)) = state.unit.as_ref().filter(|_| state.is_interrupted()) else {
             continue;
@@ -295,7 +296,14 @@ fn reap_leftovers(replay: &crate::store::journal::Replay) -> Map<String, Value> 
         if state.slurm_job.is_some_and(|j| j.attempt == state.attempts) {
             continue;
         }
-        let killed = crate::executor::unit::reap(unit, cgroup.as_deref().map(std::path::Path::new));
+        steps.push(step);
+        units.push((unit.clone(), cgroup.as_ref().map(PathBuf::from)));
+    }
+    let mut out = Map::new();
+    if units.is_empty() {
+        return out;
+    }
+    for (step, killed) in steps.into_iter().zip(crate::executor::unit::reap(&units)) {
         if killed.is_empty() {
             continue;
         }

@@ -243,7 +243,10 @@ async fn run_rounds(
     let mut slurm_verdict: Option<(RunStatus, String)> = None;
     let mut reattach = job.reattach;
     let mut merged = Parsed::default();
+    let mut cause = verdict::Cause::default();
     for (w, t) in plan_rounds {
+        // Only the last process's output can explain how the run ended.
+        cause.reset();
         let rendered = render(&stack.name, &stack.def, &ctx(w, t)).map_err(|e| e.to_string())?;
         facts.argv = rendered.argv.clone();
         facts.env = rendered.env.clone();
@@ -273,7 +276,10 @@ async fn run_rounds(
         };
         let ran = job
             .executor
-            .run(request, &mut |line: OutputLine| parser.feed(&line))
+            .run(request, &mut |line: OutputLine| {
+                cause.feed(&line);
+                parser.feed(&line)
+            })
             .await
             .map_err(|e| match e {
                 ExecFailure::RunDir(e) => Stop::Write(e),
@@ -346,7 +352,19 @@ async fn run_rounds(
     let (outcome, _) = last.ok_or("no process was run")?;
     let (status, reason) = match slurm_verdict {
         Some((status, reason)) => (status, Some(reason)),
-        None => verdict::judge(&outcome, &merged, &samples, warmup, timed, &limits),
+        None => {
+            let cause = cause.text();
+            let limits = &limits;
+            verdict::judge(
+                &outcome,
+                &merged,
+                &samples,
+                warmup,
+                timed,
+                limits,
+                cause.as_deref(),
+            )
+        }
     };
     Ok(RunResult {
         case: case.clone(),
@@ -407,12 +425,19 @@ pub(crate) async fn build(
             .join("build.json"),
         &serde_json::json!({"argv": spec.argv, "cwd": spec.cwd}),
     );
-    let outcome = run_process(&spec, &mut |_line: OutputLine| {}, cancel)
+    let mut cause = verdict::Cause::default();
+    let outcome = run_process(&spec, &mut |line: OutputLine| cause.feed(&line), cancel)
         .await
         .map_err(|e| format!("build failed to start: {e}"))?;
     match verdict::process_problem(&outcome, &spec) {
         None => Ok(()),
-        Some((_, why)) => Err(format!("build failed ({why}); log: {}", rel.display())),
+        Some((_, why)) => {
+            let said = cause.line().map(|c| format!(": {c}")).unwrap_or_default();
+            Err(format!(
+                "build failed ({why}){said}; log: {}",
+                rel.display()
+            ))
+        }
     }
 }
 

@@ -355,39 +355,60 @@ pub struct Reaped {
     pub comm: String,
 }
 
-/// Kill whatever is left of unit `id` from an earlier session (its journaled cgroup, if any,
-/// and every process carrying its cookie) and wait for it to be gone. Returns what it killed.
-pub fn reap(id: &str, cgroup: Option<&Path>) -> Vec<Reaped> {
-    let cookie = format!("{COOKIE}={id}");
-    let find = || {
-        let mut pids: BTreeSet<i32> = scan::members(&cookie, &[]).into_iter().collect();
-        if let Some(path) = cgroup {
-            pids.extend(cgroup::procs(path));
+/// Poll interval while reaped processes disappear (SIGKILL takes effect within milliseconds).
+const REAP_POLL: Duration = Duration::from_millis(2);
+
+/// Kill whatever is left of units from an earlier session — each `(id, journaled cgroup)`: the
+/// cgroup, if any, and every process carrying the unit's cookie — and wait for it to be gone.
+/// One `/proc` pass serves every unit. Returns what was killed, per unit (same order).
+pub fn reap(units: &[(String, Option<PathBuf>)]) -> Vec<Vec<Reaped>> {
+    let cookies: Vec<String> = units
+        .iter()
+        .map(|(id, _)| format!("{COOKIE}={id}"))
+        .collect();
+    let refs: Vec<&str> = cookies.iter().map(String::as_str).collect();
+    let find = || -> Vec<BTreeSet<i32>> {
+        let mut found: Vec<BTreeSet<i32>> = scan::members_of(&refs, &[])
+            .into_iter()
+            .map(|v| v.into_iter().collect())
+            .collect();
+        for (set, (_, cgroup)) in found.iter_mut().zip(units) {
+            if let Some(path) = cgroup {
+                set.extend(cgroup::procs(path));
+            }
         }
-        pids
+        found
     };
     let found = find();
-    let killed: Vec<Reaped> = found
+    let killed: Vec<Vec<Reaped>> = found
         .iter()
-        .map(|&pid| Reaped {
-            pid,
-            comm: scan::comm(pid),
+        .map(|set| {
+            set.iter()
+                .map(|&pid| Reaped {
+                    pid,
+                    comm: scan::comm(pid),
+                })
+                .collect()
         })
         .collect();
-    if let Some(path) = cgroup {
-        cgroup::kill(path);
-    }
-    for &pid in &found {
-        signal(pid, libc::SIGKILL);
+    for (set, (_, cgroup)) in found.iter().zip(units) {
+        if let Some(path) = cgroup {
+            cgroup::kill(path);
+        }
+        for &pid in set {
+            signal(pid, libc::SIGKILL);
+        }
     }
     let until = std::time::Instant::now() + KILL_WAIT;
-    while std::time::Instant::now() < until && !find().is_empty() {
-        std::thread::sleep(POLL);
-        // Orphans a subreaper campaign inherited are reaped by the wait loop of whoever owns
-        // them; here they are usually init's.
+    let mut left = found.iter().any(|s| !s.is_empty());
+    while left && std::time::Instant::now() < until {
+        std::thread::sleep(REAP_POLL);
+        left = find().iter().any(|s| !s.is_empty());
     }
-    if let Some(path) = cgroup {
-        cgroup::remove(path);
+    for (_, cgroup) in units {
+        if let Some(path) = cgroup {
+            cgroup::remove(path);
+        }
     }
     killed
 }

@@ -14,5 +14,6 @@ mod slurm;
 mod slurm_campaign;
 mod slurm_host;
 mod stacks;
+mod standin;
 mod synthetic;
 mod util;

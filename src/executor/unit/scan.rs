@@ -66,10 +66,14 @@ fn all_pids() -> Vec<i32> {
 /// from `roots` (a process that cleared its environment still has a parent chain). Our own
 /// process is never part of the answer.
 pub(crate) fn members(cookie: &str, roots: &[i32]) -> Vec<i32> {
+    members_of(&[cookie], roots).pop().unwrap_or_default()
+}
+
+/// [`members`] for several cookies in one pass over `/proc` (`roots` belong to the first).
+pub(crate) fn members_of(cookies: &[&str], roots: &[i32]) -> Vec<Vec<i32>> {
     let me = std::process::id() as i32;
-    let cookie = cookie.as_bytes();
     let mut stats: BTreeMap<i32, Stat> = BTreeMap::new();
-    let mut found: BTreeSet<i32> = BTreeSet::new();
+    let mut found: Vec<BTreeSet<i32>> = vec![BTreeSet::new(); cookies.len()];
     for pid in all_pids() {
         if pid == me {
             continue;
@@ -79,29 +83,31 @@ pub(crate) fn members(cookie: &str, roots: &[i32]) -> Vec<i32> {
             continue;
         }
         stats.insert(pid, s);
-        if roots.contains(&pid) {
-            found.insert(pid);
+        if roots.contains(&pid) && !found.is_empty() {
+            found[0].insert(pid);
             continue;
         }
         if let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) {
-            if environ_has(&env, cookie) {
-                found.insert(pid);
+            if let Some(i) = cookies.iter().position(|c| environ_has(&env, c.as_bytes())) {
+                found[i].insert(pid);
             }
         }
     }
     // Close over children: repeat until no process whose parent is a member is left out.
-    loop {
-        let more: Vec<i32> = stats
-            .iter()
-            .filter(|(pid, s)| !found.contains(pid) && found.contains(&s.ppid))
-            .map(|(pid, _)| *pid)
-            .collect();
-        if more.is_empty() {
-            break;
+    for set in &mut found {
+        loop {
+            let more: Vec<i32> = stats
+                .iter()
+                .filter(|(pid, s)| !set.contains(pid) && set.contains(&s.ppid))
+                .map(|(pid, _)| *pid)
+                .collect();
+            if more.is_empty() {
+                break;
+            }
+            set.extend(more);
         }
-        found.extend(more);
     }
-    found.into_iter().collect()
+    found.into_iter().map(|s| s.into_iter().collect()).collect()
 }
 
 #[cfg(test)]
