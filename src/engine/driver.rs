@@ -296,12 +296,24 @@ impl Driver for EngineDriver {
             }
             Step::Probe { stack } => {
                 self.journal_started(step, attempt);
-                let outcome = match self.stack_by_name(stack).map(|s| work::probe(&s)) {
-                    Some(Ok(())) => Outcome::Done,
-                    Some(Err(why)) => Outcome::StackUnavailable(why),
-                    None => Outcome::StackUnavailable(format!("unknown stack {stack}")),
+                let Some(s) = self.stack_by_name(stack) else {
+                    return send(Outcome::StackUnavailable(format!("unknown stack {stack}")));
                 };
-                send(outcome);
+                if s.def.ready.is_none() {
+                    // Nothing to run: answer at once, as before readiness probes existed.
+                    return send(match work::probe(&s) {
+                        Ok(()) => Outcome::Done,
+                        Err(why) => Outcome::StackUnavailable(why),
+                    });
+                }
+                let (rd, cancel) = (self.run_dir.clone(), self.cancel.clone());
+                tokio::spawn(async move {
+                    let outcome = match work::preflight(rd, s, cancel).await {
+                        Ok(()) => Outcome::Done,
+                        Err(why) => Outcome::StackUnavailable(why),
+                    };
+                    let _ = tx.send(Report { node, outcome });
+                });
             }
             Step::Run { run, case_id, .. } => {
                 self.journal_started(step, attempt);

@@ -441,6 +441,71 @@ pub(crate) async fn build(
     }
 }
 
+/// How long a readiness probe may take (an import of torch on a cold cache takes seconds).
+pub(crate) const READY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Run the stack's readiness probe (`ready`), if it declares one, in its own containment unit
+/// with its output in `log`. `Err` is the reason the stack is `unavailable`: the probe's command,
+/// how it ended and its most telling output line.
+pub(crate) async fn ready(
+    name: &str,
+    def: &crate::model::stack::StackDef,
+    root: Option<&Path>,
+    log: &Path,
+    cancel: watch::Receiver<bool>,
+) -> Result<(), String> {
+    let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+    let rendered = crate::stack::render::render_ready(name, def, root, &here)
+        .map_err(|e| format!("readiness probe: {e}"))?;
+    let Some(rendered) = rendered else {
+        return Ok(());
+    };
+    let shown = rendered.argv.join(" ");
+    let spec = ProcessSpec {
+        argv: rendered.argv,
+        env: rendered.env,
+        cwd: rendered.cwd,
+        timeout: Some(READY_TIMEOUT),
+        no_output_timeout: None,
+        grace: GRACE,
+        log_path: log.to_path_buf(),
+        unit: None,
+    };
+    let mut cause = verdict::Cause::default();
+    let outcome = run_process(&spec, &mut |line: OutputLine| cause.feed(&line), cancel)
+        .await
+        .map_err(|e| format!("readiness probe `{shown}` could not start: {e}"))?;
+    match verdict::process_problem(&outcome, &spec) {
+        None => Ok(()),
+        Some((_, why)) => {
+            let said = cause.line().map(|c| format!(": {c}")).unwrap_or_default();
+            Err(format!("readiness probe `{shown}` failed ({why}){said}"))
+        }
+    }
+}
+
+/// The pre-flight of a stack (the `probe:<stack>` step): availability (root, `requires`,
+/// program), then the readiness probe with its log in `builds/<stack>/ready.log`.
+pub(crate) async fn preflight(
+    run_dir: Arc<RunDir>,
+    stack: Arc<EngineStack>,
+    cancel: watch::Receiver<bool>,
+) -> Result<(), String> {
+    probe(&stack)?;
+    let root = stack.root.clone()?;
+    let log = run_dir
+        .path
+        .join("builds")
+        .join(&stack.name)
+        .join("ready.log");
+    ready(&stack.name, &stack.def, root.as_deref(), &log, cancel)
+        .await
+        .map_err(|why| match &stack.def.hint {
+            Some(hint) => format!("{why} ({hint})"),
+            None => why,
+        })
+}
+
 /// Is the stack available here (root, `requires`, program)? `Err` is the reason.
 pub(crate) fn probe(stack: &EngineStack) -> Result<(), String> {
     let resolver = crate::stack::roots::Resolver::from_process();

@@ -132,6 +132,11 @@ pub struct StackDef {
         with = "crate::model::units::duration_opt"
     )]
     pub(crate) no_output_timeout: Option<Duration>,
+    /// Readiness probe (argv, or one string run with `sh -c`): run by `doctor` and by the
+    /// engine's pre-flight; a non-zero exit makes the stack `unavailable` with its output as the
+    /// reason (e.g. `python3 -c "import simpler, torch"`). Scope: `root`, `campaign_exe`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) ready: Option<CommandSpec>,
 }
 
 impl StackDef {
@@ -157,7 +162,8 @@ impl StackDef {
             probe,
             root,
             timeout,
-            no_output_timeout
+            no_output_timeout,
+            ready
         );
         for (k, v) in &other.env {
             self.env.insert(k.clone(), v.clone());

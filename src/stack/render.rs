@@ -130,6 +130,44 @@ pub fn render_build(
     }))
 }
 
+/// Render `def`'s readiness probe `ready` (scope: `root`, `campaign_exe`; `env` entries that
+/// use nothing else). It runs in the root when there is one, else in `cwd`. `None` when the
+/// definition declares none.
+pub fn render_ready(
+    name: &str,
+    def: &StackDef,
+    root: Option<&Path>,
+    cwd: &Path,
+) -> Result<Option<Rendered>> {
+    let Some(ready) = &def.ready else {
+        return Ok(None);
+    };
+    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("campaign"));
+    let mut scope = Map::new();
+    scope.insert("campaign_exe".into(), path_value(&exe));
+    if let Some(root) = root {
+        scope.insert("root".into(), path_value(root));
+    }
+    let renderer = Renderer::new(name, Value::Object(scope));
+    let mut env = Vec::new();
+    for (key, template) in &def.env {
+        if renderer.uses_only_scope(template) {
+            env.push((
+                key.clone(),
+                renderer.render(&format!("env.{key}"), template)?,
+            ));
+        }
+    }
+    if let Some(root) = root {
+        env.push(("CAMPAIGN_ROOT".into(), path_string(root)));
+    }
+    Ok(Some(Rendered {
+        argv: free_argv(&renderer, "ready", ready)?,
+        env,
+        cwd: root.unwrap_or(cwd).to_path_buf(),
+    }))
+}
+
 /// The run scope as a JSON object (also what `requires` and docs describe).
 pub(crate) fn run_scope(ctx: &RenderContext) -> Value {
     let devices_csv = join_ids(&ctx.devices);

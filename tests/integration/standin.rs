@@ -140,3 +140,60 @@ fn a_wrong_interpreter_is_named_not_just_exit_code_1() {
         "exit code 1: ModuleNotFoundError: No module named 'torch' (see run.log)"
     );
 }
+
+#[test]
+fn a_failing_readiness_probe_makes_the_stack_unavailable_in_doctor_and_run() {
+    let tmp = util::tempdir();
+    let defs = standin_def(&format!(
+        "ready = [\"python3\", \"{}\", \"--check\"]\nhint = \"install torch into that python\"",
+        standin()
+    ));
+    let axes = "variant = [\"mesh\"]\np = [2]\nstacks = [\"standin\"]";
+    // Ready: doctor says so and the run passes.
+    let (out, dir) = run(tmp.path(), "probe_ok", axes, 2, &defs, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    assert_eq!(rows(&dir)[0]["status"], "pass");
+    let plan = tmp.path().join("probe_ok.toml");
+    let doctor = util::run(&["doctor", plan.to_str().unwrap(), "--require", "standin"]);
+    let text = util::stdout(&doctor);
+    assert_eq!(doctor.status.code(), Some(0), "{text}");
+    assert!(
+        text.lines().any(|l| l.trim() == "standin          ready"),
+        "{text}"
+    );
+    assert!(text.contains("Containment"), "{text}");
+    // Not ready: the probe's output is the reason, in doctor and for every run.
+    let (out, dir) = run(
+        tmp.path(),
+        "probe_bad",
+        axes,
+        2,
+        &defs,
+        &[("STANDIN_NO_TORCH", "1")],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    let row = &rows(&dir)[0];
+    assert_eq!(row["status"], "unavailable", "{row}");
+    let reason = row["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("readiness probe `python3 ")
+            && reason
+                .contains("failed (exit code 1): ModuleNotFoundError: No module named 'torch'")
+            && reason.ends_with("(install torch into that python)"),
+        "{reason}"
+    );
+    assert!(dir.join("builds/standin/ready.log").is_file());
+    let plan = tmp.path().join("probe_bad.toml");
+    let doctor = util::campaign()
+        .args(["doctor", plan.to_str().unwrap(), "--require", "standin"])
+        .env("STANDIN_NO_TORCH", "1")
+        .output()
+        .unwrap();
+    let text = util::stdout(&doctor);
+    assert_eq!(doctor.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("standin          unavailable: readiness probe `python3 ")
+            && text.contains("ModuleNotFoundError: No module named 'torch'"),
+        "{text}"
+    );
+}
