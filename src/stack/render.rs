@@ -216,7 +216,7 @@ fn run_argv(renderer: &Renderer, command: &CommandSpec, shell: bool) -> Result<V
         (CommandSpec::Shell(text), true) => Ok(vec![
             "sh".into(),
             "-c".into(),
-            renderer.render("command", text)?,
+            renderer.render_shell("command", text)?,
         ]),
         (CommandSpec::Shell(_), false) => Err(renderer.error(
             "command",
@@ -230,13 +230,14 @@ fn run_argv(renderer: &Renderer, command: &CommandSpec, shell: bool) -> Result<V
     }
 }
 
-/// `build` and `probe`: an array is an argv, a string runs with `sh -c` (no `shell` key needed).
+/// `build`, `probe` and `ready`: an array is an argv, a string runs with `sh -c` (no `shell` key
+/// needed; its values are shell-quoted like a shell `command`'s).
 fn free_argv(renderer: &Renderer, field: &str, command: &CommandSpec) -> Result<Vec<String>> {
     match command {
         CommandSpec::Shell(text) => Ok(vec![
             "sh".into(),
             "-c".into(),
-            renderer.render(field, text)?,
+            renderer.render_shell(field, text)?,
         ]),
         CommandSpec::Argv(args) => render_args(renderer, field, args),
     }
@@ -327,8 +328,25 @@ pub(crate) fn stack_error(name: &str, field: &str, message: impl Into<String>) -
 pub(crate) struct Renderer<'n> {
     name: &'n str,
     env: Environment<'static>,
+    /// The same, for shell strings: every `{{ … }}` output is shell-quoted ([`shell_quote`])
+    /// unless marked with `| safe` / `| unquoted`.
+    shell_env: Environment<'static>,
     scope: Value,
     context: minijinja::Value,
+}
+
+/// Quote `text` as one word for `sh`: unchanged when it holds only characters no shell treats
+/// specially, else in single quotes (a `'` inside becomes `'\''`).
+pub(crate) fn shell_quote(text: &str) -> String {
+    let plain = !text.is_empty()
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_@%+=:,./-".contains(&b));
+    if plain {
+        text.to_string()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
 }
 
 impl<'n> Renderer<'n> {
@@ -337,13 +355,34 @@ impl<'n> Renderer<'n> {
         env.set_undefined_behavior(UndefinedBehavior::Strict);
         // Commands are not HTML: never escape, whatever a template's name looks like.
         env.set_auto_escape_callback(|_| AutoEscape::None);
+        let mut shell_env = env.clone();
+        shell_env.add_filter("unquoted", minijinja::filters::safe);
+        env.add_filter("unquoted", minijinja::filters::safe);
+        shell_env.set_formatter(|out, _state, value| {
+            let text = value.to_string();
+            let quoted = if value.is_safe() {
+                text
+            } else {
+                shell_quote(&text)
+            };
+            out.write_str(&quoted).map_err(minijinja::Error::from)
+        });
         let context = minijinja::Value::from(minijinja::value::Serde(&scope));
         Renderer {
             name,
             env,
+            shell_env,
             scope,
             context,
         }
+    }
+
+    /// Render a shell string (`sh -c` text): every value is shell-quoted unless the template
+    /// opts out with `| safe` (or its alias `| unquoted`), so a value can never become code.
+    pub(crate) fn render_shell(&self, field: &str, source: &str) -> Result<String> {
+        self.shell_env
+            .render_named_str(field, source, self.context.clone())
+            .map_err(|e| self.explain(field, source, &e))
     }
 
     pub(crate) fn error(&self, field: &str, message: impl Into<String>) -> Error {

@@ -197,3 +197,74 @@ fn a_failing_readiness_probe_makes_the_stack_unavailable_in_doctor_and_run() {
         "{text}"
     );
 }
+
+#[test]
+fn shell_stacks_quote_values_so_odd_results_paths_cannot_inject() {
+    let tmp = util::tempdir();
+    let plan = r#"[campaign]
+name = "quoted"
+
+[case]
+platform = "host"
+
+[axes]
+variant = ["mesh"]
+p = [2]
+count = [256]
+stacks = ["sh"]
+
+[rounds]
+warmup = 0
+timed = 1
+
+[devices]
+kind = "npu"
+ids = "0-1"
+
+[stacks.sh]
+shell = true
+resource = "none"
+command = "echo 'CAMPAIGN_SAMPLE {\"execute_s\":0.001}' > {{ bundle_dir }}/out.txt && cat {{ bundle_dir }}/out.txt"
+"#;
+    let file = tmp.path().join("quoted.toml");
+    std::fs::write(&file, plan).unwrap();
+    let results = tmp.path().join("res dir").join("it's;touch pwned");
+    let out = util::run_in(
+        tmp.path(),
+        &[
+            "run",
+            file.to_str().unwrap(),
+            "--results-dir",
+            results.to_str().unwrap(),
+            "-q",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        util::stdout(&out),
+        util::stderr(&out)
+    );
+    let run_dir = std::fs::read_dir(results.join("quoted"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    assert_eq!(rows(&run_dir)[0]["status"], "pass");
+    assert!(run_dir
+        .join("cases")
+        .read_dir()
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+        .join("sh/out.txt")
+        .is_file());
+    // Nothing after the `;` ran as a command, anywhere.
+    for dir in [tmp.path().to_path_buf(), run_dir.clone()] {
+        assert!(!dir.join("pwned").exists(), "{}", dir.display());
+    }
+}
