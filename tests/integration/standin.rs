@@ -268,3 +268,107 @@ command = "echo 'CAMPAIGN_SAMPLE {\"execute_s\":0.001}' > {{ bundle_dir }}/out.t
         assert!(!dir.join("pwned").exists(), "{}", dir.display());
     }
 }
+
+/// A fake SIMPLER_ROOT whose older example is the stand-in.
+fn fake_simpler_root(dir: &Path) -> PathBuf {
+    let root = dir.join("simpler");
+    let example = root.join("examples/workers/l3/allreduce_distributed");
+    std::fs::create_dir_all(&example).unwrap();
+    std::fs::copy(standin(), example.join("main.py")).unwrap();
+    root
+}
+
+#[test]
+fn simpler_distributed_plans_skips_and_runs_its_five_modes_as_declared() {
+    let tmp = util::tempdir();
+    let root = fake_simpler_root(tmp.path());
+    // The shipped definition, unchanged but for its readiness probe (no torch here).
+    let defs = "\n[stacks.simpler-distributed]\nready = [\"python3\", \"-c\", \"pass\"]\n";
+    let axes = "variant = [\"mesh\", \"twophase\", \"ring\", \"bidirectional_ring\", \"ibing\"]\np = [2, 3, 17]\nstacks = [\"simpler-distributed\"]";
+    let env = [("SIMPLER_ROOT", root.to_str().unwrap())];
+    // dry-run names every limit and constraint that skips runs.
+    let text = format!(
+        "[campaign]\nname = \"modes\"\n\n[case]\nplatform = \"a2a3sim\"\n\n[axes]\n{axes}\ncount = [256]\n\n[rounds]\nwarmup = 0\ntimed = 1\n\n[devices]\nkind = \"npu\"\nids = \"0-16\"\n{defs}"
+    );
+    let plan = tmp.path().join("modes_dry.toml");
+    std::fs::write(&plan, &text).unwrap();
+    let dry = util::campaign()
+        .args(["dry-run", plan.to_str().unwrap()])
+        .env("SIMPLER_ROOT", &root)
+        .output()
+        .unwrap();
+    let listing = util::stdout(&dry);
+    assert_eq!(
+        dry.status.code(),
+        Some(0),
+        "{listing}{}",
+        util::stderr(&dry)
+    );
+    assert!(
+        listing.contains("15 runs (8 skipped: not supported by their stack)"),
+        "{listing}"
+    );
+    assert!(
+        listing
+            .contains("skipped simpler-distributed: p = 17 above this stack's max_p = 16 (5 runs)"),
+        "{listing}"
+    );
+    assert!(
+        listing.contains("this stack's constraint `variant != 'ibing' or p == 2` does not hold (variant ibing, p = 3"),
+        "{listing}"
+    );
+    assert!(
+        listing.contains("this stack's constraint `variant not in ['twophase', 'ring'] or 256 % p == 0` does not hold (variant ring, p = 3"),
+        "{listing}"
+    );
+    // The run: supported pairs run the stand-in with the mapped --mode; the rest are skipped.
+    let (out, dir) = run(tmp.path(), "modes", axes, 17, defs, &env);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        util::stdout(&out),
+        util::stderr(&out)
+    );
+    let rows = rows(&dir);
+    let status = |v: &str, p: u64| {
+        let r = rows
+            .iter()
+            .find(|r| r["variant"] == v && r["p"] == p)
+            .unwrap_or_else(|| panic!("no row {v} p={p}"));
+        (
+            r["status"].as_str().unwrap().to_string(),
+            r["reason"].as_str().unwrap_or("").to_string(),
+        )
+    };
+    for v in ["mesh", "twophase", "ring", "bidirectional_ring", "ibing"] {
+        assert_eq!(status(v, 2).0, "pass", "{v} p=2: {:?}", status(v, 2));
+        let (st, why) = status(v, 17);
+        assert_eq!(st, "skipped");
+        assert!(why.contains("max_p = 16"), "{why}");
+    }
+    for v in ["mesh", "bidirectional_ring"] {
+        assert_eq!(status(v, 3).0, "pass", "{v} p=3");
+    }
+    for v in ["twophase", "ring", "ibing"] {
+        let (st, why) = status(v, 3);
+        assert_eq!(st, "skipped", "{v} p=3");
+        assert!(why.contains("constraint `variant"), "{why}");
+    }
+    // mesh ran as `--mode onephase`; the others under their own names.
+    let log = |v: &str| {
+        std::fs::read_to_string(dir.join(format!(
+            "cases/{v}_p2_count256_fp32_host_d0-1/simpler-distributed/run.log"
+        )))
+        .unwrap()
+    };
+    assert!(
+        log("mesh").contains("compiling onephase kernel"),
+        "{}",
+        log("mesh")
+    );
+    assert!(log("bidirectional_ring").contains("compiling bidirectional_ring kernel"));
+    // The report names the skip reasons too.
+    let report = std::fs::read_to_string(dir.join("reports/summary.md")).unwrap();
+    assert!(report.contains("max_p = 16"), "{report}");
+}
