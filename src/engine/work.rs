@@ -244,9 +244,30 @@ async fn run_rounds(
     let mut reattach = job.reattach;
     let mut merged = Parsed::default();
     let mut cause = verdict::Cause::default();
-    for (w, t) in plan_rounds {
+    let n_processes = plan_rounds.len();
+    // One process per round append to one run.log: mark where each starts and ends (locally,
+    // where campaign writes run.log itself; under Slurm the job writes it). A single-process run
+    // keeps its run.log exactly as the process printed it.
+    let mark = subprocess && !job.executor.grants_devices();
+    let (mut n_warm, mut n_timed) = (0u32, 0u32);
+    for (index, (w, t)) in plan_rounds.into_iter().enumerate() {
         // Only the last process's output can explain how the run ended.
         cause.reset();
+        let what = if subprocess {
+            if w > 0 {
+                n_warm += 1;
+            } else {
+                n_timed += 1;
+            }
+            let label = if w > 0 {
+                format!("warmup-{n_warm}")
+            } else {
+                format!("timed-{n_timed}")
+            };
+            format!("round {}/{n_processes} ({label})", index + 1)
+        } else {
+            String::new()
+        };
         let rendered = render(&stack.name, &stack.def, &ctx(w, t)).map_err(|e| e.to_string())?;
         facts.argv = rendered.argv.clone();
         facts.env = rendered.env.clone();
@@ -274,6 +295,14 @@ async fn run_rounds(
             on_submit: &job.on_submit,
             cancel: job.cancel.clone(),
         };
+        if mark {
+            let argv = spec.argv.join(" ");
+            append_marker(
+                &limits.log_path,
+                &format!("==> campaign: {what} start: {argv}"),
+            )
+            .map_err(Stop::Write)?;
+        }
         let ran = job
             .executor
             .run(request, &mut |line: OutputLine| {
@@ -317,6 +346,20 @@ async fn run_rounds(
             }
             Ran::Detached(id) => return Err(Stop::Detached(id)),
         };
+        if mark {
+            let how = match (outcome.killed, outcome.exit_code, outcome.signal) {
+                (Some(k), _, _) => format!("killed ({k:?})"),
+                (None, Some(c), _) => format!("exit code {c}"),
+                (None, None, Some(sig)) => format!("signal {sig}"),
+                _ => "ended".to_string(),
+            };
+            let secs = outcome.elapsed.as_secs_f64();
+            append_marker(
+                &limits.log_path,
+                &format!("<== campaign: {what} end: {how} after {secs:.3} s"),
+            )
+            .map_err(Stop::Write)?;
+        }
         facts.signal = outcome.signal;
         let mut got = parsed.samples.clone();
         if subprocess {
@@ -380,6 +423,33 @@ async fn run_rounds(
         ended: None,
         timing_source: Some(if engine_timed { "engine" } else { "stack" }.into()),
     })
+}
+
+/// Append one marker line to `run.log` (on a line of its own even after output that did not
+/// end with a newline), so a reader sees where each of the run's processes starts and ends.
+fn append_marker(log: &Path, text: &str) -> crate::error::Result<()> {
+    use std::io::{Read, Seek, SeekFrom, Write};
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .read(true)
+        .open(log)
+        .map_err(|e| crate::error::Error::io(log, e))?;
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let mut line = String::new();
+    if len > 0 {
+        let mut last = [0u8; 1];
+        let ended = f.seek(SeekFrom::Start(len - 1)).is_ok()
+            && f.read_exact(&mut last).is_ok()
+            && last[0] == b'\n';
+        if !ended {
+            line.push('\n');
+        }
+    }
+    line.push_str(text);
+    line.push('\n');
+    f.write_all(line.as_bytes())
+        .map_err(|e| crate::error::Error::io(log, e))
 }
 
 /// The containment unit of attempt `attempt` of a run (`executor::unit::id_for`): the driver

@@ -368,6 +368,21 @@ fn simpler_distributed_plans_skips_and_runs_its_five_modes_as_declared() {
         log("mesh")
     );
     assert!(log("bidirectional_ring").contains("compiling bidirectional_ring kernel"));
+    // run.log marks where each round's process starts and ends.
+    let mesh = log("mesh");
+    let lines: Vec<&str> = mesh.lines().collect();
+    assert!(
+        lines[0].starts_with("==> campaign: round 1/1 (timed-1) start: python3 examples/workers/l3/allreduce_distributed/main.py -p host -d ")
+            && lines[0].ends_with(" --mode onephase"),
+        "{mesh}"
+    );
+    assert!(
+        lines
+            .last()
+            .unwrap()
+            .starts_with("<== campaign: round 1/1 (timed-1) end: exit code 0 after "),
+        "{mesh}"
+    );
     // The report names the skip reasons too.
     let report = std::fs::read_to_string(dir.join("reports/summary.md")).unwrap();
     assert!(report.contains("max_p = 16"), "{report}");
