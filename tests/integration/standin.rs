@@ -275,8 +275,14 @@ fn fake_simpler_root(dir: &Path) -> PathBuf {
     let example = root.join("examples/workers/l3/allreduce_distributed");
     std::fs::create_dir_all(&example).unwrap();
     std::fs::copy(standin(), example.join("main.py")).unwrap();
+    // A checkout nested under the root, as simpler's build/pto-isa is.
+    let nested = root.join("build/pto-isa/.git");
+    std::fs::create_dir_all(&nested).unwrap();
+    std::fs::write(nested.join("HEAD"), format!("{NESTED_COMMIT}\n")).unwrap();
     root
 }
+
+const NESTED_COMMIT: &str = "89abcdef0123456789abcdef0123456789abcdef";
 
 #[test]
 fn simpler_distributed_plans_skips_and_runs_its_five_modes_as_declared() {
@@ -382,6 +388,32 @@ fn simpler_distributed_plans_skips_and_runs_its_five_modes_as_declared() {
             .unwrap()
             .starts_with("<== campaign: round 1/1 (timed-1) end: exit code 0 after "),
         "{mesh}"
+    );
+    // Provenance: which python ran, the nested checkout, the env the stack adds, the root var.
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
+    let prov = &results["provenance"];
+    let stack = &prov["stack_roots"]["simpler-distributed"];
+    assert_eq!(
+        stack["nested_git"]["build/pto-isa"], NESTED_COMMIT,
+        "{stack}"
+    );
+    assert!(
+        stack["program"].as_str().unwrap().ends_with("python3"),
+        "{stack}"
+    );
+    assert!(
+        stack["program_version"]
+            .as_str()
+            .unwrap()
+            .starts_with("Python 3."),
+        "{stack}"
+    );
+    assert_eq!(stack["env"]["PYTHONUNBUFFERED"], "1", "{stack}");
+    assert_eq!(
+        prov["env"]["SIMPLER_ROOT"],
+        root.to_str().unwrap(),
+        "{prov}"
     );
     // The report names the skip reasons too.
     let report = std::fs::read_to_string(dir.join("reports/summary.md")).unwrap();
