@@ -54,6 +54,34 @@ impl Containment {
 
 static CONTAINMENT: OnceLock<Containment> = OnceLock::new();
 
+/// Is campaign a child subreaper (the cookie fallback's fast path relies on it)?
+static SUBREAPER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Leaders of units alive in this process (pids campaign spawned; tokio waits for them).
+fn leaders() -> &'static Mutex<BTreeSet<i32>> {
+    static LEADERS: OnceLock<Mutex<BTreeSet<i32>>> = OnceLock::new();
+    LEADERS.get_or_init(|| Mutex::new(BTreeSet::new()))
+}
+
+/// Nothing of a unit whose leader is gone can be alive when campaign, a subreaper, has no child
+/// but running leaders: every orphan of a stack — whatever its session or group — would have
+/// been reparented to campaign. Answers in one read of `/proc/self/task/*/children` instead of
+/// a scan of every process's environment. `false` when it cannot tell.
+fn provably_empty(leader: i32) -> bool {
+    if !SUBREAPER.load(std::sync::atomic::Ordering::SeqCst)
+        || scan::stat(leader).is_some_and(|s| s.live())
+    {
+        return false;
+    }
+    let Some(children) = scan::own_children() else {
+        return false;
+    };
+    let leaders = leaders().lock().unwrap_or_else(|e| e.into_inner());
+    children
+        .iter()
+        .all(|c| *c != leader && leaders.contains(c) && scan::stat(*c).is_some_and(|s| s.live()))
+}
+
 /// The containment in use; the first call decides it (and makes campaign a subreaper for the
 /// fallback).
 pub fn containment() -> &'static Containment {
@@ -66,9 +94,10 @@ pub fn containment() -> &'static Containment {
         if chosen == Containment::Cookie {
             // SAFETY: prctl with PR_SET_CHILD_SUBREAPER only sets a flag on this process.
             #[cfg(target_os = "linux")]
-            unsafe {
-                libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-            }
+            let rc = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+            #[cfg(not(target_os = "linux"))]
+            let rc = -1;
+            SUBREAPER.store(rc == 0, std::sync::atomic::Ordering::SeqCst);
         }
         chosen
     })
@@ -201,12 +230,16 @@ impl Unit {
     /// The pid campaign started (it counts as a member even without the cookie).
     pub fn set_leader(&mut self, pid: i32) {
         self.leader = pid;
+        if let Ok(mut l) = leaders().lock() {
+            l.insert(pid);
+        }
     }
 
     /// Live processes of the unit.
     pub fn members(&mut self) -> Vec<i32> {
         let found = match &self.cgroup {
             Some(path) => cgroup::procs(path),
+            None if self.leader > 1 && provably_empty(self.leader) => Vec::new(),
             None => {
                 let roots: Vec<i32> = (self.leader > 1)
                     .then_some(self.leader)
@@ -309,6 +342,9 @@ impl Unit {
         }
         if let Ok(mut l) = live().lock() {
             l.remove(&self.id);
+        }
+        if let Ok(mut l) = leaders().lock() {
+            l.remove(&self.leader);
         }
         self.done = true;
     }

@@ -52,6 +52,20 @@ pub(crate) fn environ_has(environ: &[u8], cookie: &[u8]) -> bool {
     environ.split(|b| *b == 0).any(|entry| entry == cookie)
 }
 
+/// Campaign's own direct children (every thread's), from `/proc/self/task/*/children`; `None`
+/// where the kernel does not provide that file.
+pub(crate) fn own_children() -> Option<Vec<i32>> {
+    let mut out = Vec::new();
+    for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let text = std::fs::read_to_string(task.path().join("children")).ok()?;
+        out.extend(
+            text.split_whitespace()
+                .filter_map(|p| p.parse::<i32>().ok()),
+        );
+    }
+    Some(out)
+}
+
 fn all_pids() -> Vec<i32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
