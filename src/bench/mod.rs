@@ -161,6 +161,12 @@ pub(crate) struct RankCtx<'a, T> {
     pub(crate) ring_steps: u64,
 }
 
+/// Does the host stack implement `variant`? (`mesh`, `ring`, `twophase`; other variant names
+/// belong to other stacks.)
+pub fn implements(variant: crate::model::case::Variant) -> bool {
+    crate::model::case::Variant::ALL.contains(&variant.as_str())
+}
+
 /// Run `case` with `opts`: P rank threads, warmup then timed rounds, every timed round checked.
 /// `sink` receives each round as it ends (on rank 0's thread, outside every timed region).
 /// The case must be valid (`Case::problems` empty) and `opts.timed >= 1`.

@@ -59,12 +59,23 @@ pub(crate) fn allreduce(args: &AllreduceArgs) -> Result<i32> {
 
 /// Load the case; an unreadable file is bad input (exit 2), like an invalid one.
 fn load_case(args: &AllreduceArgs) -> Result<Case> {
-    Case::load(&args.case_file).map_err(|e| match e {
+    let case = Case::load(&args.case_file).map_err(|e| match e {
         Error::Io { path, source } => {
             Error::invalid(path, format!("cannot read the case file: {source}"))
         }
         other => other,
-    })
+    })?;
+    if !crate::bench::implements(case.variant) {
+        return Err(Error::invalid(
+            &args.case_file,
+            format!(
+                "variant `{}`: the host allreduce implements {}",
+                case.variant,
+                crate::model::case::Variant::ALL.join(", ")
+            ),
+        ));
+    }
+    Ok(case)
 }
 
 fn options(args: &AllreduceArgs, case: &Case) -> Result<Options> {

@@ -1,13 +1,16 @@
 //! `campaign doctor`: which stacks can run here and why not, their roots and git commits, the
 //! CANN version, the devices seen, and the env vars that matter.
 //!
-//! Glue only: availability is `stack::availability`, roots are `stack::roots`. Exits 0 even when
-//! stacks are unavailable; `--require STACK` exits 1 when that stack is not ready and 2 for a
-//! name that is no stack. The one process it may spawn is `npu-smi info -l` (with a timeout).
+//! Glue only: availability is `stack::availability`, roots are `stack::roots`, readiness probes
+//! run through `engine::work::ready` (each in its containment unit, `executor::unit`, whose kind
+//! is printed too). Exits 0 even when stacks are unavailable; `--require STACK` exits 1 when that
+//! stack is not ready and 2 for a name that is no stack. Besides readiness probes, the one
+//! process it may spawn is `npu-smi info -l` (with a timeout).
 
 use itertools::Itertools;
 use std::collections::BTreeMap;
 use std::io::Read;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -51,11 +54,12 @@ pub(crate) fn run(args: &DoctorArgs) -> Result<i32> {
         }
     }
     let resolver = Resolver::from_process();
-    print!("{}", report(&defs, &resolver));
+    let assessed = assess(&defs, &resolver);
+    print!("{}", report(&defs, &assessed, &resolver));
 
     let mut code = exit::OK;
     for name in &args.require {
-        let a = availability::check(name, &defs[name], &resolver);
+        let a = &assessed[name];
         if !a.ready() {
             eprintln!("error: stack `{name}` is not ready — {}", a.summary());
             code = exit::RUNS_FAILED;
@@ -65,7 +69,30 @@ pub(crate) fn run(args: &DoctorArgs) -> Result<i32> {
 }
 
 /// The whole doctor text for these definitions in this environment.
-pub(crate) fn report(defs: &BTreeMap<String, StackDef>, resolver: &Resolver) -> String {
+/// Every stack's availability, its readiness probe included (run only when the rest is there).
+fn assess(
+    defs: &BTreeMap<String, StackDef>,
+    resolver: &Resolver,
+) -> BTreeMap<String, availability::Availability> {
+    defs.iter()
+        .map(|(name, def)| {
+            let mut a = availability::check(name, def, resolver);
+            if a.ready() && def.ready.is_some() {
+                if let Err(why) = readiness(name, def, a.root.as_ref().map(|r| r.path.as_path())) {
+                    a.problems.push(why);
+                    a.hint = def.hint.clone();
+                }
+            }
+            (name.clone(), a)
+        })
+        .collect()
+}
+
+pub(crate) fn report(
+    defs: &BTreeMap<String, StackDef>,
+    assessed: &BTreeMap<String, availability::Availability>,
+    resolver: &Resolver,
+) -> String {
     let mut out = String::new();
     out.push_str("Roots\n");
     for kind in roots::KINDS {
@@ -99,10 +126,16 @@ pub(crate) fn report(defs: &BTreeMap<String, StackDef>, resolver: &Resolver) -> 
         out.push_str(&format!("  {k}={v}\n"));
     }
 
+    out.push_str("\nContainment\n");
+    out.push_str(&format!(
+        "  {}\n",
+        crate::executor::unit::containment().describe()
+    ));
+
     out.push_str("\nStacks\n");
     let mut ready = 0;
-    for (name, def) in defs {
-        let a = availability::check(name, def, resolver);
+    for name in defs.keys() {
+        let a = &assessed[name];
         if a.ready() {
             ready += 1;
         }
@@ -131,6 +164,20 @@ pub(crate) fn report(defs: &BTreeMap<String, StackDef>, resolver: &Resolver) -> 
     }
     out.push_str(&format!("\n{ready} of {} stacks ready\n", defs.len()));
     out
+}
+
+/// Run `def`'s readiness probe now (its output goes to a temporary log, removed afterwards).
+fn readiness(name: &str, def: &StackDef, root: Option<&Path>) -> std::result::Result<(), String> {
+    let log =
+        std::env::temp_dir().join(format!("campaign-ready-{}-{name}.log", std::process::id()));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("readiness probe: cannot start a runtime: {e}"))?;
+    let (_tx, cancel) = tokio::sync::watch::channel(false);
+    let result = runtime.block_on(crate::engine::work::ready(name, def, root, &log, cancel));
+    let _ = std::fs::remove_file(&log);
+    result
 }
 
 fn indent(text: &str) -> String {

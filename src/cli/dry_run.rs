@@ -109,6 +109,7 @@ fn write_sbatch(
                     no_output_timeout: None,
                     grace: std::time::Duration::ZERO,
                     log_path: bundle.join("run.log"),
+                    unit: None,
                 },
                 bundle_dir: bundle,
             };
@@ -132,6 +133,8 @@ struct Row<'p> {
     hash: String,
     /// Selected stacks that do not support this case (they would be `skipped` runs).
     skipped: Vec<&'p str>,
+    /// Why, one per `skipped` stack (the limit or constraint it fails).
+    reasons: Vec<String>,
 }
 
 /// The cases of the listing and what each row needs.
@@ -150,15 +153,14 @@ impl<'p> Rows<'p> {
             Some(Err(e)) => return Err(Failure::Plan(e)),
         };
         let defs = self.defs;
-        let skipped = self
+        let (skipped, reasons) = self
             .stacks
             .iter()
-            .filter(|s| {
-                defs.get(*s)
-                    .is_some_and(|d| d.unsupported_reason(case).is_some())
+            .filter_map(|s| {
+                let why = defs.get(s)?.unsupported_reason(case)?;
+                Some((s.as_str(), why))
             })
-            .map(String::as_str)
-            .collect();
+            .unzip();
         Ok(Some(Row {
             case_id: self.hasher.case_id(case).to_string(),
             variant: case.variant.as_str(),
@@ -170,6 +172,7 @@ impl<'p> Rows<'p> {
             timed: case.timed_rounds,
             hash: self.hasher.equivalence_hash(case),
             skipped,
+            reasons,
         }))
     }
 
@@ -244,10 +247,15 @@ fn write_table(out: &mut impl Write, mut rows: Rows<'_>) -> std::result::Result<
     )?;
     let mut n_cases = 0u64;
     let mut skipped = 0u64;
+    // (stack, reason) → runs, so the summary names every limit or constraint that skips runs.
+    let mut why: BTreeMap<(String, String), u64> = BTreeMap::new();
     let all = rows.stacks.join(",");
     let mut emit = |out: &mut dyn Write, rows: &Rows<'_>, r: &Row<'_>| -> io::Result<()> {
         n_cases += 1;
         skipped += r.skipped.len() as u64;
+        for (stack, reason) in r.skipped.iter().zip(&r.reasons) {
+            *why.entry((stack.to_string(), reason.clone())).or_default() += 1;
+        }
         let stacks = if r.skipped.is_empty() {
             all.clone()
         } else {
@@ -278,6 +286,17 @@ fn write_table(out: &mut impl Write, mut rows: Rows<'_>) -> std::result::Result<
         write!(out, " ({skipped} skipped: not supported by their stack)")?;
     }
     writeln!(out)?;
+    const SHOWN: usize = 20;
+    for ((stack, reason), n) in why.iter().take(SHOWN) {
+        writeln!(
+            out,
+            "  skipped {stack}: {reason} ({n} {})",
+            plural(*n, "run", "runs")
+        )?;
+    }
+    if why.len() > SHOWN {
+        writeln!(out, "  … and {} more skip reasons", why.len() - SHOWN)?;
+    }
     Ok(())
 }
 
@@ -317,6 +336,7 @@ fn write_json(out: &mut impl Write, mut rows: Rows<'_>) -> std::result::Result<(
             "equivalence_hash": r.hash,
             "stacks": runs,
             "skipped_stacks": r.skipped,
+            "skip_reasons": r.reasons,
         });
         serde_json::to_writer(&mut *out, &v).map_err(|e| Failure::Io(e.into()))?;
     }

@@ -174,6 +174,21 @@ fn drive(
     if use_slurm {
         provenance.executor = Some("slurm".into());
     }
+    for stack in &prep.stacks {
+        // argv[0] when it is written literally (a template such as `{{ run_dir }}/x` is built).
+        let program = match &stack.def.command {
+            Some(crate::model::stack::CommandSpec::Argv(argv)) => {
+                argv.first().filter(|p| !p.contains("{{"))
+            }
+            _ => None,
+        };
+        crate::store::provenance::add_stack_facts(
+            &mut provenance,
+            &stack.name,
+            program.map(String::as_str),
+            &stack.def.env,
+        );
+    }
     let (cancel_tx, cancel_rx) = watch::channel(false);
     let (decision_tx, decision_rx) = watch::channel(None);
     let decision_tx = Arc::new(decision_tx);

@@ -210,10 +210,19 @@ impl EngineDriver {
 
     fn journal_started(&mut self, step: &Step, attempt: u32) {
         let fp = self.fingerprint(step);
-        if let Err(e) = self
-            .journal
-            .started(&step.key(), attempt, &fp, Default::default())
-        {
+        let mut extra = serde_json::Map::new();
+        if let Step::Run { case_id, .. } = step {
+            // The run's containment unit, recorded before its process starts: a resume after a
+            // SIGKILL reaps what it left (`executor::unit::reap`).
+            if let Some(stack) = step.stack() {
+                let id = work::run_unit(&self.run_dir, case_id, stack, attempt);
+                if let Some(cg) = crate::executor::unit::cgroup_for(&id) {
+                    extra.insert("cgroup".into(), cg.display().to_string().into());
+                }
+                extra.insert("unit".into(), id.into());
+            }
+        }
+        if let Err(e) = self.journal.started(&step.key(), attempt, &fp, extra) {
             self.fail(e);
         }
     }
@@ -312,12 +321,24 @@ impl Driver for EngineDriver {
             }
             Step::Probe { stack } => {
                 self.journal_started(step, attempt);
-                let outcome = match self.stack_by_name(stack).map(|s| work::probe(&s)) {
-                    Some(Ok(())) => Outcome::Done,
-                    Some(Err(why)) => Outcome::StackUnavailable(why),
-                    None => Outcome::StackUnavailable(format!("unknown stack {stack}")),
+                let Some(s) = self.stack_by_name(stack) else {
+                    return send(Outcome::StackUnavailable(format!("unknown stack {stack}")));
                 };
-                send(outcome);
+                if s.def.ready.is_none() {
+                    // Nothing to run: answer at once, as before readiness probes existed.
+                    return send(match work::probe(&s) {
+                        Ok(()) => Outcome::Done,
+                        Err(why) => Outcome::StackUnavailable(why),
+                    });
+                }
+                let (rd, cancel) = (self.run_dir.clone(), self.cancel.clone());
+                tokio::spawn(async move {
+                    let outcome = match work::preflight(rd, s, cancel).await {
+                        Ok(()) => Outcome::Done,
+                        Err(why) => Outcome::StackUnavailable(why),
+                    };
+                    let _ = tx.send(Report { node, outcome });
+                });
             }
             Step::Run { run, case_id, .. } => {
                 self.journal_started(step, attempt);

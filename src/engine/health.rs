@@ -114,6 +114,7 @@ async fn probe_one(job: &ProbeJob, def: &StackDef, device: u32) -> Result<(), Op
             .path
             .join("probes")
             .join(format!("dev{device}.log")),
+        unit: None,
     };
     let outcome = run_process(&spec, &mut |_line: OutputLine| {}, job.cancel.clone())
         .await

@@ -1,16 +1,16 @@
-//! Ctrl-C and SIGTERM during a campaign.
+//! Ctrl-C, SIGTERM and SIGHUP during a campaign.
 //!
-//! Owns the signal listener and the two-stage contract: the first SIGINT/SIGTERM sets a flag the
-//! scheduler watches (stop launching, terminate running process groups, journal them
-//! `interrupted`, write results files, exit 3 with the hint from [`resume_hint`]); a second one
-//! SIGKILLs every process group still registered here and exits at once with code 3. The journal
-//! stays consistent through that because every journal line is one append and replay ignores a
-//! torn last line. It never touches the journal or the executor itself: they register with it.
+//! Owns the signal listener and the two-stage contract: the first SIGINT/SIGTERM/SIGHUP (a lost
+//! SSH session is a hang-up) sets a flag the scheduler watches (stop launching, stop running
+//! units, journal them `interrupted`, write results files, exit 3 with the hint from
+//! [`resume_hint`]); a second one SIGKILLs every containment unit still alive
+//! (`executor::unit::kill_all`) and exits at once with code 3. The journal stays consistent
+//! through that because every journal line is one append and replay ignores a torn last line.
+//! It never touches the journal; executors find the stop request through [`Interrupt::subscribe`].
 
-use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use tokio::sync::watch;
 
@@ -21,7 +21,6 @@ type OnSecond = Box<dyn Fn() + Send + Sync>;
 struct Inner {
     count: AtomicU32,
     tx: watch::Sender<bool>,
-    groups: Mutex<BTreeSet<i32>>,
     on_second: OnSecond,
 }
 
@@ -39,26 +38,9 @@ impl std::fmt::Debug for Interrupt {
     }
 }
 
-/// Removes its process group from the registry when dropped (the process was reaped).
-#[cfg(test)]
-#[derive(Debug)]
-pub(crate) struct GroupGuard {
-    interrupt: Interrupt,
-    pgid: i32,
-}
-
-#[cfg(test)]
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        if let Ok(mut g) = self.interrupt.inner.groups.lock() {
-            g.remove(&self.pgid);
-        }
-    }
-}
-
 impl Interrupt {
-    /// Listen for SIGINT and SIGTERM. Must be called inside a tokio runtime with signals
-    /// enabled; from then on the default "die at once" action of both signals is replaced.
+    /// Listen for SIGINT, SIGTERM and SIGHUP. Must be called inside a tokio runtime with signals
+    /// enabled; from then on the default "die at once" action of the three signals is replaced.
     pub(crate) fn install() -> Result<Interrupt> {
         Self::install_with(Box::new(exit_now))
     }
@@ -72,10 +54,11 @@ impl Interrupt {
                 Error::Environment(format!("cannot listen for {name} (Ctrl-C handling): {e}"))
             })
         };
-        // Both streams are registered here, before returning, so no signal can slip through
+        // The streams are registered here, before returning, so no signal can slip through
         // between install and the listener task's first poll.
         let mut int = listen(SignalKind::interrupt(), "SIGINT")?;
         let mut term = listen(SignalKind::terminate(), "SIGTERM")?;
+        let mut hup = listen(SignalKind::hangup(), "SIGHUP")?;
         let this = Self::with_action(on_second);
         let handle = this.clone();
         tokio::spawn(async move {
@@ -83,6 +66,7 @@ impl Interrupt {
                 tokio::select! {
                     s = int.recv() => if s.is_none() { break },
                     s = term.recv() => if s.is_none() { break },
+                    s = hup.recv() => if s.is_none() { break },
                 }
                 handle.deliver();
             }
@@ -102,14 +86,13 @@ impl Interrupt {
             inner: Arc::new(Inner {
                 count: AtomicU32::new(0),
                 tx,
-                groups: Mutex::new(BTreeSet::new()),
                 on_second,
             }),
         }
     }
 
     /// What a received signal does: the first requests a clean stop, the second kills every
-    /// registered process group and runs the exit action.
+    /// live containment unit and runs the exit action.
     pub(crate) fn deliver(&self) {
         let n = self.inner.count.fetch_add(1, Ordering::SeqCst) + 1;
         if n == 1 {
@@ -120,7 +103,7 @@ impl Interrupt {
             return;
         }
         if n == 2 {
-            self.kill_groups(libc::SIGKILL);
+            crate::executor::unit::kill_all();
             eprintln!(
                 "interrupted twice: exiting now; `campaign resume` re-runs what was in flight"
             );
@@ -151,86 +134,11 @@ impl Interrupt {
     pub(crate) fn subscribe(&self) -> watch::Receiver<bool> {
         self.inner.tx.subscribe()
     }
-
-    /// Register a running process group so a second signal kills it before exiting.
-    #[cfg(test)]
-    pub(crate) fn track_group(&self, pgid: i32) -> GroupGuard {
-        if let Ok(mut g) = self.inner.groups.lock() {
-            g.insert(pgid);
-        }
-        GroupGuard {
-            interrupt: self.clone(),
-            pgid,
-        }
-    }
-
-    /// Process groups currently registered.
-    pub(crate) fn groups(&self) -> Vec<i32> {
-        self.inner
-            .groups
-            .lock()
-            .map(|g| g.iter().copied().collect())
-            .unwrap_or_default()
-    }
-
-    /// Send `sig` to every registered process group (SIGTERM on the first signal is the
-    /// executor's job, with its grace period; this is the fallback for both).
-    pub(crate) fn kill_groups(&self, sig: i32) {
-        for pgid in self.groups() {
-            if pgid > 0 {
-                // SAFETY: kill(2) on a negative pid signals that process group; no memory involved.
-                unsafe { libc::kill(-pgid, sig) };
-            }
-        }
-    }
 }
 
-/// The default second-signal action: kill what is left of every stack process, exit 3.
+/// The default second-signal action (units are already killed): exit 3.
 fn exit_now() {
-    kill_child_groups(libc::SIGKILL);
     std::process::exit(exit::INTERRUPTED);
-}
-
-/// Send `sig` to the process group of every direct child that leads its own group — how the
-/// executor starts stack processes — so a second signal leaves nothing running even for groups
-/// nobody registered. Reads `/proc`; elsewhere it does nothing.
-pub(crate) fn kill_child_groups(sig: i32) {
-    for pgid in child_group_leaders() {
-        // SAFETY: kill(2) on a negative pid signals that process group; no memory involved.
-        unsafe { libc::kill(-pgid, sig) };
-    }
-}
-
-/// Pids of our direct children whose process group id is their own pid.
-fn child_group_leaders() -> Vec<i32> {
-    let me = std::process::id() as i32;
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for e in entries.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
-            continue;
-        };
-        // `pid (comm) state ppid pgrp …`; comm may contain spaces and parentheses.
-        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
-            continue;
-        };
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        let (Some(ppid), Some(pgrp)) = (
-            fields.get(1).and_then(|f| f.parse::<i32>().ok()),
-            fields.get(2).and_then(|f| f.parse::<i32>().ok()),
-        ) else {
-            continue;
-        };
-        if ppid == me && pgrp == pid && pid > 1 {
-            out.push(pid);
-        }
-    }
-    out
 }
 
 /// The line printed when a campaign stops early.
@@ -282,11 +190,11 @@ pub(crate) fn check_preparation() -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::process::{CommandExt, ExitStatusExt};
+    use crate::executor::unit::Unit;
     use std::sync::atomic::AtomicBool;
 
     #[test]
-    fn first_signal_requests_stop_second_kills_groups_and_exits() {
+    fn first_signal_requests_stop_second_kills_units_and_exits() {
         let exited = Arc::new(AtomicBool::new(false));
         let flag = exited.clone();
         let rt = tokio::runtime::Builder::new_multi_thread()
@@ -294,30 +202,32 @@ mod tests {
             .enable_all()
             .build()
             .unwrap();
-        let mut child = std::process::Command::new("sleep")
-            .arg("60")
-            .process_group(0)
-            .spawn()
-            .unwrap();
         rt.block_on(async {
+            // A unit holding a process that left campaign's process group and session.
+            let mut unit = Unit::open(&crate::executor::unit::fresh_id()).unwrap();
+            let mut cmd = tokio::process::Command::new("setsid");
+            cmd.args(["sleep", "60"]);
+            unit.apply(&mut cmd);
+            let mut child = cmd.spawn().unwrap();
+            unit.set_leader(child.id().unwrap() as i32);
             let i = Interrupt::install_with(Box::new(move || flag.store(true, Ordering::SeqCst)))
                 .unwrap();
-            let guard = i.track_group(child.id() as i32);
             assert!(!i.requested());
-            // A real SIGTERM to ourselves goes through the tokio listener.
+            // A real SIGHUP to ourselves goes through the tokio listener, like SIGTERM.
             // SAFETY: kill(2) on our own pid with a signal we now handle.
-            unsafe { libc::kill(libc::getpid(), libc::SIGTERM) };
+            unsafe { libc::kill(libc::getpid(), libc::SIGHUP) };
             tokio::time::timeout(std::time::Duration::from_secs(30), i.wait())
                 .await
-                .expect("stop requested after SIGTERM");
+                .expect("stop requested after SIGHUP");
             assert!(i.requested());
             assert!(!exited.load(Ordering::SeqCst));
-            assert_eq!(i.groups(), vec![child.id() as i32]);
             // SAFETY: as above.
             unsafe { libc::kill(libc::getpid(), libc::SIGINT) };
-            let status = tokio::task::spawn_blocking(move || child.wait().unwrap())
+            let status = tokio::time::timeout(std::time::Duration::from_secs(60), child.wait())
                 .await
+                .expect("the unit's process was killed")
                 .unwrap();
+            use std::os::unix::process::ExitStatusExt;
             assert_eq!(status.signal(), Some(libc::SIGKILL));
             for _ in 0..3000 {
                 if exited.load(Ordering::SeqCst) {
@@ -326,30 +236,11 @@ mod tests {
                 tokio::time::sleep(std::time::Duration::from_millis(10)).await;
             }
             assert!(exited.load(Ordering::SeqCst));
-            drop(guard);
-            assert!(i.groups().is_empty());
+            assert!(unit
+                .finish(None, std::time::Duration::ZERO)
+                .await
+                .is_empty());
         });
-    }
-
-    #[test]
-    fn child_group_leaders_finds_our_own_group_leading_children_only() {
-        let mut leader = std::process::Command::new("sleep")
-            .arg("60")
-            .process_group(0)
-            .spawn()
-            .unwrap();
-        let mut plain = std::process::Command::new("sleep")
-            .arg("60")
-            .spawn()
-            .unwrap();
-        let found = child_group_leaders();
-        assert!(found.contains(&(leader.id() as i32)), "{found:?}");
-        assert!(!found.contains(&(plain.id() as i32)), "{found:?}");
-        // SAFETY: signalling our own children.
-        unsafe { libc::kill(leader.id() as i32, libc::SIGKILL) };
-        unsafe { libc::kill(plain.id() as i32, libc::SIGKILL) };
-        leader.wait().unwrap();
-        plain.wait().unwrap();
     }
 
     #[test]
@@ -357,10 +248,6 @@ mod tests {
         let i = Interrupt::manual();
         let mut rx = i.subscribe();
         assert!(!*rx.borrow_and_update());
-        let g = i.track_group(12345);
-        assert_eq!(i.groups(), vec![12345]);
-        drop(g);
-        assert!(i.groups().is_empty());
         i.deliver();
         assert!(i.requested());
         assert!(rx.has_changed().unwrap() && *rx.borrow());

@@ -172,6 +172,8 @@ pub(crate) fn claim_resume(prep: &mut Prepared, resume: Resume, slurm: bool) -> 
         retry_failed,
     } = resume;
     let run_dir = Arc::new(RunDir::open(&run_dir));
+    // Before any device is leased again: whatever a killed session's runs left running.
+    let reaped = reap_leftovers(&replay);
     let fingerprints: BTreeMap<usize, String> = prep
         .runs
         .iter()
@@ -297,6 +299,9 @@ pub(crate) fn claim_resume(prep: &mut Prepared, resume: Resume, slurm: bool) -> 
     note.insert("resume".into(), json!(true));
     note.insert("retry_failed".into(), json!(retry_failed));
     note.insert("diff".into(), json!(decided.to_string()));
+    if !reaped.is_empty() {
+        note.insert("reaped".into(), Value::Object(reaped));
+    }
     journal.event("session", note)?;
     Ok(Claimed {
         run_dir,
@@ -309,4 +314,47 @@ pub(crate) fn claim_resume(prep: &mut Prepared, resume: Resume, slurm: bool) -> 
         reattach,
         stale_jobs,
     })
+}
+
+/// Kill what the runs a dead session left open (`started` without `finished`) still have
+/// running: every process of their journaled containment unit (`executor::unit::reap`). A run
+/// handed to a Slurm job is Slurm's to stop. Says what it killed; returns step → pids for the
+/// journal's `session` line.
+fn reap_leftovers(replay: &crate::store::journal::Replay) -> Map<String, Value> {
+    let mut steps = Vec::new();
+    let mut units = Vec::new();
+    for (step, state) in &replay.steps {
+        let Some((unit, cgroup)) = state.unit.as_ref().filter(|_| state.is_interrupted()) else {
+            continue;
+        };
+        if state.slurm_job.is_some_and(|j| j.attempt == state.attempts) {
+            continue;
+        }
+        steps.push(step);
+        units.push((unit.clone(), cgroup.as_ref().map(PathBuf::from)));
+    }
+    let mut out = Map::new();
+    if units.is_empty() {
+        return out;
+    }
+    for (step, killed) in steps.into_iter().zip(crate::executor::unit::reap(&units)) {
+        if killed.is_empty() {
+            continue;
+        }
+        let names: Vec<String> = killed
+            .iter()
+            .map(|k| format!("{} ({})", k.pid, k.comm))
+            .collect();
+        println!(
+            "resume: killed {} process{} left running by {step} of the earlier session: {}",
+            killed.len(),
+            if killed.len() == 1 { "" } else { "es" },
+            names.join(", ")
+        );
+        out.insert(
+            step.clone(),
+            json!(killed.iter().map(|k| k.pid).collect::<Vec<_>>()),
+        );
+    }
+    out
 }

@@ -4,7 +4,12 @@
 //! and after how long), `fail` (non-zero exit, killed by a signal, declared golden mismatch, a
 //! round with ok=false, fewer rounds than asked — the reason says which), `interrupted`, else
 //! `pass`. Also fills what the engine knows about samples (labels, engine-measured times,
-//! bandwidth recomputed from bytes and time). Pure: no I/O, no clocks.
+//! bandwidth recomputed from bytes and time). A failure's reason ends with its cause: the most
+//! telling output line (`verdict::cause`). Pure: no I/O, no clocks.
+
+mod cause;
+
+pub(crate) use cause::Cause;
 
 use std::time::Duration;
 
@@ -100,7 +105,9 @@ pub(crate) fn complete(samples: &mut [Sample], elapsed: Option<Duration>, n_byte
     engine
 }
 
-/// The status of a run from its last process outcome and everything parsed.
+/// The status of a run from its last process outcome and everything parsed. `cause` is the
+/// most telling line of the last process's output ([`Cause::text`]): a failure or timeout the
+/// stack did not explain itself (no `error` of its own) carries it.
 pub(crate) fn judge(
     outcome: &ProcessOutcome,
     parsed: &Parsed,
@@ -108,12 +115,17 @@ pub(crate) fn judge(
     warmup: u32,
     timed: u32,
     limits: &ProcessSpec,
+    cause: Option<&str>,
 ) -> (RunStatus, Option<String>) {
-    let said = |base: String| match &parsed.error {
-        Some(e) => format!("{base}: {e}"),
-        None => base,
+    let said = |base: String| match (&parsed.error, cause) {
+        (Some(e), _) => format!("{base}: {e}"),
+        (None, Some(c)) => format!("{base}: {c}"),
+        (None, None) => base,
     };
     if let Some((status, reason)) = process_problem(outcome, limits) {
+        if status == RunStatus::Interrupted {
+            return (status, Some(reason));
+        }
         return (status, Some(said(reason)));
     }
     if parsed.correctness == Some(false) {
@@ -139,6 +151,9 @@ pub(crate) fn judge(
         );
         if let Some(w) = parsed.warnings.first() {
             reason.push_str(&format!(" (garbage output: {w})"));
+        }
+        if let Some(c) = cause {
+            reason.push_str(&format!(": {c}"));
         }
         return (RunStatus::Fail, Some(reason));
     }
@@ -175,10 +190,10 @@ mod tests {
         let p = Parsed::default();
         let l = ProcessSpec::default();
         assert_eq!(
-            judge(&ok_outcome(), &p, &samples(3), 1, 2, &l).0,
+            judge(&ok_outcome(), &p, &samples(3), 1, 2, &l, None).0,
             RunStatus::Pass
         );
-        let (st, why) = judge(&ok_outcome(), &p, &samples(2), 1, 2, &l);
+        let (st, why) = judge(&ok_outcome(), &p, &samples(2), 1, 2, &l, None);
         assert_eq!(st, RunStatus::Fail);
         assert_eq!(
             why.unwrap(),
@@ -188,7 +203,9 @@ mod tests {
             warnings: vec!["line 1: not a sample".into()],
             ..Parsed::default()
         };
-        let why = judge(&ok_outcome(), &garbage, &[], 1, 2, &l).1.unwrap();
+        let why = judge(&ok_outcome(), &garbage, &[], 1, 2, &l, None)
+            .1
+            .unwrap();
         assert!(why.contains("garbage output: line 1"), "{why}");
     }
 
@@ -215,19 +232,24 @@ mod tests {
         let mut o = ok_outcome();
         o.exit_code = Some(3);
         assert_eq!(
-            judge(&o, &p, &samples(3), 1, 2, &l).1.unwrap(),
+            judge(&o, &p, &samples(3), 1, 2, &l, None).1.unwrap(),
             "exit code 3"
+        );
+        let cause = Some("ValueError: got 17 (see run.log)");
+        assert_eq!(
+            judge(&o, &p, &samples(3), 1, 2, &l, cause).1.unwrap(),
+            "exit code 3: ValueError: got 17 (see run.log)"
         );
         o.exit_code = None;
         o.killed = Some(KillReason::Timeout);
-        let (st, why) = judge(&o, &p, &[], 1, 2, &l);
+        let (st, why) = judge(&o, &p, &[], 1, 2, &l, None);
         assert_eq!(st, RunStatus::Timeout);
         assert!(
             why.unwrap().starts_with("wall-clock timeout (2"),
             "timeout reason"
         );
         o.killed = Some(KillReason::NoOutput);
-        assert!(judge(&o, &p, &[], 1, 2, &l)
+        assert!(judge(&o, &p, &[], 1, 2, &l, None)
             .1
             .unwrap()
             .contains("no_output_timeout"));
@@ -236,12 +258,18 @@ mod tests {
             error: Some("rank 1 element 7: got 3, expected 4".into()),
             ..Parsed::default()
         };
-        let why = judge(&ok_outcome(), &wrong, &samples(3), 1, 2, &l)
+        // The stack's own words win over the output's last error line.
+        let why = judge(&ok_outcome(), &wrong, &samples(3), 1, 2, &l, cause)
             .1
             .unwrap();
         assert_eq!(
             why,
             "the stack reported a golden mismatch: rank 1 element 7: got 3, expected 4"
+        );
+        o.killed = Some(KillReason::Interrupted);
+        assert_eq!(
+            judge(&o, &p, &[], 1, 2, &l, cause).1.unwrap(),
+            "interrupted"
         );
     }
 }

@@ -226,6 +226,13 @@ async fn run_rounds(
         no_output_timeout: stack.no_output_timeout,
         grace: GRACE,
         log_path: bundle.join("run.log"),
+        // Every round of the attempt runs in the unit the journal's `started` line names.
+        unit: Some(run_unit(
+            &job.run_dir,
+            &job.case_id,
+            &stack.name,
+            job.attempt,
+        )),
         ..ProcessSpec::default()
     };
     let plan_rounds: Vec<(u32, u32)> = match stack.def.shape() {
@@ -242,7 +249,31 @@ async fn run_rounds(
     let mut slurm_verdict: Option<(RunStatus, String)> = None;
     let mut reattach = job.reattach;
     let mut merged = Parsed::default();
-    for (w, t) in plan_rounds {
+    let mut cause = verdict::Cause::default();
+    let n_processes = plan_rounds.len();
+    // One process per round append to one run.log: mark where each starts and ends (locally,
+    // where campaign writes run.log itself; under Slurm the job writes it). A single-process run
+    // keeps its run.log exactly as the process printed it.
+    let mark = subprocess && !job.executor.grants_devices();
+    let (mut n_warm, mut n_timed) = (0u32, 0u32);
+    for (index, (w, t)) in plan_rounds.into_iter().enumerate() {
+        // Only the last process's output can explain how the run ended.
+        cause.reset();
+        let what = if subprocess {
+            if w > 0 {
+                n_warm += 1;
+            } else {
+                n_timed += 1;
+            }
+            let label = if w > 0 {
+                format!("warmup-{n_warm}")
+            } else {
+                format!("timed-{n_timed}")
+            };
+            format!("round {}/{n_processes} ({label})", index + 1)
+        } else {
+            String::new()
+        };
         let rendered = render(&stack.name, &stack.def, &ctx(w, t)).map_err(|e| e.to_string())?;
         facts.argv = rendered.argv.clone();
         facts.env = rendered.env.clone();
@@ -270,9 +301,20 @@ async fn run_rounds(
             on_submit: &job.on_submit,
             cancel: job.cancel.clone(),
         };
+        if mark {
+            let argv = spec.argv.join(" ");
+            append_marker(
+                &limits.log_path,
+                &format!("==> campaign: {what} start: {argv}"),
+            )
+            .map_err(Stop::Write)?;
+        }
         let ran = job
             .executor
-            .run(request, &mut |line: OutputLine| parser.feed(&line))
+            .run(request, &mut |line: OutputLine| {
+                cause.feed(&line);
+                parser.feed(&line)
+            })
             .await
             .map_err(|e| match e {
                 ExecFailure::RunDir(e) => Stop::Write(e),
@@ -310,6 +352,20 @@ async fn run_rounds(
             }
             Ran::Detached(id) => return Err(Stop::Detached(id)),
         };
+        if mark {
+            let how = match (outcome.killed, outcome.exit_code, outcome.signal) {
+                (Some(k), _, _) => format!("killed ({k:?})"),
+                (None, Some(c), _) => format!("exit code {c}"),
+                (None, None, Some(sig)) => format!("signal {sig}"),
+                _ => "ended".to_string(),
+            };
+            let secs = outcome.elapsed.as_secs_f64();
+            append_marker(
+                &limits.log_path,
+                &format!("<== campaign: {what} end: {how} after {secs:.3} s"),
+            )
+            .map_err(Stop::Write)?;
+        }
         facts.signal = outcome.signal;
         let mut got = parsed.samples.clone();
         if subprocess {
@@ -345,7 +401,19 @@ async fn run_rounds(
     let (outcome, _) = last.ok_or("no process was run")?;
     let (status, reason) = match slurm_verdict {
         Some((status, reason)) => (status, Some(reason)),
-        None => verdict::judge(&outcome, &merged, &samples, warmup, timed, &limits),
+        None => {
+            let cause = cause.text();
+            let limits = &limits;
+            verdict::judge(
+                &outcome,
+                &merged,
+                &samples,
+                warmup,
+                timed,
+                limits,
+                cause.as_deref(),
+            )
+        }
     };
     Ok(RunResult {
         case: case.clone(),
@@ -361,6 +429,40 @@ async fn run_rounds(
         ended: None,
         timing_source: Some(if engine_timed { "engine" } else { "stack" }.into()),
     })
+}
+
+/// Append one marker line to `run.log` (on a line of its own even after output that did not
+/// end with a newline), so a reader sees where each of the run's processes starts and ends.
+fn append_marker(log: &Path, text: &str) -> crate::error::Result<()> {
+    use std::io::{Read, Seek, SeekFrom, Write};
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .read(true)
+        .open(log)
+        .map_err(|e| crate::error::Error::io(log, e))?;
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let mut line = String::new();
+    if len > 0 {
+        let mut last = [0u8; 1];
+        let ended = f.seek(SeekFrom::Start(len - 1)).is_ok()
+            && f.read_exact(&mut last).is_ok()
+            && last[0] == b'\n';
+        if !ended {
+            line.push('\n');
+        }
+    }
+    line.push_str(text);
+    line.push('\n');
+    f.write_all(line.as_bytes())
+        .map_err(|e| crate::error::Error::io(log, e))
+}
+
+/// The containment unit of attempt `attempt` of a run (`executor::unit::id_for`): the driver
+/// journals it with `started`, so a resume after a crash can reap what the attempt left.
+pub(crate) fn run_unit(run_dir: &RunDir, case_id: &str, stack: &str, attempt: u32) -> String {
+    let step = crate::store::journal::run_step(case_id, stack);
+    crate::executor::unit::id_for(&run_dir.path, &step, attempt)
 }
 
 /// Build a stack once: `Err` is the reason its runs are `unavailable` (the log stays in
@@ -389,6 +491,7 @@ pub(crate) async fn build(
         no_output_timeout: stack.no_output_timeout,
         grace: GRACE,
         log_path: run_dir.path.join(&rel),
+        unit: None,
     };
     let _ = write_json(
         &run_dir
@@ -398,13 +501,85 @@ pub(crate) async fn build(
             .join("build.json"),
         &serde_json::json!({"argv": spec.argv, "cwd": spec.cwd}),
     );
-    let outcome = run_process(&spec, &mut |_line: OutputLine| {}, cancel)
+    let mut cause = verdict::Cause::default();
+    let outcome = run_process(&spec, &mut |line: OutputLine| cause.feed(&line), cancel)
         .await
         .map_err(|e| format!("build failed to start: {e}"))?;
     match verdict::process_problem(&outcome, &spec) {
         None => Ok(()),
-        Some((_, why)) => Err(format!("build failed ({why}); log: {}", rel.display())),
+        Some((_, why)) => {
+            let said = cause.line().map(|c| format!(": {c}")).unwrap_or_default();
+            Err(format!(
+                "build failed ({why}){said}; log: {}",
+                rel.display()
+            ))
+        }
     }
+}
+
+/// How long a readiness probe may take (an import of torch on a cold cache takes seconds).
+pub(crate) const READY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Run the stack's readiness probe (`ready`), if it declares one, in its own containment unit
+/// with its output in `log`. `Err` is the reason the stack is `unavailable`: the probe's command,
+/// how it ended and its most telling output line.
+pub(crate) async fn ready(
+    name: &str,
+    def: &crate::model::stack::StackDef,
+    root: Option<&Path>,
+    log: &Path,
+    cancel: watch::Receiver<bool>,
+) -> Result<(), String> {
+    let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+    let rendered = crate::stack::render::render_ready(name, def, root, &here)
+        .map_err(|e| format!("readiness probe: {e}"))?;
+    let Some(rendered) = rendered else {
+        return Ok(());
+    };
+    let shown = rendered.argv.join(" ");
+    let spec = ProcessSpec {
+        argv: rendered.argv,
+        env: rendered.env,
+        cwd: rendered.cwd,
+        timeout: Some(READY_TIMEOUT),
+        no_output_timeout: None,
+        grace: GRACE,
+        log_path: log.to_path_buf(),
+        unit: None,
+    };
+    let mut cause = verdict::Cause::default();
+    let outcome = run_process(&spec, &mut |line: OutputLine| cause.feed(&line), cancel)
+        .await
+        .map_err(|e| format!("readiness probe `{shown}` could not start: {e}"))?;
+    match verdict::process_problem(&outcome, &spec) {
+        None => Ok(()),
+        Some((_, why)) => {
+            let said = cause.line().map(|c| format!(": {c}")).unwrap_or_default();
+            Err(format!("readiness probe `{shown}` failed ({why}){said}"))
+        }
+    }
+}
+
+/// The pre-flight of a stack (the `probe:<stack>` step): availability (root, `requires`,
+/// program), then the readiness probe with its log in `builds/<stack>/ready.log`.
+pub(crate) async fn preflight(
+    run_dir: Arc<RunDir>,
+    stack: Arc<EngineStack>,
+    cancel: watch::Receiver<bool>,
+) -> Result<(), String> {
+    probe(&stack)?;
+    let root = stack.root.clone()?;
+    let log = run_dir
+        .path
+        .join("builds")
+        .join(&stack.name)
+        .join("ready.log");
+    ready(&stack.name, &stack.def, root.as_deref(), &log, cancel)
+        .await
+        .map_err(|why| match &stack.def.hint {
+            Some(hint) => format!("{why} ({hint})"),
+            None => why,
+        })
 }
 
 /// Is the stack available here (root, `requires`, program)? `Err` is the reason.

@@ -1,10 +1,12 @@
 //! The local executor: run one stack process on this machine and report how it ended.
 //!
-//! Owns spawning (own process group), reading stdout and stderr concurrently to the end, the raw
-//! `run.log` (bytes exactly as produced, interleaved by line in arrival order), the wall-clock,
-//! no-output and cancel stops (SIGTERM to the group, SIGKILL after the grace period) and making
-//! sure nothing of the group is left running. It does not parse output (every line goes to the
-//! caller's `on_line`) and does not decide run status (the caller reads `ProcessOutcome`).
+//! Owns spawning (own process group, inside its containment unit — `executor::unit`), reading
+//! stdout and stderr concurrently to the end, the raw `run.log` (bytes exactly as produced,
+//! interleaved by line in arrival order), the wall-clock, no-output and cancel stops (SIGTERM to
+//! the whole unit, SIGKILL after the grace period) and making sure nothing of the unit is left
+//! running when it returns — setsid, setpgid and double-forked descendants included. It does not
+//! parse output (every line goes to the caller's `on_line`) and does not decide run status (the
+//! caller reads `ProcessOutcome`).
 
 use std::io::Write;
 use std::os::unix::process::ExitStatusExt;
@@ -18,7 +20,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::{sleep_until, Instant};
 
 use crate::error::{Error, Result};
-use crate::executor::pgroup::{group_alive, signal_group};
+use crate::executor::unit::Unit;
 use crate::executor::{KillReason, ProcessOutcome, ProcessSpec};
 use crate::model::output::{OutputLine, Stream};
 
@@ -26,12 +28,10 @@ use crate::model::output::{OutputLine, Stream};
 /// so a stack printing megabytes without a newline cannot exhaust memory.
 pub(crate) const MAX_LINE_BYTES: usize = 1 << 20;
 
-/// How long to keep reading, once the group is gone, when something outside it (a daemon that
-/// called `setsid`) still holds the pipes open.
+/// How long to keep reading, once the unit is gone, when something outside it still holds the
+/// pipes open (a process campaign could not contain: it cleared its environment and escaped
+/// the process tree on a machine without cgroups).
 const DRAIN_AFTER_KILL: Duration = Duration::from_secs(2);
-
-/// Poll interval while waiting for the last group members to disappear.
-const GROUP_POLL: Duration = Duration::from_millis(20);
 
 /// One piece of output as read: a whole line (with its newline), a final line without one, or
 /// a piece of an over-long line.
@@ -39,21 +39,6 @@ struct Chunk {
     stream: Stream,
     at: Duration,
     bytes: Vec<u8>,
-}
-
-/// Kills the whole group if `run_process` returns early or its future is dropped mid-run, so an
-/// error path or a cancelled caller never leaves a stack running.
-struct GroupGuard {
-    pgid: i32,
-    armed: bool,
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        if self.armed {
-            signal_group(self.pgid, libc::SIGKILL);
-        }
-    }
 }
 
 /// Run `spec` to the end. Every output line goes to `on_line` (and, byte-exact, to
@@ -88,6 +73,16 @@ pub async fn run_process(
         });
     }
 
+    let unit_id = spec
+        .unit
+        .clone()
+        .unwrap_or_else(crate::executor::unit::fresh_id);
+    // Dropping the unit (an early return, a cancelled future) kills whatever it holds.
+    let mut unit = Unit::open(&unit_id).map_err(|e| {
+        Error::Environment(format!(
+            "cannot create the containment unit of `{program}`: {e}"
+        ))
+    })?;
     let mut command = tokio::process::Command::new(program);
     command
         .args(&spec.argv[1..])
@@ -98,10 +93,10 @@ pub async fn run_process(
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
+    unit.apply(&mut command);
     let start = Instant::now();
     let mut child = command.spawn().map_err(|e| spawn_error(program, e))?;
-    let pgid = child.id().map(|id| id as i32).unwrap_or(0);
-    let mut guard = GroupGuard { pgid, armed: true };
+    unit.set_leader(child.id().map(|id| id as i32).unwrap_or(0));
 
     let (tx, mut rx) = mpsc::channel::<Chunk>(256);
     let activity = Arc::new(AtomicU64::new(0));
@@ -157,11 +152,11 @@ pub async fn run_process(
                     "waiting for `{program}` failed: {e}"
                 )))?);
                 // The leader is done; whatever it left behind (background children holding
-                // the pipes) is stopped now rather than waited for. Pipes held from outside
-                // the group (a `setsid` daemon) cannot be stopped: read a little, then leave.
+                // the pipes, in its group or not) is stopped now rather than waited for. Pipes
+                // held from outside the unit cannot be stopped: read a little, then leave.
                 if streams_open && kill_at.is_none() {
-                    if group_alive(pgid) {
-                        signal_group(pgid, libc::SIGTERM);
+                    if unit.alive() {
+                        unit.signal(libc::SIGTERM);
                         kill_at = Some(Instant::now() + spec.grace);
                     } else if give_up_at.is_none() {
                         give_up_at = Some(Instant::now() + DRAIN_AFTER_KILL);
@@ -170,7 +165,7 @@ pub async fn run_process(
             },
             _ = sleep_until(deadline.unwrap_or(far)), if deadline.is_some() && killed.is_none() && exit.is_none() => {
                 killed = Some(KillReason::Timeout);
-                stop(pgid, &mut kill_at, spec.grace);
+                stop(&mut unit, &mut kill_at, spec.grace);
             },
             _ = sleep_until(quiet_deadline.unwrap_or(far)), if quiet_deadline.is_some() && killed.is_none() && exit.is_none() => {
                 // Output may have arrived while we slept; only a real silence counts.
@@ -178,20 +173,20 @@ pub async fn run_process(
                 if let Some(limit) = spec.no_output_timeout {
                     if start.elapsed() >= last + limit {
                         killed = Some(KillReason::NoOutput);
-                        stop(pgid, &mut kill_at, spec.grace);
+                        stop(&mut unit, &mut kill_at, spec.grace);
                     }
                 }
             },
             changed = cancel.changed(), if cancel_live && killed.is_none() => match changed {
                 Ok(()) => if *cancel.borrow_and_update() {
                     killed = Some(KillReason::Interrupted);
-                    stop(pgid, &mut kill_at, spec.grace);
+                    stop(&mut unit, &mut kill_at, spec.grace);
                 },
                 // The sender is gone: nobody can cancel any more.
                 Err(_) => cancel_live = false,
             },
             _ = sleep_until(kill_at.unwrap_or(far)), if kill_at.is_some() && give_up_at.is_none() => {
-                signal_group(pgid, libc::SIGKILL);
+                unit.kill();
                 give_up_at = Some(Instant::now() + DRAIN_AFTER_KILL);
             },
             _ = sleep_until(give_up_at.unwrap_or(far)), if give_up_at.is_some() => break,
@@ -201,8 +196,9 @@ pub async fn run_process(
     for reader in &readers {
         reader.abort();
     }
-    finish_group(pgid, kill_at, spec.grace).await;
-    guard.armed = false;
+    // Nothing the process started outlives it: members still alive after the leader and the
+    // pipes are done get SIGTERM, then SIGKILL after the grace.
+    let _ = unit.finish(kill_at, spec.grace).await;
 
     Ok(ProcessOutcome {
         exit_code: exit.and_then(|s| s.code()),
@@ -212,37 +208,11 @@ pub async fn run_process(
     })
 }
 
-/// SIGTERM the group once and arm the SIGKILL deadline.
-fn stop(pgid: i32, kill_at: &mut Option<Instant>, grace: Duration) {
+/// SIGTERM the unit once and arm the SIGKILL deadline.
+fn stop(unit: &mut Unit, kill_at: &mut Option<Instant>, grace: Duration) {
     if kill_at.is_none() {
-        signal_group(pgid, libc::SIGTERM);
+        unit.signal(libc::SIGTERM);
         *kill_at = Some(Instant::now() + grace);
-    }
-}
-
-/// Leave nothing running: members still alive after the leader and the pipes are done (a
-/// background child with its output redirected) get SIGTERM, then SIGKILL after the grace.
-async fn finish_group(pgid: i32, kill_at: Option<Instant>, grace: Duration) {
-    if !group_alive(pgid) {
-        return;
-    }
-    let kill_at = match kill_at {
-        Some(at) => at,
-        None => {
-            signal_group(pgid, libc::SIGTERM);
-            Instant::now() + grace
-        }
-    };
-    while Instant::now() < kill_at {
-        tokio::time::sleep(GROUP_POLL).await;
-        if !group_alive(pgid) {
-            return;
-        }
-    }
-    signal_group(pgid, libc::SIGKILL);
-    let until = Instant::now() + DRAIN_AFTER_KILL;
-    while group_alive(pgid) && Instant::now() < until {
-        tokio::time::sleep(GROUP_POLL).await;
     }
 }
 

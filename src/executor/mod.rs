@@ -1,5 +1,5 @@
-//! Executors: where a run's processes actually execute — this machine (`local`, with `pgroup`
-//! for process groups) or a Slurm cluster (`slurm`).
+//! Executors: where a run's processes actually execute — this machine (`local`, each process
+//! contained in a `unit`) or a Slurm cluster (`slurm`).
 //!
 //! The engine decides the executor once, when it prepares a campaign, and hands every run's
 //! processes to it through the [`Executor`] trait; the scheduler owns run state and executors
@@ -7,9 +7,9 @@
 //! (`ProcessSpec` in, `ProcessOutcome` out); every output line reaches the caller's `on_line`.
 
 pub mod local;
-pub mod pgroup;
 pub mod process;
 pub mod slurm;
+pub mod unit;
 
 use std::future::Future;
 use std::path::Path;

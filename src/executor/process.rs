@@ -25,6 +25,9 @@ pub struct ProcessSpec {
     pub grace: Duration,
     /// Raw output, whole, appended here as it arrives (stdout and stderr interleaved by line).
     pub log_path: PathBuf,
+    /// The containment unit (`executor::unit`) the process runs in; `None` gets a fresh one.
+    /// Runs name theirs from the run dir, step and attempt so the journal can record it.
+    pub unit: Option<String>,
 }
 
 /// Why a process was killed by the engine.

@@ -203,6 +203,18 @@ pub struct Provenance {
 pub struct StackRoot {
     pub(crate) path: Option<String>,
     pub(crate) git_commit: Option<String>,
+    /// Git commits of checkouts nested under the root (`build/pto-isa` → commit).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) nested_git: BTreeMap<String, String>,
+    /// The program the stack's command runs (argv[0] resolved on PATH, symlinks followed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) program: Option<String>,
+    /// First line of `<program> --version`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) program_version: Option<String>,
+    /// The stack's `env` table as written: what is added to every process's environment.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) env: BTreeMap<String, String>,
 }
 
 /// All runs of one run dir.

@@ -10,6 +10,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::case::{Dtype, Platform, Variant};
 
+mod constraint;
+
 /// A command: an argv of minijinja templates, or one shell string (only with `shell = true`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
@@ -132,6 +134,25 @@ pub struct StackDef {
         with = "crate::model::units::duration_opt"
     )]
     pub(crate) no_output_timeout: Option<Duration>,
+    /// Readiness probe (argv, or one string run with `sh -c`): run by `doctor` and by the
+    /// engine's pre-flight; a non-zero exit makes the stack `unavailable` with its output as the
+    /// reason (e.g. `python3 -c "import simpler, torch"`). Scope: `root`, `campaign_exe`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) ready: Option<CommandSpec>,
+    /// Fewest ranks the stack runs with; a case below is `skipped` at plan time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) min_p: Option<u32>,
+    /// Most ranks the stack runs with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) max_p: Option<u32>,
+    /// P must be a multiple of this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) p_multiple_of: Option<u32>,
+    /// Expressions over the case's fields (minijinja, like `[filter] where`) that must all be
+    /// true, e.g. `variant != 'ibing' or p == 2`; a case failing one is `skipped`, the
+    /// expression named in the reason.
+    #[serde(default, rename = "where", skip_serializing_if = "Option::is_none")]
+    pub(crate) constraints: Option<Vec<String>>,
 }
 
 impl StackDef {
@@ -157,7 +178,12 @@ impl StackDef {
             probe,
             root,
             timeout,
-            no_output_timeout
+            no_output_timeout,
+            ready,
+            min_p,
+            max_p,
+            p_multiple_of,
+            constraints
         );
         for (k, v) in &other.env {
             self.env.insert(k.clone(), v.clone());
@@ -213,6 +239,41 @@ impl StackDef {
                 return Some(format!("count {} outside this stack's limits", case.count));
             }
         }
+        if let Some(min) = self.min_p.filter(|m| case.p < *m) {
+            return Some(format!("p = {} below this stack's min_p = {min}", case.p));
+        }
+        if let Some(max) = self.max_p.filter(|m| case.p > *m) {
+            return Some(format!("p = {} above this stack's max_p = {max}", case.p));
+        }
+        if let Some(k) = self
+            .p_multiple_of
+            .filter(|k| *k > 0 && !case.p.is_multiple_of(*k))
+        {
+            return Some(format!(
+                "p = {} not a multiple of this stack's p_multiple_of = {k}",
+                case.p
+            ));
+        }
+        for text in self.constraints.iter().flatten() {
+            match constraint::holds(text, case) {
+                Ok(true) => {}
+                Ok(false) => {
+                    return Some(format!(
+                        "this stack's constraint `{text}` does not hold (variant {}, p = {}, count = {})",
+                        case.variant, case.p, case.count
+                    ))
+                }
+                Err(e) => return Some(e),
+            }
+        }
         None
+    }
+
+    /// Check the `where` constraints compile (plan validation names the stack and the key).
+    pub(crate) fn check_constraints(&self) -> Result<(), String> {
+        for text in self.constraints.iter().flatten() {
+            constraint::compile(text)?;
+        }
+        Ok(())
     }
 }

@@ -140,6 +140,7 @@ pub(crate) fn parse_with(text: &str, path: &Path, executor: Option<ExecutorKind>
         plan.stack_defs = stacks::read_defs(&mut cx, item, text);
     }
     stacks::check_axis(&mut cx, &plan, &spans);
+    stacks::check_variants(&mut cx, &plan, &spans);
     if let Some(item) = sections.get("run") {
         plan.run = config::read_run(&mut cx, item);
     }

@@ -127,7 +127,14 @@ pub(crate) fn read_defs(
         return names_only();
     }
     match toml::from_str::<StacksOnly>(text) {
-        Ok(s) => s.stacks,
+        Ok(s) => {
+            for (name, def) in &s.stacks {
+                if let Err(msg) = def.check_constraints() {
+                    cx.error(&item.span(), &format!("stacks.{name}.where"), msg);
+                }
+            }
+            s.stacks
+        }
         Err(err) => {
             let span = err.span().unwrap_or(item.span());
             cx.error(&span, "stacks", err.message().trim_end().to_string());
@@ -162,6 +169,50 @@ pub(crate) fn check_axis(cx: &mut Ctx<'_>, plan: &Plan, spans: &Spans) {
                 format!(
                     "unknown stack `{name}`{hint}; shipped or defined in [stacks]: {}",
                     known.join(", ")
+                ),
+            );
+        }
+    }
+}
+
+/// Variant names are free, but a variant no stack of the plan supports is a typo, not a plan:
+/// it is rejected naming the variants the plan's stacks do support. A stack without `variants`
+/// supports every name.
+pub(crate) fn check_variants(cx: &mut Ctx<'_>, plan: &Plan, spans: &Spans) {
+    let shipped = shipped();
+    let mut supported: Vec<&str> = Vec::new();
+    for name in &plan.stacks {
+        let mut def = shipped.get(name).cloned().unwrap_or_default();
+        if let Some(overlay) = plan.stack_defs.get(name) {
+            def.overlay(overlay);
+        }
+        match &def.variants {
+            None => return,
+            Some(v) => supported.extend(v.iter().map(|v| v.as_str())),
+        }
+    }
+    supported.sort_unstable();
+    supported.dedup();
+    let values: Vec<String> = std::iter::once(plan.case_defaults.get("variant"))
+        .flatten()
+        .chain(
+            plan.axes
+                .iter()
+                .filter(|a| a.name == "variant")
+                .flat_map(|a| a.values.iter()),
+        )
+        .filter_map(|v| v.as_str().map(str::to_string))
+        .collect();
+    let span = spans.fields.get("variant").cloned().unwrap_or(0..0);
+    for v in values {
+        if !supported.contains(&v.as_str()) {
+            let hint = did_you_mean(&v, supported.iter().copied());
+            cx.error(
+                &span,
+                "variant",
+                format!(
+                    "unknown variant `{v}`{hint}: no stack of this plan supports it (they support: {})",
+                    supported.join(", ")
                 ),
             );
         }

@@ -44,6 +44,12 @@ pub fn host() -> StackDef {
         ])),
         parser: Some("native".into()),
         resource: Some(Resource::Cpu),
+        // What `bench allreduce` implements; other variant names belong to other stacks.
+        variants: Some(vec![
+            crate::model::case::Variant::Mesh,
+            crate::model::case::Variant::Ring,
+            crate::model::case::Variant::Twophase,
+        ]),
         ..StackDef::default()
     }
 }

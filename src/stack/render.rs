@@ -130,6 +130,44 @@ pub fn render_build(
     }))
 }
 
+/// Render `def`'s readiness probe `ready` (scope: `root`, `campaign_exe`; `env` entries that
+/// use nothing else). It runs in the root when there is one, else in `cwd`. `None` when the
+/// definition declares none.
+pub fn render_ready(
+    name: &str,
+    def: &StackDef,
+    root: Option<&Path>,
+    cwd: &Path,
+) -> Result<Option<Rendered>> {
+    let Some(ready) = &def.ready else {
+        return Ok(None);
+    };
+    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("campaign"));
+    let mut scope = Map::new();
+    scope.insert("campaign_exe".into(), path_value(&exe));
+    if let Some(root) = root {
+        scope.insert("root".into(), path_value(root));
+    }
+    let renderer = Renderer::new(name, Value::Object(scope));
+    let mut env = Vec::new();
+    for (key, template) in &def.env {
+        if renderer.uses_only_scope(template) {
+            env.push((
+                key.clone(),
+                renderer.render(&format!("env.{key}"), template)?,
+            ));
+        }
+    }
+    if let Some(root) = root {
+        env.push(("CAMPAIGN_ROOT".into(), path_string(root)));
+    }
+    Ok(Some(Rendered {
+        argv: free_argv(&renderer, "ready", ready)?,
+        env,
+        cwd: root.unwrap_or(cwd).to_path_buf(),
+    }))
+}
+
 /// The run scope as a JSON object (also what `requires` and docs describe).
 pub(crate) fn run_scope(ctx: &RenderContext) -> Value {
     let devices_csv = join_ids(&ctx.devices);
@@ -178,7 +216,7 @@ fn run_argv(renderer: &Renderer, command: &CommandSpec, shell: bool) -> Result<V
         (CommandSpec::Shell(text), true) => Ok(vec![
             "sh".into(),
             "-c".into(),
-            renderer.render("command", text)?,
+            renderer.render_shell("command", text)?,
         ]),
         (CommandSpec::Shell(_), false) => Err(renderer.error(
             "command",
@@ -192,13 +230,14 @@ fn run_argv(renderer: &Renderer, command: &CommandSpec, shell: bool) -> Result<V
     }
 }
 
-/// `build` and `probe`: an array is an argv, a string runs with `sh -c` (no `shell` key needed).
+/// `build`, `probe` and `ready`: an array is an argv, a string runs with `sh -c` (no `shell` key
+/// needed; its values are shell-quoted like a shell `command`'s).
 fn free_argv(renderer: &Renderer, field: &str, command: &CommandSpec) -> Result<Vec<String>> {
     match command {
         CommandSpec::Shell(text) => Ok(vec![
             "sh".into(),
             "-c".into(),
-            renderer.render(field, text)?,
+            renderer.render_shell(field, text)?,
         ]),
         CommandSpec::Argv(args) => render_args(renderer, field, args),
     }
@@ -289,8 +328,25 @@ pub(crate) fn stack_error(name: &str, field: &str, message: impl Into<String>) -
 pub(crate) struct Renderer<'n> {
     name: &'n str,
     env: Environment<'static>,
+    /// The same, for shell strings: every `{{ … }}` output is shell-quoted ([`shell_quote`])
+    /// unless marked with `| safe` / `| unquoted`.
+    shell_env: Environment<'static>,
     scope: Value,
     context: minijinja::Value,
+}
+
+/// Quote `text` as one word for `sh`: unchanged when it holds only characters no shell treats
+/// specially, else in single quotes (a `'` inside becomes `'\''`).
+pub(crate) fn shell_quote(text: &str) -> String {
+    let plain = !text.is_empty()
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_@%+=:,./-".contains(&b));
+    if plain {
+        text.to_string()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
 }
 
 impl<'n> Renderer<'n> {
@@ -299,13 +355,34 @@ impl<'n> Renderer<'n> {
         env.set_undefined_behavior(UndefinedBehavior::Strict);
         // Commands are not HTML: never escape, whatever a template's name looks like.
         env.set_auto_escape_callback(|_| AutoEscape::None);
+        let mut shell_env = env.clone();
+        shell_env.add_filter("unquoted", minijinja::filters::safe);
+        env.add_filter("unquoted", minijinja::filters::safe);
+        shell_env.set_formatter(|out, _state, value| {
+            let text = value.to_string();
+            let quoted = if value.is_safe() {
+                text
+            } else {
+                shell_quote(&text)
+            };
+            out.write_str(&quoted).map_err(minijinja::Error::from)
+        });
         let context = minijinja::Value::from(minijinja::value::Serde(&scope));
         Renderer {
             name,
             env,
+            shell_env,
             scope,
             context,
         }
+    }
+
+    /// Render a shell string (`sh -c` text): every value is shell-quoted unless the template
+    /// opts out with `| safe` (or its alias `| unquoted`), so a value can never become code.
+    pub(crate) fn render_shell(&self, field: &str, source: &str) -> Result<String> {
+        self.shell_env
+            .render_named_str(field, source, self.context.clone())
+            .map_err(|e| self.explain(field, source, &e))
     }
 
     pub(crate) fn error(&self, field: &str, message: impl Into<String>) -> Error {

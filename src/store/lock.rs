@@ -39,15 +39,26 @@ impl RunDirLock {
             .map_err(|e| Error::io(&path, e))?;
         // File::try_lock is std since 1.89 (the toolchain here is newer); the crate's declared
         // rust-version stays older so that other modules' lints do not change under them.
-        let locked = file.try_lock();
-        match locked {
-            Ok(()) => {}
-            Err(TryLockError::WouldBlock) => {
-                let mut holder = String::new();
-                let _ = file.read_to_string(&mut holder);
-                return Err(Error::Locked(locked_message(run_dir, &holder)));
+        // A holder that died a moment ago may still have a child between fork and exec (the
+        // child's pre-exec step moves it into its containment cgroup) holding a copy of the
+        // lock descriptor; it lets go at exec. So a holder whose pid is gone from this host is
+        // waited for briefly before the run dir is called in use.
+        let until = std::time::Instant::now() + DEAD_HOLDER_WAIT;
+        loop {
+            match file.try_lock() {
+                Ok(()) => break,
+                Err(TryLockError::WouldBlock) => {
+                    let mut holder = String::new();
+                    let _ = file.seek(SeekFrom::Start(0));
+                    let _ = file.read_to_string(&mut holder);
+                    if dead_here(&holder) && std::time::Instant::now() < until {
+                        std::thread::sleep(std::time::Duration::from_millis(10));
+                        continue;
+                    }
+                    return Err(Error::Locked(locked_message(run_dir, &holder)));
+                }
+                Err(TryLockError::Error(e)) => return Err(Error::io(&path, e)),
             }
-            Err(TryLockError::Error(e)) => return Err(Error::io(&path, e)),
         }
         let info = format!(
             "pid={}\nhost={}\nstarted={}\n",
@@ -79,6 +90,22 @@ pub(crate) fn is_held(run_dir: &Path) -> bool {
     };
     let probe = file.try_lock_shared();
     matches!(probe, Err(TryLockError::WouldBlock))
+}
+
+/// How long a lock held after its recorded holder died is waited for (see `acquire`).
+const DEAD_HOLDER_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Is the recorded holder a process of this host that no longer exists?
+fn dead_here(holder: &str) -> bool {
+    let Some(pid) = holder_pid(holder) else {
+        return false;
+    };
+    if field(holder, "host") != Some(hostname().as_str()) {
+        return false;
+    }
+    // SAFETY: kill(2) with signal 0 only checks for existence.
+    let rc = unsafe { libc::kill(pid as i32, 0) };
+    rc != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
 }
 
 /// `pid=…` of a lock file's text, if present.

@@ -3,7 +3,9 @@
 //!
 //! Gathered once at campaign start from /proc, uname and the roots' `.git`; read-only: it never
 //! spawns `git` (a root may be on a slow or broken filesystem) and never fails — unknown facts
-//! stay empty.
+//! stay empty. Per stack ([`add_stack_facts`]): git commits of checkouts nested under its root
+//! (`build/pto-isa`), the program its command runs resolved on PATH with the first line of its
+//! `--version` (the one process spawned here, with a time limit), and its `env` table.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -11,7 +13,18 @@ use std::path::{Path, PathBuf};
 use crate::model::results::{Provenance, StackRoot};
 
 /// Prefixes of environment variables recorded with results.
-pub(crate) const ENV_PREFIXES: &[&str] = &["ASCEND_", "HCCL_", "NCCL_", "CAMPAIGN_"];
+pub(crate) const ENV_PREFIXES: &[&str] = &[
+    "ASCEND_",
+    "HCCL_",
+    "NCCL_",
+    "CAMPAIGN_",
+    "SIMPLER_",
+    "PYPTO_",
+    "PTO_ISA_",
+    "PYTHON",
+    "CUDA_VISIBLE_DEVICES",
+    "LD_LIBRARY_PATH",
+];
 
 /// Collect provenance. `roots` maps stack name → root folder (resolved by the caller).
 pub(crate) fn collect(
@@ -36,6 +49,8 @@ pub(crate) fn collect(
                     StackRoot {
                         path: root.map(|r| r.display().to_string()),
                         git_commit: root.and_then(|r| git_commit(r)),
+                        nested_git: root.map(|r| nested_git(r)).unwrap_or_default(),
+                        ..StackRoot::default()
                     },
                 )
             })
@@ -46,6 +61,126 @@ pub(crate) fn collect(
         seed,
         executor: Some("local".into()),
     }
+}
+
+/// Add what a stack runs to its entry: `program` (argv[0] as written, when it is a literal) and
+/// the `env` table of its definition.
+pub(crate) fn add_stack_facts(
+    provenance: &mut Provenance,
+    stack: &str,
+    program: Option<&str>,
+    env: &BTreeMap<String, String>,
+) {
+    let entry = provenance.stack_roots.entry(stack.to_string()).or_default();
+    entry.env = env.clone();
+    if let Some(path) = program.and_then(resolve_program) {
+        // Only interpreters and launchers are asked for their version: any other program
+        // might take `--version` for work to do.
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+        if name.as_deref().is_some_and(asks_version) {
+            entry.program_version = program_version(&path);
+        }
+        entry.program = Some(path.display().to_string());
+    }
+}
+
+/// Programs whose `--version` is known to only print a version.
+fn asks_version(name: &str) -> bool {
+    name.starts_with("python") || ["mpirun", "mpiexec", "torchrun", "pytest"].contains(&name)
+}
+
+/// `program` on PATH (or as given when it holds a `/`), symlinks followed.
+fn resolve_program(program: &str) -> Option<PathBuf> {
+    let found = if program.contains('/') {
+        Some(PathBuf::from(program)).filter(|p| p.is_file())
+    } else {
+        std::env::var_os("PATH").and_then(|path| {
+            std::env::split_paths(&path)
+                .map(|d| d.join(program))
+                .find(|p| p.is_file())
+        })
+    }?;
+    Some(std::fs::canonicalize(&found).unwrap_or(found))
+}
+
+/// First non-empty line of `<program> --version` (stdout, else stderr: Python 2 printed it
+/// there), within 10 s; `None` when it does not answer.
+fn program_version(program: &Path) -> Option<String> {
+    use std::process::{Command, Stdio};
+    let python = program
+        .file_name()
+        .is_some_and(|n| n.to_string_lossy().starts_with("python"));
+    let mut command = Command::new(program);
+    if python {
+        // A pyenv or venv shim is not the interpreter: ask Python which one actually runs.
+        command.args([
+            "-c",
+            "import sys; print('Python', sys.version.split()[0], sys.executable)",
+        ]);
+    } else {
+        command.arg("--version");
+    }
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .ok()?;
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if std::time::Instant::now() < until => {
+                std::thread::sleep(std::time::Duration::from_millis(5))
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
+    let out = child.wait_with_output().ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    [out.stdout, out.stderr].iter().find_map(|bytes| {
+        String::from_utf8_lossy(bytes)
+            .lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .map(str::to_string)
+    })
+}
+
+/// Commits of git checkouts nested under `root`, up to two levels deep (`build/pto-isa`,
+/// `third_party/x`), by path relative to the root. Hidden folders are not entered.
+pub(crate) fn nested_git(root: &Path) -> BTreeMap<String, String> {
+    const MAX_ENTRIES: usize = 256;
+    let mut out = BTreeMap::new();
+    let subdirs = |dir: &Path| -> Vec<PathBuf> {
+        std::fs::read_dir(dir)
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .take(MAX_ENTRIES)
+                    .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                    .map(|e| e.path())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    for first in subdirs(root) {
+        for dir in std::iter::once(first.clone()).chain(subdirs(&first)) {
+            if dir.join(".git").exists() {
+                if let (Some(commit), Ok(rel)) = (git_commit(&dir), dir.strip_prefix(root)) {
+                    out.insert(rel.display().to_string(), commit);
+                }
+            }
+        }
+    }
+    out
 }
 
 fn read_trim(path: &str) -> String {
@@ -136,6 +271,47 @@ fn resolve_head(git_dir: &Path) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn nested_checkouts_under_a_root_are_found_with_their_commits() {
+        let root = tempfile::tempdir().unwrap();
+        let nested = root.path().join("build/pto-isa/.git");
+        std::fs::create_dir_all(&nested).unwrap();
+        let commit = "0123456789abcdef0123456789abcdef01234567";
+        std::fs::write(nested.join("HEAD"), format!("{commit}\n")).unwrap();
+        std::fs::create_dir_all(root.path().join("src/deep/deeper/.git")).unwrap();
+        let found = nested_git(root.path());
+        assert_eq!(found.get("build/pto-isa").map(String::as_str), Some(commit));
+        // Two levels at most: src/deep/deeper is not searched.
+        assert_eq!(found.len(), 1, "{found:?}");
+    }
+
+    #[test]
+    fn the_program_is_resolved_and_only_interpreters_are_asked_their_version() {
+        let mut p = Provenance::default();
+        let env = BTreeMap::from([("PYTHONUNBUFFERED".to_string(), "1".to_string())]);
+        add_stack_facts(&mut p, "s", Some("sh"), &env);
+        let s = &p.stack_roots["s"];
+        assert!(
+            s.program.as_deref().is_some_and(|p| p.starts_with('/')),
+            "{s:?}"
+        );
+        assert_eq!(s.program_version, None);
+        assert_eq!(s.env, env);
+        add_stack_facts(&mut p, "py", Some("python3"), &BTreeMap::new());
+        let py = &p.stack_roots["py"];
+        if py.program.is_some() {
+            let v = py.program_version.as_deref().unwrap_or("");
+            assert!(v.starts_with("Python 3."), "{v}");
+        }
+        add_stack_facts(
+            &mut p,
+            "none",
+            Some("no-such-program-here"),
+            &BTreeMap::new(),
+        );
+        assert_eq!(p.stack_roots["none"].program, None);
+    }
+
     use super::*;
 
     #[test]

@@ -162,6 +162,7 @@ mod tests {
                 fields: Default::default(),
             }),
             slurm_job: None,
+            unit: None,
         }
     }
 

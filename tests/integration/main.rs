@@ -2,6 +2,7 @@
 
 mod architecture;
 mod bench;
+mod containment;
 mod executor;
 mod history;
 mod exit_codes;
@@ -17,5 +18,6 @@ mod slurm_campaign;
 mod slurm_host;
 mod slurm_preflight;
 mod stacks;
+mod standin;
 mod synthetic;
 mod util;

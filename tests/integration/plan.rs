@@ -59,7 +59,10 @@ fn empty_axis_p_below_two_and_unknown_values() {
     assert!(err.contains("p must be >= 2, got 1"), "{err}");
     let err = rejected("unknown_values.toml");
     assert!(err.contains("unknown platform `a9`"), "{err}");
-    assert!(err.contains("unknown variant `star`"), "{err}");
+    assert!(
+        err.contains("unknown variant `star`: no stack of this plan supports it"),
+        "{err}"
+    );
     assert!(err.contains("unknown dtype `fp64`"), "{err}");
     assert!(err.contains("3 problems found"), "{err}");
 }
@@ -161,7 +164,13 @@ fn dry_run_table_ends_with_summary() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = stdout(&out);
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 1 + 108 + 1);
+    // Header, 108 cases, the summary, then one line per (stack, skip reason).
+    assert_eq!(lines.len(), 1 + 108 + 1 + 10, "{text}");
+    assert!(
+        lines[110..]
+            .contains(&"  skipped hccl: variant ring not supported by this stack (36 runs)"),
+        "{text}"
+    );
     assert!(lines[0].starts_with("case_id"));
     assert!(
         lines[1].starts_with("mesh_p2_count256_fp32_a2a3_d0-1 "),
@@ -176,7 +185,7 @@ fn dry_run_table_ends_with_summary() {
         "unsupported stacks are marked"
     );
     // How many are skipped depends on the shipped stack definitions' limits.
-    let last = *lines.last().unwrap();
+    let last = lines[109];
     assert!(
         last.starts_with("108 cases × 3 stacks = 324 runs ("),
         "{last}"

@@ -226,7 +226,8 @@ resource = "none"
         by["garbage"]
     );
     assert_eq!(by["crash"]["status"], "fail");
-    assert_eq!(by["crash"]["reason"], "exit code 3");
+    // The reason carries the cause: the crashing stack's last stderr line.
+    assert_eq!(by["crash"]["reason"], "exit code 3: oops (see run.log)");
     assert_eq!(by["hang"]["status"], "timeout");
     assert!(
         by["hang"]["reason"]
@@ -277,7 +278,7 @@ resource = "none"
             .join("manifest.json"),
     );
     assert_eq!(m["exit_code"], 3);
-    assert_eq!(m["error"], "exit code 3");
+    assert_eq!(m["error"], "exit code 3: oops (see run.log)");
     // The journal: a header, then a fsynced `finished` line per run with its status.
     let journal = std::fs::read_to_string(dir.join("journal.jsonl")).unwrap();
     let lines: Vec<Value> = journal
@@ -309,7 +310,10 @@ resource = "none"
     // results.csv: empty cells for the failed rows.
     let csv = std::fs::read_to_string(dir.join("results.csv")).unwrap();
     let crash_line = csv.lines().find(|l| l.contains(",crash,")).unwrap();
-    assert!(crash_line.contains(",fail,exit code 3,"), "{crash_line}");
+    assert!(
+        crash_line.contains(",fail,exit code 3: oops (see run.log),"),
+        "{crash_line}"
+    );
 }
 
 #[test]

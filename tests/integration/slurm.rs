@@ -119,6 +119,7 @@ fn job(bundle: &Path, test: &str, devices: u32, script: &str) -> BatchJob {
             no_output_timeout: None,
             grace: Duration::from_secs(1),
             log_path: bundle.join("run.log"),
+            unit: None,
         },
         bundle_dir: bundle.to_path_buf(),
     }

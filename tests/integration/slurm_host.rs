@@ -72,6 +72,7 @@ fn spec(case: &Case, bundle: &Path) -> ProcessSpec {
         no_output_timeout: None,
         grace: Duration::from_secs(1),
         log_path: bundle.join("run.log"),
+        unit: None,
     }
 }
 

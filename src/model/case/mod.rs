@@ -46,10 +46,83 @@ macro_rules! string_enum {
     };
 }
 
-string_enum!(
-    /// The allreduce algorithm.
-    Variant { Mesh => "mesh", Ring => "ring", Twophase => "twophase" }
-);
+/// The allreduce algorithm: a free snake_case name (`[a-z][a-z0-9_]*`, up to 64 characters).
+/// `mesh`, `ring` and `twophase` are the ones the built-in `host` stack implements (and the
+/// only ones the harness knew); any other name is some stack's own, such as
+/// `bidirectional_ring`. Each stack declares which it supports (`variants`); a stack maps a
+/// name to its own argument in its command template. Names are interned, so a `Variant` stays
+/// `Copy` and compares, orders and hashes by its text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Variant(&'static str);
+
+#[allow(non_upper_case_globals)]
+impl Variant {
+    pub const Mesh: Variant = Variant("mesh");
+    pub const Ring: Variant = Variant("ring");
+    pub const Twophase: Variant = Variant("twophase");
+    /// The variants campaign itself implements (the `host` stack), in documentation order.
+    pub(crate) const ALL: &'static [&'static str] = &["mesh", "ring", "twophase"];
+
+    pub(crate) fn as_str(self) -> &'static str {
+        self.0
+    }
+
+    /// Is `name` a valid variant name (snake_case, starting with a letter)?
+    pub(crate) fn valid_name(name: &str) -> bool {
+        let mut bytes = name.bytes();
+        name.len() <= 64
+            && bytes.next().is_some_and(|b| b.is_ascii_lowercase())
+            && bytes.all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+    }
+}
+
+impl fmt::Display for Variant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl FromStr for Variant {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        if let Some(known) = Variant::ALL.iter().find(|k| **k == s) {
+            return Ok(Variant(known));
+        }
+        if !Variant::valid_name(s) {
+            return Err(format!(
+                "invalid variant `{s}` (a variant is a snake_case name: a lower-case letter, then lower-case letters, digits or `_`; campaign's own are {})",
+                Variant::ALL.join(", ")
+            ));
+        }
+        // Interned: a plan names a handful of variants, each leaked once for the process.
+        static NAMES: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
+        let mut names = NAMES.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(name) = names.iter().find(|n| **n == s) {
+            return Ok(Variant(name));
+        }
+        let name: &'static str = Box::leak(s.to_string().into_boxed_str());
+        names.push(name);
+        Ok(Variant(name))
+    }
+}
+
+impl Serialize for Variant {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Variant {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> std::result::Result<Self, D::Error> {
+        let text = std::borrow::Cow::<'de, str>::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
 string_enum!(
     /// Element type.
     Dtype { Fp32 => "fp32", Fp16 => "fp16", Bf16 => "bf16", Int32 => "int32" }

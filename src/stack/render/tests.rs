@@ -274,3 +274,70 @@ fn device_ranges() {
     assert_eq!(devices_range(&[5]), "5");
     assert_eq!(devices_range(&[]), "");
 }
+
+#[test]
+fn shell_quote_makes_one_word_of_anything() {
+    assert_eq!(shell_quote("/runs/r1/x.json"), "/runs/r1/x.json");
+    assert_eq!(shell_quote("a b"), "'a b'");
+    assert_eq!(shell_quote("a;touch pwned"), "'a;touch pwned'");
+    assert_eq!(shell_quote("it's"), "'it'\\''s'");
+    assert_eq!(shell_quote(""), "''");
+    assert_eq!(shell_quote("$(id)"), "'$(id)'");
+}
+
+/// Run `sh -c text` and return what it printed.
+fn sh_output(argv: &[String]) -> String {
+    let out = std::process::Command::new(&argv[0])
+        .args(&argv[1..])
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn shell_strings_quote_every_value_unless_opted_out() {
+    let mut c = ctx();
+    c.bundle_dir = "/tmp/odd dir/it's;touch pwned/b".into();
+    let def = StackDef {
+        command: Some(CommandSpec::Shell(
+            "printf '%s|' {{ bundle_dir }}/x.json {{ p }} {{ '$HOME' }} {{ 'a b' | safe }}".into(),
+        )),
+        shell: Some(true),
+        ..StackDef::default()
+    };
+    let r = render("s", &def, &c).unwrap();
+    assert_eq!(
+        r.argv[2],
+        "printf '%s|' '/tmp/odd dir/it'\\''s;touch pwned/b'/x.json 4 '$HOME' a b"
+    );
+    // The shell sees exactly one word per value; `| safe` pasted its value as code.
+    assert_eq!(
+        sh_output(&r.argv),
+        "/tmp/odd dir/it's;touch pwned/b/x.json|4|$HOME|a|b|"
+    );
+    // build/probe/ready strings are shell strings too.
+    let def = StackDef {
+        command: Some(CommandSpec::Argv(vec!["true".into()])),
+        build: Some(CommandSpec::Shell("echo {{ run_dir }}".into())),
+        ..StackDef::default()
+    };
+    let b = render_build("s", &def, Path::new("/r/a b;c"), None)
+        .unwrap()
+        .unwrap();
+    assert_eq!(b.argv[2], "echo '/r/a b;c'");
+}
+
+#[test]
+fn shipped_nccl_tests_survives_a_bundle_path_with_spaces_quotes_and_semicolons() {
+    let def = registry::shipped()["nccl-tests"].clone();
+    let mut c = ctx();
+    c.case.dtype = Dtype::Fp32;
+    c.bundle_dir = "/tmp/r s/it's;x/nccl-tests".into();
+    let r = render("nccl-tests", &def, &c).unwrap();
+    let text = &r.argv[2];
+    assert!(
+        text.contains("-J '/tmp/r s/it'\\''s;x/nccl-tests'/nccl-tests.json"),
+        "{text}"
+    );
+    assert!(text.contains(" -d float -b 16384 -e 16384 "), "{text}");
+}

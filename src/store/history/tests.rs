@@ -46,6 +46,7 @@ fn set(stamp: &str, runs: Vec<RunResult>) -> ResultSet {
         StackRoot {
             path: None,
             git_commit: Some(format!("commit-{stamp}")),
+            ..StackRoot::default()
         },
     );
     ResultSet {

@@ -69,6 +69,9 @@ pub(crate) struct StepState {
     /// The Slurm job of the latest attempt (its latest `submitted` line); cleared when another
     /// attempt starts. Kept after `finished` so `status` can name the job.
     pub(crate) slurm_job: Option<SlurmJob>,
+    /// The containment unit of the latest `started` attempt (`unit`, and `cgroup` when one was
+    /// used): what a resume reaps when that attempt never finished.
+    pub(crate) unit: Option<(String, Option<String>)>,
 }
 
 /// A `submitted` line: the Slurm job an attempt of a run step handed its work to.
@@ -313,6 +316,10 @@ fn apply(
                     state.slurm_job = None;
                 }
                 state.open_since = Some(t.clone());
+                state.unit = line.get("unit").and_then(Value::as_str).map(|id| {
+                    let cgroup = line.get("cgroup").and_then(Value::as_str);
+                    (id.to_string(), cgroup.map(str::to_string))
+                });
                 started_at.insert(step, (attempt, t));
                 return Ok(());
             }

@@ -26,6 +26,7 @@ fn job(dir: &Path) -> BatchJob {
             no_output_timeout: None,
             grace: Duration::from_secs(5),
             log_path: dir.join("run.log"),
+            unit: None,
         },
         bundle_dir: dir.to_path_buf(),
     }

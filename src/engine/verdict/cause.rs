@@ -1,0 +1,160 @@
+//! The cause of a failure, in one line: the most telling line of a process's output.
+//!
+//! A failing run's reason must say *why*, not only `exit code 1`: the last error-looking line
+//! (a Python exception line such as `ValueError: …` or `ModuleNotFoundError: …`, or a line
+//! with `error:`, `FAILED` or `fatal`), else the last non-empty stderr line, truncated, with
+//! "(see run.log)". Pure: lines are fed in as they arrive; nothing is read from disk.
+
+use std::sync::OnceLock;
+
+use regex::Regex;
+
+use crate::model::output::{OutputLine, Stream};
+
+/// Longest cause kept in a reason (characters), before "…".
+pub(crate) const MAX_CHARS: usize = 200;
+
+fn error_like() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(concat!(
+            // A Python exception line: `ValueError: …`, `torch.cuda.OutOfMemoryError: …`.
+            r"^\s*(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Failure)(?::\s|$)",
+            // Compiler/tool style and test frameworks.
+            r"|(?i:\berror:)|\bFAILED\b|(?i:\bfatal\b)",
+        ))
+        .expect("the cause pattern compiles")
+    })
+}
+
+/// Follows one process's output and remembers its most telling lines.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Cause {
+    last_error: Option<String>,
+    last_stderr: Option<String>,
+}
+
+impl Cause {
+    pub(crate) fn feed(&mut self, line: &OutputLine) {
+        let text = line.text.trim();
+        if text.is_empty() {
+            return;
+        }
+        if error_like().is_match(text) {
+            self.last_error = Some(text.to_string());
+        }
+        if line.stream == Stream::Stderr {
+            self.last_stderr = Some(text.to_string());
+        }
+    }
+
+    /// Forget what an earlier process of the run printed (a new round's process starts).
+    pub(crate) fn reset(&mut self) {
+        *self = Cause::default();
+    }
+
+    /// The most telling line, truncated to [`MAX_CHARS`]; `None` when nothing telling was
+    /// printed.
+    pub(crate) fn line(&self) -> Option<String> {
+        let line = self.last_error.as_ref().or(self.last_stderr.as_ref())?;
+        Some(if line.chars().count() > MAX_CHARS {
+            let mut s: String = line.chars().take(MAX_CHARS).collect();
+            s.push('…');
+            s
+        } else {
+            line.clone()
+        })
+    }
+
+    /// `<line> (see run.log)`: what a run's reason ends with.
+    pub(crate) fn text(&self) -> Option<String> {
+        Some(format!("{} (see run.log)", self.line()?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn feed(lines: &[(Stream, &str)]) -> Option<String> {
+        let mut c = Cause::default();
+        for (stream, text) in lines {
+            c.feed(&OutputLine {
+                stream: *stream,
+                at: Duration::ZERO,
+                text: text.to_string(),
+            });
+        }
+        c.text()
+    }
+
+    #[test]
+    fn a_python_exception_line_wins_over_later_noise() {
+        let got = feed(&[
+            (Stream::Stdout, "[allreduce] platform=a2a3sim nranks=17"),
+            (Stream::Stderr, "Traceback (most recent call last):"),
+            (Stream::Stderr, "  File \"main.py\", line 40, in main"),
+            (
+                Stream::Stderr,
+                "ValueError: allreduce needs between 2 and 16 devices, got 17",
+            ),
+            (Stream::Stderr, "[INFO] shutting down"),
+        ]);
+        assert_eq!(
+            got.as_deref(),
+            Some("ValueError: allreduce needs between 2 and 16 devices, got 17 (see run.log)")
+        );
+        let got = feed(&[(
+            Stream::Stderr,
+            "ModuleNotFoundError: No module named 'torch'",
+        )]);
+        assert_eq!(
+            got.as_deref(),
+            Some("ModuleNotFoundError: No module named 'torch' (see run.log)")
+        );
+    }
+
+    #[test]
+    fn tool_errors_and_failed_markers_count_on_either_stream() {
+        assert_eq!(
+            feed(&[
+                (Stream::Stdout, "main.c:3: error: expected ';'"),
+                (Stream::Stderr, "make: leaving directory"),
+            ])
+            .as_deref(),
+            Some("main.c:3: error: expected ';' (see run.log)")
+        );
+        assert!(feed(&[(Stream::Stdout, "[  FAILED  ] TReduce.Sum")])
+            .unwrap()
+            .starts_with("[  FAILED  ]"));
+        assert!(feed(&[(Stream::Stdout, "Fatal: device 3 lost")])
+            .unwrap()
+            .starts_with("Fatal"));
+    }
+
+    #[test]
+    fn else_the_last_stderr_line_and_nothing_for_silence() {
+        assert_eq!(
+            feed(&[
+                (Stream::Stderr, "segfault near rank 1"),
+                (Stream::Stdout, "progress 50%"),
+                (Stream::Stderr, "   "),
+            ])
+            .as_deref(),
+            Some("segfault near rank 1 (see run.log)")
+        );
+        assert_eq!(feed(&[(Stream::Stdout, "all fine")]), None);
+        assert_eq!(feed(&[]), None);
+        // "errors: 0" and an identifier ending in Error without a colon are not causes.
+        assert_eq!(feed(&[(Stream::Stdout, "errors: 0 ok")]), None);
+    }
+
+    #[test]
+    fn long_lines_are_truncated() {
+        let long = format!("RuntimeError: {}", "x".repeat(500));
+        let got = feed(&[(Stream::Stderr, long.as_str())]).unwrap();
+        assert_eq!(got.chars().count(), MAX_CHARS + 1 + " (see run.log)".len());
+        assert!(got.ends_with("… (see run.log)"));
+    }
+}

@@ -1,0 +1,465 @@
+//! Containment units: every stack process (run, build, probe) runs in a unit that catches
+//! everything it starts, whatever it does with process groups and sessions.
+//!
+//! A unit is a cgroup v2 (`campaign-<id>` next to campaign's own cgroup) where the machine
+//! allows one, else the portable fallback: campaign is a child subreaper (orphans of a stack
+//! are reparented to campaign, not to init) and every process of the unit inherits the cookie
+//! `CAMPAIGN_UNIT=<id>`, found again by a `/proc` scan (`unit::scan`). Either way a unit can be
+//! signalled, killed and asked what is still alive; `Drop` kills what is left, so an error path
+//! or a cancelled future never leaves a stack running. Unit ids of runs are derived from the
+//! run dir, step and attempt and journaled, so `campaign resume` can reap what a SIGKILLed
+//! session left ([`reap`]). This module never decides run status and never reads output.
+
+pub(crate) mod cgroup;
+pub(crate) mod scan;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+/// The environment variable every process of a unit carries.
+pub const COOKIE: &str = "CAMPAIGN_UNIT";
+
+/// Forces the fallback (`cookie`) even where cgroups are usable; documented, and how tests
+/// exercise the fallback on a machine with cgroups.
+pub const CONTAINMENT_ENV: &str = "CAMPAIGN_CONTAINMENT";
+
+/// Poll interval while waiting for a unit's last processes to disappear.
+const POLL: Duration = Duration::from_millis(20);
+
+/// How long to wait for SIGKILLed processes to disappear before reporting them.
+const KILL_WAIT: Duration = Duration::from_secs(10);
+
+/// How this machine contains stack processes (decided once per campaign process).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Containment {
+    /// One cgroup per unit, created in this directory.
+    Cgroup(PathBuf),
+    /// Child subreaper plus the environment cookie.
+    Cookie,
+}
+
+impl Containment {
+    /// `cgroup (<dir>)` or `subreaper + CAMPAIGN_UNIT cookie`, for `doctor`.
+    pub fn describe(&self) -> String {
+        match self {
+            Containment::Cgroup(dir) => format!("cgroup v2 per run under {}", dir.display()),
+            Containment::Cookie => format!(
+                "child subreaper + {COOKIE} environment cookie (no writable cgroup v2 here)"
+            ),
+        }
+    }
+}
+
+static CONTAINMENT: OnceLock<Containment> = OnceLock::new();
+
+/// Is campaign a child subreaper (the cookie fallback's fast path relies on it)?
+static SUBREAPER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Leaders of units alive in this process (pids campaign spawned; tokio waits for them).
+fn leaders() -> &'static Mutex<BTreeSet<i32>> {
+    static LEADERS: OnceLock<Mutex<BTreeSet<i32>>> = OnceLock::new();
+    LEADERS.get_or_init(|| Mutex::new(BTreeSet::new()))
+}
+
+/// Nothing of a unit whose leader is gone can be alive when campaign, a subreaper, has no child
+/// but running leaders: every orphan of a stack — whatever its session or group — would have
+/// been reparented to campaign. Answers in one read of `/proc/self/task/*/children` instead of
+/// a scan of every process's environment. `false` when it cannot tell.
+fn provably_empty(leader: i32) -> bool {
+    if !SUBREAPER.load(std::sync::atomic::Ordering::SeqCst)
+        || scan::stat(leader).is_some_and(|s| s.live())
+    {
+        return false;
+    }
+    let Some(children) = scan::own_children() else {
+        return false;
+    };
+    let leaders = leaders().lock().unwrap_or_else(|e| e.into_inner());
+    children
+        .iter()
+        .all(|c| *c != leader && leaders.contains(c) && scan::stat(*c).is_some_and(|s| s.live()))
+}
+
+/// The containment in use; the first call decides it (and makes campaign a subreaper for the
+/// fallback).
+pub fn containment() -> &'static Containment {
+    CONTAINMENT.get_or_init(|| {
+        let forced = std::env::var(CONTAINMENT_ENV).ok();
+        let chosen = match forced.as_deref() {
+            Some("cookie") => Containment::Cookie,
+            _ => cgroup::detect().map_or(Containment::Cookie, Containment::Cgroup),
+        };
+        if chosen == Containment::Cookie {
+            // SAFETY: prctl with PR_SET_CHILD_SUBREAPER only sets a flag on this process.
+            #[cfg(target_os = "linux")]
+            let rc = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+            #[cfg(not(target_os = "linux"))]
+            let rc = -1;
+            SUBREAPER.store(rc == 0, std::sync::atomic::Ordering::SeqCst);
+        }
+        chosen
+    })
+}
+
+/// The unit id of attempt `attempt` of step `step` in `run_dir`: stable, so the journal can
+/// name it before the process starts and a resume can find it.
+pub fn id_for(run_dir: &Path, step: &str, attempt: u32) -> String {
+    use sha2::{Digest, Sha256};
+    let text = format!("{}\0{step}\0{attempt}", run_dir.display());
+    let hash: String = Sha256::digest(text.as_bytes())
+        .iter()
+        .take(8)
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("{hash}-{attempt}")
+}
+
+/// A unit id for a process no journal names (doctor's readiness probe, health probes).
+pub fn fresh_id() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    format!(
+        "p{}-{}-{:08x}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed),
+        rand::random::<u32>()
+    )
+}
+
+/// The cgroup a unit with this id gets here, when cgroups are in use.
+pub fn cgroup_for(id: &str) -> Option<PathBuf> {
+    match containment() {
+        Containment::Cgroup(base) => Some(base.join(format!("{}{id}", cgroup::PREFIX))),
+        Containment::Cookie => None,
+    }
+}
+
+/// Units alive in this process, for the second Ctrl-C ([`kill_all`]).
+fn live() -> &'static Mutex<BTreeMap<String, Option<PathBuf>>> {
+    static LIVE: OnceLock<Mutex<BTreeMap<String, Option<PathBuf>>>> = OnceLock::new();
+    LIVE.get_or_init(|| Mutex::new(BTreeMap::new()))
+}
+
+/// Send `sig` to one process; a process that is gone is not an error.
+pub(crate) fn signal(pid: i32, sig: i32) {
+    if pid <= 1 || pid == std::process::id() as i32 {
+        // Never signal init or campaign itself, whatever a scan returned.
+        return;
+    }
+    // SAFETY: kill(2) has no memory-safety preconditions.
+    unsafe {
+        libc::kill(pid, sig);
+    }
+}
+
+/// One containment unit.
+#[derive(Debug)]
+pub struct Unit {
+    id: String,
+    cookie: String,
+    cgroup: Option<PathBuf>,
+    /// `cgroup.procs` of the unit, opened before spawning so the child only writes to it.
+    procs: Option<std::fs::File>,
+    leader: i32,
+    /// Every pid the unit was seen to hold (zombie orphans among them are reaped).
+    seen: BTreeSet<i32>,
+    done: bool,
+}
+
+impl Unit {
+    /// Open unit `id`: its cgroup is created (or reused by the next round of the same run).
+    pub fn open(id: &str) -> std::io::Result<Unit> {
+        let cgroup = cgroup_for(id);
+        let procs = match &cgroup {
+            Some(path) => {
+                cgroup::create(path)?;
+                Some(
+                    std::fs::OpenOptions::new()
+                        .write(true)
+                        .open(path.join("cgroup.procs"))?,
+                )
+            }
+            None => None,
+        };
+        if let Ok(mut l) = live().lock() {
+            l.insert(id.to_string(), cgroup.clone());
+        }
+        Ok(Unit {
+            id: id.to_string(),
+            cookie: format!("{COOKIE}={id}"),
+            cgroup,
+            procs,
+            leader: 0,
+            seen: BTreeSet::new(),
+            done: false,
+        })
+    }
+
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The unit's cgroup, when cgroups are in use.
+    pub fn cgroup(&self) -> Option<&Path> {
+        self.cgroup.as_deref()
+    }
+
+    /// Make `command`'s process part of the unit: the cookie in its environment and, with a
+    /// cgroup, the child moves itself into it before `exec` (so nothing it forks can be missed).
+    pub fn apply(&self, command: &mut tokio::process::Command) {
+        command.env(COOKIE, &self.id);
+        if let Some(file) = &self.procs {
+            use std::os::fd::AsRawFd;
+            let fd = file.as_raw_fd();
+            // SAFETY: the closure runs between fork and exec and only calls write(2), which is
+            // async-signal-safe; the fd stays open in the parent for the child's lifetime.
+            unsafe {
+                command.pre_exec(move || {
+                    let zero = b"0";
+                    if libc::write(fd, zero.as_ptr().cast(), 1) < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
+    }
+
+    /// The pid campaign started (it counts as a member even without the cookie).
+    pub fn set_leader(&mut self, pid: i32) {
+        self.leader = pid;
+        if let Ok(mut l) = leaders().lock() {
+            l.insert(pid);
+        }
+    }
+
+    /// Live processes of the unit.
+    pub fn members(&mut self) -> Vec<i32> {
+        let found = match &self.cgroup {
+            Some(path) => cgroup::procs(path),
+            None if self.leader > 1 && provably_empty(self.leader) => Vec::new(),
+            None => {
+                let roots: Vec<i32> = (self.leader > 1)
+                    .then_some(self.leader)
+                    .into_iter()
+                    .collect();
+                scan::members(&self.cookie, &roots)
+            }
+        };
+        self.seen.extend(found.iter().copied());
+        found
+    }
+
+    pub fn alive(&mut self) -> bool {
+        !self.members().is_empty()
+    }
+
+    /// Send `sig` to every process of the unit.
+    pub fn signal(&mut self, sig: i32) {
+        for pid in self.members() {
+            signal(pid, sig);
+        }
+    }
+
+    /// SIGKILL every process of the unit.
+    pub fn kill(&mut self) {
+        let current = self.members();
+        match &self.cgroup {
+            Some(path) => cgroup::kill(path),
+            None => current
+                .into_iter()
+                .for_each(|pid| signal(pid, libc::SIGKILL)),
+        }
+    }
+
+    /// Wait until nothing of the unit is alive: SIGTERM now unless `termed` (already sent),
+    /// SIGKILL at `kill_at` (or `grace` from now), then wait for the kill to take effect. Reaps
+    /// orphans reparented to campaign and removes the cgroup. Returns the pids that outlived
+    /// even SIGKILL's wait (normally none).
+    pub async fn finish(
+        &mut self,
+        kill_at: Option<tokio::time::Instant>,
+        grace: Duration,
+    ) -> Vec<i32> {
+        use tokio::time::{sleep, Instant};
+        if self.alive() {
+            let kill_at = match kill_at {
+                Some(at) => at,
+                None => {
+                    self.signal(libc::SIGTERM);
+                    Instant::now() + grace
+                }
+            };
+            while Instant::now() < kill_at {
+                sleep(POLL).await;
+                self.reap_orphans();
+                if !self.alive() {
+                    break;
+                }
+            }
+            if self.alive() {
+                self.kill();
+                let until = Instant::now() + KILL_WAIT;
+                while self.alive() && Instant::now() < until {
+                    sleep(POLL).await;
+                    self.reap_orphans();
+                }
+            }
+        }
+        self.reap_orphans();
+        let left = self.members();
+        self.close();
+        left
+    }
+
+    /// Reap zombies this unit left as campaign's children (the subreaper makes orphans ours).
+    /// The leader is tokio's to wait for; only pids the unit was seen to hold are touched, so
+    /// no other part of campaign loses a child's exit status.
+    fn reap_orphans(&mut self) {
+        let me = std::process::id() as i32;
+        let leader = self.leader;
+        self.seen.retain(|&pid| {
+            if pid == leader {
+                return true;
+            }
+            match scan::stat(pid) {
+                Some(s) if s.ppid == me && !s.live() => {
+                    // SAFETY: waitpid on a specific zombie child; no memory involved.
+                    unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) };
+                    false
+                }
+                Some(_) => true,
+                None => false,
+            }
+        });
+    }
+
+    fn close(&mut self) {
+        if let Some(path) = &self.cgroup {
+            cgroup::remove(path);
+        }
+        if let Ok(mut l) = live().lock() {
+            l.remove(&self.id);
+        }
+        if let Ok(mut l) = leaders().lock() {
+            l.remove(&self.leader);
+        }
+        self.done = true;
+    }
+}
+
+impl Drop for Unit {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        // An early return or a dropped future: leave nothing running.
+        self.kill();
+        let until = std::time::Instant::now() + Duration::from_secs(2);
+        while std::time::Instant::now() < until && self.alive() {
+            std::thread::sleep(POLL);
+        }
+        self.reap_orphans();
+        self.close();
+    }
+}
+
+/// SIGKILL every unit alive in this process (the second Ctrl-C, just before exiting).
+pub fn kill_all() {
+    let units: Vec<(String, Option<PathBuf>)> = live()
+        .lock()
+        .map(|l| l.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+        .unwrap_or_default();
+    for (id, cgroup) in units {
+        match cgroup {
+            Some(path) => cgroup::kill(&path),
+            None => {
+                for pid in scan::members(&format!("{COOKIE}={id}"), &[]) {
+                    signal(pid, libc::SIGKILL);
+                }
+            }
+        }
+    }
+}
+
+/// One process a [`reap`] killed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reaped {
+    pub pid: i32,
+    pub comm: String,
+}
+
+/// Poll interval while reaped processes disappear (SIGKILL takes effect within milliseconds).
+const REAP_POLL: Duration = Duration::from_millis(2);
+
+/// Kill whatever is left of units from an earlier session — each `(id, journaled cgroup)`: the
+/// cgroup, if any, and every process carrying the unit's cookie — and wait for it to be gone.
+/// One `/proc` pass serves every unit. Returns what was killed, per unit (same order).
+pub fn reap(units: &[(String, Option<PathBuf>)]) -> Vec<Vec<Reaped>> {
+    let cookies: Vec<String> = units
+        .iter()
+        .map(|(id, _)| format!("{COOKIE}={id}"))
+        .collect();
+    let refs: Vec<&str> = cookies.iter().map(String::as_str).collect();
+    let find = || -> Vec<BTreeSet<i32>> {
+        let mut found: Vec<BTreeSet<i32>> = scan::members_of(&refs, &[])
+            .into_iter()
+            .map(|v| v.into_iter().collect())
+            .collect();
+        for (set, (_, cgroup)) in found.iter_mut().zip(units) {
+            if let Some(path) = cgroup {
+                set.extend(cgroup::procs(path));
+            }
+        }
+        found
+    };
+    let found = find();
+    let killed: Vec<Vec<Reaped>> = found
+        .iter()
+        .map(|set| {
+            set.iter()
+                .map(|&pid| Reaped {
+                    pid,
+                    comm: scan::comm(pid),
+                })
+                .collect()
+        })
+        .collect();
+    for (set, (_, cgroup)) in found.iter().zip(units) {
+        if let Some(path) = cgroup {
+            cgroup::kill(path);
+        }
+        for &pid in set {
+            signal(pid, libc::SIGKILL);
+        }
+    }
+    let until = std::time::Instant::now() + KILL_WAIT;
+    let mut left = found.iter().any(|s| !s.is_empty());
+    while left && std::time::Instant::now() < until {
+        std::thread::sleep(REAP_POLL);
+        left = find().iter().any(|s| !s.is_empty());
+    }
+    for (_, cgroup) in units {
+        if let Some(path) = cgroup {
+            cgroup::remove(path);
+        }
+    }
+    killed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unit_ids_are_stable_per_step_and_attempt() {
+        let a = id_for(Path::new("/r/run_1"), "run:c:s", 1);
+        assert_eq!(a, id_for(Path::new("/r/run_1"), "run:c:s", 1));
+        assert_ne!(a, id_for(Path::new("/r/run_1"), "run:c:s", 2));
+        assert_ne!(a, id_for(Path::new("/r/run_2"), "run:c:s", 1));
+        assert!(a.ends_with("-1"));
+        assert_ne!(fresh_id(), fresh_id());
+    }
+}

@@ -1,0 +1,99 @@
+//! cgroup v2 units: one cgroup per stack process tree, created under campaign's own cgroup.
+//!
+//! A process cannot leave its cgroup by changing its process group or session, so a cgroup
+//! holds everything a stack starts. Stopping a unit writes `cgroup.kill` (Linux 5.14+; older
+//! kernels get a signal per pid from `cgroup.procs`), and `cgroup.procs` says what is left.
+//! Used when this machine lets campaign create a cgroup next to its own (a writable cgroup2
+//! mount: as root, or with a delegated subtree); otherwise the unit falls back to its cookie.
+
+use std::path::{Path, PathBuf};
+
+/// Prefix of every unit cgroup's directory name.
+pub(crate) const PREFIX: &str = "campaign-";
+
+/// Where unit cgroups are created: campaign's own cgroup, if this process may create children
+/// in it and move processes into them. `None` means no usable cgroup v2 here.
+pub(crate) fn detect() -> Option<PathBuf> {
+    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let rel = own.lines().find_map(|l| l.strip_prefix("0::"))?.to_string();
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let (root, mount) = cgroup2_mount(&mountinfo)?;
+    let rel = rel
+        .strip_prefix(&root)
+        .unwrap_or(&rel)
+        .trim_start_matches('/');
+    let base = Path::new(&mount).join(rel);
+    // Moving a process into a child needs write access to the common ancestor's procs file.
+    let probe = base.join(format!("{PREFIX}probe-{}", std::process::id()));
+    std::fs::create_dir(&probe).ok()?;
+    let usable = probe.join("cgroup.procs").exists()
+        && std::fs::OpenOptions::new()
+            .write(true)
+            .open(base.join("cgroup.procs"))
+            .is_ok();
+    let _ = std::fs::remove_dir(&probe);
+    usable.then_some(base)
+}
+
+/// `(root, mount point)` of the first cgroup2 mount in a mountinfo text.
+pub(crate) fn cgroup2_mount(mountinfo: &str) -> Option<(String, String)> {
+    mountinfo.lines().find_map(|line| {
+        let (left, right) = line.split_once(" - ")?;
+        if right.split_whitespace().next()? != "cgroup2" {
+            return None;
+        }
+        let mut f = left.split_whitespace();
+        let root = f.nth(3)?.to_string();
+        let mount = f.next()?.to_string();
+        Some((root, mount))
+    })
+}
+
+/// Create (or reuse, for the next round of the same run) the unit's cgroup.
+pub(crate) fn create(path: &Path) -> std::io::Result<()> {
+    match std::fs::create_dir(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        other => other,
+    }
+}
+
+/// Live pids in the cgroup (zombies have left `cgroup.procs` already). A cgroup that does not
+/// exist holds nothing.
+pub(crate) fn procs(path: &Path) -> Vec<i32> {
+    std::fs::read_to_string(path.join("cgroup.procs"))
+        .map(|s| s.lines().filter_map(|l| l.trim().parse().ok()).collect())
+        .unwrap_or_default()
+}
+
+/// SIGKILL everything in the cgroup at once; falls back to one signal per pid where the kernel
+/// has no `cgroup.kill`.
+pub(crate) fn kill(path: &Path) {
+    if std::fs::write(path.join("cgroup.kill"), "1").is_err() {
+        for pid in procs(path) {
+            super::signal(pid, libc::SIGKILL);
+        }
+    }
+}
+
+/// Remove an empty cgroup (it fails, harmlessly, while a process is still in it).
+pub(crate) fn remove(path: &Path) {
+    let _ = std::fs::remove_dir(path);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_the_cgroup2_mount_among_v1_mounts() {
+        let info = "\
+30 25 0:26 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu
+38 25 0:34 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw
+";
+        assert_eq!(
+            cgroup2_mount(info),
+            Some(("/".into(), "/sys/fs/cgroup/unified".into()))
+        );
+        assert_eq!(cgroup2_mount("30 25 0:26 / /x rw - cgroup c rw"), None);
+    }
+}

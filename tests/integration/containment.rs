@@ -1,0 +1,291 @@
+//! Containment with real processes: the simpler stand-in (`fixtures/standin/simpler.py`) forks
+//! chips that escape campaign's process group by `setsid`, `setpgid` and a double fork, and one
+//! ignores SIGTERM. After a no-output timeout, Ctrl-C, SIGTERM or SIGHUP nothing it started is
+//! alive when campaign exits; after SIGKILL of campaign, `resume` reaps them first and says so.
+//! Each scenario runs with the machine's containment (a cgroup where writable) and, where it
+//! matters, with the portable fallback (`CAMPAIGN_CONTAINMENT=cookie`).
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::util;
+
+/// Generous cap for every wait on an event.
+const CAP: Duration = Duration::from_secs(120);
+
+pub fn standin() -> String {
+    util::root()
+        .join("tests/integration/fixtures/standin/simpler.py")
+        .display()
+        .to_string()
+}
+
+/// A plan with one stand-in run on P = 3 (chip 0 setsid, chip 1 setpgid + ignores SIGTERM,
+/// chip 2 double-forked); `hang` keeps every chip alive and the main process silent, and
+/// `quiet` is the stack's no-output timeout.
+fn plan(dir: &Path, name: &str, hang: bool, quiet: &str) -> PathBuf {
+    let pidfile = dir.join("pids.txt");
+    let text = format!(
+        r#"[campaign]
+name = "{name}"
+
+[case]
+platform = "host"
+
+[axes]
+variant = ["mesh"]
+p = [3]
+count = [256]
+stacks = ["standin"]
+
+[rounds]
+warmup = 0
+timed = 1
+
+[run]
+timeout = "5m"
+
+[devices]
+kind = "npu"
+ids = "0-2"
+
+[stacks.standin]
+command = ["python3", "{script}", "-p", "{{{{ platform }}}}", "-d", "{{{{ devices_range }}}}"]
+shape = "subprocess"
+parser = "markers"
+markers = {{ builtin = "simpler" }}
+no_output_timeout = "{quiet}"
+env = {{ STANDIN_HANG = "{hang}", STANDIN_PIDFILE = "{pidfile}", PYTHONUNBUFFERED = "1" }}
+"#,
+        script = standin(),
+        hang = if hang { "1" } else { "0" },
+        pidfile = pidfile.display(),
+    );
+    let file = dir.join(format!("{name}.toml"));
+    std::fs::write(&file, text).unwrap();
+    file
+}
+
+fn start(dir: &Path, args: &[&str], cookie: bool) -> Child {
+    let mut c = Command::new(util::exe());
+    c.current_dir(dir)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if cookie {
+        c.env("CAMPAIGN_CONTAINMENT", "cookie");
+    } else {
+        c.env_remove("CAMPAIGN_CONTAINMENT");
+    }
+    c.spawn().unwrap()
+}
+
+fn run_args(file: &Path, results: &Path) -> Vec<String> {
+    vec![
+        "run".into(),
+        file.display().to_string(),
+        "--results-dir".into(),
+        results.display().to_string(),
+        "-q".into(),
+    ]
+}
+
+fn refs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+/// `(label, pid)` lines of the stand-in's pid file.
+fn pids(dir: &Path) -> Vec<(String, i32)> {
+    std::fs::read_to_string(dir.join("pids.txt"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let (label, pid) = l.split_once(' ')?;
+            Some((label.to_string(), pid.parse().ok()?))
+        })
+        .collect()
+}
+
+/// Wait until the stand-in's main process and its three chips are all running.
+fn wait_all_started(dir: &Path) -> Vec<(String, i32)> {
+    let until = Instant::now() + CAP;
+    loop {
+        let p = pids(dir);
+        if p.len() >= 4 && p.iter().all(|(_, pid)| running(*pid)) {
+            return p;
+        }
+        assert!(Instant::now() < until, "the stand-in never started: {p:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Is `pid` a running (non-zombie) process?
+fn running(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            let state = stat[stat.rfind(')').unwrap() + 1..]
+                .split_whitespace()
+                .next();
+            !matches!(state, Some("Z") | Some("X"))
+        }
+        Err(_) => false,
+    }
+}
+
+fn kill_leftovers(p: &[(String, i32)]) {
+    for (_, pid) in p {
+        // SAFETY: kill(2); cleanup of a failed test's processes.
+        unsafe { libc::kill(*pid, libc::SIGKILL) };
+    }
+}
+
+fn wait_output(child: Child) -> std::process::Output {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    rx.recv_timeout(CAP)
+        .expect("campaign did not exit")
+        .unwrap()
+}
+
+fn no_output_timeout_kills_every_escaped_chip(cookie: bool) {
+    let tmp = util::tempdir();
+    let file = plan(tmp.path(), "quiet", true, "3s");
+    let results = tmp.path().join("results");
+    let child = start(tmp.path(), &refs(&run_args(&file, &results)), cookie);
+    let out = wait_output(child);
+    let p = pids(tmp.path());
+    let alive: Vec<_> = p.iter().filter(|(_, pid)| running(*pid)).cloned().collect();
+    kill_leftovers(&p);
+    assert_eq!(out.status.code(), Some(1), "{}", util::stderr(&out));
+    assert_eq!(p.len(), 4, "{p:?}");
+    assert!(
+        alive.is_empty(),
+        "still running after the timeout: {alive:?}"
+    );
+    let status = std::fs::read_to_string(
+        std::fs::read_dir(results.join("quiet"))
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path()
+            .join("results.json"),
+    )
+    .unwrap();
+    assert!(status.contains("\"timeout\""), "{status}");
+    assert!(status.contains("no output"), "{status}");
+}
+
+#[test]
+fn no_output_timeout_leaves_nothing_running() {
+    no_output_timeout_kills_every_escaped_chip(false);
+}
+
+#[test]
+fn no_output_timeout_leaves_nothing_running_without_cgroups() {
+    no_output_timeout_kills_every_escaped_chip(true);
+}
+
+fn signal_stops_every_escaped_chip(sig: i32, cookie: bool) {
+    let tmp = util::tempdir();
+    let file = plan(tmp.path(), "sig", true, "10m");
+    let results = tmp.path().join("results");
+    let child = start(tmp.path(), &refs(&run_args(&file, &results)), cookie);
+    let p = wait_all_started(tmp.path());
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as i32, sig) };
+    let out = wait_output(child);
+    let alive: Vec<_> = p.iter().filter(|(_, pid)| running(*pid)).cloned().collect();
+    kill_leftovers(&p);
+    assert_eq!(out.status.code(), Some(3), "{}", util::stderr(&out));
+    assert!(
+        util::stderr(&out).contains("campaign resume"),
+        "{}",
+        util::stderr(&out)
+    );
+    assert!(
+        alive.is_empty(),
+        "still running after signal {sig}: {alive:?}"
+    );
+}
+
+#[test]
+fn ctrl_c_leaves_nothing_running() {
+    signal_stops_every_escaped_chip(libc::SIGINT, false);
+}
+
+#[test]
+fn sigterm_leaves_nothing_running_without_cgroups() {
+    signal_stops_every_escaped_chip(libc::SIGTERM, true);
+}
+
+#[test]
+fn sighup_behaves_like_sigterm() {
+    signal_stops_every_escaped_chip(libc::SIGHUP, false);
+}
+
+fn resume_after_sigkill_reaps_what_the_dead_session_left(cookie: bool) {
+    let tmp = util::tempdir();
+    let file = plan(tmp.path(), "killed", true, "10m");
+    let results = tmp.path().join("results");
+    let child = start(tmp.path(), &refs(&run_args(&file, &results)), cookie);
+    let p = wait_all_started(tmp.path());
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let _ = wait_output(child);
+    // campaign is gone; its stack is not.
+    let survivors: Vec<_> = p.iter().filter(|(_, pid)| running(*pid)).cloned().collect();
+    assert!(!survivors.is_empty(), "nothing survived SIGKILL: {p:?}");
+    let run_dir = std::fs::read_dir(results.join("killed"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    // The resumed run must finish: its frozen plan stops hanging.
+    let frozen = run_dir.join("plan.toml");
+    let text = std::fs::read_to_string(&frozen).unwrap();
+    std::fs::write(
+        &frozen,
+        text.replace("STANDIN_HANG = \"1\"", "STANDIN_HANG = \"0\""),
+    )
+    .unwrap();
+    std::fs::remove_file(tmp.path().join("pids.txt")).unwrap();
+    let child = start(
+        tmp.path(),
+        &["resume", run_dir.to_str().unwrap(), "-q"],
+        cookie,
+    );
+    let out = wait_output(child);
+    let alive: Vec<_> = p.iter().filter(|(_, pid)| running(*pid)).cloned().collect();
+    kill_leftovers(&p);
+    let stdout = util::stdout(&out);
+    assert!(
+        alive.is_empty(),
+        "the resume left {alive:?} running\n{stdout}"
+    );
+    assert!(
+        stdout.contains("resume: killed ") && stdout.contains("left running by run:"),
+        "{stdout}"
+    );
+    for (_, pid) in &survivors {
+        assert!(
+            stdout.contains(&format!("{pid} (")),
+            "{pid} not named: {stdout}"
+        );
+    }
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", util::stderr(&out));
+}
+
+#[test]
+fn resume_after_sigkill_reaps_leftovers() {
+    resume_after_sigkill_reaps_what_the_dead_session_left(false);
+}
+
+#[test]
+fn resume_after_sigkill_reaps_leftovers_without_cgroups() {
+    resume_after_sigkill_reaps_what_the_dead_session_left(true);
+}
