@@ -105,16 +105,11 @@ impl RunStatus {
     pub(crate) fn is_failure(self) -> bool {
         matches!(self, RunStatus::Fail | RunStatus::Timeout)
     }
-
-    /// The seed's `correctness` value.
-    pub(crate) fn correctness(self) -> &'static str {
-        if self == RunStatus::Pass {
-            "pass"
-        } else {
-            "fail"
-        }
-    }
 }
+
+/// Words the engine puts in a run's reason when a golden check ran and did not match; the
+/// `correctness` of a failed run is `fail` only when its reason says so.
+pub(crate) const GOLDEN_MISMATCH: &str = "golden mismatch";
 
 impl std::fmt::Display for RunStatus {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -151,6 +146,10 @@ pub struct RunResult {
     /// Where `execute_s` came from: `stack` (reported by the stack) or `engine` (wall clock).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timing_source: Option<String>,
+    /// The CPUs a CPU run (the `host` stack, `resource = "cpu"`) actually received; `None` for
+    /// device runs and for runs recorded before campaign kept it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<Vec<u32>>,
 }
 
 fn one() -> u32 {
@@ -158,6 +157,35 @@ fn one() -> u32 {
 }
 
 impl RunResult {
+    /// The seed's `correctness`: `pass` for a passing run, `fail` only when a golden check ran
+    /// and did not match, `not_checked` otherwise (timeout, crash, argument error, …).
+    pub(crate) fn correctness(&self) -> &'static str {
+        match self.status {
+            RunStatus::Pass => "pass",
+            RunStatus::Fail
+                if self
+                    .error
+                    .as_deref()
+                    .is_some_and(|e| e.contains(GOLDEN_MISMATCH)) =>
+            {
+                "fail"
+            }
+            _ => "not_checked",
+        }
+    }
+
+    /// More ranks than CPUs received: the ranks of a CPU run shared cores.
+    pub(crate) fn oversubscribed(&self) -> bool {
+        self.cpus
+            .as_ref()
+            .is_some_and(|c| (self.case.p as usize) > c.len())
+    }
+
+    /// The devices (or, for a CPU run, the CPUs) the run actually received.
+    pub(crate) fn granted(&self) -> &[u32] {
+        self.cpus.as_deref().unwrap_or(&self.case.device_ids)
+    }
+
     /// Timed samples that completed (the statistics population).
     pub(crate) fn timed_ok(&self) -> impl Iterator<Item = &Sample> {
         self.samples.iter().filter(|s| s.is_timed() && s.ok)

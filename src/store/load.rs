@@ -144,6 +144,9 @@ fn load_bundle(
         started: text("started"),
         ended: text("ended"),
         timing_source: text("timing_source"),
+        cpus: m
+            .get("cpus")
+            .and_then(|c| serde_json::from_value(c.clone()).ok()),
     })
 }
 

@@ -1,7 +1,7 @@
 //! Everything on disk in a run dir: its layout and bundles (`layout`), one atomic write
 //! (`atomic`), the journal and its replay, the run-dir lock, run fingerprints, provenance, resume
 //! decisions, `campaign status`, loading bundles and old harness dirs back (`load`, `seed_dir`)
-//! and the results files (`json`, `csv`).
+//! and the results files (`row`, the one row shape behind `json` and `csv`).
 //!
 //! It reads and writes files; it does not run stacks, schedule, or compute statistics beyond
 //! what the results files carry.
@@ -16,5 +16,6 @@ pub mod load;
 pub mod lock;
 pub mod provenance;
 pub mod resume;
+pub mod row;
 pub mod seed_dir;
 pub mod status;

@@ -133,6 +133,7 @@ fn load_row(
         started: None,
         ended: None,
         timing_source: Some("stack".into()),
+        cpus: None,
     })
 }
 

@@ -3,6 +3,7 @@
 mod architecture;
 mod bench;
 mod executor;
+mod honest;
 mod mpi;
 mod plan;
 mod readme;

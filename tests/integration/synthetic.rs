@@ -181,5 +181,6 @@ fn run(
         started: None,
         ended: None,
         timing_source: Some("stack".into()),
+        cpus: None,
     }
 }
