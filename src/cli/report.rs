@@ -1,5 +1,7 @@
 //! `campaign report RUN_DIR [--template F]`: re-render statistics, figures and the report of
-//! a run dir from its bundles, without running anything. Glue only.
+//! a run dir from its bundles, without running anything: a campaign run dir's results files are
+//! rewritten from its bundles in the order `run` wrote them, and runs whose bundle is missing
+//! are named. Glue only.
 
 use std::path::Path;
 
@@ -7,10 +9,21 @@ use crate::cli::args::ReportArgs;
 use crate::error::{Error, Result};
 use crate::model::results::ResultSet;
 use crate::report::{self, ReportOptions};
-use crate::store::seed_dir;
+use crate::store::{rebuild, seed_dir};
 
 pub(crate) fn run(args: &ReportArgs) -> Result<i32> {
-    let results = load_run_dir(&args.run_dir)?;
+    let mut results = load_run_dir(&args.run_dir)?;
+    if !seed_dir::is_seed_run_dir(&args.run_dir) {
+        let missing = rebuild::order_as_planned(&args.run_dir, &mut results)?;
+        rebuild::write_results(&args.run_dir, &results)?;
+        for m in &missing {
+            eprintln!(
+                "warning: run {} {} finished ({}) in the journal but its bundle \
+                 (cases/{}/{}/manifest.json) is missing: it is not in the results files or the report",
+                m.case_id, m.stack, m.status, m.case_id, m.stack
+            );
+        }
+    }
     let opts = ReportOptions {
         template: args.template.clone(),
         bootstrap: report::bootstrap_for(&results),
@@ -18,6 +31,7 @@ pub(crate) fn run(args: &ReportArgs) -> Result<i32> {
     };
     let out = report::render_all(&results, &opts, &args.run_dir)?;
     println!("report: {}", out.summary.display());
+    println!("context: {}", out.context.display());
     for f in &out.figures {
         println!("figure: {}", f.png.display());
     }

@@ -1,7 +1,8 @@
 //! The summarize → plot → report end of the campaign: statistics, figures and `summary.md`.
 //!
 //! Owns `render_all`, a pure function of a `ResultSet` (plus options) that writes
-//! `<run dir>/reports/summary.md` and `<run dir>/figures/<name>.png|.svg`. It never runs
+//! `<run dir>/reports/summary.md`, the template context it was rendered from as
+//! `<run dir>/reports/context.json`, and `<run dir>/figures/<name>.png|.svg`. It never runs
 //! anything and never reads bundles; loaders build the `ResultSet` first.
 
 use std::path::{Path, PathBuf};
@@ -64,6 +65,8 @@ pub(crate) fn bootstrap_for(results: &ResultSet) -> Bootstrap {
 pub struct ReportOutput {
     /// `<run dir>/reports/summary.md`.
     pub summary: PathBuf,
+    /// `<run dir>/reports/context.json`: the exact template context, for scripts.
+    pub context: PathBuf,
     pub figures: Vec<figures::Drawn>,
     pub skipped_figures: Vec<figures::Skipped>,
     /// Runs that did not pass (listed in the report).
@@ -100,9 +103,15 @@ pub fn render_all(
     let reports = run_dir.join("reports");
     std::fs::create_dir_all(&reports).map_err(|e| Error::io(&reports, e))?;
     let summary = reports.join("summary.md");
+    let context = reports.join("context.json");
+    let mut ctx_json = serde_json::to_string_pretty(&ctx)
+        .map_err(|e| Error::Environment(format!("writing {}: {e}", context.display())))?;
+    ctx_json.push('\n');
+    write_atomic(&context, ctx_json.as_bytes())?;
     write_atomic(&summary, text.as_bytes())?;
     Ok(ReportOutput {
         summary,
+        context,
         figures: drawn,
         skipped_figures: skipped,
         failures: analysis.failures.len(),

@@ -15,6 +15,7 @@ pub mod layout;
 pub mod load;
 pub mod lock;
 pub mod provenance;
+pub mod rebuild;
 pub mod resume;
 pub mod row;
 pub mod seed_dir;

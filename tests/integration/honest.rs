@@ -181,3 +181,95 @@ fn host_ranks_beyond_the_cpus_received_are_flagged_oversubscribed() {
     assert_eq!(&rec[col("oversubscribed")], "true");
     assert_eq!(&rec[col("cpus")], cpus.to_string());
 }
+
+fn counts_plan(name: &str, timed: u32) -> String {
+    format!(
+        r#"[campaign]
+name = "{name}"
+
+[case]
+platform = "host"
+
+[axes]
+variant = ["mesh"]
+p = [2]
+count = [64, 1000, 4096]
+stacks = ["host"]
+
+[rounds]
+warmup = 1
+timed = {timed}
+
+[run]
+timeout = "60s"
+
+[devices]
+kind = "cpu"
+"#
+    )
+}
+
+fn row_keys(dir: &Path) -> Vec<(String, String)> {
+    json(&dir.join("results.json"))["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["case_id"].as_str().unwrap().to_string(),
+                r["stack"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn report_rewrites_results_in_run_order_names_missing_bundles_and_writes_context_json() {
+    let tmp = util::tempdir();
+    let (out, dir) = run_plan(tmp.path(), "order", &counts_plan("order", 3), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    let as_run = row_keys(&dir);
+    let counts: Vec<u64> = json(&dir.join("results.json"))["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["count"].as_u64().unwrap())
+        .collect();
+    assert_eq!(counts, [64, 1000, 4096], "run writes plan order");
+    // The context the template saw, as JSON, under the documented names.
+    let ctx = json(&dir.join("reports/context.json"));
+    for key in [
+        "title",
+        "campaign",
+        "cases",
+        "runs",
+        "failures",
+        "stacks",
+        "bootstrap",
+    ] {
+        assert!(ctx.get(key).is_some(), "context.json lacks {key}");
+    }
+    assert_eq!(ctx["runs"].as_array().unwrap().len(), 3);
+    assert!(ctx["runs"][0]["median_s"].as_f64().unwrap() > 0.0);
+    // `report` from the bundles: same order, results rewritten (here: from nothing).
+    std::fs::remove_file(dir.join("results.json")).unwrap();
+    std::fs::remove_file(dir.join("results.csv")).unwrap();
+    let again = util::run_in(tmp.path(), &["report", dir.to_str().unwrap()]);
+    assert_eq!(again.status.code(), Some(0), "{}", util::stderr(&again));
+    assert_eq!(row_keys(&dir), as_run, "report sorts like run, not as text");
+    assert!(dir.join("results.csv").is_file());
+    assert!(util::stdout(&again).contains("context.json"));
+    // A finished run whose bundle is gone is named, not silently dropped.
+    let (gone_case, gone_stack) = as_run[1].clone();
+    std::fs::remove_dir_all(dir.join("cases").join(&gone_case).join(&gone_stack)).unwrap();
+    let again = util::run_in(tmp.path(), &["report", dir.to_str().unwrap()]);
+    assert_eq!(again.status.code(), Some(0), "{}", util::stderr(&again));
+    let err = util::stderr(&again);
+    assert!(
+        err.contains(&format!(
+            "run {gone_case} {gone_stack} finished (pass) in the journal but its bundle"
+        )),
+        "{err}"
+    );
+    assert_eq!(row_keys(&dir), vec![as_run[0].clone(), as_run[2].clone()]);
+}
