@@ -91,6 +91,9 @@ pub(crate) struct RunArgs {
     /// Extra filter expression over case fields.
     #[arg(long, value_name = "EXPR")]
     pub(crate) filter: Option<String>,
+    /// Run each (case, stack) N times as separate runs (replaces `[run] repeats`).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub(crate) repeats: Option<u32>,
     #[command(flatten)]
     pub(crate) exec: ExecOptions,
 }
@@ -161,6 +164,7 @@ pub(crate) enum CompareFormat {
     #[default]
     Md,
     Csv,
+    Json,
 }
 
 #[derive(Debug, Args)]

@@ -158,6 +158,9 @@ pub(crate) struct RunConfig {
     pub(crate) executor: ExecutorKind,
     /// Quarantine a device after this many failed runs in a row (0 = never).
     pub(crate) quarantine_after: u32,
+    /// Separate runs of each (case, stack), interleaved across stacks in a seeded order, so
+    /// statistics and verdicts see the run-to-run variance (`[run] repeats`, `--repeats`).
+    pub(crate) repeats: u32,
 }
 
 impl Default for RunConfig {
@@ -174,6 +177,7 @@ impl Default for RunConfig {
             seed: None,
             executor: ExecutorKind::Local,
             quarantine_after: 3,
+            repeats: 1,
         }
     }
 }

@@ -107,6 +107,31 @@ impl RunStatus {
     }
 }
 
+/// Between a case id and its repeat number in a run id: repeat 1 of a case is the case id
+/// itself (`mesh_p2_…_d0-1`, as before repeats existed), repeat 2 is `mesh_p2_…_d0-1~r2`. The run
+/// id names the run's bundle folder (`cases/<run id>/<stack>`) and its journal step.
+pub(crate) const REPEAT_MARK: &str = "~r";
+
+/// The run id of repeat `repeat` (1-based) of `case_id`.
+pub(crate) fn run_id(case_id: &str, repeat: u32) -> String {
+    if repeat <= 1 {
+        case_id.to_string()
+    } else {
+        format!("{case_id}{REPEAT_MARK}{repeat}")
+    }
+}
+
+/// A run id split into the case id and the repeat number (1 when it has none).
+pub(crate) fn split_run_id(id: &str) -> (&str, u32) {
+    match id.rsplit_once(REPEAT_MARK) {
+        Some((case, n)) if !case.is_empty() => match n.parse::<u32>() {
+            Ok(r) if r >= 2 && !n.starts_with('0') => (case, r),
+            _ => (id, 1),
+        },
+        _ => (id, 1),
+    }
+}
+
 /// Words the engine puts in a run's reason when a golden check ran and did not match; the
 /// `correctness` of a failed run is `fail` only when its reason says so.
 pub(crate) const GOLDEN_MISMATCH: &str = "golden mismatch";
@@ -157,6 +182,16 @@ fn one() -> u32 {
 }
 
 impl RunResult {
+    /// The planned case this run measured (its run id without the repeat mark).
+    pub(crate) fn base_case_id(&self) -> &str {
+        split_run_id(&self.case_id).0
+    }
+
+    /// Which repeat of its (case, stack) this run is, 1-based.
+    pub(crate) fn repeat(&self) -> u32 {
+        split_run_id(&self.case_id).1
+    }
+
     /// The seed's `correctness`: `pass` for a passing run, `fail` only when a golden check ran
     /// and did not match, `not_checked` otherwise (timeout, crash, argument error, …).
     pub(crate) fn correctness(&self) -> &'static str {
@@ -255,5 +290,21 @@ impl ResultSet {
             *counts.entry(r.status).or_default() += 1;
         }
         counts
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_ids_round_trip_and_repeat_one_is_the_case_id() {
+        let id = "mesh_p2_count256_fp32_a2a3_d0-1";
+        assert_eq!(run_id(id, 1), id);
+        assert_eq!(run_id(id, 3), format!("{id}~r3"));
+        assert_eq!(split_run_id(&run_id(id, 3)), (id, 3));
+        assert_eq!(split_run_id(id), (id, 1));
+        assert_eq!(split_run_id("odd~rx"), ("odd~rx", 1));
+        assert_eq!(split_run_id("odd~r01"), ("odd~r01", 1));
     }
 }

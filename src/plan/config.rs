@@ -14,6 +14,9 @@ use crate::model::plan::{
     StackOrder, KNOWN_FIGURES, RETRY_STATUSES,
 };
 
+/// Upper bound of `[run] repeats` (and `--repeats`): beyond it a typo, not a plan.
+pub(crate) const MAX_REPEATS: u64 = 1000;
+
 pub(crate) fn read_run(cx: &mut Ctx<'_>, item: &Item<'_>) -> RunConfig {
     let mut run = RunConfig::default();
     let Some(table) = cx.table(item, "run") else {
@@ -31,6 +34,7 @@ pub(crate) fn read_run(cx: &mut Ctx<'_>, item: &Item<'_>) -> RunConfig {
         "seed",
         "executor",
         "quarantine_after",
+        "repeats",
     ];
     for e in cx.known_entries(table, "run", KEYS) {
         let path = format!("run.{}", e.key);
@@ -81,6 +85,11 @@ pub(crate) fn read_run(cx: &mut Ctx<'_>, item: &Item<'_>) -> RunConfig {
             },
             "exclusive" => run.exclusive = cx.boolean(it, &path).unwrap_or(false),
             "seed" => run.seed = cx.uint(it, &path, i64::MAX as u64),
+            "repeats" => match cx.uint(it, &path, MAX_REPEATS) {
+                Some(0) => cx.error(&it.span(), &path, "repeats must be >= 1".into()),
+                Some(n) => run.repeats = n as u32,
+                None => {}
+            },
             "executor" => {
                 run.executor = match cx.choice(it, &path, &["local", "slurm"]).as_deref() {
                     Some("slurm") => ExecutorKind::Slurm,

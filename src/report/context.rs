@@ -107,7 +107,10 @@ pub(crate) struct Cell {
     pub(crate) median_s: Option<f64>,
     pub(crate) ci_lo_s: Option<f64>,
     pub(crate) ci_hi_s: Option<f64>,
-    /// "14.2 µs [13.9 µs, 14.8 µs]" for a passing run, else the status in capitals.
+    /// Passing repeats and timed rounds (of the smallest repeat) the number rests on.
+    pub(crate) repeats: usize,
+    pub(crate) rounds: usize,
+    /// "14.2 µs [13.9 µs, 14.8 µs] (3×10)" for a passing run, else the status in capitals.
     pub(crate) text: String,
 }
 
@@ -117,7 +120,11 @@ pub(crate) struct RunRow {
     pub(crate) case_id: String,
     pub(crate) stack: String,
     pub(crate) bundle: String,
+    /// Timed rounds over every repeat.
     pub(crate) n: usize,
+    /// Passing repeats, and timed rounds of the smallest one.
+    pub(crate) repeats: usize,
+    pub(crate) rounds: usize,
     pub(crate) mean_s: f64,
     pub(crate) stdev_s: Option<f64>,
     pub(crate) median_s: f64,
@@ -351,14 +358,15 @@ fn figure_row(d: &Drawn) -> FigureRow {
 }
 
 fn case_rows(results: &ResultSet, a: &Analysis) -> Vec<CaseRow> {
-    // The first run of each planned case describes it; statuses per (case, stack) from runs.
+    // The first run of each planned case describes it; its repeats share the row.
     let mut rows: Vec<CaseRow> = Vec::with_capacity(a.cases.len());
     let mut index = std::collections::HashMap::new();
     for r in &results.runs {
-        if !index.contains_key(&r.case_id) {
-            index.insert(r.case_id.clone(), rows.len());
+        let case_id = r.base_case_id();
+        if !index.contains_key(case_id) {
+            index.insert(case_id.to_string(), rows.len());
             rows.push(CaseRow {
-                case_id: r.case_id.clone(),
+                case_id: case_id.to_string(),
                 variant: r.case.variant.to_string(),
                 p: r.case.p,
                 count: r.case.count,
@@ -375,31 +383,19 @@ fn case_rows(results: &ResultSet, a: &Analysis) -> Vec<CaseRow> {
                         median_s: None,
                         ci_lo_s: None,
                         ci_hi_s: None,
+                        repeats: 0,
+                        rounds: 0,
                         text: "—".into(),
                     })
                     .collect(),
             });
         }
     }
-    for (i, r) in results.runs.iter().enumerate() {
-        let row = &mut rows[index[&r.case_id]];
-        let Some(cell) = row.cells.iter_mut().find(|c| c.stack == r.stack) else {
-            continue;
-        };
-        match a.stats.get(&i) {
-            Some(s) => {
-                let m = &s.summary;
-                cell.status = "pass".into();
-                cell.median_s = Some(m.median);
-                cell.ci_lo_s = Some(m.median_ci.lo);
-                cell.ci_hi_s = Some(m.median_ci.hi);
-                cell.text = format!(
-                    "{} {}",
-                    format_seconds(m.median),
-                    ci_text(m.median_ci.lo, m.median_ci.hi)
-                );
-            }
-            None => {
+    // Runs without statistics first, so a (case, stack) with any passing repeat shows it.
+    for r in &results.runs {
+        let row = &mut rows[index[r.base_case_id()]];
+        if let Some(cell) = row.cells.iter_mut().find(|c| c.stack == r.stack) {
+            if cell.status == "absent" {
                 cell.status = r.status.to_string();
                 cell.text = if r.status == RunStatus::Pass {
                     "NO DATA".into()
@@ -408,6 +404,27 @@ fn case_rows(results: &ResultSet, a: &Analysis) -> Vec<CaseRow> {
                 };
             }
         }
+    }
+    for s in a.stats.values() {
+        let r = &results.runs[s.index];
+        let row = &mut rows[index[r.base_case_id()]];
+        let Some(cell) = row.cells.iter_mut().find(|c| c.stack == r.stack) else {
+            continue;
+        };
+        let m = &s.summary;
+        cell.status = "pass".into();
+        cell.median_s = Some(m.median);
+        cell.ci_lo_s = Some(m.median_ci.lo);
+        cell.ci_hi_s = Some(m.median_ci.hi);
+        cell.repeats = s.runs.len();
+        cell.rounds = s.rounds;
+        cell.text = format!(
+            "{} {} ({}×{})",
+            format_seconds(m.median),
+            ci_text(m.median_ci.lo, m.median_ci.hi),
+            s.runs.len(),
+            s.rounds
+        );
     }
     rows
 }
@@ -424,10 +441,12 @@ fn run_row(results: &ResultSet, s: &RunStats) -> RunRow {
     let r = &results.runs[s.index];
     let m = &s.summary;
     RunRow {
-        case_id: r.case_id.clone(),
+        case_id: r.base_case_id().to_string(),
         stack: r.stack.clone(),
         bundle: r.bundle.display().to_string(),
         n: m.n,
+        repeats: s.runs.len(),
+        rounds: s.rounds,
         mean_s: m.mean,
         stdev_s: m.stdev,
         median_s: m.median,

@@ -14,15 +14,22 @@ use crate::analysis::stats::bootstrap;
 use crate::analysis::stats::bootstrap::{Bootstrap, Interval};
 use crate::analysis::stats::fit;
 use crate::analysis::stats::fit::AlphaBeta;
+use crate::analysis::stats::hierarchical;
 use crate::analysis::stats::summary::{describe, Summary};
 use crate::model::case::{Dtype, Variant};
 use crate::model::results::{ResultSet, RunResult, RunStatus};
 
-/// Statistics of one passing run.
+/// Statistics of one (case, stack): its passing repeats together (one run without repeats).
 #[derive(Debug, Clone)]
 pub(crate) struct RunStats {
-    /// Index of the run in `ResultSet::runs`.
+    /// Index in `ResultSet::runs` of the first passing repeat (it names the case and stack).
     pub(crate) index: usize,
+    /// Indices of every passing repeat the numbers rest on.
+    pub(crate) runs: Vec<usize>,
+    /// Timed rounds of the smallest repeat.
+    pub(crate) rounds: usize,
+    /// Descriptive statistics of the pooled rounds; `median` and `median_ci` are the
+    /// hierarchical estimate and interval (mean of the repeats' medians; repeats, then rounds).
     pub(crate) summary: Summary,
     pub(crate) n_bytes: u64,
     /// From the median time, bytes per second.
@@ -143,9 +150,9 @@ impl Analysis {
                 stacks.push(run.stack.clone());
             }
             by_case
-                .entry(run.case_id.as_str())
+                .entry(run.base_case_id())
                 .or_insert_with(|| {
-                    cases.push(run.case_id.clone());
+                    cases.push(run.base_case_id().to_string());
                     Vec::new()
                 })
                 .push(index);
@@ -182,18 +189,38 @@ impl Analysis {
     }
 }
 
-/// Statistics of one run and its bootstrap medians (kept by the caller for paired ratios).
-fn run_stats(index: usize, run: &RunResult, boot: &Bootstrap) -> Option<(RunStats, Vec<f64>)> {
-    let xs = run.timed_execute_s();
-    if xs.is_empty() {
-        return None;
+/// Statistics of the passing repeats `indices` of one (case, stack) and their hierarchical
+/// bootstrap draws (kept by the caller for paired ratios). None when no repeat has a time.
+fn run_stats(
+    indices: &[usize],
+    results: &ResultSet,
+    boot: &Bootstrap,
+) -> Option<(RunStats, Vec<f64>)> {
+    let mut used = Vec::new();
+    let mut repeats: Vec<Vec<f64>> = Vec::new();
+    let mut xs = Vec::new();
+    for &i in indices {
+        let v = results.runs[i].timed_execute_s();
+        if v.is_empty() {
+            continue;
+        }
+        xs.extend_from_slice(&v);
+        let mut sorted = v;
+        sorted.sort_by(f64::total_cmp);
+        repeats.push(sorted);
+        used.push(i);
     }
+    let index = *used.first()?;
+    let run = &results.runs[index];
     let mut sorted = xs.clone();
-    sorted.sort_by(|a, b| a.total_cmp(b));
-    let draws = boot.median_draws(&sorted, &format!("{}/{}", run.case_id, run.stack));
-    let summary = describe(&xs, &sorted, bootstrap::interval(&draws))?;
+    sorted.sort_by(f64::total_cmp);
+    let key = format!("{}/{}", run.base_case_id(), run.stack);
+    let draws = boot.hierarchical_draws(&repeats, &key);
+    let mut summary = describe(&xs, &sorted, bootstrap::interval(&draws))?;
+    summary.median = hierarchical::estimate(&repeats)?;
     let n_bytes = run.case.n_bytes();
-    let timed: Vec<_> = run.timed_ok().collect();
+    let runs: Vec<&RunResult> = used.iter().map(|&i| &results.runs[i]).collect();
+    let timed: Vec<_> = runs.iter().flat_map(|r| r.timed_ok()).collect();
     let med = |v: Vec<f64>| crate::analysis::stats::median(&v);
     let mut phase_sums: BTreeMap<String, (f64, usize)> = BTreeMap::new();
     for s in &timed {
@@ -204,7 +231,7 @@ fn run_stats(index: usize, run: &RunResult, boot: &Bootstrap) -> Option<(RunStat
         }
     }
     let mut compile_sums: BTreeMap<String, (f64, usize)> = BTreeMap::new();
-    for s in &run.samples {
+    for s in runs.iter().flat_map(|r| &r.samples) {
         for (k, v) in &s.compile_profile {
             let e = compile_sums.entry(k.clone()).or_default();
             e.0 += v;
@@ -217,12 +244,14 @@ fn run_stats(index: usize, run: &RunResult, boot: &Bootstrap) -> Option<(RunStat
     let m = summary.median;
     let stats = RunStats {
         index,
+        rounds: repeats.iter().map(Vec::len).min().unwrap_or(0),
+        runs: used,
         n_bytes,
         algbw: bandwidth::algbw(n_bytes, m),
         busbw: bandwidth::busbw(Collective::AllReduce, run.case.p, n_bytes, m),
         bw_execute_mb_s: bandwidth::bw_execute_mb_s(n_bytes, m),
         device_wall_median: med(timed.iter().filter_map(|s| s.device_wall_s).collect()),
-        setup_s: run.samples.iter().find_map(|s| s.setup_s),
+        setup_s: runs.iter().flat_map(|r| &r.samples).find_map(|s| s.setup_s),
         phase_means: means(phase_sums),
         compile_means: means(compile_sums),
         summary,
@@ -312,13 +341,23 @@ fn summarize_case(
     let mut stats = Vec::new();
     let mut draws = Vec::new();
     let mut failures = Vec::new();
+    // The repeats of each stack together, stacks in order of first appearance.
+    let mut by_stack: Vec<(&str, Vec<usize>)> = Vec::new();
     for &i in runs {
-        match run_stats(i, &results.runs[i], boot) {
-            Some((s, d)) => {
-                stats.push(s);
-                draws.push(d);
-            }
-            None => failures.push(failure(i, &results.runs[i])),
+        let run = &results.runs[i];
+        if run.timed_execute_s().is_empty() {
+            failures.push(failure(i, run));
+            continue;
+        }
+        match by_stack.iter_mut().find(|(s, _)| *s == run.stack) {
+            Some((_, v)) => v.push(i),
+            None => by_stack.push((run.stack.as_str(), vec![i])),
+        }
+    }
+    for (_, indices) in &by_stack {
+        if let Some((s, d)) = run_stats(indices, results, boot) {
+            stats.push(s);
+            draws.push(d);
         }
     }
     let mut paired = Vec::new();
@@ -343,7 +382,7 @@ fn summarize_case(
                 Verdict::NoClearDifference
             };
             paired.push(Paired {
-                case_id: run.case_id.clone(),
+                case_id: run.base_case_id().to_string(),
                 stack: run.stack.clone(),
                 baseline: baseline.to_string(),
                 stack_run: s.index,

@@ -17,13 +17,14 @@ pub(crate) fn row(r: &crate::model::results::RunResult) -> Value {
     serde_json::to_value(Row::of(r)).unwrap_or(Value::Null)
 }
 
-/// The cases of a result set, one per `case_id` in first-seen order (the case as first run).
+/// The cases of a result set, one per `case_id` in first-seen order (the case as first run;
+/// the repeats of a case are one case).
 pub(crate) fn cases(set: &ResultSet) -> Vec<(&str, &Case)> {
     let mut seen = BTreeSet::new();
     set.runs
         .iter()
-        .filter(|r| seen.insert(r.case_id.as_str()))
-        .map(|r| (r.case_id.as_str(), &r.case))
+        .filter(|r| seen.insert(r.base_case_id()))
+        .map(|r| (r.base_case_id(), &r.case))
         .collect()
 }
 
@@ -145,6 +146,7 @@ pub(crate) mod tests {
                 "cpus",
                 "oversubscribed",
                 "n_bytes",
+                "repeat",
                 "attempt",
                 "timing_source"
             ]

@@ -52,6 +52,8 @@ pub(crate) struct Row {
     /// More ranks than CPUs received (always present).
     pub(crate) oversubscribed: bool,
     pub(crate) n_bytes: u64,
+    /// Which repeat of its (case, stack) this run is, 1-based (`[run] repeats`).
+    pub(crate) repeat: u32,
     pub(crate) attempt: u32,
     pub(crate) timing_source: Option<String>,
 }
@@ -87,7 +89,7 @@ impl Row {
         let c = &r.case;
         let n_timed = r.samples.iter().filter(|s| s.is_timed()).count();
         let mut row = Row {
-            case_id: r.case_id.clone(),
+            case_id: r.base_case_id().to_string(),
             stack: r.stack.clone(),
             equivalence_hash: c.equivalence_hash(),
             variant: c.variant.to_string(),
@@ -117,6 +119,7 @@ impl Row {
             cpus: r.cpus.as_ref().map(Vec::len),
             oversubscribed: r.oversubscribed(),
             n_bytes: c.n_bytes(),
+            repeat: r.repeat(),
             attempt: r.attempt,
             timing_source: r.timing_source.clone(),
         };

@@ -273,3 +273,190 @@ fn report_rewrites_results_in_run_order_names_missing_bundles_and_writes_context
     );
     assert_eq!(row_keys(&dir), vec![as_run[0].clone(), as_run[2].clone()]);
 }
+
+/// A stack whose times are fixed per repeat (levels 1.0, 1.1, 0.9 × `factor` ms, ±2 % over
+/// rounds): two campaigns of it are the same thing measured twice, run-to-run wander included.
+fn synthetic(factor: f64) -> String {
+    format!(
+        r#"
+[stacks.syn]
+command = ["sh", "-c", '''
+case "$CAMPAIGN_BUNDLE_DIR" in
+  *~r2/*) level=1.1 ;;
+  *~r3/*) level=0.9 ;;
+  *) level=1.0 ;;
+esac
+awk -v w="$CAMPAIGN_WARMUP" -v t="$CAMPAIGN_TIMED" -v l="$level" -v f="{factor}" 'BEGIN {{
+  for (i = 0; i < w; i++) printf "CAMPAIGN_SAMPLE {{\"phase\":\"warmup\",\"execute_s\":%.6f}}\n", 0.001 * l * f;
+  for (i = 0; i < t; i++) printf "CAMPAIGN_SAMPLE {{\"phase\":\"timed\",\"execute_s\":%.6f}}\n", 0.001 * l * f * (1 + 0.01 * (i * 7 % 5 - 2));
+  print "CAMPAIGN_DONE {{\"correctness\":\"pass\"}}"
+}}'
+''']
+resource = "none"
+"#
+    )
+}
+
+fn repeat_plan(name: &str, stacks: &str, timed: u32, defs: &str) -> String {
+    format!(
+        r#"[campaign]
+name = "{name}"
+
+[case]
+platform = "host"
+
+[axes]
+variant = ["mesh"]
+p = [2]
+count = [256]
+stacks = [{stacks}]
+
+[rounds]
+warmup = 1
+timed = {timed}
+
+[run]
+timeout = "60s"
+repeats = 3
+seed = 7
+
+[devices]
+kind = "cpu"
+{defs}
+"#
+    )
+}
+
+#[test]
+fn repeats_run_interleaved_and_the_report_says_what_each_number_rests_on() {
+    let tmp = util::tempdir();
+    let text = repeat_plan("rep", r#""host", "syn""#, 3, &synthetic(1.0));
+    let (out, dir) = run_plan(tmp.path(), "rep", &text, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    let rows = json(&dir.join("results.json"))["runs"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(rows.len(), 6, "2 stacks × 3 repeats");
+    let case_id = rows[0]["case_id"].as_str().unwrap().to_string();
+    assert!(
+        !case_id.contains("~r"),
+        "rows name the planned case: {case_id}"
+    );
+    for stack in ["host", "syn"] {
+        let mut reps: Vec<u64> = rows
+            .iter()
+            .filter(|r| r["stack"] == stack)
+            .map(|r| {
+                assert_eq!(r["case_id"], case_id.as_str());
+                r["repeat"].as_u64().unwrap()
+            })
+            .collect();
+        reps.sort();
+        assert_eq!(reps, [1, 2, 3], "{stack}");
+    }
+    assert!(dir
+        .join("cases")
+        .join(format!("{case_id}~r2/syn/timing.json"))
+        .is_file());
+    // Interleaved: repeat r of every stack starts before repeat r + 1 of any.
+    let journal = std::fs::read_to_string(dir.join("journal.jsonl")).unwrap();
+    let started: Vec<u32> = journal
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|l| l["event"] == "started")
+        .filter_map(|l| {
+            let step = l["step"].as_str()?.strip_prefix("run:")?.to_string();
+            Some(match step.split_once("~r") {
+                Some((_, rest)) => rest.split(':').next().unwrap().parse().unwrap(),
+                None => 1,
+            })
+        })
+        .collect();
+    assert_eq!(started, [1, 1, 2, 2, 3, 3], "{journal}");
+    // The report's cells: one number per (case, stack) over its 3 repeats × 3 rounds.
+    let ctx = json(&dir.join("reports/context.json"));
+    let cells = ctx["cases"][0]["cells"].as_array().unwrap();
+    assert_eq!(ctx["cases"].as_array().unwrap().len(), 1);
+    for c in cells {
+        assert_eq!(c["repeats"], 3, "{c}");
+        assert_eq!(c["rounds"], 3, "{c}");
+        assert!(c["text"].as_str().unwrap().ends_with("(3×3)"), "{c}");
+    }
+    let syn = cells.iter().find(|c| c["stack"] == "syn").unwrap();
+    // Mean of the repeats' medians: (1.0 + 1.1 + 0.9) / 3 ms.
+    assert!(
+        (syn["median_s"].as_f64().unwrap() - 0.001).abs() < 1e-9,
+        "{syn}"
+    );
+    let md = std::fs::read_to_string(dir.join("reports/summary.md")).unwrap();
+    assert!(md.contains("(3×3)"), "{md}");
+}
+
+fn compare(a: &Path, b: &Path, format: &str) -> std::process::Output {
+    util::run(&[
+        "compare",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--format",
+        format,
+    ])
+}
+
+#[test]
+fn compare_calls_the_same_thing_no_change_both_ways_and_catches_a_doubling() {
+    let tmp = util::tempdir();
+    let same = repeat_plan("same", r#""syn""#, 10, &synthetic(1.0));
+    let (out, a) = run_plan(tmp.path(), "same", &same, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    let (out, b) = run_plan(tmp.path(), "same", &same, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    assert_ne!(a, b);
+    for (x, y) in [(&a, &b), (&b, &a)] {
+        let out = compare(x, y, "json");
+        assert_eq!(out.status.code(), Some(0), "{}", util::stdout(&out));
+        let doc: Value = serde_json::from_str(&util::stdout(&out)).unwrap();
+        let row = &doc["rows"][0];
+        assert_eq!(row["a"]["repeats"], 3);
+        assert_eq!(row["a"]["rounds"], 10);
+        let verdict = row["verdict"].as_str().unwrap();
+        assert!(
+            verdict == "no_change" || verdict == "no_clear_difference",
+            "{row}"
+        );
+        assert!(
+            row["ci"]["lo"].as_f64().unwrap() <= 0.0 && row["ci"]["hi"].as_f64().unwrap() >= 0.0
+        );
+    }
+    let slow = repeat_plan("slow", r#""syn""#, 10, &synthetic(2.0));
+    let (out, s) = run_plan(tmp.path(), "slow", &slow, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    let out = compare(&a, &s, "md");
+    assert_eq!(out.status.code(), Some(1), "{}", util::stdout(&out));
+    assert!(
+        util::stdout(&out).contains("| slower |"),
+        "{}",
+        util::stdout(&out)
+    );
+    assert!(util::stderr(&out).contains("slower beyond the ±5.0 % noise band"));
+    let out = compare(&s, &a, "json");
+    assert_eq!(out.status.code(), Some(0));
+    let doc: Value = serde_json::from_str(&util::stdout(&out)).unwrap();
+    assert_eq!(doc["rows"][0]["verdict"], "faster");
+}
+
+#[test]
+fn compare_with_one_short_repeat_prints_numbers_and_why_but_no_verdict() {
+    let tmp = util::tempdir();
+    let (out, a) = run_plan(tmp.path(), "over", &plan("over", 2, r#""host""#, ""), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    let out = compare(&a, &a, "md");
+    assert_eq!(out.status.code(), Some(0));
+    let text = util::stdout(&out);
+    assert!(
+        text.contains("too few samples (n=2 timed rounds in 1 repeat"),
+        "{text}"
+    );
+    assert!(text.contains("(no CI)"), "{text}");
+    assert!(text.contains("1 too few samples"), "{text}");
+}

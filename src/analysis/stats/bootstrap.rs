@@ -57,6 +57,7 @@ impl Bootstrap {
 
     /// Bootstrap medians of `sorted` (ascending, non-empty): `resamples` draws, unsorted, from
     /// the stream named `key`. A single value (or zero resamples) gives that median once.
+    #[cfg(test)]
     pub(crate) fn median_draws(&self, sorted: &[f64], key: &str) -> Vec<f64> {
         if sorted.len() < 2 || self.resamples == 0 {
             return vec![super::quantile_sorted(sorted, 0.5)];
@@ -76,6 +77,7 @@ impl Bootstrap {
 
     /// 95 % percentile interval of `median(a) / median(b)`, resampling both independently
     /// (`a`, `b` ascending, non-empty, `b` positive) from streams `key/a` and `key/b`.
+    #[cfg(test)]
     pub(crate) fn ratio_ci(&self, a: &[f64], b: &[f64], key: &str) -> Interval {
         let da = self.median_draws(a, &format!("{key}/a"));
         let db = self.median_draws(b, &format!("{key}/b"));
@@ -103,7 +105,7 @@ pub(crate) fn ratio_interval(a: &[f64], b: &[f64]) -> Interval {
 /// Because `sorted` is ascending, the resample's order statistics are found by counting how
 /// often each index was drawn and walking the counts — O(n) and no float sorting, which is
 /// what keeps 10 000 runs × 2 000 resamples inside the report's time budget.
-fn resampled_median(sorted: &[f64], rng: &mut ChaCha8Rng, counts: &mut [u32]) -> f64 {
+pub(crate) fn resampled_median(sorted: &[f64], rng: &mut ChaCha8Rng, counts: &mut [u32]) -> f64 {
     let n = sorted.len();
     if n == 1 {
         return sorted[0];
