@@ -182,8 +182,18 @@ pub(crate) struct ModelRow {
     pub(crate) bandwidth_gb_s: Option<f64>,
     pub(crate) r2: f64,
     pub(crate) n_points: usize,
+    /// Largest |model − measured| / measured over the fitted sizes.
+    pub(crate) max_rel_residual: f64,
+    /// The model describes its points (worst residual within 25 %); else no curve is drawn.
+    pub(crate) fits: bool,
+    /// Sizes fitted: only the large-message segment from `from_bytes` when `segment`.
+    pub(crate) segment: bool,
+    pub(crate) from_bytes: u64,
+    pub(crate) to_bytes: u64,
     pub(crate) overhead: String,
     pub(crate) bandwidth: String,
+    /// "all sizes", "from 64 KiB (smaller sizes break the model)" or "does not fit".
+    pub(crate) note: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -303,6 +313,21 @@ pub(crate) fn build(
                 bandwidth_gb_s: f.fit.bandwidth_bytes_per_s.map(|b| b / 1e9),
                 r2: f.fit.r2,
                 n_points: f.fit.n_points,
+                max_rel_residual: f.fit.max_rel_residual,
+                fits: f.fit.fits,
+                segment: f.fit.segment,
+                from_bytes: f.fit.from_bytes as u64,
+                to_bytes: f.fit.to_bytes as u64,
+                note: if !f.fit.fits {
+                    "does not fit (no curve drawn)".into()
+                } else if f.fit.segment {
+                    format!(
+                        "from {} (smaller sizes break the model)",
+                        format_bytes(f.fit.from_bytes as u64)
+                    )
+                } else {
+                    "all sizes".into()
+                },
                 overhead: format_seconds(f.fit.overhead_s),
                 bandwidth: f
                     .fit

@@ -460,3 +460,58 @@ fn compare_with_one_short_repeat_prints_numbers_and_why_but_no_verdict() {
     assert!(text.contains("(no CI)"), "{text}");
     assert!(text.contains("1 too few samples"), "{text}");
 }
+
+#[test]
+fn alpha_beta_fits_stay_physical_and_a_protocol_switch_fits_the_large_segment() {
+    let tmp = util::tempdir();
+    // Eager (flat 50 µs) up to 1024 elements, then rendezvous: 1 ms + bytes / 100 MB/s.
+    let defs = r#"
+[stacks.switch]
+command = ["sh", "-c", '''
+awk -v c={{ count }} -v w="$CAMPAIGN_WARMUP" -v t="$CAMPAIGN_TIMED" 'BEGIN {
+  x = (c <= 1024) ? 0.00005 : 0.001 + c * 4 / 1e8;
+  for (i = 0; i < w + t; i++) printf "CAMPAIGN_SAMPLE {\"execute_s\":%.9f}\n", x * (1 + 0.01 * (i % 3));
+  print "CAMPAIGN_DONE {\"correctness\":\"pass\"}"
+}'
+''']
+resource = "none"
+"#;
+    let text = format!(
+        r#"[campaign]
+name = "fit"
+
+[case]
+platform = "host"
+
+[axes]
+variant = ["mesh"]
+p = [2]
+count = [64, 256, 1024, 16384, 65536, 262144, 1048576]
+stacks = ["switch"]
+
+[rounds]
+warmup = 1
+timed = 3
+
+[devices]
+kind = "cpu"
+{defs}"#
+    );
+    let (out, dir) = run_plan(tmp.path(), "fit", &text, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    let ctx = json(&dir.join("reports/context.json"));
+    let m = &ctx["models"][0];
+    assert_eq!(m["segment"], true, "{m}");
+    assert_eq!(m["fits"], true, "{m}");
+    assert_eq!(m["from_bytes"], 65536, "{m}");
+    assert!(m["overhead_us"].as_f64().unwrap() >= 0.0, "{m}");
+    let b = m["bandwidth_gb_s"].as_f64().unwrap();
+    assert!((b - 0.1).abs() < 0.01, "B = 100 MB/s: {m}");
+    assert!(m["max_rel_residual"].as_f64().unwrap() < 0.05, "{m}");
+    let md = std::fs::read_to_string(dir.join("reports/summary.md")).unwrap();
+    assert!(
+        md.contains("from 64 KiB (smaller sizes break the model)"),
+        "{md}"
+    );
+    assert!(dir.join("figures/bw_model_fit.png").is_file());
+}
