@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use crate::analysis::stats::bootstrap::{ratio_interval, Bootstrap, Interval};
 use crate::analysis::stats::hierarchical::estimate;
-use crate::model::results::{ResultSet, RunResult, RunStatus};
+use crate::model::results::{Metric, ResultSet, RunResult, RunStatus};
 use crate::model::units::format_seconds;
 
 /// Fewer timed rounds than this in a single-repeat run: no interval, no verdict.
@@ -70,7 +70,7 @@ pub struct Side {
 }
 
 impl Side {
-    fn of(runs: &[&RunResult]) -> Side {
+    fn of(runs: &[&RunResult], metric: Metric) -> Side {
         let status = runs
             .iter()
             .map(|r| r.status)
@@ -79,7 +79,7 @@ impl Side {
         let sorted: Vec<Vec<f64>> = runs
             .iter()
             .map(|r| {
-                let mut v = r.timed_execute_s();
+                let mut v = r.timed(metric);
                 v.sort_by(f64::total_cmp);
                 v
             })
@@ -110,6 +110,8 @@ impl Side {
 pub struct CompareRow {
     pub(crate) case_id: String,
     pub(crate) stack: String,
+    /// The stack's headline metric the medians are of.
+    pub(crate) metric: Metric,
     pub(crate) a: Side,
     pub(crate) b: Side,
     /// median_b / median_a − 1 (positive = B is slower).
@@ -209,7 +211,9 @@ pub fn compare(a: &ResultSet, b: &ResultSet, threshold: f64, boot: &Bootstrap) -
     let mut rows = Vec::new();
     for (key, runs_a) in &ga {
         let Some(runs_b) = gb.get(key) else { continue };
-        let (sa, sb) = (Side::of(runs_a), Side::of(runs_b));
+        // The stack's declared headline metric (as run A declared it).
+        let metric = a.metric(&key.1);
+        let (sa, sb) = (Side::of(runs_a, metric), Side::of(runs_b, metric));
         let (change, ci, verdict, why) = match (sa.median_s, sb.median_s) {
             (Some(ma), Some(mb))
                 if ma > 0.0 && sa.status == RunStatus::Pass && sb.status == RunStatus::Pass =>
@@ -236,6 +240,7 @@ pub fn compare(a: &ResultSet, b: &ResultSet, threshold: f64, boot: &Bootstrap) -
         rows.push(CompareRow {
             case_id: key.0.clone(),
             stack: key.1.clone(),
+            metric,
             a: sa,
             b: sb,
             change,
@@ -278,7 +283,8 @@ fn evidence(s: &Side) -> String {
 /// A Markdown table (GitHub-flavoured) with a one-line summary.
 pub fn to_markdown(c: &Comparison, name_a: &str, name_b: &str) -> String {
     let mut out = format!(
-        "Change in median execute time from A = `{name_a}` to B = `{name_b}` (95 % hierarchical \
+        "Change in the median of each stack's headline metric (execute_s unless the stack names \
+         another) from A = `{name_a}` to B = `{name_b}` (95 % hierarchical \
          bootstrap CI over repeats, then rounds; noise band ±{:.1} %). A verdict needs >= {} \
          repeats per side and a CI beyond the band; a single repeat needs >= {} timed rounds \
          for a CI at all.\n\n",
@@ -303,7 +309,10 @@ pub fn to_markdown(c: &Comparison, name_a: &str, name_b: &str) -> String {
         out.push_str(&format!(
             "| `{}` | {} | {} | {} | {} | {} | {} | {} |\n",
             r.case_id,
-            r.stack,
+            match r.metric {
+                Metric::ExecuteS => r.stack.clone(),
+                m => format!("{} ({m})", r.stack),
+            },
             opt_time(r.a.median_s, r.a.status),
             opt_time(r.b.median_s, r.b.status),
             evidence(&r.a),

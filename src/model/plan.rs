@@ -224,6 +224,8 @@ pub(crate) struct ReportConfig {
     /// Figures to draw (empty = all that have data).
     pub(crate) figures: Vec<String>,
     pub(crate) title: Option<String>,
+    /// One metric every stack is paired on, when their declared metrics differ in kind.
+    pub(crate) compare_metric: Option<crate::model::results::Metric>,
 }
 
 /// `[slurm]`.

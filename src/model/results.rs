@@ -58,6 +58,56 @@ impl Sample {
     }
 }
 
+/// What a stack's headline number measures: a sample field, named as in `timing.json`.
+/// Metrics of different names differ in kind (a Python-level interval is not a device-side
+/// time) and are never paired silently.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    /// The stack's timed window around the collective (the seed's `execute_s`).
+    #[default]
+    ExecuteS,
+    /// The runtime's device-side wall time (`device_wall_s`, e.g. STRACE spans).
+    DeviceWallS,
+    /// The whole round as the engine or the stack saw it (`wall_s`).
+    WallS,
+}
+
+impl Metric {
+    pub(crate) const ALL: &'static [Metric] =
+        &[Metric::ExecuteS, Metric::DeviceWallS, Metric::WallS];
+
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Metric::ExecuteS => "execute_s",
+            Metric::DeviceWallS => "device_wall_s",
+            Metric::WallS => "wall_s",
+        }
+    }
+
+    /// The metric named `name` (`execute_s`, `device_wall_s`, `wall_s`).
+    pub(crate) fn parse(name: &str) -> Option<Metric> {
+        Metric::ALL.iter().copied().find(|m| m.as_str() == name)
+    }
+
+    /// This metric's value in one sample.
+    pub(crate) fn of(self, s: &Sample) -> Option<f64> {
+        match self {
+            Metric::ExecuteS => s.execute_s,
+            Metric::DeviceWallS => s.device_wall_s,
+            Metric::WallS => s.wall_s,
+        }
+    }
+}
+
+impl std::fmt::Display for Metric {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// How a run ended. Only `Pass` runs feed statistics; every other status is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -226,12 +276,12 @@ impl RunResult {
         self.samples.iter().filter(|s| s.is_timed() && s.ok)
     }
 
-    /// Timed `execute_s` values of a passing run; empty for any other status.
-    pub(crate) fn timed_execute_s(&self) -> Vec<f64> {
+    /// Timed values of `metric` of a passing run; empty for any other status.
+    pub(crate) fn timed(&self, metric: Metric) -> Vec<f64> {
         if self.status != RunStatus::Pass {
             return Vec::new();
         }
-        self.timed_ok().filter_map(|s| s.execute_s).collect()
+        self.timed_ok().filter_map(|s| metric.of(s)).collect()
     }
 }
 
@@ -279,6 +329,16 @@ pub struct ResultSet {
     /// Devices quarantined during the campaign, with the reason.
     #[serde(default)]
     pub quarantined: BTreeMap<String, String>,
+    /// Each stack's declared headline metric (absent: `execute_s`).
+    #[serde(default)]
+    pub metrics: BTreeMap<String, Metric>,
+}
+
+impl ResultSet {
+    /// The headline metric `stack` declared.
+    pub(crate) fn metric(&self, stack: &str) -> Metric {
+        self.metrics.get(stack).copied().unwrap_or_default()
+    }
 }
 
 impl ResultSet {

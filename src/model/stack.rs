@@ -132,6 +132,10 @@ pub struct StackDef {
         with = "crate::model::units::duration_opt"
     )]
     pub(crate) no_output_timeout: Option<Duration>,
+    /// The headline metric (`execute_s`, `device_wall_s`, `wall_s`): what the report's table
+    /// and paired comparisons use for this stack. Default `execute_s`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) metric: Option<crate::model::results::Metric>,
 }
 
 impl StackDef {
@@ -157,7 +161,8 @@ impl StackDef {
             probe,
             root,
             timeout,
-            no_output_timeout
+            no_output_timeout,
+            metric
         );
         for (k, v) in &other.env {
             self.env.insert(k.clone(), v.clone());

@@ -4,6 +4,7 @@
 //! baseline is one of the stacks, the pool fits every case) live in `validate.rs`. Nothing here
 //! touches devices or the file system beyond checking that a named template exists.
 
+use crate::model::results::Metric;
 use std::path::Path;
 
 use super::diag::relative_to;
@@ -241,7 +242,7 @@ pub(crate) fn read_report(
     for e in cx.known_entries(
         table,
         "report",
-        &["baseline", "template", "figures", "title"],
+        &["baseline", "template", "figures", "title", "compare_metric"],
     ) {
         let path = format!("report.{}", e.key);
         let it = e.item;
@@ -274,6 +275,10 @@ pub(crate) fn read_report(
                         }
                     }
                 }
+            }
+            "compare_metric" => {
+                let names: Vec<&str> = Metric::ALL.iter().map(|m| m.as_str()).collect();
+                rep.compare_metric = cx.choice(it, &path, &names).and_then(|m| Metric::parse(&m));
             }
             _ => rep.title = cx.string(it, &path),
         }

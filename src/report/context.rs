@@ -24,6 +24,12 @@ pub(crate) struct Context {
     pub(crate) totals: Totals,
     pub(crate) status_counts: Vec<StatusCount>,
     pub(crate) stacks: Vec<String>,
+    /// Each stack's headline metric, in `stacks` order.
+    pub(crate) stack_metrics: Vec<StackMetric>,
+    /// `[report] compare_metric`, when set.
+    pub(crate) compare_metric: Option<String>,
+    /// Why some stacks are not paired with the baseline (metrics that differ in kind).
+    pub(crate) pairing_notes: Vec<String>,
     pub(crate) baseline: Option<String>,
     pub(crate) baseline_note: Option<String>,
     pub(crate) cases: Vec<CaseRow>,
@@ -49,6 +55,13 @@ pub(crate) struct ProvenanceCtx {
     pub(crate) seed: Option<u64>,
     pub(crate) stack_roots: Vec<StackRootRow>,
     pub(crate) env: Vec<NameValue>,
+}
+
+#[derive(Debug, Serialize)]
+pub(crate) struct StackMetric {
+    pub(crate) stack: String,
+    /// `execute_s`, `device_wall_s` or `wall_s`.
+    pub(crate) metric: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -102,6 +115,8 @@ pub(crate) struct CaseRow {
 #[derive(Debug, Serialize)]
 pub(crate) struct Cell {
     pub(crate) stack: String,
+    /// The stack's headline metric the number is of.
+    pub(crate) metric: String,
     /// `pass`, another status, or `absent` when the stack has no run for the case.
     pub(crate) status: String,
     pub(crate) median_s: Option<f64>,
@@ -119,6 +134,8 @@ pub(crate) struct Cell {
 pub(crate) struct RunRow {
     pub(crate) case_id: String,
     pub(crate) stack: String,
+    /// The headline metric every number of this row is of.
+    pub(crate) metric: String,
     pub(crate) bundle: String,
     /// Timed rounds over every repeat.
     pub(crate) n: usize,
@@ -169,6 +186,8 @@ pub(crate) struct PairedRow {
     pub(crate) label: String,
     pub(crate) stack_median: String,
     pub(crate) baseline_median: String,
+    /// The metric both medians are of.
+    pub(crate) metric: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -279,6 +298,16 @@ pub(crate) fn build(
             })
             .collect(),
         stacks: a.stacks.clone(),
+        stack_metrics: a
+            .stacks
+            .iter()
+            .map(|s| StackMetric {
+                stack: s.clone(),
+                metric: results.metric(s).to_string(),
+            })
+            .collect(),
+        compare_metric: a.compare_metric.map(|m| m.to_string()),
+        pairing_notes: a.pairing_notes.clone(),
         baseline: a.baseline.clone(),
         baseline_note: a.baseline_note.clone(),
         cases: case_rows(results, a),
@@ -296,8 +325,9 @@ pub(crate) fn build(
                 ci_hi: p.ci.hi,
                 verdict: p.verdict,
                 label: p.label(),
-                stack_median: format_seconds(a.stats[&p.stack_run].summary.median),
-                baseline_median: format_seconds(a.stats[&p.baseline_run].summary.median),
+                stack_median: format_seconds(p.stack_median),
+                baseline_median: format_seconds(p.baseline_median),
+                metric: p.metric.to_string(),
             })
             .collect(),
         models: a
@@ -404,6 +434,7 @@ fn case_rows(results: &ResultSet, a: &Analysis) -> Vec<CaseRow> {
                     .iter()
                     .map(|s| Cell {
                         stack: s.clone(),
+                        metric: results.metric(s).to_string(),
                         status: "absent".into(),
                         median_s: None,
                         ci_lo_s: None,
@@ -468,6 +499,7 @@ fn run_row(results: &ResultSet, s: &RunStats) -> RunRow {
     RunRow {
         case_id: r.base_case_id().to_string(),
         stack: r.stack.clone(),
+        metric: s.metric.to_string(),
         bundle: r.bundle.display().to_string(),
         n: m.n,
         repeats: s.runs.len(),

@@ -33,6 +33,8 @@ pub struct ReportOptions {
     /// Report title (default: "<campaign> — <timestamp>").
     pub title: Option<String>,
     pub bootstrap: Bootstrap,
+    /// `[report] compare_metric`: pair every stack on this metric.
+    pub compare_metric: Option<crate::model::results::Metric>,
 }
 
 impl ReportOptions {
@@ -45,6 +47,7 @@ impl ReportOptions {
             figures: cfg.figures.clone(),
             title: cfg.title.clone(),
             bootstrap: bootstrap_for(results),
+            compare_metric: cfg.compare_metric,
         }
     }
 }
@@ -95,7 +98,12 @@ pub fn render_all(
             PathBuf::from(markdown::DEFAULT_NAME),
         ),
     };
-    let analysis = Analysis::new(results, opts.baseline.as_deref(), opts.bootstrap);
+    let analysis = Analysis::with_compare_metric(
+        results,
+        opts.baseline.as_deref(),
+        opts.bootstrap,
+        opts.compare_metric,
+    );
     let (drawn, skipped) =
         figures::draw_all(&analysis, results, &opts.figures, &run_dir.join("figures"))?;
     let ctx = context::build(results, &analysis, opts.title.as_deref(), &drawn, &skipped);

@@ -17,7 +17,7 @@ use crate::analysis::stats::fit::AlphaBeta;
 use crate::analysis::stats::hierarchical;
 use crate::analysis::stats::summary::{describe, Summary};
 use crate::model::case::{Dtype, Variant};
-use crate::model::results::{ResultSet, RunResult, RunStatus};
+use crate::model::results::{Metric, ResultSet, RunResult, RunStatus};
 
 /// Statistics of one (case, stack): its passing repeats together (one run without repeats).
 #[derive(Debug, Clone)]
@@ -28,6 +28,8 @@ pub(crate) struct RunStats {
     pub(crate) runs: Vec<usize>,
     /// Timed rounds of the smallest repeat.
     pub(crate) rounds: usize,
+    /// The stack's declared headline metric: what `summary` describes.
+    pub(crate) metric: Metric,
     /// Descriptive statistics of the pooled rounds; `median` and `median_ci` are the
     /// hierarchical estimate and interval (mean of the repeats' medians; repeats, then rounds).
     pub(crate) summary: Summary,
@@ -72,11 +74,13 @@ pub struct Paired {
     pub(crate) case_id: String,
     pub(crate) stack: String,
     pub(crate) baseline: String,
-    pub(crate) stack_run: usize,
-    pub(crate) baseline_run: usize,
     pub(crate) ratio: f64,
     pub(crate) ci: Interval,
     pub(crate) verdict: Verdict,
+    /// The two medians the ratio is of (on `compare_metric` when set, else the shared metric).
+    pub(crate) stack_median: f64,
+    pub(crate) baseline_median: f64,
+    pub(crate) metric: Metric,
 }
 
 impl Paired {
@@ -135,6 +139,10 @@ pub struct Analysis {
     /// Why there are no paired comparisons, when there are none.
     pub(crate) baseline_note: Option<String>,
     pub paired: Vec<Paired>,
+    /// `[report] compare_metric`: the one metric paired comparisons use, when set.
+    pub(crate) compare_metric: Option<Metric>,
+    /// Stacks not paired with the baseline because their metrics differ in kind, and why.
+    pub(crate) pairing_notes: Vec<String>,
     pub fits: Vec<ModelFit>,
     pub(crate) b_star: Vec<BStar>,
 }
@@ -142,6 +150,17 @@ pub struct Analysis {
 impl Analysis {
     /// Summarize `results`. `baseline` None picks the first stack seen (and says so).
     pub fn new(results: &ResultSet, baseline: Option<&str>, bootstrap: Bootstrap) -> Analysis {
+        Analysis::with_compare_metric(results, baseline, bootstrap, None)
+    }
+
+    /// Summarize with paired comparisons on `compare_metric` (None: each stack's declared
+    /// metric, and stacks whose metrics differ from the baseline's are not paired).
+    pub(crate) fn with_compare_metric(
+        results: &ResultSet,
+        baseline: Option<&str>,
+        bootstrap: Bootstrap,
+        compare_metric: Option<Metric>,
+    ) -> Analysis {
         let mut stacks: Vec<String> = Vec::new();
         let mut cases: Vec<String> = Vec::new();
         let mut by_case: HashMap<&str, Vec<usize>> = HashMap::new();
@@ -162,7 +181,13 @@ impl Analysis {
             .iter()
             .map(|c| by_case[c.as_str()].as_slice())
             .collect();
-        let per_case = summarize_cases(results, &groups, baseline.as_deref(), &bootstrap);
+        let per_case = summarize_cases(
+            results,
+            &groups,
+            baseline.as_deref(),
+            compare_metric,
+            &bootstrap,
+        );
         let mut stats = BTreeMap::new();
         let mut failures = Vec::new();
         let mut paired = Vec::new();
@@ -172,6 +197,7 @@ impl Analysis {
             paired.extend(case_paired);
         }
         failures.sort_by_key(|f| f.index);
+        let pairing_notes = pairing_notes(results, &stacks, baseline.as_deref(), compare_metric);
         let fits = fits(results, &stats);
         let b_star = b_stars(&fits);
         Analysis {
@@ -183,6 +209,8 @@ impl Analysis {
             baseline,
             baseline_note,
             paired,
+            compare_metric,
+            pairing_notes,
             fits,
             b_star,
         }
@@ -196,11 +224,12 @@ fn run_stats(
     results: &ResultSet,
     boot: &Bootstrap,
 ) -> Option<(RunStats, Vec<f64>)> {
+    let metric = results.metric(&results.runs[*indices.first()?].stack);
     let mut used = Vec::new();
     let mut repeats: Vec<Vec<f64>> = Vec::new();
     let mut xs = Vec::new();
     for &i in indices {
-        let v = results.runs[i].timed_execute_s();
+        let v = results.runs[i].timed(metric);
         if v.is_empty() {
             continue;
         }
@@ -214,7 +243,11 @@ fn run_stats(
     let run = &results.runs[index];
     let mut sorted = xs.clone();
     sorted.sort_by(f64::total_cmp);
-    let key = format!("{}/{}", run.base_case_id(), run.stack);
+    // The stream key of execute_s keeps its old name, so intervals of old runs reproduce.
+    let key = match metric {
+        Metric::ExecuteS => format!("{}/{}", run.base_case_id(), run.stack),
+        m => format!("{}/{}/{m}", run.base_case_id(), run.stack),
+    };
     let draws = boot.hierarchical_draws(&repeats, &key);
     let mut summary = describe(&xs, &sorted, bootstrap::interval(&draws))?;
     summary.median = hierarchical::estimate(&repeats)?;
@@ -245,6 +278,7 @@ fn run_stats(
     let stats = RunStats {
         index,
         rounds: repeats.iter().map(Vec::len).min().unwrap_or(0),
+        metric,
         runs: used,
         n_bytes,
         algbw: bandwidth::algbw(n_bytes, m),
@@ -262,7 +296,7 @@ fn run_stats(
 fn failure(index: usize, run: &RunResult) -> Failure {
     let reason = match (&run.error, run.status) {
         (Some(e), _) if !e.trim().is_empty() => e.clone(),
-        (_, RunStatus::Pass) => "passed but recorded no timed execute_s".into(),
+        (_, RunStatus::Pass) => "passed but recorded no timed value of its metric".into(),
         (_, status) => format!("{status} (no reason recorded)"),
     };
     Failure {
@@ -307,6 +341,7 @@ fn summarize_cases(
     results: &ResultSet,
     groups: &[&[usize]],
     baseline: Option<&str>,
+    compare_metric: Option<Metric>,
     boot: &Bootstrap,
 ) -> Vec<CaseOutcome> {
     let threads = std::thread::available_parallelism()
@@ -319,7 +354,7 @@ fn summarize_cases(
             .map(|part| {
                 scope.spawn(move || {
                     part.iter()
-                        .map(|g| summarize_case(results, g, baseline, boot))
+                        .map(|g| summarize_case(results, g, baseline, compare_metric, boot))
                         .collect::<Vec<_>>()
                 })
             })
@@ -336,6 +371,7 @@ fn summarize_case(
     results: &ResultSet,
     runs: &[usize],
     baseline: Option<&str>,
+    compare_metric: Option<Metric>,
     boot: &Bootstrap,
 ) -> CaseOutcome {
     let mut stats = Vec::new();
@@ -345,7 +381,7 @@ fn summarize_case(
     let mut by_stack: Vec<(&str, Vec<usize>)> = Vec::new();
     for &i in runs {
         let run = &results.runs[i];
-        if run.timed_execute_s().is_empty() {
+        if run.timed(results.metric(&run.stack)).is_empty() {
             failures.push(failure(i, run));
             continue;
         }
@@ -368,12 +404,47 @@ fn summarize_case(
     });
     if let (Some(bi), Some(baseline)) = (base, baseline) {
         let b = &stats[bi];
+        // With `compare_metric`, both sides are re-estimated on it; else only stacks whose
+        // declared metric is the baseline's are paired (the rest get a note).
+        let on_metric = |s: &RunStats| -> Option<(f64, Vec<f64>)> {
+            let m = compare_metric?;
+            if m == s.metric {
+                return None;
+            }
+            metric_draws(results, &s.runs, m, boot)
+        };
+        let base_on = on_metric(b);
         for (s, d) in stats.iter().zip(&draws) {
             let run = &results.runs[s.index];
             if run.stack == baseline {
                 continue;
             }
-            let ci = bootstrap::ratio_interval(d, &draws[bi]);
+            let (ratio, ci, sm_bm, metric) = if let Some(cm) = compare_metric {
+                let own = on_metric(s);
+                let (sm, sd) = own
+                    .as_ref()
+                    .map_or((s.summary.median, d.as_slice()), |(m, d)| {
+                        (*m, d.as_slice())
+                    });
+                let (bm, bd) = base_on
+                    .as_ref()
+                    .map_or((b.summary.median, draws[bi].as_slice()), |(m, d)| {
+                        (*m, d.as_slice())
+                    });
+                if sd.is_empty() || bd.is_empty() || bm <= 0.0 {
+                    continue;
+                }
+                (sm / bm, bootstrap::ratio_interval(sd, bd), (sm, bm), cm)
+            } else if s.metric != b.metric {
+                continue;
+            } else {
+                (
+                    s.summary.median / b.summary.median,
+                    bootstrap::ratio_interval(d, &draws[bi]),
+                    (s.summary.median, b.summary.median),
+                    s.metric,
+                )
+            };
             let verdict = if ci.hi < 1.0 {
                 Verdict::Faster
             } else if ci.lo > 1.0 {
@@ -385,15 +456,75 @@ fn summarize_case(
                 case_id: run.base_case_id().to_string(),
                 stack: run.stack.clone(),
                 baseline: baseline.to_string(),
-                stack_run: s.index,
-                baseline_run: b.index,
-                ratio: s.summary.median / b.summary.median,
+                ratio,
                 ci,
                 verdict,
+                stack_median: sm_bm.0,
+                baseline_median: sm_bm.1,
+                metric,
             });
         }
     }
     (stats, failures, paired)
+}
+
+/// The hierarchical estimate and draws of `metric` over the repeats `indices`.
+fn metric_draws(
+    results: &ResultSet,
+    indices: &[usize],
+    metric: Metric,
+    boot: &Bootstrap,
+) -> Option<(f64, Vec<f64>)> {
+    let repeats: Vec<Vec<f64>> = indices
+        .iter()
+        .map(|&i| {
+            let mut v = results.runs[i].timed(metric);
+            v.sort_by(f64::total_cmp);
+            v
+        })
+        .filter(|v| !v.is_empty())
+        .collect();
+    let first = &results.runs[*indices.first()?];
+    let key = format!("{}/{}/{metric}", first.base_case_id(), first.stack);
+    Some((
+        hierarchical::estimate(&repeats)?,
+        boot.hierarchical_draws(&repeats, &key),
+    ))
+}
+
+/// Why a stack is not paired with the baseline: its declared metric differs in kind.
+fn pairing_notes(
+    results: &ResultSet,
+    stacks: &[String],
+    baseline: Option<&str>,
+    compare_metric: Option<Metric>,
+) -> Vec<String> {
+    let Some(baseline) = baseline else {
+        return Vec::new();
+    };
+    let mb = results.metric(baseline);
+    match compare_metric {
+        Some(m) => {
+            let differ = stacks.iter().any(|s| results.metric(s) != mb);
+            if differ {
+                vec![format!(
+                    "stacks declare different metrics; paired comparisons all use `{m}` ([report] compare_metric)"
+                )]
+            } else {
+                Vec::new()
+            }
+        }
+        None => stacks
+            .iter()
+            .filter(|s| s.as_str() != baseline && results.metric(s) != mb)
+            .map(|s| {
+                format!(
+                    "`{s}` is not paired with `{baseline}`: `{s}` measures `{}`, `{baseline}` measures `{mb}`, which differ in kind (set [report] compare_metric to pair them on one metric)",
+                    results.metric(s)
+                )
+            })
+            .collect(),
+    }
 }
 
 fn fits(results: &ResultSet, stats: &BTreeMap<usize, RunStats>) -> Vec<ModelFit> {

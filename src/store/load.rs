@@ -197,6 +197,19 @@ pub(crate) fn load_run_dir(dir: &Path) -> Result<ResultSet> {
     {
         set.quarantined = q;
     }
+    // Each stack's declared headline metric, from the resolved definitions of the run.
+    let stacks_json = dir.join("stacks.json");
+    if stacks_json.is_file() {
+        if let Value::Object(defs) = read_json(&stacks_json)? {
+            set.metrics = defs
+                .iter()
+                .filter_map(|(name, def)| {
+                    let m = def.get("metric")?;
+                    Some((name.clone(), serde_json::from_value(m.clone()).ok()?))
+                })
+                .collect();
+        }
+    }
     for case_dir in sorted_dirs(&dir.join("cases"))? {
         for bundle in sorted_dirs(&case_dir)? {
             if bundle.join("manifest.json").is_file() {

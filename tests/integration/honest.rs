@@ -515,3 +515,82 @@ kind = "cpu"
     );
     assert!(dir.join("figures/bw_model_fit.png").is_file());
 }
+
+const TWO_METRICS: &str = r#"
+[stacks.py]
+command = ["sh", "-c", "for i in 1 2 3; do echo 'CAMPAIGN_SAMPLE {\"execute_s\":0.004,\"device_wall_s\":0.001}'; done; echo 'CAMPAIGN_DONE {\"correctness\":\"pass\"}'"]
+resource = "none"
+metric = "device_wall_s"
+
+[stacks.cpu]
+command = ["sh", "-c", "for i in 1 2 3; do echo 'CAMPAIGN_SAMPLE {\"execute_s\":0.002}'; done; echo 'CAMPAIGN_DONE {\"correctness\":\"pass\"}'"]
+resource = "none"
+"#;
+
+#[test]
+fn each_stack_reports_its_declared_metric_and_unlike_metrics_are_not_paired() {
+    let tmp = util::tempdir();
+    let unpaired = plan(
+        "metric",
+        2,
+        r#""cpu", "py""#,
+        &format!("[report]\nbaseline = \"cpu\"\n{TWO_METRICS}"),
+    );
+    let (out, dir) = run_plan(tmp.path(), "metric", &unpaired, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    let ctx = json(&dir.join("reports/context.json"));
+    let cells = ctx["cases"][0]["cells"].as_array().unwrap();
+    let py = cells.iter().find(|c| c["stack"] == "py").unwrap();
+    assert_eq!(py["metric"], "device_wall_s");
+    assert_eq!(
+        py["median_s"], 0.001,
+        "the device wall, not the 4 ms interval"
+    );
+    assert!(
+        ctx["paired"].as_array().unwrap().is_empty(),
+        "{}",
+        ctx["paired"]
+    );
+    let note = ctx["pairing_notes"][0].as_str().unwrap();
+    assert!(
+        note.contains("`py` measures `device_wall_s`, `cpu` measures `execute_s`"),
+        "{note}"
+    );
+    let md = std::fs::read_to_string(dir.join("reports/summary.md")).unwrap();
+    assert!(md.contains("| py (device_wall_s) |"), "{md}");
+    assert!(md.contains("set [report] compare_metric"), "{md}");
+    // The plan names one metric for pairing: py's execute_s against cpu's.
+    let paired = plan(
+        "metric2",
+        2,
+        r#""cpu", "py""#,
+        &format!("[report]\nbaseline = \"cpu\"\ncompare_metric = \"execute_s\"\n{TWO_METRICS}"),
+    );
+    let (out, dir) = run_plan(tmp.path(), "metric2", &paired, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    let ctx = json(&dir.join("reports/context.json"));
+    let p = &ctx["paired"][0];
+    assert_eq!(p["metric"], "execute_s", "{p}");
+    assert!((p["ratio"].as_f64().unwrap() - 2.0).abs() < 1e-9, "{p}");
+    // A metric no stack can have is a plan error naming the key.
+    let bad = plan(
+        "metric3",
+        2,
+        r#""cpu""#,
+        "[report]\ncompare_metric = \"median\"\n",
+    );
+    let (out, _) = {
+        let file = tmp.path().join("bad.toml");
+        std::fs::write(&file, bad).unwrap();
+        (
+            util::run_in(tmp.path(), &["validate", file.to_str().unwrap()]),
+            (),
+        )
+    };
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        util::stderr(&out).contains("report.compare_metric"),
+        "{}",
+        util::stderr(&out)
+    );
+}

@@ -114,6 +114,7 @@ pub fn result_set(spec: &Spec) -> ResultSet {
         },
         runs,
         quarantined: Default::default(),
+        metrics: Default::default(),
     }
 }
 
