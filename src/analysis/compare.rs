@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::analysis::stats::bootstrap::{ratio_interval, Bootstrap, Interval};
+use crate::analysis::stats::bootstrap::{ratio_interval, ratio_interval_at, Bootstrap, Interval};
 use crate::analysis::stats::hierarchical::estimate;
 use crate::model::results::{Metric, ResultSet, RunResult, RunStatus};
 use crate::model::units::format_seconds;
@@ -23,6 +23,17 @@ pub(crate) const MIN_ROUNDS: usize = 10;
 /// Repeats each side needs before a faster/slower verdict: with fewer, the run-to-run variance
 /// (which dwarfs the within-run noise on a shared machine) is unknown.
 pub(crate) const MIN_REPEATS: usize = 3;
+
+/// Chance that a comparison of two runs of the same thing shows any faster/slower row: each
+/// verdict's interval is widened to level 1 − FAMILY_ERROR / m for m rows with an interval
+/// (Bonferroni), so comparing 18 cases does not give 18 chances to cry wolf.
+pub(crate) const FAMILY_ERROR: f64 = 0.05;
+
+/// Resamples per side for a comparison of `m` rows: enough that the verdict interval's tails
+/// hold about ten draws each, within [1 000, 20 000].
+fn resamples_for(m: usize) -> u32 {
+    ((400 * m.max(1)) as u32).clamp(1000, 20_000)
+}
 
 /// The verdict on one (case, stack).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -118,6 +129,8 @@ pub struct CompareRow {
     pub change: Option<f64>,
     /// 95 % hierarchical bootstrap interval of the change (repeats, then rounds).
     pub(crate) ci: Option<Interval>,
+    /// The wider interval the verdict is taken on (level `Comparison::verdict_level`).
+    pub(crate) verdict_ci: Option<Interval>,
     pub verdict: Change,
     /// Why the verdict is not faster/slower when the numbers alone might suggest one.
     pub(crate) why: Option<String>,
@@ -130,6 +143,8 @@ pub struct Comparison {
     pub(crate) threshold: f64,
     pub(crate) min_rounds: usize,
     pub(crate) min_repeats: usize,
+    /// Confidence level of each verdict's interval: 1 − 0.05 / (rows with an interval).
+    pub(crate) verdict_level: f64,
     pub rows: Vec<CompareRow>,
     /// (case, stack) present in only one of the two.
     pub(crate) only_a: Vec<(String, String)>,
@@ -198,7 +213,9 @@ fn judge(a: &Side, b: &Side, ci: Interval, threshold: f64) -> (Change, Option<St
         )
     } else {
         format!(
-            "the interval crosses the ±{:.1} % noise band",
+            "the verdict interval [{:+.1} %, {:+.1} %] crosses the ±{:.1} % noise band",
+            ci.lo * 100.0,
+            ci.hi * 100.0,
             threshold * 100.0
         )
     };
@@ -208,34 +225,47 @@ fn judge(a: &Side, b: &Side, ci: Interval, threshold: f64) -> (Change, Option<St
 /// Compare `b` against `a` (a = before, b = after).
 pub fn compare(a: &ResultSet, b: &ResultSet, threshold: f64, boot: &Bootstrap) -> Comparison {
     let (ga, gb) = (groups(a), groups(b));
-    let mut rows = Vec::new();
+    // Pair the sides first: how many rows carry an interval sets the verdict level.
+    let mut pairs = Vec::new();
     for (key, runs_a) in &ga {
         let Some(runs_b) = gb.get(key) else { continue };
         // The stack's declared headline metric (as run A declared it).
         let metric = a.metric(&key.1);
         let (sa, sb) = (Side::of(runs_a, metric), Side::of(runs_b, metric));
-        let (change, ci, verdict, why) = match (sa.median_s, sb.median_s) {
-            (Some(ma), Some(mb))
-                if ma > 0.0 && sa.status == RunStatus::Pass && sb.status == RunStatus::Pass =>
-            {
-                let change = Some(mb / ma - 1.0);
-                match sa.too_few().or_else(|| sb.too_few()) {
-                    Some(why) => (change, None, Change::TooFewSamples, Some(why)),
-                    None => {
-                        let k = format!("{}/{}/compare", key.0, key.1);
-                        let da = boot.hierarchical_draws(&sa.sorted, &format!("{k}/a"));
-                        let db = boot.hierarchical_draws(&sb.sorted, &format!("{k}/b"));
-                        let r = ratio_interval(&db, &da);
-                        let ci = Interval {
-                            lo: r.lo - 1.0,
-                            hi: r.hi - 1.0,
-                        };
-                        let (verdict, why) = judge(&sa, &sb, ci, threshold);
-                        (change, Some(ci), verdict, why)
-                    }
+        let comparable = matches!((sa.median_s, sb.median_s), (Some(ma), Some(_)) if ma > 0.0)
+            && sa.status == RunStatus::Pass
+            && sb.status == RunStatus::Pass;
+        let too_few = sa.too_few().or_else(|| sb.too_few());
+        pairs.push((key, metric, sa, sb, comparable, too_few));
+    }
+    let m = pairs.iter().filter(|p| p.4 && p.5.is_none()).count();
+    let verdict_level = 1.0 - FAMILY_ERROR / m.max(1) as f64;
+    let boot = Bootstrap {
+        resamples: boot.resamples.max(resamples_for(m)),
+        ..*boot
+    };
+    let mut rows = Vec::new();
+    for (key, metric, sa, sb, comparable, too_few) in pairs {
+        let (change, ci, verdict_ci, verdict, why) = if !comparable {
+            (None, None, None, Change::NotComparable, None)
+        } else {
+            let change = sa.median_s.zip(sb.median_s).map(|(ma, mb)| mb / ma - 1.0);
+            match too_few {
+                Some(why) => (change, None, None, Change::TooFewSamples, Some(why)),
+                None => {
+                    let k = format!("{}/{}/compare", key.0, key.1);
+                    let da = boot.hierarchical_draws(&sa.sorted, &format!("{k}/a"));
+                    let db = boot.hierarchical_draws(&sb.sorted, &format!("{k}/b"));
+                    let shift = |r: Interval| Interval {
+                        lo: r.lo - 1.0,
+                        hi: r.hi - 1.0,
+                    };
+                    let ci = shift(ratio_interval(&db, &da));
+                    let wide = shift(ratio_interval_at(&db, &da, verdict_level));
+                    let (verdict, why) = judge(&sa, &sb, wide, threshold);
+                    (change, Some(ci), Some(wide), verdict, why)
                 }
             }
-            _ => (None, None, Change::NotComparable, None),
         };
         rows.push(CompareRow {
             case_id: key.0.clone(),
@@ -245,6 +275,7 @@ pub fn compare(a: &ResultSet, b: &ResultSet, threshold: f64, boot: &Bootstrap) -
             b: sb,
             change,
             ci,
+            verdict_ci,
             verdict,
             why,
         });
@@ -254,6 +285,7 @@ pub fn compare(a: &ResultSet, b: &ResultSet, threshold: f64, boot: &Bootstrap) -
         threshold,
         min_rounds: MIN_ROUNDS,
         min_repeats: MIN_REPEATS,
+        verdict_level,
         rows,
         only_a: only(&ga, &gb),
         only_b: only(&gb, &ga),
@@ -286,10 +318,14 @@ pub fn to_markdown(c: &Comparison, name_a: &str, name_b: &str) -> String {
         "Change in the median of each stack's headline metric (execute_s unless the stack names \
          another) from A = `{name_a}` to B = `{name_b}` (95 % hierarchical \
          bootstrap CI over repeats, then rounds; noise band ±{:.1} %). A verdict needs >= {} \
-         repeats per side and a CI beyond the band; a single repeat needs >= {} timed rounds \
+         repeats per side and its interval beyond the band, the interval widened to {:.2} % \
+         because {} rows are judged at once (so a comparison of the same thing shows no \
+         faster/slower row with 95 % confidence); a single repeat needs >= {} timed rounds \
          for a CI at all.\n\n",
         c.threshold * 100.0,
         c.min_repeats,
+        c.verdict_level * 100.0,
+        c.rows.iter().filter(|r| r.verdict_ci.is_some()).count(),
         c.min_rounds
     );
     out.push_str(
@@ -368,6 +404,8 @@ pub(crate) fn to_csv(c: &Comparison) -> Result<String, csv::Error> {
         "ci_hi",
         "verdict",
         "why",
+        "verdict_ci_lo",
+        "verdict_ci_hi",
     ])?;
     let num = |v: Option<f64>| v.map(|x| format!("{x:.9}")).unwrap_or_default();
     for r in &c.rows {
@@ -387,6 +425,8 @@ pub(crate) fn to_csv(c: &Comparison) -> Result<String, csv::Error> {
             num(r.ci.map(|c| c.hi)),
             r.verdict.as_str().to_string(),
             r.why.clone().unwrap_or_default(),
+            num(r.verdict_ci.map(|c| c.lo)),
+            num(r.verdict_ci.map(|c| c.hi)),
         ])?;
     }
     let bytes = w.into_inner().map_err(|e| e.into_error())?;

@@ -94,10 +94,15 @@ pub(crate) fn interval(draws: &[f64]) -> Interval {
 /// 95 % percentile interval of `a_k / b_k` over paired independent draws (a draw list of
 /// length one stands for a fixed value).
 pub(crate) fn ratio_interval(a: &[f64], b: &[f64]) -> Interval {
+    ratio_interval_at(a, b, LEVEL)
+}
+
+/// The percentile interval of `a_k / b_k` at confidence `level` (0 < level < 1).
+pub(crate) fn ratio_interval_at(a: &[f64], b: &[f64], level: f64) -> Interval {
     let n = a.len().max(b.len());
     let pick = |d: &[f64], k: usize| if d.len() == 1 { d[0] } else { d[k] };
     let mut ratios: Vec<f64> = (0..n).map(|k| pick(a, k) / pick(b, k)).collect();
-    percentile_interval(&mut ratios)
+    percentile_interval_at(&mut ratios, level)
 }
 
 /// Median of one resample with replacement of `sorted`.
@@ -134,8 +139,12 @@ pub(crate) fn resampled_median(sorted: &[f64], rng: &mut ChaCha8Rng, counts: &mu
 }
 
 fn percentile_interval(draws: &mut [f64]) -> Interval {
+    percentile_interval_at(draws, LEVEL)
+}
+
+fn percentile_interval_at(draws: &mut [f64], level: f64) -> Interval {
     draws.sort_by(|a, b| a.total_cmp(b));
-    let tail = (1.0 - LEVEL) / 2.0;
+    let tail = (1.0 - level) / 2.0;
     Interval {
         lo: super::quantile_sorted(draws, tail),
         hi: super::quantile_sorted(draws, 1.0 - tail),
