@@ -30,6 +30,8 @@ pub(crate) struct Context {
     pub(crate) compare_metric: Option<String>,
     /// Why some stacks are not paired with the baseline (metrics that differ in kind).
     pub(crate) pairing_notes: Vec<String>,
+    /// Runs whose ranks outnumbered the CPUs they received, and what that means; none if none.
+    pub(crate) oversubscribed_note: Option<String>,
     pub(crate) baseline: Option<String>,
     pub(crate) baseline_note: Option<String>,
     pub(crate) cases: Vec<CaseRow>,
@@ -125,6 +127,8 @@ pub(crate) struct Cell {
     /// Passing repeats and timed rounds (of the smallest repeat) the number rests on.
     pub(crate) repeats: usize,
     pub(crate) rounds: usize,
+    /// Some repeat ran with more ranks than CPUs it received (the text ends in "⚠ oversubscribed").
+    pub(crate) oversubscribed: bool,
     /// "14.2 µs [13.9 µs, 14.8 µs] (3×10)" for a passing run, else the status in capitals.
     pub(crate) text: String,
 }
@@ -136,6 +140,8 @@ pub(crate) struct RunRow {
     pub(crate) stack: String,
     /// The headline metric every number of this row is of.
     pub(crate) metric: String,
+    /// Some repeat had more ranks than CPUs received.
+    pub(crate) oversubscribed: bool,
     pub(crate) bundle: String,
     /// Timed rounds over every repeat.
     pub(crate) n: usize,
@@ -230,6 +236,8 @@ pub(crate) struct BStarRow {
 pub(crate) struct FigureRow {
     pub(crate) name: String,
     pub(crate) title: String,
+    /// How to read the figure (definitions, what hollow markers mean); may be empty.
+    pub(crate) caption: String,
     /// Relative to `reports/summary.md`: `../figures/<name>.png`.
     pub(crate) png: String,
     pub(crate) svg: String,
@@ -308,6 +316,7 @@ pub(crate) fn build(
             .collect(),
         compare_metric: a.compare_metric.map(|m| m.to_string()),
         pairing_notes: a.pairing_notes.clone(),
+        oversubscribed_note: oversubscribed_note(results),
         baseline: a.baseline.clone(),
         baseline_note: a.baseline_note.clone(),
         cases: case_rows(results, a),
@@ -391,6 +400,22 @@ pub(crate) fn build(
     }
 }
 
+fn oversubscribed_note(results: &ResultSet) -> Option<String> {
+    let over: Vec<_> = results.runs.iter().filter(|r| r.oversubscribed()).collect();
+    let first = over.first()?;
+    Some(format!(
+        "{} run(s) had more ranks than the CPUs they received (e.g. `{}` on {}: P = {} on {} CPU(s)); \
+         their ranks time-shared cores, so their times say as much about the scheduler as about \
+         the algorithm. Their cells are marked ⚠ oversubscribed, their results rows say \
+         `oversubscribed: true`, and the scaling figures draw them hollow on dashed lines",
+        over.len(),
+        first.base_case_id(),
+        first.stack,
+        first.case.p,
+        first.cpus.as_ref().map_or(0, Vec::len)
+    ))
+}
+
 fn name_values<'a>(it: impl Iterator<Item = (&'a String, &'a String)>) -> Vec<NameValue> {
     it.map(|(k, v)| NameValue {
         name: k.clone(),
@@ -407,6 +432,7 @@ fn figure_row(d: &Drawn) -> FigureRow {
     FigureRow {
         name: d.name.clone(),
         title: d.title.clone(),
+        caption: d.caption.clone(),
         png: file(&d.png),
         svg: file(&d.svg),
     }
@@ -441,6 +467,7 @@ fn case_rows(results: &ResultSet, a: &Analysis) -> Vec<CaseRow> {
                         ci_hi_s: None,
                         repeats: 0,
                         rounds: 0,
+                        oversubscribed: false,
                         text: "—".into(),
                     })
                     .collect(),
@@ -474,12 +501,18 @@ fn case_rows(results: &ResultSet, a: &Analysis) -> Vec<CaseRow> {
         cell.ci_hi_s = Some(m.median_ci.hi);
         cell.repeats = s.runs.len();
         cell.rounds = s.rounds;
+        cell.oversubscribed = s.runs.iter().any(|&i| results.runs[i].oversubscribed());
         cell.text = format!(
-            "{} {} ({}×{})",
+            "{} {} ({}×{}){}",
             format_seconds(m.median),
             ci_text(m.median_ci.lo, m.median_ci.hi),
             s.runs.len(),
-            s.rounds
+            s.rounds,
+            if cell.oversubscribed {
+                " ⚠ oversubscribed"
+            } else {
+                ""
+            }
         );
     }
     rows
@@ -500,6 +533,7 @@ fn run_row(results: &ResultSet, s: &RunStats) -> RunRow {
         case_id: r.base_case_id().to_string(),
         stack: r.stack.clone(),
         metric: s.metric.to_string(),
+        oversubscribed: s.runs.iter().any(|&i| results.runs[i].oversubscribed()),
         bundle: r.bundle.display().to_string(),
         n: m.n,
         repeats: s.runs.len(),

@@ -160,10 +160,16 @@ fn host_ranks_beyond_the_cpus_received_are_flagged_oversubscribed() {
     let tmp = util::tempdir();
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
     let p = cpus + 1;
-    let (out, dir) = run_plan(tmp.path(), "over", &plan("over", p, r#""host""#, ""), &[]);
+    // P = 2 fits on this 2-core machine (and any bigger one); P = CPUs + 1 cannot.
+    let text =
+        plan("over", p, r#""host""#, "").replace(&format!("p = [{p}]"), &format!("p = [2, {p}]"));
+    let (out, dir) = run_plan(tmp.path(), "over", &text, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
     let doc = json(&dir.join("results.json"));
-    let r = &doc["runs"][0];
+    let fits = &doc["runs"][0];
+    assert_eq!(fits["p"], 2);
+    assert_eq!(fits["oversubscribed"], false, "{fits}");
+    let r = &doc["runs"][1];
     assert_eq!(r["oversubscribed"], true, "{r}");
     assert_eq!(r["cpus"], cpus, "{r}");
     assert_eq!(r["devices"].as_array().unwrap().len(), cpus as usize, "{r}");
@@ -178,8 +184,30 @@ fn host_ranks_beyond_the_cpus_received_are_flagged_oversubscribed() {
     let h = rd.headers().unwrap().clone();
     let rec = rd.records().next().unwrap().unwrap();
     let col = |n: &str| h.iter().position(|x| x == n).unwrap();
+    assert_eq!(&rec[col("oversubscribed")], "false");
+    let rec = rd.records().next().unwrap().unwrap();
     assert_eq!(&rec[col("oversubscribed")], "true");
     assert_eq!(&rec[col("cpus")], cpus.to_string());
+    // The report marks the cell, says why, and the scaling figures caption the hollow points.
+    let ctx = json(&dir.join("reports/context.json"));
+    let over_cell = &ctx["cases"][1]["cells"][0];
+    assert_eq!(over_cell["oversubscribed"], true, "{over_cell}");
+    assert!(over_cell["text"]
+        .as_str()
+        .unwrap()
+        .ends_with("⚠ oversubscribed"));
+    assert_eq!(ctx["cases"][0]["cells"][0]["oversubscribed"], false);
+    let md = std::fs::read_to_string(dir.join("reports/summary.md")).unwrap();
+    assert!(md.contains(&format!("P = {p} on {cpus} CPU(s)")), "{md}");
+    let figs = ctx["figures"].as_array().unwrap();
+    let eff = figs
+        .iter()
+        .find(|f| f["name"] == "strong_scaling_t_total")
+        .unwrap_or_else(|| panic!("{figs:?}"));
+    assert!(eff["caption"]
+        .as_str()
+        .unwrap()
+        .contains("Hollow markers on dashed lines are oversubscribed runs"));
 }
 
 fn counts_plan(name: &str, timed: u32) -> String {

@@ -63,5 +63,6 @@ pub(crate) fn build(a: &Analysis, results: &ResultSet) -> Result<Panels, String>
     Ok(Panels {
         title: "Bus bandwidth vs message size".into(),
         panels,
+        caption: String::new(),
     })
 }

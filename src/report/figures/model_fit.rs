@@ -82,6 +82,7 @@ pub(crate) fn build(a: &Analysis) -> Result<Panels, String> {
     Ok(Panels {
         title: "α–β model fit T = O + N/B".into(),
         panels,
+        caption: String::new(),
     })
 }
 
