@@ -145,6 +145,9 @@ pub struct Analysis {
     pub(crate) pairing_notes: Vec<String>,
     pub fits: Vec<ModelFit>,
     pub(crate) b_star: Vec<BStar>,
+    /// Every (stack, variant) of the result set, sorted: its position is its colour in every
+    /// figure, so one implementation looks the same in every panel.
+    pub(crate) colors: Vec<(String, String)>,
 }
 
 impl Analysis {
@@ -213,7 +216,25 @@ impl Analysis {
             pairing_notes,
             fits,
             b_star,
+            colors: {
+                let mut c: Vec<(String, String)> = results
+                    .runs
+                    .iter()
+                    .map(|r| (r.stack.clone(), r.case.variant.to_string()))
+                    .collect();
+                c.sort();
+                c.dedup();
+                c
+            },
         }
+    }
+
+    /// The palette index of (stack, variant), the same in every figure.
+    pub(crate) fn color_of(&self, stack: &str, variant: &str) -> usize {
+        self.colors
+            .iter()
+            .position(|(s, v)| s == stack && v == variant)
+            .unwrap_or(0)
     }
 }
 

@@ -64,15 +64,16 @@ pub(crate) fn build(a: &Analysis) -> Result<Panels, String> {
             } else {
                 format!("fit worst {:.0} % off", fit.max_rel_residual * 100.0)
             };
+            let color = a.color_of(&f.key.stack, &f.key.variant.to_string());
             panel.series.push(Series {
                 label: format!("{} ({how})", names[i]),
-                color: i,
+                color,
                 style: Style::Points,
                 points: measured,
             });
             panel.series.push(Series {
                 label: String::new(),
-                color: i,
+                color,
                 style: Style::Dashed,
                 points: model_line(f),
             });

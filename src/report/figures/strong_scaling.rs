@@ -15,8 +15,8 @@ use crate::model::results::ResultSet;
 use crate::report::summary::Analysis;
 
 type Key = SeriesKey;
-/// One measured point: P, median seconds, whether any repeat was oversubscribed.
-type Point = (f64, f64, bool);
+/// One measured point: P, median seconds, whether any repeat was oversubscribed, CI (lo, hi).
+type Point = (f64, f64, bool, (f64, f64));
 /// count → series key → points.
 type ByCount = BTreeMap<u64, BTreeMap<Key, Vec<Point>>>;
 /// A plotted point.
@@ -34,7 +34,12 @@ fn groups(a: &Analysis, results: &ResultSet) -> ByCount {
             .or_default()
             .entry(series_key(r))
             .or_default()
-            .push((f64::from(r.case.p), s.summary.median, over));
+            .push((
+                f64::from(r.case.p),
+                s.summary.median,
+                over,
+                (s.summary.median_ci.lo, s.summary.median_ci.hi),
+            ));
     }
     for series in g.values_mut() {
         for pts in series.values_mut() {
@@ -73,15 +78,26 @@ const OVERSUBSCRIBED: &str = "Hollow markers on dashed lines are oversubscribed 
     than CPUs received, so ranks time-share cores and the time measures the scheduler as much as \
     the algorithm (results.json `oversubscribed`).";
 
-fn build(
-    a: &Analysis,
-    results: &ResultSet,
-    title: &str,
+/// How one of the two scaling figures looks.
+struct Look {
+    title: &'static str,
     y: fn() -> Axis,
     hline: Option<(f64, String)>,
     transform: Transform,
-    caption: &str,
-) -> Result<Panels, String> {
+    caption: &'static str,
+    /// Draw the CI of each median (time figure; efficiency is a ratio of medians).
+    ci_bars: bool,
+}
+
+fn build(a: &Analysis, results: &ResultSet, look: Look) -> Result<Panels, String> {
+    let Look {
+        title,
+        y,
+        hline,
+        transform,
+        caption,
+        ci_bars,
+    } = look;
     let g = scaling(a, results)?;
     let all_keys: Vec<Key> = g.values().flat_map(|s| s.keys().cloned()).collect();
     let key_parts = |k: &Key| vec![k.0.clone(), k.1.clone(), k.2.clone(), format!("cn{}", k.3)];
@@ -100,6 +116,16 @@ fn build(
         panel.hline = hline.clone();
         for (key, pts) in series {
             let i = palette.binary_search(key).unwrap_or(0);
+            let color = a.color_of(&key.0, &key.1);
+            if ci_bars {
+                for &(x, t, _, (lo, hi)) in pts {
+                    if lo > 0.0 && t > 0.0 {
+                        panel
+                            .error_bars
+                            .push((x, lo.log10(), t.log10(), hi.log10(), color));
+                    }
+                }
+            }
             let plain: Vec<(f64, f64)> = pts.iter().map(|p| (p.0, p.1)).collect();
             let shown = transform(&plain);
             // Transforms keep the order of P; split where the machine was oversubscribed.
@@ -110,7 +136,7 @@ fn build(
             if !good.is_empty() {
                 panel.series.push(Series {
                     label: names[i].clone(),
-                    color: i,
+                    color,
                     style: Style::LineAndPoints,
                     points: good.clone(),
                 });
@@ -127,7 +153,7 @@ fn build(
                 line.extend(bad);
                 panel.series.push(Series {
                     label: format!("{} (oversubscribed)", names[i]),
-                    color: i,
+                    color,
                     style: Style::HollowDashed,
                     points: line,
                 });
@@ -152,18 +178,22 @@ pub(crate) fn total(a: &Analysis, results: &ResultSet) -> Result<Panels, String>
     build(
         a,
         results,
-        "Strong scaling: median time vs P",
-        || Axis::log10_seconds("median time (each stack's metric)"),
-        None,
-        |pts| {
+        Look {
+        title: "Strong scaling: median time vs P",
+        y: || Axis::log10_seconds("median time (each stack's metric)"),
+        hline: None,
+        transform: |pts| {
             pts.iter()
                 .filter(|p| p.1 > 0.0)
                 .map(|p| (p.0, p.1.log10()))
                 .collect()
         },
-        "Median time of each stack's headline metric per P at a fixed element count (one panel \
+        caption: "Median time of each stack's headline metric per P at a fixed element count (one panel \
          per count). Every rank holds the whole message, so an allreduce does not get faster \
-         with P: the bandwidth-optimal time approaches 2·n/B from below as P grows.",
+         with P: the bandwidth-optimal time approaches 2·n/B from below as P grows. Bars: \
+         95 % CI of each median; one colour per (stack, variant) in every figure.",
+        ci_bars: true,
+        },
     )
 }
 
@@ -172,15 +202,18 @@ pub(crate) fn efficiency(a: &Analysis, results: &ResultSet) -> Result<Panels, St
     build(
         a,
         results,
-        "Strong scaling efficiency E(P) = busbw(P) / busbw(Pmin)",
-        || Axis::new("efficiency", |v| format!("{v:.2}")),
-        Some((1.0, "ideal".to_string())),
-        efficiency_points,
-        "E(P) = busbw(P) / busbw(Pmin), busbw = n / T(P) · 2(P−1)/P, i.e. \
+        Look {
+            title: "Strong scaling efficiency E(P) = busbw(P) / busbw(Pmin)",
+            y: || Axis::new("efficiency", |v| format!("{v:.2}")),
+            hline: Some((1.0, "ideal".to_string())),
+            transform: efficiency_points,
+            caption: "E(P) = busbw(P) / busbw(Pmin), busbw = n / T(P) · 2(P−1)/P, i.e. \
          T(Pmin)·f(P) / (T(P)·f(Pmin)) with f(P) = 2(P−1)/P. Each rank holds the whole message \
          of n bytes, so the classic T(Pmin)·Pmin / (T(P)·P) (which assumes the work is split \
          P ways) would call a perfect allreduce inefficient; E = 1 means the link of every rank \
          stays as busy as at the smallest P. Pmin is the smallest P ≥ 2 of each line.",
+            ci_bars: false,
+        },
     )
 }
 
