@@ -622,3 +622,40 @@ fn each_stack_reports_its_declared_metric_and_unlike_metrics_are_not_paired() {
         util::stderr(&out)
     );
 }
+
+#[test]
+fn resume_of_a_repeated_campaign_reruns_the_missing_repeats_only() {
+    let tmp = util::tempdir();
+    let text = counts_plan("resrep", 2);
+    let (out, dir) = run_plan(tmp.path(), "resrep", &text, &["--repeats", "2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    // The journal keeps --repeats, so a resume prepares the same 6 runs.
+    let header: Value = serde_json::from_str(
+        std::fs::read_to_string(dir.join("journal.jsonl"))
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(header["selection"]["repeats"], 2);
+    assert_eq!(header["steps"].as_array().unwrap().len(), 6);
+    // Lose the second repeat of one case; resume runs exactly that run again.
+    let first = row_keys(&dir)[0].0.clone();
+    std::fs::remove_dir_all(dir.join("cases").join(format!("{first}~r2"))).unwrap();
+    let out = util::run_in(tmp.path(), &["resume", dir.to_str().unwrap(), "-q"]);
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    assert!(
+        util::stdout(&out).contains("5 done, 1 to run"),
+        "{}",
+        util::stdout(&out)
+    );
+    let rows = json(&dir.join("results.json"))["runs"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(rows.len(), 6);
+    assert!(rows
+        .iter()
+        .any(|r| r["case_id"] == first.as_str() && r["repeat"] == 2));
+}
