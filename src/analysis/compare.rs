@@ -2,8 +2,8 @@
 //! (case, stack), with a hierarchical bootstrap CI (repeats, then rounds) and a verdict.
 //!
 //! Owns the matching of runs across result sets (the repeats of a (case, stack) together), the
-//! verdict rule — faster/slower only with >= `MIN_REPEATS` repeats per side and the whole CI
-//! beyond ±threshold; `no change` when the CI lies inside the band; `too few samples` when a
+//! verdict rule — faster/slower only with >= `MIN_REPEATS` repeats per side, the whole
+//! (family-wise) CI beyond ±threshold and every repeat of B beyond every repeat of A by the band; `no change` when the CI lies inside the band; `too few samples` when a
 //! single repeat has fewer than `MIN_ROUNDS` timed rounds (no CI then); else `no clear
 //! difference` with the reason — and the Markdown/CSV/JSON renderings. Pure: loading run dirs
 //! and exit codes belong to `cli::compare`.
@@ -191,6 +191,26 @@ fn groups(rs: &ResultSet) -> Groups<'_> {
     g
 }
 
+/// Every repeat of `b` beyond every repeat of `a` by the band, in the direction of `slower`:
+/// a few repeats cannot pin a bootstrap interval's tails, but a 2× change separates them
+/// completely, and two runs of the same thing rarely do.
+fn separated(a: &Side, b: &Side, threshold: f64, slower: bool) -> bool {
+    let medians = |s: &Side| -> Vec<f64> {
+        s.sorted
+            .iter()
+            .map(|r| crate::analysis::stats::quantile_sorted(r, 0.5))
+            .collect()
+    };
+    let (ma, mb) = (medians(a), medians(b));
+    let max = |v: &[f64]| v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let min = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
+    if slower {
+        min(&mb) > max(&ma) * (1.0 + threshold)
+    } else {
+        max(&mb) < min(&ma) * (1.0 - threshold)
+    }
+}
+
 /// The verdict from the interval of the change, given the evidence behind it.
 fn judge(a: &Side, b: &Side, ci: Interval, threshold: f64) -> (Change, Option<String>) {
     let inside = ci.lo >= -threshold && ci.hi <= threshold;
@@ -199,6 +219,16 @@ fn judge(a: &Side, b: &Side, ci: Interval, threshold: f64) -> (Change, Option<St
         return (Change::NoChange, None);
     }
     let repeats = a.repeats.min(b.repeats);
+    if beyond && repeats >= MIN_REPEATS && !separated(a, b, threshold, ci.lo > threshold) {
+        return (
+            Change::NoClearDifference,
+            Some(format!(
+                "the repeats overlap: not every repeat of B is {} than every repeat of A by more than ±{:.1} %",
+                if ci.lo > threshold { "slower" } else { "faster" },
+                threshold * 100.0
+            )),
+        );
+    }
     if beyond && repeats >= MIN_REPEATS {
         let v = if ci.lo > threshold {
             Change::Slower
