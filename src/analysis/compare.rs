@@ -350,8 +350,8 @@ pub fn to_markdown(c: &Comparison, name_a: &str, name_b: &str) -> String {
          bootstrap CI over repeats, then rounds; noise band ±{:.1} %). A verdict needs >= {} \
          repeats per side and its interval beyond the band, the interval widened to {:.2} % \
          because {} rows are judged at once (so a comparison of the same thing shows no \
-         faster/slower row with 95 % confidence); a single repeat needs >= {} timed rounds \
-         for a CI at all.\n\n",
+         faster/slower row with 95 % confidence), and every repeat of B beyond every repeat of \
+         A by the band; a single repeat needs >= {} timed rounds for a CI at all.\n\n",
         c.threshold * 100.0,
         c.min_repeats,
         c.verdict_level * 100.0,
