@@ -1,17 +1,39 @@
 //! Comparing two result sets (`campaign compare RUN_A RUN_B`): change in median per
-//! (case, stack), with a bootstrap CI and a verdict against a noise band.
+//! (case, stack), with a hierarchical bootstrap CI (repeats, then rounds) and a verdict.
 //!
-//! Owns the matching of runs across result sets, the verdict rule (faster / slower only when
-//! the whole CI lies beyond ±threshold, else no change) and the Markdown/CSV renderings. Pure:
-//! loading run dirs and exit codes belong to `commands::compare`.
+//! Owns the matching of runs across result sets (the repeats of a (case, stack) together), the
+//! verdict rule — faster/slower only with >= `MIN_REPEATS` repeats per side, the whole
+//! (family-wise) CI beyond ±threshold and every repeat of B beyond every repeat of A by the band; `no change` when the CI lies inside the band; `too few samples` when a
+//! single repeat has fewer than `MIN_ROUNDS` timed rounds (no CI then); else `no clear
+//! difference` with the reason — and the Markdown/CSV/JSON renderings. Pure: loading run dirs
+//! and exit codes belong to `cli::compare`.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::analysis::stats::bootstrap::{Bootstrap, Interval};
-use crate::model::results::{ResultSet, RunStatus};
+use crate::analysis::stats::bootstrap::{ratio_interval, ratio_interval_at, Bootstrap, Interval};
+use crate::analysis::stats::hierarchical::estimate;
+use crate::model::results::{Metric, ResultSet, RunResult, RunStatus};
 use crate::model::units::format_seconds;
+
+/// Fewer timed rounds than this in a single-repeat run: no interval, no verdict.
+pub(crate) const MIN_ROUNDS: usize = 10;
+
+/// Repeats each side needs before a faster/slower verdict: with fewer, the run-to-run variance
+/// (which dwarfs the within-run noise on a shared machine) is unknown.
+pub(crate) const MIN_REPEATS: usize = 3;
+
+/// Chance that a comparison of two runs of the same thing shows any faster/slower row: each
+/// verdict's interval is widened to level 1 − FAMILY_ERROR / m for m rows with an interval
+/// (Bonferroni), so comparing 18 cases does not give 18 chances to cry wolf.
+pub(crate) const FAMILY_ERROR: f64 = 0.05;
+
+/// Resamples per side for a comparison of `m` rows: enough that the verdict interval's tails
+/// hold about ten draws each, within [1 000, 20 000].
+fn resamples_for(m: usize) -> u32 {
+    ((400 * m.max(1)) as u32).clamp(1000, 20_000)
+}
 
 /// The verdict on one (case, stack).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -19,7 +41,13 @@ use crate::model::units::format_seconds;
 pub enum Change {
     Faster,
     Slower,
+    /// The whole CI lies inside the noise band.
     NoChange,
+    /// The CI crosses the noise band's edge, or the evidence cannot carry a verdict (one
+    /// repeat): `why` says which.
+    NoClearDifference,
+    /// Too few timed rounds in a single repeat for an interval.
+    TooFewSamples,
     /// One side did not pass (or has no timed samples).
     NotComparable,
 }
@@ -30,8 +58,61 @@ impl Change {
             Change::Faster => "faster",
             Change::Slower => "slower",
             Change::NoChange => "no change",
+            Change::NoClearDifference => "no clear difference",
+            Change::TooFewSamples => "too few samples",
             Change::NotComparable => "not comparable",
         }
+    }
+}
+
+/// What one result set has for a (case, stack): its repeats' timed rounds.
+#[derive(Debug, Clone, Serialize)]
+pub struct Side {
+    /// `pass` when every repeat passed, else the first other status.
+    pub(crate) status: RunStatus,
+    /// Passing repeats (runs) the numbers rest on.
+    pub(crate) repeats: usize,
+    /// Timed rounds of the smallest passing repeat.
+    pub(crate) rounds: usize,
+    /// Mean over repeats of each repeat's median, seconds (the median with one repeat).
+    pub(crate) median_s: Option<f64>,
+    #[serde(skip)]
+    sorted: Vec<Vec<f64>>,
+}
+
+impl Side {
+    fn of(runs: &[&RunResult], metric: Metric) -> Side {
+        let status = runs
+            .iter()
+            .map(|r| r.status)
+            .find(|s| *s != RunStatus::Pass)
+            .unwrap_or(RunStatus::Pass);
+        let sorted: Vec<Vec<f64>> = runs
+            .iter()
+            .map(|r| {
+                let mut v = r.timed(metric);
+                v.sort_by(f64::total_cmp);
+                v
+            })
+            .filter(|v| !v.is_empty())
+            .collect();
+        Side {
+            status,
+            repeats: sorted.len(),
+            rounds: sorted.iter().map(Vec::len).min().unwrap_or(0),
+            median_s: estimate(&sorted),
+            sorted,
+        }
+    }
+
+    /// Why this side cannot carry an interval, if it cannot.
+    fn too_few(&self) -> Option<String> {
+        (self.repeats == 1 && self.rounds < MIN_ROUNDS).then(|| {
+            format!(
+                "n={} timed rounds in 1 repeat; an interval needs >= {MIN_ROUNDS} rounds or >= 2 repeats",
+                self.rounds
+            )
+        })
     }
 }
 
@@ -40,20 +121,30 @@ impl Change {
 pub struct CompareRow {
     pub(crate) case_id: String,
     pub(crate) stack: String,
-    pub(crate) status_a: RunStatus,
-    pub(crate) status_b: RunStatus,
-    pub(crate) median_a: Option<f64>,
-    pub(crate) median_b: Option<f64>,
+    /// The stack's headline metric the medians are of.
+    pub(crate) metric: Metric,
+    pub(crate) a: Side,
+    pub(crate) b: Side,
     /// median_b / median_a − 1 (positive = B is slower).
     pub change: Option<f64>,
+    /// 95 % hierarchical bootstrap interval of the change (repeats, then rounds).
     pub(crate) ci: Option<Interval>,
+    /// The wider interval the verdict is taken on (level `Comparison::verdict_level`).
+    pub(crate) verdict_ci: Option<Interval>,
     pub verdict: Change,
+    /// Why the verdict is not faster/slower when the numbers alone might suggest one.
+    pub(crate) why: Option<String>,
 }
 
 /// The whole comparison.
 #[derive(Debug, Clone, Serialize)]
 pub struct Comparison {
+    /// The noise band, a fraction (0.05 = ±5 %).
     pub(crate) threshold: f64,
+    pub(crate) min_rounds: usize,
+    pub(crate) min_repeats: usize,
+    /// Confidence level of each verdict's interval: 1 − 0.05 / (rows with an interval).
+    pub(crate) verdict_level: f64,
     pub rows: Vec<CompareRow>,
     /// (case, stack) present in only one of the two.
     pub(crate) only_a: Vec<(String, String)>,
@@ -64,6 +155,11 @@ impl Comparison {
     /// Did any (case, stack) get slower beyond the threshold?
     pub fn regressed(&self) -> bool {
         self.rows.iter().any(|r| r.verdict == Change::Slower)
+    }
+
+    /// How many rows have each verdict.
+    pub(crate) fn count(&self, v: Change) -> usize {
+        self.rows.iter().filter(|r| r.verdict == v).count()
     }
 }
 
@@ -82,68 +178,147 @@ pub(crate) fn parse_threshold(text: &str) -> Result<f64, String> {
     }
 }
 
-/// Compare `b` against `a` (a = before, b = after).
-pub fn compare(a: &ResultSet, b: &ResultSet, threshold: f64, boot: &Bootstrap) -> Comparison {
-    let index = |rs: &ResultSet| -> BTreeMap<(String, String), usize> {
-        rs.runs
+type Groups<'a> = BTreeMap<(String, String), Vec<&'a RunResult>>;
+
+/// Runs of a result set grouped by (case, stack): the repeats of each.
+fn groups(rs: &ResultSet) -> Groups<'_> {
+    let mut g: Groups = BTreeMap::new();
+    for r in &rs.runs {
+        g.entry((r.base_case_id().to_string(), r.stack.clone()))
+            .or_default()
+            .push(r);
+    }
+    g
+}
+
+/// Every repeat of `b` beyond every repeat of `a` by the band, in the direction of `slower`:
+/// a few repeats cannot pin a bootstrap interval's tails, but a 2× change separates them
+/// completely, and two runs of the same thing rarely do.
+fn separated(a: &Side, b: &Side, threshold: f64, slower: bool) -> bool {
+    let medians = |s: &Side| -> Vec<f64> {
+        s.sorted
             .iter()
-            .enumerate()
-            .map(|(i, r)| ((r.case_id.clone(), r.stack.clone()), i))
+            .map(|r| crate::analysis::stats::quantile_sorted(r, 0.5))
             .collect()
     };
-    let (ia, ib) = (index(a), index(b));
-    let mut rows = Vec::new();
-    for (key, &i) in &ia {
-        let Some(&j) = ib.get(key) else { continue };
-        let (ra, rb) = (&a.runs[i], &b.runs[j]);
-        let sorted = |v: Vec<f64>| {
-            let mut v = v;
-            v.sort_by(|x, y| x.total_cmp(y));
-            v
+    let (ma, mb) = (medians(a), medians(b));
+    let max = |v: &[f64]| v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let min = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
+    if slower {
+        min(&mb) > max(&ma) * (1.0 + threshold)
+    } else {
+        max(&mb) < min(&ma) * (1.0 - threshold)
+    }
+}
+
+/// The verdict from the interval of the change, given the evidence behind it.
+fn judge(a: &Side, b: &Side, ci: Interval, threshold: f64) -> (Change, Option<String>) {
+    let inside = ci.lo >= -threshold && ci.hi <= threshold;
+    let beyond = ci.lo > threshold || ci.hi < -threshold;
+    if inside {
+        return (Change::NoChange, None);
+    }
+    let repeats = a.repeats.min(b.repeats);
+    if beyond && repeats >= MIN_REPEATS && !separated(a, b, threshold, ci.lo > threshold) {
+        return (
+            Change::NoClearDifference,
+            Some(format!(
+                "the repeats overlap: not every repeat of B is {} than every repeat of A by more than ±{:.1} %",
+                if ci.lo > threshold { "slower" } else { "faster" },
+                threshold * 100.0
+            )),
+        );
+    }
+    if beyond && repeats >= MIN_REPEATS {
+        let v = if ci.lo > threshold {
+            Change::Slower
+        } else {
+            Change::Faster
         };
-        let (xa, xb) = (sorted(ra.timed_execute_s()), sorted(rb.timed_execute_s()));
-        let med =
-            |v: &[f64]| (!v.is_empty()).then(|| crate::analysis::stats::quantile_sorted(v, 0.5));
-        let (ma, mb) = (med(&xa), med(&xb));
-        let (change, ci, verdict) = match (ma, mb) {
-            (Some(ma), Some(mb)) if ma > 0.0 => {
-                let k = format!("{}/{}/compare", key.0, key.1);
-                let r = boot.ratio_ci(&xb, &xa, &k);
-                let ci = Interval {
-                    lo: r.lo - 1.0,
-                    hi: r.hi - 1.0,
-                };
-                let verdict = if ci.lo > threshold {
-                    Change::Slower
-                } else if ci.hi < -threshold {
-                    Change::Faster
-                } else {
-                    Change::NoChange
-                };
-                (Some(mb / ma - 1.0), Some(ci), verdict)
+        return (v, None);
+    }
+    let why = if repeats < MIN_REPEATS {
+        format!(
+            "{repeats} repeat(s): run-to-run variance is not measured; a verdict needs >= {MIN_REPEATS} repeats per side ([run] repeats)"
+        )
+    } else {
+        format!(
+            "the verdict interval [{:+.1} %, {:+.1} %] crosses the ±{:.1} % noise band",
+            ci.lo * 100.0,
+            ci.hi * 100.0,
+            threshold * 100.0
+        )
+    };
+    (Change::NoClearDifference, Some(why))
+}
+
+/// Compare `b` against `a` (a = before, b = after).
+pub fn compare(a: &ResultSet, b: &ResultSet, threshold: f64, boot: &Bootstrap) -> Comparison {
+    let (ga, gb) = (groups(a), groups(b));
+    // Pair the sides first: how many rows carry an interval sets the verdict level.
+    let mut pairs = Vec::new();
+    for (key, runs_a) in &ga {
+        let Some(runs_b) = gb.get(key) else { continue };
+        // The stack's declared headline metric (as run A declared it).
+        let metric = a.metric(&key.1);
+        let (sa, sb) = (Side::of(runs_a, metric), Side::of(runs_b, metric));
+        let comparable = matches!((sa.median_s, sb.median_s), (Some(ma), Some(_)) if ma > 0.0)
+            && sa.status == RunStatus::Pass
+            && sb.status == RunStatus::Pass;
+        let too_few = sa.too_few().or_else(|| sb.too_few());
+        pairs.push((key, metric, sa, sb, comparable, too_few));
+    }
+    let m = pairs.iter().filter(|p| p.4 && p.5.is_none()).count();
+    let verdict_level = 1.0 - FAMILY_ERROR / m.max(1) as f64;
+    let boot = Bootstrap {
+        resamples: boot.resamples.max(resamples_for(m)),
+        ..*boot
+    };
+    let mut rows = Vec::new();
+    for (key, metric, sa, sb, comparable, too_few) in pairs {
+        let (change, ci, verdict_ci, verdict, why) = if !comparable {
+            (None, None, None, Change::NotComparable, None)
+        } else {
+            let change = sa.median_s.zip(sb.median_s).map(|(ma, mb)| mb / ma - 1.0);
+            match too_few {
+                Some(why) => (change, None, None, Change::TooFewSamples, Some(why)),
+                None => {
+                    let k = format!("{}/{}/compare", key.0, key.1);
+                    let da = boot.hierarchical_draws(&sa.sorted, &format!("{k}/a"));
+                    let db = boot.hierarchical_draws(&sb.sorted, &format!("{k}/b"));
+                    let shift = |r: Interval| Interval {
+                        lo: r.lo - 1.0,
+                        hi: r.hi - 1.0,
+                    };
+                    let ci = shift(ratio_interval(&db, &da));
+                    let wide = shift(ratio_interval_at(&db, &da, verdict_level));
+                    let (verdict, why) = judge(&sa, &sb, wide, threshold);
+                    (change, Some(ci), Some(wide), verdict, why)
+                }
             }
-            _ => (None, None, Change::NotComparable),
         };
         rows.push(CompareRow {
             case_id: key.0.clone(),
             stack: key.1.clone(),
-            status_a: ra.status,
-            status_b: rb.status,
-            median_a: ma,
-            median_b: mb,
+            metric,
+            a: sa,
+            b: sb,
             change,
             ci,
+            verdict_ci,
             verdict,
+            why,
         });
     }
-    let only = |x: &BTreeMap<(String, String), usize>, y: &BTreeMap<(String, String), usize>| {
-        x.keys().filter(|k| !y.contains_key(*k)).cloned().collect()
-    };
+    let only = |x: &Groups, y: &Groups| x.keys().filter(|k| !y.contains_key(*k)).cloned().collect();
     Comparison {
         threshold,
+        min_rounds: MIN_ROUNDS,
+        min_repeats: MIN_REPEATS,
+        verdict_level,
         rows,
-        only_a: only(&ia, &ib),
-        only_b: only(&ib, &ia),
+        only_a: only(&ga, &gb),
+        only_b: only(&gb, &ga),
     }
 }
 
@@ -158,27 +333,58 @@ fn opt_time(v: Option<f64>, status: RunStatus) -> String {
     }
 }
 
+/// "3 × 30" (repeats × timed rounds of the smallest repeat) or "–".
+fn evidence(s: &Side) -> String {
+    if s.repeats == 0 {
+        "–".into()
+    } else {
+        format!("{} × {}", s.repeats, s.rounds)
+    }
+}
+
 /// A Markdown table (GitHub-flavoured) with a one-line summary.
 pub fn to_markdown(c: &Comparison, name_a: &str, name_b: &str) -> String {
     let mut out = format!(
-        "Change in median execute time from A = `{name_a}` to B = `{name_b}` (95 % bootstrap CI; noise band ±{:.1} %)\n\n",
-        c.threshold * 100.0
+        "Change in the median of each stack's headline metric (execute_s unless the stack names \
+         another) from A = `{name_a}` to B = `{name_b}` (95 % hierarchical \
+         bootstrap CI over repeats, then rounds; noise band ±{:.1} %). A verdict needs >= {} \
+         repeats per side and its interval beyond the band, the interval widened to {:.2} % \
+         because {} rows are judged at once (so a comparison of the same thing shows no \
+         faster/slower row with 95 % confidence), and every repeat of B beyond every repeat of \
+         A by the band; a single repeat needs >= {} timed rounds for a CI at all.\n\n",
+        c.threshold * 100.0,
+        c.min_repeats,
+        c.verdict_level * 100.0,
+        c.rows.iter().filter(|r| r.verdict_ci.is_some()).count(),
+        c.min_rounds
     );
-    out.push_str("| case | stack | median A | median B | change [95 % CI] | verdict |\n");
-    out.push_str("|---|---|---:|---:|---:|---|\n");
+    out.push_str(
+        "| case | stack | median A | median B | repeats × rounds A | B | change [95 % CI] | verdict |\n",
+    );
+    out.push_str("|---|---|---:|---:|---:|---:|---:|---|\n");
     for r in &c.rows {
         let change = match (r.change, r.ci) {
             (Some(ch), Some(ci)) => format!("{} [{}, {}]", pct(ch), pct(ci.lo), pct(ci.hi)),
+            (Some(ch), None) => format!("{} (no CI)", pct(ch)),
             _ => "–".into(),
         };
+        let verdict = match &r.why {
+            Some(why) => format!("{} ({why})", r.verdict.as_str()),
+            None => r.verdict.as_str().to_string(),
+        };
         out.push_str(&format!(
-            "| `{}` | {} | {} | {} | {} | {} |\n",
+            "| `{}` | {} | {} | {} | {} | {} | {} | {} |\n",
             r.case_id,
-            r.stack,
-            opt_time(r.median_a, r.status_a),
-            opt_time(r.median_b, r.status_b),
+            match r.metric {
+                Metric::ExecuteS => r.stack.clone(),
+                m => format!("{} ({m})", r.stack),
+            },
+            opt_time(r.a.median_s, r.a.status),
+            opt_time(r.b.median_s, r.b.status),
+            evidence(&r.a),
+            evidence(&r.b),
             change,
-            r.verdict.as_str()
+            verdict
         ));
     }
     for (label, list) in [("only in A", &c.only_a), ("only in B", &c.only_b)] {
@@ -189,15 +395,24 @@ pub fn to_markdown(c: &Comparison, name_a: &str, name_b: &str) -> String {
             }
         }
     }
-    let count = |v: Change| c.rows.iter().filter(|r| r.verdict == v).count();
     out.push_str(&format!(
-        "\n{} slower, {} faster, {} no change, {} not comparable\n",
-        count(Change::Slower),
-        count(Change::Faster),
-        count(Change::NoChange),
-        count(Change::NotComparable)
+        "\n{} slower, {} faster, {} no change, {} no clear difference, {} too few samples, {} not comparable\n",
+        c.count(Change::Slower),
+        c.count(Change::Faster),
+        c.count(Change::NoChange),
+        c.count(Change::NoClearDifference),
+        c.count(Change::TooFewSamples),
+        c.count(Change::NotComparable)
     ));
     out
+}
+
+/// The comparison as JSON: every row with both sides' evidence (repeats, rounds, median), the
+/// change, its CI and the verdict with its reason; `null` where a number does not exist.
+pub(crate) fn to_json(c: &Comparison) -> String {
+    let mut text = serde_json::to_string_pretty(c).unwrap_or_default();
+    text.push('\n');
+    text
 }
 
 /// CSV with raw numbers (seconds and fractions).
@@ -208,26 +423,40 @@ pub(crate) fn to_csv(c: &Comparison) -> Result<String, csv::Error> {
         "stack",
         "status_a",
         "status_b",
+        "repeats_a",
+        "repeats_b",
+        "rounds_a",
+        "rounds_b",
         "median_a_s",
         "median_b_s",
         "change",
         "ci_lo",
         "ci_hi",
         "verdict",
+        "why",
+        "verdict_ci_lo",
+        "verdict_ci_hi",
     ])?;
     let num = |v: Option<f64>| v.map(|x| format!("{x:.9}")).unwrap_or_default();
     for r in &c.rows {
         w.write_record([
             r.case_id.clone(),
             r.stack.clone(),
-            r.status_a.to_string(),
-            r.status_b.to_string(),
-            num(r.median_a),
-            num(r.median_b),
+            r.a.status.to_string(),
+            r.b.status.to_string(),
+            r.a.repeats.to_string(),
+            r.b.repeats.to_string(),
+            r.a.rounds.to_string(),
+            r.b.rounds.to_string(),
+            num(r.a.median_s),
+            num(r.b.median_s),
             num(r.change),
             num(r.ci.map(|c| c.lo)),
             num(r.ci.map(|c| c.hi)),
             r.verdict.as_str().to_string(),
+            r.why.clone().unwrap_or_default(),
+            num(r.verdict_ci.map(|c| c.lo)),
+            num(r.verdict_ci.map(|c| c.hi)),
         ])?;
     }
     let bytes = w.into_inner().map_err(|e| e.into_error())?;
@@ -244,5 +473,113 @@ mod tests {
         assert_eq!(parse_threshold("0.1"), Ok(0.1));
         assert!(parse_threshold("five").is_err());
         assert!(parse_threshold("150%").is_err());
+    }
+
+    fn set(levels: &[f64], rounds: usize) -> ResultSet {
+        use crate::model::case::{Case, Variant};
+        use crate::model::results::{run_id, Sample};
+        let case = Case::new(Variant::Mesh, 2, 256);
+        let runs = levels
+            .iter()
+            .enumerate()
+            .map(|(i, level)| RunResult {
+                case_id: run_id(&case.case_id(), i as u32 + 1),
+                case: case.clone(),
+                stack: "host".into(),
+                status: RunStatus::Pass,
+                error: None,
+                samples: (0..rounds)
+                    .map(|k| Sample {
+                        round: k as u32 + 1,
+                        phase: format!("timed-{}", k + 1),
+                        execute_s: Some(level * (1.0 + 0.01 * ((k * 7 % 5) as f64 - 2.0))),
+                        ok: true,
+                        ..Sample::default()
+                    })
+                    .collect(),
+                bundle: Default::default(),
+                attempt: 1,
+                exit_code: Some(0),
+                started: None,
+                ended: None,
+                timing_source: None,
+                cpus: None,
+            })
+            .collect();
+        ResultSet {
+            runs,
+            ..ResultSet::default()
+        }
+    }
+
+    #[test]
+    fn one_short_repeat_gives_no_interval_and_no_verdict() {
+        let c = compare(
+            &set(&[1.0], 3),
+            &set(&[2.0], 3),
+            0.05,
+            &Bootstrap::default(),
+        );
+        let r = &c.rows[0];
+        assert_eq!(r.verdict, Change::TooFewSamples);
+        assert!(r.ci.is_none());
+        assert!(r
+            .why
+            .as_deref()
+            .unwrap()
+            .starts_with("n=3 timed rounds in 1 repeat"));
+        assert!(!c.regressed());
+    }
+
+    #[test]
+    fn one_long_repeat_shows_an_interval_but_no_verdict() {
+        let c = compare(
+            &set(&[1.0], 20),
+            &set(&[2.0], 20),
+            0.05,
+            &Bootstrap::default(),
+        );
+        let r = &c.rows[0];
+        assert!(r.ci.unwrap().lo > 0.5);
+        assert_eq!(r.verdict, Change::NoClearDifference);
+        assert!(r
+            .why
+            .as_deref()
+            .unwrap()
+            .contains("run-to-run variance is not measured"));
+    }
+
+    #[test]
+    fn repeats_catch_a_doubling_and_call_their_own_noise_no_change() {
+        let b = Bootstrap::default();
+        let slow = compare(
+            &set(&[1.0, 1.02, 0.98], 10),
+            &set(&[2.0, 2.05, 1.97], 10),
+            0.05,
+            &b,
+        );
+        assert_eq!(slow.rows[0].verdict, Change::Slower);
+        assert!(slow.regressed());
+        let fast = compare(
+            &set(&[2.0, 2.05, 1.97], 10),
+            &set(&[1.0, 1.02, 0.98], 10),
+            0.05,
+            &b,
+        );
+        assert_eq!(fast.rows[0].verdict, Change::Faster);
+        // Repeats that wander by ±15 % between runs: the same thing, not a change.
+        let same = compare(
+            &set(&[1.0, 1.15, 0.87], 10),
+            &set(&[0.9, 1.1, 1.0], 10),
+            0.05,
+            &b,
+        );
+        assert_ne!(same.rows[0].verdict, Change::Slower);
+        assert_ne!(same.rows[0].verdict, Change::Faster);
+        assert_eq!(same.rows[0].a.repeats, 3);
+        let json: serde_json::Value = serde_json::from_str(&to_json(&same)).unwrap();
+        assert_eq!(json["rows"][0]["a"]["repeats"], 3);
+        assert_eq!(json["rows"][0]["a"]["rounds"], 10);
+        assert!(json["rows"][0]["verdict"].is_string());
     }
 }

@@ -107,6 +107,9 @@ pub(crate) struct RunArgs {
     /// Start a campaign of more than 100,000 runs without asking.
     #[arg(long, short = 'y')]
     pub(crate) yes: bool,
+    /// Run each (case, stack) N times as separate runs (replaces `[run] repeats`).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub(crate) repeats: Option<u32>,
     #[command(flatten)]
     pub(crate) exec: ExecOptions,
 }
@@ -177,6 +180,7 @@ pub(crate) enum CompareFormat {
     #[default]
     Md,
     Csv,
+    Json,
 }
 
 #[derive(Debug, Args)]

@@ -1,7 +1,7 @@
-//! `campaign compare RUN_A RUN_B [--threshold 5%] [--format md|csv]`: exit 1 when any
+//! `campaign compare RUN_A RUN_B [--threshold 5%] [--format md|csv|json]`: exit 1 when any
 //! (case, stack) got slower beyond the threshold, so it can gate CI. Glue only.
 
-use crate::analysis::compare::{compare, parse_threshold, to_csv, to_markdown};
+use crate::analysis::compare::{compare, parse_threshold, to_csv, to_json, to_markdown};
 use crate::cli::args::{CompareArgs, CompareFormat};
 use crate::error::{exit, Error, Result};
 
@@ -19,6 +19,7 @@ pub(crate) fn run(args: &CompareArgs) -> Result<i32> {
         CompareFormat::Csv => {
             to_csv(&c).map_err(|e| Error::Environment(format!("writing CSV: {e}")))?
         }
+        CompareFormat::Json => to_json(&c),
     };
     print!("{text}");
     if c.regressed() {

@@ -11,9 +11,9 @@ pub mod compare;
 pub mod docs;
 pub mod doctor;
 pub mod dry_run;
-pub mod history;
 #[cfg(test)]
 mod fuzz_tests;
+pub mod history;
 pub mod prompt;
 pub mod report;
 pub mod resume;

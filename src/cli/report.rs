@@ -1,6 +1,8 @@
 //! `campaign report RUN_DIR [--template F]`: re-render statistics, figures and the report of
-//! a run dir from its bundles, without running anything, after recording the run dir in its
-//! results dir's history store (a run dir outside campaign's layout is not recorded). Glue only.
+//! a run dir from its bundles, without running anything: a campaign run dir's results files are
+//! rewritten from its bundles in the order `run` wrote them, runs whose bundle is missing are
+//! named, and the run dir is recorded in its results dir's history store (a run dir outside
+//! campaign's layout is not recorded). Glue only.
 
 use std::path::Path;
 
@@ -8,10 +10,21 @@ use crate::cli::args::ReportArgs;
 use crate::error::{Error, Result};
 use crate::model::results::ResultSet;
 use crate::report::{self, ReportOptions};
-use crate::store::seed_dir;
+use crate::store::{rebuild, seed_dir};
 
 pub(crate) fn run(args: &ReportArgs) -> Result<i32> {
-    let results = load_run_dir(&args.run_dir)?;
+    let mut results = load_run_dir(&args.run_dir)?;
+    if !seed_dir::is_seed_run_dir(&args.run_dir) {
+        let missing = rebuild::order_as_planned(&args.run_dir, &mut results)?;
+        rebuild::write_results(&args.run_dir, &results)?;
+        for m in &missing {
+            eprintln!(
+                "warning: run {} {} finished ({}) in the journal but its bundle \
+                 (cases/{}/{}/manifest.json) is missing: it is not in the results files or the report",
+                m.case_id, m.stack, m.status, m.case_id, m.stack
+            );
+        }
+    }
     let opts = ReportOptions {
         template: args.template.clone(),
         bootstrap: report::bootstrap_for(&results),
@@ -20,6 +33,7 @@ pub(crate) fn run(args: &ReportArgs) -> Result<i32> {
     };
     let out = report::render_all(&results, &opts, &args.run_dir)?;
     println!("report: {}", out.summary.display());
+    println!("context: {}", out.context.display());
     for f in &out.figures {
         println!("figure: {}", f.png.display());
     }
@@ -50,8 +64,8 @@ pub(crate) fn load_run_dir(dir: &Path) -> Result<ResultSet> {
         return crate::store::load::load_run_dir(dir);
     }
     Err(Error::Usage(format!(
-        "{}: not an old-harness run dir (results.json with execute_s_mean rows), and this build \
-         cannot read campaign run dirs (journal.jsonl + bundle manifests) yet",
+        "{}: not a run dir: expected campaign's cases/ folder of bundles or the old harness's \
+         results.json with execute_s_mean rows",
         dir.display()
     )))
 }

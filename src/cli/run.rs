@@ -17,6 +17,7 @@ pub(crate) fn options(args: &RunArgs) -> Options {
         stacks: args.stacks.clone(),
         filter: args.filter.clone(),
         case_glob: args.cases.clone(),
+        repeats: args.repeats,
         ..exec_options(&args.exec)
     }
 }

@@ -199,6 +199,9 @@ fn drive(
             campaign: campaign.clone(),
             timestamp: run_dir.timestamp.clone(),
             provenance: provenance.clone(),
+            metrics: (prep.stacks.iter())
+                .filter_map(|s| s.def.metric.map(|m| (s.name.clone(), m)))
+                .collect(),
         },
         prep.runs
             .iter()

@@ -126,6 +126,11 @@ impl EngineDriver {
             provenance: self.provenance.clone(),
             runs,
             quarantined: BTreeMap::new(),
+            metrics: self
+                .stacks
+                .iter()
+                .filter_map(|s| s.def.metric.map(|m| (s.name.clone(), m)))
+                .collect(),
         }
     }
 

@@ -35,6 +35,8 @@ pub struct Options {
     /// `--cases GLOB`: seed case files instead of the plan's axes.
     pub(crate) case_glob: Option<String>,
     pub(crate) jobs: Option<usize>,
+    /// `--repeats N` (None = the plan's `[run] repeats`).
+    pub(crate) repeats: Option<u32>,
     pub(crate) exclusive: bool,
     pub(crate) quiet: bool,
     /// Replaces `results/campaigns`.
@@ -124,16 +126,22 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
         crate::executor::slurm::preflight::check_reachable()?;
     }
     let seed = plan.run.seed.unwrap_or_else(rand::random);
-    let orders = estimate::stack_orders(&names, cases.len(), plan.run.order, seed);
+    // Repeat r of every stack of a case runs before repeat r + 1 of any, each repeat in its own
+    // seeded stack order: a slow machine phase hits every stack alike.
+    let repeats = opts.repeats.unwrap_or(plan.run.repeats).max(1);
+    let orders =
+        estimate::stack_orders(&names, cases.len() * repeats as usize, plan.run.order, seed);
     let mut runs = Vec::new();
     let mut plans = Vec::new();
     let mut refused = Vec::new();
-    for (ci, case) in cases.iter().enumerate() {
-        if ci % POLL_EVERY == 0 {
+    let rounds = (0..cases.len()).flat_map(|ci| (1..=repeats).map(move |r| (ci, r)));
+    for (k, (ci, repeat)) in rounds.enumerate() {
+        if k % POLL_EVERY == 0 {
             interrupt::check_preparation()?;
         }
-        let case_id = case.case_id();
-        for name in &orders[ci] {
+        let case = &cases[ci];
+        let case_id = crate::model::results::run_id(&case.case_id(), repeat);
+        for name in &orders[k] {
             let si = names.iter().position(|n| n == name).unwrap_or(0);
             let stack = &stacks[si];
             let need = if on_slurm {

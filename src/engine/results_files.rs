@@ -36,6 +36,8 @@ pub(crate) struct Header {
     pub(crate) campaign: String,
     pub(crate) timestamp: String,
     pub(crate) provenance: Provenance,
+    /// Each stack's headline metric, when not `execute_s`.
+    pub(crate) metrics: std::collections::BTreeMap<String, crate::model::results::Metric>,
 }
 
 /// Write the three results files of `set`, each atomically (temp file, sync, rename).
@@ -290,6 +292,7 @@ impl Writer {
             provenance: self.header.provenance.clone(),
             runs,
             quarantined: Default::default(),
+            metrics: self.header.metrics.clone(),
         };
         let result = write(&self.run_dir, &set);
         release_memory();
@@ -317,6 +320,7 @@ mod tests {
             campaign: "smoke".into(),
             timestamp: "20261201_000000".into(),
             provenance: Provenance::default(),
+            metrics: Default::default(),
         }
     }
 

@@ -69,7 +69,7 @@ pub(crate) fn selection(opts: &Options) -> Value {
                 .unwrap_or_else(|_| g.clone())
         }
     });
-    json!({"stacks": opts.stacks, "filter": opts.filter, "cases": cases})
+    json!({"stacks": opts.stacks, "filter": opts.filter, "cases": cases, "repeats": opts.repeats})
 }
 
 fn executor_name(kind: ExecutorKind) -> &'static str {
@@ -95,6 +95,7 @@ pub(crate) fn with_selection(mut opts: Options, header: &Map<String, Value>) -> 
         .and_then(Value::as_str)
         .map(str::to_string);
     opts.case_glob = sel.get("cases").and_then(Value::as_str).map(str::to_string);
+    opts.repeats = sel.get("repeats").and_then(Value::as_u64).map(|n| n as u32);
     // A campaign started with `--executor slurm` resumes through Slurm (its jobs are there)
     // unless the command line says otherwise.
     if opts.executor.is_none() {

@@ -2,10 +2,11 @@
 //!
 //! Owns the rules: `timeout` (killed at the wall-clock or no-output limit — the reason says which
 //! and after how long), `fail` (non-zero exit, killed by a signal, declared golden mismatch, a
-//! round with ok=false, fewer rounds than asked — the reason says which), `interrupted`, else
-//! `pass`. Also fills what the engine knows about samples (labels, engine-measured times,
-//! bandwidth recomputed from bytes and time). A failure's reason ends with its cause: the most
-//! telling output line (`verdict::cause`). Pure: no I/O, no clocks.
+//! round with ok=false, fewer rounds than asked, a protocol error: a sample value that is not
+//! finite, not positive or longer than the run's timeout — the reason says which),
+//! `interrupted`, else `pass`. Also fills what the engine knows about samples (labels,
+//! engine-measured times, bandwidth recomputed from bytes and time). A failure's reason ends with
+//! its cause: the most telling output line (`verdict::cause`). Pure: no I/O, no clocks.
 
 mod cause;
 
@@ -14,7 +15,7 @@ pub(crate) use cause::Cause;
 use std::time::Duration;
 
 use crate::executor::{KillReason, ProcessOutcome, ProcessSpec};
-use crate::model::results::{RunStatus, Sample};
+use crate::model::results::{RunStatus, Sample, GOLDEN_MISMATCH};
 use crate::stack::parsers::Parsed;
 
 fn secs(d: Duration) -> String {
@@ -84,14 +85,15 @@ pub(crate) fn label(samples: &mut [Sample], warmup: u32) {
 
 /// Fill engine-known values: `wall_s` (when `elapsed` is one round's process time) and
 /// `execute_s` when the stack gave none (timing source `engine`), and recompute bandwidth.
-/// Returns true when any `execute_s` came from the engine.
+/// A round that did not complete (`ok` false) observed no timed window: it gets no `execute_s`
+/// from the engine and no bandwidth. Returns true when any `execute_s` came from the engine.
 pub(crate) fn complete(samples: &mut [Sample], elapsed: Option<Duration>, n_bytes: u64) -> bool {
     let mut engine = false;
     for s in samples.iter_mut() {
         if let Some(e) = elapsed {
             s.wall_s.get_or_insert(e.as_secs_f64());
         }
-        if s.execute_s.is_none() {
+        if s.execute_s.is_none() && s.ok {
             if let Some(w) = s.wall_s {
                 s.execute_s = Some(w);
                 engine = true;
@@ -99,7 +101,7 @@ pub(crate) fn complete(samples: &mut [Sample], elapsed: Option<Duration>, n_byte
         }
         s.bw_execute_mb_s = s
             .execute_s
-            .filter(|t| *t > 0.0)
+            .filter(|t| s.ok && *t > 0.0 && t.is_finite())
             .map(|t| n_bytes as f64 / t / 1e6);
     }
     engine
@@ -131,16 +133,30 @@ pub(crate) fn judge(
     if parsed.correctness == Some(false) {
         return (
             RunStatus::Fail,
-            Some(said("the stack reported a golden mismatch".into())),
+            Some(said(format!("the stack reported a {GOLDEN_MISMATCH}"))),
         );
     }
     if let Some(bad) = samples.iter().find(|s| !s.ok) {
+        // Only timed rounds are checked against the golden; a warmup's ok=false means the
+        // round did not complete.
+        let what = if bad.is_timed() {
+            GOLDEN_MISMATCH
+        } else {
+            "did not complete"
+        };
         return (
             RunStatus::Fail,
             Some(said(format!(
-                "round {} ({}) reported ok=false",
+                "round {} ({}) reported ok=false ({what})",
                 bad.round, bad.phase
             ))),
+        );
+    }
+    let errors = protocol_errors(samples, limits.timeout);
+    if !errors.is_empty() {
+        return (
+            RunStatus::Fail,
+            Some(format!("protocol error: {}", errors.join("; "))),
         );
     }
     let n_timed = samples.iter().filter(|s| s.is_timed()).count() as u32;
@@ -158,6 +174,52 @@ pub(crate) fn judge(
         return (RunStatus::Fail, Some(reason));
     }
     (RunStatus::Pass, None)
+}
+
+/// Sample values no measurement can produce: not finite, not positive (times), negative
+/// (phases), or longer than the run's whole timeout. Each names its round and field.
+pub(crate) fn protocol_errors(samples: &[Sample], timeout: Option<Duration>) -> Vec<String> {
+    let limit = timeout.map(|t| t.as_secs_f64());
+    let mut out = Vec::new();
+    for s in samples {
+        let mut check = |field: &str, v: f64, zero_ok: bool| {
+            let why = if !v.is_finite() {
+                Some("is not a finite number".to_string())
+            } else if v < 0.0 || (v == 0.0 && !zero_ok) {
+                Some(format!(
+                    "= {v} (must be {})",
+                    if zero_ok { ">= 0" } else { "> 0" }
+                ))
+            } else {
+                limit
+                    .filter(|l| v > *l)
+                    .map(|l| format!("= {v} s, longer than the run's timeout ({l} s)"))
+            };
+            if let Some(why) = why {
+                out.push(format!("round {} ({}) {field} {why}", s.round, s.phase));
+            }
+        };
+        let times = [
+            ("execute_s", s.execute_s),
+            ("wall_s", s.wall_s),
+            ("device_wall_s", s.device_wall_s),
+        ];
+        for (field, v) in times {
+            if let Some(v) = v {
+                check(field, v, false);
+            }
+        }
+        if let Some(v) = s.setup_s {
+            check("setup_s", v, true);
+        }
+        for (i, v) in s.per_rank_execute_s.iter().enumerate() {
+            check(&format!("per_rank_execute_s[{i}]"), *v, false);
+        }
+        for (name, v) in &s.phases {
+            check(&format!("phases.{name}"), *v, true);
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -207,6 +269,56 @@ mod tests {
             .1
             .unwrap();
         assert!(why.contains("garbage output: line 1"), "{why}");
+    }
+
+    #[test]
+    fn absurd_samples_are_protocol_errors() {
+        let l = ProcessSpec {
+            timeout: Some(Duration::from_secs(60)),
+            ..ProcessSpec::default()
+        };
+        let p = Parsed::default();
+        let mut v = samples(4);
+        v[1].execute_s = Some(1.7e308);
+        v[2].execute_s = Some(0.0);
+        v[3].phases.insert("init".into(), -0.5);
+        let (st, why) = judge(&ok_outcome(), &p, &v, 1, 3, &l, None);
+        assert_eq!(st, RunStatus::Fail);
+        let why = why.unwrap();
+        assert!(why.starts_with("protocol error: "), "{why}");
+        assert!(
+            why.contains("round 2 (timed-1) execute_s = 170000000000000000000000"),
+            "{why}"
+        );
+        assert!(
+            why.contains("longer than the run's timeout (60 s)"),
+            "{why}"
+        );
+        assert!(
+            why.contains("round 3 (timed-2) execute_s = 0 (must be > 0)"),
+            "{why}"
+        );
+        assert!(
+            why.contains("round 4 (timed-3) phases.init = -0.5 (must be >= 0)"),
+            "{why}"
+        );
+        v[1].execute_s = Some(f64::NAN);
+        assert!(protocol_errors(&v, None)[0].contains("execute_s is not a finite number"));
+    }
+
+    #[test]
+    fn a_failed_round_gets_no_engine_time_and_no_bandwidth() {
+        let mut v = samples(2);
+        v[1].execute_s = None;
+        v[1].ok = false;
+        complete(&mut v, Some(Duration::from_secs(15)), 4_000_000);
+        assert_eq!(v[1].execute_s, None);
+        assert_eq!(v[1].bw_execute_mb_s, None);
+        assert_eq!(
+            v[1].wall_s,
+            Some(15.0),
+            "the process time is still its wall time"
+        );
     }
 
     #[test]

@@ -77,6 +77,7 @@ pub(crate) fn unrun(
         started: None,
         ended: None,
         timing_source: None,
+        cpus: None,
     }
 }
 
@@ -375,6 +376,12 @@ async fn run_rounds(
                 s.round = 0;
                 s.phase.clear();
             }
+            // A round whose process failed observed no timed window: no time, no bandwidth.
+            if verdict::process_problem(&outcome, &limits).is_some()
+                || parsed.correctness == Some(false)
+            {
+                got.iter_mut().for_each(|s| s.ok = false);
+            }
             let elapsed = Some(outcome.elapsed);
             engine_timed |= verdict::complete(&mut got, elapsed, case.n_bytes());
         }
@@ -428,6 +435,8 @@ async fn run_rounds(
         started: None,
         ended: None,
         timing_source: Some(if engine_timed { "engine" } else { "stack" }.into()),
+        // What the machine gave a CPU run (oversubscription is judged against it).
+        cpus: (!job.lease.cpus.is_empty()).then(|| job.lease.cpus.clone()),
     })
 }
 

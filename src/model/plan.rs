@@ -158,6 +158,9 @@ pub(crate) struct RunConfig {
     pub(crate) executor: ExecutorKind,
     /// Quarantine a device after this many failed runs in a row (0 = never).
     pub(crate) quarantine_after: u32,
+    /// Separate runs of each (case, stack), interleaved across stacks in a seeded order, so
+    /// statistics and verdicts see the run-to-run variance (`[run] repeats`, `--repeats`).
+    pub(crate) repeats: u32,
 }
 
 impl Default for RunConfig {
@@ -174,6 +177,7 @@ impl Default for RunConfig {
             seed: None,
             executor: ExecutorKind::Local,
             quarantine_after: 3,
+            repeats: 1,
         }
     }
 }
@@ -220,6 +224,8 @@ pub(crate) struct ReportConfig {
     /// Figures to draw (empty = all that have data).
     pub(crate) figures: Vec<String>,
     pub(crate) title: Option<String>,
+    /// One metric every stack is paired on, when their declared metrics differ in kind.
+    pub(crate) compare_metric: Option<crate::model::results::Metric>,
 }
 
 /// `[slurm]`.

@@ -58,6 +58,56 @@ impl Sample {
     }
 }
 
+/// What a stack's headline number measures: a sample field, named as in `timing.json`.
+/// Metrics of different names differ in kind (a Python-level interval is not a device-side
+/// time) and are never paired silently.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    /// The stack's timed window around the collective (the seed's `execute_s`).
+    #[default]
+    ExecuteS,
+    /// The runtime's device-side wall time (`device_wall_s`, e.g. STRACE spans).
+    DeviceWallS,
+    /// The whole round as the engine or the stack saw it (`wall_s`).
+    WallS,
+}
+
+impl Metric {
+    pub(crate) const ALL: &'static [Metric] =
+        &[Metric::ExecuteS, Metric::DeviceWallS, Metric::WallS];
+
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Metric::ExecuteS => "execute_s",
+            Metric::DeviceWallS => "device_wall_s",
+            Metric::WallS => "wall_s",
+        }
+    }
+
+    /// The metric named `name` (`execute_s`, `device_wall_s`, `wall_s`).
+    pub(crate) fn parse(name: &str) -> Option<Metric> {
+        Metric::ALL.iter().copied().find(|m| m.as_str() == name)
+    }
+
+    /// This metric's value in one sample.
+    pub(crate) fn of(self, s: &Sample) -> Option<f64> {
+        match self {
+            Metric::ExecuteS => s.execute_s,
+            Metric::DeviceWallS => s.device_wall_s,
+            Metric::WallS => s.wall_s,
+        }
+    }
+}
+
+impl std::fmt::Display for Metric {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// How a run ended. Only `Pass` runs feed statistics; every other status is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -105,16 +155,36 @@ impl RunStatus {
     pub(crate) fn is_failure(self) -> bool {
         matches!(self, RunStatus::Fail | RunStatus::Timeout)
     }
+}
 
-    /// The seed's `correctness` value.
-    pub(crate) fn correctness(self) -> &'static str {
-        if self == RunStatus::Pass {
-            "pass"
-        } else {
-            "fail"
-        }
+/// Between a case id and its repeat number in a run id: repeat 1 of a case is the case id
+/// itself (`mesh_p2_…_d0-1`, as before repeats existed), repeat 2 is `mesh_p2_…_d0-1~r2`. The run
+/// id names the run's bundle folder (`cases/<run id>/<stack>`) and its journal step.
+pub(crate) const REPEAT_MARK: &str = "~r";
+
+/// The run id of repeat `repeat` (1-based) of `case_id`.
+pub(crate) fn run_id(case_id: &str, repeat: u32) -> String {
+    if repeat <= 1 {
+        case_id.to_string()
+    } else {
+        format!("{case_id}{REPEAT_MARK}{repeat}")
     }
 }
+
+/// A run id split into the case id and the repeat number (1 when it has none).
+pub(crate) fn split_run_id(id: &str) -> (&str, u32) {
+    match id.rsplit_once(REPEAT_MARK) {
+        Some((case, n)) if !case.is_empty() => match n.parse::<u32>() {
+            Ok(r) if r >= 2 && !n.starts_with('0') => (case, r),
+            _ => (id, 1),
+        },
+        _ => (id, 1),
+    }
+}
+
+/// Words the engine puts in a run's reason when a golden check ran and did not match; the
+/// `correctness` of a failed run is `fail` only when its reason says so.
+pub(crate) const GOLDEN_MISMATCH: &str = "golden mismatch";
 
 impl std::fmt::Display for RunStatus {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -151,6 +221,10 @@ pub struct RunResult {
     /// Where `execute_s` came from: `stack` (reported by the stack) or `engine` (wall clock).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timing_source: Option<String>,
+    /// The CPUs a CPU run (the `host` stack, `resource = "cpu"`) actually received; `None` for
+    /// device runs and for runs recorded before campaign kept it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<Vec<u32>>,
 }
 
 fn one() -> u32 {
@@ -158,17 +232,56 @@ fn one() -> u32 {
 }
 
 impl RunResult {
+    /// The planned case this run measured (its run id without the repeat mark).
+    pub(crate) fn base_case_id(&self) -> &str {
+        split_run_id(&self.case_id).0
+    }
+
+    /// Which repeat of its (case, stack) this run is, 1-based.
+    pub(crate) fn repeat(&self) -> u32 {
+        split_run_id(&self.case_id).1
+    }
+
+    /// The seed's `correctness`: `pass` for a passing run, `fail` only when a golden check ran
+    /// and did not match, `not_checked` otherwise (timeout, crash, argument error, …).
+    pub(crate) fn correctness(&self) -> &'static str {
+        match self.status {
+            RunStatus::Pass => "pass",
+            RunStatus::Fail
+                if self
+                    .error
+                    .as_deref()
+                    .is_some_and(|e| e.contains(GOLDEN_MISMATCH)) =>
+            {
+                "fail"
+            }
+            _ => "not_checked",
+        }
+    }
+
+    /// More ranks than CPUs received: the ranks of a CPU run shared cores.
+    pub(crate) fn oversubscribed(&self) -> bool {
+        self.cpus
+            .as_ref()
+            .is_some_and(|c| (self.case.p as usize) > c.len())
+    }
+
+    /// The devices (or, for a CPU run, the CPUs) the run actually received.
+    pub(crate) fn granted(&self) -> &[u32] {
+        self.cpus.as_deref().unwrap_or(&self.case.device_ids)
+    }
+
     /// Timed samples that completed (the statistics population).
     pub(crate) fn timed_ok(&self) -> impl Iterator<Item = &Sample> {
         self.samples.iter().filter(|s| s.is_timed() && s.ok)
     }
 
-    /// Timed `execute_s` values of a passing run; empty for any other status.
-    pub(crate) fn timed_execute_s(&self) -> Vec<f64> {
+    /// Timed values of `metric` of a passing run; empty for any other status.
+    pub(crate) fn timed(&self, metric: Metric) -> Vec<f64> {
         if self.status != RunStatus::Pass {
             return Vec::new();
         }
-        self.timed_ok().filter_map(|s| s.execute_s).collect()
+        self.timed_ok().filter_map(|s| metric.of(s)).collect()
     }
 }
 
@@ -228,6 +341,16 @@ pub struct ResultSet {
     /// Devices quarantined during the campaign, with the reason.
     #[serde(default)]
     pub quarantined: BTreeMap<String, String>,
+    /// Each stack's declared headline metric (absent: `execute_s`).
+    #[serde(default)]
+    pub metrics: BTreeMap<String, Metric>,
+}
+
+impl ResultSet {
+    /// The headline metric `stack` declared.
+    pub(crate) fn metric(&self, stack: &str) -> Metric {
+        self.metrics.get(stack).copied().unwrap_or_default()
+    }
 }
 
 impl ResultSet {
@@ -239,5 +362,21 @@ impl ResultSet {
             *counts.entry(r.status).or_default() += 1;
         }
         counts
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_ids_round_trip_and_repeat_one_is_the_case_id() {
+        let id = "mesh_p2_count256_fp32_a2a3_d0-1";
+        assert_eq!(run_id(id, 1), id);
+        assert_eq!(run_id(id, 3), format!("{id}~r3"));
+        assert_eq!(split_run_id(&run_id(id, 3)), (id, 3));
+        assert_eq!(split_run_id(id), (id, 1));
+        assert_eq!(split_run_id("odd~rx"), ("odd~rx", 1));
+        assert_eq!(split_run_id("odd~r01"), ("odd~r01", 1));
     }
 }

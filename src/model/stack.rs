@@ -153,6 +153,10 @@ pub struct StackDef {
     /// expression named in the reason.
     #[serde(default, rename = "where", skip_serializing_if = "Option::is_none")]
     pub(crate) constraints: Option<Vec<String>>,
+    /// The headline metric (`execute_s`, `device_wall_s`, `wall_s`): what the report's table
+    /// and paired comparisons use for this stack. Default `execute_s`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) metric: Option<crate::model::results::Metric>,
 }
 
 impl StackDef {
@@ -183,7 +187,8 @@ impl StackDef {
             min_p,
             max_p,
             p_multiple_of,
-            constraints
+            constraints,
+            metric
         );
         for (k, v) in &other.env {
             self.env.insert(k.clone(), v.clone());

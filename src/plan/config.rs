@@ -4,6 +4,7 @@
 //! baseline is one of the stacks, the pool fits every case) live in `validate.rs`. Nothing here
 //! touches devices or the file system beyond checking that a named template exists.
 
+use crate::model::results::Metric;
 use std::path::Path;
 
 use super::diag::relative_to;
@@ -13,6 +14,9 @@ use crate::model::plan::{
     DeviceKind, DevicesConfig, ExecutorKind, Placement, ReportConfig, RunConfig, SlurmConfig,
     StackOrder, KNOWN_FIGURES, RETRY_STATUSES,
 };
+
+/// Upper bound of `[run] repeats` (and `--repeats`): beyond it a typo, not a plan.
+pub(crate) const MAX_REPEATS: u64 = 1000;
 
 pub(crate) fn read_run(cx: &mut Ctx<'_>, item: &Item<'_>) -> RunConfig {
     let mut run = RunConfig::default();
@@ -31,6 +35,7 @@ pub(crate) fn read_run(cx: &mut Ctx<'_>, item: &Item<'_>) -> RunConfig {
         "seed",
         "executor",
         "quarantine_after",
+        "repeats",
     ];
     for e in cx.known_entries(table, "run", KEYS) {
         let path = format!("run.{}", e.key);
@@ -81,6 +86,11 @@ pub(crate) fn read_run(cx: &mut Ctx<'_>, item: &Item<'_>) -> RunConfig {
             },
             "exclusive" => run.exclusive = cx.boolean(it, &path).unwrap_or(false),
             "seed" => run.seed = cx.uint(it, &path, i64::MAX as u64),
+            "repeats" => match cx.uint(it, &path, MAX_REPEATS) {
+                Some(0) => cx.error(&it.span(), &path, "repeats must be >= 1".into()),
+                Some(n) => run.repeats = n as u32,
+                None => {}
+            },
             "executor" => {
                 run.executor = match cx.choice(it, &path, &["local", "slurm"]).as_deref() {
                     Some("slurm") => ExecutorKind::Slurm,
@@ -232,7 +242,7 @@ pub(crate) fn read_report(
     for e in cx.known_entries(
         table,
         "report",
-        &["baseline", "template", "figures", "title"],
+        &["baseline", "template", "figures", "title", "compare_metric"],
     ) {
         let path = format!("report.{}", e.key);
         let it = e.item;
@@ -265,6 +275,10 @@ pub(crate) fn read_report(
                         }
                     }
                 }
+            }
+            "compare_metric" => {
+                let names: Vec<&str> = Metric::ALL.iter().map(|m| m.as_str()).collect();
+                rep.compare_metric = cx.choice(it, &path, &names).and_then(|m| Metric::parse(&m));
             }
             _ => rep.title = cx.string(it, &path),
         }

@@ -105,6 +105,22 @@ fn run_section_is_typed() {
 }
 
 #[test]
+fn repeats_default_to_one_and_zero_is_refused() {
+    assert_eq!(plan("").unwrap().run.repeats, 1);
+    assert_eq!(plan("\n[run]\nrepeats = 5\n").unwrap().run.repeats, 5);
+    let err = messages(plan("\n[run]\nrepeats = 0\n"));
+    assert!(
+        err.contains("run.repeats") && err.contains("repeats must be >= 1"),
+        "{err}"
+    );
+    let err = messages(plan("\n[run]\nrepeats = 5000\n"));
+    assert!(
+        err.contains("expected an integer between 0 and 1000"),
+        "{err}"
+    );
+}
+
+#[test]
 fn axis_on_a_field_case_id_does_not_show_must_not_collide() {
     let err = messages(plan("orch_tier = [\"logical\", \"strict_window\"]\n"));
     assert!(err.contains("two cases share case_id"), "{err}");

@@ -24,6 +24,14 @@ pub(crate) struct Context {
     pub(crate) totals: Totals,
     pub(crate) status_counts: Vec<StatusCount>,
     pub(crate) stacks: Vec<String>,
+    /// Each stack's headline metric, in `stacks` order.
+    pub(crate) stack_metrics: Vec<StackMetric>,
+    /// `[report] compare_metric`, when set.
+    pub(crate) compare_metric: Option<String>,
+    /// Why some stacks are not paired with the baseline (metrics that differ in kind).
+    pub(crate) pairing_notes: Vec<String>,
+    /// Runs whose ranks outnumbered the CPUs they received, and what that means; none if none.
+    pub(crate) oversubscribed_note: Option<String>,
     pub(crate) baseline: Option<String>,
     pub(crate) baseline_note: Option<String>,
     pub(crate) cases: Vec<CaseRow>,
@@ -51,6 +59,13 @@ pub(crate) struct ProvenanceCtx {
     pub(crate) seed: Option<u64>,
     pub(crate) stack_roots: Vec<StackRootRow>,
     pub(crate) env: Vec<NameValue>,
+}
+
+#[derive(Debug, Serialize)]
+pub(crate) struct StackMetric {
+    pub(crate) stack: String,
+    /// `execute_s`, `device_wall_s` or `wall_s`.
+    pub(crate) metric: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -104,12 +119,19 @@ pub(crate) struct CaseRow {
 #[derive(Debug, Serialize)]
 pub(crate) struct Cell {
     pub(crate) stack: String,
+    /// The stack's headline metric the number is of.
+    pub(crate) metric: String,
     /// `pass`, another status, or `absent` when the stack has no run for the case.
     pub(crate) status: String,
     pub(crate) median_s: Option<f64>,
     pub(crate) ci_lo_s: Option<f64>,
     pub(crate) ci_hi_s: Option<f64>,
-    /// "14.2 µs [13.9 µs, 14.8 µs]" for a passing run, else the status in capitals.
+    /// Passing repeats and timed rounds (of the smallest repeat) the number rests on.
+    pub(crate) repeats: usize,
+    pub(crate) rounds: usize,
+    /// Some repeat ran with more ranks than CPUs it received (the text ends in "⚠ oversubscribed").
+    pub(crate) oversubscribed: bool,
+    /// "14.2 µs [13.9 µs, 14.8 µs] (3×10)" for a passing run, else the status in capitals.
     pub(crate) text: String,
 }
 
@@ -118,8 +140,16 @@ pub(crate) struct Cell {
 pub(crate) struct RunRow {
     pub(crate) case_id: String,
     pub(crate) stack: String,
+    /// The headline metric every number of this row is of.
+    pub(crate) metric: String,
+    /// Some repeat had more ranks than CPUs received.
+    pub(crate) oversubscribed: bool,
     pub(crate) bundle: String,
+    /// Timed rounds over every repeat.
     pub(crate) n: usize,
+    /// Passing repeats, and timed rounds of the smallest one.
+    pub(crate) repeats: usize,
+    pub(crate) rounds: usize,
     pub(crate) mean_s: f64,
     pub(crate) stdev_s: Option<f64>,
     pub(crate) median_s: f64,
@@ -164,6 +194,8 @@ pub(crate) struct PairedRow {
     pub(crate) label: String,
     pub(crate) stack_median: String,
     pub(crate) baseline_median: String,
+    /// The metric both medians are of.
+    pub(crate) metric: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -177,8 +209,18 @@ pub(crate) struct ModelRow {
     pub(crate) bandwidth_gb_s: Option<f64>,
     pub(crate) r2: f64,
     pub(crate) n_points: usize,
+    /// Largest |model − measured| / measured over the fitted sizes.
+    pub(crate) max_rel_residual: f64,
+    /// The model describes its points (worst residual within 25 %); else no curve is drawn.
+    pub(crate) fits: bool,
+    /// Sizes fitted: only the large-message segment from `from_bytes` when `segment`.
+    pub(crate) segment: bool,
+    pub(crate) from_bytes: u64,
+    pub(crate) to_bytes: u64,
     pub(crate) overhead: String,
     pub(crate) bandwidth: String,
+    /// "all sizes", "from 64 KiB (smaller sizes break the model)" or "does not fit".
+    pub(crate) note: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -196,6 +238,8 @@ pub(crate) struct BStarRow {
 pub(crate) struct FigureRow {
     pub(crate) name: String,
     pub(crate) title: String,
+    /// How to read the figure (definitions, what hollow markers mean); may be empty.
+    pub(crate) caption: String,
     /// Relative to `reports/summary.md`: `../figures/<name>.png`.
     pub(crate) png: String,
     pub(crate) svg: String,
@@ -264,6 +308,17 @@ pub(crate) fn build(
             })
             .collect(),
         stacks: a.stacks.clone(),
+        stack_metrics: a
+            .stacks
+            .iter()
+            .map(|s| StackMetric {
+                stack: s.clone(),
+                metric: results.metric(s).to_string(),
+            })
+            .collect(),
+        compare_metric: a.compare_metric.map(|m| m.to_string()),
+        pairing_notes: a.pairing_notes.clone(),
+        oversubscribed_note: oversubscribed_note(results),
         baseline: a.baseline.clone(),
         baseline_note: a.baseline_note.clone(),
         cases: case_rows(results, a),
@@ -281,8 +336,9 @@ pub(crate) fn build(
                 ci_hi: p.ci.hi,
                 verdict: p.verdict,
                 label: p.label(),
-                stack_median: format_seconds(a.stats[&p.stack_run].summary.median),
-                baseline_median: format_seconds(a.stats[&p.baseline_run].summary.median),
+                stack_median: format_seconds(p.stack_median),
+                baseline_median: format_seconds(p.baseline_median),
+                metric: p.metric.to_string(),
             })
             .collect(),
         models: a
@@ -298,6 +354,21 @@ pub(crate) fn build(
                 bandwidth_gb_s: f.fit.bandwidth_bytes_per_s.map(|b| b / 1e9),
                 r2: f.fit.r2,
                 n_points: f.fit.n_points,
+                max_rel_residual: f.fit.max_rel_residual,
+                fits: f.fit.fits,
+                segment: f.fit.segment,
+                from_bytes: f.fit.from_bytes as u64,
+                to_bytes: f.fit.to_bytes as u64,
+                note: if !f.fit.fits {
+                    "does not fit (no curve drawn)".into()
+                } else if f.fit.segment {
+                    format!(
+                        "from {} (smaller sizes break the model)",
+                        format_bytes(f.fit.from_bytes as u64)
+                    )
+                } else {
+                    "all sizes".into()
+                },
                 overhead: format_seconds(f.fit.overhead_s),
                 bandwidth: f
                     .fit
@@ -332,6 +403,22 @@ pub(crate) fn build(
     }
 }
 
+fn oversubscribed_note(results: &ResultSet) -> Option<String> {
+    let over: Vec<_> = results.runs.iter().filter(|r| r.oversubscribed()).collect();
+    let first = over.first()?;
+    Some(format!(
+        "{} run(s) had more ranks than the CPUs they received (e.g. `{}` on {}: P = {} on {} CPU(s)); \
+         their ranks time-shared cores, so their times say as much about the scheduler as about \
+         the algorithm. Their cells are marked ⚠ oversubscribed, their results rows say \
+         `oversubscribed: true`, and the scaling figures draw them hollow on dashed lines",
+        over.len(),
+        first.base_case_id(),
+        first.stack,
+        first.case.p,
+        first.cpus.as_ref().map_or(0, Vec::len)
+    ))
+}
+
 fn name_values<'a>(it: impl Iterator<Item = (&'a String, &'a String)>) -> Vec<NameValue> {
     it.map(|(k, v)| NameValue {
         name: k.clone(),
@@ -348,20 +435,22 @@ fn figure_row(d: &Drawn) -> FigureRow {
     FigureRow {
         name: d.name.clone(),
         title: d.title.clone(),
+        caption: d.caption.clone(),
         png: file(&d.png),
         svg: file(&d.svg),
     }
 }
 
 fn case_rows(results: &ResultSet, a: &Analysis) -> Vec<CaseRow> {
-    // The first run of each planned case describes it; statuses per (case, stack) from runs.
+    // The first run of each planned case describes it; its repeats share the row.
     let mut rows: Vec<CaseRow> = Vec::with_capacity(a.cases.len());
     let mut index = std::collections::HashMap::new();
     for r in &results.runs {
-        if !index.contains_key(&r.case_id) {
-            index.insert(r.case_id.clone(), rows.len());
+        let case_id = r.base_case_id();
+        if !index.contains_key(case_id) {
+            index.insert(case_id.to_string(), rows.len());
             rows.push(CaseRow {
-                case_id: r.case_id.clone(),
+                case_id: case_id.to_string(),
                 variant: r.case.variant.to_string(),
                 p: r.case.p,
                 count: r.case.count,
@@ -374,35 +463,25 @@ fn case_rows(results: &ResultSet, a: &Analysis) -> Vec<CaseRow> {
                     .iter()
                     .map(|s| Cell {
                         stack: s.clone(),
+                        metric: results.metric(s).to_string(),
                         status: "absent".into(),
                         median_s: None,
                         ci_lo_s: None,
                         ci_hi_s: None,
+                        repeats: 0,
+                        rounds: 0,
+                        oversubscribed: false,
                         text: "—".into(),
                     })
                     .collect(),
             });
         }
     }
-    for (i, r) in results.runs.iter().enumerate() {
-        let row = &mut rows[index[&r.case_id]];
-        let Some(cell) = row.cells.iter_mut().find(|c| c.stack == r.stack) else {
-            continue;
-        };
-        match a.stats.get(&i) {
-            Some(s) => {
-                let m = &s.summary;
-                cell.status = "pass".into();
-                cell.median_s = Some(m.median);
-                cell.ci_lo_s = Some(m.median_ci.lo);
-                cell.ci_hi_s = Some(m.median_ci.hi);
-                cell.text = format!(
-                    "{} {}",
-                    format_seconds(m.median),
-                    ci_text(m.median_ci.lo, m.median_ci.hi)
-                );
-            }
-            None => {
+    // Runs without statistics first, so a (case, stack) with any passing repeat shows it.
+    for r in &results.runs {
+        let row = &mut rows[index[r.base_case_id()]];
+        if let Some(cell) = row.cells.iter_mut().find(|c| c.stack == r.stack) {
+            if cell.status == "absent" {
                 cell.status = r.status.to_string();
                 cell.text = if r.status == RunStatus::Pass {
                     "NO DATA".into()
@@ -411,6 +490,33 @@ fn case_rows(results: &ResultSet, a: &Analysis) -> Vec<CaseRow> {
                 };
             }
         }
+    }
+    for s in a.stats.values() {
+        let r = &results.runs[s.index];
+        let row = &mut rows[index[r.base_case_id()]];
+        let Some(cell) = row.cells.iter_mut().find(|c| c.stack == r.stack) else {
+            continue;
+        };
+        let m = &s.summary;
+        cell.status = "pass".into();
+        cell.median_s = Some(m.median);
+        cell.ci_lo_s = Some(m.median_ci.lo);
+        cell.ci_hi_s = Some(m.median_ci.hi);
+        cell.repeats = s.runs.len();
+        cell.rounds = s.rounds;
+        cell.oversubscribed = s.runs.iter().any(|&i| results.runs[i].oversubscribed());
+        cell.text = format!(
+            "{} {} ({}×{}){}",
+            format_seconds(m.median),
+            ci_text(m.median_ci.lo, m.median_ci.hi),
+            s.runs.len(),
+            s.rounds,
+            if cell.oversubscribed {
+                " ⚠ oversubscribed"
+            } else {
+                ""
+            }
+        );
     }
     rows
 }
@@ -427,10 +533,14 @@ fn run_row(results: &ResultSet, s: &RunStats) -> RunRow {
     let r = &results.runs[s.index];
     let m = &s.summary;
     RunRow {
-        case_id: r.case_id.clone(),
+        case_id: r.base_case_id().to_string(),
         stack: r.stack.clone(),
+        metric: s.metric.to_string(),
+        oversubscribed: s.runs.iter().any(|&i| results.runs[i].oversubscribed()),
         bundle: r.bundle.display().to_string(),
         n: m.n,
+        repeats: s.runs.len(),
+        rounds: s.rounds,
         mean_s: m.mean,
         stdev_s: m.stdev,
         median_s: m.median,

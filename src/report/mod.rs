@@ -1,7 +1,8 @@
 //! The summarize → plot → report end of the campaign: statistics, figures and `summary.md`.
 //!
 //! Owns `render_all`, a pure function of a `ResultSet` (plus options) that writes
-//! `<run dir>/reports/summary.md` and `<run dir>/figures/<name>.png|.svg`. It never runs
+//! `<run dir>/reports/summary.md`, the template context it was rendered from as
+//! `<run dir>/reports/context.json`, and `<run dir>/figures/<name>.png|.svg`. It never runs
 //! anything and never reads bundles; loaders build the `ResultSet` first.
 
 use std::path::{Path, PathBuf};
@@ -35,6 +36,8 @@ pub struct ReportOptions {
     pub bootstrap: Bootstrap,
     /// Earlier points of this run's series in the history store (the "History" section).
     pub history: Option<crate::model::history::ReportHistory>,
+    /// `[report] compare_metric`: pair every stack on this metric.
+    pub compare_metric: Option<crate::model::results::Metric>,
 }
 
 impl ReportOptions {
@@ -48,6 +51,7 @@ impl ReportOptions {
             title: cfg.title.clone(),
             bootstrap: bootstrap_for(results),
             history: None,
+            compare_metric: cfg.compare_metric,
         }
     }
 }
@@ -68,6 +72,8 @@ pub(crate) fn bootstrap_for(results: &ResultSet) -> Bootstrap {
 pub struct ReportOutput {
     /// `<run dir>/reports/summary.md`.
     pub summary: PathBuf,
+    /// `<run dir>/reports/context.json`: the exact template context, for scripts.
+    pub context: PathBuf,
     pub figures: Vec<figures::Drawn>,
     pub skipped_figures: Vec<figures::Skipped>,
     /// Runs that did not pass (listed in the report).
@@ -96,7 +102,12 @@ pub fn render_all(
             PathBuf::from(markdown::DEFAULT_NAME),
         ),
     };
-    let analysis = Analysis::new(results, opts.baseline.as_deref(), opts.bootstrap);
+    let analysis = Analysis::with_compare_metric(
+        results,
+        opts.baseline.as_deref(),
+        opts.bootstrap,
+        opts.compare_metric,
+    );
     let (drawn, skipped) =
         figures::draw_all(&analysis, results, &opts.figures, &run_dir.join("figures"))?;
     let mut ctx = context::build(results, &analysis, opts.title.as_deref(), &drawn, &skipped);
@@ -105,9 +116,15 @@ pub fn render_all(
     let reports = run_dir.join("reports");
     std::fs::create_dir_all(&reports).map_err(|e| Error::io(&reports, e))?;
     let summary = reports.join("summary.md");
+    let context = reports.join("context.json");
+    let mut ctx_json = serde_json::to_string_pretty(&ctx)
+        .map_err(|e| Error::Environment(format!("writing {}: {e}", context.display())))?;
+    ctx_json.push('\n');
+    write_atomic(&context, ctx_json.as_bytes())?;
     write_atomic(&summary, text.as_bytes())?;
     Ok(ReportOutput {
         summary,
+        context,
         figures: drawn,
         skipped_figures: skipped,
         failures: analysis.failures.len(),

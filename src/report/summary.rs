@@ -14,15 +14,24 @@ use crate::analysis::stats::bootstrap;
 use crate::analysis::stats::bootstrap::{Bootstrap, Interval};
 use crate::analysis::stats::fit;
 use crate::analysis::stats::fit::AlphaBeta;
+use crate::analysis::stats::hierarchical;
 use crate::analysis::stats::summary::{describe, Summary};
 use crate::model::case::{Dtype, Variant};
-use crate::model::results::{ResultSet, RunResult, RunStatus};
+use crate::model::results::{Metric, ResultSet, RunResult, RunStatus};
 
-/// Statistics of one passing run.
+/// Statistics of one (case, stack): its passing repeats together (one run without repeats).
 #[derive(Debug, Clone)]
 pub(crate) struct RunStats {
-    /// Index of the run in `ResultSet::runs`.
+    /// Index in `ResultSet::runs` of the first passing repeat (it names the case and stack).
     pub(crate) index: usize,
+    /// Indices of every passing repeat the numbers rest on.
+    pub(crate) runs: Vec<usize>,
+    /// Timed rounds of the smallest repeat.
+    pub(crate) rounds: usize,
+    /// The stack's declared headline metric: what `summary` describes.
+    pub(crate) metric: Metric,
+    /// Descriptive statistics of the pooled rounds; `median` and `median_ci` are the
+    /// hierarchical estimate and interval (mean of the repeats' medians; repeats, then rounds).
     pub(crate) summary: Summary,
     pub(crate) n_bytes: u64,
     /// From the median time, bytes per second.
@@ -65,11 +74,13 @@ pub struct Paired {
     pub(crate) case_id: String,
     pub(crate) stack: String,
     pub(crate) baseline: String,
-    pub(crate) stack_run: usize,
-    pub(crate) baseline_run: usize,
     pub(crate) ratio: f64,
     pub(crate) ci: Interval,
     pub(crate) verdict: Verdict,
+    /// The two medians the ratio is of (on `compare_metric` when set, else the shared metric).
+    pub(crate) stack_median: f64,
+    pub(crate) baseline_median: f64,
+    pub(crate) metric: Metric,
 }
 
 impl Paired {
@@ -128,13 +139,31 @@ pub struct Analysis {
     /// Why there are no paired comparisons, when there are none.
     pub(crate) baseline_note: Option<String>,
     pub paired: Vec<Paired>,
+    /// `[report] compare_metric`: the one metric paired comparisons use, when set.
+    pub(crate) compare_metric: Option<Metric>,
+    /// Stacks not paired with the baseline because their metrics differ in kind, and why.
+    pub(crate) pairing_notes: Vec<String>,
     pub fits: Vec<ModelFit>,
     pub(crate) b_star: Vec<BStar>,
+    /// Every (stack, variant) of the result set, sorted: its position is its colour in every
+    /// figure, so one implementation looks the same in every panel.
+    pub(crate) colors: Vec<(String, String)>,
 }
 
 impl Analysis {
     /// Summarize `results`. `baseline` None picks the first stack seen (and says so).
     pub fn new(results: &ResultSet, baseline: Option<&str>, bootstrap: Bootstrap) -> Analysis {
+        Analysis::with_compare_metric(results, baseline, bootstrap, None)
+    }
+
+    /// Summarize with paired comparisons on `compare_metric` (None: each stack's declared
+    /// metric, and stacks whose metrics differ from the baseline's are not paired).
+    pub(crate) fn with_compare_metric(
+        results: &ResultSet,
+        baseline: Option<&str>,
+        bootstrap: Bootstrap,
+        compare_metric: Option<Metric>,
+    ) -> Analysis {
         let mut stacks: Vec<String> = Vec::new();
         let mut cases: Vec<String> = Vec::new();
         let mut by_case: HashMap<&str, Vec<usize>> = HashMap::new();
@@ -143,9 +172,9 @@ impl Analysis {
                 stacks.push(run.stack.clone());
             }
             by_case
-                .entry(run.case_id.as_str())
+                .entry(run.base_case_id())
                 .or_insert_with(|| {
-                    cases.push(run.case_id.clone());
+                    cases.push(run.base_case_id().to_string());
                     Vec::new()
                 })
                 .push(index);
@@ -155,7 +184,13 @@ impl Analysis {
             .iter()
             .map(|c| by_case[c.as_str()].as_slice())
             .collect();
-        let per_case = summarize_cases(results, &groups, baseline.as_deref(), &bootstrap);
+        let per_case = summarize_cases(
+            results,
+            &groups,
+            baseline.as_deref(),
+            compare_metric,
+            &bootstrap,
+        );
         let mut stats = BTreeMap::new();
         let mut failures = Vec::new();
         let mut paired = Vec::new();
@@ -165,6 +200,7 @@ impl Analysis {
             paired.extend(case_paired);
         }
         failures.sort_by_key(|f| f.index);
+        let pairing_notes = pairing_notes(results, &stacks, baseline.as_deref(), compare_metric);
         let fits = fits(results, &stats);
         let b_star = b_stars(&fits);
         Analysis {
@@ -176,24 +212,69 @@ impl Analysis {
             baseline,
             baseline_note,
             paired,
+            compare_metric,
+            pairing_notes,
             fits,
             b_star,
+            colors: {
+                let mut c: Vec<(String, String)> = results
+                    .runs
+                    .iter()
+                    .map(|r| (r.stack.clone(), r.case.variant.to_string()))
+                    .collect();
+                c.sort();
+                c.dedup();
+                c
+            },
         }
+    }
+
+    /// The palette index of (stack, variant), the same in every figure.
+    pub(crate) fn color_of(&self, stack: &str, variant: &str) -> usize {
+        self.colors
+            .iter()
+            .position(|(s, v)| s == stack && v == variant)
+            .unwrap_or(0)
     }
 }
 
-/// Statistics of one run and its bootstrap medians (kept by the caller for paired ratios).
-fn run_stats(index: usize, run: &RunResult, boot: &Bootstrap) -> Option<(RunStats, Vec<f64>)> {
-    let xs = run.timed_execute_s();
-    if xs.is_empty() {
-        return None;
+/// Statistics of the passing repeats `indices` of one (case, stack) and their hierarchical
+/// bootstrap draws (kept by the caller for paired ratios). None when no repeat has a time.
+fn run_stats(
+    indices: &[usize],
+    results: &ResultSet,
+    boot: &Bootstrap,
+) -> Option<(RunStats, Vec<f64>)> {
+    let metric = results.metric(&results.runs[*indices.first()?].stack);
+    let mut used = Vec::new();
+    let mut repeats: Vec<Vec<f64>> = Vec::new();
+    let mut xs = Vec::new();
+    for &i in indices {
+        let v = results.runs[i].timed(metric);
+        if v.is_empty() {
+            continue;
+        }
+        xs.extend_from_slice(&v);
+        let mut sorted = v;
+        sorted.sort_by(f64::total_cmp);
+        repeats.push(sorted);
+        used.push(i);
     }
+    let index = *used.first()?;
+    let run = &results.runs[index];
     let mut sorted = xs.clone();
-    sorted.sort_by(|a, b| a.total_cmp(b));
-    let draws = boot.median_draws(&sorted, &format!("{}/{}", run.case_id, run.stack));
-    let summary = describe(&xs, &sorted, bootstrap::interval(&draws))?;
+    sorted.sort_by(f64::total_cmp);
+    // The stream key of execute_s keeps its old name, so intervals of old runs reproduce.
+    let key = match metric {
+        Metric::ExecuteS => format!("{}/{}", run.base_case_id(), run.stack),
+        m => format!("{}/{}/{m}", run.base_case_id(), run.stack),
+    };
+    let draws = boot.hierarchical_draws(&repeats, &key);
+    let mut summary = describe(&xs, &sorted, bootstrap::interval(&draws))?;
+    summary.median = hierarchical::estimate(&repeats)?;
     let n_bytes = run.case.n_bytes();
-    let timed: Vec<_> = run.timed_ok().collect();
+    let runs: Vec<&RunResult> = used.iter().map(|&i| &results.runs[i]).collect();
+    let timed: Vec<_> = runs.iter().flat_map(|r| r.timed_ok()).collect();
     let med = |v: Vec<f64>| crate::analysis::stats::median(&v);
     let mut phase_sums: BTreeMap<String, (f64, usize)> = BTreeMap::new();
     for s in &timed {
@@ -204,7 +285,7 @@ fn run_stats(index: usize, run: &RunResult, boot: &Bootstrap) -> Option<(RunStat
         }
     }
     let mut compile_sums: BTreeMap<String, (f64, usize)> = BTreeMap::new();
-    for s in &run.samples {
+    for s in runs.iter().flat_map(|r| &r.samples) {
         for (k, v) in &s.compile_profile {
             let e = compile_sums.entry(k.clone()).or_default();
             e.0 += v;
@@ -217,12 +298,15 @@ fn run_stats(index: usize, run: &RunResult, boot: &Bootstrap) -> Option<(RunStat
     let m = summary.median;
     let stats = RunStats {
         index,
+        rounds: repeats.iter().map(Vec::len).min().unwrap_or(0),
+        metric,
+        runs: used,
         n_bytes,
         algbw: bandwidth::algbw(n_bytes, m),
         busbw: bandwidth::busbw(Collective::AllReduce, run.case.p, n_bytes, m),
         bw_execute_mb_s: bandwidth::bw_execute_mb_s(n_bytes, m),
         device_wall_median: med(timed.iter().filter_map(|s| s.device_wall_s).collect()),
-        setup_s: run.samples.iter().find_map(|s| s.setup_s),
+        setup_s: runs.iter().flat_map(|r| &r.samples).find_map(|s| s.setup_s),
         phase_means: means(phase_sums),
         compile_means: means(compile_sums),
         summary,
@@ -233,7 +317,7 @@ fn run_stats(index: usize, run: &RunResult, boot: &Bootstrap) -> Option<(RunStat
 fn failure(index: usize, run: &RunResult) -> Failure {
     let reason = match (&run.error, run.status) {
         (Some(e), _) if !e.trim().is_empty() => e.clone(),
-        (_, RunStatus::Pass) => "passed but recorded no timed execute_s".into(),
+        (_, RunStatus::Pass) => "passed but recorded no timed value of its metric".into(),
         (_, status) => format!("{status} (no reason recorded)"),
     };
     Failure {
@@ -278,6 +362,7 @@ fn summarize_cases(
     results: &ResultSet,
     groups: &[&[usize]],
     baseline: Option<&str>,
+    compare_metric: Option<Metric>,
     boot: &Bootstrap,
 ) -> Vec<CaseOutcome> {
     let threads = std::thread::available_parallelism()
@@ -290,7 +375,7 @@ fn summarize_cases(
             .map(|part| {
                 scope.spawn(move || {
                     part.iter()
-                        .map(|g| summarize_case(results, g, baseline, boot))
+                        .map(|g| summarize_case(results, g, baseline, compare_metric, boot))
                         .collect::<Vec<_>>()
                 })
             })
@@ -307,18 +392,29 @@ fn summarize_case(
     results: &ResultSet,
     runs: &[usize],
     baseline: Option<&str>,
+    compare_metric: Option<Metric>,
     boot: &Bootstrap,
 ) -> CaseOutcome {
     let mut stats = Vec::new();
     let mut draws = Vec::new();
     let mut failures = Vec::new();
+    // The repeats of each stack together, stacks in order of first appearance.
+    let mut by_stack: Vec<(&str, Vec<usize>)> = Vec::new();
     for &i in runs {
-        match run_stats(i, &results.runs[i], boot) {
-            Some((s, d)) => {
-                stats.push(s);
-                draws.push(d);
-            }
-            None => failures.push(failure(i, &results.runs[i])),
+        let run = &results.runs[i];
+        if run.timed(results.metric(&run.stack)).is_empty() {
+            failures.push(failure(i, run));
+            continue;
+        }
+        match by_stack.iter_mut().find(|(s, _)| *s == run.stack) {
+            Some((_, v)) => v.push(i),
+            None => by_stack.push((run.stack.as_str(), vec![i])),
+        }
+    }
+    for (_, indices) in &by_stack {
+        if let Some((s, d)) = run_stats(indices, results, boot) {
+            stats.push(s);
+            draws.push(d);
         }
     }
     let mut paired = Vec::new();
@@ -329,12 +425,47 @@ fn summarize_case(
     });
     if let (Some(bi), Some(baseline)) = (base, baseline) {
         let b = &stats[bi];
+        // With `compare_metric`, both sides are re-estimated on it; else only stacks whose
+        // declared metric is the baseline's are paired (the rest get a note).
+        let on_metric = |s: &RunStats| -> Option<(f64, Vec<f64>)> {
+            let m = compare_metric?;
+            if m == s.metric {
+                return None;
+            }
+            metric_draws(results, &s.runs, m, boot)
+        };
+        let base_on = on_metric(b);
         for (s, d) in stats.iter().zip(&draws) {
             let run = &results.runs[s.index];
             if run.stack == baseline {
                 continue;
             }
-            let ci = bootstrap::ratio_interval(d, &draws[bi]);
+            let (ratio, ci, sm_bm, metric) = if let Some(cm) = compare_metric {
+                let own = on_metric(s);
+                let (sm, sd) = own
+                    .as_ref()
+                    .map_or((s.summary.median, d.as_slice()), |(m, d)| {
+                        (*m, d.as_slice())
+                    });
+                let (bm, bd) = base_on
+                    .as_ref()
+                    .map_or((b.summary.median, draws[bi].as_slice()), |(m, d)| {
+                        (*m, d.as_slice())
+                    });
+                if sd.is_empty() || bd.is_empty() || bm <= 0.0 {
+                    continue;
+                }
+                (sm / bm, bootstrap::ratio_interval(sd, bd), (sm, bm), cm)
+            } else if s.metric != b.metric {
+                continue;
+            } else {
+                (
+                    s.summary.median / b.summary.median,
+                    bootstrap::ratio_interval(d, &draws[bi]),
+                    (s.summary.median, b.summary.median),
+                    s.metric,
+                )
+            };
             let verdict = if ci.hi < 1.0 {
                 Verdict::Faster
             } else if ci.lo > 1.0 {
@@ -343,18 +474,78 @@ fn summarize_case(
                 Verdict::NoClearDifference
             };
             paired.push(Paired {
-                case_id: run.case_id.clone(),
+                case_id: run.base_case_id().to_string(),
                 stack: run.stack.clone(),
                 baseline: baseline.to_string(),
-                stack_run: s.index,
-                baseline_run: b.index,
-                ratio: s.summary.median / b.summary.median,
+                ratio,
                 ci,
                 verdict,
+                stack_median: sm_bm.0,
+                baseline_median: sm_bm.1,
+                metric,
             });
         }
     }
     (stats, failures, paired)
+}
+
+/// The hierarchical estimate and draws of `metric` over the repeats `indices`.
+fn metric_draws(
+    results: &ResultSet,
+    indices: &[usize],
+    metric: Metric,
+    boot: &Bootstrap,
+) -> Option<(f64, Vec<f64>)> {
+    let repeats: Vec<Vec<f64>> = indices
+        .iter()
+        .map(|&i| {
+            let mut v = results.runs[i].timed(metric);
+            v.sort_by(f64::total_cmp);
+            v
+        })
+        .filter(|v| !v.is_empty())
+        .collect();
+    let first = &results.runs[*indices.first()?];
+    let key = format!("{}/{}/{metric}", first.base_case_id(), first.stack);
+    Some((
+        hierarchical::estimate(&repeats)?,
+        boot.hierarchical_draws(&repeats, &key),
+    ))
+}
+
+/// Why a stack is not paired with the baseline: its declared metric differs in kind.
+fn pairing_notes(
+    results: &ResultSet,
+    stacks: &[String],
+    baseline: Option<&str>,
+    compare_metric: Option<Metric>,
+) -> Vec<String> {
+    let Some(baseline) = baseline else {
+        return Vec::new();
+    };
+    let mb = results.metric(baseline);
+    match compare_metric {
+        Some(m) => {
+            let differ = stacks.iter().any(|s| results.metric(s) != mb);
+            if differ {
+                vec![format!(
+                    "stacks declare different metrics; paired comparisons all use `{m}` ([report] compare_metric)"
+                )]
+            } else {
+                Vec::new()
+            }
+        }
+        None => stacks
+            .iter()
+            .filter(|s| s.as_str() != baseline && results.metric(s) != mb)
+            .map(|s| {
+                format!(
+                    "`{s}` is not paired with `{baseline}`: `{s}` measures `{}`, `{baseline}` measures `{mb}`, which differ in kind (set [report] compare_metric to pair them on one metric)",
+                    results.metric(s)
+                )
+            })
+            .collect(),
+    }
 }
 
 fn fits(results: &ResultSet, stats: &BTreeMap<usize, RunStats>) -> Vec<ModelFit> {

@@ -1,12 +1,15 @@
 //! `results.csv` (one tidy row per run) and `samples.csv` (one row per round).
 //!
-//! Pure functions of a `ResultSet` returning the file text; empty cells where `results.json` has
-//! `null`. Phase means become `phase_<name>_s` columns (the union over all runs, sorted).
+//! Pure functions of a `ResultSet` returning the file text. `results.csv` is the same
+//! `store::row::Row` as `results.json`'s `runs`: empty cells where the JSON has `null`, lists
+//! joined with `,`, phase means as `phase_<name>_s` columns (the union over all runs, sorted).
 
 use std::collections::BTreeSet;
 
+use serde_json::{Map, Value};
+
 use crate::model::results::ResultSet;
-use crate::store::json::row_stats;
+use crate::store::row::Row;
 
 fn cell(x: Option<f64>) -> String {
     x.map(|v| v.to_string()).unwrap_or_default()
@@ -16,79 +19,71 @@ fn finish(w: csv::Writer<Vec<u8>>) -> String {
     String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default()
 }
 
-/// One row per run.
+/// A scalar of a serialized row as a CSV cell: `null` empty, lists joined with `,`.
+fn scalar(v: &Value) -> String {
+    match v {
+        Value::Null => String::new(),
+        Value::String(s) => s.clone(),
+        Value::Number(n) => match n.as_u64() {
+            Some(u) => u.to_string(),
+            None => cell(n.as_f64()),
+        },
+        Value::Array(xs) => xs.iter().map(scalar).collect::<Vec<_>>().join(","),
+        other => other.to_string(),
+    }
+}
+
+/// Nested maps of a row become one column per key: `phase_means.init` → `phase_init_s`.
+const FLATTENED: &[(&str, &str)] = &[
+    ("phase_means", "phase_"),
+    ("compile_profile_means", "compile_"),
+];
+
+/// One row per run: the fields of `store::row::Row` in its order, maps flattened into
+/// `phase_<name>_s` / `compile_<name>_s` columns (the union over all runs, sorted).
 pub(crate) fn results_csv(set: &ResultSet) -> String {
-    let stats: Vec<_> = set.runs.iter().map(row_stats).collect();
-    let phases: BTreeSet<String> = stats
+    let rows: Vec<Map<String, Value>> = set
+        .runs
         .iter()
-        .flat_map(|s| s.phase_means.keys().cloned())
+        .filter_map(|r| match serde_json::to_value(Row::of(r)) {
+            Ok(Value::Object(m)) => Some(m),
+            _ => None,
+        })
         .collect();
+    let keys_of = |field: &str| -> BTreeSet<String> {
+        rows.iter()
+            .filter_map(|m| m.get(field).and_then(Value::as_object))
+            .flat_map(|m| m.keys().cloned())
+            .collect()
+    };
+    let nested: Vec<(&str, &str, BTreeSet<String>)> = FLATTENED
+        .iter()
+        .map(|(field, prefix)| (*field, *prefix, keys_of(field)))
+        .collect();
+    let is_nested = |k: &str| FLATTENED.iter().any(|(f, _)| *f == k);
+    let plain: Vec<String> = rows
+        .first()
+        .map(|m| m.keys().filter(|k| !is_nested(k)).cloned().collect())
+        .unwrap_or_default();
     let mut w = csv::Writer::from_writer(Vec::new());
-    let mut header: Vec<String> = [
-        "case_id",
-        "stack",
-        "status",
-        "reason",
-        "variant",
-        "p",
-        "count",
-        "dtype",
-        "platform",
-        "devices",
-        "n_bytes",
-        "equivalence_hash",
-        "attempt",
-        "n_warmup",
-        "n_timed",
-        "execute_s_mean",
-        "execute_s_stdev",
-        "execute_s_median",
-        "device_wall_s_mean",
-        "device_wall_s_median",
-        "setup_s",
-        "bw_execute_mb_s",
-        "wall_s_mean",
-        "wall_s_stdev",
-        "execute_spread_ratio",
-        "artifact_bundle",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    header.extend(phases.iter().map(|p| format!("phase_{p}_s")));
+    let mut header = plain.clone();
+    for (_, prefix, names) in &nested {
+        header.extend(names.iter().map(|n| format!("{prefix}{n}_s")));
+    }
     let _ = w.write_record(&header);
-    for (r, st) in set.runs.iter().zip(&stats) {
-        let c = &r.case;
-        let devices: Vec<String> = c.device_ids.iter().map(|d| d.to_string()).collect();
-        let mut rec = vec![
-            r.case_id.clone(),
-            r.stack.clone(),
-            r.status.to_string(),
-            r.error.clone().unwrap_or_default(),
-            c.variant.to_string(),
-            c.p.to_string(),
-            c.count.to_string(),
-            c.dtype.to_string(),
-            c.platform.to_string(),
-            devices.join(","),
-            c.n_bytes().to_string(),
-            c.equivalence_hash(),
-            r.attempt.to_string(),
-            st.n_warmup.to_string(),
-            st.n_timed.to_string(),
-            cell(st.execute_s_mean),
-            cell(st.execute_s_stdev),
-            cell(st.execute_s_median),
-            cell(st.device_wall_s_mean),
-            cell(st.device_wall_s_median),
-            cell(st.setup_s),
-            cell(st.bw_execute_mb_s),
-            cell(st.wall_s_mean),
-            cell(st.wall_s_stdev),
-            cell(st.execute_spread_ratio),
-            r.bundle.to_string_lossy().into_owned(),
-        ];
-        rec.extend(phases.iter().map(|p| cell(st.phase_means.get(p).copied())));
+    for m in &rows {
+        let mut rec: Vec<String> = plain
+            .iter()
+            .map(|k| m.get(k).map(scalar).unwrap_or_default())
+            .collect();
+        for (field, _, names) in &nested {
+            let map = m.get(*field).and_then(Value::as_object);
+            rec.extend(
+                names
+                    .iter()
+                    .map(|n| map.and_then(|m| m.get(n)).map(scalar).unwrap_or_default()),
+            );
+        }
         let _ = w.write_record(&rec);
     }
     finish(w)
@@ -170,6 +165,17 @@ mod tests {
         assert_eq!(&rows[1][col("execute_s_mean")], "");
         assert_eq!(&rows[1][col("status")], "fail");
         assert_eq!(&rows[1][col("reason")], "exit code 3");
+        assert_eq!(&rows[1][col("oversubscribed")], "false");
+        assert_eq!(&rows[0][col("devices")], "0,1");
+        // The same fields as results.json, minus the two maps, in the same order.
+        let json_keys: Vec<String> = crate::store::json::row(&set.runs[0])
+            .as_object()
+            .unwrap()
+            .keys()
+            .filter(|k| !k.ends_with("_means"))
+            .cloned()
+            .collect();
+        assert_eq!(h.iter().collect::<Vec<_>>(), json_keys);
         let samples = samples_csv(&set);
         assert_eq!(samples.lines().count(), 1 + 8);
         assert!(samples

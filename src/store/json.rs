@@ -1,141 +1,30 @@
 //! `results.json` in the seed's schema: `{campaign, timestamp, cases, runs, provenance}`.
 //!
-//! Owns the row statistics (timed rounds of passing runs only; sample stdev n−1; `null`, never
-//! 0.0, when a run did not pass or a value is absent). Pure functions of a `ResultSet`: no I/O.
+//! Owns the document around the rows (`store::row::Row` owns the rows and their statistics).
+//! Pure functions of a `ResultSet`: no I/O.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
-use itertools::{Itertools, MinMaxResult};
 use serde_json::{json, Map, Value};
 
-use crate::analysis::stats;
 use crate::model::case::Case;
-use crate::model::results::{ResultSet, RunResult, RunStatus, Sample};
+use crate::model::results::ResultSet;
+use crate::store::row::Row;
 
-/// Statistics of one run over its timed rounds (all `None` unless the run passed).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct RowStats {
-    pub(crate) execute_s_mean: Option<f64>,
-    pub(crate) execute_s_stdev: Option<f64>,
-    pub(crate) execute_s_median: Option<f64>,
-    pub(crate) device_wall_s_mean: Option<f64>,
-    pub(crate) device_wall_s_median: Option<f64>,
-    pub(crate) setup_s: Option<f64>,
-    pub(crate) bw_execute_mb_s: Option<f64>,
-    pub(crate) wall_s_mean: Option<f64>,
-    pub(crate) wall_s_stdev: Option<f64>,
-    pub(crate) execute_spread_ratio: Option<f64>,
-    pub(crate) phase_means: BTreeMap<String, f64>,
-    pub(crate) compile_profile_means: BTreeMap<String, f64>,
-    pub(crate) n_warmup: usize,
-    pub(crate) n_timed: usize,
+/// One row of `runs` (`store::row::Row`: seed fields in seed order, then `status`, `reason` and
+/// campaign's own fields).
+pub(crate) fn row(r: &crate::model::results::RunResult) -> Value {
+    serde_json::to_value(Row::of(r)).unwrap_or(Value::Null)
 }
 
-fn means(
-    samples: &[&Sample],
-    get: impl Fn(&Sample) -> &BTreeMap<String, f64>,
-) -> BTreeMap<String, f64> {
-    let names: BTreeSet<&String> = samples.iter().flat_map(|s| get(s).keys()).collect();
-    names
-        .into_iter()
-        .filter_map(|n| {
-            let xs: Vec<f64> = samples
-                .iter()
-                .filter_map(|s| get(s).get(n).copied())
-                .collect();
-            stats::mean(&xs).map(|m| (n.clone(), m))
-        })
-        .collect()
-}
-
-/// The statistics of a row.
-pub(crate) fn row_stats(r: &RunResult) -> RowStats {
-    let n_timed = r.samples.iter().filter(|s| s.is_timed()).count();
-    let n_warmup = r.samples.len() - n_timed;
-    let mut out = RowStats {
-        n_warmup,
-        n_timed,
-        ..RowStats::default()
-    };
-    if r.status != RunStatus::Pass {
-        return out;
-    }
-    let timed: Vec<&Sample> = r.timed_ok().collect();
-    let exec: Vec<f64> = timed.iter().filter_map(|s| s.execute_s).collect();
-    let dev: Vec<f64> = timed.iter().filter_map(|s| s.device_wall_s).collect();
-    let wall: Vec<f64> = timed.iter().filter_map(|s| s.wall_s).collect();
-    out.execute_s_mean = stats::mean(&exec);
-    out.execute_s_stdev = stats::stdev(&exec);
-    out.execute_s_median = stats::median(&exec);
-    out.device_wall_s_mean = stats::mean(&dev);
-    out.device_wall_s_median = stats::median(&dev);
-    out.wall_s_mean = stats::mean(&wall);
-    out.wall_s_stdev = stats::stdev(&wall);
-    out.setup_s = r.samples.iter().find_map(|s| s.setup_s);
-    out.bw_execute_mb_s = out
-        .execute_s_mean
-        .filter(|t| *t > 0.0)
-        .map(|t| r.case.n_bytes() as f64 / t / 1e6);
-    out.execute_spread_ratio = match exec.iter().copied().minmax_by(f64::total_cmp) {
-        MinMaxResult::OneElement(x) => (x > 0.0).then_some(1.0),
-        MinMaxResult::MinMax(lo, hi) => (lo > 0.0).then(|| hi / lo),
-        MinMaxResult::NoElements => None,
-    };
-    out.phase_means = means(&timed, |s| &s.phases);
-    out.compile_profile_means = means(&timed, |s| &s.compile_profile);
-    out
-}
-
-/// One row of `runs`, seed fields in seed order, then `status` and `reason`.
-pub(crate) fn row(r: &RunResult) -> Value {
-    let st = row_stats(r);
-    let c = &r.case;
-    let mut m = Map::new();
-    m.insert("case_id".into(), json!(r.case_id));
-    m.insert("stack".into(), json!(r.stack));
-    m.insert("equivalence_hash".into(), json!(c.equivalence_hash()));
-    m.insert("variant".into(), json!(c.variant));
-    m.insert("p".into(), json!(c.p));
-    m.insert("count".into(), json!(c.count));
-    m.insert("dtype".into(), json!(c.dtype));
-    m.insert("platform".into(), json!(c.platform));
-    m.insert("correctness".into(), json!(r.status.correctness()));
-    m.insert("execute_s_mean".into(), json!(st.execute_s_mean));
-    m.insert("execute_s_stdev".into(), json!(st.execute_s_stdev));
-    m.insert("execute_s_median".into(), json!(st.execute_s_median));
-    m.insert("device_wall_s_mean".into(), json!(st.device_wall_s_mean));
-    m.insert(
-        "device_wall_s_median".into(),
-        json!(st.device_wall_s_median),
-    );
-    m.insert("setup_s".into(), json!(st.setup_s));
-    m.insert("bw_execute_mb_s".into(), json!(st.bw_execute_mb_s));
-    m.insert("wall_s_mean".into(), json!(st.wall_s_mean));
-    m.insert("wall_s_stdev".into(), json!(st.wall_s_stdev));
-    m.insert("phase_means".into(), json!(st.phase_means));
-    m.insert(
-        "compile_profile_means".into(),
-        json!(st.compile_profile_means),
-    );
-    m.insert("n_warmup".into(), json!(st.n_warmup));
-    m.insert("n_timed".into(), json!(st.n_timed));
-    m.insert("artifact_bundle".into(), json!(r.bundle.to_string_lossy()));
-    m.insert(
-        "execute_spread_ratio".into(),
-        json!(st.execute_spread_ratio),
-    );
-    m.insert("status".into(), json!(r.status));
-    m.insert("reason".into(), json!(r.error));
-    Value::Object(m)
-}
-
-/// The cases of a result set, one per `case_id` in first-seen order (the case as first run).
+/// The cases of a result set, one per `case_id` in first-seen order (the case as first run;
+/// the repeats of a case are one case).
 pub(crate) fn cases(set: &ResultSet) -> Vec<(&str, &Case)> {
     let mut seen = BTreeSet::new();
     set.runs
         .iter()
-        .filter(|r| seen.insert(r.case_id.as_str()))
-        .map(|r| (r.case_id.as_str(), &r.case))
+        .filter(|r| seen.insert(r.base_case_id()))
+        .map(|r| (r.base_case_id(), &r.case))
         .collect()
 }
 
@@ -162,6 +51,7 @@ pub(crate) fn document(set: &ResultSet) -> Value {
 pub(crate) mod tests {
     use super::*;
     use crate::model::case::Variant;
+    use crate::model::results::{RunResult, RunStatus, Sample};
     use std::path::PathBuf;
 
     pub(crate) fn sample(round: u32, phase: &str, execute_s: f64) -> Sample {
@@ -194,6 +84,7 @@ pub(crate) mod tests {
             started: None,
             ended: None,
             timing_source: Some("stack".into()),
+            cpus: None,
         }
     }
 
@@ -207,10 +98,8 @@ pub(crate) mod tests {
         assert_eq!(v["execute_spread_ratio"], json!(4.0));
         assert_eq!(v["n_warmup"], json!(1));
         assert_eq!(v["n_timed"], json!(3));
-        // 256 fp32 = 1024 bytes / (7/3 s) / 1e6
-        assert!(
-            (v["bw_execute_mb_s"].as_f64().unwrap() - 1024.0 / (7.0 / 3.0) / 1e6).abs() < 1e-15
-        );
+        // 256 fp32 = 1024 bytes / median 2 s / 1e6
+        assert_eq!(v["bw_execute_mb_s"], json!(1024.0 / 2.0 / 1e6));
         assert_eq!(v["correctness"], json!("pass"));
         assert_eq!(v["equivalence_hash"].as_str().unwrap().len(), 16);
     }
@@ -248,7 +137,21 @@ pub(crate) mod tests {
         let v = row(&result(RunStatus::Pass));
         let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
         assert_eq!(&keys[..SEED_ROW.len()], SEED_ROW);
-        assert_eq!(&keys[SEED_ROW.len()..], ["status", "reason"]);
+        assert_eq!(
+            &keys[SEED_ROW.len()..],
+            [
+                "status",
+                "reason",
+                "devices",
+                "cpus",
+                "oversubscribed",
+                "n_bytes",
+                "repeat",
+                "attempt",
+                "timing_source"
+            ]
+        );
+        assert_eq!(v["oversubscribed"], json!(false), "always present");
         for k in [
             "case_id",
             "stack",
@@ -288,7 +191,11 @@ pub(crate) mod tests {
         }
         assert_eq!(v["status"], json!("fail"));
         assert_eq!(v["reason"], json!("exit code 3"));
-        assert_eq!(v["correctness"], json!("fail"));
+        assert_eq!(
+            v["correctness"],
+            json!("not_checked"),
+            "no golden check failed"
+        );
     }
 
     #[test]

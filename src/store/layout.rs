@@ -165,7 +165,7 @@ pub(crate) fn manifest(result: &RunResult, facts: &ProcessFacts) -> Value {
     let mut m = Map::new();
     m.insert("case_id".into(), json!(result.case_id));
     m.insert("stack".into(), json!(result.stack));
-    m.insert("correctness".into(), json!(result.status.correctness()));
+    m.insert("correctness".into(), json!(result.correctness()));
     let mut logs = Map::new();
     logs.insert("run".into(), json!("run.log"));
     for (i, name) in facts.attempt_logs.iter().enumerate() {
@@ -189,6 +189,11 @@ pub(crate) fn manifest(result: &RunResult, facts: &ProcessFacts) -> Value {
     m.insert("exit_code".into(), json!(result.exit_code));
     m.insert("signal".into(), json!(facts.signal));
     m.insert("devices".into(), json!(facts.devices));
+    if let Some(cpus) = &result.cpus {
+        // The CPUs a CPU run received; fewer than its ranks = oversubscribed.
+        m.insert("cpus".into(), json!(cpus));
+        m.insert("oversubscribed".into(), json!(result.oversubscribed()));
+    }
     m.insert("started".into(), json!(result.started));
     m.insert("ended".into(), json!(result.ended));
     m.insert("attempt".into(), json!(result.attempt));

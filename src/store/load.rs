@@ -144,6 +144,9 @@ fn load_bundle(
         started: text("started"),
         ended: text("ended"),
         timing_source: text("timing_source"),
+        cpus: m
+            .get("cpus")
+            .and_then(|c| serde_json::from_value(c.clone()).ok()),
     })
 }
 
@@ -197,6 +200,19 @@ fn load(dir: &Path, mut unreadable: Option<&mut Vec<(PathBuf, Error)>>) -> Resul
         .and_then(|q| serde_json::from_value(q.clone()).ok())
     {
         set.quarantined = q;
+    }
+    // Each stack's declared headline metric, from the resolved definitions of the run.
+    let stacks_json = dir.join("stacks.json");
+    if stacks_json.is_file() {
+        if let Value::Object(defs) = read_json(&stacks_json)? {
+            set.metrics = defs
+                .iter()
+                .filter_map(|(name, def)| {
+                    let m = def.get("metric")?;
+                    Some((name.clone(), serde_json::from_value(m.clone()).ok()?))
+                })
+                .collect();
+        }
     }
     for case_dir in sorted_dirs(&dir.join("cases"))? {
         for bundle in sorted_dirs(&case_dir)? {

@@ -1,8 +1,8 @@
 //! Everything on disk in a run dir: its layout and bundles (`layout`), one atomic write
 //! (`atomic`), the journal and its replay, the run-dir lock, run fingerprints, provenance, resume
 //! decisions, `campaign status`, loading bundles and old harness dirs back (`load`, `seed_dir`)
-//! and the results files (`json`, `csv`); across run dirs, the performance history
-//! (`history`, an embedded SQLite database beside the campaigns).
+//! and the results files (`row`, the one row shape behind `json` and `csv`); across run dirs,
+//! the performance history (`history`, an embedded SQLite database beside the campaigns).
 //!
 //! It reads and writes files; it does not run stacks, schedule, or compute statistics beyond
 //! what the results files carry.
@@ -17,6 +17,8 @@ pub mod layout;
 pub mod load;
 pub mod lock;
 pub mod provenance;
+pub mod rebuild;
 pub mod resume;
+pub mod row;
 pub mod seed_dir;
 pub mod status;

@@ -69,6 +69,7 @@ pub(crate) fn load_seed_run_dir(dir: &Path) -> Result<ResultSet> {
         provenance: Provenance::default(),
         runs,
         quarantined: Default::default(),
+        metrics: Default::default(),
     })
 }
 
@@ -133,6 +134,7 @@ fn load_row(
         started: None,
         ended: None,
         timing_source: Some("stack".into()),
+        cpus: None,
     })
 }
 

@@ -114,6 +114,7 @@ pub fn result_set(spec: &Spec) -> ResultSet {
         },
         runs,
         quarantined: Default::default(),
+        metrics: Default::default(),
     }
 }
 
@@ -181,5 +182,6 @@ fn run(
         started: None,
         ended: None,
         timing_source: Some("stack".into()),
+        cpus: None,
     }
 }

@@ -57,6 +57,7 @@ impl Bootstrap {
 
     /// Bootstrap medians of `sorted` (ascending, non-empty): `resamples` draws, unsorted, from
     /// the stream named `key`. A single value (or zero resamples) gives that median once.
+    #[cfg(test)]
     pub(crate) fn median_draws(&self, sorted: &[f64], key: &str) -> Vec<f64> {
         if sorted.len() < 2 || self.resamples == 0 {
             return vec![super::quantile_sorted(sorted, 0.5)];
@@ -76,6 +77,7 @@ impl Bootstrap {
 
     /// 95 % percentile interval of `median(a) / median(b)`, resampling both independently
     /// (`a`, `b` ascending, non-empty, `b` positive) from streams `key/a` and `key/b`.
+    #[cfg(test)]
     pub(crate) fn ratio_ci(&self, a: &[f64], b: &[f64], key: &str) -> Interval {
         let da = self.median_draws(a, &format!("{key}/a"));
         let db = self.median_draws(b, &format!("{key}/b"));
@@ -92,10 +94,15 @@ pub(crate) fn interval(draws: &[f64]) -> Interval {
 /// 95 % percentile interval of `a_k / b_k` over paired independent draws (a draw list of
 /// length one stands for a fixed value).
 pub(crate) fn ratio_interval(a: &[f64], b: &[f64]) -> Interval {
+    ratio_interval_at(a, b, LEVEL)
+}
+
+/// The percentile interval of `a_k / b_k` at confidence `level` (0 < level < 1).
+pub(crate) fn ratio_interval_at(a: &[f64], b: &[f64], level: f64) -> Interval {
     let n = a.len().max(b.len());
     let pick = |d: &[f64], k: usize| if d.len() == 1 { d[0] } else { d[k] };
     let mut ratios: Vec<f64> = (0..n).map(|k| pick(a, k) / pick(b, k)).collect();
-    percentile_interval(&mut ratios)
+    percentile_interval_at(&mut ratios, level)
 }
 
 /// Median of one resample with replacement of `sorted`.
@@ -103,7 +110,7 @@ pub(crate) fn ratio_interval(a: &[f64], b: &[f64]) -> Interval {
 /// Because `sorted` is ascending, the resample's order statistics are found by counting how
 /// often each index was drawn and walking the counts — O(n) and no float sorting, which is
 /// what keeps 10 000 runs × 2 000 resamples inside the report's time budget.
-fn resampled_median(sorted: &[f64], rng: &mut ChaCha8Rng, counts: &mut [u32]) -> f64 {
+pub(crate) fn resampled_median(sorted: &[f64], rng: &mut ChaCha8Rng, counts: &mut [u32]) -> f64 {
     let n = sorted.len();
     if n == 1 {
         return sorted[0];
@@ -132,8 +139,12 @@ fn resampled_median(sorted: &[f64], rng: &mut ChaCha8Rng, counts: &mut [u32]) ->
 }
 
 fn percentile_interval(draws: &mut [f64]) -> Interval {
+    percentile_interval_at(draws, LEVEL)
+}
+
+fn percentile_interval_at(draws: &mut [f64], level: f64) -> Interval {
     draws.sort_by(|a, b| a.total_cmp(b));
-    let tail = (1.0 - LEVEL) / 2.0;
+    let tail = (1.0 - level) / 2.0;
     Interval {
         lo: super::quantile_sorted(draws, tail),
         hi: super::quantile_sorted(draws, 1.0 - tail),

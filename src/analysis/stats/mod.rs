@@ -8,6 +8,7 @@
 pub mod bandwidth;
 pub mod bootstrap;
 pub mod fit;
+pub mod hierarchical;
 pub mod outliers;
 pub mod summary;
 

@@ -116,7 +116,9 @@ impl Dag {
             // A run whose stack was not declared still waits for `generate`.
             let before = probes.get(&r.stack).copied().unwrap_or(generate);
             graph.add_edge(before, node, ());
-            if let Some(prev) = last_of_case.insert(&r.case_id, node) {
+            // The repeats of a case chain with it (a run id is `<case_id>~r<n>`).
+            let case = crate::model::results::split_run_id(&r.case_id).0;
+            if let Some(prev) = last_of_case.insert(case, node) {
                 graph.add_edge(prev, node, ());
             }
             graph.add_edge(node, collect, ());

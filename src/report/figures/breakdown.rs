@@ -100,5 +100,6 @@ fn stacked(title: &str, bars: Vec<(String, Vec<(String, f64)>)>) -> Panels {
     Panels {
         title: title.to_string(),
         panels: vec![panel],
+        caption: String::new(),
     }
 }

@@ -17,6 +17,8 @@ pub(crate) enum Style {
     Points,
     /// A fitted or reference line, dashed, no markers.
     Dashed,
+    /// Points that the machine distorted (oversubscribed CPUs): hollow markers on a dashed line.
+    HollowDashed,
 }
 
 /// One series: a label in the legend, a palette index and its points (already transformed).
@@ -153,6 +155,8 @@ impl Panel {
 pub(crate) struct Panels {
     pub(crate) title: String,
     pub(crate) panels: Vec<Panel>,
+    /// What the figure shows and how to read it, printed under it in the report.
+    pub(crate) caption: String,
 }
 
 const PANEL_W: u32 = 760;
@@ -171,6 +175,10 @@ impl Panels {
 impl Figure for Panels {
     fn title(&self) -> String {
         self.title.clone()
+    }
+
+    fn caption(&self) -> String {
+        self.caption.clone()
     }
 
     fn size(&self) -> (u32, u32) {
@@ -294,6 +302,14 @@ fn draw_panel<DB: DrawingBackend>(
                     .map_err(err)?;
             }
             Style::Dashed => {
+                chart
+                    .draw_series(DashedLineSeries::new(pts, 6, 4, style))
+                    .map_err(err)?;
+            }
+            Style::HollowDashed => {
+                chart
+                    .draw_series(pts.clone().map(|p| Circle::new(p, 4, col.stroke_width(2))))
+                    .map_err(err)?;
                 chart
                     .draw_series(DashedLineSeries::new(pts, 6, 4, style))
                     .map_err(err)?;

@@ -10,20 +10,31 @@ use crate::model::results::ResultSet;
 use crate::report::summary::Analysis;
 
 type Key = SeriesKey;
+/// (x, busbw at the CI's slow end, median busbw, at its fast end).
+type Bar = (f64, f64, f64, f64);
 
 pub(crate) fn build(a: &Analysis, results: &ResultSet) -> Result<Panels, String> {
     let mut g: BTreeMap<u32, BTreeMap<Key, Vec<(f64, f64)>>> = BTreeMap::new();
+    let mut bars: BTreeMap<(u32, Key), Vec<Bar>> = BTreeMap::new();
     for s in a.stats.values() {
         let (Some(bw), true) = (s.busbw, s.n_bytes > 0) else {
             continue;
         };
         let r = &results.runs[s.index];
         let key = series_key(r);
+        let x = (s.n_bytes as f64).log2();
+        let ci = s.summary.median_ci;
+        let scale = |t: f64| (t > 0.0).then(|| bw * s.summary.median / t / 1e9);
+        if let (Some(lo), Some(hi)) = (scale(ci.hi), scale(ci.lo)) {
+            bars.entry((r.case.p, key.clone()))
+                .or_default()
+                .push((x, lo, bw / 1e9, hi));
+        }
         g.entry(r.case.p)
             .or_default()
             .entry(key)
             .or_default()
-            .push(((s.n_bytes as f64).log2(), bw / 1e9));
+            .push((x, bw / 1e9));
     }
     let swept = g
         .values()
@@ -51,9 +62,13 @@ pub(crate) fn build(a: &Analysis, results: &ResultSet) -> Result<Panels, String>
         for (key, mut pts) in series {
             pts.sort_by(|x, y| x.0.total_cmp(&y.0).then(x.1.total_cmp(&y.1)));
             let i = palette.binary_search(&key).unwrap_or(0);
+            let color = a.color_of(&key.0, &key.1);
+            for (x, lo, mid, hi) in bars.get(&(p, key.clone())).into_iter().flatten() {
+                panel.error_bars.push((*x, *lo, *mid, *hi, color));
+            }
             panel.series.push(Series {
                 label: names[i].clone(),
-                color: i,
+                color,
                 style: Style::LineAndPoints,
                 points: pts,
             });
@@ -63,5 +78,9 @@ pub(crate) fn build(a: &Analysis, results: &ResultSet) -> Result<Panels, String>
     Ok(Panels {
         title: "Bus bandwidth vs message size".into(),
         panels,
+        caption: "Bus bandwidth (nccl-tests convention: n / T · 2(P−1)/P) from the median time, \
+                  with the 95 % CI of the median as a bar; one colour per (stack, variant) in \
+                  every figure."
+            .into(),
     })
 }

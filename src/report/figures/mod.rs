@@ -28,6 +28,10 @@ pub const ALL: &[&str] = crate::model::plan::KNOWN_FIGURES;
 /// A figure ready to draw on any plotters backend.
 pub(crate) trait Figure {
     fn title(&self) -> String;
+    /// Printed under the figure in the report; empty for none.
+    fn caption(&self) -> String {
+        String::new()
+    }
     /// Pixel size (the SVG uses the same user units).
     fn size(&self) -> (u32, u32);
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String>;
@@ -38,6 +42,7 @@ pub(crate) trait Figure {
 pub struct Drawn {
     pub(crate) name: String,
     pub(crate) title: String,
+    pub(crate) caption: String,
     pub(crate) png: PathBuf,
     pub(crate) svg: PathBuf,
 }
@@ -136,6 +141,7 @@ fn render<F: Figure>(fig: &F, name: &str, dir: &Path) -> Result<Drawn> {
     Ok(Drawn {
         name: name.to_string(),
         title: fig.title(),
+        caption: fig.caption(),
         png,
         svg,
     })

@@ -1,7 +1,9 @@
 //! bw_model_fit: measured median times and the fitted α–β line T = O + N/B.
 //!
 //! One panel per P; per fit (stack, variant, dtype, core_num) its points and a dashed model
-//! line sampled across the measured sizes, both on log axes. Only turns fits into panels.
+//! line sampled across the sizes it was fitted on (the large-message segment when only that
+//! fits), both on log axes; a fit that does not describe its points draws no line and says so
+//! in its legend. Only turns fits into panels.
 
 use std::collections::BTreeMap;
 
@@ -47,15 +49,31 @@ pub(crate) fn build(a: &Analysis) -> Result<Panels, String> {
                 .filter(|p| p.0 > 0.0 && p.1 > 0.0)
                 .map(|p| (p.0.log2(), p.1.log10()))
                 .collect();
+            let fit = &f.fit;
+            let how = if !fit.fits {
+                format!(
+                    "model does not fit: worst {:.0} % off, no curve",
+                    fit.max_rel_residual * 100.0
+                )
+            } else if fit.segment {
+                format!(
+                    "fit from {} up, worst {:.0} % off",
+                    crate::model::units::format_bytes(fit.from_bytes as u64),
+                    fit.max_rel_residual * 100.0
+                )
+            } else {
+                format!("fit worst {:.0} % off", fit.max_rel_residual * 100.0)
+            };
+            let color = a.color_of(&f.key.stack, &f.key.variant.to_string());
             panel.series.push(Series {
-                label: format!("{} (fit r² {:.3})", names[i], f.fit.r2),
-                color: i,
+                label: format!("{} ({how})", names[i]),
+                color,
                 style: Style::Points,
                 points: measured,
             });
             panel.series.push(Series {
                 label: String::new(),
-                color: i,
+                color,
                 style: Style::Dashed,
                 points: model_line(f),
             });
@@ -65,13 +83,18 @@ pub(crate) fn build(a: &Analysis) -> Result<Panels, String> {
     Ok(Panels {
         title: "α–β model fit T = O + N/B".into(),
         panels,
+        caption: String::new(),
     })
 }
 
-/// The model sampled evenly in log2(bytes) over the measured range (positive times only).
+/// The model sampled evenly in log2(bytes) over the sizes it was fitted on (positive times
+/// only); nothing when the model does not fit.
 fn model_line(f: &ModelFit) -> Vec<(f64, f64)> {
-    let lo = f.points.first().map(|p| p.0).unwrap_or(1.0).max(1.0).log2();
-    let hi = f.points.last().map(|p| p.0).unwrap_or(1.0).max(1.0).log2();
+    if !f.fit.fits {
+        return Vec::new();
+    }
+    let lo = f.fit.from_bytes.max(1.0).log2();
+    let hi = f.fit.to_bytes.max(1.0).log2();
     (0..LINE_POINTS)
         .map(|i| lo + (hi - lo) * i as f64 / (LINE_POINTS - 1) as f64)
         .filter_map(|x| {

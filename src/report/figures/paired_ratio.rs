@@ -54,6 +54,7 @@ pub(crate) fn build(a: &Analysis) -> Result<Panels, String> {
     Ok(Panels {
         title: format!("Execute time relative to {baseline} (below 1 = faster)"),
         panels,
+        caption: String::new(),
     })
 }
 

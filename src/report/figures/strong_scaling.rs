@@ -1,32 +1,45 @@
 //! strong_scaling_t_total and strong_scaling_efficiency: median time and efficiency vs P.
 //!
 //! One panel per element count; in it one series per (stack, variant, dtype, core_num), so
-//! counts and variants are never collapsed into one point. E(P) = T(Pmin)·Pmin / (T(P)·P)
-//! with Pmin the smallest P of that series. Only turns the analysis into panels.
+//! counts and variants are never collapsed into one point. In an allreduce every rank holds the
+//! whole message, so the ideal time does not fall as 1/P: efficiency is the bus bandwidth
+//! relative to the series' smallest P, E(P) = busbw(P) / busbw(Pmin) with busbw = n/T ·
+//! 2(P−1)/P (1 when the algorithm keeps the per-rank link busy as P grows). Oversubscribed
+//! points (more ranks than CPUs received) are drawn hollow on a dashed line and captioned. P is
+//! ticked only where it was measured. Only turns the analysis into panels.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::common::{labels, series_key, Axis, Panel, Panels, Series, SeriesKey, Style};
 use crate::model::results::ResultSet;
 use crate::report::summary::Analysis;
 
 type Key = SeriesKey;
-/// count → series key → (P, seconds) points.
-type ByCount = BTreeMap<u64, BTreeMap<Key, Vec<(f64, f64)>>>;
+/// One measured point: P, median seconds, whether any repeat was oversubscribed, CI (lo, hi).
+type Point = (f64, f64, bool, (f64, f64));
+/// count → series key → points.
+type ByCount = BTreeMap<u64, BTreeMap<Key, Vec<Point>>>;
+/// A plotted point.
+type XY = (f64, f64);
 /// Maps a series' (P, T) points to the plotted points.
 type Transform = fn(&[(f64, f64)]) -> Vec<(f64, f64)>;
 
-/// count → series key → (P, median seconds), ascending by P.
+/// count → series key → (P, median seconds, oversubscribed), ascending by P.
 fn groups(a: &Analysis, results: &ResultSet) -> ByCount {
-    let mut g: BTreeMap<u64, BTreeMap<Key, Vec<(f64, f64)>>> = BTreeMap::new();
+    let mut g: ByCount = BTreeMap::new();
     for s in a.stats.values() {
         let r = &results.runs[s.index];
-        let key = series_key(r);
+        let over = s.runs.iter().any(|&i| results.runs[i].oversubscribed());
         g.entry(r.case.count)
             .or_default()
-            .entry(key)
+            .entry(series_key(r))
             .or_default()
-            .push((f64::from(r.case.p), s.summary.median));
+            .push((
+                f64::from(r.case.p),
+                s.summary.median,
+                over,
+                (s.summary.median_ci.lo, s.summary.median_ci.hi),
+            ));
     }
     for series in g.values_mut() {
         for pts in series.values_mut() {
@@ -49,14 +62,42 @@ fn scaling(a: &Analysis, results: &ResultSet) -> Result<ByCount, String> {
     }
 }
 
-fn build(
-    a: &Analysis,
-    results: &ResultSet,
-    title: &str,
+/// An x axis labelled at the measured P values only.
+fn p_axis(measured: BTreeSet<u32>) -> Axis {
+    Axis::new("P (ranks)", move |v| {
+        let p = v.round();
+        if (v - p).abs() < 1e-6 && p >= 0.0 && measured.contains(&(p as u32)) {
+            format!("{p}")
+        } else {
+            String::new()
+        }
+    })
+}
+
+const OVERSUBSCRIBED: &str = "Hollow markers on dashed lines are oversubscribed runs: more ranks \
+    than CPUs received, so ranks time-share cores and the time measures the scheduler as much as \
+    the algorithm (results.json `oversubscribed`).";
+
+/// How one of the two scaling figures looks.
+struct Look {
+    title: &'static str,
     y: fn() -> Axis,
     hline: Option<(f64, String)>,
     transform: Transform,
-) -> Result<Panels, String> {
+    caption: &'static str,
+    /// Draw the CI of each median (time figure; efficiency is a ratio of medians).
+    ci_bars: bool,
+}
+
+fn build(a: &Analysis, results: &ResultSet, look: Look) -> Result<Panels, String> {
+    let Look {
+        title,
+        y,
+        hline,
+        transform,
+        caption,
+        ci_bars,
+    } = look;
     let g = scaling(a, results)?;
     let all_keys: Vec<Key> = g.values().flat_map(|s| s.keys().cloned()).collect();
     let key_parts = |k: &Key| vec![k.0.clone(), k.1.clone(), k.2.clone(), format!("cn{}", k.3)];
@@ -65,82 +106,142 @@ fn build(
     palette.dedup();
     let names = labels(&palette.iter().map(key_parts).collect::<Vec<_>>());
     let mut panels = Vec::new();
+    let mut any_over = false;
     for (count, series) in &g {
-        let mut panel = Panel::new(
-            format!("count {count}"),
-            Axis::new("P (ranks)", |v| {
-                if (v - v.round()).abs() < 1e-6 {
-                    format!("{}", v.round())
-                } else {
-                    String::new()
-                }
-            }),
-            y(),
-        );
+        let measured: BTreeSet<u32> = series
+            .values()
+            .flat_map(|pts| pts.iter().map(|p| p.0 as u32))
+            .collect();
+        let mut panel = Panel::new(format!("count {count}"), p_axis(measured), y());
         panel.hline = hline.clone();
         for (key, pts) in series {
             let i = palette.binary_search(key).unwrap_or(0);
-            panel.series.push(Series {
-                label: names[i].clone(),
-                color: i,
-                style: Style::LineAndPoints,
-                points: transform(pts),
-            });
+            let color = a.color_of(&key.0, &key.1);
+            if ci_bars {
+                for &(x, t, _, (lo, hi)) in pts {
+                    if lo > 0.0 && t > 0.0 {
+                        panel
+                            .error_bars
+                            .push((x, lo.log10(), t.log10(), hi.log10(), color));
+                    }
+                }
+            }
+            let plain: Vec<(f64, f64)> = pts.iter().map(|p| (p.0, p.1)).collect();
+            let shown = transform(&plain);
+            // Transforms keep the order of P; split where the machine was oversubscribed.
+            let over_at: BTreeSet<u64> =
+                pts.iter().filter(|p| p.2).map(|p| p.0.to_bits()).collect();
+            let (bad, good): (Vec<XY>, Vec<XY>) =
+                shown.iter().partition(|p| over_at.contains(&p.0.to_bits()));
+            if !good.is_empty() {
+                panel.series.push(Series {
+                    label: names[i].clone(),
+                    color,
+                    style: Style::LineAndPoints,
+                    points: good.clone(),
+                });
+            }
+            if !bad.is_empty() {
+                any_over = true;
+                // Join the dashed part to the last honest point before it.
+                let mut line: Vec<(f64, f64)> = good
+                    .iter()
+                    .rfind(|p| p.0 < bad[0].0)
+                    .copied()
+                    .into_iter()
+                    .collect();
+                line.extend(bad);
+                panel.series.push(Series {
+                    label: format!("{} (oversubscribed)", names[i]),
+                    color,
+                    style: Style::HollowDashed,
+                    points: line,
+                });
+            }
         }
         panels.push(panel);
+    }
+    let mut text = caption.to_string();
+    if any_over {
+        text.push(' ');
+        text.push_str(OVERSUBSCRIBED);
     }
     Ok(Panels {
         title: title.to_string(),
         panels,
+        caption: text,
     })
 }
 
-/// strong_scaling_t_total: median execute time vs P (log time axis).
+/// strong_scaling_t_total: median time vs P (log time axis).
 pub(crate) fn total(a: &Analysis, results: &ResultSet) -> Result<Panels, String> {
     build(
         a,
         results,
-        "Strong scaling: median execute time vs P",
-        || Axis::log10_seconds("median execute time"),
-        None,
-        |pts| {
+        Look {
+        title: "Strong scaling: median time vs P",
+        y: || Axis::log10_seconds("median time (each stack's metric)"),
+        hline: None,
+        transform: |pts| {
             pts.iter()
                 .filter(|p| p.1 > 0.0)
                 .map(|p| (p.0, p.1.log10()))
                 .collect()
         },
+        caption: "Median time of each stack's headline metric per P at a fixed element count (one panel \
+         per count). Every rank holds the whole message, so an allreduce does not get faster \
+         with P: the bandwidth-optimal time approaches 2·n/B from below as P grows. Bars: \
+         95 % CI of each median; one colour per (stack, variant) in every figure.",
+        ci_bars: true,
+        },
     )
 }
 
-/// strong_scaling_efficiency: E(P) = T(Pmin)·Pmin / (T(P)·P).
+/// strong_scaling_efficiency: E(P) = busbw(P) / busbw(Pmin).
 pub(crate) fn efficiency(a: &Analysis, results: &ResultSet) -> Result<Panels, String> {
     build(
         a,
         results,
-        "Strong scaling efficiency E(P) = T(Pmin)·Pmin / (T(P)·P)",
-        || Axis::new("efficiency", |v| format!("{v:.2}")),
-        Some((1.0, "ideal".to_string())),
-        efficiency_points,
+        Look {
+            title: "Strong scaling efficiency E(P) = busbw(P) / busbw(Pmin)",
+            y: || Axis::new("efficiency", |v| format!("{v:.2}")),
+            hline: Some((1.0, "ideal".to_string())),
+            transform: efficiency_points,
+            caption: "E(P) = busbw(P) / busbw(Pmin), busbw = n / T(P) · 2(P−1)/P, i.e. \
+         T(Pmin)·f(P) / (T(P)·f(Pmin)) with f(P) = 2(P−1)/P. Each rank holds the whole message \
+         of n bytes, so the classic T(Pmin)·Pmin / (T(P)·P) (which assumes the work is split \
+         P ways) would call a perfect allreduce inefficient; E = 1 means the link of every rank \
+         stays as busy as at the smallest P. Pmin is the smallest P ≥ 2 of each line.",
+            ci_bars: false,
+        },
     )
 }
 
-/// E(P) for ascending (P, T) points; the reference is the first point (smallest P).
+/// Bus-bandwidth factor of an allreduce over `p` ranks.
+fn bus_factor(p: f64) -> f64 {
+    2.0 * (p - 1.0) / p
+}
+
+/// E(P) for ascending (P, T) points; the reference is the smallest P ≥ 2 (P = 1 moves no data).
 pub(crate) fn efficiency_points(pts: &[(f64, f64)]) -> Vec<(f64, f64)> {
-    let Some(&(p0, t0)) = pts.first() else {
+    let Some(&(p0, t0)) = pts.iter().find(|p| p.0 >= 2.0 && p.1 > 0.0) else {
         return Vec::new();
     };
     pts.iter()
-        .filter(|p| p.1 > 0.0)
-        .map(|&(p, t)| (p, t0 * p0 / (t * p)))
+        .filter(|p| p.1 > 0.0 && p.0 >= 2.0)
+        .map(|&(p, t)| (p, (t0 / t) * bus_factor(p) / bus_factor(p0)))
         .collect()
 }
 
 #[cfg(test)]
 mod tests {
     #[test]
-    fn efficiency_hand_computed() {
-        // T(2) = 10, T(4) = 6, T(8) = 5: E = 1, 20/24, 20/40.
-        let e = super::efficiency_points(&[(2.0, 10.0), (4.0, 6.0), (8.0, 5.0)]);
-        assert_eq!(e, vec![(2.0, 1.0), (4.0, 20.0 / 24.0), (8.0, 0.5)]);
+    fn efficiency_is_bus_bandwidth_relative_to_the_smallest_p() {
+        // T(2) = 10, T(4) = 15, T(8) = 17.5: f = 1, 1.5, 1.75 → busbw constant: E = 1 each.
+        let e = super::efficiency_points(&[(2.0, 10.0), (4.0, 15.0), (8.0, 17.5)]);
+        assert_eq!(e, vec![(2.0, 1.0), (4.0, 1.0), (8.0, 1.0)]);
+        // The same time at P = 4 as at P = 2 moves 1.5× the bus bytes: E = 1.5.
+        let e = super::efficiency_points(&[(1.0, 1.0), (2.0, 10.0), (4.0, 10.0)]);
+        assert_eq!(e, vec![(2.0, 1.0), (4.0, 1.5)]);
     }
 }

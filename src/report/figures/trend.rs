@@ -76,6 +76,7 @@ pub(crate) fn build(series: &[Series], steps: &[Vec<Step>]) -> Panels {
         .collect();
     Panels {
         title: "Performance history: median execute time per run with 95 % CI".into(),
+        caption: String::new(),
         panels,
     }
 }

@@ -48,5 +48,6 @@ pub(crate) fn build(a: &Analysis, results: &ResultSet) -> Result<Panels, String>
     Ok(Panels {
         title: "Execute time vs device wall time".into(),
         panels: vec![panel],
+        caption: String::new(),
     })
 }

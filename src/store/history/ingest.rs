@@ -3,8 +3,9 @@
 //! The run dir is keyed by its absolute path and fingerprinted by a hash of its result set: the
 //! same content ingested again writes nothing; new content (a resumed run dir, a re-rendered
 //! old harness dir) replaces the old rows under the same id, so the run dir keeps its place in
-//! time. Per run it keeps the summary the history needs (median, its bootstrap interval, mean,
-//! n) beside every round's sample, the case key and equivalence hash, status and the stack's
+//! time. Per run it keeps the summary the history needs (the series point — with repeats, the
+//! estimate over all repeats of the (case, stack), carried by each repeat's row —, its bootstrap
+//! interval, mean, n) beside every round's sample, the case key and equivalence hash, status and the stack's
 //! commit; per run dir the provenance, the environment overrides and every stack root's git
 //! checkout with the checkouts nested inside it.
 
@@ -15,9 +16,9 @@ use rusqlite::{params, OptionalExtension, Transaction};
 use sha2::{Digest, Sha256};
 
 use super::{db_error, History};
-use crate::analysis::stats::{self, bootstrap, Bootstrap};
+use crate::analysis::stats::{self, bootstrap, hierarchical, Bootstrap};
 use crate::error::{Error, Result};
-use crate::model::results::{ResultSet, RunResult};
+use crate::model::results::{Metric, ResultSet, RunResult, RunStatus};
 
 /// What an ingest did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -152,15 +153,36 @@ pub(crate) fn nested_checkouts(root: &Path) -> Vec<(PathBuf, Option<String>)> {
     found
 }
 
-/// Median, its 95 % bootstrap interval and the mean of a passing run's timed rounds.
-fn summary(run: &RunResult, boot: &Bootstrap) -> Option<(f64, f64, f64, f64)> {
-    let xs = run.timed_execute_s();
-    let mut sorted = xs.clone();
-    sorted.sort_by(|a, b| a.total_cmp(b));
-    let median = stats::median(&xs)?;
-    let key = format!("{}/{}", run.case_id, run.stack);
-    let ci = bootstrap::interval(&boot.median_draws(&sorted, &key));
-    Some((median, ci.lo, ci.hi, stats::mean(&xs)?))
+/// The series point of one (case, stack) of a run dir: the estimate over its passing repeats
+/// (the mean of the repeats' medians; with one repeat, its median), its 95 % hierarchical
+/// bootstrap interval and the mean of every timed round, all on the stack's headline metric.
+/// The same numbers, from the same seeded stream, as the run dir's report.
+fn point(
+    runs: &[&RunResult],
+    results: &ResultSet,
+    boot: &Bootstrap,
+) -> Option<(f64, f64, f64, f64)> {
+    let first = runs.first()?;
+    let metric = results.metric(&first.stack);
+    let mut repeats: Vec<Vec<f64>> = Vec::new();
+    let mut all = Vec::new();
+    for run in runs {
+        let mut v = run.timed(metric);
+        if v.is_empty() {
+            continue;
+        }
+        all.extend_from_slice(&v);
+        v.sort_by(f64::total_cmp);
+        repeats.push(v);
+    }
+    let estimate = hierarchical::estimate(&repeats)?;
+    // The stream key of execute_s keeps its old name, so intervals of old runs reproduce.
+    let key = match metric {
+        Metric::ExecuteS => format!("{}/{}", first.base_case_id(), first.stack),
+        m => format!("{}/{}/{m}", first.base_case_id(), first.stack),
+    };
+    let ci = bootstrap::interval(&boot.hierarchical_draws(&repeats, &key));
+    Some((estimate, ci.lo, ci.hi, stats::mean(&all)?))
 }
 
 impl History {
@@ -275,8 +297,27 @@ fn write_run_dir(
     for run in &results.runs {
         last.insert((run.case_id.as_str(), run.stack.as_str()), run);
     }
+    // Repeats of a (case, stack) are one point of its series: every repeat's row carries it.
+    let mut groups: BTreeMap<(&str, &str), Vec<&RunResult>> = BTreeMap::new();
     for run in last.into_values() {
-        write_run(tx, dir_id, run, stack_commit(results, &run.stack), &boot)?;
+        (groups
+            .entry((run.base_case_id(), run.stack.as_str()))
+            .or_default())
+        .push(run);
+    }
+    for runs in groups.values() {
+        let p = point(runs, results, &boot);
+        for run in runs {
+            let p = p.filter(|_| run.status == RunStatus::Pass);
+            write_run(
+                tx,
+                dir_id,
+                run,
+                stack_commit(results, &run.stack),
+                p,
+                results,
+            )?;
+        }
     }
     Ok(())
 }
@@ -286,10 +327,10 @@ fn write_run(
     dir_id: i64,
     run: &RunResult,
     commit: Option<String>,
-    boot: &Bootstrap,
+    s: Option<(f64, f64, f64, f64)>,
+    results: &ResultSet,
 ) -> rusqlite::Result<()> {
-    let s = summary(run, boot);
-    let n_timed = run.timed_execute_s().len() as i64;
+    let n_timed = run.timed(results.metric(&run.stack)).len() as i64;
     let case_json = serde_json::to_string(&run.case.to_json()).unwrap_or_default();
     tx.execute(
         "INSERT INTO runs (run_dir_id, case_id, case_key, equivalence_hash, case_json,

@@ -146,7 +146,11 @@ impl History {
                     // The newest name wins: a case id may have been spelled differently by the
                     // old harness.
                     s.case_id = case_id;
-                    s.points.push(point);
+                    match s.points.last_mut() {
+                        // Repeats of one run dir share its point; their rounds add up.
+                        Some(last) if last.run_dir_id == point.run_dir_id => last.n += point.n,
+                        _ => s.points.push(point),
+                    }
                 }
                 _ => out.push(Series {
                     key,

@@ -36,6 +36,7 @@ fn run(stack: &str, times: &[f64], started: &str) -> RunResult {
         started: Some(started.into()),
         ended: None,
         timing_source: Some("stack".into()),
+        cpus: None,
     }
 }
 
@@ -61,6 +62,7 @@ fn set(stamp: &str, runs: Vec<RunResult>) -> ResultSet {
         },
         runs,
         quarantined: BTreeMap::new(),
+        metrics: BTreeMap::new(),
     }
 }
 
@@ -186,5 +188,35 @@ fn store_paths_follow_the_results_dir() {
     assert_eq!(
         results_dir_of(Path::new("/data/bench/smoke/copy"), "smoke"),
         None
+    );
+}
+
+#[test]
+fn repeats_of_a_case_are_one_point_over_all_repeats() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut h = History::open(&tmp.path().join("history.sqlite")).unwrap();
+    let dir = tmp.path().join("c/20260101_000000");
+    let mut r2 = run("host", &[3.0, 3.1, 2.9], "2026-01-01T00:00:02+00:00");
+    r2.case_id = crate::model::results::run_id(&r2.case_id, 2);
+    let rs = set(
+        "20260101_000000",
+        vec![
+            run("host", &[1.0, 1.1, 0.9], "2026-01-01T00:00:01+00:00"),
+            r2,
+        ],
+    );
+    h.ingest(&dir, &rs).unwrap();
+    let series = h.series(&SeriesFilter::default()).unwrap();
+    assert_eq!(series.len(), 1, "two repeats are one series");
+    let points = &series[0].points;
+    assert_eq!(points.len(), 1, "and one point of it");
+    // The mean of the repeats' medians (1.0 and 3.0), over 3 + 3 timed rounds.
+    assert_eq!(points[0].median_s, 2.0);
+    assert_eq!(points[0].n, 6);
+    // Resampling repeats: the interval spans the two repeats' medians, not one repeat's rounds.
+    assert!(
+        points[0].ci_lo_s <= 1.1 && points[0].ci_hi_s >= 2.9,
+        "{:?}",
+        points[0]
     );
 }

@@ -47,6 +47,7 @@ impl Fake {
             started: None,
             ended: None,
             timing_source: None,
+            cpus: None,
         }
     }
 }

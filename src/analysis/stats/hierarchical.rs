@@ -1,0 +1,92 @@
+//! The hierarchical bootstrap of runs repeated on one (case, stack): resample the repeats, then
+//! the rounds within each chosen repeat.
+//!
+//! Rounds of one process share its machine phase (cache state, a neighbour's load, a CPU
+//! frequency), so a bootstrap over rounds alone measures within-run noise and calls two runs of
+//! the same binary different. Resampling repeats first carries the run-to-run variance into
+//! the interval. The estimate is the mean over repeats of each repeat's median (with one repeat:
+//! its median). Pure computation on the same keyed streams as `bootstrap`.
+
+use super::bootstrap::{resampled_median, Bootstrap};
+
+/// The estimate: mean of the repeats' medians (each repeat sorted ascending, non-empty).
+pub(crate) fn estimate(repeats: &[Vec<f64>]) -> Option<f64> {
+    if repeats.is_empty() || repeats.iter().any(Vec::is_empty) {
+        return None;
+    }
+    let medians: Vec<f64> = repeats
+        .iter()
+        .map(|r| super::quantile_sorted(r, 0.5))
+        .collect();
+    super::mean(&medians)
+}
+
+impl Bootstrap {
+    /// `resamples` draws of [`estimate`]: each picks `repeats.len()` repeats with replacement
+    /// and resamples the rounds of each pick. Every repeat must be sorted and non-empty.
+    pub(crate) fn hierarchical_draws(&self, repeats: &[Vec<f64>], key: &str) -> Vec<f64> {
+        let Some(point) = estimate(repeats) else {
+            return Vec::new();
+        };
+        let single = repeats.len() == 1 && repeats[0].len() < 2;
+        if single || self.resamples == 0 {
+            return vec![point];
+        }
+        let mut rng = self.rng(key);
+        let longest = repeats.iter().map(Vec::len).max().unwrap_or(1);
+        let mut counts = vec![0u32; longest];
+        let r = repeats.len();
+        (0..self.resamples)
+            .map(|_| {
+                let mut sum = 0.0;
+                for _ in 0..r {
+                    let pick = if r == 1 {
+                        0
+                    } else {
+                        ((u64::from(rand::RngCore::next_u32(&mut rng)) * r as u64) >> 32) as usize
+                    };
+                    let rounds = &repeats[pick];
+                    sum += resampled_median(rounds, &mut rng, &mut counts[..rounds.len()]);
+                }
+                sum / r as f64
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::stats::bootstrap::interval;
+
+    #[test]
+    fn one_repeat_is_the_ordinary_median_bootstrap() {
+        let xs: Vec<f64> = (1..=21).map(f64::from).collect();
+        let b = Bootstrap::default();
+        assert_eq!(estimate(std::slice::from_ref(&xs)), Some(11.0));
+        let ci = interval(&b.hierarchical_draws(std::slice::from_ref(&xs), "k"));
+        assert!(
+            ci.lo <= 11.0 && 11.0 <= ci.hi && ci.hi - ci.lo >= 2.0,
+            "{ci:?}"
+        );
+    }
+
+    /// Three repeats whose rounds are tight but whose levels differ by 20 %: the interval must
+    /// span the levels, where a bootstrap of the pooled rounds would be far narrower.
+    #[test]
+    fn between_repeat_variance_widens_the_interval() {
+        let level =
+            |m: f64| -> Vec<f64> { (0..30).map(|i| m * (1.0 + 0.001 * i as f64)).collect() };
+        let repeats = vec![level(1.0), level(1.1), level(1.2)];
+        let b = Bootstrap::default();
+        let ci = interval(&b.hierarchical_draws(&repeats, "k"));
+        assert!(ci.lo < 1.06 && ci.hi > 1.14, "{ci:?}");
+        let mut pooled: Vec<f64> = repeats.concat();
+        pooled.sort_by(f64::total_cmp);
+        let flat = interval(&b.median_draws(&pooled, "k"));
+        assert!(
+            flat.hi - flat.lo < (ci.hi - ci.lo) / 2.0,
+            "{flat:?} vs {ci:?}"
+        );
+    }
+}

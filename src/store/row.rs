@@ -1,0 +1,190 @@
+//! One row of the results files: the single `Serialize` shape behind `results.json`'s `runs`
+//! and every `results.csv` line, so the two can never disagree.
+//!
+//! Owns the row statistics (timed rounds of passing runs only; sample stdev n−1; `null`, never
+//! 0.0, when a run did not pass or a value is absent; bandwidth from the median, like the
+//! report) and the field order: the seed's fields in the seed's order (seed-formats.md), then
+//! `status` and `reason`, then campaign's own. Pure: no I/O.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use itertools::{Itertools, MinMaxResult};
+use serde::Serialize;
+
+use crate::analysis::stats;
+use crate::model::results::{RunResult, RunStatus, Sample};
+
+/// A run as the results files show it. Field order is the file order.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct Row {
+    pub(crate) case_id: String,
+    pub(crate) stack: String,
+    pub(crate) equivalence_hash: String,
+    pub(crate) variant: String,
+    pub(crate) p: u32,
+    pub(crate) count: u64,
+    pub(crate) dtype: String,
+    pub(crate) platform: String,
+    /// `pass`, `fail` (a golden check ran and did not match) or `not_checked`.
+    pub(crate) correctness: &'static str,
+    pub(crate) execute_s_mean: Option<f64>,
+    pub(crate) execute_s_stdev: Option<f64>,
+    pub(crate) execute_s_median: Option<f64>,
+    pub(crate) device_wall_s_mean: Option<f64>,
+    pub(crate) device_wall_s_median: Option<f64>,
+    pub(crate) setup_s: Option<f64>,
+    /// `n_bytes / execute_s_median / 1e6`.
+    pub(crate) bw_execute_mb_s: Option<f64>,
+    pub(crate) wall_s_mean: Option<f64>,
+    pub(crate) wall_s_stdev: Option<f64>,
+    pub(crate) phase_means: BTreeMap<String, f64>,
+    pub(crate) compile_profile_means: BTreeMap<String, f64>,
+    pub(crate) n_warmup: usize,
+    pub(crate) n_timed: usize,
+    pub(crate) artifact_bundle: String,
+    pub(crate) execute_spread_ratio: Option<f64>,
+    pub(crate) status: RunStatus,
+    pub(crate) reason: Option<String>,
+    /// What the run received: devices, or the CPUs of a CPU run.
+    pub(crate) devices: Vec<u32>,
+    /// How many CPUs a CPU run received (`null` for device runs).
+    pub(crate) cpus: Option<usize>,
+    /// More ranks than CPUs received (always present).
+    pub(crate) oversubscribed: bool,
+    pub(crate) n_bytes: u64,
+    /// Which repeat of its (case, stack) this run is, 1-based (`[run] repeats`).
+    pub(crate) repeat: u32,
+    pub(crate) attempt: u32,
+    pub(crate) timing_source: Option<String>,
+}
+
+fn means(
+    samples: &[&Sample],
+    get: impl Fn(&Sample) -> &BTreeMap<String, f64>,
+) -> BTreeMap<String, f64> {
+    let names: BTreeSet<&String> = samples.iter().flat_map(|s| get(s).keys()).collect();
+    names
+        .into_iter()
+        .filter_map(|n| {
+            let xs: Vec<f64> = samples
+                .iter()
+                .filter_map(|s| get(s).get(n).copied())
+                .collect();
+            stats::mean(&xs).map(|m| (n.clone(), m))
+        })
+        .collect()
+}
+
+fn spread(exec: &[f64]) -> Option<f64> {
+    match exec.iter().copied().minmax_by(f64::total_cmp) {
+        MinMaxResult::OneElement(x) => (x > 0.0).then_some(1.0),
+        MinMaxResult::MinMax(lo, hi) => (lo > 0.0).then(|| hi / lo),
+        MinMaxResult::NoElements => None,
+    }
+}
+
+impl Row {
+    /// The row of one run.
+    pub(crate) fn of(r: &RunResult) -> Row {
+        let c = &r.case;
+        let n_timed = r.samples.iter().filter(|s| s.is_timed()).count();
+        let mut row = Row {
+            case_id: r.base_case_id().to_string(),
+            stack: r.stack.clone(),
+            equivalence_hash: c.equivalence_hash(),
+            variant: c.variant.to_string(),
+            p: c.p,
+            count: c.count,
+            dtype: c.dtype.to_string(),
+            platform: c.platform.to_string(),
+            correctness: r.correctness(),
+            execute_s_mean: None,
+            execute_s_stdev: None,
+            execute_s_median: None,
+            device_wall_s_mean: None,
+            device_wall_s_median: None,
+            setup_s: None,
+            bw_execute_mb_s: None,
+            wall_s_mean: None,
+            wall_s_stdev: None,
+            phase_means: BTreeMap::new(),
+            compile_profile_means: BTreeMap::new(),
+            n_warmup: r.samples.len() - n_timed,
+            n_timed,
+            artifact_bundle: r.bundle.to_string_lossy().into_owned(),
+            execute_spread_ratio: None,
+            status: r.status,
+            reason: r.error.clone(),
+            devices: r.granted().to_vec(),
+            cpus: r.cpus.as_ref().map(Vec::len),
+            oversubscribed: r.oversubscribed(),
+            n_bytes: c.n_bytes(),
+            repeat: r.repeat(),
+            attempt: r.attempt,
+            timing_source: r.timing_source.clone(),
+        };
+        if r.status != RunStatus::Pass {
+            return row;
+        }
+        let timed: Vec<&Sample> = r.timed_ok().collect();
+        let exec: Vec<f64> = timed.iter().filter_map(|s| s.execute_s).collect();
+        let dev: Vec<f64> = timed.iter().filter_map(|s| s.device_wall_s).collect();
+        let wall: Vec<f64> = timed.iter().filter_map(|s| s.wall_s).collect();
+        row.execute_s_mean = stats::mean(&exec);
+        row.execute_s_stdev = stats::stdev(&exec);
+        row.execute_s_median = stats::median(&exec);
+        row.device_wall_s_mean = stats::mean(&dev);
+        row.device_wall_s_median = stats::median(&dev);
+        row.wall_s_mean = stats::mean(&wall);
+        row.wall_s_stdev = stats::stdev(&wall);
+        row.setup_s = r.samples.iter().find_map(|s| s.setup_s);
+        row.bw_execute_mb_s = row
+            .execute_s_median
+            .filter(|t| *t > 0.0)
+            .map(|t| c.n_bytes() as f64 / t / 1e6);
+        row.execute_spread_ratio = spread(&exec);
+        row.phase_means = means(&timed, |s| &s.phases);
+        row.compile_profile_means = means(&timed, |s| &s.compile_profile);
+        row
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::json::tests::result;
+
+    #[test]
+    fn bandwidth_comes_from_the_median() {
+        let row = Row::of(&result(RunStatus::Pass));
+        // timed 1, 2, 4 s: median 2 s; 256 fp32 = 1024 bytes
+        assert_eq!(row.execute_s_median, Some(2.0));
+        assert_eq!(row.bw_execute_mb_s, Some(1024.0 / 2.0 / 1e6));
+    }
+
+    #[test]
+    fn a_cpu_run_with_fewer_cpus_than_ranks_is_oversubscribed() {
+        let mut r = result(RunStatus::Pass);
+        r.case.p = 4;
+        r.cpus = Some(vec![0, 1]);
+        let row = Row::of(&r);
+        assert!(row.oversubscribed);
+        assert_eq!(row.cpus, Some(2));
+        assert_eq!(row.devices, vec![0, 1], "the CPUs it received");
+        r.cpus = Some(vec![0, 1, 2, 3]);
+        assert!(!Row::of(&r).oversubscribed);
+        r.cpus = None;
+        assert!(!Row::of(&r).oversubscribed, "device runs never are");
+    }
+
+    #[test]
+    fn correctness_fails_only_on_a_golden_mismatch() {
+        let mut r = result(RunStatus::Timeout);
+        assert_eq!(Row::of(&r).correctness, "not_checked");
+        r.status = RunStatus::Fail;
+        r.error = Some("exit code 2".into());
+        assert_eq!(Row::of(&r).correctness, "not_checked");
+        r.error = Some("the stack reported a golden mismatch: rank 1".into());
+        assert_eq!(Row::of(&r).correctness, "fail");
+    }
+}

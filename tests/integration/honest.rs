@@ -1,0 +1,661 @@
+//! Numbers people can trust (issue 13), end to end with real processes: failed rounds carry no
+//! time, correctness says whether a golden check ran, absurd samples are protocol errors,
+//! oversubscribed CPU runs say so, `report` rewrites the results files in run order with a
+//! `context.json`, and `compare` does not cry wolf.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::util;
+
+/// Write `plan` into `dir`, run it (`--results-dir dir/results -q` plus `extra`), and return the
+/// output and the one run dir of `campaign`.
+pub(crate) fn run_plan(
+    dir: &Path,
+    campaign: &str,
+    plan: &str,
+    extra: &[&str],
+) -> (std::process::Output, PathBuf) {
+    let file = dir.join(format!("{campaign}.toml"));
+    std::fs::write(&file, plan).unwrap();
+    let results = dir.join("results");
+    let mut args = vec![
+        "run".to_string(),
+        file.display().to_string(),
+        "--results-dir".into(),
+        results.display().to_string(),
+        "-q".into(),
+    ];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = util::run_in(dir, &refs);
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(results.join(campaign))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    dirs.sort();
+    (out, dirs.pop().unwrap())
+}
+
+pub(crate) fn json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn row<'a>(rows: &'a [Value], stack: &str) -> &'a Value {
+    rows.iter()
+        .find(|r| r["stack"] == stack)
+        .unwrap_or_else(|| panic!("no row for {stack}"))
+}
+
+const STACKS: &str = r#"
+[stacks.crash]
+command = ["sh", "-c", "echo 'CAMPAIGN_SAMPLE {\"ok\":true}'; exit 3"]
+shape = "subprocess"
+resource = "none"
+
+[stacks.wrong]
+command = ["sh", "-c", "for i in 1 2 3; do echo 'CAMPAIGN_SAMPLE {\"execute_s\":0.001,\"ok\":true}'; done; echo 'CAMPAIGN_DONE {\"correctness\":\"fail\",\"error\":\"rank 1 element 0: got 2, expected 3\"}'"]
+resource = "none"
+
+[stacks.absurd]
+command = ["sh", "-c", "echo 'CAMPAIGN_SAMPLE {\"execute_s\":0.001,\"ok\":true}'; echo 'CAMPAIGN_SAMPLE {\"execute_s\":1.7e308,\"ok\":true}'; echo 'CAMPAIGN_SAMPLE {\"execute_s\":0,\"ok\":true}'; echo 'CAMPAIGN_DONE {\"correctness\":\"pass\"}'"]
+resource = "none"
+"#;
+
+fn plan(name: &str, p: u32, stacks: &str, extra: &str) -> String {
+    format!(
+        r#"[campaign]
+name = "{name}"
+
+[case]
+platform = "host"
+
+[axes]
+variant = ["mesh"]
+p = [{p}]
+count = [256]
+stacks = [{stacks}]
+
+[rounds]
+warmup = 1
+timed = 2
+
+[run]
+timeout = "60s"
+order = "given"
+
+[devices]
+kind = "cpu"
+{extra}
+"#
+    )
+}
+
+#[test]
+fn failed_rounds_carry_no_time_and_correctness_says_whether_a_golden_check_ran() {
+    let tmp = util::tempdir();
+    let text = plan("failed", 2, r#""crash", "wrong", "absurd""#, STACKS);
+    let (out, dir) = run_plan(tmp.path(), "failed", &text, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", util::stderr(&out));
+    let rows = json(&dir.join("results.json"))["runs"]
+        .as_array()
+        .unwrap()
+        .clone();
+    // A crashed one-process-per-round stack: its round observed no timed window.
+    let crash = row(&rows, "crash");
+    assert_eq!(crash["status"], "fail");
+    assert_eq!(crash["correctness"], "not_checked");
+    assert_eq!(crash["execute_s_median"], Value::Null);
+    assert_eq!(crash["bw_execute_mb_s"], Value::Null);
+    let bundle = dir.join(crash["artifact_bundle"].as_str().unwrap());
+    let timing = json(&bundle.join("timing.json"));
+    let first = &timing.as_array().unwrap()[0];
+    assert!(first.get("execute_s").is_none(), "{first}");
+    assert!(first.get("bw_execute_mb_s").is_none(), "{first}");
+    assert_eq!(first["ok"], false);
+    assert!(
+        first["wall_s"].as_f64().unwrap() > 0.0,
+        "the process time stays its wall"
+    );
+    let manifest = json(&bundle.join("manifest.json"));
+    assert_eq!(manifest["correctness"], "not_checked");
+    // A golden check that ran and failed.
+    let wrong = row(&rows, "wrong");
+    assert_eq!(wrong["correctness"], "fail");
+    assert!(wrong["reason"]
+        .as_str()
+        .unwrap()
+        .contains("golden mismatch: rank 1 element 0"));
+    // Values no measurement can produce.
+    let absurd = row(&rows, "absurd");
+    assert_eq!(absurd["status"], "fail");
+    assert_eq!(absurd["correctness"], "not_checked");
+    let why = absurd["reason"].as_str().unwrap();
+    assert!(why.starts_with("protocol error: "), "{why}");
+    assert!(why.contains("round 2 (timed-1) execute_s"), "{why}");
+    assert!(
+        why.contains("longer than the run's timeout (60 s)"),
+        "{why}"
+    );
+    assert!(
+        why.contains("round 3 (timed-2) execute_s = 0 (must be > 0)"),
+        "{why}"
+    );
+    // results.csv is the same rows.
+    let csv = std::fs::read_to_string(dir.join("results.csv")).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let json_keys: Vec<&str> = rows[0]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .filter(|k| !k.ends_with("_means"))
+        .collect();
+    assert_eq!(&header[..json_keys.len()], &json_keys[..]);
+}
+
+#[test]
+fn host_ranks_beyond_the_cpus_received_are_flagged_oversubscribed() {
+    let tmp = util::tempdir();
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+    let p = cpus + 1;
+    // P = 2 fits on this 2-core machine (and any bigger one); P = CPUs + 1 cannot.
+    let text =
+        plan("over", p, r#""host""#, "").replace(&format!("p = [{p}]"), &format!("p = [2, {p}]"));
+    let (out, dir) = run_plan(tmp.path(), "over", &text, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    let doc = json(&dir.join("results.json"));
+    let fits = &doc["runs"][0];
+    assert_eq!(fits["p"], 2);
+    assert_eq!(fits["oversubscribed"], false, "{fits}");
+    let r = &doc["runs"][1];
+    assert_eq!(r["oversubscribed"], true, "{r}");
+    assert_eq!(r["cpus"], cpus, "{r}");
+    assert_eq!(r["devices"].as_array().unwrap().len(), cpus as usize, "{r}");
+    let m = json(
+        &dir.join(r["artifact_bundle"].as_str().unwrap())
+            .join("manifest.json"),
+    );
+    assert_eq!(m["oversubscribed"], true);
+    assert_eq!(m["cpus"].as_array().unwrap().len(), cpus as usize);
+    let csv = std::fs::read_to_string(dir.join("results.csv")).unwrap();
+    let mut rd = csv::Reader::from_reader(csv.as_bytes());
+    let h = rd.headers().unwrap().clone();
+    let rec = rd.records().next().unwrap().unwrap();
+    let col = |n: &str| h.iter().position(|x| x == n).unwrap();
+    assert_eq!(&rec[col("oversubscribed")], "false");
+    let rec = rd.records().next().unwrap().unwrap();
+    assert_eq!(&rec[col("oversubscribed")], "true");
+    assert_eq!(&rec[col("cpus")], cpus.to_string());
+    // The report marks the cell, says why, and the scaling figures caption the hollow points.
+    let ctx = json(&dir.join("reports/context.json"));
+    let over_cell = &ctx["cases"][1]["cells"][0];
+    assert_eq!(over_cell["oversubscribed"], true, "{over_cell}");
+    assert!(over_cell["text"]
+        .as_str()
+        .unwrap()
+        .ends_with("⚠ oversubscribed"));
+    assert_eq!(ctx["cases"][0]["cells"][0]["oversubscribed"], false);
+    let md = std::fs::read_to_string(dir.join("reports/summary.md")).unwrap();
+    assert!(md.contains(&format!("P = {p} on {cpus} CPU(s)")), "{md}");
+    let figs = ctx["figures"].as_array().unwrap();
+    let eff = figs
+        .iter()
+        .find(|f| f["name"] == "strong_scaling_t_total")
+        .unwrap_or_else(|| panic!("{figs:?}"));
+    assert!(eff["caption"]
+        .as_str()
+        .unwrap()
+        .contains("Hollow markers on dashed lines are oversubscribed runs"));
+}
+
+fn counts_plan(name: &str, timed: u32) -> String {
+    format!(
+        r#"[campaign]
+name = "{name}"
+
+[case]
+platform = "host"
+
+[axes]
+variant = ["mesh"]
+p = [2]
+count = [64, 1000, 4096]
+stacks = ["host"]
+
+[rounds]
+warmup = 1
+timed = {timed}
+
+[run]
+timeout = "60s"
+
+[devices]
+kind = "cpu"
+"#
+    )
+}
+
+fn row_keys(dir: &Path) -> Vec<(String, String)> {
+    json(&dir.join("results.json"))["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["case_id"].as_str().unwrap().to_string(),
+                r["stack"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn report_rewrites_results_in_run_order_names_missing_bundles_and_writes_context_json() {
+    let tmp = util::tempdir();
+    let (out, dir) = run_plan(tmp.path(), "order", &counts_plan("order", 3), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    let as_run = row_keys(&dir);
+    let counts: Vec<u64> = json(&dir.join("results.json"))["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["count"].as_u64().unwrap())
+        .collect();
+    assert_eq!(counts, [64, 1000, 4096], "run writes plan order");
+    // The context the template saw, as JSON, under the documented names.
+    let ctx = json(&dir.join("reports/context.json"));
+    for key in [
+        "title",
+        "campaign",
+        "cases",
+        "runs",
+        "failures",
+        "stacks",
+        "bootstrap",
+    ] {
+        assert!(ctx.get(key).is_some(), "context.json lacks {key}");
+    }
+    assert_eq!(ctx["runs"].as_array().unwrap().len(), 3);
+    assert!(ctx["runs"][0]["median_s"].as_f64().unwrap() > 0.0);
+    // `report` from the bundles: same order, results rewritten (here: from nothing).
+    std::fs::remove_file(dir.join("results.json")).unwrap();
+    std::fs::remove_file(dir.join("results.csv")).unwrap();
+    let again = util::run_in(tmp.path(), &["report", dir.to_str().unwrap()]);
+    assert_eq!(again.status.code(), Some(0), "{}", util::stderr(&again));
+    assert_eq!(row_keys(&dir), as_run, "report sorts like run, not as text");
+    assert!(dir.join("results.csv").is_file());
+    assert!(util::stdout(&again).contains("context.json"));
+    // A finished run whose bundle is gone is named, not silently dropped.
+    let (gone_case, gone_stack) = as_run[1].clone();
+    std::fs::remove_dir_all(dir.join("cases").join(&gone_case).join(&gone_stack)).unwrap();
+    let again = util::run_in(tmp.path(), &["report", dir.to_str().unwrap()]);
+    assert_eq!(again.status.code(), Some(0), "{}", util::stderr(&again));
+    let err = util::stderr(&again);
+    assert!(
+        err.contains(&format!(
+            "run {gone_case} {gone_stack} finished (pass) in the journal but its bundle"
+        )),
+        "{err}"
+    );
+    assert_eq!(row_keys(&dir), vec![as_run[0].clone(), as_run[2].clone()]);
+}
+
+/// A stack whose times are fixed per repeat (levels 1.0, 1.1, 0.9 × `factor` ms, ±2 % over
+/// rounds): two campaigns of it are the same thing measured twice, run-to-run wander included.
+fn synthetic(factor: f64) -> String {
+    format!(
+        r#"
+[stacks.syn]
+command = ["sh", "-c", '''
+case "$CAMPAIGN_BUNDLE_DIR" in
+  *~r2/*) level=1.1 ;;
+  *~r3/*) level=0.9 ;;
+  *) level=1.0 ;;
+esac
+awk -v w="$CAMPAIGN_WARMUP" -v t="$CAMPAIGN_TIMED" -v l="$level" -v f="{factor}" 'BEGIN {{
+  for (i = 0; i < w; i++) printf "CAMPAIGN_SAMPLE {{\"phase\":\"warmup\",\"execute_s\":%.6f}}\n", 0.001 * l * f;
+  for (i = 0; i < t; i++) printf "CAMPAIGN_SAMPLE {{\"phase\":\"timed\",\"execute_s\":%.6f}}\n", 0.001 * l * f * (1 + 0.01 * (i * 7 % 5 - 2));
+  print "CAMPAIGN_DONE {{\"correctness\":\"pass\"}}"
+}}'
+''']
+resource = "none"
+"#
+    )
+}
+
+fn repeat_plan(name: &str, stacks: &str, timed: u32, defs: &str) -> String {
+    format!(
+        r#"[campaign]
+name = "{name}"
+
+[case]
+platform = "host"
+
+[axes]
+variant = ["mesh"]
+p = [2]
+count = [256]
+stacks = [{stacks}]
+
+[rounds]
+warmup = 1
+timed = {timed}
+
+[run]
+timeout = "60s"
+repeats = 3
+seed = 7
+
+[devices]
+kind = "cpu"
+{defs}
+"#
+    )
+}
+
+#[test]
+fn repeats_run_interleaved_and_the_report_says_what_each_number_rests_on() {
+    let tmp = util::tempdir();
+    let text = repeat_plan("rep", r#""host", "syn""#, 3, &synthetic(1.0));
+    let (out, dir) = run_plan(tmp.path(), "rep", &text, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    let rows = json(&dir.join("results.json"))["runs"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(rows.len(), 6, "2 stacks × 3 repeats");
+    let case_id = rows[0]["case_id"].as_str().unwrap().to_string();
+    assert!(
+        !case_id.contains("~r"),
+        "rows name the planned case: {case_id}"
+    );
+    for stack in ["host", "syn"] {
+        let mut reps: Vec<u64> = rows
+            .iter()
+            .filter(|r| r["stack"] == stack)
+            .map(|r| {
+                assert_eq!(r["case_id"], case_id.as_str());
+                r["repeat"].as_u64().unwrap()
+            })
+            .collect();
+        reps.sort();
+        assert_eq!(reps, [1, 2, 3], "{stack}");
+    }
+    assert!(dir
+        .join("cases")
+        .join(format!("{case_id}~r2/syn/timing.json"))
+        .is_file());
+    // Interleaved: repeat r of every stack starts before repeat r + 1 of any.
+    let journal = std::fs::read_to_string(dir.join("journal.jsonl")).unwrap();
+    let started: Vec<u32> = journal
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|l| l["event"] == "started")
+        .filter_map(|l| {
+            let step = l["step"].as_str()?.strip_prefix("run:")?.to_string();
+            Some(match step.split_once("~r") {
+                Some((_, rest)) => rest.split(':').next().unwrap().parse().unwrap(),
+                None => 1,
+            })
+        })
+        .collect();
+    assert_eq!(started, [1, 1, 2, 2, 3, 3], "{journal}");
+    // The report's cells: one number per (case, stack) over its 3 repeats × 3 rounds.
+    let ctx = json(&dir.join("reports/context.json"));
+    let cells = ctx["cases"][0]["cells"].as_array().unwrap();
+    assert_eq!(ctx["cases"].as_array().unwrap().len(), 1);
+    for c in cells {
+        assert_eq!(c["repeats"], 3, "{c}");
+        assert_eq!(c["rounds"], 3, "{c}");
+        assert!(c["text"].as_str().unwrap().ends_with("(3×3)"), "{c}");
+    }
+    let syn = cells.iter().find(|c| c["stack"] == "syn").unwrap();
+    // Mean of the repeats' medians: (1.0 + 1.1 + 0.9) / 3 ms.
+    assert!(
+        (syn["median_s"].as_f64().unwrap() - 0.001).abs() < 1e-9,
+        "{syn}"
+    );
+    let md = std::fs::read_to_string(dir.join("reports/summary.md")).unwrap();
+    assert!(md.contains("(3×3)"), "{md}");
+}
+
+fn compare(a: &Path, b: &Path, format: &str) -> std::process::Output {
+    util::run(&[
+        "compare",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--format",
+        format,
+    ])
+}
+
+#[test]
+fn compare_calls_the_same_thing_no_change_both_ways_and_catches_a_doubling() {
+    let tmp = util::tempdir();
+    let same = repeat_plan("same", r#""syn""#, 10, &synthetic(1.0));
+    let (out, a) = run_plan(tmp.path(), "same", &same, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    let (out, b) = run_plan(tmp.path(), "same", &same, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    assert_ne!(a, b);
+    for (x, y) in [(&a, &b), (&b, &a)] {
+        let out = compare(x, y, "json");
+        assert_eq!(out.status.code(), Some(0), "{}", util::stdout(&out));
+        let doc: Value = serde_json::from_str(&util::stdout(&out)).unwrap();
+        let row = &doc["rows"][0];
+        assert_eq!(row["a"]["repeats"], 3);
+        assert_eq!(row["a"]["rounds"], 10);
+        let verdict = row["verdict"].as_str().unwrap();
+        assert!(
+            verdict == "no_change" || verdict == "no_clear_difference",
+            "{row}"
+        );
+        assert!(
+            row["ci"]["lo"].as_f64().unwrap() <= 0.0 && row["ci"]["hi"].as_f64().unwrap() >= 0.0
+        );
+    }
+    let slow = repeat_plan("slow", r#""syn""#, 10, &synthetic(2.0));
+    let (out, s) = run_plan(tmp.path(), "slow", &slow, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    let out = compare(&a, &s, "md");
+    assert_eq!(out.status.code(), Some(1), "{}", util::stdout(&out));
+    assert!(
+        util::stdout(&out).contains("| slower |"),
+        "{}",
+        util::stdout(&out)
+    );
+    assert!(util::stderr(&out).contains("slower beyond the ±5.0 % noise band"));
+    let out = compare(&s, &a, "json");
+    assert_eq!(out.status.code(), Some(0));
+    let doc: Value = serde_json::from_str(&util::stdout(&out)).unwrap();
+    assert_eq!(doc["rows"][0]["verdict"], "faster");
+}
+
+#[test]
+fn compare_with_one_short_repeat_prints_numbers_and_why_but_no_verdict() {
+    let tmp = util::tempdir();
+    let (out, a) = run_plan(tmp.path(), "over", &plan("over", 2, r#""host""#, ""), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    let out = compare(&a, &a, "md");
+    assert_eq!(out.status.code(), Some(0));
+    let text = util::stdout(&out);
+    assert!(
+        text.contains("too few samples (n=2 timed rounds in 1 repeat"),
+        "{text}"
+    );
+    assert!(text.contains("(no CI)"), "{text}");
+    assert!(text.contains("1 too few samples"), "{text}");
+}
+
+#[test]
+fn alpha_beta_fits_stay_physical_and_a_protocol_switch_fits_the_large_segment() {
+    let tmp = util::tempdir();
+    // Eager (flat 50 µs) up to 1024 elements, then rendezvous: 1 ms + bytes / 100 MB/s.
+    let defs = r#"
+[stacks.switch]
+command = ["sh", "-c", '''
+awk -v c={{ count }} -v w="$CAMPAIGN_WARMUP" -v t="$CAMPAIGN_TIMED" 'BEGIN {
+  x = (c <= 1024) ? 0.00005 : 0.001 + c * 4 / 1e8;
+  for (i = 0; i < w + t; i++) printf "CAMPAIGN_SAMPLE {\"execute_s\":%.9f}\n", x * (1 + 0.01 * (i % 3));
+  print "CAMPAIGN_DONE {\"correctness\":\"pass\"}"
+}'
+''']
+resource = "none"
+"#;
+    let text = format!(
+        r#"[campaign]
+name = "fit"
+
+[case]
+platform = "host"
+
+[axes]
+variant = ["mesh"]
+p = [2]
+count = [64, 256, 1024, 16384, 65536, 262144, 1048576]
+stacks = ["switch"]
+
+[rounds]
+warmup = 1
+timed = 3
+
+[devices]
+kind = "cpu"
+{defs}"#
+    );
+    let (out, dir) = run_plan(tmp.path(), "fit", &text, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    let ctx = json(&dir.join("reports/context.json"));
+    let m = &ctx["models"][0];
+    assert_eq!(m["segment"], true, "{m}");
+    assert_eq!(m["fits"], true, "{m}");
+    assert_eq!(m["from_bytes"], 65536, "{m}");
+    assert!(m["overhead_us"].as_f64().unwrap() >= 0.0, "{m}");
+    let b = m["bandwidth_gb_s"].as_f64().unwrap();
+    assert!((b - 0.1).abs() < 0.01, "B = 100 MB/s: {m}");
+    assert!(m["max_rel_residual"].as_f64().unwrap() < 0.05, "{m}");
+    let md = std::fs::read_to_string(dir.join("reports/summary.md")).unwrap();
+    assert!(
+        md.contains("from 64 KiB (smaller sizes break the model)"),
+        "{md}"
+    );
+    assert!(dir.join("figures/bw_model_fit.png").is_file());
+}
+
+const TWO_METRICS: &str = r#"
+[stacks.py]
+command = ["sh", "-c", "for i in 1 2 3; do echo 'CAMPAIGN_SAMPLE {\"execute_s\":0.004,\"device_wall_s\":0.001}'; done; echo 'CAMPAIGN_DONE {\"correctness\":\"pass\"}'"]
+resource = "none"
+metric = "device_wall_s"
+
+[stacks.cpu]
+command = ["sh", "-c", "for i in 1 2 3; do echo 'CAMPAIGN_SAMPLE {\"execute_s\":0.002}'; done; echo 'CAMPAIGN_DONE {\"correctness\":\"pass\"}'"]
+resource = "none"
+"#;
+
+#[test]
+fn each_stack_reports_its_declared_metric_and_unlike_metrics_are_not_paired() {
+    let tmp = util::tempdir();
+    let unpaired = plan(
+        "metric",
+        2,
+        r#""cpu", "py""#,
+        &format!("[report]\nbaseline = \"cpu\"\n{TWO_METRICS}"),
+    );
+    let (out, dir) = run_plan(tmp.path(), "metric", &unpaired, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    let ctx = json(&dir.join("reports/context.json"));
+    let cells = ctx["cases"][0]["cells"].as_array().unwrap();
+    let py = cells.iter().find(|c| c["stack"] == "py").unwrap();
+    assert_eq!(py["metric"], "device_wall_s");
+    assert_eq!(
+        py["median_s"], 0.001,
+        "the device wall, not the 4 ms interval"
+    );
+    assert!(
+        ctx["paired"].as_array().unwrap().is_empty(),
+        "{}",
+        ctx["paired"]
+    );
+    let note = ctx["pairing_notes"][0].as_str().unwrap();
+    assert!(
+        note.contains("`py` measures `device_wall_s`, `cpu` measures `execute_s`"),
+        "{note}"
+    );
+    let md = std::fs::read_to_string(dir.join("reports/summary.md")).unwrap();
+    assert!(md.contains("| py (device_wall_s) |"), "{md}");
+    assert!(md.contains("set [report] compare_metric"), "{md}");
+    // The plan names one metric for pairing: py's execute_s against cpu's.
+    let paired = plan(
+        "metric2",
+        2,
+        r#""cpu", "py""#,
+        &format!("[report]\nbaseline = \"cpu\"\ncompare_metric = \"execute_s\"\n{TWO_METRICS}"),
+    );
+    let (out, dir) = run_plan(tmp.path(), "metric2", &paired, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    let ctx = json(&dir.join("reports/context.json"));
+    let p = &ctx["paired"][0];
+    assert_eq!(p["metric"], "execute_s", "{p}");
+    assert!((p["ratio"].as_f64().unwrap() - 2.0).abs() < 1e-9, "{p}");
+    // A metric no stack can have is a plan error naming the key.
+    let bad = plan(
+        "metric3",
+        2,
+        r#""cpu""#,
+        "[report]\ncompare_metric = \"median\"\n",
+    );
+    let (out, _) = {
+        let file = tmp.path().join("bad.toml");
+        std::fs::write(&file, bad).unwrap();
+        (
+            util::run_in(tmp.path(), &["validate", file.to_str().unwrap()]),
+            (),
+        )
+    };
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        util::stderr(&out).contains("report.compare_metric"),
+        "{}",
+        util::stderr(&out)
+    );
+}
+
+#[test]
+fn resume_of_a_repeated_campaign_reruns_the_missing_repeats_only() {
+    let tmp = util::tempdir();
+    let text = counts_plan("resrep", 2);
+    let (out, dir) = run_plan(tmp.path(), "resrep", &text, &["--repeats", "2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    // The journal keeps --repeats, so a resume prepares the same 6 runs.
+    let header: Value = serde_json::from_str(
+        std::fs::read_to_string(dir.join("journal.jsonl"))
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(header["selection"]["repeats"], 2);
+    assert_eq!(header["steps"].as_array().unwrap().len(), 6);
+    // Lose the second repeat of one case; resume runs exactly that run again.
+    let first = row_keys(&dir)[0].0.clone();
+    std::fs::remove_dir_all(dir.join("cases").join(format!("{first}~r2"))).unwrap();
+    let out = util::run_in(tmp.path(), &["resume", dir.to_str().unwrap(), "-q"]);
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    assert!(
+        util::stdout(&out).contains("5 done, 1 to run"),
+        "{}",
+        util::stdout(&out)
+    );
+    let rows = json(&dir.join("results.json"))["runs"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(rows.len(), 6);
+    assert!(rows
+        .iter()
+        .any(|r| r["case_id"] == first.as_str() && r["repeat"] == 2));
+}
