@@ -74,6 +74,125 @@ fn report_and_figures_are_written_with_text() {
     }
 }
 
+/// The text elements of an SVG as (content, the markup before the element).
+fn svg_texts(svg: &str) -> Vec<(String, &str)> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while let Some(start) = svg[at..].find("<text").map(|i| at + i) {
+        let Some(open_end) = svg[start..].find('>').map(|i| start + i + 1) else {
+            break;
+        };
+        let Some(close) = svg[open_end..].find("</text>").map(|i| open_end + i) else {
+            break;
+        };
+        out.push((svg[open_end..close].trim().to_string(), &svg[..start]));
+        at = close;
+    }
+    out
+}
+
+/// The colour of the legend sample drawn just before the legend text `label`: the stroke of a
+/// line sample or the fill of a box sample.
+fn legend_color(svg: &str, label: &str) -> String {
+    let (_, before) = svg_texts(svg)
+        .into_iter()
+        .find(|(t, _)| t == label)
+        .unwrap_or_else(|| panic!("no legend entry `{label}`"));
+    let sample = before
+        .rfind("<polyline")
+        .max(before.rfind("<rect"))
+        .map(|i| &before[i..])
+        .expect("a legend sample before the label");
+    let attr = if sample.starts_with("<rect") {
+        " fill=\""
+    } else {
+        " stroke=\""
+    };
+    let value = sample.split(attr).nth(1).expect("a colour attribute");
+    value.split('"').next().unwrap().to_string()
+}
+
+/// Log axes are ticked at 1-2-5 per decade and powers of two with units, and a (stack,
+/// variant) has the same colour in the scaling, paired-ratio and wall-vs-device figures.
+#[test]
+fn figures_tick_log_axes_in_human_units_and_keep_one_colour_per_stack_variant() {
+    let dir = crate::util::tempdir();
+    let mut spec = Spec::small();
+    spec.detail = true;
+    let rs = result_set(&spec);
+    let opts = ReportOptions {
+        baseline: Some("mpi".into()),
+        ..ReportOptions::default()
+    };
+    render_all(&rs, &opts, dir.path()).unwrap();
+    let svg = |name: &str| {
+        std::fs::read_to_string(dir.path().join(format!("figures/{name}.svg")))
+            .unwrap_or_else(|e| panic!("{name}.svg: {e}"))
+    };
+    let texts =
+        |name: &str| -> Vec<String> { svg_texts(&svg(name)).into_iter().map(|(t, _)| t).collect() };
+    let has = |name: &str, want: &[&str]| {
+        let got = texts(name);
+        for w in want {
+            assert!(
+                got.iter().any(|t| t == w),
+                "{name}: no tick `{w}` in {got:?}"
+            );
+        }
+        got
+    };
+    // Synthetic times run from about 9 µs (1 KiB) to 3 ms (4 MiB): 1-2-5 ticks in µs and ms.
+    let scaling = has(
+        "strong_scaling_t_total",
+        &["10 µs", "20 µs", "1 ms", "2 ms"],
+    );
+    // No tick at a round log value (what plotters' own ticks of log10(t) gave: 25.1 µs …).
+    for t in &scaling {
+        if let Some(v) = t.strip_suffix(" µs").or(t.strip_suffix(" ms")) {
+            let v: f64 = v.parse().unwrap_or_else(|_| panic!("tick `{t}`"));
+            let mantissa = v / 10f64.powf(v.log10().floor());
+            assert!(
+                [1.0, 2.0, 5.0].iter().any(|m| (mantissa - m).abs() < 1e-9),
+                "tick `{t}` is not 1, 2 or 5 times a power of ten"
+            );
+        }
+    }
+    // P is ticked where it was measured, and only there.
+    assert!(scaling.iter().any(|t| t == "8"));
+    assert!(!scaling.iter().any(|t| t == "3" || t == "6"));
+    has(
+        "bw_model_fit",
+        &["1 KiB", "4 KiB", "1 MiB", "4 MiB", "10 µs", "1 ms"],
+    );
+    has("message_size_bw", &["1 KiB", "16 KiB", "256 KiB", "4 MiB"]);
+    has("wall_vs_device", &["10 µs", "100 µs", "1 ms"]);
+    // One colour per (stack, variant), whichever figure shows it.
+    let pairs = ["host mesh", "host ring"];
+    for pair in pairs {
+        let c = legend_color(&svg("strong_scaling_t_total"), pair);
+        assert_eq!(legend_color(&svg("paired_stack_ratio"), pair), c, "{pair}");
+        assert_eq!(legend_color(&svg("wall_vs_device"), pair), c, "{pair}");
+        assert_eq!(legend_color(&svg("message_size_bw"), pair), c, "{pair}");
+    }
+    for pair in ["mpi mesh", "mpi ring"] {
+        let c = legend_color(&svg("strong_scaling_t_total"), pair);
+        assert_eq!(legend_color(&svg("wall_vs_device"), pair), c, "{pair}");
+    }
+    let mut all: Vec<String> = ["host mesh", "host ring", "mpi mesh", "mpi ring"]
+        .iter()
+        .map(|p| legend_color(&svg("wall_vs_device"), p))
+        .collect();
+    all.sort();
+    all.dedup();
+    assert_eq!(all.len(), 4, "colours must tell the pairs apart: {all:?}");
+    // The phase breakdown labels every bar with its full `stack case_id`.
+    let phases = texts("phase_breakdown");
+    for r in &rs.runs {
+        let label = format!("{} {}", r.stack, r.case_id);
+        assert!(phases.contains(&label), "no bar label `{label}`");
+    }
+}
+
 /// A copy of the old-harness fixture in a temp dir (reports are written into the run dir).
 fn seed_copy(parent: &Path, name: &str) -> std::path::PathBuf {
     let src = crate::util::root().join("tests/integration/fixtures/report/seed_run");

@@ -2,12 +2,17 @@
 //!
 //! Drawn only when runs recorded phases (startup/compile/init/execute …) or a compile profile
 //! (passes/codegen, other = total − passes − codegen). Bars are per run, never averaged over
-//! runs. Only turns the analysis into a panel.
+//! runs, and horizontal: each carries its full `stack case_id` label on a row of its own, the
+//! figure growing one row per bar, so labels never overlap. Only turns the analysis into a
+//! panel.
 
 use std::collections::BTreeMap;
 
-use super::common::{Axis, Panel, Panels};
+use plotters::prelude::IntoFont;
+
+use super::common::{Axis, Panel, Panels, LABEL_FONT, LEGEND_W, MARGIN, TITLE_H, X_LABEL_H};
 use crate::model::results::ResultSet;
+use crate::report::font::FAMILY;
 use crate::report::summary::Analysis;
 
 /// Phases in the order the seed's stacks go through them; any other phase follows by name.
@@ -25,6 +30,8 @@ pub(crate) fn phases(a: &Analysis, results: &ResultSet) -> Result<Panels, String
     }
     Ok(stacked(
         "Phase breakdown per run (mean of timed rounds)",
+        "seconds (mean of timed rounds)",
+        "segments are the phases in the order the stack goes through them",
         bars,
     ))
 }
@@ -50,7 +57,12 @@ pub(crate) fn compile(a: &Analysis, results: &ResultSet) -> Result<Panels, Strin
     if bars.is_empty() {
         return Err("no passing run recorded a compile profile".into());
     }
-    Ok(stacked("Compile breakdown per run", bars))
+    Ok(stacked(
+        "Compile breakdown per run",
+        "seconds (mean over rounds with a compile profile)",
+        "segments are passes, codegen and the rest of the compile total",
+        bars,
+    ))
 }
 
 fn run_label(results: &ResultSet, index: usize) -> String {
@@ -71,7 +83,49 @@ fn ordered(m: &BTreeMap<String, f64>) -> Vec<(String, f64)> {
     out
 }
 
-fn stacked(title: &str, bars: Vec<(String, Vec<(String, f64)>)>) -> Panels {
+/// Pixels per bar: a 12 px label plus a gap, also after the axis keeps room beside the outer bars.
+const ROW: u32 = 22;
+/// Width of the bars' plotting area.
+const PLOT_W: u32 = 520;
+
+/// The pixel layout of a horizontal bar chart with one full, horizontal label per bar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Layout {
+    /// Width of the label column (the widest label, measured in the figure font, plus a gap).
+    pub(crate) label_width: u32,
+    pub(crate) size: (u32, u32),
+}
+
+/// Room for `labels` one per row: no two labels share a row and none is cut.
+pub(crate) fn layout(labels: &[String]) -> Layout {
+    let font = (FAMILY, LABEL_FONT).into_font();
+    let widest = labels
+        .iter()
+        .map(|l| {
+            font.box_size(l)
+                .map(|(w, _)| w)
+                // Without the font (never after registration) assume a wide glyph per char.
+                .unwrap_or(l.chars().count() as u32 * LABEL_FONT)
+        })
+        .max()
+        .unwrap_or(0);
+    let label_width = widest + 16;
+    let rows = labels.len().max(1) as u32;
+    let height = TITLE_H + 2 * MARGIN + X_LABEL_H + rows * ROW + 24;
+    Layout {
+        label_width,
+        size: (label_width + PLOT_W + LEGEND_W, height),
+    }
+}
+
+/// Horizontal stacked bars, the first bar on top, each labelled by its full `stack case_id`
+/// (long ids read naturally left to right and never overlap, however many runs there are).
+fn stacked(
+    title: &str,
+    x_desc: &str,
+    segments: &str,
+    bars: Vec<(String, Vec<(String, f64)>)>,
+) -> Panels {
     let mut names: Vec<String> = Vec::new();
     for (_, parts) in &bars {
         for (n, _) in parts {
@@ -80,26 +134,85 @@ fn stacked(title: &str, bars: Vec<(String, Vec<(String, f64)>)>) -> Panels {
             }
         }
     }
-    let x = Axis::categories("run", bars.iter().map(|b| b.0.clone()).collect());
-    let mut panel = Panel::new(
-        "",
-        x,
-        Axis::new("seconds", crate::model::units::format_seconds),
-    );
+    // Row 0 is at the bottom of the axis: bar i goes to row n-1-i so the table order reads
+    // top-down.
+    let n = bars.len();
+    let labels: Vec<String> = bars.iter().rev().map(|b| b.0.clone()).collect();
+    let look = layout(&labels);
+    let mut panel = Panel::new("", Axis::seconds(x_desc), Axis::every_category("", labels));
+    panel.y_label_width = look.label_width;
     for (i, (_, parts)) in bars.iter().enumerate() {
-        let mut y = 0.0;
-        for (n, v) in parts {
-            let c = names.iter().position(|x| x == n).unwrap_or(0);
-            panel
-                .rects
-                .push((i as f64 - 0.4, y, i as f64 + 0.4, y + v, c));
-            y += v;
+        let row = (n - 1 - i) as f64;
+        let mut x = 0.0;
+        for (name, v) in parts {
+            let c = names.iter().position(|x| x == name).unwrap_or(0);
+            panel.rects.push((x, row - 0.4, x + v, row + 0.4, c));
+            x += v;
         }
     }
     panel.rect_legend = names.into_iter().enumerate().map(|(i, n)| (n, i)).collect();
     Panels {
         title: title.to_string(),
         panels: vec![panel],
-        caption: String::new(),
+        caption: format!(
+            "One horizontal bar per (case, stack), labelled `stack case_id`, top down in the \
+             order of the report's tables; {segments}."
+        ),
+        size: Some(look.size),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::figures::Figure;
+    use plotters::prelude::*;
+
+    /// The `y` attribute of the SVG `<text>` element whose content is exactly `label`.
+    fn text_y(svg: &str, label: &str) -> Option<f64> {
+        svg.split("<text").skip(1).find_map(|el| {
+            let (tag, rest) = el.split_once('>')?;
+            let content = rest.split("</text>").next()?.trim();
+            if content != label {
+                return None;
+            }
+            tag.split(" y=\"").nth(1)?.split('"').next()?.parse().ok()
+        })
+    }
+
+    #[test]
+    fn every_bar_gets_its_full_label_on_a_row_of_its_own() {
+        crate::report::font::ensure_registered().unwrap();
+        let bars: Vec<(String, Vec<(String, f64)>)> = (0..40)
+            .map(|i| {
+                (
+                    format!("simpler-own mesh_p{i}_count1048576_fp32_a2a3_d0-1-2-3-4-5-6-7"),
+                    vec![("startup".into(), 0.2), ("execute".into(), 0.01 * i as f64)],
+                )
+            })
+            .collect();
+        let labels: Vec<String> = bars.iter().map(|b| b.0.clone()).collect();
+        let fig = stacked("Phase breakdown", "seconds", "phases", bars);
+        let mut svg = String::new();
+        {
+            let root = SVGBackend::with_string(&mut svg, fig.size()).into_drawing_area();
+            fig.draw(&root).unwrap();
+            root.present().unwrap();
+        }
+        let ys: Vec<f64> = labels
+            .iter()
+            .map(|l| text_y(&svg, l).unwrap_or_else(|| panic!("label `{l}` not drawn")))
+            .collect();
+        // Top down in table order, at least a label's height apart: no two overlap.
+        for w in ys.windows(2) {
+            assert!(w[1] - w[0] >= f64::from(LABEL_FONT) + 2.0, "{ys:?}");
+        }
+        // The label column holds the widest label.
+        let font = (FAMILY, LABEL_FONT).into_font();
+        let widest = labels.iter().map(|l| font.box_size(l).unwrap().0).max();
+        let look = layout(&labels);
+        assert!(look.label_width > widest.unwrap());
+        assert_eq!(fig.size(), look.size);
+        assert!(look.size.1 >= 40 * ROW);
     }
 }

@@ -2,11 +2,17 @@
 //!
 //! Every family describes its figure as `Panel`s of plain numbers; this file alone talks to
 //! plotters' chart API. Log axes are drawn as linear axes over log-transformed values with
-//! labels mapped back, so one coordinate type serves every panel.
+//! labels mapped back, so one coordinate type serves every panel; each axis brings its own
+//! tick positions (`ticks`: 1-2-5 decades, powers of two, measured values) so plotters never
+//! ticks a log axis at round log values.
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
+use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
+use plotters::coord::types::RangedCoordf64;
+
+use super::ticks;
 use super::Figure;
 use crate::report::font::FAMILY;
 
@@ -19,6 +25,8 @@ pub(crate) enum Style {
     Dashed,
     /// Points that the machine distorted (oversubscribed CPUs): hollow markers on a dashed line.
     HollowDashed,
+    /// A reference line (parity), thin, dashed and black whatever its palette index.
+    Reference,
 }
 
 /// One series: a label in the legend, a palette index and its points (already transformed).
@@ -36,33 +44,136 @@ pub(crate) type Rect = (f64, f64, f64, f64, usize);
 /// A vertical error bar `(x, lo, mid, hi, palette index)`.
 pub(crate) type ErrorBarSpec = (f64, f64, f64, f64, usize);
 
-/// One axis: its description and how a (possibly log-transformed) value is labelled.
+/// Where an axis is ticked (positions in the axis' own, possibly log, coordinates).
+pub(crate) enum Ticks {
+    /// plotters' own round values of a linear axis.
+    Linear,
+    /// 1-2-5 per decade of an axis over log10 of the value.
+    Log10,
+    /// Powers of two of an axis over log2 of the value.
+    Log2,
+    /// Exactly these positions (categories, measured P).
+    At(Vec<f64>),
+}
+
+impl Ticks {
+    /// The ticks inside `[lo, hi]`.
+    pub(crate) fn positions(&self, lo: f64, hi: f64) -> Vec<f64> {
+        match self {
+            Ticks::Linear => RangedCoordf64::from(lo..hi).key_points(ticks::MAX_TICKS),
+            Ticks::Log10 => ticks::decades_125(10f64.powf(lo), 10f64.powf(hi), ticks::MAX_TICKS)
+                .into_iter()
+                .map(f64::log10)
+                .collect(),
+            Ticks::Log2 => ticks::powers_of_two(lo, hi, ticks::MAX_TICKS)
+                .into_iter()
+                .map(f64::from)
+                .collect(),
+            Ticks::At(at) => at
+                .iter()
+                .copied()
+                .filter(|v| *v >= lo && *v <= hi)
+                .collect(),
+        }
+    }
+
+    /// `[lo, hi]` widened to the neighbouring ticks of a log axis when fewer than two ticks
+    /// fall inside it, so every log axis can be read off at two labelled values at least.
+    fn widen(&self, lo: f64, hi: f64) -> (f64, f64) {
+        if self.positions(lo, hi).len() >= 2 {
+            return (lo, hi);
+        }
+        match self {
+            Ticks::Log10 => (
+                ticks::floor_125(10f64.powf(lo)).log10(),
+                ticks::ceil_125(10f64.powf(hi)).log10(),
+            ),
+            Ticks::Log2 => (lo.floor(), hi.ceil()),
+            Ticks::Linear | Ticks::At(_) => (lo, hi),
+        }
+    }
+}
+
+/// A linear f64 coordinate ticked exactly at its axis' positions (plotters' `WithKeyPoints`
+/// would keep `RangedCoordf64`'s formatting option, which rules out custom tick labels).
+struct Ticked {
+    linear: RangedCoordf64,
+    at: Vec<f64>,
+}
+
+impl Ticked {
+    fn new(range: std::ops::Range<f64>, ticks: &Ticks) -> Ticked {
+        Ticked {
+            at: ticks.positions(range.start, range.end),
+            linear: range.into(),
+        }
+    }
+}
+
+impl Ranged for Ticked {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
+        self.linear.map(value, limit)
+    }
+
+    fn key_points<Hint: KeyPointHint>(&self, hint: Hint) -> Vec<f64> {
+        // Labelled (bold) ticks only; the light grid stays off.
+        if hint.weight().allow_light_points() {
+            Vec::new()
+        } else {
+            self.at.clone()
+        }
+    }
+
+    fn range(&self) -> std::ops::Range<f64> {
+        self.linear.range()
+    }
+}
+
+/// One axis: its description, where it is ticked and how a (possibly log) value is labelled.
 pub(crate) struct Axis {
     pub(crate) desc: String,
     pub(crate) label: Box<dyn Fn(f64) -> String>,
+    pub(crate) ticks: Ticks,
 }
 
 impl Axis {
+    /// A linear axis ticked at plotters' round values.
     pub(crate) fn new(desc: &str, label: impl Fn(f64) -> String + 'static) -> Axis {
         Axis {
             desc: desc.to_string(),
             label: Box::new(label),
+            ticks: Ticks::Linear,
         }
     }
 
-    /// An axis over log2 of bytes: labelled at whole powers of two only.
+    /// An axis ticked only at `at` (e.g. the P values measured).
+    pub(crate) fn at(desc: &str, at: Vec<f64>, label: impl Fn(f64) -> String + 'static) -> Axis {
+        Axis {
+            ticks: Ticks::At(at),
+            ..Axis::new(desc, label)
+        }
+    }
+
+    /// An axis over log2 of bytes, ticked at powers of two in binary units (1 KiB, 4 KiB …).
     pub(crate) fn log2_bytes(desc: &str) -> Axis {
-        Axis::new(desc, |v| {
-            if (v - v.round()).abs() < 1e-6 && v >= 0.0 {
-                crate::model::units::format_bytes(2f64.powf(v.round()) as u64)
-            } else {
-                String::new()
-            }
-        })
+        Axis {
+            ticks: Ticks::Log2,
+            ..Axis::new(desc, |v| {
+                if (v - v.round()).abs() < 1e-6 {
+                    ticks::bytes_label(v.round() as i32)
+                } else {
+                    String::new()
+                }
+            })
+        }
     }
 
     /// A categorical axis over item indices: names when there are few, 1-based numbers (the
-    /// order of the report's table) when names would overlap.
+    /// order of the report's table) when names would overlap, ticked only at items (every
+    /// n-th when there are many).
     pub(crate) fn categories(desc: &str, names: Vec<String>) -> Axis {
         const MAX_NAMED: usize = 8;
         let named = names.len() <= MAX_NAMED;
@@ -71,7 +182,11 @@ impl Axis {
         } else {
             format!("{desc} # (table order)")
         };
-        Axis::new(&desc, move |v| {
+        let at = ticks::every_nth(names.len(), ticks::MAX_TICKS)
+            .into_iter()
+            .map(|i| i as f64)
+            .collect();
+        Axis::at(&desc, at, move |v| {
             let i = v.round();
             if (v - i).abs() > 1e-6 || i < 0.0 || i as usize >= names.len() {
                 String::new()
@@ -83,9 +198,31 @@ impl Axis {
         })
     }
 
-    /// An axis over log10 of seconds.
+    /// A categorical axis labelled by every item's full name (one tick per item), for bars
+    /// laid out with room for each label (see `breakdown`).
+    pub(crate) fn every_category(desc: &str, names: Vec<String>) -> Axis {
+        let at = (0..names.len()).map(|i| i as f64).collect();
+        Axis::at(desc, at, move |v| {
+            let i = v.round();
+            if (v - i).abs() > 1e-6 || i < 0.0 || i as usize >= names.len() {
+                String::new()
+            } else {
+                names[i as usize].clone()
+            }
+        })
+    }
+
+    /// An axis over log10 of seconds, ticked at 1-2-5 per decade (1 µs, 2 µs, 5 µs, 10 µs …).
     pub(crate) fn log10_seconds(desc: &str) -> Axis {
-        Axis::new(desc, |v| crate::model::units::format_seconds(10f64.powf(v)))
+        Axis {
+            ticks: Ticks::Log10,
+            ..Axis::new(desc, |v| ticks::seconds_label(10f64.powf(v)))
+        }
+    }
+
+    /// A linear axis of seconds (from 0), labelled in human units (200 ms, 1 s …).
+    pub(crate) fn seconds(desc: &str) -> Axis {
+        Axis::new(desc, ticks::seconds_label)
     }
 }
 
@@ -101,6 +238,8 @@ pub(crate) struct Panel {
     pub(crate) error_bars: Vec<ErrorBarSpec>,
     /// A horizontal reference line (parity at 1, ideal efficiency).
     pub(crate) hline: Option<(f64, String)>,
+    /// Width of the y tick labels' area in pixels (long category names need more).
+    pub(crate) y_label_width: u32,
 }
 
 impl Panel {
@@ -114,6 +253,7 @@ impl Panel {
             rect_legend: Vec::new(),
             error_bars: Vec::new(),
             hline: None,
+            y_label_width: Y_LABEL_W,
         }
     }
 
@@ -137,17 +277,24 @@ impl Panel {
         if let Some((y, _)) = &self.hline {
             ys.push(*y);
         }
-        let range = |v: &[f64]| {
+        let range = |v: &[f64], ticks: &Ticks| {
             let finite = v.iter().copied().filter(|x| x.is_finite());
             let lo = finite.clone().fold(f64::INFINITY, f64::min);
             let hi = finite.fold(f64::NEG_INFINITY, f64::max);
             if !lo.is_finite() {
                 return None;
             }
-            let pad = if hi > lo { (hi - lo) * 0.06 } else { 0.5 };
+            let mut pad = if hi > lo { (hi - lo) * 0.06 } else { 0.5 };
+            if let Ticks::At(_) = ticks {
+                // Items and measured P: a little room beside the outer ones, not 6 % of a
+                // hundred bars.
+                pad = pad.min(0.6);
+            }
             Some((lo - pad, hi + pad))
         };
-        Some((range(&xs)?, range(&ys)?))
+        let (x0, x1) = range(&xs, &self.x.ticks)?;
+        let (y0, y1) = range(&ys, &self.y.ticks)?;
+        Some((self.x.ticks.widen(x0, x1), self.y.ticks.widen(y0, y1)))
     }
 }
 
@@ -157,12 +304,19 @@ pub(crate) struct Panels {
     pub(crate) panels: Vec<Panel>,
     /// What the figure shows and how to read it, printed under it in the report.
     pub(crate) caption: String,
+    /// Pixel size when the panels' content decides it (one row per bar); else from the grid.
+    pub(crate) size: Option<(u32, u32)>,
 }
 
-const PANEL_W: u32 = 760;
-const LEGEND_W: u32 = 220;
+pub(crate) const PANEL_W: u32 = 760;
+pub(crate) const LABEL_FONT: u32 = 12;
+const Y_LABEL_W: u32 = 70;
+pub(crate) const LEGEND_W: u32 = 220;
 const PANEL_H: u32 = 420;
-const TITLE_H: u32 = 48;
+pub(crate) const TITLE_H: u32 = 48;
+/// Height of the x tick labels' area and of the chart margin, in pixels.
+pub(crate) const X_LABEL_H: u32 = 44;
+pub(crate) const MARGIN: u32 = 8;
 
 impl Panels {
     fn grid(&self) -> (usize, usize) {
@@ -182,6 +336,9 @@ impl Figure for Panels {
     }
 
     fn size(&self) -> (u32, u32) {
+        if let Some(size) = self.size {
+            return size;
+        }
         let (rows, cols) = self.grid();
         (PANEL_W * cols as u32, PANEL_H * rows as u32 + TITLE_H)
     }
@@ -214,10 +371,36 @@ pub(crate) fn series_key(r: &crate::model::results::RunResult) -> SeriesKey {
     )
 }
 
+/// The first colours: distinct, readable on white and for most colour-blind readers (the
+/// Tableau 10 set, yellow last); later indices continue with plotters' 99-colour palette.
+const PALETTE: [RGBColor; 10] = [
+    RGBColor(0x4e, 0x79, 0xa7),
+    RGBColor(0xf2, 0x8e, 0x2b),
+    RGBColor(0xe1, 0x57, 0x59),
+    RGBColor(0x59, 0xa1, 0x4f),
+    RGBColor(0xb0, 0x7a, 0xa1),
+    RGBColor(0x76, 0xb7, 0xb2),
+    RGBColor(0x9c, 0x75, 0x5f),
+    RGBColor(0xff, 0x9d, 0xa7),
+    RGBColor(0xba, 0xb0, 0xac),
+    RGBColor(0xed, 0xc9, 0x48),
+];
+
+/// The palette index drawn black (whiskers over bars of their own colour, reference lines).
+pub(crate) const INK: usize = usize::MAX;
+
 /// Palette colour `i`, opaque.
 pub(crate) fn color(i: usize) -> RGBColor {
-    let c = Palette99::pick(i).to_rgba();
-    RGBColor(c.0, c.1, c.2)
+    if i == INK {
+        return BLACK;
+    }
+    match PALETTE.get(i) {
+        Some(c) => *c,
+        None => {
+            let c = Palette99::pick(i - PALETTE.len()).to_rgba();
+            RGBColor(c.0, c.1, c.2)
+        }
+    }
 }
 
 pub(crate) fn err(e: impl std::fmt::Display) -> String {
@@ -234,20 +417,30 @@ fn draw_panel<DB: DrawingBackend>(
     let width = area.dim_in_pixel().0;
     let (plot_area, legend_area) = area.split_horizontally(width.saturating_sub(LEGEND_W));
     let legend_area = &legend_area;
-    let mut chart = ChartBuilder::on(&plot_area)
-        .caption(&panel.title, (FAMILY, 16))
-        .margin(8)
-        .x_label_area_size(44)
-        .y_label_area_size(70)
-        .build_cartesian_2d(x0..x1, y0..y1)
+    let mut chart = ChartBuilder::on(&plot_area);
+    if !panel.title.is_empty() {
+        chart.caption(&panel.title, (FAMILY, 16));
+    }
+    let mut chart = chart
+        .margin(MARGIN)
+        .x_label_area_size(X_LABEL_H)
+        .y_label_area_size(panel.y_label_width)
+        .build_cartesian_2d(
+            Ticked::new(x0..x1, &panel.x.ticks),
+            Ticked::new(y0..y1, &panel.y.ticks),
+        )
         .map_err(err)?;
-    chart
-        .configure_mesh()
-        .x_desc(panel.x.desc.as_str())
-        .y_desc(panel.y.desc.as_str())
-        .x_label_formatter(&|v| (panel.x.label)(*v))
+    let mut mesh = chart.configure_mesh();
+    // An empty description would still reserve (and, in SVG, emit) a rotated text element.
+    if !panel.x.desc.is_empty() {
+        mesh.x_desc(panel.x.desc.as_str());
+    }
+    if !panel.y.desc.is_empty() {
+        mesh.y_desc(panel.y.desc.as_str());
+    }
+    mesh.x_label_formatter(&|v| (panel.x.label)(*v))
         .y_label_formatter(&|v| (panel.y.label)(*v))
-        .label_style((FAMILY, 12))
+        .label_style((FAMILY, LABEL_FONT))
         .axis_desc_style((FAMILY, 13))
         .light_line_style(WHITE.mix(0.0))
         .draw()
@@ -306,6 +499,11 @@ fn draw_panel<DB: DrawingBackend>(
                     .draw_series(DashedLineSeries::new(pts, 6, 4, style))
                     .map_err(err)?;
             }
+            Style::Reference => {
+                chart
+                    .draw_series(DashedLineSeries::new(pts, 6, 4, BLACK.stroke_width(1)))
+                    .map_err(err)?;
+            }
             Style::HollowDashed => {
                 chart
                     .draw_series(pts.clone().map(|p| Circle::new(p, 4, col.stroke_width(2))))
@@ -316,6 +514,11 @@ fn draw_panel<DB: DrawingBackend>(
             }
         }
         if !s.label.is_empty() {
+            let col = if s.style == Style::Reference {
+                BLACK
+            } else {
+                col
+            };
             legend.push((s.label.clone(), col, false));
         }
     }

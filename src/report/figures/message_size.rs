@@ -80,7 +80,9 @@ pub(crate) fn build(a: &Analysis, results: &ResultSet) -> Result<Panels, String>
         panels,
         caption: "Bus bandwidth (nccl-tests convention: n / T · 2(P−1)/P) from the median time, \
                   with the 95 % CI of the median as a bar; one colour per (stack, variant) in \
-                  every figure."
+                  every figure. Message sizes on a log axis ticked at powers of two in binary \
+                  units (1 KiB = 1024 B), the sizes nccl-tests and OSU sweep."
             .into(),
+        size: None,
     })
 }

@@ -19,6 +19,7 @@ mod message_size;
 mod model_fit;
 mod paired_ratio;
 mod strong_scaling;
+mod ticks;
 mod trend;
 mod wall_vs_device;
 
@@ -85,7 +86,9 @@ pub(crate) fn draw_all(
             "message_size_bw" => {
                 message_size::build(analysis, results).map(|f| render(&f, name, dir))
             }
-            "paired_stack_ratio" => paired_ratio::build(analysis).map(|f| render(&f, name, dir)),
+            "paired_stack_ratio" => {
+                paired_ratio::build(analysis, results).map(|f| render(&f, name, dir))
+            }
             "phase_breakdown" => {
                 breakdown::phases(analysis, results).map(|f| render(&f, name, dir))
             }

@@ -83,7 +83,12 @@ pub(crate) fn build(a: &Analysis) -> Result<Panels, String> {
     Ok(Panels {
         title: "α–β model fit T = O + N/B".into(),
         panels,
-        caption: String::new(),
+        caption: "Measured median times (points) and the fitted T = O + N/B (dashed, drawn \
+                  only over the sizes it was fitted on; none when the model does not fit). \
+                  Sizes ticked at powers of two in binary units (1 KiB = 1024 B), time at \
+                  1-2-5 per decade; one colour per (stack, variant) in every figure."
+            .into(),
+        size: None,
     })
 }
 

@@ -1,17 +1,19 @@
 //! paired_stack_ratio: per case, median(stack) / median(baseline) with its bootstrap CI.
 //!
 //! One panel per compared stack, one bar per case (never pooled over cases), error bars for
-//! the 95 % CI and a parity line at 1 (below 1 = faster than the baseline). Only turns the
-//! paired comparisons into panels.
+//! the 95 % CI and a parity line at 1 (below 1 = faster than the baseline). A bar has the
+//! colour of its (stack, variant), as in every other figure. Only turns the paired
+//! comparisons into panels.
 
-use super::common::{Axis, Panel, Panels};
+use super::common::{Axis, Panel, Panels, INK};
+use crate::model::results::ResultSet;
 use crate::report::summary::Analysis;
 use itertools::Itertools;
 
 /// Half the width of a bar, in case-index units.
 const HALF_BAR: f64 = 0.35;
 
-pub(crate) fn build(a: &Analysis) -> Result<Panels, String> {
+pub(crate) fn build(a: &Analysis, results: &ResultSet) -> Result<Panels, String> {
     let Some(baseline) = &a.baseline else {
         return Err(a
             .baseline_note
@@ -24,7 +26,7 @@ pub(crate) fn build(a: &Analysis) -> Result<Panels, String> {
         ));
     }
     let mut panels = Vec::new();
-    for (color, stack) in a.stacks.iter().filter(|s| *s != baseline).enumerate() {
+    for stack in a.stacks.iter().filter(|s| *s != baseline) {
         let rows: Vec<_> = a.paired.iter().filter(|p| &p.stack == stack).collect();
         if rows.is_empty() {
             continue;
@@ -34,28 +36,44 @@ pub(crate) fn build(a: &Analysis) -> Result<Panels, String> {
         let mut panel = Panel::new(
             format!("{stack} / {baseline}"),
             x,
-            Axis::new("execute time ratio", |v| format!("{v:.2}")),
+            Axis::new("time ratio", |v| format!("{v:.2}")),
         );
         panel.hline = Some((1.0, "parity".into()));
-        panel
-            .rect_legend
-            .push((format!("{stack} / {baseline} median"), color));
         for (i, p) in rows.iter().enumerate() {
+            let variant = variant_of(results, &p.case_id);
+            let color = a.color_of(stack, &variant);
+            let entry = format!("{stack} {variant}");
+            if !panel.rect_legend.iter().any(|(l, _)| *l == entry) {
+                panel.rect_legend.push((entry, color));
+            }
             let x = i as f64;
             panel
                 .rects
                 .push((x - HALF_BAR, 0.0, x + HALF_BAR, p.ratio, color));
-            panel
-                .error_bars
-                .push((x, p.ci.lo, p.ratio, p.ci.hi, color + 1));
+            panel.error_bars.push((x, p.ci.lo, p.ratio, p.ci.hi, INK));
         }
         panels.push(panel);
     }
     Ok(Panels {
-        title: format!("Execute time relative to {baseline} (below 1 = faster)"),
+        title: format!("Time relative to {baseline} (below 1 = faster)"),
         panels,
-        caption: String::new(),
+        caption: format!(
+            "Median of the stack divided by the median of {baseline} on the same case, on the \
+             metric they are paired on (never pooled over cases); black whiskers: 95 % CI of \
+             the ratio; one colour per (stack, variant) in every figure."
+        ),
+        size: None,
     })
+}
+
+/// The variant of the runs of `case_id` (a paired case id carries no repeat mark).
+fn variant_of(results: &ResultSet, case_id: &str) -> String {
+    results
+        .runs
+        .iter()
+        .find(|r| r.base_case_id() == case_id)
+        .map(|r| r.case.variant.to_string())
+        .unwrap_or_default()
 }
 
 /// A case id without its platform and device suffix, for axis labels.

@@ -64,14 +64,8 @@ fn scaling(a: &Analysis, results: &ResultSet) -> Result<ByCount, String> {
 
 /// An x axis labelled at the measured P values only.
 fn p_axis(measured: BTreeSet<u32>) -> Axis {
-    Axis::new("P (ranks)", move |v| {
-        let p = v.round();
-        if (v - p).abs() < 1e-6 && p >= 0.0 && measured.contains(&(p as u32)) {
-            format!("{p}")
-        } else {
-            String::new()
-        }
-    })
+    let at = measured.iter().map(|p| f64::from(*p)).collect();
+    Axis::at("P (ranks)", at, |v| format!("{}", v.round()))
 }
 
 const OVERSUBSCRIBED: &str = "Hollow markers on dashed lines are oversubscribed runs: more ranks \
@@ -170,6 +164,7 @@ fn build(a: &Analysis, results: &ResultSet, look: Look) -> Result<Panels, String
         title: title.to_string(),
         panels,
         caption: text,
+        size: None,
     })
 }
 
@@ -191,7 +186,9 @@ pub(crate) fn total(a: &Analysis, results: &ResultSet) -> Result<Panels, String>
         caption: "Median time of each stack's headline metric per P at a fixed element count (one panel \
          per count). Every rank holds the whole message, so an allreduce does not get faster \
          with P: the bandwidth-optimal time approaches 2·n/B from below as P grows. Bars: \
-         95 % CI of each median; one colour per (stack, variant) in every figure.",
+         95 % CI of each median; one colour per (stack, variant) in every figure. Time is on \
+         a log axis ticked at 1-2-5 per decade (1 µs, 2 µs, 5 µs, 10 µs …); P only where \
+         measured.",
         ci_bars: true,
         },
     )

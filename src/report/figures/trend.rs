@@ -11,7 +11,6 @@ use super::common::{Axis, Panel, Panels, Series as Line, Style};
 use super::Figure;
 use crate::error::{Error, Result};
 use crate::model::history::{Series, Step};
-use crate::model::units::format_seconds;
 
 /// More panels than this make an unreadable image.
 const MAX_SERIES: usize = 24;
@@ -52,7 +51,7 @@ pub(crate) fn build(series: &[Series], steps: &[Vec<Step>]) -> Panels {
             let mut panel = Panel::new(
                 title,
                 Axis::categories("run (stack commit, or date)", names),
-                Axis::new("median execute time", format_seconds),
+                Axis::seconds("median execute time"),
             );
             panel.series.push(Line {
                 label: "median".into(),
@@ -78,6 +77,7 @@ pub(crate) fn build(series: &[Series], steps: &[Vec<Step>]) -> Panels {
         title: "Performance history: median execute time per run with 95 % CI".into(),
         caption: String::new(),
         panels,
+        size: None,
     }
 }
 

@@ -1,9 +1,12 @@
 //! wall_vs_device: median execute time vs median device wall time, one point per run.
 //!
-//! Drawn only when some passing run recorded `device_wall_s`; one series per stack and a
-//! dashed parity line (execute = device wall). Only turns the analysis into a panel.
+//! Drawn only when some passing run recorded `device_wall_s`; one series per (stack, variant)
+//! in that pair's colour (the same as in every other figure), both axes log with 1-2-5 ticks,
+//! and a dashed black parity line (execute = device wall). Only turns the analysis into a panel.
 
-use super::common::{Axis, Panel, Panels, Series, Style};
+use std::collections::BTreeMap;
+
+use super::common::{Axis, Panel, Panels, Series, Style, INK};
 use crate::model::results::ResultSet;
 use crate::report::summary::Analysis;
 
@@ -13,41 +16,49 @@ pub(crate) fn build(a: &Analysis, results: &ResultSet) -> Result<Panels, String>
         Axis::log10_seconds("median device wall time"),
         Axis::log10_seconds("median execute time"),
     );
+    let mut by_pair: BTreeMap<(String, String), Vec<(f64, f64)>> = BTreeMap::new();
+    for s in a.stats.values() {
+        let r = &results.runs[s.index];
+        let Some(wall) = s.device_wall_median else {
+            continue;
+        };
+        if wall > 0.0 && s.summary.median > 0.0 {
+            by_pair
+                .entry((r.stack.clone(), r.case.variant.to_string()))
+                .or_default()
+                .push((wall.log10(), s.summary.median.log10()));
+        }
+    }
+    if by_pair.is_empty() {
+        return Err("no passing run recorded device_wall_s".into());
+    }
     let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
-    for (i, stack) in a.stacks.iter().enumerate() {
-        let pts: Vec<(f64, f64)> = a
-            .stats
-            .values()
-            .filter(|s| &results.runs[s.index].stack == stack)
-            .filter_map(|s| Some((s.device_wall_median?, s.summary.median)))
-            .filter(|p| p.0 > 0.0 && p.1 > 0.0)
-            .map(|p| (p.0.log10(), p.1.log10()))
-            .collect();
+    for ((stack, variant), pts) in by_pair {
         for p in &pts {
             lo = lo.min(p.0.min(p.1));
             hi = hi.max(p.0.max(p.1));
         }
-        if !pts.is_empty() {
-            panel.series.push(Series {
-                label: stack.clone(),
-                color: i,
-                style: Style::Points,
-                points: pts,
-            });
-        }
-    }
-    if panel.series.is_empty() {
-        return Err("no passing run recorded device_wall_s".into());
+        panel.series.push(Series {
+            label: format!("{stack} {variant}"),
+            color: a.color_of(&stack, &variant),
+            style: Style::Points,
+            points: pts,
+        });
     }
     panel.series.push(Series {
         label: "parity".into(),
-        color: a.stacks.len(),
-        style: Style::Dashed,
+        color: INK,
+        style: Style::Reference,
         points: vec![(lo, lo), (hi, hi)],
     });
     Ok(Panels {
         title: "Execute time vs device wall time".into(),
         panels: vec![panel],
-        caption: String::new(),
+        caption: "Median execute time (campaign's timed window) against the median device wall \
+                  time the runtime reported, one point per run, both on log axes ticked at \
+                  1-2-5 per decade; points above the dashed parity line spend time outside the \
+                  device. One colour per (stack, variant) in every figure."
+            .into(),
+        size: None,
     })
 }
