@@ -60,6 +60,12 @@ impl Interrupt {
         let mut term = listen(SignalKind::terminate(), "SIGTERM")?;
         let mut hup = listen(SignalKind::hangup(), "SIGHUP")?;
         let this = Self::with_action(on_second);
+        // A signal that came after preparation's last look (while the run dir, its journal and
+        // the schedule of a big plan were being made) is the first signal of the campaign: it
+        // must stop it now, not be lost.
+        if EARLY_SIGNAL.swap(false, Ordering::SeqCst) {
+            this.deliver();
+        }
         let handle = this.clone();
         tokio::spawn(async move {
             loop {
@@ -193,8 +199,29 @@ mod tests {
     use crate::executor::unit::Unit;
     use std::sync::atomic::AtomicBool;
 
+    /// The tests that touch the process-wide signal state, one at a time.
+    static SIGNAL_STATE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    #[test]
+    fn a_signal_between_preparation_and_the_listener_stops_the_campaign() {
+        let _one = SIGNAL_STATE.lock().unwrap_or_else(|e| e.into_inner());
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            // What the preparation handler does on a Ctrl-C after `check_preparation`.
+            note_early_signal(libc::SIGINT);
+            let i = Interrupt::install_with(Box::new(|| {})).unwrap();
+            assert_eq!(i.signals(), 1, "the early signal counts as the first");
+            assert!(*i.subscribe().borrow(), "a stop is requested");
+            assert!(check_preparation().is_ok(), "the flag was handed over");
+        });
+    }
+
     #[test]
     fn first_signal_requests_stop_second_kills_units_and_exits() {
+        let _one = SIGNAL_STATE.lock().unwrap_or_else(|e| e.into_inner());
         let exited = Arc::new(AtomicBool::new(false));
         let flag = exited.clone();
         let rt = tokio::runtime::Builder::new_multi_thread()
