@@ -136,9 +136,15 @@ impl Interrupt {
         let _ = rx.wait_for(|stop| *stop).await;
     }
 
-    /// A receiver that turns `true` on the first signal (the executor's `cancel` input).
+    /// A receiver that turns `true` on the first signal (the executor's `cancel` input). When
+    /// the stop was requested before it subscribed (a signal during preparation), it reports a
+    /// change at once, so a `changed().await` loop does not wait for a second signal.
     pub(crate) fn subscribe(&self) -> watch::Receiver<bool> {
-        self.inner.tx.subscribe()
+        let mut rx = self.inner.tx.subscribe();
+        if *rx.borrow() {
+            rx.mark_changed();
+        }
+        rx
     }
 }
 
@@ -214,7 +220,13 @@ mod tests {
             note_early_signal(libc::SIGINT);
             let i = Interrupt::install_with(Box::new(|| {})).unwrap();
             assert_eq!(i.signals(), 1, "the early signal counts as the first");
-            assert!(*i.subscribe().borrow(), "a stop is requested");
+            // Subscribed after the stop: a `changed()` loop still hears it.
+            let mut rx = i.subscribe();
+            tokio::time::timeout(std::time::Duration::from_secs(60), rx.changed())
+                .await
+                .expect("the change is reported at once")
+                .unwrap();
+            assert!(*rx.borrow(), "a stop is requested");
             assert!(check_preparation().is_ok(), "the flag was handed over");
         });
     }
