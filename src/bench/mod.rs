@@ -9,7 +9,8 @@
 //! arithmetic, kernels), `region` (huge-page aligned window memory), `window` (shared buffers,
 //! the unsafe contract), `barrier` (spin-then-yield sync), `mesh`/`ring`/`twophase` (one rank's
 //! part of one round), `check` (golden, fault injection), `runner` (rank threads, rounds,
-//! timing), `protocol` (the `CAMPAIGN_SAMPLE`/`CAMPAIGN_DONE` lines).
+//! timing), `protocol` (the `CAMPAIGN_SAMPLE`/`CAMPAIGN_DONE` lines), `summary` (the human
+//! summary the command prints at a terminal).
 
 pub mod affinity;
 pub mod barrier;
@@ -21,6 +22,7 @@ pub mod protocol;
 pub mod region;
 pub mod ring;
 mod runner;
+pub(crate) mod summary;
 pub mod twophase;
 pub mod window;
 

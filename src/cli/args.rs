@@ -129,6 +129,7 @@ pub(crate) struct ResumeArgs {
 pub(crate) struct DryRunArgs {
     /// The plan (TOML).
     pub(crate) plan: PathBuf,
+    /// Output format: an aligned table, JSON or CSV.
     #[arg(long, value_enum, default_value_t = ListFormat::Table)]
     pub(crate) format: ListFormat,
     /// Extra filter expression over case fields.
@@ -163,6 +164,7 @@ pub(crate) struct CasesArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct StatusArgs {
+    /// A campaign run dir (`results/campaigns/<name>_<time>`), finished or not.
     pub(crate) run_dir: PathBuf,
 }
 
@@ -170,6 +172,7 @@ pub(crate) struct StatusArgs {
 pub(crate) struct ReportArgs {
     /// A campaign run dir (campaign's or the old harness's).
     pub(crate) run_dir: PathBuf,
+    /// Report template (minijinja, docs/report-context.md) replacing the default.
     #[arg(long, value_name = "FILE")]
     pub(crate) template: Option<PathBuf>,
 }
@@ -185,11 +188,14 @@ pub(crate) enum CompareFormat {
 
 #[derive(Debug, Args)]
 pub(crate) struct CompareArgs {
+    /// The baseline run dir ("before").
     pub(crate) run_a: PathBuf,
+    /// The run dir compared against the baseline ("after").
     pub(crate) run_b: PathBuf,
     /// Noise band: changes smaller than this are "no change" (e.g. `5%`).
     #[arg(long, default_value = "5%")]
     pub(crate) threshold: String,
+    /// Output format: a Markdown table, CSV or JSON.
     #[arg(long, value_enum, default_value_t = CompareFormat::Md)]
     pub(crate) format: CompareFormat,
 }
@@ -302,6 +308,7 @@ pub(crate) struct HistoryIngestArgs {
 pub(crate) struct HistoryListArgs {
     #[command(flatten)]
     pub(crate) store: HistoryStore,
+    /// Output format: an aligned table or JSON.
     #[arg(long, value_enum, default_value_t = HistoryFormat::Table)]
     pub(crate) format: HistoryFormat,
 }
@@ -312,6 +319,7 @@ pub(crate) struct HistoryShowArgs {
     pub(crate) series: HistorySeries,
     #[command(flatten)]
     pub(crate) store: HistoryStore,
+    /// Output format: an aligned table or JSON.
     #[arg(long, value_enum, default_value_t = HistoryFormat::Table)]
     pub(crate) format: HistoryFormat,
 }
@@ -342,6 +350,53 @@ pub(crate) struct HistoryRegressionsArgs {
     /// Penalty per change point (default: max(2 ln n, 9)).
     #[arg(long)]
     pub(crate) penalty: Option<f64>,
+    /// Output format: an aligned table or JSON.
     #[arg(long, value_enum, default_value_t = HistoryFormat::Table)]
     pub(crate) format: HistoryFormat,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::Cli;
+
+    /// Every visible argument of every (sub)command, as `path: --name`, that `--help` shows without text.
+    fn args_without_help(cmd: &clap::Command, path: &str, out: &mut Vec<String>) {
+        for arg in cmd.get_arguments().filter(|a| !a.is_hide_set()) {
+            let text = arg
+                .get_help()
+                .or(arg.get_long_help())
+                .map(|h| h.to_string());
+            if text.is_none_or(|t| t.trim().is_empty()) {
+                out.push(format!("{path}: {}", arg.get_id()));
+            }
+        }
+        for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+            args_without_help(sub, &format!("{path} {}", sub.get_name()), out);
+        }
+    }
+
+    #[test]
+    fn every_argument_of_every_subcommand_has_help_text() {
+        let cmd = Cli::command();
+        let mut missing = Vec::new();
+        args_without_help(&cmd, "campaign", &mut missing);
+        assert!(
+            missing.is_empty(),
+            "arguments without help text: {missing:#?}"
+        );
+    }
+
+    #[test]
+    fn every_subcommand_has_a_summary() {
+        let cmd = Cli::command();
+        for sub in cmd.get_subcommands() {
+            assert!(
+                sub.get_about().is_some(),
+                "`campaign {}` has no summary",
+                sub.get_name()
+            );
+        }
+    }
 }

@@ -2,7 +2,9 @@
 //!
 //! Glue only: load and check the case file, turn arguments into `bench::Options`, run, and write
 //! each round's `CAMPAIGN_SAMPLE` line to stdout as it ends (flushed, so the engine sees it at
-//! once), then `CAMPAIGN_DONE`. Exit 0 when every timed round matched the golden, 1 when one did
+//! once), then `CAMPAIGN_DONE`. When stdout is a terminal (a person, not the engine, is
+//! reading) a human summary — median time, bus bandwidth — follows on stderr; off a terminal
+//! the output is the protocol alone. Exit 0 when every timed round matched the golden, 1 when one did
 //! not (the mismatch also goes to stderr), 2 for a bad case file or option (with a
 //! `CAMPAIGN_DONE` line saying why), 4 when stdout cannot be written.
 
@@ -31,7 +33,11 @@ pub(crate) fn allreduce(args: &AllreduceArgs) -> Result<i32> {
 
     let stdout = std::io::stdout();
     let mut write_error: Option<std::io::Error> = None;
+    let mut timed_execute_s = Vec::new();
     let outcome = bench::run(&case, &opts, &mut |round| {
+        if round.timed {
+            timed_execute_s.push(round.execute_s);
+        }
         if write_error.is_some() {
             return;
         }
@@ -47,6 +53,12 @@ pub(crate) fn allreduce(args: &AllreduceArgs) -> Result<i32> {
         return Err(Error::Environment(format!(
             "cannot write the protocol lines to stdout: {e}"
         )));
+    }
+    if std::io::IsTerminal::is_terminal(&stdout) {
+        eprint!(
+            "{}",
+            bench::summary::human(&case, &timed_execute_s, &outcome)
+        );
     }
     match outcome.error() {
         None => Ok(exit::OK),

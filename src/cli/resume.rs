@@ -72,7 +72,7 @@ pub(crate) fn run(args: &ResumeArgs) -> Result<i32> {
         retry_failed: args.retry_failed,
     };
     let done = engine::resume(prepared, &opts, after, state)?;
-    super::run::conclude(&done)
+    super::run::conclude(&done, opts.quiet)
 }
 
 /// The frozen `plan.toml`, read as if it still lived where it was written (the journal header's

@@ -61,6 +61,10 @@ pub(crate) fn run(args: &RunArgs) -> Result<i32> {
             args.exec.executor.map(executor_kind),
         )?,
     };
+    // The same warnings `validate` and `dry-run` print: a run must not hide what they show.
+    for w in &plan.warnings {
+        eprintln!("warning: {w}");
+    }
     let opts = options(args);
     let after = report_step(
         &plan,
@@ -72,7 +76,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<i32> {
     // A Ctrl-C between preparing and the campaign's own listener still stops cleanly.
     crate::engine::interrupt::check_preparation()?;
     let done = engine::execute(prepared, &opts, after)?;
-    conclude(&done)
+    conclude(&done, opts.quiet)
 }
 
 /// Above [`engine::prepare::CONFIRM_RUNS`] runs, ask at a terminal; elsewhere refuse unless
@@ -120,7 +124,11 @@ pub(crate) fn report_step(
 
 /// Print the summary of a finished (or interrupted) campaign and map it to the exit code:
 /// 0 all passed, 1 any fail/timeout/blocked, 3 interrupted (with the resume hint).
-pub(crate) fn conclude(done: &engine::Finished) -> Result<i32> {
+///
+/// The session printed `run dir:` when it began; a progress view scrolls that away, so it is
+/// repeated under the summary — but not under `-q`, whose whole output is that line and the
+/// summary.
+pub(crate) fn conclude(done: &engine::Finished, quiet: bool) -> Result<i32> {
     let counts = done.results.status_counts();
     let summary: Vec<String> = counts
         .iter()
@@ -148,7 +156,9 @@ pub(crate) fn conclude(done: &engine::Finished) -> Result<i32> {
     for (device, why) in &done.results.quarantined {
         println!("  device {device} quarantined: {why}");
     }
-    println!("run dir: {}", done.run_dir.display());
+    if !quiet {
+        println!("run dir: {}", done.run_dir.display());
+    }
     if done.interrupted {
         return Err(crate::engine::interrupt::interrupted(&done.run_dir));
     }

@@ -60,6 +60,12 @@ impl Interrupt {
         let mut term = listen(SignalKind::terminate(), "SIGTERM")?;
         let mut hup = listen(SignalKind::hangup(), "SIGHUP")?;
         let this = Self::with_action(on_second);
+        // A signal that came after preparation's last look (while the run dir, its journal and
+        // the schedule of a big plan were being made) is the first signal of the campaign: it
+        // must stop it now, not be lost.
+        if EARLY_SIGNAL.swap(false, Ordering::SeqCst) {
+            this.deliver();
+        }
         let handle = this.clone();
         tokio::spawn(async move {
             loop {
@@ -130,9 +136,15 @@ impl Interrupt {
         let _ = rx.wait_for(|stop| *stop).await;
     }
 
-    /// A receiver that turns `true` on the first signal (the executor's `cancel` input).
+    /// A receiver that turns `true` on the first signal (the executor's `cancel` input). When
+    /// the stop was requested before it subscribed (a signal during preparation), it reports a
+    /// change at once, so a `changed().await` loop does not wait for a second signal.
     pub(crate) fn subscribe(&self) -> watch::Receiver<bool> {
-        self.inner.tx.subscribe()
+        let mut rx = self.inner.tx.subscribe();
+        if *rx.borrow() {
+            rx.mark_changed();
+        }
+        rx
     }
 }
 
@@ -193,8 +205,35 @@ mod tests {
     use crate::executor::unit::Unit;
     use std::sync::atomic::AtomicBool;
 
+    /// The tests that touch the process-wide signal state, one at a time.
+    static SIGNAL_STATE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    #[test]
+    fn a_signal_between_preparation_and_the_listener_stops_the_campaign() {
+        let _one = SIGNAL_STATE.lock().unwrap_or_else(|e| e.into_inner());
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            // What the preparation handler does on a Ctrl-C after `check_preparation`.
+            note_early_signal(libc::SIGINT);
+            let i = Interrupt::install_with(Box::new(|| {})).unwrap();
+            assert_eq!(i.signals(), 1, "the early signal counts as the first");
+            // Subscribed after the stop: a `changed()` loop still hears it.
+            let mut rx = i.subscribe();
+            tokio::time::timeout(std::time::Duration::from_secs(60), rx.changed())
+                .await
+                .expect("the change is reported at once")
+                .unwrap();
+            assert!(*rx.borrow(), "a stop is requested");
+            assert!(check_preparation().is_ok(), "the flag was handed over");
+        });
+    }
+
     #[test]
     fn first_signal_requests_stop_second_kills_units_and_exits() {
+        let _one = SIGNAL_STATE.lock().unwrap_or_else(|e| e.into_inner());
         let exited = Arc::new(AtomicBool::new(false));
         let flag = exited.clone();
         let rt = tokio::runtime::Builder::new_multi_thread()

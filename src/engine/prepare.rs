@@ -85,13 +85,17 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
     let cases: Vec<Case> = match &opts.case_glob {
         Some(g) => glob_cases(g)?,
         None => {
-            let mut out = Vec::new();
+            // Exactly the plan's count (fewer under `--filter`): a growing Vec would hold twice
+            // its final size while it is copied to the next capacity.
+            let bound = usize::try_from(plan.case_count).unwrap_or(0);
+            let mut out = Vec::with_capacity(bound);
             for (i, case) in crate::plan::sweep::cases(&plan, opts.filter.as_deref())?.enumerate() {
                 if i % POLL_EVERY == 0 {
                     interrupt::check_preparation()?;
                 }
                 out.push(case?);
             }
+            out.shrink_to_fit();
             out
         }
     };
@@ -129,10 +133,15 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
     // Repeat r of every stack of a case runs before repeat r + 1 of any, each repeat in its own
     // seeded stack order: a slow machine phase hits every stack alike.
     let repeats = opts.repeats.unwrap_or(plan.run.repeats).max(1);
-    let orders =
-        estimate::stack_orders(&names, cases.len() * repeats as usize, plan.run.order, seed);
-    let mut runs = Vec::new();
-    let mut plans = Vec::new();
+    let n_runs = cases.len() * repeats as usize * names.len();
+    let mut orders = estimate::stack_orders(
+        names.len(),
+        n_runs / names.len().max(1),
+        plan.run.order,
+        seed,
+    );
+    let mut runs = Vec::with_capacity(n_runs);
+    let mut plans = Vec::with_capacity(n_runs);
     let mut refused = Vec::new();
     let rounds = (0..cases.len()).flat_map(|ci| (1..=repeats).map(move |r| (ci, r)));
     for (k, (ci, repeat)) in rounds.enumerate() {
@@ -141,8 +150,8 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
         }
         let case = &cases[ci];
         let case_id = crate::model::results::run_id(&case.case_id(), repeat);
-        for name in &orders[k] {
-            let si = names.iter().position(|n| n == name).unwrap_or(0);
+        for si in orders.next().unwrap_or_default() {
+            let name = &names[si];
             let stack = &stacks[si];
             let need = if on_slurm {
                 Need::Nothing

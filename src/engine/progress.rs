@@ -34,25 +34,31 @@ fn now() -> String {
     chrono::Local::now().format("%H:%M:%S").to_string()
 }
 
+impl Mode {
+    fn bars(total_runs: usize, target: ProgressDrawTarget) -> Mode {
+        let multi = MultiProgress::with_draw_target(target);
+        let overall = multi.add(ProgressBar::new(total_runs as u64));
+        let style = ProgressStyle::with_template(
+            "{bar:30.cyan/blue} {pos}/{len} runs  {msg}  [{elapsed_precise}, ETA {eta}]",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar());
+        overall.set_style(style);
+        overall.enable_steady_tick(Duration::from_millis(250));
+        Mode::Bars {
+            multi,
+            overall,
+            running: BTreeMap::new(),
+        }
+    }
+}
+
 impl Progress {
     /// Bars when stdout is a terminal, plain lines otherwise, nothing when `quiet`.
     pub(crate) fn new(total_runs: usize, quiet: bool) -> Progress {
         let mode = if quiet {
             Mode::Quiet
         } else if std::io::stdout().is_terminal() {
-            let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stdout());
-            let overall = multi.add(ProgressBar::new(total_runs as u64));
-            let style = ProgressStyle::with_template(
-                "{bar:30.cyan/blue} {pos}/{len} runs  {msg}  [{elapsed_precise}, ETA {eta}]",
-            )
-            .unwrap_or_else(|_| ProgressStyle::default_bar());
-            overall.set_style(style);
-            overall.enable_steady_tick(Duration::from_millis(250));
-            Mode::Bars {
-                multi,
-                overall,
-                running: BTreeMap::new(),
-            }
+            Mode::bars(total_runs, ProgressDrawTarget::stdout())
         } else {
             Mode::Plain
         };
@@ -152,7 +158,8 @@ impl Progress {
         }
     }
 
-    /// Clear the bars.
+    /// Clear the running lines and leave the overall bar where it is: after a Ctrl-C it must
+    /// show the runs really done (`finish` would jump to N/N), after a full campaign it is N/N.
     pub(crate) fn finish(&mut self) {
         if let Mode::Bars {
             overall, running, ..
@@ -161,7 +168,51 @@ impl Progress {
             for line in running.values() {
                 line.finish_and_clear();
             }
-            overall.finish();
+            overall.abandon();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hidden_bars(total: usize) -> Progress {
+        Progress {
+            mode: Mode::bars(total, ProgressDrawTarget::hidden()),
+            total,
+            done: 0,
+            counts: BTreeMap::new(),
+        }
+    }
+
+    fn shown(p: &Progress) -> (u64, Option<u64>) {
+        match &p.mode {
+            Mode::Bars { overall, .. } => (overall.position(), overall.length()),
+            _ => unreachable!("bars"),
+        }
+    }
+
+    #[test]
+    fn an_interrupted_campaign_leaves_the_bar_at_the_runs_done() {
+        let mut p = hidden_bars(36);
+        for key in ["a", "b", "c"] {
+            p.started(key, &[0]);
+        }
+        p.finished("a", Some(RunStatus::Pass), "");
+        p.finished("b", Some(RunStatus::Fail), "exit 1");
+        // "c" is still running when Ctrl-C stops the campaign.
+        p.finish();
+        assert_eq!(shown(&p), (2, Some(36)));
+    }
+
+    #[test]
+    fn a_finished_campaign_shows_every_run_done() {
+        let mut p = hidden_bars(2);
+        p.finished("a", Some(RunStatus::Pass), "");
+        p.finished("prepare", None, "");
+        p.finished("b", Some(RunStatus::Pass), "");
+        p.finish();
+        assert_eq!(shown(&p), (2, Some(2)));
     }
 }

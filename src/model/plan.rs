@@ -59,6 +59,13 @@ pub(crate) const KNOWN_FIGURES: &[&str] = &[
     "bw_model_fit",
 ];
 
+/// Plan warnings `[campaign] allow` may silence, for plans that mean what would otherwise be
+/// a slip: `uneven-chunks` (a ring/twophase count not divisible by p).
+pub(crate) const ALLOWABLE_WARNINGS: &[&str] = &[UNEVEN_CHUNKS];
+
+/// The warning name of a ring/twophase case whose count is not divisible by p.
+pub(crate) const UNEVEN_CHUNKS: &str = "uneven-chunks";
+
 /// Run statuses `[run] retry_on` may name.
 pub(crate) const RETRY_STATUSES: &[&str] = &["timeout", "fail"];
 
@@ -67,6 +74,15 @@ pub(crate) struct CampaignMeta {
     /// `[a-z0-9_-]+`; becomes a folder name.
     pub(crate) name: String,
     pub(crate) description: String,
+    /// Warnings the plan says are deliberate (names from [`ALLOWABLE_WARNINGS`]).
+    pub(crate) allow: Vec<String>,
+}
+
+impl CampaignMeta {
+    /// Whether the plan silenced warning `name` with `[campaign] allow`.
+    pub(crate) fn allows(&self, name: &str) -> bool {
+        self.allow.iter().any(|a| a == name)
+    }
 }
 
 /// One sweep dimension.

@@ -96,6 +96,7 @@ pub(crate) fn parse_with(text: &str, path: &Path, executor: Option<ExecutorKind>
         campaign: CampaignMeta {
             name: String::new(),
             description: String::new(),
+            allow: Vec::new(),
         },
         case_defaults: BTreeMap::new(),
         axes: Vec::new(),
@@ -184,7 +185,7 @@ fn read_campaign(cx: &mut Ctx<'_>, item: Option<&Item<'_>>, plan: &mut Plan) {
     let Some(table) = cx.table(item, "campaign") else {
         return;
     };
-    let known = cx.known_entries(table, "campaign", &["name", "description"]);
+    let known = cx.known_entries(table, "campaign", &["name", "description", "allow"]);
     let mut named = false;
     for e in known {
         match e.key {
@@ -195,6 +196,18 @@ fn read_campaign(cx: &mut Ctx<'_>, item: Option<&Item<'_>>, plan: &mut Plan) {
                         cx.error(&e.item.span(), "campaign.name", msg);
                     }
                     plan.campaign.name = name;
+                }
+            }
+            "allow" => {
+                let Some(elems) = cx.array(e.item, "campaign.allow") else {
+                    continue;
+                };
+                for (i, elem) in elems.into_iter().enumerate() {
+                    let field = format!("campaign.allow[{i}]");
+                    let known = crate::model::plan::ALLOWABLE_WARNINGS;
+                    if let Some(name) = cx.choice(elem, &field, known) {
+                        plan.campaign.allow.push(name);
+                    }
                 }
             }
             _ => {

@@ -133,6 +133,7 @@ pub(crate) fn check(cx: &mut Ctx<'_>, plan: &mut Plan, spans: &Spans) {
             .iter()
             .any(|a| a.values.len() > 1 && !ID_FIELDS.contains(&a.name.as_str()));
     let mut seen_ids = std::collections::HashSet::new();
+    let allow_uneven = plan.campaign.allows(crate::model::plan::UNEVEN_CHUNKS);
     let mut warned: std::collections::HashMap<(crate::model::case::Variant, u32, u64), bool> =
         std::collections::HashMap::new();
     let mut iter = match crate::plan::sweep::cases(plan, None) {
@@ -233,9 +234,13 @@ pub(crate) fn check(cx: &mut Ctx<'_>, plan: &mut Plan, spans: &Spans) {
                 w
             }
         };
-        if warns {
+        if warns && !allow_uneven {
             Collector::add(&mut out.warnings, "uneven".into(), || {
-                at_field(cx, spans, "count", case.warnings().join("; "))
+                let hint = format!(
+                    "; if that is deliberate, say so with `[campaign] allow = [\"{}\"]`",
+                    crate::model::plan::UNEVEN_CHUNKS
+                );
+                at_field(cx, spans, "count", case.warnings().join("; ") + &hint)
             });
         }
     }

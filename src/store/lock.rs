@@ -3,11 +3,14 @@
 //! Owns `run_dir/.lock`: an advisory exclusive lock (`File::try_lock`, flock on Linux) held for the
 //! life of a [`RunDirLock`], plus the holder's pid, host and start time written into the file so
 //! a refused second process can say who holds it. The operating system releases the lock when the
-//! holder dies, however it dies, so a killed campaign never blocks a later resume. It must not be
-//! used by read-only commands (`status` works while a campaign runs).
+//! holder dies, however it dies, so a killed campaign never blocks a later resume. A session that
+//! ends (finished, interrupted or failed, not killed) deletes the file, so a finished run dir
+//! holds no stale `.lock`; a killed one leaves a file nobody holds, which the next `resume`
+//! simply takes. It must not be used by read-only commands (`status` works while a campaign runs).
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
@@ -18,8 +21,7 @@ pub(crate) const FILE_NAME: &str = ".lock";
 /// Holds the run dir's lock until dropped.
 #[derive(Debug)]
 pub struct RunDirLock {
-    // Read by the tests only (which lock a test holds).
-    #[cfg_attr(not(test), allow(dead_code))]
+    // Deleted on drop.
     path: PathBuf,
     // Kept open: closing the file is what releases the lock.
     _file: File,
@@ -29,14 +31,17 @@ impl RunDirLock {
     /// Take the lock of `run_dir`, or fail with `Error::Locked` naming the holder.
     pub fn acquire(run_dir: &Path) -> Result<RunDirLock> {
         let path = run_dir.join(FILE_NAME);
-        // Never truncate on open: the file may hold the current holder's identity.
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(|e| Error::io(&path, e))?;
+        let open = || {
+            // Never truncate on open: the file may hold the current holder's identity.
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(&path)
+                .map_err(|e| Error::io(&path, e))
+        };
+        let mut file = open()?;
         // File::try_lock is std since 1.89 (the toolchain here is newer); the crate's declared
         // rust-version stays older so that other modules' lints do not change under them.
         // A holder that died a moment ago may still have a child between fork and exec (the
@@ -46,7 +51,11 @@ impl RunDirLock {
         let until = std::time::Instant::now() + DEAD_HOLDER_WAIT;
         loop {
             match file.try_lock() {
-                Ok(()) => break,
+                // The holder deletes the file as it lets go: a lock won on a file that is no
+                // longer the one at `path` guards nothing (a third process would create and
+                // lock a new one), so take the lock again on the file that is there now.
+                Ok(()) if same_file(&file, &path) => break,
+                Ok(()) => file = open()?,
                 Err(TryLockError::WouldBlock) => {
                     let mut holder = String::new();
                     let _ = file.seek(SeekFrom::Start(0));
@@ -79,6 +88,23 @@ impl RunDirLock {
     #[cfg(test)]
     pub(crate) fn path(&self) -> &Path {
         &self.path
+    }
+}
+
+impl Drop for RunDirLock {
+    /// Delete the file while still holding the lock (the file is closed after this, releasing
+    /// it): a finished run dir keeps no `.lock`. A failure (read-only dir) leaves a file nobody
+    /// holds, which blocks no one.
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Is the open `file` the file at `path` right now (same device and inode)?
+fn same_file(file: &File, path: &Path) -> bool {
+    match (file.metadata(), std::fs::metadata(path)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
     }
 }
 
@@ -235,6 +261,50 @@ mod tests {
         drop(first);
         assert!(!is_held(dir.path()));
         RunDirLock::acquire(dir.path()).unwrap();
+    }
+
+    #[test]
+    fn a_session_that_ends_leaves_no_lock_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let lock = RunDirLock::acquire(dir.path()).unwrap();
+        assert!(dir.path().join(FILE_NAME).exists());
+        drop(lock);
+        assert!(!dir.path().join(FILE_NAME).exists());
+    }
+
+    #[test]
+    fn a_stale_lock_file_of_a_dead_holder_is_taken_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        // What a SIGKILLed campaign leaves: its identity, no flock.
+        let mut child = Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        std::fs::write(
+            dir.path().join(FILE_NAME),
+            format!("pid={dead}\nhost={}\nstarted=x\n", hostname()),
+        )
+        .unwrap();
+        let lock = RunDirLock::acquire(dir.path()).expect("a stale lock blocks nothing");
+        let text = std::fs::read_to_string(lock.path()).unwrap();
+        assert_eq!(holder_pid(&text), Some(std::process::id()));
+    }
+
+    #[test]
+    fn a_lock_on_a_deleted_file_is_told_from_the_current_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = RunDirLock::acquire(dir.path()).unwrap();
+        // A waiter opened the file before the holder deleted it and released the lock.
+        let old = File::open(dir.path().join(FILE_NAME)).unwrap();
+        drop(first);
+        old.try_lock().unwrap();
+        assert!(!same_file(&old, &dir.path().join(FILE_NAME)));
+        // A newcomer creates and locks a new file; a second newcomer must be refused.
+        let second = RunDirLock::acquire(dir.path()).unwrap();
+        assert!(same_file(&second._file, &dir.path().join(FILE_NAME)));
+        assert!(matches!(
+            RunDirLock::acquire(dir.path()),
+            Err(Error::Locked(_))
+        ));
     }
 
     #[test]

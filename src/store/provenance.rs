@@ -36,7 +36,14 @@ pub(crate) fn collect(
     Provenance {
         campaign_version: env!("CARGO_PKG_VERSION").to_string(),
         plan_hash: plan_hash.map(String::from),
-        plan_file: plan_file.map(|p| p.display().to_string()),
+        // Absolute, as the journal header's `plan_file`: `run plans/x.toml` and a later
+        // `resume` (which knows the plan by the header's absolute path) must name it alike.
+        plan_file: plan_file.map(|p| {
+            std::path::absolute(p)
+                .unwrap_or_else(|_| p.to_path_buf())
+                .display()
+                .to_string()
+        }),
         host: hostname(),
         kernel: kernel(),
         cpu: cpu_model(),

@@ -1,7 +1,8 @@
 //! Huge plans: above the documented size `run` wants `--yes` (exit 2, no run dir, elsewhere than
 //! at a terminal), Ctrl-C during preparation stops it cleanly (exit 3, no run dir) even when the
-//! shell started it with SIGINT ignored, and a plan over the case limit is refused by
-//! `validate` with the axis sizes.
+//! shell started it with SIGINT ignored, Ctrl-C just after the run dir appears stops the
+//! campaign before its runs (exit 3), and a plan over the case limit is refused by `validate`
+//! with the axis sizes.
 
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -112,5 +113,67 @@ fn a_plan_over_the_case_limit_is_refused_by_validate() {
     assert!(
         err.contains("big.toml:6:9: axes.count: the plan makes 1001000 cases (1 variant × 1000 p × 1001 count), more than the maximum of 1000000"),
         "{err}"
+    );
+}
+
+/// The run dir's journal under `results`, once `run` has made it.
+fn journal_in(results: &Path) -> Option<std::path::PathBuf> {
+    let campaign = results.join("huge");
+    let dir = std::fs::read_dir(campaign).ok()?.next()?.ok()?.path();
+    let journal = dir.join("journal.jsonl");
+    journal.is_file().then_some(journal)
+}
+
+#[test]
+fn ctrl_c_as_the_run_dir_appears_stops_the_campaign_before_its_runs() {
+    // Between preparation's last look at Ctrl-C and the campaign's own listener lie the run
+    // dir, its journal and the schedule of 100,001 runs: a signal there must not be lost.
+    let tmp = tempdir();
+    let plan = plan_of(tmp.path(), 100_001);
+    let results = tmp.path().join("results");
+    let mut child = std::process::Command::new(exe())
+        .current_dir(tmp.path())
+        .args(["run", &plan, "-q", "--yes", "--results-dir"])
+        .arg(&results)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let cap = Instant::now() + Duration::from_secs(120);
+    let journal = loop {
+        if let Some(j) = journal_in(&results) {
+            break j;
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "campaign exited before making its run dir"
+        );
+        assert!(Instant::now() < cap, "no journal within 120 s");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > cap + Duration::from_secs(120) {
+            let _ = child.kill();
+            panic!("the Ctrl-C was lost: the campaign still runs 120 s later");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(status.code(), Some(3), "{err}");
+    assert!(err.contains("continue with: campaign resume"), "{err}");
+    let finished = std::fs::read_to_string(&journal)
+        .unwrap()
+        .matches("\"event\":\"finished\"")
+        .count();
+    assert!(
+        finished < 100_001,
+        "every run finished: the signal was not heard"
     );
 }

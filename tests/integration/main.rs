@@ -9,6 +9,7 @@ mod history;
 mod honest;
 mod huge;
 mod mpi;
+mod newcomer;
 mod plan;
 mod readme;
 mod report;
