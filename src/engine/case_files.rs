@@ -4,20 +4,26 @@
 //!
 //! `generate` starts the thread, which goes through the cases in plan order; a run (or a health
 //! probe) that gets ahead of it writes its own case first ([`CaseFiles::ensure`]) — each case is
-//! written exactly once, by whichever comes first, and the other waits for it. A case file that
+//! written exactly once, by whichever comes first, and the other waits for it. The thread stays
+//! at most [`AHEAD`] cases beyond the furthest case a run has asked for: enough to keep inode
+//! creation off the path between two runs, while an interrupted campaign of 600,000 cases leaves
+//! a run dir the size of what it ran, not gigabytes of empty folders. A case file that
 //! exists with the planned text is left alone (resume); one that differs (a power loss left it
 //! empty or short: case files are not synced, see `store::atomic::replace_all`) is rewritten.
 //! It must not write anything but case files and bundle folders.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::thread::JoinHandle;
 
 use crate::error::{Error, Result};
 use crate::model::case::Case;
 use crate::store::atomic::replace_all;
 use crate::store::layout::RunDir;
+
+/// How many cases the thread writes beyond the furthest one a run (or probe) asked for.
+pub(crate) const AHEAD: usize = 1024;
 
 /// One distinct case of the plan.
 struct Entry {
@@ -36,6 +42,10 @@ pub(crate) struct CaseFiles {
     entries: Vec<Entry>,
     by_id: HashMap<String, usize>,
     stop: AtomicBool,
+    /// The furthest entry asked for by [`CaseFiles::ensure`] (plus one; 0 = none yet).
+    reached: Mutex<usize>,
+    /// Wakes the thread when `reached` moves or `stop` is set.
+    moved: Condvar,
 }
 
 impl CaseFiles {
@@ -67,6 +77,8 @@ impl CaseFiles {
             entries,
             by_id,
             stop: AtomicBool::new(false),
+            reached: Mutex::new(0),
+            moved: Condvar::new(),
         }
     }
 
@@ -77,7 +89,7 @@ impl CaseFiles {
             .name("case-files".into())
             .spawn(move || {
                 for i in 0..me.entries.len() {
-                    if me.stop.load(Ordering::Relaxed) {
+                    if !me.wait_for_room(i) {
                         return;
                     }
                     // A failure is kept with the case: the run that needs it reports it.
@@ -87,9 +99,29 @@ impl CaseFiles {
             .map_err(|e| Error::Environment(format!("cannot start the case file writer: {e}")))
     }
 
+    /// Wait until entry `i` is within [`AHEAD`] of the furthest entry asked for; false once
+    /// the writer is to stop.
+    fn wait_for_room(&self, i: usize) -> bool {
+        let mut reached = self.reached.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if self.stop.load(Ordering::Relaxed) {
+                return false;
+            }
+            if i < *reached + AHEAD {
+                return true;
+            }
+            reached = (self.moved.wait(reached)).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
     /// Stop writing ahead (a write in progress completes).
     pub(crate) fn finish(&self, thread: JoinHandle<()>) {
-        self.stop.store(true, Ordering::Relaxed);
+        {
+            // Under the lock, so the thread cannot miss the wake-up between its check and wait.
+            let _reached = self.reached.lock().unwrap_or_else(|p| p.into_inner());
+            self.stop.store(true, Ordering::Relaxed);
+        }
+        self.moved.notify_all();
         let _ = thread.join();
     }
 
@@ -97,7 +129,15 @@ impl CaseFiles {
     /// not reached them yet). An id that is not planned has nothing to write.
     pub(crate) fn ensure(&self, case_id: &str) -> Result<()> {
         match self.by_id.get(case_id) {
-            Some(&i) => self.ensure_entry(i),
+            Some(&i) => {
+                let mut reached = self.reached.lock().unwrap_or_else(|p| p.into_inner());
+                if i + 1 > *reached {
+                    *reached = i + 1;
+                    self.moved.notify_all();
+                }
+                drop(reached);
+                self.ensure_entry(i)
+            }
             None => Ok(()),
         }
     }
@@ -170,6 +210,48 @@ mod tests {
         );
         let other = Case::new(Variant::Ring, 2, 64).case_id();
         assert!(rd.bundle(&other, "host").is_dir());
+    }
+
+    #[test]
+    fn the_thread_stays_within_its_window_of_the_runs() {
+        let tmp = tempfile::tempdir().unwrap();
+        let rd = Arc::new(RunDir::open(tmp.path()));
+        let n = AHEAD + 50;
+        let cases: Vec<Case> = (0..n)
+            .map(|i| Case::new(Variant::Mesh, 2, 1 + i as u64))
+            .collect();
+        let ids: Vec<String> = cases.iter().map(Case::case_id).collect();
+        let runs = (ids.iter().enumerate()).map(|(i, id)| (id.clone(), i, "host".to_string()));
+        let cf = Arc::new(CaseFiles::new(rd.clone(), Arc::new(cases), runs));
+        let thread = cf.start().unwrap();
+        // The thread writes the first AHEAD cases, then waits for a run to ask for one.
+        let last_in = rd.case_file(&ids[AHEAD - 1]);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        while !last_in.exists() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the window was never written"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        // Asking for case 10 moves the window by 11: the thread may now write up to AHEAD + 10.
+        cf.ensure(&ids[10]).unwrap();
+        let moved = rd.case_file(&ids[AHEAD + 10]);
+        while !moved.exists() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the window never moved"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        cf.finish(thread);
+        assert!(
+            !rd.case_file(&ids[AHEAD + 11]).exists(),
+            "a case beyond the window was written"
+        );
+        // A run beyond the window writes its own case.
+        cf.ensure(&ids[n - 1]).unwrap();
+        assert!(rd.case_file(&ids[n - 1]).exists());
     }
 
     #[test]

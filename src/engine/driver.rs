@@ -455,6 +455,12 @@ impl Driver for EngineDriver {
             return result;
         }
         let planned = &self.runs[run];
+        // A run settled without executing still gets its case file beside its bundle (and moves
+        // the case writer's window along).
+        if let Err(e) = self.case_files.ensure(&planned.case_id) {
+            self.fail(e);
+        }
+        let planned = &self.runs[run];
         let stack = &self.stacks[planned.stack].name;
         let result = work::unrun(
             &self.cases[planned.case_index],
