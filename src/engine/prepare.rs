@@ -18,6 +18,10 @@ const POLL_EVERY: usize = 4096;
 /// Above this many runs, `campaign run` asks before starting (or wants `--yes`); documented in
 /// docs/plan-format.md ("Limits").
 pub(crate) const CONFIRM_RUNS: usize = 100_000;
+
+/// Most runs (cases × stacks × repeats) one campaign may plan; documented in
+/// docs/plan-format.md ("Limits").
+pub(crate) const MAX_RUNS: usize = 1_000_000;
 use crate::error::{Diagnostic, Error, Result};
 use crate::model::case::Case;
 use crate::model::plan::{ExecutorKind, Placement, Plan};
@@ -134,6 +138,20 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
     // seeded stack order: a slow machine phase hits every stack alike.
     let repeats = opts.repeats.unwrap_or(plan.run.repeats).max(1);
     let n_runs = cases.len() * repeats as usize * names.len();
+    if n_runs > MAX_RUNS {
+        // Memory grows by about 1.7 KB per planned run (docs/performance.md "Huge plans"):
+        // refusing here, before any per-run record exists, keeps a campaign within ~2 GB.
+        return Err(Error::invalid(
+            &plan.source,
+            format!(
+                "the plan makes {n_runs} runs ({} cases × {} stacks × {repeats} repeats), more \
+                 than the maximum of {MAX_RUNS}; split it into several plans, or narrow it with \
+                 --filter/--stacks/--repeats",
+                cases.len(),
+                names.len()
+            ),
+        ));
+    }
     let mut orders = estimate::stack_orders(
         names.len(),
         n_runs / names.len().max(1),

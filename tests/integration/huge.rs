@@ -1,8 +1,8 @@
 //! Huge plans: above the documented size `run` wants `--yes` (exit 2, no run dir, elsewhere than
 //! at a terminal), Ctrl-C during preparation stops it cleanly (exit 3, no run dir) even when the
 //! shell started it with SIGINT ignored, Ctrl-C just after the run dir appears stops the
-//! campaign before its runs (exit 3), and a plan over the case limit is refused by `validate`
-//! with the axis sizes.
+//! campaign before its runs (exit 3), a plan over the case limit is refused by `validate`
+//! with the axis sizes, and a campaign over the run limit by `run` before any run dir.
 
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -114,6 +114,34 @@ fn a_plan_over_the_case_limit_is_refused_by_validate() {
         err.contains("big.toml:6:9: axes.count: the plan makes 1001000 cases (1 variant × 1000 p × 1001 count), more than the maximum of 1000000"),
         "{err}"
     );
+}
+
+#[test]
+fn a_campaign_over_the_run_limit_is_refused_before_any_run_dir() {
+    let tmp = tempdir();
+    let plan = plan_of(tmp.path(), 1001);
+    let results = tmp.path().join("results");
+    let o = run_in(
+        tmp.path(),
+        &[
+            "run",
+            &plan,
+            "-q",
+            "--yes",
+            "--repeats",
+            "1000",
+            "--results-dir",
+            results.to_str().unwrap(),
+        ],
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("the plan makes 1001000 runs (1001 cases × 1 stacks × 1000 repeats), more than the maximum of 1000000"),
+        "{err}"
+    );
+    assert!(err.contains("huge.toml"), "names the plan: {err}");
+    assert!(is_empty_or_missing(&results), "refused before any run dir");
 }
 
 /// The run dir's journal under `results`, once `run` has made it.
