@@ -86,7 +86,7 @@ pub(crate) fn resume(
     state: session::Resume,
 ) -> Result<Finished> {
     let slurm = prep.executor == ExecutorKind::Slurm;
-    let claimed = session::claim_resume(&mut prep, state, slurm)?;
+    let claimed = session::claim_resume(&mut prep, state, slurm, opts.results_dir.as_deref())?;
     drive(prep, opts, after, claimed)
 }
 

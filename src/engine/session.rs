@@ -233,7 +233,12 @@ pub(crate) fn claim_new(prep: &Prepared, opts: &Options) -> Result<Claimed> {
 /// The existing run dir of `resume`: decide every planned run against the journal, print the
 /// diff, and turn done runs into presets whose results come from their bundles. With `slurm`,
 /// open runs with a journaled job continue that attempt by re-attaching to the job.
-pub(crate) fn claim_resume(prep: &mut Prepared, resume: Resume, slurm: bool) -> Result<Claimed> {
+pub(crate) fn claim_resume(
+    prep: &mut Prepared,
+    resume: Resume,
+    slurm: bool,
+    results_dir: Option<&Path>,
+) -> Result<Claimed> {
     let Resume {
         run_dir,
         lock,
@@ -280,7 +285,7 @@ pub(crate) fn claim_resume(prep: &mut Prepared, resume: Resume, slurm: bool) -> 
     let nothing_to_run =
         decided.to_run.is_empty() && decided.changed.is_empty() && decided.to_retry.is_empty();
     let mut settled = nothing_to_run
-        .then(|| settled_by_results(prep, &run_dir.path, &planned, &replay))
+        .then(|| settled_by_results(prep, &run_dir.path, &planned, &replay, results_dir))
         .flatten();
     let up_to_date = settled.is_some();
     let (loaded, unreadable) = if up_to_date {
@@ -438,6 +443,7 @@ fn settled_by_results(
     run_dir: &Path,
     planned: &[(String, String)],
     replay: &Replay,
+    results_dir: Option<&Path>,
 ) -> Option<BTreeMap<usize, RunResult>> {
     let finished: Vec<_> = planned
         .iter()
@@ -453,7 +459,10 @@ fn settled_by_results(
             })
         })
         .collect::<Option<_>>()?;
-    if !crate::store::load::results_current(run_dir, &recorded) || !report_current(prep, run_dir) {
+    let current = crate::store::load::results_current(run_dir, &recorded)
+        && report_current(prep, run_dir)
+        && history_current(prep, run_dir, results_dir);
+    if !current {
         return None;
     }
     Some(
@@ -470,13 +479,44 @@ fn settled_by_results(
     )
 }
 
-/// The report (`reports/summary.md`, `reports/context.json`) was rendered after `results.json`
-/// was last written and after the plan's report template last changed.
-fn report_current(prep: &Prepared, run_dir: &Path) -> bool {
-    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-    let Some(results) = modified(&run_dir.join("results.json")) else {
+/// The history store the report step records into (`--results-dir`'s, else that of the results
+/// dir the run dir sits in; none for a run dir elsewhere) already holds this run dir with every
+/// planned run: a lost or older store makes the resume record it again.
+fn history_current(prep: &Prepared, run_dir: &Path, results_dir: Option<&Path>) -> bool {
+    use crate::store::history;
+    let results_dir = match results_dir {
+        Some(d) => d.to_path_buf(),
+        None => match history::results_dir_of(run_dir, &prep.plan.campaign.name) {
+            Some(d) => d,
+            None => return true,
+        },
+    };
+    let store = history::store_path(Some(&results_dir));
+    let Ok(path) = std::path::absolute(run_dir) else {
         return false;
     };
+    let path = path.display().to_string();
+    store.is_file()
+        && history::History::open_existing(&store)
+            .and_then(|h| h.run_dirs())
+            .is_ok_and(|dirs| {
+                dirs.iter()
+                    .any(|d| d.path == path && d.runs == prep.runs.len() as i64)
+            })
+}
+
+/// The report (`reports/summary.md`, `reports/context.json`) was rendered after `results.json`
+/// was last written, after the frozen `plan.toml` last changed (its `[report]` settings: an
+/// edited baseline or figure list must show) and after the plan's report template last changed.
+fn report_current(prep: &Prepared, run_dir: &Path) -> bool {
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let (Some(results_at), Some(plan_at)) = (
+        modified(&run_dir.join("results.json")),
+        modified(&run_dir.join("plan.toml")),
+    ) else {
+        return false;
+    };
+    let results = results_at.max(plan_at);
     let template_at = match &prep.plan.report.template {
         Some(t) => match modified(t) {
             Some(at) => Some(at),

@@ -214,23 +214,40 @@ fn resume_of_a_finished_dir_rebuilds_only_what_disagrees_with_the_journal() {
     assert_eq!(std::fs::read_to_string(&csv).unwrap().lines().count(), 3);
     assert!(resume().contains(UP_TO_DATE));
 
-    // A bundle written after the results files: they may not show it.
-    let results_at = std::fs::metadata(run_dir.join("results.json"))
-        .unwrap()
-        .modified()
-        .unwrap();
+    // A bundle written after the results files: they may not show it. Each damage is undone
+    // (and the dir seen up to date again) before the next, so every step can fail on its own.
+    let set_mtime = |path: &std::path::Path, at: std::time::SystemTime| {
+        let file = std::fs::File::options().write(true).open(path).unwrap();
+        file.set_modified(at).unwrap();
+    };
+    let mtime = |path: &std::path::Path| std::fs::metadata(path).unwrap().modified().unwrap();
+    let results_at = mtime(&run_dir.join("results.json"));
     let manifest = run_dir.join("cases/mesh_p2_count64_fp32_host_d0-1/host/manifest.json");
-    std::fs::File::options()
-        .write(true)
-        .open(&manifest)
-        .unwrap()
-        .set_modified(results_at + std::time::Duration::from_secs(10))
-        .unwrap();
+    let manifest_at = mtime(&manifest);
+    set_mtime(&manifest, results_at + std::time::Duration::from_secs(10));
     let text = resume();
     assert!(
         text.contains(REBUILT) && !text.contains(UP_TO_DATE),
         "{text}"
     );
+    set_mtime(&manifest, manifest_at);
+    assert!(resume().contains(UP_TO_DATE));
+
+    // The frozen plan edited after the report (its `[report]` settings may differ): rendered
+    // again.
+    let plan = run_dir.join("plan.toml");
+    let plan_at = mtime(&plan);
+    set_mtime(
+        &plan,
+        mtime(&run_dir.join("reports/summary.md")) + std::time::Duration::from_secs(10),
+    );
+    let text = resume();
+    assert!(
+        text.contains(REBUILT) && !text.contains(UP_TO_DATE),
+        "{text}"
+    );
+    set_mtime(&plan, plan_at);
+    assert!(resume().contains(UP_TO_DATE));
 
     // No report: rendered again.
     let summary = run_dir.join("reports/summary.md");
