@@ -86,7 +86,7 @@ pub(crate) fn resume(
     state: session::Resume,
 ) -> Result<Finished> {
     let slurm = prep.executor == ExecutorKind::Slurm;
-    let claimed = session::claim_resume(&mut prep, state, slurm)?;
+    let claimed = session::claim_resume(&mut prep, state, slurm, opts.results_dir.as_deref())?;
     drive(prep, opts, after, claimed)
 }
 
@@ -106,7 +106,28 @@ fn drive(
         pending,
         reattach,
         stale_jobs,
+        up_to_date,
     } = claimed;
+    if up_to_date {
+        // Nothing to run, and the results files and report already show every run: a resume
+        // of a finished run dir of any size answers from the journal alone.
+        println!(
+            "nothing to run: every planned run is done; results files and report are up to date"
+        );
+        return Ok(Finished {
+            run_dir: run_dir.path.clone(),
+            results: crate::model::results::ResultSet {
+                campaign: prep.plan.campaign.name.clone(),
+                timestamp: run_dir.timestamp.clone(),
+                runs: kept.into_values().collect(),
+                quarantined: (earlier_quarantine.iter())
+                    .map(|(d, why)| (d.to_string(), why.clone()))
+                    .collect(),
+                ..Default::default()
+            },
+            interrupted: false,
+        });
+    }
     let use_slurm = prep.executor == ExecutorKind::Slurm;
     let campaign = prep.plan.campaign.name.clone();
     let campaign_dir = run_dir.path.parent().map(PathBuf::from).unwrap_or_default();

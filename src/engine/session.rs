@@ -26,6 +26,69 @@ use crate::store::lock::RunDirLock;
 /// Most planned runs the journal header names one by one (`steps`); above, only `planned_runs`.
 const HEADER_STEPS_MAX: usize = 10_000;
 
+/// Journal field (header, and each resume's `session` line) holding [`fingerprint_context`].
+const CONTEXT_FIELD: &str = "fingerprint_context";
+
+/// Feeds serialized bytes into a hash without building them in memory first.
+struct HashWriter(sha2::Sha256);
+
+impl std::io::Write for HashWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        sha2::Digest::update(&mut self.0, buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A hash of everything a run's fingerprint (`work::fingerprint`) is computed from, for every
+/// planned run at once: each run's case id, stack and case; each stack's definition and resolved
+/// root; the run dir's path; and the campaign binary (it renders the commands). Two sessions with
+/// the same context compute the same fingerprint for every run, so a resume whose context equals
+/// the one every earlier session recorded takes each journaled run's fingerprint from the
+/// journal instead of rendering its command again — the costliest part of deciding a large
+/// resume. Serialized straight into the hash: no per-run allocation.
+fn fingerprint_context(prep: &Prepared, run_dir: &Path) -> String {
+    use sha2::Digest;
+    fn put<T: serde::Serialize + ?Sized>(w: &mut HashWriter, v: &T) {
+        // Writing into a hash cannot fail; a value that cannot serialize adds nothing, the same
+        // in every session.
+        let _ = serde_json::to_writer(&mut *w, v);
+        w.0.update(b"\n");
+    }
+    let mut w = HashWriter(sha2::Sha256::new());
+    put(&mut w, &run_dir.display().to_string());
+    let exe = std::env::current_exe().map(|p| p.display().to_string());
+    put(&mut w, &exe.unwrap_or_default());
+    for stack in &prep.stacks {
+        put(&mut w, &stack.name);
+        put(&mut w, &stack.def);
+        put(&mut w, &format!("{:?}", stack.root));
+    }
+    for run in &prep.runs {
+        put(&mut w, &run.case_id);
+        put(&mut w, &run.stack);
+        put(&mut w, &prep.cases[run.case_index]);
+    }
+    w.0.finalize()
+        .iter()
+        .take(16)
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The context the journal's run fingerprints were all computed in: the latest resume's
+/// `session` line's (a resume records its context only when every journaled fingerprint agrees
+/// with it), else the header's when no resume came yet. A session line without one (the
+/// journal disagreed, or an older campaign wrote it) means none.
+fn recorded_context(replay: &Replay) -> Option<&str> {
+    match replay.events.get("session") {
+        None => replay.header.get(CONTEXT_FIELD)?.as_str(),
+        Some(session) => session.get(CONTEXT_FIELD)?.as_str(),
+    }
+}
+
 /// What `campaign resume` found and hands to the engine.
 pub(crate) struct Resume {
     pub(crate) run_dir: PathBuf,
@@ -55,6 +118,10 @@ pub(crate) struct Claimed {
     /// stack with one process per round): cancelled before anything starts, so two jobs never
     /// write one bundle.
     pub(crate) stale_jobs: Vec<u64>,
+    /// Resume found every planned run done and the results files and report already showing
+    /// exactly them: `kept` holds the runs as the journal recorded them (no samples), and
+    /// nothing is executed, rewritten or rendered.
+    pub(crate) up_to_date: bool,
 }
 
 /// The command-line selection as the journal header keeps it. A relative `--cases` glob is
@@ -146,6 +213,7 @@ pub(crate) fn claim_new(prep: &Prepared, opts: &Options) -> Result<Claimed> {
             "executor": executor_name(prep.executor),
             "steps": steps,
             "planned_runs": prep.runs.len(),
+            CONTEXT_FIELD: fingerprint_context(prep, &run_dir.path),
         }),
     )?;
     Ok(Claimed {
@@ -158,13 +226,19 @@ pub(crate) fn claim_new(prep: &Prepared, opts: &Options) -> Result<Claimed> {
         pending: prep.runs.len(),
         reattach: BTreeMap::new(),
         stale_jobs: Vec::new(),
+        up_to_date: false,
     })
 }
 
 /// The existing run dir of `resume`: decide every planned run against the journal, print the
 /// diff, and turn done runs into presets whose results come from their bundles. With `slurm`,
 /// open runs with a journaled job continue that attempt by re-attaching to the job.
-pub(crate) fn claim_resume(prep: &mut Prepared, resume: Resume, slurm: bool) -> Result<Claimed> {
+pub(crate) fn claim_resume(
+    prep: &mut Prepared,
+    resume: Resume,
+    slurm: bool,
+    results_dir: Option<&Path>,
+) -> Result<Claimed> {
     let Resume {
         run_dir,
         lock,
@@ -175,13 +249,25 @@ pub(crate) fn claim_resume(prep: &mut Prepared, resume: Resume, slurm: bool) -> 
     let run_dir = Arc::new(RunDir::open(&run_dir));
     // Before any device is leased again: whatever a killed session's runs left running.
     let reaped = reap_leftovers(&replay);
+    let context = fingerprint_context(prep, &run_dir.path);
+    // Every line of the journal was written in this very context: its fingerprints are the ones
+    // rendering would give.
+    let same_context = recorded_context(&replay) == Some(context.as_str());
     let fingerprints: BTreeMap<usize, String> = prep
         .runs
         .iter()
         .enumerate()
         .map(|(i, r)| {
-            let (stack, case) = (&prep.stacks[r.stack], &prep.cases[r.case_index]);
-            (i, work::fingerprint(&run_dir, &r.case_id, stack, case))
+            let stack = &prep.stacks[r.stack];
+            let journaled = same_context
+                .then(|| replay.step(&journal::run_step(&r.case_id, &stack.name)))
+                .flatten()
+                .map(|s| s.fingerprint.clone())
+                .filter(|f| !f.is_empty());
+            let fingerprint = journaled.unwrap_or_else(|| {
+                work::fingerprint(&run_dir, &r.case_id, stack, &prep.cases[r.case_index])
+            });
+            (i, fingerprint)
         })
         .collect();
     let planned: Vec<(String, String)> = prep
@@ -196,7 +282,17 @@ pub(crate) fn claim_resume(prep: &mut Prepared, resume: Resume, slurm: bool) -> 
         })
         .collect();
     let mut decided = crate::store::resume::plan(&replay, &planned, retry_failed);
-    let (loaded, unreadable) = crate::store::load::load_run_dir_tolerant(&run_dir.path)?;
+    let nothing_to_run =
+        decided.to_run.is_empty() && decided.changed.is_empty() && decided.to_retry.is_empty();
+    let mut settled = nothing_to_run
+        .then(|| settled_by_results(prep, &run_dir.path, &planned, &replay, results_dir))
+        .flatten();
+    let up_to_date = settled.is_some();
+    let (loaded, unreadable) = if up_to_date {
+        Default::default()
+    } else {
+        crate::store::load::load_run_dir_tolerant(&run_dir.path)?
+    };
     let mut bundles: BTreeMap<(String, String), RunResult> = (loaded.runs.into_iter())
         .map(|r| ((r.case_id.clone(), r.stack.clone()), r))
         .collect();
@@ -241,6 +337,11 @@ pub(crate) fn claim_resume(prep: &mut Prepared, resume: Resume, slurm: bool) -> 
             .and_then(|s| s.last_finished.as_ref())
             .and_then(|f| f.fields.get("samples"))
             .and_then(serde_json::Value::as_u64);
+        if let Some(result) = settled.as_mut().and_then(|s| s.remove(&i)) {
+            prep.plans[i].preset = Some((result.status, result.error.clone().unwrap_or_default()));
+            kept.insert(i, result);
+            continue;
+        }
         if let Some(e) = unreadable.remove(&id) {
             println!("{key}: finished in the journal but its bundle does not read back ({e}); it runs again");
             lost.insert(key.clone());
@@ -300,6 +401,18 @@ pub(crate) fn claim_resume(prep: &mut Prepared, resume: Resume, slurm: bool) -> 
     note.insert("resume".into(), json!(true));
     note.insert("retry_failed".into(), json!(retry_failed));
     note.insert("diff".into(), json!(decided.to_string()));
+    // The context is recorded when the journal agrees with it: every line was written in it,
+    // or every journaled fingerprint of a planned run equals the one just rendered (a changed
+    // run this session may not get to re-run would otherwise be taken as done next time).
+    let agrees = same_context
+        || planned.iter().all(|(key, fingerprint)| {
+            replay
+                .step(key)
+                .is_none_or(|s| s.fingerprint.is_empty() || s.fingerprint == *fingerprint)
+        });
+    if agrees {
+        note.insert(CONTEXT_FIELD.into(), json!(context));
+    }
     if !reaped.is_empty() {
         note.insert("reaped".into(), Value::Object(reaped));
     }
@@ -314,6 +427,106 @@ pub(crate) fn claim_resume(prep: &mut Prepared, resume: Resume, slurm: bool) -> 
         earlier_quarantine: replay.quarantined.clone(),
         reattach,
         stale_jobs,
+        up_to_date,
+    })
+}
+
+/// When every planned run finished (per the journal) and the results files and report already
+/// show exactly those runs, the kept runs as the journal recorded them (status, reason,
+/// attempt; no samples — nothing is rewritten from them): the resume then reads no bundle and
+/// rebuilds nothing. `None` (read every bundle back, rebuild) when any run's `finished` line
+/// lacks its sample count (older journals), `store::load::results_current` finds the results
+/// files out of step with the journal or a bundle damaged, or the report is missing or older
+/// than `results.json` or than the plan's report template.
+fn settled_by_results(
+    prep: &Prepared,
+    run_dir: &Path,
+    planned: &[(String, String)],
+    replay: &Replay,
+    results_dir: Option<&Path>,
+) -> Option<BTreeMap<usize, RunResult>> {
+    let finished: Vec<_> = planned
+        .iter()
+        .map(|(key, _)| replay.step(key)?.last_finished.as_ref())
+        .collect::<Option<_>>()?;
+    let recorded: Vec<crate::store::load::Recorded> = (prep.runs.iter().zip(&finished))
+        .map(|(r, f)| {
+            Some(crate::store::load::Recorded {
+                case_id: &r.case_id,
+                stack: &prep.stacks[r.stack].name,
+                status: f.status,
+                samples: f.fields.get("samples")?.as_u64()?,
+            })
+        })
+        .collect::<Option<_>>()?;
+    let current = crate::store::load::results_current(run_dir, &recorded)
+        && report_current(prep, run_dir)
+        && history_current(prep, run_dir, results_dir);
+    if !current {
+        return None;
+    }
+    Some(
+        (prep.runs.iter().zip(finished).enumerate())
+            .map(|(i, (r, f))| {
+                let stack = &prep.stacks[r.stack].name;
+                let case = &prep.cases[r.case_index];
+                let reason = f.reason.as_deref().unwrap_or_default();
+                let mut result = work::unrun(case, &r.case_id, stack, f.status, reason, f.attempt);
+                result.error = f.reason.clone();
+                (i, result)
+            })
+            .collect(),
+    )
+}
+
+/// The history store the report step records into (`--results-dir`'s, else that of the results
+/// dir the run dir sits in; none for a run dir elsewhere) already holds this run dir with every
+/// planned run: a lost or older store makes the resume record it again.
+fn history_current(prep: &Prepared, run_dir: &Path, results_dir: Option<&Path>) -> bool {
+    use crate::store::history;
+    let results_dir = match results_dir {
+        Some(d) => d.to_path_buf(),
+        None => match history::results_dir_of(run_dir, &prep.plan.campaign.name) {
+            Some(d) => d,
+            None => return true,
+        },
+    };
+    let store = history::store_path(Some(&results_dir));
+    let Ok(path) = std::path::absolute(run_dir) else {
+        return false;
+    };
+    let path = path.display().to_string();
+    store.is_file()
+        && history::History::open_existing(&store)
+            .and_then(|h| h.run_dirs())
+            .is_ok_and(|dirs| {
+                dirs.iter()
+                    .any(|d| d.path == path && d.runs == prep.runs.len() as i64)
+            })
+}
+
+/// The report (`reports/summary.md`, `reports/context.json`) was rendered after `results.json`
+/// was last written, after the frozen `plan.toml` last changed (its `[report]` settings: an
+/// edited baseline or figure list must show) and after the plan's report template last changed.
+fn report_current(prep: &Prepared, run_dir: &Path) -> bool {
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let (Some(results_at), Some(plan_at)) = (
+        modified(&run_dir.join("results.json")),
+        modified(&run_dir.join("plan.toml")),
+    ) else {
+        return false;
+    };
+    let results = results_at.max(plan_at);
+    let template_at = match &prep.plan.report.template {
+        Some(t) => match modified(t) {
+            Some(at) => Some(at),
+            None => return false,
+        },
+        None => None,
+    };
+    ["summary.md", "context.json"].iter().all(|name| {
+        modified(&run_dir.join("reports").join(name))
+            .is_some_and(|at| at >= results && template_at.is_none_or(|t| at >= t))
     })
 }
 

@@ -239,6 +239,89 @@ pub(crate) fn load_run_dir_tolerant(dir: &Path) -> Result<(ResultSet, Vec<(PathB
     Ok((set, unreadable))
 }
 
+/// One finished run as the journal recorded it, for [`results_current`].
+pub(crate) struct Recorded<'a> {
+    pub(crate) case_id: &'a str,
+    pub(crate) stack: &'a str,
+    pub(crate) status: RunStatus,
+    /// The sample count of the run's `finished` line.
+    pub(crate) samples: u64,
+}
+
+/// Whether `dir`'s results files already hold exactly the runs of `recorded`, so a resume with
+/// nothing to run can skip reading every bundle back. True only when `results.json`,
+/// `results.csv` and `samples.csv` are there (one write makes all three), `results.csv` lists
+/// those runs in that order, each with the journal's status and sample count (a `pass` with
+/// timed samples), and every run's bundle is still in place: `manifest.json` (and `timing.json`
+/// when it has samples) non-empty and not modified after the results files were written.
+/// Anything else — a bundle a power loss emptied, a deleted timing file, results files older
+/// than a bundle or missing a run, an unreadable row — answers false, and the caller reads the
+/// bundles as always. Reads `results.csv` (the rows of `results.json` without the cases, a
+/// tenth of its size) and stats the bundle files.
+pub(crate) fn results_current(dir: &Path, recorded: &[Recorded]) -> bool {
+    let written = |name: &str| {
+        let meta = std::fs::metadata(dir.join(name)).ok()?;
+        (meta.is_file() && meta.len() > 0).then(|| meta.modified().ok())?
+    };
+    let (Some(json_at), Some(csv_at), Some(samples_at)) = (
+        written("results.json"),
+        written("results.csv"),
+        written("samples.csv"),
+    ) else {
+        return false;
+    };
+    let results_at = json_at.min(csv_at).min(samples_at);
+    let Ok(mut csv) = ::csv::Reader::from_path(dir.join("results.csv")) else {
+        return false;
+    };
+    let Ok(header) = csv.byte_headers() else {
+        return false;
+    };
+    let column = |name: &str| header.iter().position(|h| h == name.as_bytes());
+    let (Some(case_id), Some(stack), Some(status), Some(warmup), Some(timed), Some(bundle)) = (
+        column("case_id"),
+        column("stack"),
+        column("status"),
+        column("n_warmup"),
+        column("n_timed"),
+        column("artifact_bundle"),
+    ) else {
+        return false;
+    };
+    let in_place = |file: PathBuf| {
+        std::fs::metadata(file).is_ok_and(|m| {
+            m.is_file() && m.len() > 0 && m.modified().is_ok_and(|t| t <= results_at)
+        })
+    };
+    let number = |field: Option<&[u8]>| std::str::from_utf8(field?).ok()?.parse::<u64>().ok();
+    let mut row = ::csv::ByteRecord::new();
+    for rec in recorded {
+        if !csv.read_byte_record(&mut row).unwrap_or(false) {
+            return false;
+        }
+        let (Some(n_warmup), Some(n_timed)) = (number(row.get(warmup)), number(row.get(timed)))
+        else {
+            return false;
+        };
+        let Some(path) = row.get(bundle).and_then(|b| std::str::from_utf8(b).ok()) else {
+            return false;
+        };
+        let bundle = dir.join(path);
+        let same = row.get(case_id) == Some(rec.case_id.as_bytes())
+            && row.get(stack) == Some(rec.stack.as_bytes())
+            && row.get(status) == Some(rec.status.as_str().as_bytes())
+            && n_warmup + n_timed == rec.samples
+            && (rec.status != RunStatus::Pass || n_timed > 0)
+            && in_place(bundle.join("manifest.json"))
+            && (rec.samples == 0 || in_place(bundle.join("timing.json")));
+        if !same {
+            return false;
+        }
+    }
+    // No row beyond the recorded runs.
+    !csv.read_byte_record(&mut row).unwrap_or(true)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -182,6 +182,84 @@ fn resume_resolves_plan_relative_case_files_from_the_original_plan() {
     );
 }
 
+/// A resume of a finished run dir whose results files and report already show every run reads
+/// no bundle and rebuilds nothing — but only while every file agrees with the journal: rows
+/// missing from results.csv, a bundle changed after the results were written, or a missing
+/// report each bring back the full rebuild.
+#[test]
+fn resume_of_a_finished_dir_rebuilds_only_what_disagrees_with_the_journal() {
+    let dir = util::tempdir();
+    let run_dir = seed_file_campaign(dir.path());
+    let resume = || {
+        let out = util::run_in(dir.path(), &["resume", run_dir.to_str().unwrap(), "-q"]);
+        let stdout = util::stdout(&out);
+        assert_eq!(out.status.code(), Some(0), "{stdout}{}", util::stderr(&out));
+        assert!(stdout.contains("2 runs: 2 pass"), "{stdout}");
+        stdout
+    };
+    const UP_TO_DATE: &str = "results files and report are up to date";
+    const REBUILT: &str = "rebuilding results and report";
+    let csv = run_dir.join("results.csv");
+    let full_csv = std::fs::read_to_string(&csv).unwrap();
+    assert!(resume().contains(UP_TO_DATE));
+
+    // results.csv lost its rows: rebuilt from the bundles.
+    let header = full_csv.lines().next().unwrap();
+    std::fs::write(&csv, format!("{header}\n")).unwrap();
+    let text = resume();
+    assert!(
+        text.contains(REBUILT) && !text.contains(UP_TO_DATE),
+        "{text}"
+    );
+    assert_eq!(std::fs::read_to_string(&csv).unwrap().lines().count(), 3);
+    assert!(resume().contains(UP_TO_DATE));
+
+    // A bundle written after the results files: they may not show it. Each damage is undone
+    // (and the dir seen up to date again) before the next, so every step can fail on its own.
+    let set_mtime = |path: &std::path::Path, at: std::time::SystemTime| {
+        let file = std::fs::File::options().write(true).open(path).unwrap();
+        file.set_modified(at).unwrap();
+    };
+    let mtime = |path: &std::path::Path| std::fs::metadata(path).unwrap().modified().unwrap();
+    let results_at = mtime(&run_dir.join("results.json"));
+    let manifest = run_dir.join("cases/mesh_p2_count64_fp32_host_d0-1/host/manifest.json");
+    let manifest_at = mtime(&manifest);
+    set_mtime(&manifest, results_at + std::time::Duration::from_secs(10));
+    let text = resume();
+    assert!(
+        text.contains(REBUILT) && !text.contains(UP_TO_DATE),
+        "{text}"
+    );
+    set_mtime(&manifest, manifest_at);
+    assert!(resume().contains(UP_TO_DATE));
+
+    // The frozen plan edited after the report (its `[report]` settings may differ): rendered
+    // again.
+    let plan = run_dir.join("plan.toml");
+    let plan_at = mtime(&plan);
+    set_mtime(
+        &plan,
+        mtime(&run_dir.join("reports/summary.md")) + std::time::Duration::from_secs(10),
+    );
+    let text = resume();
+    assert!(
+        text.contains(REBUILT) && !text.contains(UP_TO_DATE),
+        "{text}"
+    );
+    set_mtime(&plan, plan_at);
+    assert!(resume().contains(UP_TO_DATE));
+
+    // No report: rendered again.
+    let summary = run_dir.join("reports/summary.md");
+    std::fs::remove_file(&summary).unwrap();
+    let text = resume();
+    assert!(
+        text.contains(REBUILT) && !text.contains(UP_TO_DATE),
+        "{text}"
+    );
+    assert!(summary.is_file());
+}
+
 /// A passed run whose timing.json did not survive (power loss between the manifest reaching
 /// disk and its samples) is not "done": resume runs it again and restores its samples.
 #[test]

@@ -741,6 +741,31 @@ resource = "none"
     for (id, n) in &before {
         assert_eq!(after[id], n + 1, "{id} ran once more");
     }
+    // The journal disagreed with that session's fingerprints, so it did not vouch for its
+    // context; the next resume renders, finds every fingerprint agreeing, and records it.
+    let last_session = || {
+        let journal = std::fs::read_to_string(dir.join("journal.jsonl")).unwrap();
+        let line = journal
+            .lines()
+            .rfind(|l| l.contains(r#""event":"session""#))
+            .unwrap()
+            .to_string();
+        serde_json::from_str::<serde_json::Value>(&line).unwrap()
+    };
+    assert!(last_session().get("fingerprint_context").is_none());
+    let out = c.resume(&[]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert!(
+        util::stdout(&out).contains("resume: 4 done, 0 to run, 0 changed, 0 to retry"),
+        "{}",
+        show(&out)
+    );
+    assert_eq!(c.counts("start"), after, "nothing ran");
+    let context = last_session()["fingerprint_context"].clone();
+    assert!(context.is_string(), "{context}");
+    let header = std::fs::read_to_string(dir.join("journal.jsonl")).unwrap();
+    let header: serde_json::Value = serde_json::from_str(header.lines().next().unwrap()).unwrap();
+    assert_ne!(header["fingerprint_context"], context, "the stack changed");
 }
 
 #[test]

@@ -128,8 +128,8 @@ impl Journal {
     /// new lines start on a line boundary; [`Journal::repaired`] says whether it did.
     pub(crate) fn open(run_dir: &Path) -> Result<Journal> {
         let path = run_dir.join(FILE_NAME);
-        let state = replay(&path)?;
-        if let Some(torn) = &state.torn {
+        let torn = replay::torn_tail(&path)?;
+        if let Some(torn) = &torn {
             let f = OpenOptions::new()
                 .write(true)
                 .open(&path)
@@ -145,7 +145,7 @@ impl Journal {
             file,
             syncs: 0,
             commit,
-            repaired: state.torn,
+            repaired: torn,
         })
     }
 

@@ -196,6 +196,29 @@ pub(crate) fn replay(path: &Path) -> Result<Replay> {
     Ok(out)
 }
 
+/// The torn last line [`replay`] would ignore, found by reading only that line: opening a
+/// journal to append cuts it off, and the one replay that follows (resume's) checks the rest —
+/// a large journal is parsed once, not twice.
+pub(crate) fn torn_tail(path: &Path) -> Result<Option<TornLine>> {
+    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let lines = split_lines(&bytes);
+    let number = lines.len();
+    // A journal of a newer format is refused before anything is cut; an unreadable header
+    // cuts nothing and is reported by the replay.
+    match lines.first().map(|(_, raw, _)| serde_json::from_slice(raw)) {
+        Some(Ok(Value::Object(header))) => read_header(path, header, &mut Replay::default())?,
+        _ => return Ok(None),
+    }
+    let Some((offset, raw, terminated)) = lines.last() else {
+        return Ok(None);
+    };
+    if number <= 1 || (*terminated && raw.iter().all(u8::is_ascii_whitespace)) {
+        return Ok(None);
+    }
+    let whole = *terminated && matches!(serde_json::from_slice(raw), Ok(Value::Object(_)));
+    Ok((!whole).then(|| torn(number, *offset, raw.len())))
+}
+
 fn torn(line: usize, offset: usize, bytes: usize) -> TornLine {
     TornLine {
         line,

@@ -222,6 +222,42 @@ fn newer_format_version_is_refused_clearly() {
     assert!(text.contains("newer campaign"), "{text}");
     assert!(text.contains("journal.jsonl:1"), "{text}");
     assert_eq!(err.exit_code(), crate::error::exit::BAD_INPUT);
+    // A newer journal's torn tail is not cut either: nothing is touched before the refusal.
+    let text = "{\"journal\":\"campaign\",\"version\":2}\n{\"t\":\"x\",\"ev";
+    std::fs::write(&path, text).unwrap();
+    assert!(Journal::open(dir.path()).is_err());
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+}
+
+/// Opening finds the torn tail from the last line alone, exactly as a full replay does: an
+/// intact journal is left whole, a whitespace last line is not torn, a non-object last line is.
+#[test]
+fn open_cuts_the_same_tail_a_replay_calls_torn() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(FILE_NAME);
+    let head = "{\"journal\":\"campaign\",\"version\":1}\n{\"t\":\"x\",\"event\":\"started\",\"step\":\"run:a:host\",\"attempt\":1}\n";
+    for (tail, torn) in [
+        ("", false),
+        ("  \n", false),
+        ("[1]\n", true),
+        ("{\"t\":1}", true),
+    ] {
+        std::fs::write(&path, format!("{head}{tail}")).unwrap();
+        let replayed = replay(&path).unwrap().torn.map(|t| t.line);
+        assert_eq!(replayed.is_some(), torn, "{tail:?}");
+        let j = Journal::open(dir.path()).unwrap();
+        assert_eq!(j.repaired().map(|t| t.line), replayed, "{tail:?}");
+        drop(j);
+        let kept = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            kept,
+            if torn {
+                head.to_string()
+            } else {
+                format!("{head}{tail}")
+            }
+        );
+    }
 }
 
 #[test]
