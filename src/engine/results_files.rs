@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Result};
 use crate::model::results::{Provenance, ResultSet, RunResult};
 use crate::store::atomic::write_atomic_all;
-use crate::store::layout::{pretty, RunDir};
+use crate::store::layout::RunDir;
 use crate::store::{csv, json};
 
 /// Shortest pause between the end of one rewrite and the start of the next.
@@ -43,7 +43,7 @@ pub(crate) struct Header {
 /// Write the three results files of `set`, each atomically (temp file, sync, rename).
 pub(crate) fn write(run_dir: &RunDir, set: &ResultSet) -> Result<()> {
     let (doc, runs, samples) = (
-        pretty(&json::document(set)),
+        json::document_text(set),
         csv::results_csv(set),
         csv::samples_csv(set),
     );

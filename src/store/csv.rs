@@ -6,7 +6,7 @@
 
 use std::collections::BTreeSet;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::model::results::ResultSet;
 use crate::store::row::Row;
@@ -41,37 +41,38 @@ const FLATTENED: &[(&str, &str)] = &[
 
 /// One row per run: the fields of `store::row::Row` in its order, maps flattened into
 /// `phase_<name>_s` / `compile_<name>_s` columns (the union over all runs, sorted).
+///
+/// Two passes over the runs, one row in memory at a time: the first finds the columns (the
+/// first row's fields, the union of the map keys), the second writes the rows.
 pub(crate) fn results_csv(set: &ResultSet) -> String {
-    let rows: Vec<Map<String, Value>> = set
-        .runs
-        .iter()
-        .filter_map(|r| match serde_json::to_value(Row::of(r)) {
-            Ok(Value::Object(m)) => Some(m),
-            _ => None,
-        })
-        .collect();
-    let keys_of = |field: &str| -> BTreeSet<String> {
-        rows.iter()
-            .filter_map(|m| m.get(field).and_then(Value::as_object))
-            .flat_map(|m| m.keys().cloned())
-            .collect()
+    let as_map = |r| match serde_json::to_value(Row::of(r)) {
+        Ok(Value::Object(m)) => Some(m),
+        _ => None,
     };
-    let nested: Vec<(&str, &str, BTreeSet<String>)> = FLATTENED
-        .iter()
-        .map(|(field, prefix)| (*field, *prefix, keys_of(field)))
-        .collect();
     let is_nested = |k: &str| FLATTENED.iter().any(|(f, _)| *f == k);
-    let plain: Vec<String> = rows
-        .first()
-        .map(|m| m.keys().filter(|k| !is_nested(k)).cloned().collect())
-        .unwrap_or_default();
+    let mut plain: Option<Vec<String>> = None;
+    let mut nested: Vec<(&str, &str, BTreeSet<String>)> = FLATTENED
+        .iter()
+        .map(|(field, prefix)| (*field, *prefix, BTreeSet::new()))
+        .collect();
+    for m in set.runs.iter().filter_map(as_map) {
+        if plain.is_none() {
+            plain = Some(m.keys().filter(|k| !is_nested(k)).cloned().collect());
+        }
+        for (field, _, names) in &mut nested {
+            if let Some(map) = m.get(*field).and_then(Value::as_object) {
+                names.extend(map.keys().cloned());
+            }
+        }
+    }
+    let plain = plain.unwrap_or_default();
     let mut w = csv::Writer::from_writer(Vec::new());
     let mut header = plain.clone();
     for (_, prefix, names) in &nested {
         header.extend(names.iter().map(|n| format!("{prefix}{n}_s")));
     }
     let _ = w.write_record(&header);
-    for m in &rows {
+    for m in set.runs.iter().filter_map(as_map) {
         let mut rec: Vec<String> = plain
             .iter()
             .map(|k| m.get(k).map(scalar).unwrap_or_default())

@@ -5,8 +5,10 @@
 //! `results.json` (old harness). Campaign, timestamp and provenance come from `results.json`
 //! when present. Used by report, resume and status; it must not write anything.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::error::{Error, Result};
@@ -21,6 +23,54 @@ fn read_json(path: &Path) -> Result<Value> {
             format!("not valid JSON at line {}:{}: {e}", e.line(), e.column()),
         )
     })
+}
+
+/// What `results.json` says besides its rows. Its `runs` are skipped while parsing (serde
+/// ignores unknown fields without building them): a 20,000-run file held as a `Value` tree
+/// costs ~170 MB, and the rows are needed only for an old bundle without a case.
+#[derive(Deserialize, Default)]
+struct ResultsHead {
+    // Values, not strings: a field of another type is ignored as before, not an error.
+    campaign: Option<Value>,
+    timestamp: Option<Value>,
+    provenance: Option<Value>,
+    quarantined: Option<Value>,
+}
+
+/// `results.json`'s rows by case id, parsed on first need.
+struct Rows {
+    path: PathBuf,
+    by_case: Option<HashMap<String, Value>>,
+}
+
+impl Rows {
+    fn row(&mut self, case_id: &str) -> Result<Option<&Value>> {
+        if self.by_case.is_none() {
+            #[derive(Deserialize, Default)]
+            struct OnlyRuns {
+                #[serde(default)]
+                runs: Vec<Value>,
+            }
+            let runs = if self.path.is_file() {
+                let text =
+                    std::fs::read_to_string(&self.path).map_err(|e| Error::io(&self.path, e))?;
+                serde_json::from_str::<OnlyRuns>(&text)
+                    .map(|d| d.runs)
+                    .unwrap_or_default()
+            } else {
+                Vec::new()
+            };
+            let mut by_case = HashMap::with_capacity(runs.len());
+            for row in runs {
+                if let Some(id) = row.get("case_id").and_then(Value::as_str) {
+                    // The first row of a case wins, as the linear search it replaces did.
+                    by_case.entry(id.to_string()).or_insert(row);
+                }
+            }
+            self.by_case = Some(by_case);
+        }
+        Ok(self.by_case.as_ref().and_then(|m| m.get(case_id)))
+    }
 }
 
 fn sorted_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
@@ -81,7 +131,7 @@ fn load_bundle(
     run_dir: &Path,
     case_dir: &Path,
     bundle: &Path,
-    rows: &[Value],
+    rows: &mut Rows,
 ) -> Result<RunResult> {
     let mpath = bundle.join("manifest.json");
     let m = read_json(&mpath)?;
@@ -105,10 +155,7 @@ fn load_bundle(
         Case::from_json_value(c, &mpath)?
     } else if case_dir.join("case.json").is_file() {
         Case::load(&case_dir.join("case.json"))?
-    } else if let Some(row) = rows
-        .iter()
-        .find(|r| r.get("case_id").and_then(Value::as_str) == Some(&case_id))
-    {
+    } else if let Some(row) = rows.row(&case_id)? {
         case_from_row(row, &case_id, &run_dir.join("results.json"))?
     } else {
         return Err(Error::invalid(
@@ -163,41 +210,54 @@ fn load(dir: &Path, mut unreadable: Option<&mut Vec<(PathBuf, Error)>>) -> Resul
         )));
     }
     let results_path = dir.join("results.json");
-    let doc = if results_path.is_file() {
-        read_json(&results_path)?
+    let head: ResultsHead = if results_path.is_file() {
+        let text =
+            std::fs::read_to_string(&results_path).map_err(|e| Error::io(&results_path, e))?;
+        match serde_json::from_str(&text) {
+            Ok(head) => head,
+            // Valid JSON of another shape (a list, say) says nothing about the run dir.
+            Err(e) if e.classify() == serde_json::error::Category::Data => ResultsHead::default(),
+            Err(e) => {
+                return Err(Error::invalid(
+                    &results_path,
+                    format!("not valid JSON at line {}:{}: {e}", e.line(), e.column()),
+                ))
+            }
+        }
     } else {
-        Value::Null
+        ResultsHead::default()
     };
-    let rows: Vec<Value> = doc
-        .get("runs")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
+    let mut rows = Rows {
+        path: results_path,
+        by_case: None,
+    };
     let mut set = ResultSet {
-        campaign: doc
-            .get("campaign")
+        campaign: (head
+            .campaign
+            .as_ref()
             .and_then(Value::as_str)
-            .map(String::from)
-            .unwrap_or_else(|| {
-                dir.parent()
-                    .and_then(|p| p.file_name())
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default()
-            }),
-        timestamp: doc
-            .get("timestamp")
+            .map(String::from))
+        .unwrap_or_else(|| {
+            dir.parent()
+                .and_then(|p| p.file_name())
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        }),
+        timestamp: (head
+            .timestamp
+            .as_ref()
             .and_then(Value::as_str)
-            .map(String::from)
-            .unwrap_or_else(|| crate::store::layout::RunDir::open(dir).timestamp),
-        provenance: doc
-            .get("provenance")
-            .and_then(|p| serde_json::from_value::<Provenance>(p.clone()).ok())
+            .map(String::from))
+        .unwrap_or_else(|| crate::store::layout::RunDir::open(dir).timestamp),
+        provenance: head
+            .provenance
+            .and_then(|p| serde_json::from_value::<Provenance>(p).ok())
             .unwrap_or_default(),
         ..ResultSet::default()
     };
-    if let Some(q) = doc
-        .get("quarantined")
-        .and_then(|q| serde_json::from_value(q.clone()).ok())
+    if let Some(q) = head
+        .quarantined
+        .and_then(|q| serde_json::from_value(q).ok())
     {
         set.quarantined = q;
     }
@@ -217,7 +277,7 @@ fn load(dir: &Path, mut unreadable: Option<&mut Vec<(PathBuf, Error)>>) -> Resul
     for case_dir in sorted_dirs(&dir.join("cases"))? {
         for bundle in sorted_dirs(&case_dir)? {
             if bundle.join("manifest.json").is_file() {
-                match load_bundle(dir, &case_dir, &bundle, &rows) {
+                match load_bundle(dir, &case_dir, &bundle, &mut rows) {
                     Ok(run) => set.runs.push(run),
                     Err(e) => match unreadable.as_deref_mut() {
                         Some(list) => list.push((bundle, e)),
@@ -375,5 +435,22 @@ mod tests {
         assert_eq!(r.case.case_id(), id);
         assert!(r.samples.is_empty());
         assert_eq!(set.campaign, "old");
+    }
+
+    #[test]
+    fn results_json_of_another_shape_is_ignored_and_broken_json_is_named() {
+        let tmp = tempfile::tempdir().unwrap();
+        let rd = RunDir::create(tmp.path(), "smoke", "20261130_101500").unwrap();
+        write_bundle(&rd, &result(RunStatus::Pass), &ProcessFacts::default()).unwrap();
+        std::fs::write(rd.file("results.json"), "[1, 2]").unwrap();
+        let set = load_run_dir(&rd.path).unwrap();
+        assert_eq!(set.runs.len(), 1, "the bundles still load");
+        assert_eq!(set.campaign, "smoke", "from the folder's name");
+        std::fs::write(rd.file("results.json"), "{\"campaign\": ").unwrap();
+        let err = load_run_dir(&rd.path).unwrap_err().to_string();
+        assert!(
+            err.contains("results.json") && err.contains("not valid JSON"),
+            "{err}"
+        );
     }
 }

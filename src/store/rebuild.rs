@@ -12,7 +12,6 @@ use crate::error::Result;
 use crate::model::results::{ResultSet, RunStatus};
 use crate::store::atomic::write_atomic_all;
 use crate::store::journal::{parse_run_step, replay, FILE_NAME};
-use crate::store::layout::pretty;
 use crate::store::{csv, json};
 
 /// A run the journal says finished whose bundle (manifest) is missing.
@@ -83,7 +82,7 @@ pub(crate) fn order_as_planned(dir: &Path, set: &mut ResultSet) -> Result<Vec<Mi
 /// Rewrite `results.json`, `results.csv` and `samples.csv` of `dir` from `set`.
 pub(crate) fn write_results(dir: &Path, set: &ResultSet) -> Result<()> {
     let (doc, runs, samples) = (
-        pretty(&json::document(set)),
+        json::document_text(set),
         csv::results_csv(set),
         csv::samples_csv(set),
     );
