@@ -70,6 +70,7 @@ pub(crate) fn run(args: &ResumeArgs) -> Result<i32> {
         journal,
         replay,
         retry_failed: args.retry_failed,
+        rerender_report: args.exec.template.is_some(),
     };
     let done = engine::resume(prepared, &opts, after, state)?;
     super::run::conclude(&done, opts.quiet)

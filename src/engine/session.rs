@@ -97,6 +97,9 @@ pub(crate) struct Resume {
     pub(crate) journal: Journal,
     pub(crate) replay: Replay,
     pub(crate) retry_failed: bool,
+    /// The report is rendered again even when it is up to date (`resume --template`: a
+    /// template the report was not made with).
+    pub(crate) rerender_report: bool,
 }
 
 /// A run dir ready to be written.
@@ -245,6 +248,7 @@ pub(crate) fn claim_resume(
         mut journal,
         replay,
         retry_failed,
+        rerender_report,
     } = resume;
     let run_dir = Arc::new(RunDir::open(&run_dir));
     // Before any device is leased again: whatever a killed session's runs left running.
@@ -284,7 +288,7 @@ pub(crate) fn claim_resume(
     let mut decided = crate::store::resume::plan(&replay, &planned, retry_failed);
     let nothing_to_run =
         decided.to_run.is_empty() && decided.changed.is_empty() && decided.to_retry.is_empty();
-    let mut settled = nothing_to_run
+    let mut settled = (nothing_to_run && !rerender_report)
         .then(|| settled_by_results(prep, &run_dir.path, &planned, &replay, results_dir))
         .flatten();
     let up_to_date = settled.is_some();

@@ -602,6 +602,20 @@ fn ctrl_c_exits_3_resume_completes_and_a_second_resume_runs_nothing() {
     assert!(text.contains("nothing to run"), "{text}");
     assert_eq!(c.counts("start"), starts, "nothing ran");
     assert_eq!(rows(&dir).len(), 6);
+
+    // An up-to-date run dir still renders its report again with a template given to resume.
+    let template = c.tmp.path().join("mine.md.j2");
+    std::fs::write(&template, "my report of {{ runs | length }} runs\n").unwrap();
+    let styled = c.resume(&["--template", template.to_str().unwrap()]);
+    assert_eq!(styled.status.code(), Some(0), "{}", show(&styled));
+    assert_eq!(c.counts("start"), starts, "still nothing ran");
+    let summary = std::fs::read_to_string(dir.join("reports/summary.md")).unwrap();
+    assert_eq!(
+        summary.trim_end(),
+        "my report of 6 runs",
+        "{}",
+        show(&styled)
+    );
 }
 
 #[test]
