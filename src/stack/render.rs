@@ -110,15 +110,7 @@ pub fn render_build(
         scope.insert("root".into(), path_value(root));
     }
     let renderer = Renderer::new(name, Value::Object(scope));
-    let mut env = Vec::new();
-    for (key, template) in &def.env {
-        if renderer.uses_only_scope(template) {
-            env.push((
-                key.clone(),
-                renderer.render(&format!("env.{key}"), template)?,
-            ));
-        }
-    }
+    let mut env = scoped_env(&renderer, def)?;
     env.push(("CAMPAIGN_RUN_DIR".into(), path_string(run_dir)));
     if let Some(root) = root {
         env.push(("CAMPAIGN_ROOT".into(), path_string(root)));
@@ -128,6 +120,21 @@ pub fn render_build(
         env,
         cwd: root.unwrap_or(run_dir).to_path_buf(),
     }))
+}
+
+/// The `env` entries of `def` that use nothing beyond `renderer`'s scope, rendered (build and
+/// readiness probes have no case: entries that need one are left out).
+fn scoped_env(renderer: &Renderer, def: &StackDef) -> Result<Vec<(String, String)>> {
+    let mut env = Vec::new();
+    for (key, template) in &def.env {
+        if renderer.uses_only_scope(template) {
+            env.push((
+                key.clone(),
+                renderer.render(&format!("env.{key}"), template)?,
+            ));
+        }
+    }
+    Ok(env)
 }
 
 /// Render `def`'s readiness probe `ready` (scope: `root`, `campaign_exe`; `env` entries that
@@ -149,15 +156,7 @@ pub fn render_ready(
         scope.insert("root".into(), path_value(root));
     }
     let renderer = Renderer::new(name, Value::Object(scope));
-    let mut env = Vec::new();
-    for (key, template) in &def.env {
-        if renderer.uses_only_scope(template) {
-            env.push((
-                key.clone(),
-                renderer.render(&format!("env.{key}"), template)?,
-            ));
-        }
-    }
+    let mut env = scoped_env(&renderer, def)?;
     if let Some(root) = root {
         env.push(("CAMPAIGN_ROOT".into(), path_string(root)));
     }

@@ -32,25 +32,12 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 /// [`SYNC_THREADS`]): each `fdatasync` waits for a device cache flush, and concurrent flushes
 /// are merged by the block layer, so two files cost about one wait instead of two.
 pub(crate) fn write_atomic_all(files: &[(&Path, &[u8])]) -> Result<()> {
-    let mut temps: Vec<(PathBuf, std::fs::File)> = Vec::with_capacity(files.len());
-    for (path, bytes) in files {
-        match write_temp(path, bytes) {
-            Ok(t) => temps.push(t),
-            Err(e) => {
-                discard(&temps);
-                return Err(e);
-            }
-        }
-    }
+    let temps = write_temps(files)?;
     if let Err(e) = sync_data_all(&temps) {
         discard(&temps);
         return Err(e);
     }
-    for ((path, _), (tmp, file)) in files.iter().zip(temps) {
-        drop(file);
-        std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))?;
-    }
-    Ok(())
+    rename_all(files, temps)
 }
 
 /// Write several files (distinct paths), each through a temp file in its folder and a rename,
@@ -58,6 +45,12 @@ pub(crate) fn write_atomic_all(files: &[(&Path, &[u8])]) -> Result<()> {
 /// process), but after a power loss a file may be empty or short under its final name. Only for
 /// files a reader checks before trusting them (see the module comment).
 pub(crate) fn replace_all(files: &[(&Path, &[u8])]) -> Result<()> {
+    let temps = write_temps(files)?;
+    rename_all(files, temps)
+}
+
+/// Every file's temp file, written; on a failure the ones written so far are removed.
+fn write_temps(files: &[(&Path, &[u8])]) -> Result<Vec<(PathBuf, std::fs::File)>> {
     let mut temps: Vec<(PathBuf, std::fs::File)> = Vec::with_capacity(files.len());
     for (path, bytes) in files {
         match write_temp(path, bytes) {
@@ -68,6 +61,11 @@ pub(crate) fn replace_all(files: &[(&Path, &[u8])]) -> Result<()> {
             }
         }
     }
+    Ok(temps)
+}
+
+/// Each temp file renamed over its final name, in order.
+fn rename_all(files: &[(&Path, &[u8])], temps: Vec<(PathBuf, std::fs::File)>) -> Result<()> {
     for ((path, _), (tmp, file)) in files.iter().zip(temps) {
         drop(file);
         std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))?;
