@@ -20,9 +20,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::model::results::{Provenance, ResultSet, RunResult};
-use crate::store::atomic::write_atomic_all;
 use crate::store::layout::RunDir;
-use crate::store::{csv, json};
 
 /// Shortest pause between the end of one rewrite and the start of the next.
 pub(crate) const REWRITE_INTERVAL: Duration = Duration::from_millis(250);
@@ -42,16 +40,7 @@ pub(crate) struct Header {
 
 /// Write the three results files of `set`, each atomically (temp file, sync, rename).
 pub(crate) fn write(run_dir: &RunDir, set: &ResultSet) -> Result<()> {
-    let (doc, runs, samples) = (
-        json::document_text(set),
-        csv::results_csv(set),
-        csv::samples_csv(set),
-    );
-    write_atomic_all(&[
-        (&run_dir.file("results.json"), doc.as_bytes()),
-        (&run_dir.file("results.csv"), runs.as_bytes()),
-        (&run_dir.file("samples.csv"), samples.as_bytes()),
-    ])
+    crate::store::rebuild::write_results(&run_dir.path, set)
 }
 
 /// Give the memory a rewrite freed back to the system. glibc keeps a heap (arena) per thread and
