@@ -83,6 +83,11 @@ fn ordered(m: &BTreeMap<String, f64>) -> Vec<(String, f64)> {
     out
 }
 
+/// Most bars one figure draws (one 22 px row each: 120 rows is a ~2,700 px tall image). A
+/// campaign of 10,000 runs would otherwise make a 220,000 px image of ~1 GB in memory; the
+/// caption says how many are drawn, and every run's phases are in `results.csv`.
+pub(crate) const MAX_BARS: usize = 120;
+
 /// Pixels per bar: a 12 px label plus a gap, also after the axis keeps room beside the outer bars.
 const ROW: u32 = 22;
 /// Width of the bars' plotting area.
@@ -124,8 +129,18 @@ fn stacked(
     title: &str,
     x_desc: &str,
     segments: &str,
-    bars: Vec<(String, Vec<(String, f64)>)>,
+    mut bars: Vec<(String, Vec<(String, f64)>)>,
 ) -> Panels {
+    let total = bars.len();
+    bars.truncate(MAX_BARS);
+    let shown = if total > MAX_BARS {
+        format!(
+            " Only the first {MAX_BARS} of {total} runs are drawn; every run's means are in \
+             results.csv (`phase_<name>_s`, `compile_<name>_s`)."
+        )
+    } else {
+        String::new()
+    };
     let mut names: Vec<String> = Vec::new();
     for (_, parts) in &bars {
         for (n, _) in parts {
@@ -156,7 +171,7 @@ fn stacked(
         panels: vec![panel],
         caption: format!(
             "One horizontal bar per (case, stack), labelled `stack case_id`, top down in the \
-             order of the report's tables; {segments}."
+             order of the report's tables; {segments}.{shown}"
         ),
         size: Some(look.size),
     }
@@ -178,6 +193,28 @@ mod tests {
             }
             tag.split(" y=\"").nth(1)?.split('"').next()?.parse().ok()
         })
+    }
+
+    #[test]
+    fn a_campaign_of_many_runs_draws_a_bounded_figure_and_says_so() {
+        crate::report::font::ensure_registered().unwrap();
+        let bars: Vec<(String, Vec<(String, f64)>)> = (0..10_000)
+            .map(|i| {
+                (
+                    format!("host mesh_p2_count{i}"),
+                    vec![("execute".into(), 1e-3)],
+                )
+            })
+            .collect();
+        let fig = stacked("Phase breakdown", "seconds", "phases", bars);
+        let (_, height) = fig.size.unwrap();
+        assert!(height < 3_000, "{height} px for 10,000 runs");
+        assert!(
+            fig.caption
+                .contains("Only the first 120 of 10000 runs are drawn"),
+            "{}",
+            fig.caption
+        );
     }
 
     #[test]
