@@ -257,23 +257,34 @@ pub(crate) fn claim_resume(
     // Every line of the journal was written in this very context: its fingerprints are the ones
     // rendering would give.
     let same_context = recorded_context(&replay) == Some(context.as_str());
-    // Each run's step key is formatted once and serves both the journal lookup and the plan.
-    let mut fingerprints: BTreeMap<usize, String> = BTreeMap::new();
-    let mut planned: Vec<(String, String)> = Vec::with_capacity(prep.runs.len());
-    for (i, r) in prep.runs.iter().enumerate() {
-        let stack = &prep.stacks[r.stack];
-        let key = journal::run_step(&r.case_id, &stack.name);
-        let journaled = same_context
-            .then(|| replay.step(&key))
-            .flatten()
-            .map(|s| s.fingerprint.clone())
-            .filter(|f| !f.is_empty());
-        let fingerprint = journaled.unwrap_or_else(|| {
-            work::fingerprint(&run_dir, &r.case_id, stack, &prep.cases[r.case_index])
-        });
-        fingerprints.insert(i, fingerprint.clone());
-        planned.push((key, fingerprint));
-    }
+    let fingerprints: BTreeMap<usize, String> = prep
+        .runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let stack = &prep.stacks[r.stack];
+            let journaled = same_context
+                .then(|| replay.step(&journal::run_step(&r.case_id, &stack.name)))
+                .flatten()
+                .map(|s| s.fingerprint.clone())
+                .filter(|f| !f.is_empty());
+            let fingerprint = journaled.unwrap_or_else(|| {
+                work::fingerprint(&run_dir, &r.case_id, stack, &prep.cases[r.case_index])
+            });
+            (i, fingerprint)
+        })
+        .collect();
+    let planned: Vec<(String, String)> = prep
+        .runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            (
+                journal::run_step(&r.case_id, &prep.stacks[r.stack].name),
+                fingerprints[&i].clone(),
+            )
+        })
+        .collect();
     let mut decided = crate::store::resume::plan(&replay, &planned, retry_failed);
     let nothing_to_run =
         decided.to_run.is_empty() && decided.changed.is_empty() && decided.to_retry.is_empty();
