@@ -339,8 +339,7 @@ pub(crate) fn claim_resume(
         let recorded = replay
             .step(key)
             .and_then(|s| s.last_finished.as_ref())
-            .and_then(|f| f.fields.get("samples"))
-            .and_then(serde_json::Value::as_u64);
+            .and_then(|f| f.samples);
         if let Some(result) = settled.as_mut().and_then(|s| s.remove(&i)) {
             prep.plans[i].preset = Some((result.status, result.error.clone().unwrap_or_default()));
             kept.insert(i, result);
@@ -459,7 +458,7 @@ fn settled_by_results(
                 case_id: &r.case_id,
                 stack: &prep.stacks[r.stack].name,
                 status: f.status,
-                samples: f.fields.get("samples")?.as_u64()?,
+                samples: f.samples?,
             })
         })
         .collect::<Option<_>>()?;

@@ -159,7 +159,7 @@ mod tests {
                 t: String::new(),
                 duration: None,
                 line: 2,
-                fields: Default::default(),
+                samples: None,
             }),
             slurm_job: None,
             unit: None,

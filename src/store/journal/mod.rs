@@ -18,6 +18,7 @@ use crate::error::{Error, Result};
 use crate::model::results::RunStatus;
 
 mod commit;
+mod line;
 mod replay;
 
 pub(crate) use replay::{replay, Replay, TornLine};

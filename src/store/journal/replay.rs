@@ -5,7 +5,8 @@
 //! and reported in [`Replay::torn`]; an unreadable line anywhere else means the file was damaged
 //! or edited and is an error naming the line.
 
-use std::collections::BTreeMap;
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -14,7 +15,16 @@ use serde_json::{Map, Value};
 use crate::error::{Diagnostic, Error, Result};
 use crate::model::results::RunStatus;
 
+use super::line::{self, Fields, Line, Scalar};
 use super::{KIND, VERSION};
+
+/// A line read by [`replay`]: the header whole, any other line as its typed fields.
+// One value per line, on the stack: boxing the fields would bring back an allocation per line.
+#[allow(clippy::large_enum_variant)]
+enum Read<'a> {
+    Header(Map<String, Value>),
+    Line(Fields<'a>),
+}
 
 /// A last line that was cut off and ignored.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,8 +60,9 @@ pub(crate) struct Finished {
     pub(crate) duration: Option<Duration>,
     /// 1-based line number.
     pub(crate) line: usize,
-    /// Every field of the line (engines add bundle, devices, exit code, …).
-    pub(crate) fields: Map<String, Value>,
+    /// The line's `samples`: how many timed samples the run's bundle holds (older journals
+    /// do not say). The line's other engine fields (bundle, devices, exit code, …) are not kept.
+    pub(crate) samples: Option<u64>,
 }
 
 /// Everything the journal says about one step.
@@ -138,22 +149,37 @@ pub(crate) fn replay(path: &Path) -> Result<Replay> {
     };
     let lines = split_lines(&bytes);
     let last_index = lines.len().saturating_sub(1);
-    let mut started_at: BTreeMap<String, (u32, String)> = BTreeMap::new();
+    let mut started_at: HashMap<Cow<'_, str>, (u32, Cow<'_, str>)> = HashMap::new();
     for (i, (offset, raw, terminated)) in lines.iter().enumerate() {
         let number = i + 1;
         let is_last = i == last_index;
         if raw.iter().all(u8::is_ascii_whitespace) && *terminated {
             continue;
         }
-        let parsed = if *terminated {
-            serde_json::from_slice::<Value>(raw).map_err(|e| (e.line(), e.column(), e.to_string()))
-        } else {
+        // The header is kept whole; every other line is read into the few typed fields the
+        // replay needs, borrowed from `bytes` (no map per line: a 100,000-run journal is
+        // 200,000 lines).
+        let parsed = if !*terminated {
             // An unterminated line was cut mid-write even if its prefix happens to parse.
-            Err((1, raw.len(), "line has no terminating newline".to_string()))
+            Err((raw.len(), "line has no terminating newline".to_string()))
+        } else if number == 1 {
+            serde_json::from_slice::<Value>(raw)
+                .map(|v| match v {
+                    Value::Object(map) => Some(Read::Header(map)),
+                    _ => None,
+                })
+                .map_err(|e| (e.column(), e.to_string()))
+        } else {
+            line::parse(raw)
+                .map(|l| match l {
+                    Line::Object(fields) => Some(Read::Line(fields)),
+                    Line::NotObject => None,
+                })
+                .map_err(|e| (e.column(), e.to_string()))
         };
-        let value = match parsed {
-            Ok(Value::Object(map)) => map,
-            Ok(_) => {
+        let read = match parsed {
+            Ok(Some(read)) => read,
+            Ok(None) => {
                 if is_last && number > 1 {
                     out.torn = Some(torn(number, *offset, raw.len()));
                     break;
@@ -165,7 +191,7 @@ pub(crate) fn replay(path: &Path) -> Result<Replay> {
                     "expected one JSON object per line",
                 ));
             }
-            Err((_, column, msg)) => {
+            Err((column, msg)) => {
                 if is_last && number > 1 {
                     out.torn = Some(torn(number, *offset, raw.len()));
                     break;
@@ -179,11 +205,10 @@ pub(crate) fn replay(path: &Path) -> Result<Replay> {
             }
         };
         out.lines += 1;
-        if number == 1 {
-            read_header(path, value, &mut out)?;
-            continue;
+        match read {
+            Read::Header(map) => read_header(path, map, &mut out)?,
+            Read::Line(fields) => apply(path, number, raw, fields, &mut out, &mut started_at)?,
         }
-        apply(path, number, value, &mut out, &mut started_at)?;
     }
     if out.lines == 0 {
         return Err(line_error(
@@ -301,53 +326,50 @@ fn read_header(path: &Path, header: Map<String, Value>, out: &mut Replay) -> Res
     Ok(())
 }
 
-fn apply(
+fn apply<'a>(
     path: &Path,
     number: usize,
-    line: Map<String, Value>,
+    raw: &[u8],
+    line: Fields<'a>,
     out: &mut Replay,
-    started_at: &mut BTreeMap<String, (u32, String)>,
+    started_at: &mut HashMap<Cow<'a, str>, (u32, Cow<'a, str>)>,
 ) -> Result<()> {
-    let event = line
-        .get("event")
-        .and_then(Value::as_str)
-        .ok_or_else(|| field_error(path, number, "event", "missing; expected a string"))?
-        .to_string();
-    let t = line
-        .get("t")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
-    match event.as_str() {
+    let event = text(&line.event)
+        .ok_or_else(|| field_error(path, number, "event", "missing; expected a string"))?;
+    let t = match line.t {
+        Some(Scalar::Text(t)) => t,
+        _ => Cow::Borrowed(""),
+    };
+    match event {
         "started" | "finished" => {
-            let step = str_field(path, number, &line, "step")?;
-            let attempt = attempt_field(path, number, &line)?;
-            let fingerprint = line
-                .get("fingerprint")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string();
-            if !out.steps.contains_key(&step) {
-                out.order.push(step.clone());
-            }
-            let state = out.steps.entry(step.clone()).or_default();
+            let Some(Scalar::Text(step)) = line.step else {
+                return Err(field_error(
+                    path,
+                    number,
+                    "step",
+                    "missing; expected a string",
+                ));
+            };
+            let attempt = attempt_field(path, number, &line.attempt)?;
+            let fingerprint = text(&line.fingerprint).unwrap_or("");
+            let state = step_state(out, &step);
             state.attempts = state.attempts.max(attempt);
-            state.fingerprint = fingerprint.clone();
+            if state.fingerprint != fingerprint {
+                state.fingerprint = fingerprint.to_string();
+            }
             if event == "started" {
                 // The same attempt started again is a resume re-attaching to its job.
                 if state.slurm_job.is_some_and(|j| j.attempt != attempt) {
                     state.slurm_job = None;
                 }
-                state.open_since = Some(t.clone());
-                state.unit = line.get("unit").and_then(Value::as_str).map(|id| {
-                    let cgroup = line.get("cgroup").and_then(Value::as_str);
-                    (id.to_string(), cgroup.map(str::to_string))
-                });
+                state.open_since = Some(t.to_string());
+                state.unit = text(&line.unit)
+                    .map(|id| (id.to_string(), text(&line.cgroup).map(str::to_string)));
                 started_at.insert(step, (attempt, t));
                 return Ok(());
             }
-            let status_text = str_field(path, number, &line, "status")?;
-            let status = parse_status(&status_text).ok_or_else(|| {
+            let status_text = required_text(path, number, &line.status, "status")?;
+            let status = parse_status(status_text).ok_or_else(|| {
                 field_error(
                     path,
                     number,
@@ -362,24 +384,22 @@ fn apply(
             state.open_since = None;
             state.last_finished = Some(Finished {
                 status,
-                reason: line
-                    .get("reason")
-                    .and_then(Value::as_str)
-                    .map(str::to_string),
+                reason: text(&line.reason).map(str::to_string),
                 attempt,
-                fingerprint,
-                t,
+                fingerprint: fingerprint.to_string(),
+                t: t.into_owned(),
                 duration,
                 line: number,
-                fields: line,
+                samples: line.samples.as_ref().and_then(Scalar::as_u64),
             });
         }
         "submitted" => {
-            let step = str_field(path, number, &line, "step")?;
-            let attempt = attempt_field(path, number, &line)?;
+            let step = required_text(path, number, &line.step, "step")?;
+            let attempt = attempt_field(path, number, &line.attempt)?;
             let id = line
-                .get("slurm_job_id")
-                .and_then(Value::as_u64)
+                .slurm_job_id
+                .as_ref()
+                .and_then(Scalar::as_u64)
                 .ok_or_else(|| {
                     field_error(
                         path,
@@ -388,45 +408,63 @@ fn apply(
                         "missing; expected the Slurm job id (a positive integer)",
                     )
                 })?;
-            if !out.steps.contains_key(&step) {
-                out.order.push(step.clone());
-            }
-            let state = out.steps.entry(step).or_default();
+            let state = step_state(out, step);
             state.attempts = state.attempts.max(attempt);
             state.slurm_job = Some(SlurmJob { id, attempt });
         }
         "quarantined" => {
             let device = line
-                .get("device")
-                .and_then(Value::as_u64)
+                .device
+                .as_ref()
+                .and_then(Scalar::as_u64)
                 .and_then(|d| u32::try_from(d).ok())
                 .ok_or_else(|| {
                     field_error(path, number, "device", "missing; expected a device id")
                 })?;
-            let reason = line.get("reason").and_then(Value::as_str).unwrap_or("");
+            let reason = text(&line.reason).unwrap_or("");
             out.quarantined.insert(device, reason.to_string());
         }
         _ => {
-            out.events.insert(event, line);
+            // Campaign-level events are few (one `session` per resume, …) and callers read
+            // arbitrary keys of them: only these lines are read again as a whole map.
+            let map = serde_json::from_slice::<Map<String, Value>>(raw)
+                .map_err(|e| line_error(path, number, Some(e.column()), &e.to_string()))?;
+            out.events.insert(event.to_string(), map);
         }
     }
     Ok(())
 }
 
+/// The state of `step`, created (and its first appearance recorded) if new.
+fn step_state<'s>(out: &'s mut Replay, step: &str) -> &'s mut StepState {
+    if !out.steps.contains_key(step) {
+        out.order.push(step.to_string());
+        out.steps.insert(step.to_string(), StepState::default());
+    }
+    out.steps.get_mut(step).expect("inserted above")
+}
+
+fn text<'s>(field: &'s Option<Scalar<'_>>) -> Option<&'s str> {
+    field.as_ref().and_then(Scalar::as_str)
+}
+
 /// The `attempt` field of a step line: an integer >= 1.
-fn attempt_field(path: &Path, number: usize, line: &Map<String, Value>) -> Result<u32> {
-    line.get("attempt")
-        .and_then(Value::as_u64)
+fn attempt_field(path: &Path, number: usize, field: &Option<Scalar<'_>>) -> Result<u32> {
+    field
+        .as_ref()
+        .and_then(Scalar::as_u64)
         .and_then(|a| u32::try_from(a).ok())
         .filter(|a| *a >= 1)
         .ok_or_else(|| field_error(path, number, "attempt", "missing; expected an integer >= 1"))
 }
 
-fn str_field(path: &Path, number: usize, line: &Map<String, Value>, name: &str) -> Result<String> {
-    line.get(name)
-        .and_then(Value::as_str)
-        .map(str::to_string)
-        .ok_or_else(|| field_error(path, number, name, "missing; expected a string"))
+fn required_text<'s>(
+    path: &Path,
+    number: usize,
+    field: &'s Option<Scalar<'_>>,
+    name: &str,
+) -> Result<&'s str> {
+    text(field).ok_or_else(|| field_error(path, number, name, "missing; expected a string"))
 }
 
 fn parse_status(text: &str) -> Option<RunStatus> {

@@ -31,6 +31,7 @@ fn round_trip_keeps_latest_state_attempts_and_fingerprints() {
         .unwrap();
     let mut extra = Map::new();
     extra.insert("bundle".into(), json!("cases/b/host"));
+    extra.insert("samples".into(), json!(7));
     j.started("run:b:host", 1, "f2", no_extra()).unwrap();
     j.finished(
         "run:b:host",
@@ -59,7 +60,8 @@ fn round_trip_keeps_latest_state_attempts_and_fingerprints() {
     assert_eq!(fin.status, RunStatus::Timeout);
     assert_eq!(fin.reason.as_deref(), Some("killed after 1s"));
     assert_eq!(fin.fingerprint, "f2");
-    assert_eq!(fin.fields["bundle"], "cases/b/host");
+    assert_eq!(fin.samples, Some(7));
+    assert_eq!(a.last_finished.as_ref().unwrap().samples, None);
     assert!(fin.duration.is_some());
     assert_eq!(r.order, vec!["run:a:host", "run:b:host"]);
     assert_eq!(
