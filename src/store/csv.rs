@@ -34,9 +34,12 @@ fn scalar(v: &Value) -> String {
 }
 
 /// Nested maps of a row become one column per key: `phase_means.init` → `phase_init_s`.
-const FLATTENED: &[(&str, &str)] = &[
-    ("phase_means", "phase_"),
-    ("compile_profile_means", "compile_"),
+type Means = fn(&Row) -> &std::collections::BTreeMap<String, f64>;
+const FLATTENED: &[(&str, &str, Means)] = &[
+    ("phase_means", "phase_", |r| &r.phase_means),
+    ("compile_profile_means", "compile_", |r| {
+        &r.compile_profile_means
+    }),
 ];
 
 /// One row per run: the fields of `store::row::Row` in its order, maps flattened into
@@ -49,23 +52,21 @@ pub(crate) fn results_csv(set: &ResultSet) -> String {
         Ok(Value::Object(m)) => Some(m),
         _ => None,
     };
-    let is_nested = |k: &str| FLATTENED.iter().any(|(f, _)| *f == k);
-    let mut plain: Option<Vec<String>> = None;
+    let is_nested = |k: &str| FLATTENED.iter().any(|(f, _, _)| *f == k);
+    // The first row's fields, in the row's order (as serialized).
+    let plain: Vec<String> = (set.runs.iter().find_map(as_map))
+        .map(|m| m.keys().filter(|k| !is_nested(k)).cloned().collect())
+        .unwrap_or_default();
+    // The union of each map's keys, read from the rows themselves (no JSON value per row).
     let mut nested: Vec<(&str, &str, BTreeSet<String>)> = FLATTENED
         .iter()
-        .map(|(field, prefix)| (*field, *prefix, BTreeSet::new()))
+        .map(|(field, prefix, _)| (*field, *prefix, BTreeSet::new()))
         .collect();
-    for m in set.runs.iter().filter_map(as_map) {
-        if plain.is_none() {
-            plain = Some(m.keys().filter(|k| !is_nested(k)).cloned().collect());
-        }
-        for (field, _, names) in &mut nested {
-            if let Some(map) = m.get(*field).and_then(Value::as_object) {
-                names.extend(map.keys().cloned());
-            }
+    for row in set.runs.iter().map(Row::of) {
+        for ((_, _, names), (_, _, means)) in nested.iter_mut().zip(FLATTENED) {
+            names.extend(means(&row).keys().cloned());
         }
     }
-    let plain = plain.unwrap_or_default();
     let mut w = csv::Writer::from_writer(Vec::new());
     let mut header = plain.clone();
     for (_, prefix, names) in &nested {

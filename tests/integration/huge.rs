@@ -22,6 +22,19 @@ fn plan_of(dir: &Path, n: usize) -> String {
     "huge.toml".into()
 }
 
+/// `campaign run PLAN -q --results-dir RESULTS EXTRA…` in `dir`.
+fn run_quietly(dir: &Path, plan: &str, results: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "run",
+        plan,
+        "-q",
+        "--results-dir",
+        results.to_str().unwrap(),
+    ];
+    args.extend(extra);
+    run_in(dir, &args)
+}
+
 fn is_empty_or_missing(dir: &Path) -> bool {
     !dir.exists() || std::fs::read_dir(dir).unwrap().next().is_none()
 }
@@ -31,16 +44,7 @@ fn more_than_100k_runs_need_yes_and_ctrl_c_in_preparation_stops_cleanly() {
     let tmp = tempdir();
     let plan = plan_of(tmp.path(), 100_001);
     let results = tmp.path().join("results");
-    let o = run_in(
-        tmp.path(),
-        &[
-            "run",
-            &plan,
-            "-q",
-            "--results-dir",
-            results.to_str().unwrap(),
-        ],
-    );
+    let o = run_quietly(tmp.path(), &plan, &results, &[]);
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(
@@ -121,19 +125,7 @@ fn a_campaign_over_the_run_limit_is_refused_before_any_run_dir() {
     let tmp = tempdir();
     let plan = plan_of(tmp.path(), 1001);
     let results = tmp.path().join("results");
-    let o = run_in(
-        tmp.path(),
-        &[
-            "run",
-            &plan,
-            "-q",
-            "--yes",
-            "--repeats",
-            "1000",
-            "--results-dir",
-            results.to_str().unwrap(),
-        ],
-    );
+    let o = run_quietly(tmp.path(), &plan, &results, &["--yes", "--repeats", "1000"]);
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(
