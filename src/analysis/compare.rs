@@ -2,10 +2,9 @@
 //! (case, stack), with a hierarchical bootstrap CI (repeats, then rounds) and a verdict.
 //!
 //! Owns the matching of runs across result sets (the repeats of a (case, stack) together), the
-//! verdict rule — faster/slower only with >= `MIN_REPEATS` repeats per side, the whole
-//! (family-wise) CI beyond ±threshold and every repeat of B beyond every repeat of A by the band; `no change` when the CI lies inside the band; `too few samples` when a
-//! single repeat has fewer than `MIN_ROUNDS` timed rounds (no CI then); else `no clear
-//! difference` with the reason — and the Markdown/CSV/JSON renderings. Pure: loading run dirs
+//! family-wise level of the verdict intervals for the rows judged at once, and the
+//! Markdown/CSV/JSON renderings; the verdict itself is `analysis::verdict`'s rule, the same one
+//! the report's paired comparisons use. Pure: loading run dirs
 //! and exit codes belong to `cli::compare`.
 
 use std::collections::BTreeMap;
@@ -14,55 +13,15 @@ use serde::Serialize;
 
 use crate::analysis::stats::bootstrap::{ratio_interval, ratio_interval_at, Bootstrap, Interval};
 use crate::analysis::stats::hierarchical::estimate;
+pub use crate::analysis::verdict::Change;
+use crate::analysis::verdict::{self, RepeatStats, MIN_REPEATS, MIN_ROUNDS};
 use crate::model::results::{Metric, ResultSet, RunResult, RunStatus};
 use crate::model::units::format_seconds;
-
-/// Fewer timed rounds than this in a single-repeat run: no interval, no verdict.
-pub(crate) const MIN_ROUNDS: usize = 10;
-
-/// Repeats each side needs before a faster/slower verdict: with fewer, the run-to-run variance
-/// (which dwarfs the within-run noise on a shared machine) is unknown.
-pub(crate) const MIN_REPEATS: usize = 3;
-
-/// Chance that a comparison of two runs of the same thing shows any faster/slower row: each
-/// verdict's interval is widened to level 1 − FAMILY_ERROR / m for m rows with an interval
-/// (Bonferroni), so comparing 18 cases does not give 18 chances to cry wolf.
-pub(crate) const FAMILY_ERROR: f64 = 0.05;
 
 /// Resamples per side for a comparison of `m` rows: enough that the verdict interval's tails
 /// hold about ten draws each, within [1 000, 20 000].
 fn resamples_for(m: usize) -> u32 {
     ((400 * m.max(1)) as u32).clamp(1000, 20_000)
-}
-
-/// The verdict on one (case, stack).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Change {
-    Faster,
-    Slower,
-    /// The whole CI lies inside the noise band.
-    NoChange,
-    /// The CI crosses the noise band's edge, or the evidence cannot carry a verdict (one
-    /// repeat): `why` says which.
-    NoClearDifference,
-    /// Too few timed rounds in a single repeat for an interval.
-    TooFewSamples,
-    /// One side did not pass (or has no timed samples).
-    NotComparable,
-}
-
-impl Change {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Change::Faster => "faster",
-            Change::Slower => "slower",
-            Change::NoChange => "no change",
-            Change::NoClearDifference => "no clear difference",
-            Change::TooFewSamples => "too few samples",
-            Change::NotComparable => "not comparable",
-        }
-    }
 }
 
 /// What one result set has for a (case, stack): its repeats' timed rounds.
@@ -107,12 +66,7 @@ impl Side {
 
     /// Why this side cannot carry an interval, if it cannot.
     fn too_few(&self) -> Option<String> {
-        (self.repeats == 1 && self.rounds < MIN_ROUNDS).then(|| {
-            format!(
-                "n={} timed rounds in 1 repeat; an interval needs >= {MIN_ROUNDS} rounds or >= 2 repeats",
-                self.rounds
-            )
-        })
+        verdict::too_few(&self.sorted)
     }
 }
 
@@ -143,7 +97,9 @@ pub struct Comparison {
     pub(crate) threshold: f64,
     pub(crate) min_rounds: usize,
     pub(crate) min_repeats: usize,
-    /// Confidence level of each verdict's interval: 1 − 0.05 / (rows with an interval).
+    /// Confidence level of the verdict intervals of rows with repeats: 1 − R · 0.05 / m for
+    /// the R rows Benjamini–Hochberg selects among the m with an interval (1 − 0.05 / m when
+    /// none); single-repeat rows use 1 − 0.05 / m.
     pub(crate) verdict_level: f64,
     pub rows: Vec<CompareRow>,
     /// (case, stack) present in only one of the two.
@@ -191,67 +147,6 @@ fn groups(rs: &ResultSet) -> Groups<'_> {
     g
 }
 
-/// Every repeat of `b` beyond every repeat of `a` by the band, in the direction of `slower`:
-/// a few repeats cannot pin a bootstrap interval's tails, but a 2× change separates them
-/// completely, and two runs of the same thing rarely do.
-fn separated(a: &Side, b: &Side, threshold: f64, slower: bool) -> bool {
-    let medians = |s: &Side| -> Vec<f64> {
-        s.sorted
-            .iter()
-            .map(|r| crate::analysis::stats::quantile_sorted(r, 0.5))
-            .collect()
-    };
-    let (ma, mb) = (medians(a), medians(b));
-    let max = |v: &[f64]| v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let min = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
-    if slower {
-        min(&mb) > max(&ma) * (1.0 + threshold)
-    } else {
-        max(&mb) < min(&ma) * (1.0 - threshold)
-    }
-}
-
-/// The verdict from the interval of the change, given the evidence behind it.
-fn judge(a: &Side, b: &Side, ci: Interval, threshold: f64) -> (Change, Option<String>) {
-    let inside = ci.lo >= -threshold && ci.hi <= threshold;
-    let beyond = ci.lo > threshold || ci.hi < -threshold;
-    if inside {
-        return (Change::NoChange, None);
-    }
-    let repeats = a.repeats.min(b.repeats);
-    if beyond && repeats >= MIN_REPEATS && !separated(a, b, threshold, ci.lo > threshold) {
-        return (
-            Change::NoClearDifference,
-            Some(format!(
-                "the repeats overlap: not every repeat of B is {} than every repeat of A by more than ±{:.1} %",
-                if ci.lo > threshold { "slower" } else { "faster" },
-                threshold * 100.0
-            )),
-        );
-    }
-    if beyond && repeats >= MIN_REPEATS {
-        let v = if ci.lo > threshold {
-            Change::Slower
-        } else {
-            Change::Faster
-        };
-        return (v, None);
-    }
-    let why = if repeats < MIN_REPEATS {
-        format!(
-            "{repeats} repeat(s): run-to-run variance is not measured; a verdict needs >= {MIN_REPEATS} repeats per side ([run] repeats)"
-        )
-    } else {
-        format!(
-            "the verdict interval [{:+.1} %, {:+.1} %] crosses the ±{:.1} % noise band",
-            ci.lo * 100.0,
-            ci.hi * 100.0,
-            threshold * 100.0
-        )
-    };
-    (Change::NoClearDifference, Some(why))
-}
-
 /// Compare `b` against `a` (a = before, b = after).
 pub fn compare(a: &ResultSet, b: &ResultSet, threshold: f64, boot: &Bootstrap) -> Comparison {
     let (ga, gb) = (groups(a), groups(b));
@@ -269,13 +164,31 @@ pub fn compare(a: &ResultSet, b: &ResultSet, threshold: f64, boot: &Bootstrap) -
         pairs.push((key, metric, sa, sb, comparable, too_few));
     }
     let m = pairs.iter().filter(|p| p.4 && p.5.is_none()).count();
-    let verdict_level = 1.0 - FAMILY_ERROR / m.max(1) as f64;
+    // Rows with repeats are judged on their spread (Welch), at the level Benjamini–Hochberg
+    // leaves over all m rows; rows of one repeat only on their rounds, at Bonferroni's.
+    let stats: Vec<Option<RepeatStats>> = pairs
+        .iter()
+        .map(|(_, _, sa, sb, comparable, too_few)| {
+            let ok = *comparable && too_few.is_none();
+            ok.then(|| {
+                RepeatStats::of(&verdict::medians(&sa.sorted), &verdict::medians(&sb.sorted))
+            })
+            .flatten()
+        })
+        .collect();
+    let ps: Vec<f64> = stats
+        .iter()
+        .flatten()
+        .map(|s| s.p_beyond(threshold))
+        .collect();
+    let verdict_level = verdict::verdict_level(&ps, m);
+    let rounds_level = verdict::family_level(m);
     let boot = Bootstrap {
         resamples: boot.resamples.max(resamples_for(m)),
         ..*boot
     };
     let mut rows = Vec::new();
-    for (key, metric, sa, sb, comparable, too_few) in pairs {
+    for ((key, metric, sa, sb, comparable, too_few), stats) in pairs.into_iter().zip(stats) {
         let (change, ci, verdict_ci, verdict, why) = if !comparable {
             (None, None, None, Change::NotComparable, None)
         } else {
@@ -291,8 +204,18 @@ pub fn compare(a: &ResultSet, b: &ResultSet, threshold: f64, boot: &Bootstrap) -
                         hi: r.hi - 1.0,
                     };
                     let ci = shift(ratio_interval(&db, &da));
-                    let wide = shift(ratio_interval_at(&db, &da, verdict_level));
-                    let (verdict, why) = judge(&sa, &sb, wide, threshold);
+                    // With repeats, the verdict rests on their spread; one repeat's rounds
+                    // can only say "no change" or nothing.
+                    let wide = match stats {
+                        Some(st) => st.interval(verdict_level),
+                        None => shift(ratio_interval_at(&db, &da, rounds_level)),
+                    };
+                    let (verdict, why) = verdict::judge(
+                        &verdict::medians(&sa.sorted),
+                        &verdict::medians(&sb.sorted),
+                        wide,
+                        threshold,
+                    );
                     (change, Some(ci), Some(wide), verdict, why)
                 }
             }
@@ -348,10 +271,11 @@ pub fn to_markdown(c: &Comparison, name_a: &str, name_b: &str) -> String {
         "Change in the median of each stack's headline metric (execute_s unless the stack names \
          another) from A = `{name_a}` to B = `{name_b}` (95 % hierarchical \
          bootstrap CI over repeats, then rounds; noise band ±{:.1} %). A verdict needs >= {} \
-         repeats per side and its interval beyond the band, the interval widened to {:.2} % \
-         because {} rows are judged at once (so a comparison of the same thing shows no \
-         faster/slower row with 95 % confidence), and every repeat of B beyond every repeat of \
-         A by the band; a single repeat needs >= {} timed rounds for a CI at all.\n\n",
+         repeats per side; Welch's t interval over the repeats' log medians beyond the band, at \
+         {:.2} % for the {} rows judged at once (Benjamini–Hochberg: a comparison of the same \
+         thing shows no faster/slower row with 95 % confidence; the level relaxes as more rows \
+         clearly changed); and every repeat of B beyond every repeat of A by the band. A single \
+         repeat gives no verdict and needs >= {} timed rounds for a CI at all.\n\n",
         c.threshold * 100.0,
         c.min_repeats,
         c.verdict_level * 100.0,

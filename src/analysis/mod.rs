@@ -5,3 +5,4 @@
 pub mod changepoint;
 pub mod compare;
 pub mod stats;
+pub mod verdict;

@@ -179,6 +179,11 @@ pub(crate) struct RunConfig {
     pub(crate) repeats: u32,
 }
 
+/// Repeats of each (case, stack) unless the plan or `--repeats` says otherwise: the fewest a
+/// faster/slower verdict can rest on (`analysis::verdict::MIN_REPEATS`), so a campaign run on
+/// the defaults can be compared; `repeats = 1` for a quick look.
+pub(crate) const DEFAULT_REPEATS: u32 = 3;
+
 impl Default for RunConfig {
     fn default() -> Self {
         RunConfig {
@@ -193,7 +198,7 @@ impl Default for RunConfig {
             seed: None,
             executor: ExecutorKind::Local,
             quarantine_after: 3,
-            repeats: 1,
+            repeats: DEFAULT_REPEATS,
         }
     }
 }

@@ -105,8 +105,12 @@ fn run_section_is_typed() {
 }
 
 #[test]
-fn repeats_default_to_one_and_zero_is_refused() {
-    assert_eq!(plan("").unwrap().run.repeats, 1);
+fn repeats_default_to_three_and_zero_is_refused() {
+    assert_eq!(plan("").unwrap().run.repeats, 3);
+    assert_eq!(
+        plan("").unwrap().run.repeats as usize,
+        crate::analysis::verdict::MIN_REPEATS
+    );
     assert_eq!(plan("\n[run]\nrepeats = 5\n").unwrap().run.repeats, 5);
     let err = messages(plan("\n[run]\nrepeats = 0\n"));
     assert!(

@@ -9,8 +9,9 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::figures::{Drawn, Skipped};
-use super::summary::{Analysis, Failure, RunStats, Verdict};
+use super::summary::{Analysis, Failure, RunStats};
 use crate::analysis::stats::bootstrap::LEVEL;
+use crate::analysis::verdict::Change;
 use crate::model::results::{ResultSet, RunStatus};
 use crate::model::units::{format_bandwidth, format_bytes, format_seconds};
 
@@ -30,6 +31,13 @@ pub(crate) struct Context {
     pub(crate) compare_metric: Option<String>,
     /// Why some stacks are not paired with the baseline (metrics that differ in kind).
     pub(crate) pairing_notes: Vec<String>,
+    /// Confidence level (percent) of each paired verdict's interval, widened for the pairs
+    /// judged at once.
+    pub(crate) paired_verdict_level: f64,
+    pub(crate) paired_judged: usize,
+    /// The paired verdicts' noise band in percent, and the repeats a verdict needs per stack.
+    pub(crate) noise_band_pct: f64,
+    pub(crate) min_repeats: usize,
     /// Runs whose ranks outnumbered the CPUs they received, and what that means; none if none.
     pub(crate) oversubscribed_note: Option<String>,
     pub(crate) baseline: Option<String>,
@@ -188,9 +196,12 @@ pub(crate) struct PairedRow {
     pub(crate) stack: String,
     pub(crate) baseline: String,
     pub(crate) ratio: f64,
-    pub(crate) ci_lo: f64,
-    pub(crate) ci_hi: f64,
-    pub(crate) verdict: Verdict,
+    /// Null when the evidence is too thin for an interval (see `verdict`).
+    pub(crate) ci_lo: Option<f64>,
+    pub(crate) ci_hi: Option<f64>,
+    pub(crate) verdict: Change,
+    /// Why the verdict is not faster/slower, when it is not (null otherwise).
+    pub(crate) why: Option<String>,
     pub(crate) label: String,
     pub(crate) stack_median: String,
     pub(crate) baseline_median: String,
@@ -318,6 +329,10 @@ pub(crate) fn build(
             .collect(),
         compare_metric: a.compare_metric.map(|m| m.to_string()),
         pairing_notes: a.pairing_notes.clone(),
+        paired_verdict_level: a.paired_level * 100.0,
+        paired_judged: a.paired_judged,
+        noise_band_pct: a.noise_band * 100.0,
+        min_repeats: crate::analysis::verdict::MIN_REPEATS,
         oversubscribed_note: oversubscribed_note(results),
         baseline: a.baseline.clone(),
         baseline_note: a.baseline_note.clone(),
@@ -332,9 +347,10 @@ pub(crate) fn build(
                 stack: p.stack.clone(),
                 baseline: p.baseline.clone(),
                 ratio: p.ratio,
-                ci_lo: p.ci.lo,
-                ci_hi: p.ci.hi,
+                ci_lo: p.ci.map(|c| c.lo),
+                ci_hi: p.ci.map(|c| c.hi),
                 verdict: p.verdict,
+                why: p.why.clone(),
                 label: p.label(),
                 stack_median: format_seconds(p.stack_median),
                 baseline_median: format_seconds(p.baseline_median),

@@ -16,6 +16,7 @@ use crate::analysis::stats::fit;
 use crate::analysis::stats::fit::AlphaBeta;
 use crate::analysis::stats::hierarchical;
 use crate::analysis::stats::summary::{describe, Summary};
+use crate::analysis::verdict::{self, Change, RepeatStats};
 use crate::model::case::{Dtype, Variant};
 use crate::model::results::{Metric, ResultSet, RunResult, RunStatus};
 
@@ -59,15 +60,6 @@ pub(crate) struct Failure {
     pub(crate) bundle: String,
 }
 
-/// How a stack compares with the baseline on one case.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    Faster,
-    Slower,
-    NoClearDifference,
-}
-
 /// One paired comparison: `ratio = median(stack) / median(baseline)` of execute time.
 #[derive(Debug, Clone)]
 pub struct Paired {
@@ -75,21 +67,66 @@ pub struct Paired {
     pub(crate) stack: String,
     pub(crate) baseline: String,
     pub(crate) ratio: f64,
-    pub(crate) ci: Interval,
-    pub(crate) verdict: Verdict,
+    /// 95 % hierarchical bootstrap interval of the ratio; None when a side is a single repeat
+    /// of fewer than `verdict::MIN_ROUNDS` timed rounds (too few for an interval).
+    pub(crate) ci: Option<Interval>,
+    /// `analysis::verdict`'s rule with the baseline as A and the stack as B: the same evidence
+    /// `compare` asks for (repeats, a family-wise interval beyond the noise band, separation).
+    pub(crate) verdict: Change,
+    /// Why the verdict is not faster/slower when the ratio alone might suggest one.
+    pub(crate) why: Option<String>,
     /// The two medians the ratio is of (on `compare_metric` when set, else the shared metric).
     pub(crate) stack_median: f64,
     pub(crate) baseline_median: f64,
     pub(crate) metric: Metric,
+    /// Evidence over repeats awaiting the level all pairs leave (`judge_repeats`).
+    pending: Option<Pending>,
+}
+
+/// A pair's run-to-run evidence, judged once every pair's is known.
+#[derive(Debug, Clone)]
+struct Pending {
+    stats: RepeatStats,
+    base_medians: Vec<f64>,
+    own_medians: Vec<f64>,
+}
+
+/// Judge every pair with repeats at the level Benjamini–Hochberg leaves over the `judged`
+/// pairs (`analysis::verdict::verdict_level`), the rule `compare` uses; returns that level.
+fn judge_repeats(paired: &mut [Paired], judged: usize) -> f64 {
+    let band = verdict::DEFAULT_THRESHOLD;
+    let ps: Vec<f64> = paired
+        .iter()
+        .filter_map(|p| p.pending.as_ref().map(|e| e.stats.p_beyond(band)))
+        .collect();
+    let level = verdict::verdict_level(&ps, judged);
+    for p in paired.iter_mut() {
+        if let Some(e) = p.pending.take() {
+            let wide = e.stats.interval(level);
+            (p.verdict, p.why) = verdict::judge(&e.base_medians, &e.own_medians, wide, band);
+        }
+    }
+    level
 }
 
 impl Paired {
-    /// "1.80× faster than mpi", "2.10× slower than mpi" or "no clear difference from mpi".
+    /// "1.80× faster than mpi", "2.10× slower than mpi", "on par with mpi (within ±5.0 %)",
+    /// "no clear difference from mpi (…why…)" or "too few samples (…)".
     pub(crate) fn label(&self) -> String {
+        let why = |text: String| match &self.why {
+            Some(w) => format!("{text} ({w})"),
+            None => text,
+        };
         match self.verdict {
-            Verdict::Faster => format!("{:.2}× faster than {}", 1.0 / self.ratio, self.baseline),
-            Verdict::Slower => format!("{:.2}× slower than {}", self.ratio, self.baseline),
-            Verdict::NoClearDifference => format!("no clear difference from {}", self.baseline),
+            Change::Faster => format!("{:.2}× faster than {}", 1.0 / self.ratio, self.baseline),
+            Change::Slower => format!("{:.2}× slower than {}", self.ratio, self.baseline),
+            Change::NoChange => format!(
+                "on par with {} (within ±{:.1} %)",
+                self.baseline,
+                verdict::DEFAULT_THRESHOLD * 100.0
+            ),
+            Change::NoClearDifference => why(format!("no clear difference from {}", self.baseline)),
+            Change::TooFewSamples | Change::NotComparable => why(self.verdict.as_str().to_string()),
         }
     }
 }
@@ -139,6 +176,13 @@ pub struct Analysis {
     /// Why there are no paired comparisons, when there are none.
     pub(crate) baseline_note: Option<String>,
     pub paired: Vec<Paired>,
+    /// Confidence level of the paired verdict intervals of pairs with repeats: 1 − R · 0.05 /
+    /// (pairs judged at once) for the R pairs Benjamini–Hochberg selects (R ≥ 1).
+    pub(crate) paired_level: f64,
+    /// Pairs with the baseline judged at once (what `paired_level` is widened for).
+    pub(crate) paired_judged: usize,
+    /// The noise band of the paired verdicts, a fraction.
+    pub(crate) noise_band: f64,
     /// `[report] compare_metric`: the one metric paired comparisons use, when set.
     pub(crate) compare_metric: Option<Metric>,
     /// Stacks not paired with the baseline because their metrics differ in kind, and why.
@@ -184,11 +228,13 @@ impl Analysis {
             .iter()
             .map(|c| by_case[c.as_str()].as_slice())
             .collect();
+        let judged = paired_rows(results, &groups, baseline.as_deref(), compare_metric);
         let per_case = summarize_cases(
             results,
             &groups,
             baseline.as_deref(),
             compare_metric,
+            verdict::family_level(judged),
             &bootstrap,
         );
         let mut stats = BTreeMap::new();
@@ -200,6 +246,7 @@ impl Analysis {
             paired.extend(case_paired);
         }
         failures.sort_by_key(|f| f.index);
+        let paired_level = judge_repeats(&mut paired, judged);
         let pairing_notes = pairing_notes(results, &stacks, baseline.as_deref(), compare_metric);
         let fits = fits(results, &stats);
         let b_star = b_stars(&fits);
@@ -212,6 +259,9 @@ impl Analysis {
             baseline,
             baseline_note,
             paired,
+            paired_level,
+            paired_judged: judged,
+            noise_band: verdict::DEFAULT_THRESHOLD,
             compare_metric,
             pairing_notes,
             fits,
@@ -238,13 +288,17 @@ impl Analysis {
     }
 }
 
-/// Statistics of the passing repeats `indices` of one (case, stack) and their hierarchical
-/// bootstrap draws (kept by the caller for paired ratios). None when no repeat has a time.
+/// The timed values of one (case, stack): each passing repeat's, sorted ascending.
+type Repeats = Vec<Vec<f64>>;
+
+/// Statistics of the passing repeats `indices` of one (case, stack), their hierarchical
+/// bootstrap draws and sorted repeats (kept by the caller for paired ratios and verdicts).
+/// None when no repeat has a time.
 fn run_stats(
     indices: &[usize],
     results: &ResultSet,
     boot: &Bootstrap,
-) -> Option<(RunStats, Vec<f64>)> {
+) -> Option<(RunStats, Vec<f64>, Repeats)> {
     let metric = results.metric(&results.runs[*indices.first()?].stack);
     let mut used = Vec::new();
     let mut repeats: Vec<Vec<f64>> = Vec::new();
@@ -303,7 +357,7 @@ fn run_stats(
         compile_means: means(compile_sums),
         summary,
     };
-    Some((stats, draws))
+    Some((stats, draws, repeats))
 }
 
 /// Add each of `values` to its (sum, count) in `sums`; a name is copied only the first time
@@ -363,6 +417,42 @@ fn choose_baseline(stacks: &[String], wanted: Option<&str>) -> (Option<String>, 
 
 type CaseOutcome = (Vec<RunStats>, Vec<Failure>, Vec<Paired>);
 
+/// How many (case, stack) pairs with the baseline the report judges at once — every other
+/// stack ran on a case the baseline ran on, on a metric it may be paired on — which sets the
+/// family-wise level of each paired verdict. Counted before the statistics, from the plan's
+/// shape, so a failing run does not loosen the others' verdicts.
+fn paired_rows(
+    results: &ResultSet,
+    groups: &[&[usize]],
+    baseline: Option<&str>,
+    compare_metric: Option<Metric>,
+) -> usize {
+    let Some(baseline) = baseline else { return 0 };
+    let mb = results.metric(baseline);
+    let mut stacks: Vec<&str> = Vec::new();
+    groups
+        .iter()
+        .map(|g| {
+            stacks.clear();
+            for &i in g.iter() {
+                let s = results.runs[i].stack.as_str();
+                if !stacks.contains(&s) {
+                    stacks.push(s);
+                }
+            }
+            if !stacks.contains(&baseline) {
+                return 0;
+            }
+            stacks
+                .iter()
+                .filter(|s| {
+                    **s != baseline && (compare_metric.is_some() || results.metric(s) == mb)
+                })
+                .count()
+        })
+        .sum()
+}
+
 /// Summarize every case (groups of run indices), spreading cases over the available cores.
 /// Each estimate has its own keyed random stream, so the result does not depend on the split.
 fn summarize_cases(
@@ -370,6 +460,7 @@ fn summarize_cases(
     groups: &[&[usize]],
     baseline: Option<&str>,
     compare_metric: Option<Metric>,
+    level: f64,
     boot: &Bootstrap,
 ) -> Vec<CaseOutcome> {
     let threads = std::thread::available_parallelism()
@@ -382,7 +473,7 @@ fn summarize_cases(
             .map(|part| {
                 scope.spawn(move || {
                     part.iter()
-                        .map(|g| summarize_case(results, g, baseline, compare_metric, boot))
+                        .map(|g| summarize_case(results, g, baseline, compare_metric, level, boot))
                         .collect::<Vec<_>>()
                 })
             })
@@ -400,10 +491,12 @@ fn summarize_case(
     runs: &[usize],
     baseline: Option<&str>,
     compare_metric: Option<Metric>,
+    level: f64,
     boot: &Bootstrap,
 ) -> CaseOutcome {
     let mut stats = Vec::new();
     let mut draws = Vec::new();
+    let mut sides = Vec::new();
     let mut failures = Vec::new();
     // The repeats of each stack together, stacks in order of first appearance.
     let mut by_stack: Vec<(&str, Vec<usize>)> = Vec::new();
@@ -419,9 +512,10 @@ fn summarize_case(
         }
     }
     for (_, indices) in &by_stack {
-        if let Some((s, d)) = run_stats(indices, results, boot) {
+        if let Some((s, d, r)) = run_stats(indices, results, boot) {
             stats.push(s);
             draws.push(d);
+            sides.push(r);
         }
     }
     let mut paired = Vec::new();
@@ -434,7 +528,7 @@ fn summarize_case(
         let b = &stats[bi];
         // With `compare_metric`, both sides are re-estimated on it; else only stacks whose
         // declared metric is the baseline's are paired (the rest get a note).
-        let on_metric = |s: &RunStats| -> Option<(f64, Vec<f64>)> {
+        let on_metric = |s: &RunStats| -> Option<Estimate> {
             let m = compare_metric?;
             if m == s.metric {
                 return None;
@@ -442,58 +536,113 @@ fn summarize_case(
             metric_draws(results, &s.runs, m, boot)
         };
         let base_on = on_metric(b);
-        for (s, d) in stats.iter().zip(&draws) {
+        for ((s, d), r) in stats.iter().zip(&draws).zip(&sides) {
             let run = &results.runs[s.index];
             if run.stack == baseline {
                 continue;
             }
-            let (ratio, ci, sm_bm, metric) = if let Some(cm) = compare_metric {
-                let own = on_metric(s);
-                let (sm, sd) = own
-                    .as_ref()
-                    .map_or((s.summary.median, d.as_slice()), |(m, d)| {
-                        (*m, d.as_slice())
-                    });
-                let (bm, bd) = base_on
-                    .as_ref()
-                    .map_or((b.summary.median, draws[bi].as_slice()), |(m, d)| {
-                        (*m, d.as_slice())
-                    });
-                if sd.is_empty() || bd.is_empty() || bm <= 0.0 {
-                    continue;
-                }
-                (sm / bm, bootstrap::ratio_interval(sd, bd), (sm, bm), cm)
-            } else if s.metric != b.metric {
-                continue;
-            } else {
-                (
-                    s.summary.median / b.summary.median,
-                    bootstrap::ratio_interval(d, &draws[bi]),
-                    (s.summary.median, b.summary.median),
-                    s.metric,
-                )
+            let own_on = compare_metric.and_then(|_| on_metric(s));
+            let own = match &own_on {
+                Some(e) => e.view(),
+                None => View {
+                    median: s.summary.median,
+                    draws: d,
+                    repeats: r,
+                },
             };
-            let verdict = if ci.hi < 1.0 {
-                Verdict::Faster
-            } else if ci.lo > 1.0 {
-                Verdict::Slower
-            } else {
-                Verdict::NoClearDifference
+            let base = match &base_on {
+                Some(e) => e.view(),
+                None => View {
+                    median: b.summary.median,
+                    draws: &draws[bi],
+                    repeats: &sides[bi],
+                },
+            };
+            let metric = match compare_metric {
+                Some(cm) => cm,
+                None if s.metric != b.metric => continue,
+                None => s.metric,
+            };
+            if own.draws.is_empty() || base.draws.is_empty() || base.median <= 0.0 {
+                continue;
+            }
+            let too_few = verdict::too_few(own.repeats).or_else(|| verdict::too_few(base.repeats));
+            let ci = too_few
+                .is_none()
+                .then(|| bootstrap::ratio_interval(own.draws, base.draws));
+            let (base_medians, own_medians) = (
+                verdict::medians(base.repeats),
+                verdict::medians(own.repeats),
+            );
+            // Rows with repeats wait for every row's evidence (the level depends on all of
+            // them: `judge_repeats`); a single repeat is judged on its rounds here.
+            let repeat_stats = RepeatStats::of(&base_medians, &own_medians);
+            let (verdict, why) = match (&too_few, repeat_stats) {
+                (Some(why), _) => (Change::TooFewSamples, Some(why.clone())),
+                (None, Some(_)) => (Change::NoClearDifference, None),
+                (None, None) => {
+                    let wide = bootstrap::ratio_interval_at(own.draws, base.draws, level);
+                    let change = Interval {
+                        lo: wide.lo - 1.0,
+                        hi: wide.hi - 1.0,
+                    };
+                    verdict::judge(
+                        &base_medians,
+                        &own_medians,
+                        change,
+                        verdict::DEFAULT_THRESHOLD,
+                    )
+                }
+            };
+            let pending = match (too_few, repeat_stats) {
+                (None, Some(st)) => Some(Pending {
+                    stats: st,
+                    base_medians,
+                    own_medians,
+                }),
+                _ => None,
             };
             paired.push(Paired {
                 case_id: run.base_case_id().to_string(),
                 stack: run.stack.clone(),
                 baseline: baseline.to_string(),
-                ratio,
+                ratio: own.median / base.median,
                 ci,
                 verdict,
-                stack_median: sm_bm.0,
-                baseline_median: sm_bm.1,
+                why,
+                stack_median: own.median,
+                baseline_median: base.median,
                 metric,
+                pending,
             });
         }
     }
     (stats, failures, paired)
+}
+
+/// One side of a paired comparison on one metric: the hierarchical estimate, its draws and the
+/// sorted repeats it rests on.
+struct Estimate {
+    median: f64,
+    draws: Vec<f64>,
+    repeats: Repeats,
+}
+
+/// An `Estimate` borrowed (or the pieces of a stack's own `RunStats`).
+struct View<'a> {
+    median: f64,
+    draws: &'a [f64],
+    repeats: &'a [Vec<f64>],
+}
+
+impl Estimate {
+    fn view(&self) -> View<'_> {
+        View {
+            median: self.median,
+            draws: &self.draws,
+            repeats: &self.repeats,
+        }
+    }
 }
 
 /// The hierarchical estimate and draws of `metric` over the repeats `indices`.
@@ -502,8 +651,8 @@ fn metric_draws(
     indices: &[usize],
     metric: Metric,
     boot: &Bootstrap,
-) -> Option<(f64, Vec<f64>)> {
-    let repeats: Vec<Vec<f64>> = indices
+) -> Option<Estimate> {
+    let repeats: Repeats = indices
         .iter()
         .map(|&i| {
             let mut v = results.runs[i].timed(metric);
@@ -514,10 +663,11 @@ fn metric_draws(
         .collect();
     let first = &results.runs[*indices.first()?];
     let key = format!("{}/{}/{metric}", first.base_case_id(), first.stack);
-    Some((
-        hierarchical::estimate(&repeats)?,
-        boot.hierarchical_draws(&repeats, &key),
-    ))
+    Some(Estimate {
+        median: hierarchical::estimate(&repeats)?,
+        draws: boot.hierarchical_draws(&repeats, &key),
+        repeats,
+    })
 }
 
 /// Why a stack is not paired with the baseline: its declared metric differs in kind.

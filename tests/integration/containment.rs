@@ -45,6 +45,8 @@ timed = 1
 
 [run]
 timeout = "5m"
+# One run per case: the tests count the stand-in's processes of each.
+repeats = 1
 
 [devices]
 kind = "npu"

@@ -289,7 +289,7 @@ fn ingesting_a_run_dir_twice_leaves_the_store_unchanged() {
         let out = b.history(&["ingest", dir.to_str().unwrap()]);
         assert_eq!(out.status.code(), Some(0), "{}", show(&out));
         assert!(
-            util::stdout(&out).contains(": unchanged (1 runs"),
+            util::stdout(&out).contains(": unchanged (3 runs"),
             "{}",
             show(&out)
         );
@@ -523,7 +523,7 @@ fn a_second_writer_waits_for_the_first_and_goes_on_when_it_dies() {
     let out = bproc.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
     assert!(
-        util::stdout(&out).contains(": updated (1 runs"),
+        util::stdout(&out).contains(": updated (3 runs"),
         "{}",
         show(&out)
     );

@@ -84,6 +84,8 @@ timed = 2
 [run]
 timeout = "60s"
 order = "given"
+# One run per (case, stack): these tests count runs and rows, not repeats.
+repeats = 1
 
 [devices]
 kind = "cpu"
@@ -230,6 +232,8 @@ timed = {timed}
 
 [run]
 timeout = "60s"
+# One run per (case, stack): these tests count runs and rows, not repeats.
+repeats = 1
 
 [devices]
 kind = "cpu"

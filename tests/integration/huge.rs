@@ -15,7 +15,7 @@ use crate::util::{exe, run_in, stderr, tempdir};
 fn plan_of(dir: &Path, n: usize) -> String {
     let counts: Vec<String> = (1..=n).map(|c| c.to_string()).collect();
     let text = format!(
-        "[campaign]\nname = \"huge\"\n[case]\nplatform = \"host\"\n[axes]\nvariant = [\"mesh\"]\np = [2]\ncount = [{}]\n[rounds]\nwarmup = 0\ntimed = 1\n",
+        "[campaign]\nname = \"huge\"\n[case]\nplatform = \"host\"\n[axes]\nvariant = [\"mesh\"]\np = [2]\ncount = [{}]\n[rounds]\nwarmup = 0\ntimed = 1\n[run]\nrepeats = 1\n",
         counts.join(",")
     );
     std::fs::write(dir.join("huge.toml"), text).unwrap();

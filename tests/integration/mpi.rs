@@ -331,6 +331,8 @@ timed = 3
 [run]
 exclusive = true
 timeout = "2m"
+# One run per (case, stack): an mpirun costs seconds here, and the tests count runs.
+repeats = 1
 
 [devices]
 kind = "cpu"

@@ -11,7 +11,7 @@ use crate::util::{exe, root, run, run_in, stderr, stdout, tempdir};
 /// A ring case over 3 ranks: 64 is not divisible by 3, so chunks are uneven.
 fn uneven_plan(name: &str, allow: &str) -> String {
     format!(
-        "[campaign]\nname = \"{name}\"\n{allow}\n[case]\nplatform = \"host\"\n[axes]\nvariant = [\"ring\"]\np = [3]\ncount = [64]\n[rounds]\nwarmup = 0\ntimed = 1\n[run]\ntimeout = \"60s\"\n"
+        "[campaign]\nname = \"{name}\"\n{allow}\n[case]\nplatform = \"host\"\n[axes]\nvariant = [\"ring\"]\np = [3]\ncount = [64]\n[rounds]\nwarmup = 0\ntimed = 1\n[run]\ntimeout = \"60s\"\nrepeats = 1\n"
     )
 }
 

@@ -28,7 +28,15 @@ fn run_without_a_plan_runs_the_smoke_campaign_with_a_relative_results_dir() {
     let results: serde_json::Value =
         serde_json::from_slice(&std::fs::read(run_dir.join("results.json")).unwrap()).unwrap();
     let rows = results["runs"].as_array().unwrap();
-    assert_eq!(rows.len(), 18);
+    // The smoke plan's 18 cases, each run 3 times by default ([run] repeats = 3).
+    assert_eq!(rows.len(), 54);
+    for r in 1..=3 {
+        assert_eq!(
+            rows.iter().filter(|row| row["repeat"] == r).count(),
+            18,
+            "{rows:?}"
+        );
+    }
     assert!(rows.iter().all(|r| r["correctness"] == "pass"), "{rows:?}");
     assert!(run_dir.join("reports/summary.md").is_file());
 }

@@ -33,7 +33,8 @@ fn report_and_figures_are_written_with_text() {
     spec.detail = true;
     spec.fail_every = 7;
     spec.core_nums = vec![1, 2, 4, 8];
-    let rs = result_set(&spec);
+    // Three repeats: a paired verdict needs them (one repeat gives "no clear difference").
+    let rs = repeated(&result_set(&spec), &[1.0, 1.02, 0.99]);
     let opts = ReportOptions {
         baseline: Some("mpi".into()),
         ..ReportOptions::default()
@@ -240,7 +241,12 @@ fn report_reads_an_old_harness_run_dir() {
     // The failed run is listed with its reason and bundle, and is not averaged in as a zero.
     assert!(md.contains("| `mesh_p2_count65536_fp32_a2a3_d0-1` | simpler | fail | [allreduce] golden check FAILED | `cases/mesh_p2_count65536_fp32_a2a3_d0-1/simpler` |"), "{md}");
     assert!(md.contains("old Python harness"));
-    assert!(md.contains("slower than hccl"), "{md}");
+    // One repeat of 5 timed rounds per stack: the ratio, but no CI and no verdict.
+    assert!(
+        md.contains("| 5.874 (no CI) | too few samples (n=5 timed rounds in 1 repeat;"),
+        "{md}"
+    );
+    assert!(!md.contains("slower than hccl"), "{md}");
     assert!(run.join("figures/bw_model_fit.png").is_file());
     // No P sweep in this run dir: the scaling figures are skipped, with the reason printed.
     assert!(!run.join("figures/strong_scaling_t_total.png").exists());
@@ -402,6 +408,72 @@ fn repeated(rs: &ResultSet, levels: &[f64]) -> ResultSet {
     out
 }
 
+/// The report's paired verdicts ask for the evidence `compare` asks for: host is about twice as
+/// fast as mpi in the synthetic model, but one repeat of each says so only as a ratio.
+#[test]
+fn paired_verdicts_need_three_repeats_and_separated_repeats() {
+    let verdicts = |rs: &ResultSet| -> Vec<(String, String)> {
+        let dir = crate::util::tempdir();
+        let opts = ReportOptions {
+            baseline: Some("mpi".into()),
+            figures: vec![],
+            ..ReportOptions::default()
+        };
+        render_all(rs, &opts, dir.path()).unwrap();
+        let text = std::fs::read_to_string(dir.path().join("reports/context.json")).unwrap();
+        let ctx: serde_json::Value = serde_json::from_str(&text).unwrap();
+        ctx["paired"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                (
+                    p["verdict"].as_str().unwrap().to_string(),
+                    p["label"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    let mut spec = Spec::small();
+    spec.timed = 30;
+    let one = result_set(&spec);
+    let once = verdicts(&one);
+    assert_eq!(once.len(), 24);
+    for (v, label) in &once {
+        assert_eq!(v, "no_clear_difference", "{label}");
+        assert!(
+            label.starts_with(
+                "no clear difference from mpi (1 repeat(s): run-to-run variance is not measured"
+            ),
+            "{label}"
+        );
+    }
+    let three = verdicts(&repeated(&one, &[1.0, 1.02, 0.99]));
+    assert!(three.iter().all(|(v, _)| v == "faster"), "{three:?}");
+    assert!(three[0].1.contains("× faster than mpi"), "{three:?}");
+    // Repeats that wander by ±40 % between runs (both stacks, in a different order): host's
+    // repeats and mpi's overlap, so no verdict although the pooled ratio is about 0.6.
+    let mut wander = repeated(&one, &[1.0, 1.4, 0.6]);
+    for r in wander.runs.iter_mut().filter(|r| r.stack == "host") {
+        let level = if r.case_id.ends_with("~r2") {
+            0.6 / 1.4
+        } else if r.case_id.ends_with("~r3") {
+            1.4 / 0.6
+        } else {
+            1.6
+        };
+        for s in &mut r.samples {
+            s.execute_s = s.execute_s.map(|t| t * level);
+        }
+    }
+    let wandering = verdicts(&wander);
+    assert!(
+        wandering.iter().all(|(v, l)| v == "no_clear_difference"
+            && (l.contains("crosses the ±5.0 % noise band") || l.contains("the repeats overlap"))),
+        "{wandering:?}"
+    );
+}
+
 #[test]
 fn doubled_times_are_slower_halved_are_faster() {
     let a = repeated(&result_set(&Spec::small()), &[1.0, 1.03, 0.98]);
@@ -427,10 +499,33 @@ fn same_distribution_is_no_change() {
     );
     let c = compare(&a, &b, 0.05, &Bootstrap::default());
     assert!(!c.regressed());
+    // Three repeats that agree within ±1 %: no verdict either way. (Whether the interval of
+    // so few repeats fits inside ±5 % — "no change" — or crosses it is the evidence's call.)
     assert!(
-        c.rows.iter().all(|r| r.verdict == Change::NoChange),
+        c.rows
+            .iter()
+            .all(|r| matches!(r.verdict, Change::NoChange | Change::NoClearDifference)),
         "{}",
         to_markdown(&c, "a", "b")
+    );
+    // Ten repeats pin the interval inside the band: no change.
+    let levels: Vec<f64> = (0..10).map(|i| 1.0 + 0.002 * (i % 5) as f64).collect();
+    let many = compare(
+        &repeated(&result_set(&Spec::small()), &levels),
+        &repeated(
+            &result_set(&Spec {
+                seed: 43,
+                ..Spec::small()
+            }),
+            &levels,
+        ),
+        0.05,
+        &Bootstrap::default(),
+    );
+    assert!(
+        many.rows.iter().all(|r| r.verdict == Change::NoChange),
+        "{}",
+        to_markdown(&many, "a", "b")
     );
     // One repeat each: the same numbers, but a verdict would claim what one run cannot know.
     let one = compare(

@@ -138,7 +138,7 @@ fn seed_file_campaign(root: &std::path::Path) -> std::path::PathBuf {
     }
     std::fs::write(
         root.join("plans/seed.toml"),
-        "[campaign]\nname = \"seed_files\"\n\n[cases]\nfiles = [\"../cases/*.json\"]\n\n[axes]\nstacks = [\"host\"]\n",
+        "[campaign]\nname = \"seed_files\"\n\n[cases]\nfiles = [\"../cases/*.json\"]\n\n[axes]\nstacks = [\"host\"]\n\n[run]\nrepeats = 1\n",
     )
     .unwrap();
     let results = root.join("results");

@@ -42,6 +42,8 @@ timed = 2
 [run]
 timeout = "20s"
 order = "given"
+# One run per (case, stack) unless a test says otherwise: the tests count runs.
+repeats = 1
 {run}
 
 [devices]

@@ -76,6 +76,8 @@ timed = 3
 [run]
 timeout = "20s"
 order = "given"
+# One run per (case, stack): the tests count runs and placements.
+repeats = 1
 
 [devices]
 kind = "npu"
@@ -125,9 +127,9 @@ fn smoke_plan_on_host_passes_with_every_file() {
     let runs = doc["runs"].as_array().unwrap();
     assert!(!runs.is_empty());
     assert_eq!(
-        doc["cases"].as_array().unwrap().len(),
+        3 * doc["cases"].as_array().unwrap().len(),
         runs.len(),
-        "one host run per case"
+        "three host runs per case: [run] repeats defaults to 3"
     );
     for r in runs {
         assert_eq!(r["status"], "pass", "{r}");

@@ -57,6 +57,8 @@ timed = 2
 [run]
 timeout = "60s"
 order = "given"
+# One run per (case, stack): each is a Slurm job, and the tests count them.
+repeats = 1
 
 [devices]
 kind = "cpu"

@@ -170,6 +170,8 @@ timed = 3
 
 [run]
 timeout = "60s"
+# One run per (case, stack): each is a Slurm job, and the tests count them.
+repeats = 1
 
 [devices]
 kind = "cpu"

@@ -60,7 +60,9 @@ pub(crate) fn build(a: &Analysis, results: &ResultSet) -> Result<Panels, String>
             panel
                 .rects
                 .push((x - HALF_BAR, 0.0, x + HALF_BAR, p.ratio, color));
-            panel.error_bars.push((x, p.ci.lo, p.ratio, p.ci.hi, INK));
+            if let Some(ci) = p.ci {
+                panel.error_bars.push((x, ci.lo, p.ratio, ci.hi, INK));
+            }
         }
         panels.push(panel);
     }

@@ -117,7 +117,10 @@ impl History {
                     stack: r.get(1)?,
                     host_fingerprint: r.get(2)?,
                 };
-                let case_id: String = r.get(3)?;
+                // A series is named by its planned case: repeat n's run id `<case_id>~r<n>`
+                // names one run of it, not the series.
+                let run_id: String = r.get(3)?;
+                let case_id = crate::model::results::split_run_id(&run_id).0.to_string();
                 let host: String = r.get(4)?;
                 let point = Point {
                     run_dir_id: r.get(5)?,

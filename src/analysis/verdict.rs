@@ -1,0 +1,339 @@
+//! The verdict rule: when a change between two sets of repeats is called faster or slower.
+//!
+//! Shared by `compare` (run B against run A of the same (case, stack)) and the report's paired
+//! comparisons (a stack against the baseline on the same case), so both say "faster" on the
+//! same evidence. A verdict needs evidence (DESIGN.md, honesty rules): at least `MIN_REPEATS`
+//! repeats per side (the run-to-run variance that dwarfs within-run noise on a shared machine
+//! is otherwise unmeasured); the interval of the change — Welch's t interval over the repeats'
+//! log medians (`RepeatStats`), widened for the rows judged at once (`verdict_level`) —
+//! wholly beyond the noise band; and every repeat of one side beyond every repeat of the other
+//! by the band (a real 2× change separates them completely, two runs of the same thing rarely
+//! do). The within-run bootstrap interval alone can only say "no change".
+//! Pure computation.
+
+use serde::Serialize;
+
+use crate::analysis::stats::bootstrap::Interval;
+use crate::analysis::stats::quantile_sorted;
+
+/// Fewer timed rounds than this in a single-repeat side: no interval, no verdict.
+pub(crate) const MIN_ROUNDS: usize = 10;
+
+/// Repeats each side needs before a faster/slower verdict.
+pub(crate) const MIN_REPEATS: usize = 3;
+
+/// Chance that judging `m` rows of the same thing shows any faster/slower row: each verdict's
+/// interval is widened to level 1 − FAMILY_ERROR / m (Bonferroni), so judging 18 cases does not
+/// give 18 chances to cry wolf.
+pub(crate) const FAMILY_ERROR: f64 = 0.05;
+
+/// The noise band when none is given (`compare --threshold`, the report's paired verdicts).
+pub(crate) const DEFAULT_THRESHOLD: f64 = 0.05;
+
+/// The verdict on one row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Change {
+    Faster,
+    Slower,
+    /// The whole verdict interval lies inside the noise band.
+    NoChange,
+    /// The interval crosses the noise band's edge, or the evidence cannot carry a verdict (too
+    /// few repeats, overlapping repeats): the reason says which.
+    NoClearDifference,
+    /// Too few timed rounds in a single repeat for an interval.
+    TooFewSamples,
+    /// One side did not pass (or has no timed samples).
+    NotComparable,
+}
+
+impl Change {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Change::Faster => "faster",
+            Change::Slower => "slower",
+            Change::NoChange => "no change",
+            Change::NoClearDifference => "no clear difference",
+            Change::TooFewSamples => "too few samples",
+            Change::NotComparable => "not comparable",
+        }
+    }
+}
+
+/// The confidence level of each verdict interval when `m` rows carry one and none is known
+/// to have changed (Bonferroni): the level of rows judged on their rounds alone.
+pub(crate) fn family_level(m: usize) -> f64 {
+    1.0 - FAMILY_ERROR / m.max(1) as f64
+}
+
+/// The level of every verdict interval among `m` rows judged at once, given the p-values `ps`
+/// of "the change lies beyond the noise band" of the rows that have repeats (the others count
+/// in `m`). Benjamini–Hochberg at `FAMILY_ERROR` selects R rows, and intervals at
+/// 1 − max(R, 1) · FAMILY_ERROR / m keep the false coverage rate of the selected rows within
+/// it (Benjamini & Yekutieli 2005). When nothing changed — two runs of the same thing — the
+/// chance of any faster/slower row stays within FAMILY_ERROR, as with Bonferroni; when many rows
+/// changed (a slower build), each of their intervals is that much narrower.
+pub(crate) fn verdict_level(ps: &[f64], m: usize) -> f64 {
+    let m = m.max(ps.len()).max(1);
+    let mut sorted = ps.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let selected = sorted
+        .iter()
+        .enumerate()
+        .filter(|(k, p)| **p <= (*k + 1) as f64 * FAMILY_ERROR / m as f64)
+        .map(|(k, _)| k + 1)
+        .max()
+        .unwrap_or(0);
+    1.0 - selected.max(1) as f64 * FAMILY_ERROR / m as f64
+}
+
+/// Why one side (its repeats, each sorted ascending) cannot carry an interval, if it cannot.
+pub(crate) fn too_few(repeats: &[Vec<f64>]) -> Option<String> {
+    let rounds = repeats.iter().map(Vec::len).min().unwrap_or(0);
+    (repeats.len() == 1 && rounds < MIN_ROUNDS).then(|| {
+        format!(
+            "n={rounds} timed rounds in 1 repeat; an interval needs >= {MIN_ROUNDS} rounds or >= 2 repeats"
+        )
+    })
+}
+
+/// Each repeat's median (each repeat sorted ascending, non-empty).
+pub(crate) fn medians(repeats: &[Vec<f64>]) -> Vec<f64> {
+    repeats.iter().map(|r| quantile_sorted(r, 0.5)).collect()
+}
+
+/// The run-to-run evidence on one row: Welch's t over the repeats' log medians, so each repeat
+/// counts once and the spread between runs sets the width (a bootstrap over three repeats cannot
+/// reach beyond their range, and calls two consistent campaigns different).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct RepeatStats {
+    /// Mean log median of B minus that of A.
+    log_ratio: f64,
+    /// Its standard error.
+    se: f64,
+    /// Welch–Satterthwaite degrees of freedom.
+    df: f64,
+}
+
+impl RepeatStats {
+    /// From each side's repeat medians; None unless both have >= 2 positive, finite ones.
+    pub(crate) fn of(a: &[f64], b: &[f64]) -> Option<RepeatStats> {
+        let logs = |s: &[f64]| -> Option<Vec<f64>> {
+            s.iter()
+                .map(|m| (*m > 0.0 && m.is_finite()).then(|| m.ln()))
+                .collect()
+        };
+        let (la, lb) = (logs(a)?, logs(b)?);
+        if la.len() < 2 || lb.len() < 2 {
+            return None;
+        }
+        let moments = |v: &[f64]| {
+            let n = v.len() as f64;
+            let mean = v.iter().sum::<f64>() / n;
+            let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+            (mean, var / n, n - 1.0)
+        };
+        let ((ma, ea, fa), (mb, eb, fb)) = (moments(&la), moments(&lb));
+        let se2 = ea + eb;
+        // A side without spread adds no degrees of freedom.
+        let part = |e: f64, f: f64| if e > 0.0 { e * e / f } else { 0.0 };
+        let df = if se2 > 0.0 {
+            se2 * se2 / (part(ea, fa) + part(eb, fb))
+        } else {
+            fa + fb
+        };
+        Some(RepeatStats {
+            log_ratio: mb - ma,
+            se: se2.sqrt(),
+            df,
+        })
+    }
+
+    /// The interval of the change `median_b / median_a − 1` at confidence `level`.
+    pub(crate) fn interval(&self, level: f64) -> Interval {
+        let half = if self.se > 0.0 {
+            distrs::StudentsT::ppf(1.0 - (1.0 - level) / 2.0, self.df) * self.se
+        } else {
+            0.0
+        };
+        Interval {
+            lo: (self.log_ratio - half).exp() - 1.0,
+            hi: (self.log_ratio + half).exp() - 1.0,
+        }
+    }
+
+    /// Two-sided p-value against "the change lies inside ±`band`": small when the interval at
+    /// level 1 − p would just clear the band's edge.
+    pub(crate) fn p_beyond(&self, band: f64) -> f64 {
+        let (up, down) = ((1.0 + band).ln(), (1.0 - band).ln());
+        if self.se <= 0.0 {
+            let beyond = self.log_ratio > up || self.log_ratio < down;
+            return if beyond { 0.0 } else { 1.0 };
+        }
+        let tail = |t: f64| 1.0 - distrs::StudentsT::cdf(t, self.df);
+        let one_sided =
+            tail((self.log_ratio - up) / self.se).min(tail((down - self.log_ratio) / self.se));
+        (2.0 * one_sided).min(1.0)
+    }
+}
+
+/// Every repeat median of `b` beyond every one of `a` by the band, in the direction of `slower`.
+fn separated(a: &[f64], b: &[f64], threshold: f64, slower: bool) -> bool {
+    let max = |v: &[f64]| v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let min = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
+    if slower {
+        min(b) > max(a) * (1.0 + threshold)
+    } else {
+        max(b) < min(a) * (1.0 - threshold)
+    }
+}
+
+/// The verdict on B against A (`a`, `b`: each side's repeat medians) from `wide`, the verdict
+/// interval of the change `median_b / median_a − 1`.
+pub(crate) fn judge(
+    a: &[f64],
+    b: &[f64],
+    wide: Interval,
+    threshold: f64,
+) -> (Change, Option<String>) {
+    let inside = wide.lo >= -threshold && wide.hi <= threshold;
+    if inside {
+        return (Change::NoChange, None);
+    }
+    let beyond = wide.lo > threshold || wide.hi < -threshold;
+    let slower = wide.lo > threshold;
+    let repeats = a.len().min(b.len());
+    if repeats < MIN_REPEATS {
+        return (
+            Change::NoClearDifference,
+            Some(format!(
+                "{repeats} repeat(s): run-to-run variance is not measured; a verdict needs >= {MIN_REPEATS} repeats per side ([run] repeats)"
+            )),
+        );
+    }
+    if !beyond {
+        return (
+            Change::NoClearDifference,
+            Some(format!(
+                "the verdict interval [{:+.1} %, {:+.1} %] crosses the ±{:.1} % noise band",
+                wide.lo * 100.0,
+                wide.hi * 100.0,
+                threshold * 100.0
+            )),
+        );
+    }
+    if !separated(a, b, threshold, slower) {
+        return (
+            Change::NoClearDifference,
+            Some(format!(
+                "the repeats overlap: not every repeat of B is {} than every repeat of A by more than ±{:.1} %",
+                if slower { "slower" } else { "faster" },
+                threshold * 100.0
+            )),
+        );
+    }
+    let v = if slower {
+        Change::Slower
+    } else {
+        Change::Faster
+    };
+    (v, None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wide(lo: f64, hi: f64) -> Interval {
+        Interval { lo, hi }
+    }
+
+    #[test]
+    fn inside_the_band_is_no_change_whatever_the_repeats() {
+        let (v, why) = judge(&[1.0], &[1.01], wide(-0.02, 0.03), 0.05);
+        assert_eq!((v, why), (Change::NoChange, None));
+    }
+
+    #[test]
+    fn a_doubling_with_three_separated_repeats_is_slower_and_halving_faster() {
+        let (a, b) = ([1.0, 1.02, 0.98], [2.0, 2.05, 1.97]);
+        assert_eq!(judge(&a, &b, wide(0.9, 1.1), 0.05).0, Change::Slower);
+        assert_eq!(judge(&b, &a, wide(-0.52, -0.47), 0.05).0, Change::Faster);
+    }
+
+    #[test]
+    fn fewer_than_three_repeats_or_overlapping_repeats_or_a_straddling_interval_give_no_verdict() {
+        let (v, why) = judge(&[1.0], &[2.0], wide(0.9, 1.1), 0.05);
+        assert_eq!(v, Change::NoClearDifference);
+        assert!(why.unwrap().contains("1 repeat(s)"));
+        let (a, b) = ([1.0, 1.3, 0.98], [1.2, 1.25, 1.22]);
+        let (v, why) = judge(&a, &b, wide(0.06, 0.3), 0.05);
+        assert_eq!(v, Change::NoClearDifference);
+        assert!(why.unwrap().contains("repeats overlap"));
+        let (v, why) = judge(&a, &b, wide(0.01, 0.3), 0.05);
+        assert_eq!(v, Change::NoClearDifference);
+        assert!(why.unwrap().contains("crosses the ±5.0 % noise band"));
+    }
+
+    #[test]
+    fn repeat_stats_are_welch_on_log_medians() {
+        // Hand-computed: log medians a = ln{1, 1.1, 0.9}, b = ln{2, 2.2, 1.8}: the difference
+        // of means is exactly ln 2, each side's variance of the mean s²/3, df = 4 (equal
+        // spreads), t(0.975, 4) = 2.776445.
+        let (a, b) = ([1.0, 1.1, 0.9], [2.0, 2.2, 1.8]);
+        let la: Vec<f64> = a.iter().map(|x: &f64| x.ln()).collect();
+        let mean = la.iter().sum::<f64>() / 3.0;
+        let var = la.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / 2.0;
+        let half = 2.776445 * (2.0 * var / 3.0).sqrt();
+        let st = RepeatStats::of(&a, &b).unwrap();
+        assert!((st.df - 4.0).abs() < 1e-9, "{st:?}");
+        let i = st.interval(0.95);
+        assert!(
+            (i.lo - ((2f64.ln() - half).exp() - 1.0)).abs() < 1e-5,
+            "{i:?}"
+        );
+        assert!(
+            (i.hi - ((2f64.ln() + half).exp() - 1.0)).abs() < 1e-5,
+            "{i:?}"
+        );
+        // The p-value is where the interval's lower edge meets the band: at level 1 − p the
+        // lower edge is +5 %.
+        let p = st.p_beyond(0.05);
+        assert!((st.interval(1.0 - p).lo - 0.05).abs() < 1e-6, "{p}");
+        // A wider level widens it; identical repeats give the point; one repeat gives none.
+        let w = st.interval(family_level(72));
+        assert!(w.lo < i.lo && w.hi > i.hi);
+        let pt = RepeatStats::of(&[1.0, 1.0], &[3.0, 3.0]).unwrap();
+        assert!((pt.interval(0.95).lo - 2.0).abs() < 1e-12);
+        assert_eq!(pt.p_beyond(0.05), 0.0);
+        assert_eq!(
+            RepeatStats::of(&[1.0, 1.0], &[1.01, 1.01])
+                .unwrap()
+                .p_beyond(0.05),
+            1.0
+        );
+        assert!(RepeatStats::of(&[1.0], &b).is_none());
+        assert!(RepeatStats::of(&[1.0, 0.0], &b).is_none());
+    }
+
+    #[test]
+    fn the_verdict_level_is_bonferroni_under_no_change_and_relaxes_when_many_rows_changed() {
+        assert_eq!(family_level(1), 0.95);
+        assert!((family_level(100) - 0.9995).abs() < 1e-12);
+        // Nothing selected: 1 − q/m, as Bonferroni.
+        assert!((verdict_level(&[0.5, 0.9, 0.2], 3) - (1.0 - 0.05 / 3.0)).abs() < 1e-12);
+        assert!((verdict_level(&[], 10) - 0.995).abs() < 1e-12);
+        // Benjamini–Hochberg: p(3) = 0.012 <= 3 · 0.05 / 10 selects three rows.
+        let l = verdict_level(&[0.001, 0.009, 0.012, 0.5], 10);
+        assert!((l - (1.0 - 3.0 * 0.05 / 10.0)).abs() < 1e-12, "{l}");
+    }
+
+    #[test]
+    fn only_a_short_single_repeat_is_too_few() {
+        assert!(too_few(&[vec![1.0; 9]])
+            .unwrap()
+            .starts_with("n=9 timed rounds in 1 repeat"));
+        assert!(too_few(&[vec![1.0; 10]]).is_none());
+        assert!(too_few(&[vec![1.0; 3], vec![1.0; 3]]).is_none());
+    }
+}
