@@ -107,7 +107,8 @@ pub(crate) struct RunArgs {
     /// Start a campaign of more than 100,000 runs without asking.
     #[arg(long, short = 'y')]
     pub(crate) yes: bool,
-    /// Run each (case, stack) N times as separate runs (replaces `[run] repeats`).
+    /// Run each (case, stack) N times as separate runs (replaces `[run] repeats`, default 3;
+    /// `--repeats 1` for a quick look that will not be compared).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub(crate) repeats: Option<u32>,
     #[command(flatten)]
