@@ -29,6 +29,12 @@ pub(crate) enum Command {
     /// Re-render results, figures and the report of a run dir from its bundles.
     Report(ReportArgs),
     /// Compare two run dirs: change in median per (case, stack).
+    ///
+    /// A row is called faster or slower only with >= 3 repeats per side ([run] repeats),
+    /// Welch's t interval over the repeats' log medians beyond the noise band at the level
+    /// Benjamini–Hochberg leaves over all rows, and every repeat of B beyond every repeat of A
+    /// by the band; otherwise "no change" (the interval inside the band), "no clear
+    /// difference" or "too few samples", with the reason. Exit 1 when any row is slower.
     Compare(CompareArgs),
     /// Which stacks can run here, their roots, devices and environment.
     Doctor(DoctorArgs),
