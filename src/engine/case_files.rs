@@ -1,5 +1,5 @@
-//! The run dir's case files (`cases/<case_id>/case.json`), bundle folders and (empty) `run.log`
-//! files, written ahead of the runs by a thread of their own, so a campaign of 100,000 cases
+//! The run dir's case files (`cases/<case_id>/case.json`), bundle folders, (empty) `run.log`
+//! files and the temp files the bundle will be written through, written ahead of the runs by a thread of their own, so a campaign of 100,000 cases
 //! neither waits for 200,000 new inodes before its first run nor pays for them between two runs.
 //!
 //! `generate` starts the thread, which goes through the cases in plan order; a run (or a health
@@ -10,7 +10,7 @@
 //! a run dir the size of what it ran, not gigabytes of empty folders. A case file that
 //! exists with the planned text is left alone (resume); one that differs (a power loss left it
 //! empty or short: case files are not synced, see `store::atomic::replace_all`) is rewritten.
-//! It must not write anything but case files and bundle folders.
+//! It must not write anything but case files, bundle folders, empty logs and empty temp files.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -169,6 +169,12 @@ impl CaseFiles {
                 .append(true)
                 .open(&log)
                 .map_err(|e| Error::io(&log, e))?;
+            // `timing.json` and `manifest.json` are written through temp files of a fixed
+            // name (`store::atomic::replace_all_prepared`); creating them here, empty, takes
+            // the bundle's last two inodes off the path between two runs.
+            for name in crate::store::layout::BUNDLE_FILES {
+                crate::store::atomic::prepare(&bundle.join(name))?;
+            }
         }
         Ok(())
     }
@@ -208,6 +214,11 @@ mod tests {
             std::fs::read(rd.bundle(&id, "mpi").join("run.log")).unwrap(),
             b""
         );
+        // The bundle's temp files, empty, so writing the bundle creates no inode.
+        for name in crate::store::layout::BUNDLE_FILES {
+            let temp = crate::store::atomic::prepared_temp(&rd.bundle(&id, "mpi").join(name));
+            assert_eq!(std::fs::read(&temp).unwrap(), b"", "{}", temp.display());
+        }
         let other = Case::new(Variant::Ring, 2, 64).case_id();
         assert!(rd.bundle(&other, "host").is_dir());
     }
