@@ -1,5 +1,5 @@
-//! The run dir's case files (`cases/<case_id>/case.json`), bundle folders and (empty) `run.log`
-//! files, written ahead of the runs by a thread of their own, so a campaign of 100,000 cases
+//! The run dir's case files (`cases/<case_id>/case.json`), bundle folders, (empty) `run.log`
+//! files and (thread only) the temp files the bundle will be written through, written ahead of the runs by a thread of their own, so a campaign of 100,000 cases
 //! neither waits for 200,000 new inodes before its first run nor pays for them between two runs.
 //!
 //! `generate` starts the thread, which goes through the cases in plan order; a run (or a health
@@ -10,7 +10,7 @@
 //! a run dir the size of what it ran, not gigabytes of empty folders. A case file that
 //! exists with the planned text is left alone (resume); one that differs (a power loss left it
 //! empty or short: case files are not synced, see `store::atomic::replace_all`) is rewritten.
-//! It must not write anything but case files and bundle folders.
+//! It must not write anything but case files, bundle folders, empty logs and empty temp files.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -93,7 +93,9 @@ impl CaseFiles {
                         return;
                     }
                     // A failure is kept with the case: the run that needs it reports it.
-                    let _ = me.ensure_entry(i);
+                    if me.ensure_entry(i).is_ok() {
+                        me.prepare_bundles(&me.entries[i]);
+                    }
                 }
             })
             .map_err(|e| Error::Environment(format!("cannot start the case file writer: {e}")))
@@ -172,6 +174,27 @@ impl CaseFiles {
         }
         Ok(())
     }
+
+    /// Create the temp files `timing.json` and `manifest.json` will be written through
+    /// (`store::atomic::replace_all_prepared`), empty, in every bundle of the entry that has no
+    /// `manifest.json` yet: the bundle's last two inodes, off the path between two runs. Only
+    /// the thread does this, after the entry's files: a run that got ahead of the thread waits
+    /// for its case's files, never for these (its bundle write creates what is missing, as
+    /// without them). A bundle that already holds a manifest (a done run on resume) gets
+    /// none. Racing a run that is writing the same bundle is harmless: the run truncates, writes
+    /// and renames; at worst an empty temp file is left for a later attempt to reuse.
+    fn prepare_bundles(&self, entry: &Entry) {
+        for stack in &entry.stacks {
+            let bundle = self.run_dir.bundle(&entry.case_id, stack);
+            if bundle.join(crate::store::layout::BUNDLE_FILES[1]).exists() {
+                continue;
+            }
+            for name in crate::store::layout::BUNDLE_FILES {
+                // Best effort: the run's own write reports any real problem with the folder.
+                let _ = crate::store::atomic::prepare(&bundle.join(name));
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -198,8 +221,18 @@ mod tests {
     fn the_thread_writes_every_case_file_and_bundle_folder() {
         let tmp = tempfile::tempdir().unwrap();
         let (cf, rd) = files(tmp.path());
+        // A done run (resume): its bundle holds a manifest and gets no temp files.
+        let other = Case::new(Variant::Ring, 2, 64).case_id();
+        std::fs::create_dir_all(rd.bundle(&other, "host")).unwrap();
+        std::fs::write(rd.bundle(&other, "host").join("manifest.json"), "{}").unwrap();
         let thread = cf.start().unwrap();
         thread.join().unwrap();
+        let temp = |id: &str, name: &str| {
+            crate::store::atomic::prepared_temp(&rd.bundle(id, "host").join(name))
+        };
+        for name in crate::store::layout::BUNDLE_FILES {
+            assert!(!temp(&other, name).exists(), "{name}");
+        }
         let id = Case::new(Variant::Mesh, 2, 64).case_id();
         let text = std::fs::read_to_string(rd.case_file(&id)).unwrap();
         assert_eq!(text, Case::new(Variant::Mesh, 2, 64).to_pretty_json());
@@ -208,7 +241,11 @@ mod tests {
             std::fs::read(rd.bundle(&id, "mpi").join("run.log")).unwrap(),
             b""
         );
-        let other = Case::new(Variant::Ring, 2, 64).case_id();
+        // The bundle's temp files, empty, so writing the bundle creates no inode.
+        for name in crate::store::layout::BUNDLE_FILES {
+            let temp = crate::store::atomic::prepared_temp(&rd.bundle(&id, "mpi").join(name));
+            assert_eq!(std::fs::read(&temp).unwrap(), b"", "{}", temp.display());
+        }
         assert!(rd.bundle(&other, "host").is_dir());
     }
 
@@ -265,6 +302,9 @@ mod tests {
         std::fs::create_dir_all(rd.bundle(&id, "host")).unwrap();
         std::fs::write(rd.bundle(&id, "host").join("run.log"), "earlier\n").unwrap();
         cf.ensure(&id).unwrap();
+        // A run waits for its case's files only; the bundle's temp files are the thread's.
+        let timing = rd.bundle(&id, "host").join("timing.json");
+        assert!(!crate::store::atomic::prepared_temp(&timing).exists());
         let log = std::fs::read_to_string(rd.bundle(&id, "host").join("run.log")).unwrap();
         assert_eq!(log, "earlier\n");
         let text = std::fs::read_to_string(rd.case_file(&id)).unwrap();

@@ -252,6 +252,9 @@ enum Points<'p> {
     Product {
         axes: Vec<(&'static str, Vec<Case>)>,
         index: Vec<usize>,
+        /// Number of the next point (0-based, in sweep order) and the end of the window.
+        next: u64,
+        end: u64,
         /// The first point has not been made yet (every axis must be applied).
         fresh: bool,
         done: bool,
@@ -260,7 +263,11 @@ enum Points<'p> {
         explicit_timed: bool,
         rounds: crate::model::plan::Rounds,
     },
-    Files(std::slice::Iter<'p, PathBuf>),
+    Files {
+        files: &'p [PathBuf],
+        next: u64,
+        end: u64,
+    },
 }
 
 /// The lazy case iterator returned by [`cases`]. `next_ref` lends the current case without
@@ -314,6 +321,8 @@ pub(crate) fn cases<'p>(plan: &'p Plan, extra_filter: Option<&str>) -> Result<Ca
             done: axes.iter().any(|(_, v)| v.is_empty()),
             fresh: true,
             index: vec![0; axes.len()],
+            next: 0,
+            end: u64::MAX,
             axes,
             explicit_devices: given("device_ids"),
             explicit_warmup: given("warmup_rounds"),
@@ -321,7 +330,11 @@ pub(crate) fn cases<'p>(plan: &'p Plan, extra_filter: Option<&str>) -> Result<Ca
             rounds: plan.rounds,
         }
     } else {
-        Points::Files(plan.case_files.iter())
+        Points::Files {
+            files: &plan.case_files,
+            next: 0,
+            end: u64::MAX,
+        }
     };
     Ok(Cases {
         points,
@@ -337,10 +350,19 @@ impl Points<'_> {
     /// Make the next point in `case`; `None` when the sweep is over.
     fn advance(&mut self, case: &mut Case) -> Option<Result<()>> {
         match self {
-            Points::Files(files) => files.next().map(|p| Case::load(p).map(|c| *case = c)),
+            Points::Files { files, next, end } => {
+                if *next >= *end {
+                    return None;
+                }
+                let path = files.get(usize::try_from(*next).ok()?)?;
+                *next += 1;
+                Some(Case::load(path).map(|c| *case = c))
+            }
             Points::Product {
                 axes,
                 index,
+                next,
+                end,
                 fresh,
                 done,
                 explicit_devices,
@@ -348,9 +370,10 @@ impl Points<'_> {
                 explicit_timed,
                 rounds,
             } => {
-                if *done {
+                if *done || *next >= *end {
                     return None;
                 }
+                *next += 1;
                 if *fresh {
                     for ((field, values), &i) in axes.iter().zip(index.iter()) {
                         copy_field(case, &values[i], field);
@@ -394,7 +417,68 @@ impl Points<'_> {
     }
 }
 
+impl Points<'_> {
+    /// How many points the sweep has (before `[[exclude]]` and filters).
+    fn total(&self) -> u64 {
+        match self {
+            Points::Files { files, .. } => files.len() as u64,
+            Points::Product { axes, .. } => axes
+                .iter()
+                .fold(1u64, |n, (_, v)| n.saturating_mul(v.len() as u64)),
+        }
+    }
+
+    /// Make only the points numbered `range` (sweep order) from now on.
+    fn window(&mut self, range: std::ops::Range<u64>) {
+        let total = self.total();
+        match self {
+            Points::Files { next, end, .. } => {
+                *next = range.start;
+                *end = range.end;
+            }
+            Points::Product {
+                axes,
+                index,
+                next,
+                end,
+                fresh,
+                done,
+                ..
+            } => {
+                *next = range.start;
+                *end = range.end;
+                *done = range.start >= total;
+                if !*done {
+                    // Mixed-radix digits of the point number, the last axis fastest; the next
+                    // point copies every axis into the case.
+                    let mut rest = range.start;
+                    for (i, (_, values)) in axes.iter().enumerate().rev() {
+                        let n = values.len() as u64;
+                        index[i] = (rest % n) as usize;
+                        rest /= n;
+                    }
+                    *fresh = true;
+                }
+            }
+        }
+    }
+}
+
 impl Cases<'_> {
+    /// How many points the sweep makes before `[[exclude]]` and filters drop some: the range
+    /// of point numbers [`Cases::window`] takes.
+    pub(crate) fn points(&self) -> u64 {
+        self.points.total()
+    }
+
+    /// Restrict the sweep to the points numbered `range` (0-based, sweep order, before
+    /// `[[exclude]]` and filters), from any state: the cases of consecutive windows, in
+    /// order, are the cases of the whole sweep. Listings split a sweep into blocks this way
+    /// and make them on two threads.
+    pub(crate) fn window(&mut self, range: std::ops::Range<u64>) {
+        self.points.window(range);
+    }
+
     /// The next case, lent: valid until the next call.
     pub(crate) fn next_ref(&mut self) -> Option<Result<&Case>> {
         'points: loop {

@@ -276,3 +276,40 @@ proptest! {
         }
     }
 }
+
+/// Windows of point numbers, made one after another from one iterator (as the listing's
+/// blocks are), give exactly the cases of the whole sweep in order — with `[[exclude]]`
+/// rules and a filter dropping points inside windows, and windows past the end.
+#[test]
+fn point_windows_concatenate_to_the_whole_sweep() {
+    let p = parse(
+        "[campaign]\nname = \"w\"\n\n[axes]\nvariant = [\"mesh\", \"ring\", \"twophase\"]\np = [2, 3, 4]\ncount = [64, 96, 128, 256]\ndtype = [\"fp32\", \"int32\"]\n\n[[exclude]]\nvariant = \"ring\"\np = 3\n\n[filter]\nwhere = \"count != 96\"\n",
+        Path::new("w.toml"),
+    )
+    .unwrap();
+    let ids = |it: &mut crate::plan::sweep::Cases<'_>| {
+        let mut out = Vec::new();
+        while let Some(c) = it.next_ref() {
+            out.push(c.unwrap().case_id());
+        }
+        out
+    };
+    let whole = ids(&mut crate::plan::sweep::cases(&p, None).unwrap());
+    assert_eq!(whole.len() as u64, p.case_count);
+    let mut it = crate::plan::sweep::cases(&p, None).unwrap();
+    assert_eq!(it.points(), 72);
+    for block in [1u64, 5, 7, 72, 100] {
+        let mut joined = Vec::new();
+        // Out of order on purpose: odd blocks first, then even ones, then put back in order.
+        let n = it.points().div_ceil(block);
+        let mut parts = vec![Vec::new(); n as usize + 1];
+        for b in (1..=n).step_by(2).chain((0..=n).step_by(2)) {
+            it.window(b * block..(b + 1) * block);
+            parts[b as usize] = ids(&mut it);
+        }
+        for part in parts {
+            joined.extend(part);
+        }
+        assert_eq!(joined, whole, "block of {block} points");
+    }
+}

@@ -18,9 +18,6 @@ use crate::model::plan::{DeviceKind, Placement, Plan};
 /// Validation walks every case, so this bounds its time; documented in docs/plan-format.md.
 pub(crate) const MAX_CASES: u64 = 1_000_000;
 
-/// Bound on the (variant, p, count) memo of seed warnings, so memory stays flat on any plan.
-const WARN_MEMO_LIMIT: usize = 100_000;
-
 /// The fields `case_id` is made of.
 const ID_FIELDS: &[&str] = &[
     "variant",
@@ -45,12 +42,17 @@ struct Collector {
 }
 
 impl Collector {
-    fn add(map: &mut BTreeMap<String, Grouped>, key: String, make: impl FnOnce() -> Diagnostic) {
-        match map.get_mut(&key) {
+    /// Count one more case with problem `key` (looked up by reference: most cases only count).
+    fn add(
+        map: &mut BTreeMap<String, Grouped>,
+        key: impl AsRef<str> + Into<String>,
+        make: impl FnOnce() -> Diagnostic,
+    ) {
+        match map.get_mut(key.as_ref()) {
             Some(g) => g.more += 1,
             None => {
                 map.insert(
-                    key,
+                    key.into(),
                     Grouped {
                         first: make(),
                         more: 0,
@@ -134,8 +136,6 @@ pub(crate) fn check(cx: &mut Ctx<'_>, plan: &mut Plan, spans: &Spans) {
             .any(|a| a.values.len() > 1 && !ID_FIELDS.contains(&a.name.as_str()));
     let mut seen_ids = std::collections::HashSet::new();
     let allow_uneven = plan.campaign.allows(crate::model::plan::UNEVEN_CHUNKS);
-    let mut warned: std::collections::HashMap<(crate::model::case::Variant, u32, u64), bool> =
-        std::collections::HashMap::new();
     let mut iter = match crate::plan::sweep::cases(plan, None) {
         Ok(it) => it,
         Err(e) => {
@@ -158,7 +158,7 @@ pub(crate) fn check(cx: &mut Ctx<'_>, plan: &mut Plan, spans: &Spans) {
         };
         count += 1;
         if may_collide && !seen_ids.insert(case.case_id()) {
-            Collector::add(&mut out.errors, "duplicate".into(), || {
+            Collector::add(&mut out.errors, "duplicate", || {
                 let axes: Vec<&str> = plan
                     .axes
                     .iter()
@@ -207,7 +207,7 @@ pub(crate) fn check(cx: &mut Ctx<'_>, plan: &mut Plan, spans: &Spans) {
                 });
             } else if pinned {
                 if let Some(d) = case.device_ids.iter().find(|d| !pool_ids.contains(d)) {
-                    Collector::add(&mut out.errors, "pinned".into(), || {
+                    Collector::add(&mut out.errors, "pinned", || {
                         at_field(
                             cx,
                             spans,
@@ -221,21 +221,9 @@ pub(crate) fn check(cx: &mut Ctx<'_>, plan: &mut Plan, spans: &Spans) {
                 }
             }
         }
-        // Seed warnings depend only on (variant, p, count); formatting one per case costs more
-        // than the rest of the check, so ask once per combination.
-        let key = (case.variant, case.p, case.count);
-        let warns = match warned.get(&key) {
-            Some(w) => *w,
-            None => {
-                let w = !case.warnings().is_empty();
-                if warned.len() < WARN_MEMO_LIMIT {
-                    warned.insert(key, w);
-                }
-                w
-            }
-        };
+        let warns = case.warns();
         if warns && !allow_uneven {
-            Collector::add(&mut out.warnings, "uneven".into(), || {
+            Collector::add(&mut out.warnings, "uneven", || {
                 let hint = format!(
                     "; if that is deliberate, say so with `[campaign] allow = [\"{}\"]`",
                     crate::model::plan::UNEVEN_CHUNKS

@@ -12,7 +12,7 @@ use serde_json::{json, Map, Value};
 
 use crate::error::{Error, Result};
 use crate::model::results::{RunResult, Sample};
-use crate::store::atomic::{replace_all, write_atomic};
+use crate::store::atomic::{replace_all_prepared, write_atomic};
 
 /// Where run dirs go when `--results-dir` is not given.
 pub(crate) const DEFAULT_RESULTS_DIR: &str = "results/campaigns";
@@ -213,7 +213,9 @@ pub(crate) fn manifest(result: &RunResult, facts: &ProcessFacts) -> Value {
 /// executor as output arrives).
 ///
 /// Both are renamed timing first: readers take a bundle into account once its `manifest.json`
-/// exists, and by then its `timing.json` is in place. They are not synced: the run's journal
+/// exists, and by then its `timing.json` is in place. They go through the temp files
+/// `engine::case_files` prepared ahead ([`BUNDLE_FILES`]; `store::atomic::replace_all_prepared`),
+/// so the write creates no inode. They are not synced: the run's journal
 /// `finished` line (fsynced, with the number of samples) is the run's one durability point, and
 /// resume runs a finished run again when its bundle does not read back with that many samples
 /// (what a power loss before the data reached the disk leaves).
@@ -225,11 +227,14 @@ pub(crate) fn write_bundle(
     let dir = run_dir.path.join(&result.bundle);
     let timing = pretty(&timing_json(&result.samples));
     let manifest = pretty(&manifest(result, facts));
-    replace_all(&[
-        (&dir.join("timing.json"), timing.as_bytes()),
-        (&dir.join("manifest.json"), manifest.as_bytes()),
+    replace_all_prepared(&[
+        (&dir.join(BUNDLE_FILES[0]), timing.as_bytes()),
+        (&dir.join(BUNDLE_FILES[1]), manifest.as_bytes()),
     ])
 }
+
+/// The files [`write_bundle`] writes, in the order it renames them.
+pub(crate) const BUNDLE_FILES: [&str; 2] = ["timing.json", "manifest.json"];
 
 #[cfg(test)]
 mod tests {

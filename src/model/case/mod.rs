@@ -498,13 +498,16 @@ impl Case {
         out
     }
 
+    /// Does [`Case::warnings`] have anything to say? The same rule, without formatting a
+    /// message (the plan-time check pass asks for every case of a million).
+    pub(crate) fn warns(&self) -> bool {
+        self.variant != Variant::Mesh && self.p > 0 && !self.count.is_multiple_of(u64::from(self.p))
+    }
+
     /// Seed warnings (not errors): ring/twophase with count not divisible by p.
     pub(crate) fn warnings(&self) -> Vec<String> {
         let mut out = Vec::new();
-        if self.variant != Variant::Mesh
-            && self.p > 0
-            && !self.count.is_multiple_of(u64::from(self.p))
-        {
+        if self.warns() {
             out.push(format!(
                 "{}: count {} is not divisible by p {}; chunks are uneven",
                 self.case_id(),

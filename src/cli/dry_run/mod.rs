@@ -1,17 +1,20 @@
 //! `campaign dry-run PLAN`: every case of a plan and the stacks it runs on, without running.
 //!
-//! Streams: cases come from `sweep::cases` one at a time and go straight to a buffered stdout,
-//! so a million-case plan prints in constant memory. `json`/`csv` put nothing else on stdout;
-//! warnings go to stderr. Glue only: the plan, sweep and stack modules do the work.
+//! Streams: cases come from `sweep::cases` in blocks made on two threads (`blocks`) and go
+//! in order to a buffered stdout, so a million-case plan prints in constant memory. `json`/`csv`
+//! put nothing else on stdout; warnings go to stderr. Glue only: the plan, sweep and stack
+//! modules do the work.
+
+mod blocks;
 
 use std::collections::BTreeMap;
 use std::io::{self, BufWriter, Write};
 
 use crate::cli::args::{DryRunArgs, ExecutorArg, ListFormat};
 use crate::error::{Error, Result};
-use crate::model::case::fast::{push_u64, Hasher};
-use crate::model::stack::StackDef;
+use crate::model::case::fast::push_u64;
 use crate::plan;
+use blocks::{each_block, Block, Row, Rows, Source};
 
 /// Rows buffered before the table's column widths are fixed.
 const TABLE_SIZING_ROWS: usize = 1000;
@@ -38,11 +41,11 @@ pub(crate) fn list(
     let defs = crate::stack::registry::resolve(&plan.stack_defs, &plan.source)?;
     crate::engine::stack_check::check_stacks(plan, &stacks)?;
     crate::plan::sweep::require_some(plan, args.filter.as_deref())?;
-    let rows = Rows {
-        cases: crate::plan::sweep::cases(plan, args.filter.as_deref())?,
+    let rows = Source {
+        plan,
+        filter: args.filter.as_deref(),
         stacks: &stacks,
         defs: &defs,
-        hasher: Hasher::default(),
     };
     let slurm = args.executor == Some(ExecutorArg::Slurm)
         || (args.executor.is_none()
@@ -77,9 +80,10 @@ impl From<io::Error> for Failure {
 /// (run dir shown as `run_<timestamp>`; the batch script is written into the bundle at submit).
 fn write_sbatch(
     out: &mut impl Write,
-    mut rows: Rows<'_>,
+    source: Source<'_>,
     plan: &crate::model::plan::Plan,
 ) -> std::result::Result<(), Failure> {
+    let mut rows = source.rows().map_err(Failure::Plan)?;
     use crate::executor::slurm::{sbatch_command, shell_line, BatchJob};
     let run_dir = std::path::Path::new(crate::store::layout::DEFAULT_RESULTS_DIR)
         .join(&plan.campaign.name)
@@ -120,78 +124,6 @@ fn write_sbatch(
     Ok(())
 }
 
-/// One listed case: the columns every format shows.
-struct Row<'p> {
-    case_id: String,
-    variant: &'static str,
-    p: u32,
-    count: u64,
-    dtype: &'static str,
-    bytes: u64,
-    warmup: u32,
-    timed: u32,
-    hash: String,
-    /// Selected stacks that do not support this case (they would be `skipped` runs).
-    skipped: Vec<&'p str>,
-    /// Why, one per `skipped` stack (the limit or constraint it fails).
-    reasons: Vec<String>,
-}
-
-/// The cases of the listing and what each row needs.
-struct Rows<'p> {
-    cases: crate::plan::sweep::Cases<'p>,
-    stacks: &'p [String],
-    defs: &'p BTreeMap<String, StackDef>,
-    hasher: Hasher,
-}
-
-impl<'p> Rows<'p> {
-    fn next_row(&mut self) -> std::result::Result<Option<Row<'p>>, Failure> {
-        let case = match self.cases.next_ref() {
-            None => return Ok(None),
-            Some(Ok(case)) => case,
-            Some(Err(e)) => return Err(Failure::Plan(e)),
-        };
-        let defs = self.defs;
-        let (skipped, reasons) = self
-            .stacks
-            .iter()
-            .filter_map(|s| {
-                let why = defs.get(s)?.unsupported_reason(case)?;
-                Some((s.as_str(), why))
-            })
-            .unzip();
-        Ok(Some(Row {
-            case_id: self.hasher.case_id(case).to_string(),
-            variant: case.variant.as_str(),
-            p: case.p,
-            count: case.count,
-            dtype: case.dtype.as_str(),
-            bytes: case.n_bytes(),
-            warmup: case.warmup_rounds,
-            timed: case.timed_rounds,
-            hash: self.hasher.equivalence_hash(case),
-            skipped,
-            reasons,
-        }))
-    }
-
-    /// The stacks column: every selected stack, `name(skip)` for one that does not support it.
-    fn stacks_text(&self, row: &Row<'_>, sep: &str) -> String {
-        self.stacks
-            .iter()
-            .map(|s| {
-                if row.skipped.contains(&s.as_str()) {
-                    format!("{s}(skip)")
-                } else {
-                    s.clone()
-                }
-            })
-            .collect::<Vec<_>>()
-            .join(sep)
-    }
-}
-
 const HEADERS: [&str; 10] = [
     "case_id",
     "variant",
@@ -205,32 +137,18 @@ const HEADERS: [&str; 10] = [
     "stacks",
 ];
 
-fn write_table(out: &mut impl Write, mut rows: Rows<'_>) -> std::result::Result<(), Failure> {
-    let mut first = Vec::new();
-    while first.len() < TABLE_SIZING_ROWS {
-        match rows.next_row()? {
-            Some(r) => first.push(r),
-            None => break,
-        }
+fn write_table(out: &mut impl Write, source: Source<'_>) -> std::result::Result<(), Failure> {
+    // Column widths from the first rows (made once more by the blocks below: a few thousand
+    // rows at most, against holding them).
+    let mut sizing = source.rows().map_err(Failure::Plan)?;
+    let (mut id_w, mut count_w, mut bytes_w) = (HEADERS[0].len(), 5, 5);
+    for _ in 0..TABLE_SIZING_ROWS {
+        let Some(r) = sizing.next_row()? else { break };
+        id_w = id_w.max(r.case_id.len());
+        count_w = count_w.max(digits(r.count));
+        bytes_w = bytes_w.max(digits(r.bytes));
     }
-    let id_w = first
-        .iter()
-        .map(|r| r.case_id.len())
-        .max()
-        .unwrap_or(0)
-        .max(HEADERS[0].len());
-    let count_w = first
-        .iter()
-        .map(|r| digits(r.count))
-        .max()
-        .unwrap_or(0)
-        .max(5);
-    let bytes_w = first
-        .iter()
-        .map(|r| digits(r.bytes))
-        .max()
-        .unwrap_or(0)
-        .max(5);
+    drop(sizing);
     writeln!(
         out,
         "{:<id_w$}  {:<8}  {:>3}  {:>count_w$}  {:<5}  {:>bytes_w$}  {:>6}  {:>5}  {:<16}  {}",
@@ -249,31 +167,30 @@ fn write_table(out: &mut impl Write, mut rows: Rows<'_>) -> std::result::Result<
     let mut skipped = 0u64;
     // (stack, reason) → runs, so the summary names every limit or constraint that skips runs.
     let mut why: BTreeMap<(String, String), u64> = BTreeMap::new();
-    let all = rows.stacks.join(",");
-    let mut emit = |out: &mut dyn Write, rows: &Rows<'_>, r: &Row<'_>| -> io::Result<()> {
-        n_cases += 1;
-        skipped += r.skipped.len() as u64;
-        for (stack, reason) in r.skipped.iter().zip(&r.reasons) {
-            *why.entry((stack.to_string(), reason.clone())).or_default() += 1;
-        }
+    let all = source.stacks.join(",");
+    let line = |rows: &Rows<'_>, r: &Row<'_>, block: &mut Block| -> io::Result<()> {
+        block.count(r);
         let stacks = if r.skipped.is_empty() {
             all.clone()
         } else {
             rows.stacks_text(r, ",")
         };
         writeln!(
-            out,
+            block.bytes,
             "{:<id_w$}  {:<8}  {:>3}  {:>count_w$}  {:<5}  {:>bytes_w$}  {:>6}  {:>5}  {:<16}  {}",
             r.case_id, r.variant, r.p, r.count, r.dtype, r.bytes, r.warmup, r.timed, r.hash, stacks
         )
     };
-    for r in &first {
-        emit(out, &rows, r)?;
-    }
-    while let Some(r) = rows.next_row()? {
-        emit(out, &rows, &r)?;
-    }
-    let n_stacks = rows.stacks.len() as u64;
+    each_block(source, line, |block| {
+        out.write_all(&block.bytes)?;
+        n_cases += block.cases;
+        skipped += block.skipped;
+        for (k, n) in block.why {
+            *why.entry(k).or_default() += n;
+        }
+        Ok(())
+    })?;
+    let n_stacks = source.stacks.len() as u64;
     let runs = n_cases * n_stacks;
     write!(
         out,
@@ -330,19 +247,22 @@ struct JsonRow<'a> {
     skip_reasons: &'a [String],
 }
 
-fn write_json(out: &mut impl Write, mut rows: Rows<'_>) -> std::result::Result<(), Failure> {
+fn write_json(out: &mut impl Write, source: Source<'_>) -> std::result::Result<(), Failure> {
     out.write_all(b"[")?;
-    let mut first = true;
-    let all: Vec<&str> = rows.stacks.iter().map(String::as_str).collect();
-    let mut runs: Vec<&str> = Vec::with_capacity(all.len());
-    while let Some(r) = rows.next_row()? {
-        out.write_all(if first { b"\n  " } else { b",\n  " })?;
-        first = false;
+    let all: Vec<&str> = source.stacks.iter().map(String::as_str).collect();
+    // Every row is written after a `,`; the sink drops the first row's.
+    let row = |_: &Rows<'_>, r: &Row<'_>, block: &mut Block| -> io::Result<()> {
+        block.bytes.extend_from_slice(b",\n  ");
+        block.cases += 1;
+        let runs: Vec<&str>;
         let stacks = if r.skipped.is_empty() {
             all.as_slice()
         } else {
-            runs.clear();
-            runs.extend(all.iter().filter(|s| !r.skipped.contains(s)));
+            runs = all
+                .iter()
+                .copied()
+                .filter(|s| !r.skipped.contains(s))
+                .collect();
             runs.as_slice()
         };
         let row = JsonRow {
@@ -359,20 +279,30 @@ fn write_json(out: &mut impl Write, mut rows: Rows<'_>) -> std::result::Result<(
             skipped_stacks: &r.skipped,
             skip_reasons: &r.reasons,
         };
-        serde_json::to_writer(&mut *out, &row).map_err(|e| Failure::Io(e.into()))?;
-    }
+        serde_json::to_writer(&mut block.bytes, &row).map_err(io::Error::from)
+    };
+    let mut first = true;
+    each_block(source, row, |block| {
+        match block.bytes.split_first() {
+            Some((_, rest)) if first => {
+                out.write_all(rest)?;
+                first = false;
+            }
+            _ => out.write_all(&block.bytes)?,
+        }
+        Ok(())
+    })?;
     out.write_all(if first { b"]\n" } else { b"\n]\n" })?;
     Ok(())
 }
 
 /// CSV without quoting: every field is a number, an enum spelling, a case_id or stack names,
 /// all from `[a-z0-9_-]` (names are validated), so none needs quotes.
-fn write_csv(out: &mut impl Write, mut rows: Rows<'_>) -> std::result::Result<(), Failure> {
+fn write_csv(out: &mut impl Write, source: Source<'_>) -> std::result::Result<(), Failure> {
     writeln!(out, "{}", HEADERS.join(","))?;
-    let all = rows.stacks.join(";");
-    let mut line: Vec<u8> = Vec::with_capacity(256);
-    while let Some(r) = rows.next_row()? {
-        line.clear();
+    let all = source.stacks.join(";");
+    let row = |rows: &Rows<'_>, r: &Row<'_>, block: &mut Block| -> io::Result<()> {
+        let line = &mut block.bytes;
         for (i, field) in [r.case_id.as_str(), r.variant].into_iter().enumerate() {
             if i > 0 {
                 line.push(b',');
@@ -381,13 +311,13 @@ fn write_csv(out: &mut impl Write, mut rows: Rows<'_>) -> std::result::Result<()
         }
         for n in [u64::from(r.p), r.count] {
             line.push(b',');
-            push_u64(&mut line, n);
+            push_u64(line, n);
         }
         line.push(b',');
         line.extend_from_slice(r.dtype.as_bytes());
         for n in [r.bytes, u64::from(r.warmup), u64::from(r.timed)] {
             line.push(b',');
-            push_u64(&mut line, n);
+            push_u64(line, n);
         }
         line.push(b',');
         line.extend_from_slice(r.hash.as_bytes());
@@ -395,12 +325,12 @@ fn write_csv(out: &mut impl Write, mut rows: Rows<'_>) -> std::result::Result<()
         if r.skipped.is_empty() {
             line.extend_from_slice(all.as_bytes());
         } else {
-            line.extend_from_slice(rows.stacks_text(&r, ";").as_bytes());
+            line.extend_from_slice(rows.stacks_text(r, ";").as_bytes());
         }
         line.push(b'\n');
-        out.write_all(&line)?;
-    }
-    Ok(())
+        Ok(())
+    };
+    each_block(source, row, |block| Ok(out.write_all(&block.bytes)?))
 }
 
 #[cfg(test)]
@@ -441,5 +371,96 @@ mod tests {
             "skip_reasons": reasons,
         });
         assert_eq!(serde_json::to_string(&row).unwrap(), value.to_string());
+    }
+
+    /// A listing of several blocks (made on two threads) holds every case once, in sweep
+    /// order, with its own hash, in every format; a filter failing on a case past the first
+    /// block prints the rows before it and stops with the error.
+    #[test]
+    fn blocks_list_every_case_once_in_sweep_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("blocks.toml");
+        let counts: Vec<String> = (1..=1500).map(|c| c.to_string()).collect();
+        std::fs::write(
+            &path,
+            format!(
+                "[campaign]\nname = \"blocks\"\nallow = [\"uneven-chunks\"]\n\n[axes]\nvariant = [\"mesh\", \"ring\", \"twophase\"]\np = [2, 4]\ncount = [{}]\n\n[[exclude]]\nvariant = \"ring\"\np = 4\n",
+                counts.join(", ")
+            ),
+        )
+        .unwrap();
+        let plan = plan::load(&path).unwrap();
+        let expected: Vec<(String, String)> = crate::plan::sweep::cases(&plan, None)
+            .unwrap()
+            .map(|c| {
+                let c = c.unwrap();
+                (c.case_id(), c.equivalence_hash())
+            })
+            .collect();
+        assert_eq!(expected.len(), 7500);
+        let listing = |format, filter: Option<&str>| {
+            let args = DryRunArgs {
+                plan: path.clone(),
+                format,
+                filter: filter.map(str::to_string),
+                stacks: Vec::new(),
+                executor: None,
+            };
+            let mut out = Vec::new();
+            let result = list(&plan, &args, &mut out);
+            (result, String::from_utf8(out).unwrap())
+        };
+
+        let (result, csv) = listing(ListFormat::Csv, None);
+        result.unwrap();
+        let rows: Vec<(String, String)> = csv
+            .lines()
+            .skip(1)
+            .map(|l| {
+                let f: Vec<&str> = l.split(',').collect();
+                (f[0].to_string(), f[8].to_string())
+            })
+            .collect();
+        assert_eq!(rows, expected);
+
+        let (result, json) = listing(ListFormat::Json, None);
+        result.unwrap();
+        let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+        let rows: Vec<(String, String)> = value
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                let text = |k: &str| r[k].as_str().unwrap().to_string();
+                (text("case_id"), text("equivalence_hash"))
+            })
+            .collect();
+        assert_eq!(rows, expected);
+
+        let (result, table) = listing(ListFormat::Table, None);
+        result.unwrap();
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(lines.len(), 1 + 7500 + 1);
+        assert!(
+            lines[7500].starts_with(&expected[7499].0),
+            "{}",
+            lines[7500]
+        );
+        assert_eq!(lines[7501], "7500 cases × 1 stack = 7500 runs");
+
+        // The case at sweep position 1500 + 1199 (mesh, p = 4, count 1200; block 1) fails the filter.
+        let (result, csv) = listing(
+            ListFormat::Csv,
+            Some("count // (count - 1200 + (4 - p) * 10000) != 5"),
+        );
+        let err = result.unwrap_err().to_string();
+        assert!(err.contains("failed on mesh_p4_count1200"), "{err}");
+        let ids: Vec<&str> = csv
+            .lines()
+            .skip(1)
+            .map(|l| &l[..l.find(',').unwrap()])
+            .collect();
+        let before: Vec<&str> = expected[..2699].iter().map(|(id, _)| id.as_str()).collect();
+        assert_eq!(ids, before);
     }
 }

@@ -1,0 +1,239 @@
+//! The rows of a listing, made in blocks on two threads and printed in order.
+//!
+//! A million-case `dry-run` spends its time making rows (expanding each case, its `case_id`,
+//! the SHA-256 behind its `equivalence_hash`) and formatting them; printing is cheap. The
+//! sweep is cut into blocks of [`BLOCK_POINTS`] consecutive point numbers
+//! (`sweep::Cases::window`): a worker thread formats the odd blocks, the calling thread the
+//! even ones, and the calling thread hands every block to the sink in sweep order, so the
+//! output is byte for byte that of one thread. At most a few blocks exist at a time (the
+//! channel holds one), so memory stays flat at any plan size. A failing case (a filter that
+//! fails on it) ends its block: the rows before it are printed, then the error, as before.
+
+use std::collections::BTreeMap;
+use std::sync::mpsc;
+
+use super::Failure;
+use crate::error::Result;
+use crate::model::case::fast::Hasher;
+use crate::model::plan::Plan;
+use crate::model::stack::StackDef;
+
+/// Points per block: ~200 KiB of CSV, enough that handing a block over costs nothing next to
+/// making it.
+const BLOCK_POINTS: u64 = 2048;
+
+/// One listed case: the columns every format shows.
+pub(super) struct Row<'p> {
+    pub(super) case_id: String,
+    pub(super) variant: &'static str,
+    pub(super) p: u32,
+    pub(super) count: u64,
+    pub(super) dtype: &'static str,
+    pub(super) bytes: u64,
+    pub(super) warmup: u32,
+    pub(super) timed: u32,
+    pub(super) hash: String,
+    /// Selected stacks that do not support this case (they would be `skipped` runs).
+    pub(super) skipped: Vec<&'p str>,
+    /// Why, one per `skipped` stack (the limit or constraint it fails).
+    pub(super) reasons: Vec<String>,
+}
+
+/// What a listing lists: shared, read-only, by both threads.
+#[derive(Clone, Copy)]
+pub(super) struct Source<'p> {
+    pub(super) plan: &'p Plan,
+    pub(super) filter: Option<&'p str>,
+    pub(super) stacks: &'p [String],
+    pub(super) defs: &'p BTreeMap<String, StackDef>,
+}
+
+impl<'p> Source<'p> {
+    /// A fresh walk of the sweep with its own buffers (one per thread).
+    pub(super) fn rows(&self) -> Result<Rows<'p>> {
+        Ok(Rows {
+            cases: crate::plan::sweep::cases(self.plan, self.filter)?,
+            stacks: self.stacks,
+            defs: self.defs,
+            hasher: Hasher::default(),
+        })
+    }
+}
+
+/// The cases of a listing and what each row needs.
+pub(super) struct Rows<'p> {
+    cases: crate::plan::sweep::Cases<'p>,
+    pub(super) stacks: &'p [String],
+    pub(super) defs: &'p BTreeMap<String, StackDef>,
+    hasher: Hasher,
+}
+
+impl<'p> Rows<'p> {
+    pub(super) fn next_row(&mut self) -> std::result::Result<Option<Row<'p>>, Failure> {
+        let case = match self.cases.next_ref() {
+            None => return Ok(None),
+            Some(Ok(case)) => case,
+            Some(Err(e)) => return Err(Failure::Plan(e)),
+        };
+        let defs = self.defs;
+        let (skipped, reasons) = self
+            .stacks
+            .iter()
+            .filter_map(|s| {
+                let why = defs.get(s)?.unsupported_reason(case)?;
+                Some((s.as_str(), why))
+            })
+            .unzip();
+        Ok(Some(Row {
+            case_id: self.hasher.case_id(case).to_string(),
+            variant: case.variant.as_str(),
+            p: case.p,
+            count: case.count,
+            dtype: case.dtype.as_str(),
+            bytes: case.n_bytes(),
+            warmup: case.warmup_rounds,
+            timed: case.timed_rounds,
+            hash: self.hasher.equivalence_hash(case),
+            skipped,
+            reasons,
+        }))
+    }
+
+    /// The stacks column: every selected stack, `name(skip)` for one that does not support it.
+    pub(super) fn stacks_text(&self, row: &Row<'_>, sep: &str) -> String {
+        self.stacks
+            .iter()
+            .map(|s| {
+                if row.skipped.contains(&s.as_str()) {
+                    format!("{s}(skip)")
+                } else {
+                    s.clone()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(sep)
+    }
+}
+
+/// Consecutive rows, formatted, with what the table's summary counts of them.
+#[derive(Default)]
+pub(super) struct Block {
+    pub(super) bytes: Vec<u8>,
+    pub(super) cases: u64,
+    /// Runs skipped (a stack that does not support a case).
+    pub(super) skipped: u64,
+    /// (stack, reason) → runs.
+    pub(super) why: BTreeMap<(String, String), u64>,
+    /// The case that ended the block early; the rows before it are in `bytes`.
+    pub(super) failure: Option<Failure>,
+}
+
+impl Block {
+    /// Count a row into the summary (the table's last lines).
+    pub(super) fn count(&mut self, row: &Row<'_>) {
+        self.cases += 1;
+        self.skipped += row.skipped.len() as u64;
+        for (stack, reason) in row.skipped.iter().zip(&row.reasons) {
+            *self
+                .why
+                .entry((stack.to_string(), reason.clone()))
+                .or_default() += 1;
+        }
+    }
+}
+
+/// Make the block of points `range` with `format` (one row into the block).
+fn make<'p, F>(rows: &mut Rows<'p>, range: std::ops::Range<u64>, format: &F) -> Block
+where
+    F: Fn(&Rows<'p>, &Row<'p>, &mut Block) -> std::io::Result<()>,
+{
+    let mut block = Block::default();
+    rows.cases.window(range);
+    loop {
+        match rows.next_row() {
+            Ok(Some(row)) => {
+                if let Err(e) = format(rows, &row, &mut block) {
+                    block.failure = Some(Failure::Io(e));
+                    break;
+                }
+            }
+            Ok(None) => break,
+            Err(f) => {
+                block.failure = Some(f);
+                break;
+            }
+        }
+    }
+    block
+}
+
+/// Every row of `source`, formatted by `format` into blocks, handed to `sink` in sweep order;
+/// stops at the first failure (a block's, or the sink's). Two threads when the sweep has more
+/// than one block and the machine more than one CPU.
+pub(super) fn each_block<'p, F>(
+    source: Source<'p>,
+    format: F,
+    mut sink: impl FnMut(Block) -> std::result::Result<(), Failure>,
+) -> std::result::Result<(), Failure>
+where
+    F: Fn(&Rows<'p>, &Row<'p>, &mut Block) -> std::io::Result<()> + Sync,
+{
+    let mut rows = source.rows().map_err(Failure::Plan)?;
+    let blocks = rows.cases.points().div_ceil(BLOCK_POINTS);
+    let range = |b: u64| b * BLOCK_POINTS..(b + 1) * BLOCK_POINTS;
+    let mut hand_on = |mut block: Block| {
+        let failed = block.failure.take();
+        sink(block)?;
+        failed.map_or(Ok(()), Err)
+    };
+    let two = blocks > 1 && std::thread::available_parallelism().map_or(1, |n| n.get()) > 1;
+    if !two {
+        for b in 0..blocks {
+            hand_on(make(&mut rows, range(b), &format))?;
+        }
+        return Ok(());
+    }
+    std::thread::scope(|scope| {
+        // One block waits in the channel while the worker makes the next: enough to keep both
+        // threads busy, little enough to keep memory flat.
+        let (tx, rx) = mpsc::sync_channel::<Block>(1);
+        let format = &format;
+        scope.spawn(move || {
+            let mut rows = match source.rows() {
+                Ok(r) => r,
+                Err(e) => {
+                    let _ = tx.send(Block {
+                        failure: Some(Failure::Plan(e)),
+                        ..Block::default()
+                    });
+                    return;
+                }
+            };
+            for b in (1..blocks).step_by(2) {
+                let block = make(&mut rows, range(b), format);
+                let ended = block.failure.is_some();
+                // The receiver is gone when the listing stopped (a failure, a closed pipe).
+                if tx.send(block).is_err() || ended {
+                    return;
+                }
+            }
+        });
+        // `rx` is dropped when this returns, which ends a worker waiting to send.
+        let mut main = move || -> std::result::Result<(), Failure> {
+            for b in 0..blocks {
+                let block = if b % 2 == 0 {
+                    make(&mut rows, range(b), &format)
+                } else {
+                    match rx.recv() {
+                        Ok(block) => block,
+                        // The worker ended early only after sending a failed block.
+                        Err(_) => break,
+                    }
+                };
+                hand_on(block)?;
+            }
+            Ok(())
+        };
+        main()
+    })
+}
