@@ -533,8 +533,7 @@ fn report_current(prep: &Prepared, run_dir: &Path) -> bool {
 /// handed to a Slurm job is Slurm's to stop. Says what it killed; returns step → pids for the
 /// journal's `session` line.
 fn reap_leftovers(replay: &crate::store::journal::Replay) -> Map<String, Value> {
-    let mut steps = Vec::new();
-    let mut units = Vec::new();
+    let mut open = Vec::new();
     for (step, state) in &replay.steps {
         let Some((unit, cgroup)) = state.unit.as_ref().filter(|_| state.is_interrupted()) else {
             continue;
@@ -542,9 +541,11 @@ fn reap_leftovers(replay: &crate::store::journal::Replay) -> Map<String, Value> 
         if state.slurm_job.is_some_and(|j| j.attempt == state.attempts) {
             continue;
         }
-        steps.push(step);
-        units.push((unit.clone(), cgroup.as_ref().map(PathBuf::from)));
+        open.push((step, (unit.clone(), cgroup.as_ref().map(PathBuf::from))));
     }
+    // In step key order, as they are reported.
+    open.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    let (steps, units): (Vec<&String>, Vec<_>) = open.into_iter().unzip();
     let mut out = Map::new();
     if units.is_empty() {
         return out;

@@ -119,8 +119,9 @@ pub(crate) struct Replay {
     pub(crate) version: u64,
     /// The header line's fields (campaign name, plan hash, planned steps, …).
     pub(crate) header: Map<String, Value>,
-    /// Latest state per step key, in key order.
-    pub(crate) steps: BTreeMap<String, StepState>,
+    /// Latest state per step key (hashed: a 100,000-run journal looks every key up several
+    /// times; [`Replay::steps_in_key_order`] lists them sorted).
+    pub(crate) steps: HashMap<String, StepState>,
     /// Step keys in the order they first appeared.
     pub(crate) order: Vec<String>,
     /// Quarantined device → reason (the latest reason when quarantined more than once).
@@ -143,6 +144,13 @@ impl Replay {
 
     pub(crate) fn step(&self, step: &str) -> Option<&StepState> {
         self.steps.get(step)
+    }
+
+    /// Every step with its state, sorted by step key.
+    pub(crate) fn steps_in_key_order(&self) -> Vec<(&String, &StepState)> {
+        let mut steps: Vec<(&String, &StepState)> = self.steps.iter().collect();
+        steps.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        steps
     }
 }
 
