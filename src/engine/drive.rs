@@ -166,6 +166,7 @@ fn drive(
         println!(
             "nothing to run: every planned run is done; results files and report are up to date"
         );
+        session::drop_aside((prep, fingerprints, kept));
         return Ok(finished);
     }
     let use_slurm = prep.executor == ExecutorKind::Slurm;

@@ -424,18 +424,36 @@ pub(crate) fn claim_resume(
         note.insert("reaped".into(), Value::Object(reaped));
     }
     journal.event("session", note)?;
+    let earlier_quarantine = replay.quarantined.clone();
+    // Settled: nothing runs, so no fingerprint is looked up again.
+    let fingerprints = if settled.is_some() {
+        drop_aside(fingerprints);
+        BTreeMap::new()
+    } else {
+        fingerprints.into_iter().enumerate().collect()
+    };
+    drop_aside((replay, keys));
     Ok(Claimed {
         run_dir,
         lock,
         journal,
-        fingerprints: fingerprints.into_iter().enumerate().collect(),
+        fingerprints,
         pending: prep.runs.len() - kept.len(),
         kept,
-        earlier_quarantine: replay.quarantined.clone(),
+        earlier_quarantine,
         reattach,
         stale_jobs,
         settled,
     })
+}
+
+/// Free `value` on a thread of its own: a 100,000-run replay or list of step keys takes tens
+/// of milliseconds to free string by string, which the session need not wait for (when the
+/// process exits first, the exit frees it at once). Without a thread, freed here.
+pub(crate) fn drop_aside<T: Send + 'static>(value: T) {
+    let _ = std::thread::Builder::new()
+        .name("drop".into())
+        .spawn(move || drop(value));
 }
 
 /// When every planned run finished (per the journal) and the results files and report already
