@@ -70,51 +70,37 @@ pub(crate) fn draw_all(
     }
     super::font::ensure_registered().map_err(Error::Environment)?;
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    let names: Vec<&str> = (ALL.iter().copied())
-        .filter(|name| wanted.is_empty() || wanted.iter().any(|w| w == name))
-        .collect();
-    let draw = |name: &str| match name {
-        "strong_scaling_t_total" => {
-            strong_scaling::total(analysis, results).map(|f| render(&f, name, dir))
-        }
-        "strong_scaling_efficiency" => {
-            strong_scaling::efficiency(analysis, results).map(|f| render(&f, name, dir))
-        }
-        "message_size_bw" => message_size::build(analysis, results).map(|f| render(&f, name, dir)),
-        "paired_stack_ratio" => {
-            paired_ratio::build(analysis, results).map(|f| render(&f, name, dir))
-        }
-        "phase_breakdown" => breakdown::phases(analysis, results).map(|f| render(&f, name, dir)),
-        "compile_breakdown" => breakdown::compile(analysis, results).map(|f| render(&f, name, dir)),
-        "wall_vs_device" => wall_vs_device::build(analysis, results).map(|f| render(&f, name, dir)),
-        _ => model_fit::build(analysis).map(|f| render(&f, name, dir)),
-    };
-    // The figures are independent: two threads draw every other one (a 10,000-run report
-    // spends a few hundred milliseconds here), and the outcomes are taken in figure order.
-    let mut outcomes: Vec<Option<std::result::Result<Result<Drawn>, String>>> =
-        (0..names.len()).map(|_| None).collect();
-    std::thread::scope(|s| {
-        let draw = &draw;
-        let names = &names;
-        let odd = s.spawn(move || {
-            (names.iter().enumerate().skip(1).step_by(2))
-                .map(|(i, name)| (i, draw(name)))
-                .collect::<Vec<_>>()
-        });
-        for (i, name) in names.iter().enumerate().step_by(2) {
-            outcomes[i] = Some(draw(name));
-        }
-        for (i, outcome) in odd
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-        {
-            outcomes[i] = Some(outcome);
-        }
-    });
     let mut drawn = Vec::new();
     let mut skipped = Vec::new();
-    for (name, outcome) in names.iter().zip(outcomes) {
-        match outcome.expect("every figure was drawn") {
+    for name in ALL {
+        if !wanted.is_empty() && !wanted.iter().any(|w| w == name) {
+            continue;
+        }
+        let outcome = match *name {
+            "strong_scaling_t_total" => {
+                strong_scaling::total(analysis, results).map(|f| render(&f, name, dir))
+            }
+            "strong_scaling_efficiency" => {
+                strong_scaling::efficiency(analysis, results).map(|f| render(&f, name, dir))
+            }
+            "message_size_bw" => {
+                message_size::build(analysis, results).map(|f| render(&f, name, dir))
+            }
+            "paired_stack_ratio" => {
+                paired_ratio::build(analysis, results).map(|f| render(&f, name, dir))
+            }
+            "phase_breakdown" => {
+                breakdown::phases(analysis, results).map(|f| render(&f, name, dir))
+            }
+            "compile_breakdown" => {
+                breakdown::compile(analysis, results).map(|f| render(&f, name, dir))
+            }
+            "wall_vs_device" => {
+                wall_vs_device::build(analysis, results).map(|f| render(&f, name, dir))
+            }
+            _ => model_fit::build(analysis).map(|f| render(&f, name, dir)),
+        };
+        match outcome {
             Ok(result) => drawn.push(result?),
             Err(reason) => skipped.push(Skipped {
                 name: name.to_string(),
