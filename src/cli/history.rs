@@ -386,17 +386,30 @@ pub(crate) fn record(
     results: &ResultSet,
     results_dir: Option<&Path>,
 ) -> Option<ReportHistory> {
-    let results_dir = match results_dir {
-        Some(d) => Some(d.to_path_buf()),
-        None => store::results_dir_of(run_dir, &results.campaign),
-    }?;
-    let path = store::store_path(Some(&results_dir));
+    let results_dir = results_dir_for(run_dir, results, results_dir)?;
+    // What is on disk, as `history ingest` and `report` will read it later, so recording
+    // the same run dir again finds it unchanged (files round timings to 6 digits).
+    let on_disk = super::report::load_run_dir(run_dir);
+    record_in(run_dir, on_disk.as_ref().unwrap_or(results), &results_dir)
+}
+
+/// [`record`] of a result set just loaded from `run_dir`'s files (`report::load_run_dir`, in
+/// the order it reads them): `campaign report` has it already, so the run dir is not read twice.
+pub(crate) fn record_loaded(
+    run_dir: &Path,
+    on_disk: &ResultSet,
+    results_dir: Option<&Path>,
+) -> Option<ReportHistory> {
+    let results_dir = results_dir_for(run_dir, on_disk, results_dir)?;
+    record_in(run_dir, on_disk, &results_dir)
+}
+
+/// Record `on_disk` in `results_dir`'s history store; the report's history section.
+fn record_in(run_dir: &Path, on_disk: &ResultSet, results_dir: &Path) -> Option<ReportHistory> {
+    let path = store::store_path(Some(results_dir));
     let attempt = || -> Result<ReportHistory> {
-        // What is on disk, as `history ingest` and `report` will read it later, so recording
-        // the same run dir again finds it unchanged (files round timings to 6 digits).
-        let on_disk = super::report::load_run_dir(run_dir);
         let mut h = History::open(&path)?;
-        h.ingest(run_dir, on_disk.as_ref().unwrap_or(results))?;
+        h.ingest(run_dir, on_disk)?;
         report_history(&h, run_dir)
     };
     match attempt() {
@@ -405,6 +418,19 @@ pub(crate) fn record(
             eprintln!("warning: history not recorded in {}: {e}", path.display());
             None
         }
+    }
+}
+
+/// The results dir whose history store records `run_dir`: `results_dir`, else the one the run
+/// dir sits in (none for a run dir outside campaign's layout).
+fn results_dir_for(
+    run_dir: &Path,
+    results: &ResultSet,
+    results_dir: Option<&Path>,
+) -> Option<PathBuf> {
+    match results_dir {
+        Some(d) => Some(d.to_path_buf()),
+        None => store::results_dir_of(run_dir, &results.campaign),
     }
 }
 

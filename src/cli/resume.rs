@@ -29,41 +29,43 @@ pub(crate) fn run(args: &ResumeArgs) -> Result<i32> {
             "the run dir has no frozen plan.toml, so it cannot be resumed (was it written by `campaign run`?)",
         ));
     }
+    // Reading results.csv and stat'ing every bundle it names (is the run dir already up to
+    // date?) goes on while the journal is replayed and the plan prepared, on another core.
+    let results_check =
+        (args.exec.template.is_none()).then(|| crate::store::results_check::start(&run_dir));
     // Reopening cuts off a torn last line (a crash mid-write) so new lines start clean.
     let journal = Journal::open(&run_dir)?;
     if let Some(torn) = journal.repaired() {
         eprintln!("journal: {torn}; removed it before continuing");
     }
-    let replay = journal::replay(journal.path())?;
-    // The executor the campaign ran with (the command line's wins): under Slurm the local
-    // device pool does not bound the cases.
-    let executor = args
-        .exec
-        .executor
-        .map(super::run::executor_kind)
-        .or_else(
-            || match replay.header.get("executor").and_then(|e| e.as_str()) {
-                Some("slurm") => Some(crate::model::plan::ExecutorKind::Slurm),
-                Some("local") => Some(crate::model::plan::ExecutorKind::Local),
-                _ => None,
-            },
-        );
-    let mut plan = load_frozen_plan(&plan_path, &replay.header, executor)?;
-    // Same seed, same stack order as the first session.
-    if plan.run.seed.is_none() {
-        plan.run.seed = replay
-            .header
-            .get("seed")
-            .and_then(serde_json::Value::as_u64);
-    }
-    let opts =
-        engine::session::with_selection(super::run::exec_options(&args.exec), &replay.header);
-    let after = super::run::report_step(
-        &plan,
-        args.exec.template.clone(),
-        args.exec.results_dir.clone(),
-    );
-    let prepared = engine::prepare(plan, &opts)?;
+    // The journal is replayed on a thread of its own while the frozen plan is loaded and
+    // prepared here: those need only the header.
+    let mut replaying = Some({
+        let path = journal.path().to_path_buf();
+        std::thread::spawn(move || journal::replay(&path))
+    });
+    let mut joined = || {
+        (replaying.take())
+            .expect("the replay is joined once")
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    };
+    let (header, replayed) = match journal::header(journal.path()) {
+        Some(header) => (header, None),
+        // No header on the first line: whatever the replay makes of that (usually the error
+        // naming the line).
+        None => {
+            let replay = joined()?;
+            (replay.header.clone(), Some(replay))
+        }
+    };
+    let prepared = prepare_from_header(args, &plan_path, &header);
+    // The journal's problems first (as when it was replayed before the plan was read).
+    let replay = match replayed {
+        Some(replay) => replay,
+        None => joined()?,
+    };
+    let (prepared, opts, after) = prepared?;
     let state = engine::session::Resume {
         run_dir,
         lock,
@@ -71,9 +73,50 @@ pub(crate) fn run(args: &ResumeArgs) -> Result<i32> {
         replay,
         retry_failed: args.retry_failed,
         rerender_report: args.exec.template.is_some(),
+        results_check,
     };
     let done = engine::resume(prepared, &opts, after, state)?;
     super::run::conclude(&done, opts.quiet)
+}
+
+/// A prepared resume: the runs, the session's options and the steps after `collect`.
+type Session = (
+    engine::Prepared,
+    engine::Options,
+    Vec<(String, engine::driver::AfterStep)>,
+);
+
+/// The frozen plan loaded with what the journal `header` recorded (executor, seed, selection)
+/// and prepared; the options and after-steps of the session.
+fn prepare_from_header(
+    args: &ResumeArgs,
+    plan_path: &Path,
+    header: &serde_json::Map<String, serde_json::Value>,
+) -> Result<Session> {
+    // The executor the campaign ran with (the command line's wins): under Slurm the local
+    // device pool does not bound the cases.
+    let executor = args
+        .exec
+        .executor
+        .map(super::run::executor_kind)
+        .or_else(|| match header.get("executor").and_then(|e| e.as_str()) {
+            Some("slurm") => Some(crate::model::plan::ExecutorKind::Slurm),
+            Some("local") => Some(crate::model::plan::ExecutorKind::Local),
+            _ => None,
+        });
+    let mut plan = load_frozen_plan(plan_path, header, executor)?;
+    // Same seed, same stack order as the first session.
+    if plan.run.seed.is_none() {
+        plan.run.seed = header.get("seed").and_then(serde_json::Value::as_u64);
+    }
+    let opts = engine::session::with_selection(super::run::exec_options(&args.exec), header);
+    let after = super::run::report_step(
+        &plan,
+        args.exec.template.clone(),
+        args.exec.results_dir.clone(),
+    );
+    let prepared = engine::prepare(plan, &opts)?;
+    Ok((prepared, opts, after))
 }
 
 /// The frozen `plan.toml`, read as if it still lived where it was written (the journal header's

@@ -129,7 +129,7 @@ pub(crate) fn report_step(
 /// repeated under the summary — but not under `-q`, whose whole output is that line and the
 /// summary.
 pub(crate) fn conclude(done: &engine::Finished, quiet: bool) -> Result<i32> {
-    let counts = done.results.status_counts();
+    let counts = &done.counts;
     let summary: Vec<String> = counts
         .iter()
         .filter(|(_, n)| **n > 0)
@@ -137,23 +137,20 @@ pub(crate) fn conclude(done: &engine::Finished, quiet: bool) -> Result<i32> {
         .collect();
     println!(
         "{} runs: {}",
-        done.results.runs.len(),
+        done.runs,
         if summary.is_empty() {
             "none".to_string()
         } else {
             summary.join(", ")
         }
     );
-    for r in done.results.runs.iter().filter(|r| r.status.is_failure()) {
+    for (status, case_id, stack, error) in &done.failures {
         println!(
-            "  {} {}/{}: {}",
-            r.status,
-            r.case_id,
-            r.stack,
-            r.error.as_deref().unwrap_or("")
+            "  {status} {case_id}/{stack}: {}",
+            error.as_deref().unwrap_or("")
         );
     }
-    for (device, why) in &done.results.quarantined {
+    for (device, why) in &done.quarantined {
         println!("  device {device} quarantined: {why}");
     }
     if !quiet {

@@ -17,13 +17,65 @@ use crate::error::{Error, Result};
 use crate::executor::slurm::job as slurm;
 use crate::executor::Local;
 use crate::model::plan::{ExecutorKind, Placement};
-use crate::model::results::ResultSet;
+use crate::model::results::{ResultSet, RunStatus};
 
-/// How a campaign ended.
+/// How a campaign ended: what `campaign run`/`resume` print and their exit code come from.
+/// A tally, not the result set: a resume of a finished 100,000-run dir has no samples to show
+/// and should not build a record per run just to count them.
 pub(crate) struct Finished {
     pub(crate) run_dir: PathBuf,
-    pub(crate) results: ResultSet,
+    /// Planned runs, all statuses.
+    pub(crate) runs: usize,
+    /// Runs per status (every status present, zero or not).
+    pub(crate) counts: BTreeMap<RunStatus, usize>,
+    /// Failed and timed-out runs in planned order: status, case id, stack, error.
+    pub(crate) failures: Vec<(RunStatus, String, String, Option<String>)>,
+    /// Quarantined device → why.
+    pub(crate) quarantined: BTreeMap<String, String>,
     pub(crate) interrupted: bool,
+}
+
+impl Finished {
+    /// Tally `runs` (status, case id, stack, error of each).
+    pub(crate) fn tally<'a>(
+        run_dir: PathBuf,
+        runs: impl Iterator<Item = (RunStatus, &'a str, &'a str, Option<&'a str>)>,
+        quarantined: BTreeMap<String, String>,
+        interrupted: bool,
+    ) -> Finished {
+        let mut counts: BTreeMap<RunStatus, usize> =
+            RunStatus::ALL.iter().map(|s| (*s, 0)).collect();
+        let mut failures = Vec::new();
+        let mut total = 0;
+        for (status, case_id, stack, error) in runs {
+            total += 1;
+            *counts.entry(status).or_default() += 1;
+            if status.is_failure() {
+                let error = error.map(str::to_string);
+                failures.push((status, case_id.to_string(), stack.to_string(), error));
+            }
+        }
+        Finished {
+            run_dir,
+            runs: total,
+            counts,
+            failures,
+            quarantined,
+            interrupted,
+        }
+    }
+
+    fn of(run_dir: PathBuf, set: &ResultSet, interrupted: bool) -> Finished {
+        let runs = (set.runs.iter()).map(|r| {
+            (
+                r.status,
+                r.case_id.as_str(),
+                r.stack.as_str(),
+                r.error.as_deref(),
+            )
+        });
+        Finished::tally(run_dir, runs, set.quarantined.clone(), interrupted)
+    }
 }
 
 /// Claim a new run dir and run every step. `after` are steps after `collect`, in order.
@@ -106,27 +158,16 @@ fn drive(
         pending,
         reattach,
         stale_jobs,
-        up_to_date,
+        settled,
     } = claimed;
-    if up_to_date {
+    if let Some(finished) = settled {
         // Nothing to run, and the results files and report already show every run: a resume
         // of a finished run dir of any size answers from the journal alone.
         println!(
             "nothing to run: every planned run is done; results files and report are up to date"
         );
-        return Ok(Finished {
-            run_dir: run_dir.path.clone(),
-            results: crate::model::results::ResultSet {
-                campaign: prep.plan.campaign.name.clone(),
-                timestamp: run_dir.timestamp.clone(),
-                runs: kept.into_values().collect(),
-                quarantined: (earlier_quarantine.iter())
-                    .map(|(d, why)| (d.to_string(), why.clone()))
-                    .collect(),
-                ..Default::default()
-            },
-            interrupted: false,
-        });
+        session::drop_aside((prep, fingerprints, kept));
+        return Ok(finished);
     }
     let use_slurm = prep.executor == ExecutorKind::Slurm;
     let campaign = prep.plan.campaign.name.clone();
@@ -351,9 +392,9 @@ fn drive(
     written?;
     // Every `finished` line of the session on disk before campaign says it is done.
     driver.journal.durable()?;
-    Ok(Finished {
-        run_dir: run_dir.path.clone(),
-        results: set,
-        interrupted: summary.interrupted,
-    })
+    Ok(Finished::of(
+        run_dir.path.clone(),
+        &set,
+        summary.interrupted,
+    ))
 }

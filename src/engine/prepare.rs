@@ -3,7 +3,7 @@
 //! stack order, what each run leases, runs whose P exceeds the pool refused, and the executor.
 //! `dry-run` stops here; `run` and `resume` hand the result to `drive`.
 
-use std::collections::BTreeSet;
+use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -108,12 +108,10 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
         let expr = opts.filter.as_deref().unwrap_or("");
         return Err(crate::plan::sweep::no_case_left(expr, plan.case_count));
     }
-    let mut seen = BTreeSet::new();
-    if let Some(dup) = cases
-        .iter()
-        .map(Case::case_id)
-        .find(|id| !seen.insert(id.clone()))
-    {
+    // Each case id is made once, for this check and for the runs' ids below.
+    let case_ids: Vec<String> = cases.iter().map(Case::case_id).collect();
+    let mut seen = HashSet::with_capacity(case_ids.len());
+    if let Some(dup) = case_ids.iter().find(|id| !seen.insert(id.as_str())) {
         return Err(Error::invalid(
             &plan.source,
             format!("two cases share the case_id {dup} (their bundles would collide); make the axes differ in a field of the case_id"),
@@ -167,7 +165,7 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
             interrupt::check_preparation()?;
         }
         let case = &cases[ci];
-        let case_id = crate::model::results::run_id(&case.case_id(), repeat);
+        let case_id = crate::model::results::run_id(&case_ids[ci], repeat);
         for si in orders.next().unwrap_or_default() {
             let name = &names[si];
             let stack = &stacks[si];

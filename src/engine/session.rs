@@ -7,7 +7,7 @@
 //! presets whose results come from their bundles, attempts continue from the journal. It must
 //! not run anything or decide the resume rules themselves (`store::resume`).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -17,9 +17,10 @@ use crate::engine::{work, Options, Prepared};
 use crate::error::Result;
 use crate::model::plan::ExecutorKind;
 use crate::model::results::RunResult;
+use crate::model::results::RunStatus;
 use crate::store::atomic::write_atomic;
 use crate::store::journal;
-use crate::store::journal::{Journal, Replay};
+use crate::store::journal::{Journal, Replay, StepState};
 use crate::store::layout::RunDir;
 use crate::store::lock::RunDirLock;
 
@@ -100,6 +101,9 @@ pub(crate) struct Resume {
     /// The report is rendered again even when it is up to date (`resume --template`: a
     /// template the report was not made with).
     pub(crate) rerender_report: bool,
+    /// The check of the results files against the bundles, started before the journal was
+    /// replayed (`store::results_check`); none with `rerender_report`.
+    pub(crate) results_check: Option<crate::store::results_check::Check>,
 }
 
 /// A run dir ready to be written.
@@ -122,9 +126,9 @@ pub(crate) struct Claimed {
     /// write one bundle.
     pub(crate) stale_jobs: Vec<u64>,
     /// Resume found every planned run done and the results files and report already showing
-    /// exactly them: `kept` holds the runs as the journal recorded them (no samples), and
-    /// nothing is executed, rewritten or rendered.
-    pub(crate) up_to_date: bool,
+    /// exactly them: how the campaign ended, tallied from the journal; nothing is executed,
+    /// rewritten or rendered.
+    pub(crate) settled: Option<crate::engine::drive::Finished>,
 }
 
 /// The command-line selection as the journal header keeps it. A relative `--cases` glob is
@@ -229,7 +233,7 @@ pub(crate) fn claim_new(prep: &Prepared, opts: &Options) -> Result<Claimed> {
         pending: prep.runs.len(),
         reattach: BTreeMap::new(),
         stale_jobs: Vec::new(),
-        up_to_date: false,
+        settled: None,
     })
 }
 
@@ -249,6 +253,7 @@ pub(crate) fn claim_resume(
         replay,
         retry_failed,
         rerender_report,
+        results_check,
     } = resume;
     let run_dir = Arc::new(RunDir::open(&run_dir));
     // Before any device is leased again: whatever a killed session's runs left running.
@@ -257,42 +262,43 @@ pub(crate) fn claim_resume(
     // Every line of the journal was written in this very context: its fingerprints are the ones
     // rendering would give.
     let same_context = recorded_context(&replay) == Some(context.as_str());
-    let fingerprints: BTreeMap<usize, String> = prep
-        .runs
-        .iter()
-        .enumerate()
-        .map(|(i, r)| {
-            let stack = &prep.stacks[r.stack];
+    // One step key and one journal look-up per planned run, shared by every decision below.
+    let keys: Vec<String> = (prep.runs.iter())
+        .map(|r| journal::run_step(&r.case_id, &prep.stacks[r.stack].name))
+        .collect();
+    let states: Vec<Option<&StepState>> = keys.iter().map(|k| replay.step(k)).collect();
+    let fingerprints: Vec<String> = (prep.runs.iter().zip(&states))
+        .map(|(r, state)| {
             let journaled = same_context
-                .then(|| replay.step(&journal::run_step(&r.case_id, &stack.name)))
+                .then_some(*state)
                 .flatten()
                 .map(|s| s.fingerprint.clone())
                 .filter(|f| !f.is_empty());
-            let fingerprint = journaled.unwrap_or_else(|| {
+            journaled.unwrap_or_else(|| {
+                let stack = &prep.stacks[r.stack];
                 work::fingerprint(&run_dir, &r.case_id, stack, &prep.cases[r.case_index])
-            });
-            (i, fingerprint)
+            })
         })
         .collect();
-    let planned: Vec<(String, String)> = prep
-        .runs
-        .iter()
-        .enumerate()
-        .map(|(i, r)| {
-            (
-                journal::run_step(&r.case_id, &prep.stacks[r.stack].name),
-                fingerprints[&i].clone(),
-            )
-        })
-        .collect();
-    let mut decided = crate::store::resume::plan(&replay, &planned, retry_failed);
+    let mut decided = crate::store::resume::plan(
+        states
+            .iter()
+            .copied()
+            .zip(fingerprints.iter().map(String::as_str)),
+        retry_failed,
+    );
     let nothing_to_run =
         decided.to_run.is_empty() && decided.changed.is_empty() && decided.to_retry.is_empty();
-    let mut settled = (nothing_to_run && !rerender_report)
-        .then(|| settled_by_results(prep, &run_dir.path, &planned, &replay, results_dir))
-        .flatten();
-    let up_to_date = settled.is_some();
-    let (loaded, unreadable) = if up_to_date {
+    let settled = (nothing_to_run && !rerender_report)
+        .then(|| settled_by_results(prep, &run_dir.path, &states, results_check, results_dir))
+        .flatten()
+        .map(|runs| {
+            let quarantined = (replay.quarantined.iter())
+                .map(|(d, why)| (d.to_string(), why.clone()))
+                .collect();
+            crate::engine::drive::Finished::tally(run_dir.path.clone(), runs, quarantined, false)
+        });
+    let (loaded, unreadable) = if settled.is_some() {
         Default::default()
     } else {
         crate::store::load::load_run_dir_tolerant(&run_dir.path)?
@@ -307,15 +313,21 @@ pub(crate) fn claim_resume(
             Some(((name(bundle.parent()?)?, name(&bundle)?), e))
         })
         .collect();
-    let done: BTreeSet<String> = decided.done.iter().cloned().collect();
+    let mut done = vec![false; keys.len()];
+    // Settled: nothing runs and nothing is rebuilt, so no run needs a preset.
+    if settled.is_none() {
+        for &i in &decided.done {
+            done[i] = true;
+        }
+    }
     let mut kept = BTreeMap::new();
-    let mut lost = BTreeSet::new();
+    let mut lost = Vec::new();
     let mut reattach = BTreeMap::new();
     let mut stale_jobs = Vec::new();
-    for (i, (key, fingerprint)) in planned.iter().enumerate() {
-        prep.plans[i].first_attempt = replay.next_attempt(key);
-        if let Some((state, job)) = replay
-            .step(key)
+    for (i, (key, fingerprint)) in keys.iter().zip(&fingerprints).enumerate() {
+        let state = states[i];
+        prep.plans[i].first_attempt = StepState::next_attempt(state);
+        if let Some((state, job)) = state
             .filter(|s| s.is_interrupted())
             .and_then(|s| s.slurm_job.map(|j| (s, j)))
             .filter(|(s, j)| j.attempt == s.attempts)
@@ -329,25 +341,19 @@ pub(crate) fn claim_resume(
                 stale_jobs.push(job.id);
             }
         }
-        if !done.contains(key) {
+        if !done[i] {
             continue;
         }
         let r = &prep.runs[i];
         let id = (r.case_id.clone(), prep.stacks[r.stack].name.clone());
         // How many samples the journal's `finished` line says the bundle holds (older journals
         // do not say).
-        let recorded = replay
-            .step(key)
+        let recorded = state
             .and_then(|s| s.last_finished.as_ref())
             .and_then(|f| f.samples);
-        if let Some(result) = settled.as_mut().and_then(|s| s.remove(&i)) {
-            prep.plans[i].preset = Some((result.status, result.error.clone().unwrap_or_default()));
-            kept.insert(i, result);
-            continue;
-        }
         if let Some(e) = unreadable.remove(&id) {
             println!("{key}: finished in the journal but its bundle does not read back ({e}); it runs again");
-            lost.insert(key.clone());
+            lost.push(i);
             continue;
         }
         match bundles.remove(&id) {
@@ -357,7 +363,7 @@ pub(crate) fn claim_resume(
                     recorded.unwrap_or_default(),
                     result.samples.len()
                 );
-                lost.insert(key.clone());
+                lost.push(i);
             }
             // A pass always has timed samples; none means timing.json did not survive (e.g. a
             // power loss after the manifest's rename reached disk but before the data did).
@@ -366,7 +372,7 @@ pub(crate) fn claim_resume(
                     && !result.samples.iter().any(|s| s.is_timed()) =>
             {
                 println!("{key}: finished pass in the journal but its bundle has no timed samples (timing.json missing or empty); it runs again");
-                lost.insert(key.clone());
+                lost.push(i);
             }
             Some(result) => {
                 let reason = result.error.clone().unwrap_or_default();
@@ -375,12 +381,12 @@ pub(crate) fn claim_resume(
             }
             None => {
                 println!("{key}: finished in the journal but its bundle has no manifest.json; it runs again");
-                lost.insert(key.clone());
+                lost.push(i);
             }
         }
     }
     if !lost.is_empty() {
-        decided.done.retain(|k| !lost.contains(k));
+        decided.done.retain(|i| !lost.contains(i));
         decided.to_run.extend(lost);
     }
     println!("run dir: {}", run_dir.path.display());
@@ -408,10 +414,8 @@ pub(crate) fn claim_resume(
     // or every journaled fingerprint of a planned run equals the one just rendered (a changed
     // run this session may not get to re-run would otherwise be taken as done next time).
     let agrees = same_context
-        || planned.iter().all(|(key, fingerprint)| {
-            replay
-                .step(key)
-                .is_none_or(|s| s.fingerprint.is_empty() || s.fingerprint == *fingerprint)
+        || (states.iter().zip(&fingerprints)).all(|(state, fingerprint)| {
+            state.is_none_or(|s| s.fingerprint.is_empty() || s.fingerprint == *fingerprint)
         });
     if agrees {
         note.insert(CONTEXT_FIELD.into(), json!(context));
@@ -420,6 +424,15 @@ pub(crate) fn claim_resume(
         note.insert("reaped".into(), Value::Object(reaped));
     }
     journal.event("session", note)?;
+    let earlier_quarantine = replay.quarantined.clone();
+    // Settled: nothing runs, so no fingerprint is looked up again.
+    let fingerprints = if settled.is_some() {
+        drop_aside(fingerprints);
+        BTreeMap::new()
+    } else {
+        fingerprints.into_iter().enumerate().collect()
+    };
+    drop_aside((replay, keys));
     Ok(Claimed {
         run_dir,
         lock,
@@ -427,34 +440,42 @@ pub(crate) fn claim_resume(
         fingerprints,
         pending: prep.runs.len() - kept.len(),
         kept,
-        earlier_quarantine: replay.quarantined.clone(),
+        earlier_quarantine,
         reattach,
         stale_jobs,
-        up_to_date,
+        settled,
     })
 }
 
+/// Free `value` on a thread of its own: a 100,000-run replay or list of step keys takes tens
+/// of milliseconds to free string by string, which the session need not wait for (when the
+/// process exits first, the exit frees it at once). Without a thread, freed here.
+pub(crate) fn drop_aside<T: Send + 'static>(value: T) {
+    let _ = std::thread::Builder::new()
+        .name("drop".into())
+        .spawn(move || drop(value));
+}
+
 /// When every planned run finished (per the journal) and the results files and report already
-/// show exactly those runs, the kept runs as the journal recorded them (status, reason,
-/// attempt; no samples — nothing is rewritten from them): the resume then reads no bundle and
-/// rebuilds nothing. `None` (read every bundle back, rebuild) when any run's `finished` line
-/// lacks its sample count (older journals), `store::load::results_current` finds the results
-/// files out of step with the journal or a bundle damaged, or the report is missing or older
-/// than `results.json` or than the plan's report template.
-fn settled_by_results(
-    prep: &Prepared,
+/// show exactly those runs: each run as the journal recorded it (status, case id, stack,
+/// reason) — the resume then reads no bundle and rebuilds nothing. `None` (read every bundle
+/// back, rebuild) when any run's `finished` line lacks its sample count (older journals), the
+/// results check (`store::results_check`) finds the results files out of step with the journal
+/// or a bundle damaged, or the report is missing or older than `results.json` or than the
+/// plan's report template.
+fn settled_by_results<'a>(
+    prep: &'a Prepared,
     run_dir: &Path,
-    planned: &[(String, String)],
-    replay: &Replay,
+    states: &[Option<&'a StepState>],
+    check: Option<crate::store::results_check::Check>,
     results_dir: Option<&Path>,
-) -> Option<BTreeMap<usize, RunResult>> {
-    let finished: Vec<_> = planned
-        .iter()
-        .map(|(key, _)| replay.step(key)?.last_finished.as_ref())
+) -> Option<impl Iterator<Item = (RunStatus, &'a str, &'a str, Option<&'a str>)>> {
+    let finished: Vec<&journal::Finished> = (states.iter())
+        .map(|s| s.as_ref()?.last_finished.as_ref())
         .collect::<Option<_>>()?;
-    let recorded: Vec<crate::store::load::Recorded> = (prep.runs.iter().zip(&finished))
+    let recorded: Vec<crate::store::results_check::Recorded> = (prep.runs.iter().zip(&finished))
         .map(|(r, f)| {
-            Some(crate::store::load::Recorded {
+            Some(crate::store::results_check::Recorded {
                 case_id: &r.case_id,
                 stack: &prep.stacks[r.stack].name,
                 status: f.status,
@@ -462,24 +483,16 @@ fn settled_by_results(
             })
         })
         .collect::<Option<_>>()?;
-    let current = crate::store::load::results_current(run_dir, &recorded)
+    let current = check.is_some_and(|c| c.matches(&recorded))
         && report_current(prep, run_dir)
         && history_current(prep, run_dir, results_dir);
     if !current {
         return None;
     }
-    Some(
-        (prep.runs.iter().zip(finished).enumerate())
-            .map(|(i, (r, f))| {
-                let stack = &prep.stacks[r.stack].name;
-                let case = &prep.cases[r.case_index];
-                let reason = f.reason.as_deref().unwrap_or_default();
-                let mut result = work::unrun(case, &r.case_id, stack, f.status, reason, f.attempt);
-                result.error = f.reason.clone();
-                (i, result)
-            })
-            .collect(),
-    )
+    Some((prep.runs.iter().zip(finished)).map(|(r, f)| {
+        let stack = prep.stacks[r.stack].name.as_str();
+        (f.status, r.case_id.as_str(), stack, f.reason.as_deref())
+    }))
 }
 
 /// The history store the report step records into (`--results-dir`'s, else that of the results
@@ -538,8 +551,7 @@ fn report_current(prep: &Prepared, run_dir: &Path) -> bool {
 /// handed to a Slurm job is Slurm's to stop. Says what it killed; returns step → pids for the
 /// journal's `session` line.
 fn reap_leftovers(replay: &crate::store::journal::Replay) -> Map<String, Value> {
-    let mut steps = Vec::new();
-    let mut units = Vec::new();
+    let mut open = Vec::new();
     for (step, state) in &replay.steps {
         let Some((unit, cgroup)) = state.unit.as_ref().filter(|_| state.is_interrupted()) else {
             continue;
@@ -547,9 +559,11 @@ fn reap_leftovers(replay: &crate::store::journal::Replay) -> Map<String, Value> 
         if state.slurm_job.is_some_and(|j| j.attempt == state.attempts) {
             continue;
         }
-        steps.push(step);
-        units.push((unit.clone(), cgroup.as_ref().map(PathBuf::from)));
+        open.push((step, (unit.clone(), cgroup.as_ref().map(PathBuf::from))));
     }
+    // In step key order, as they are reported.
+    open.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    let (steps, units): (Vec<&String>, Vec<_>) = open.into_iter().unzip();
     let mut out = Map::new();
     if units.is_empty() {
         return out;

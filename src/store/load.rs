@@ -73,6 +73,18 @@ impl Rows {
     }
 }
 
+/// A bundle's `timing.json`, parsed straight into samples (no `Value` tree per sample: a
+/// 10,000-run report reads 510,000 of them); a file that does not parse so is read again the
+/// general way, for the error that names what is wrong.
+fn read_samples(path: &Path) -> Result<Vec<Sample>> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    if let Ok(samples) = serde_json::from_str(&text) {
+        return Ok(samples);
+    }
+    serde_json::from_value(read_json(path)?)
+        .map_err(|e| Error::invalid(path, format!("expected a list of samples: {e}")))
+}
+
 fn sorted_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     let entries = match std::fs::read_dir(dir) {
@@ -169,8 +181,7 @@ fn load_bundle(
             .unwrap_or("timing.json"),
     );
     let samples: Vec<Sample> = if timing.is_file() {
-        serde_json::from_value(read_json(&timing)?)
-            .map_err(|e| Error::invalid(&timing, format!("expected a list of samples: {e}")))?
+        read_samples(&timing)?
     } else {
         Vec::new()
     };
@@ -196,6 +207,9 @@ fn load_bundle(
             .and_then(|c| serde_json::from_value(c.clone()).ok()),
     })
 }
+
+/// The runs of a share of the case folders, and its bundles that do not read back.
+type Share = (Vec<RunResult>, Vec<(PathBuf, Error)>);
 
 /// Every run recorded in `dir`'s bundles.
 pub(crate) fn load_run_dir(dir: &Path) -> Result<ResultSet> {
@@ -226,10 +240,6 @@ fn load(dir: &Path, mut unreadable: Option<&mut Vec<(PathBuf, Error)>>) -> Resul
         }
     } else {
         ResultsHead::default()
-    };
-    let mut rows = Rows {
-        path: results_path,
-        by_case: None,
     };
     let mut set = ResultSet {
         campaign: (head
@@ -274,17 +284,48 @@ fn load(dir: &Path, mut unreadable: Option<&mut Vec<(PathBuf, Error)>>) -> Resul
                 .collect();
         }
     }
-    for case_dir in sorted_dirs(&dir.join("cases"))? {
-        for bundle in sorted_dirs(&case_dir)? {
-            if bundle.join("manifest.json").is_file() {
-                match load_bundle(dir, &case_dir, &bundle, &mut rows) {
-                    Ok(run) => set.runs.push(run),
-                    Err(e) => match unreadable.as_deref_mut() {
-                        Some(list) => list.push((bundle, e)),
-                        None => return Err(e),
-                    },
+    // The bundles are read on up to two threads, each a contiguous share of the case folders,
+    // and put back together in folder order: the runs, the first error and the unreadable
+    // bundles are those of one pass in that order.
+    let case_dirs = sorted_dirs(&dir.join("cases"))?;
+    let tolerant = unreadable.is_some();
+    let threads = if case_dirs.len() < 64 { 1 } else { 2 };
+    let share = case_dirs.len().div_ceil(threads).max(1);
+    let read = |case_dirs: &[PathBuf]| -> Result<Share> {
+        let mut rows = Rows {
+            path: results_path.clone(),
+            by_case: None,
+        };
+        let (mut runs, mut bad) = (Vec::new(), Vec::new());
+        for case_dir in case_dirs {
+            for bundle in sorted_dirs(case_dir)? {
+                if bundle.join("manifest.json").is_file() {
+                    match load_bundle(dir, case_dir, &bundle, &mut rows) {
+                        Ok(run) => runs.push(run),
+                        Err(e) if tolerant => bad.push((bundle, e)),
+                        Err(e) => return Err(e),
+                    }
                 }
             }
+        }
+        Ok((runs, bad))
+    };
+    let parts: Vec<Result<Share>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (case_dirs.chunks(share))
+            .map(|part| s.spawn(move || read(part)))
+            .collect();
+        (handles.into_iter())
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    });
+    for part in parts {
+        let (runs, bad) = part?;
+        set.runs.extend(runs);
+        if let Some(list) = unreadable.as_deref_mut() {
+            list.extend(bad);
         }
     }
     Ok(set)
@@ -297,89 +338,6 @@ pub(crate) fn load_run_dir_tolerant(dir: &Path) -> Result<(ResultSet, Vec<(PathB
     let mut unreadable = Vec::new();
     let set = load(dir, Some(&mut unreadable))?;
     Ok((set, unreadable))
-}
-
-/// One finished run as the journal recorded it, for [`results_current`].
-pub(crate) struct Recorded<'a> {
-    pub(crate) case_id: &'a str,
-    pub(crate) stack: &'a str,
-    pub(crate) status: RunStatus,
-    /// The sample count of the run's `finished` line.
-    pub(crate) samples: u64,
-}
-
-/// Whether `dir`'s results files already hold exactly the runs of `recorded`, so a resume with
-/// nothing to run can skip reading every bundle back. True only when `results.json`,
-/// `results.csv` and `samples.csv` are there (one write makes all three), `results.csv` lists
-/// those runs in that order, each with the journal's status and sample count (a `pass` with
-/// timed samples), and every run's bundle is still in place: `manifest.json` (and `timing.json`
-/// when it has samples) non-empty and not modified after the results files were written.
-/// Anything else — a bundle a power loss emptied, a deleted timing file, results files older
-/// than a bundle or missing a run, an unreadable row — answers false, and the caller reads the
-/// bundles as always. Reads `results.csv` (the rows of `results.json` without the cases, a
-/// tenth of its size) and stats the bundle files.
-pub(crate) fn results_current(dir: &Path, recorded: &[Recorded]) -> bool {
-    let written = |name: &str| {
-        let meta = std::fs::metadata(dir.join(name)).ok()?;
-        (meta.is_file() && meta.len() > 0).then(|| meta.modified().ok())?
-    };
-    let (Some(json_at), Some(csv_at), Some(samples_at)) = (
-        written("results.json"),
-        written("results.csv"),
-        written("samples.csv"),
-    ) else {
-        return false;
-    };
-    let results_at = json_at.min(csv_at).min(samples_at);
-    let Ok(mut csv) = ::csv::Reader::from_path(dir.join("results.csv")) else {
-        return false;
-    };
-    let Ok(header) = csv.byte_headers() else {
-        return false;
-    };
-    let column = |name: &str| header.iter().position(|h| h == name.as_bytes());
-    let (Some(case_id), Some(stack), Some(status), Some(warmup), Some(timed), Some(bundle)) = (
-        column("case_id"),
-        column("stack"),
-        column("status"),
-        column("n_warmup"),
-        column("n_timed"),
-        column("artifact_bundle"),
-    ) else {
-        return false;
-    };
-    let in_place = |file: PathBuf| {
-        std::fs::metadata(file).is_ok_and(|m| {
-            m.is_file() && m.len() > 0 && m.modified().is_ok_and(|t| t <= results_at)
-        })
-    };
-    let number = |field: Option<&[u8]>| std::str::from_utf8(field?).ok()?.parse::<u64>().ok();
-    let mut row = ::csv::ByteRecord::new();
-    for rec in recorded {
-        if !csv.read_byte_record(&mut row).unwrap_or(false) {
-            return false;
-        }
-        let (Some(n_warmup), Some(n_timed)) = (number(row.get(warmup)), number(row.get(timed)))
-        else {
-            return false;
-        };
-        let Some(path) = row.get(bundle).and_then(|b| std::str::from_utf8(b).ok()) else {
-            return false;
-        };
-        let bundle = dir.join(path);
-        let same = row.get(case_id) == Some(rec.case_id.as_bytes())
-            && row.get(stack) == Some(rec.stack.as_bytes())
-            && row.get(status) == Some(rec.status.as_str().as_bytes())
-            && n_warmup + n_timed == rec.samples
-            && (rec.status != RunStatus::Pass || n_timed > 0)
-            && in_place(bundle.join("manifest.json"))
-            && (rec.samples == 0 || in_place(bundle.join("timing.json")));
-        if !same {
-            return false;
-        }
-    }
-    // No row beyond the recorded runs.
-    !csv.read_byte_record(&mut row).unwrap_or(true)
 }
 
 #[cfg(test)]

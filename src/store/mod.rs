@@ -18,6 +18,7 @@ pub mod load;
 pub mod lock;
 pub mod provenance;
 pub mod rebuild;
+pub mod results_check;
 pub mod resume;
 pub mod row;
 pub mod seed_dir;

@@ -59,8 +59,8 @@ pub(crate) fn order_as_planned(dir: &Path, set: &mut ResultSet) -> Result<Vec<Mi
         .map(|r| (r.case_id.as_str(), r.stack.as_str()))
         .collect();
     let mut missing: Vec<(usize, MissingRun)> = journal
-        .steps
-        .iter()
+        .steps_in_key_order()
+        .into_iter()
         .filter_map(|(step, state)| {
             let (case_id, stack) = parse_run_step(step)?;
             let status = state.status()?;

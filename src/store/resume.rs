@@ -8,7 +8,7 @@
 //! scheduling, no printing besides the [`ResumePlan`] summary's `Display`.
 
 use crate::model::results::RunStatus;
-use crate::store::journal::Replay;
+use crate::store::journal::StepState;
 
 /// What resume does with one planned step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,28 +23,29 @@ pub(crate) enum Decision {
     Retry,
 }
 
-/// The result of [`plan`]: step keys by decision, each in planned order.
+/// The result of [`plan`]: planned runs (indices into the planned list) by decision, each in
+/// planned order. Indices, not step keys: a resume of 100,000 runs would copy every key.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub(crate) struct ResumePlan {
-    pub(crate) done: Vec<String>,
-    pub(crate) to_run: Vec<String>,
-    pub(crate) changed: Vec<String>,
-    pub(crate) to_retry: Vec<String>,
+    pub(crate) done: Vec<usize>,
+    pub(crate) to_run: Vec<usize>,
+    pub(crate) changed: Vec<usize>,
+    pub(crate) to_retry: Vec<usize>,
     /// Of `done`: runs that failed or timed out and are kept (a hint for `--retry-failed`).
     pub(crate) kept_failures: usize,
 }
 
 impl ResumePlan {
-    /// Every step that will run, in planned order.
+    /// Every planned run that will run, in planned order.
     #[cfg(test)]
-    pub(crate) fn runs(&self, planned: &[(String, String)]) -> Vec<String> {
-        planned
-            .iter()
-            .filter(|(k, _)| {
-                self.to_run.contains(k) || self.changed.contains(k) || self.to_retry.contains(k)
-            })
-            .map(|(k, _)| k.clone())
-            .collect()
+    pub(crate) fn runs(&self) -> Vec<usize> {
+        let mut runs: Vec<usize> = (self.to_run.iter())
+            .chain(&self.changed)
+            .chain(&self.to_retry)
+            .copied()
+            .collect();
+        runs.sort_unstable();
+        runs
     }
 
     /// Number of steps that will run.
@@ -80,20 +81,18 @@ impl std::fmt::Display for ResumePlan {
     }
 }
 
-/// Decide every planned `(step key, fingerprint)` against the journal.
-pub(crate) fn plan(
-    replay: &Replay,
-    planned: &[(String, String)],
+/// Decide every planned run against the journal: its journaled state (`Replay::step` of its
+/// step key, looked up once by the caller) and its planned fingerprint.
+pub(crate) fn plan<'a>(
+    planned: impl IntoIterator<Item = (Option<&'a StepState>, &'a str)>,
     retry_failed: bool,
 ) -> ResumePlan {
     let mut out = ResumePlan::default();
-    for (step, fingerprint) in planned {
-        let decision = decide(replay, step, fingerprint, retry_failed);
-        let list = match decision {
+    for (i, (state, fingerprint)) in planned.into_iter().enumerate() {
+        let list = match decide(state, fingerprint, retry_failed) {
             Decision::Done => {
-                if replay
-                    .step(step)
-                    .and_then(|s| s.status())
+                if state
+                    .and_then(StepState::status)
                     .is_some_and(RunStatus::is_failure)
                 {
                     out.kept_failures += 1;
@@ -104,19 +103,14 @@ pub(crate) fn plan(
             Decision::Changed => &mut out.changed,
             Decision::Retry => &mut out.to_retry,
         };
-        list.push(step.clone());
+        list.push(i);
     }
     out
 }
 
-/// The rule for one step.
-pub(crate) fn decide(
-    replay: &Replay,
-    step: &str,
-    fingerprint: &str,
-    retry_failed: bool,
-) -> Decision {
-    let Some(state) = replay.step(step) else {
+/// The rule for one step (`state`: what the journal says of it, if anything).
+pub(crate) fn decide(state: Option<&StepState>, fingerprint: &str, retry_failed: bool) -> Decision {
+    let Some(state) = state else {
         return Decision::Run;
     };
     let Some(status) = state.status() else {
@@ -144,7 +138,15 @@ pub(crate) fn decide(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::journal::{Finished, StepState};
+    use crate::store::journal::{Finished, Replay};
+
+    /// [`plan`] of `(step key, fingerprint)` pairs against `replay`.
+    fn plan_keys(replay: &Replay, planned: &[(&str, &str)], retry_failed: bool) -> ResumePlan {
+        plan(
+            planned.iter().map(|(k, f)| (replay.step(k), *f)),
+            retry_failed,
+        )
+    }
 
     fn finished(status: RunStatus, fp: &str) -> StepState {
         StepState {
@@ -197,11 +199,7 @@ mod tests {
             (Some(finished(Unavailable, "f")), "f", true, Done),
         ];
         for (i, (state, fp, retry, want)) in table.into_iter().enumerate() {
-            let mut replay = Replay::default();
-            if let Some(state) = state {
-                replay.steps.insert("run:c:s".into(), state);
-            }
-            assert_eq!(decide(&replay, "run:c:s", fp, retry), want, "row {i}");
+            assert_eq!(decide(state.as_ref(), fp, retry), want, "row {i}");
         }
     }
 
@@ -218,35 +216,30 @@ mod tests {
         replay
             .steps
             .insert("run:d:s".into(), finished(RunStatus::Pass, "old"));
-        let planned: Vec<(String, String)> = [
+        // Indices 0-4: e, d, c, b, a.
+        let planned = [
             ("run:e:s", "fe"),
             ("run:d:s", "fd"),
             ("run:c:s", "fc"),
             ("run:b:s", "fb"),
             ("run:a:s", "fa"),
-        ]
-        .iter()
-        .map(|(k, f)| (k.to_string(), f.to_string()))
-        .collect();
+        ];
 
-        let p = plan(&replay, &planned, false);
-        assert_eq!(p.done, vec!["run:b:s", "run:a:s"]);
-        assert_eq!(p.to_run, vec!["run:e:s", "run:c:s"]);
-        assert_eq!(p.changed, vec!["run:d:s"]);
+        let p = plan_keys(&replay, &planned, false);
+        assert_eq!(p.done, vec![3, 4]);
+        assert_eq!(p.to_run, vec![0, 2]);
+        assert_eq!(p.changed, vec![1]);
         assert!(p.to_retry.is_empty());
         assert_eq!(
             p.to_string(),
             "2 done, 2 to run, 1 changed, 0 to retry (1 failed or timed out and kept; --retry-failed runs them again)"
         );
-        assert_eq!(p.runs(&planned), vec!["run:e:s", "run:d:s", "run:c:s"]);
+        assert_eq!(p.runs(), vec![0, 1, 2]);
 
-        let p = plan(&replay, &planned, true);
+        let p = plan_keys(&replay, &planned, true);
         assert_eq!(p.to_string(), "1 done, 2 to run, 1 changed, 1 to retry");
         assert_eq!(p.pending(), 4);
-        assert_eq!(
-            p.runs(&planned),
-            vec!["run:e:s", "run:d:s", "run:c:s", "run:b:s"]
-        );
+        assert_eq!(p.runs(), vec![0, 1, 2, 3]);
     }
 
     #[test]
@@ -255,8 +248,7 @@ mod tests {
         replay
             .steps
             .insert("run:a:s".into(), finished(RunStatus::Pass, "fa"));
-        let planned = vec![("run:a:s".to_string(), "fa".to_string())];
-        let p = plan(&replay, &planned, true);
+        let p = plan_keys(&replay, &[("run:a:s", "fa")], true);
         assert!(p.is_complete());
         assert_eq!(p.to_string(), "1 done, 0 to run, 0 changed, 0 to retry");
     }

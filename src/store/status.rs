@@ -324,7 +324,7 @@ fn run_line(run_dir: &Path, replay: &Replay, key: &str, case_id: &str, stack: &s
 fn timing(replay: &Replay) -> (Vec<Duration>, f64) {
     let mut durations = Vec::new();
     let mut intervals: Vec<(f64, f64)> = Vec::new();
-    for (key, state) in &replay.steps {
+    for (key, state) in replay.steps_in_key_order() {
         let Some(f) = &state.last_finished else {
             continue;
         };

@@ -83,6 +83,26 @@ struct Look {
     ci_bars: bool,
 }
 
+/// Most panels (element counts) one scaling figure draws: 8 rows of 3, a 2,280 × 3,408 px
+/// image. A sweep of 625 counts would otherwise make a 2,280 × 87,828 px image, 600 MB in memory
+/// while it is drawn; the caption says which counts are drawn, and every case's median is in
+/// `results.csv` and the report's tables.
+pub(crate) const MAX_PANELS: usize = 24;
+
+/// The counts a figure draws: all of them up to [`MAX_PANELS`], else `MAX_PANELS` spread evenly
+/// over the sorted counts, the smallest and the largest included.
+fn shown_counts(counts: &[u64]) -> Vec<u64> {
+    let n = counts.len();
+    if n <= MAX_PANELS {
+        return counts.to_vec();
+    }
+    let mut shown: Vec<u64> = (0..MAX_PANELS)
+        .map(|i| counts[(i * (n - 1) + (MAX_PANELS - 1) / 2) / (MAX_PANELS - 1)])
+        .collect();
+    shown.dedup();
+    shown
+}
+
 fn build(a: &Analysis, results: &ResultSet, look: Look) -> Result<Panels, String> {
     let Look {
         title,
@@ -99,9 +119,12 @@ fn build(a: &Analysis, results: &ResultSet, look: Look) -> Result<Panels, String
     palette.sort();
     palette.dedup();
     let names = labels(&palette.iter().map(key_parts).collect::<Vec<_>>());
+    let counts: Vec<u64> = g.keys().copied().collect();
+    let shown = shown_counts(&counts);
     let mut panels = Vec::new();
     let mut any_over = false;
-    for (count, series) in &g {
+    for count in &shown {
+        let series = &g[count];
         let measured: BTreeSet<u32> = series
             .values()
             .flat_map(|pts| pts.iter().map(|p| p.0 as u32))
@@ -156,6 +179,14 @@ fn build(a: &Analysis, results: &ResultSet, look: Look) -> Result<Panels, String
         panels.push(panel);
     }
     let mut text = caption.to_string();
+    if shown.len() < counts.len() {
+        text.push_str(&format!(
+            " Only {} of the {} element counts are drawn, spread evenly from the smallest to \
+             the largest; every case's median is in results.csv.",
+            shown.len(),
+            counts.len()
+        ));
+    }
     if any_over {
         text.push(' ');
         text.push_str(OVERSUBSCRIBED);
@@ -232,6 +263,22 @@ pub(crate) fn efficiency_points(pts: &[(f64, f64)]) -> Vec<(f64, f64)> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn many_counts_draw_at_most_max_panels_from_the_smallest_to_the_largest() {
+        let few: Vec<u64> = (1..=24).collect();
+        assert_eq!(super::shown_counts(&few), few);
+        let many: Vec<u64> = (1..=625).map(|c| c * 1024).collect();
+        let shown = super::shown_counts(&many);
+        assert_eq!(shown.len(), super::MAX_PANELS);
+        assert_eq!(shown.first(), Some(&1024));
+        assert_eq!(shown.last(), Some(&(625 * 1024)));
+        assert!(shown.windows(2).all(|w| w[0] < w[1]));
+        // Evenly spread: neighbours 26 or 27 counts apart (624 / 23 ≈ 27.1).
+        assert!(shown
+            .windows(2)
+            .all(|w| (26..=28).contains(&((w[1] - w[0]) / 1024))));
+    }
+
     #[test]
     fn efficiency_is_bus_bandwidth_relative_to_the_smallest_p() {
         // T(2) = 10, T(4) = 15, T(8) = 17.5: f = 1, 1.5, 1.75 → busbw constant: E = 1 each.

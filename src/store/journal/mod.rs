@@ -21,9 +21,9 @@ mod commit;
 mod line;
 mod replay;
 
-pub(crate) use replay::{replay, Replay, TornLine};
 #[cfg(test)]
-pub(crate) use replay::{Finished, SlurmJob, StepState};
+pub(crate) use replay::SlurmJob;
+pub(crate) use replay::{header, replay, Finished, Replay, StepState, TornLine};
 
 /// File name of the journal inside a run dir.
 pub(crate) const FILE_NAME: &str = "journal.jsonl";

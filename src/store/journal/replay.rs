@@ -93,6 +93,11 @@ pub(crate) struct SlurmJob {
 }
 
 impl StepState {
+    /// The attempt number the next run of a step gets, given what the journal says of it.
+    pub(crate) fn next_attempt(state: Option<&StepState>) -> u32 {
+        state.map_or(1, |s| s.attempts + 1)
+    }
+
     /// Started without finished: resume runs it again.
     pub(crate) fn is_interrupted(&self) -> bool {
         self.open_since.is_some()
@@ -114,8 +119,9 @@ pub(crate) struct Replay {
     pub(crate) version: u64,
     /// The header line's fields (campaign name, plan hash, planned steps, …).
     pub(crate) header: Map<String, Value>,
-    /// Latest state per step key, in key order.
-    pub(crate) steps: BTreeMap<String, StepState>,
+    /// Latest state per step key (hashed: a 100,000-run journal looks every key up several
+    /// times; [`Replay::steps_in_key_order`] lists them sorted).
+    pub(crate) steps: HashMap<String, StepState>,
     /// Step keys in the order they first appeared.
     pub(crate) order: Vec<String>,
     /// Quarantined device → reason (the latest reason when quarantined more than once).
@@ -131,12 +137,20 @@ pub(crate) struct Replay {
 impl Replay {
     /// The attempt number the next run of `step` gets (attempts count across resumes, so every
     /// attempt keeps its own raw log).
+    #[cfg(test)]
     pub(crate) fn next_attempt(&self, step: &str) -> u32 {
-        self.steps.get(step).map_or(1, |s| s.attempts + 1)
+        StepState::next_attempt(self.steps.get(step))
     }
 
     pub(crate) fn step(&self, step: &str) -> Option<&StepState> {
         self.steps.get(step)
+    }
+
+    /// Every step with its state, sorted by step key.
+    pub(crate) fn steps_in_key_order(&self) -> Vec<(&String, &StepState)> {
+        let mut steps: Vec<(&String, &StepState)> = self.steps.iter().collect();
+        steps.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        steps
     }
 }
 
@@ -221,27 +235,81 @@ pub(crate) fn replay(path: &Path) -> Result<Replay> {
     Ok(out)
 }
 
-/// The torn last line [`replay`] would ignore, found by reading only that line: opening a
-/// journal to append cuts it off, and the one replay that follows (resume's) checks the rest —
-/// a large journal is parsed once, not twice.
+/// The torn last line [`replay`] would ignore, found by reading only the first line (the
+/// header) and the last one: opening a journal to append cuts it off, and the one replay that
+/// follows (resume's) checks the rest — a large journal is read and parsed once, not twice.
 pub(crate) fn torn_tail(path: &Path) -> Result<Option<TornLine>> {
-    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-    let lines = split_lines(&bytes);
-    let number = lines.len();
+    let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
     // A journal of a newer format is refused before anything is cut; an unreadable header
     // cuts nothing and is reported by the replay.
-    match lines.first().map(|(_, raw, _)| serde_json::from_slice(raw)) {
-        Some(Ok(Value::Object(header))) => read_header(path, header, &mut Replay::default())?,
+    let head = first_line(&mut file).map_err(|e| Error::io(path, e))?;
+    match serde_json::from_slice(&head) {
+        Ok(Value::Object(header)) => read_header(path, header, &mut Replay::default())?,
         _ => return Ok(None),
     }
-    let Some((offset, raw, terminated)) = lines.last() else {
+    let Some((offset, raw, terminated)) = last_line(&mut file).map_err(|e| Error::io(path, e))?
+    else {
         return Ok(None);
     };
-    if number <= 1 || (*terminated && raw.iter().all(u8::is_ascii_whitespace)) {
+    // Offset 0: the header is the only line.
+    if offset == 0 || (terminated && raw.iter().all(u8::is_ascii_whitespace)) {
         return Ok(None);
     }
-    let whole = *terminated && matches!(serde_json::from_slice(raw), Ok(Value::Object(_)));
-    Ok((!whole).then(|| torn(number, *offset, raw.len())))
+    if terminated && matches!(serde_json::from_slice(&raw), Ok(Value::Object(_))) {
+        return Ok(None);
+    }
+    // Torn (rare): its line number needs the lines before it counted.
+    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    Ok(Some(torn(split_lines(&bytes).len(), offset, raw.len())))
+}
+
+/// The journal's header line as a JSON object, read alone (the replay reads it again and
+/// reports what is wrong with it): `None` when the first line is not a JSON object.
+pub(crate) fn header(path: &Path) -> Option<Map<String, Value>> {
+    let mut file = std::fs::File::open(path).ok()?;
+    match serde_json::from_slice(&first_line(&mut file).ok()?) {
+        Ok(Value::Object(header)) => Some(header),
+        _ => None,
+    }
+}
+
+/// The bytes of the first line, without its `\n`.
+fn first_line(file: &mut std::fs::File) -> std::io::Result<Vec<u8>> {
+    use std::io::BufRead;
+    let mut line = Vec::new();
+    std::io::BufReader::new(file).read_until(b'\n', &mut line)?;
+    if line.last() == Some(&b'\n') {
+        line.pop();
+    }
+    Ok(line)
+}
+
+/// `(offset, bytes without '\n', terminated)` of the last line ([`split_lines`]'s last entry),
+/// read backwards from the end of the file in blocks; `None` for an empty file.
+fn last_line(file: &mut std::fs::File) -> std::io::Result<Option<(usize, Vec<u8>, bool)>> {
+    use std::io::{Read, Seek, SeekFrom};
+    const BLOCK: u64 = 64 * 1024;
+    let len = file.seek(SeekFrom::End(0))?;
+    let mut start = len;
+    let mut tail: Vec<u8> = Vec::new();
+    while start > 0 {
+        let step = BLOCK.min(start);
+        start -= step;
+        let mut block = vec![0; step as usize];
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(&mut block)?;
+        tail.splice(0..0, block);
+        let terminated = tail.last() == Some(&b'\n');
+        let end = tail.len() - usize::from(terminated);
+        if let Some(nl) = tail[..end].iter().rposition(|b| *b == b'\n') {
+            let offset = start as usize + nl + 1;
+            return Ok(Some((offset, tail[nl + 1..end].to_vec(), terminated)));
+        }
+        if start == 0 {
+            return Ok(Some((0, tail[..end].to_vec(), terminated)));
+        }
+    }
+    Ok(None)
 }
 
 fn torn(line: usize, offset: usize, bytes: usize) -> TornLine {

@@ -1,0 +1,265 @@
+//! Whether a run dir's results files already show exactly the runs its journal records, so a
+//! resume with nothing to run can skip reading every bundle back (docs/journal.md, "Resume
+//! rules", "Nothing to run").
+//!
+//! The check is split in two so its I/O overlaps the resume's own work: [`start`] reads
+//! `results.csv` and stats every bundle it lists on a thread of its own (a second core does it
+//! while the journal is replayed and the plan prepared), and [`Check::matches`] then compares
+//! the rows with the journal's runs. Reading never writes, and anything unexpected — a missing
+//! or empty file, a bundle modified after the results files, an unreadable row — answers false:
+//! the caller then reads the bundles as always.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use rustix::fs::{statat, AtFlags, FileType};
+
+use crate::model::results::RunStatus;
+
+/// One finished run as the journal recorded it, for [`Check::matches`].
+pub(crate) struct Recorded<'a> {
+    pub(crate) case_id: &'a str,
+    pub(crate) stack: &'a str,
+    pub(crate) status: RunStatus,
+    /// The sample count of the run's `finished` line.
+    pub(crate) samples: u64,
+}
+
+/// The rows of `results.csv` that matter, every bundle they name found in place: the text of
+/// each row's case id, stack and status back to back in one string (a row is three ends in it),
+/// so 100,000 rows cost two allocations, not 300,000.
+#[derive(Default)]
+struct Rows {
+    text: String,
+    rows: Vec<Row>,
+}
+
+struct Row {
+    case_end: usize,
+    stack_end: usize,
+    status_end: usize,
+    samples: u64,
+}
+
+/// A check under way ([`start`]).
+pub(crate) struct Check {
+    stop: Arc<AtomicBool>,
+    rows: Option<JoinHandle<Option<Rows>>>,
+}
+
+/// Start reading `dir`'s `results.csv` and stat'ing its bundles on a thread.
+pub(crate) fn start(dir: &Path) -> Check {
+    let stop = Arc::new(AtomicBool::new(false));
+    let dir = dir.to_path_buf();
+    let flag = Arc::clone(&stop);
+    let rows = std::thread::Builder::new()
+        .name("results-check".into())
+        .spawn(move || read_rows(&dir, &flag))
+        // No thread (resource limits): no shortcut, the resume reads the bundles.
+        .ok();
+    Check { stop, rows }
+}
+
+impl Check {
+    /// True when `results.json`, `results.csv` and `samples.csv` are there (one write makes all
+    /// three), `results.csv` lists exactly the runs of `recorded` in that order, each with the
+    /// journal's status and sample count (a `pass` with timed samples), and every run's bundle
+    /// is still in place: `manifest.json` (and `timing.json` when it has samples) non-empty and
+    /// not modified after the results files were written.
+    pub(crate) fn matches(mut self, recorded: &[Recorded]) -> bool {
+        let Some(Ok(Some(rows))) = self.rows.take().map(JoinHandle::join) else {
+            return false;
+        };
+        if rows.rows.len() != recorded.len() {
+            return false;
+        }
+        let mut start = 0;
+        for (row, rec) in rows.rows.iter().zip(recorded) {
+            let same = rows.text[start..row.case_end] == *rec.case_id
+                && rows.text[row.case_end..row.stack_end] == *rec.stack
+                && rows.text[row.stack_end..row.status_end] == *rec.status.as_str()
+                && row.samples == rec.samples;
+            if !same {
+                return false;
+            }
+            start = row.status_end;
+        }
+        true
+    }
+}
+
+impl Drop for Check {
+    /// Not needed after all (something runs): the thread stops at its next row.
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Modification time as (seconds, nanoseconds), comparable across files.
+type Mtime = (i64, i64);
+
+/// `name` relative to the open `dir`: a non-empty regular file's modification time. Stat'ing
+/// relative to the run dir's descriptor walks only the path inside the run dir (a 100,000-run
+/// check is 100,000–200,000 stats).
+fn written(dir: &File, name: &str) -> Option<Mtime> {
+    let st = statat(dir, name, AtFlags::empty()).ok()?;
+    (FileType::from_raw_mode(st.st_mode) == FileType::RegularFile && st.st_size > 0)
+        .then_some((st.st_mtime as i64, st.st_mtime_nsec as i64))
+}
+
+/// The rows of `dir`'s `results.csv`, or `None` as soon as anything disagrees with a current
+/// set of results files (or `stop` is raised).
+fn read_rows(dir: &Path, stop: &AtomicBool) -> Option<Rows> {
+    let fd = File::open(dir).ok()?;
+    let results_at = ["results.json", "results.csv", "samples.csv"]
+        .iter()
+        .map(|name| written(&fd, name))
+        .collect::<Option<Vec<Mtime>>>()?
+        .into_iter()
+        .min()?;
+    let mut csv = ::csv::Reader::from_path(dir.join("results.csv")).ok()?;
+    let header = csv.byte_headers().ok()?;
+    let column = |name: &str| header.iter().position(|h| h == name.as_bytes());
+    let (case_id, stack, status, warmup, timed, bundle) = (
+        column("case_id")?,
+        column("stack")?,
+        column("status")?,
+        column("n_warmup")?,
+        column("n_timed")?,
+        column("artifact_bundle")?,
+    );
+    let in_place = |path: &str| written(&fd, path).is_some_and(|at| at <= results_at);
+    let number = |field: Option<&[u8]>| std::str::from_utf8(field?).ok()?.parse::<u64>().ok();
+    fn text(field: Option<&[u8]>) -> Option<&str> {
+        std::str::from_utf8(field?).ok()
+    }
+    let mut out = Rows::default();
+    let mut row = ::csv::ByteRecord::new();
+    let mut path = PathBuf::new();
+    while csv.read_byte_record(&mut row).ok()? {
+        if stop.load(Ordering::Relaxed) {
+            return None;
+        }
+        let (n_warmup, n_timed) = (number(row.get(warmup))?, number(row.get(timed))?);
+        let samples = n_warmup + n_timed;
+        let status_text = text(row.get(status))?;
+        if status_text == RunStatus::Pass.as_str() && n_timed == 0 {
+            return None;
+        }
+        path.clear();
+        path.push(text(row.get(bundle))?);
+        path.push("manifest.json");
+        if !in_place(path.to_str()?) {
+            return None;
+        }
+        if samples > 0 {
+            path.set_file_name("timing.json");
+            if !in_place(path.to_str()?) {
+                return None;
+            }
+        }
+        out.text.push_str(text(row.get(case_id))?);
+        let case_end = out.text.len();
+        out.text.push_str(text(row.get(stack))?);
+        let stack_end = out.text.len();
+        out.text.push_str(status_text);
+        out.rows.push(Row {
+            case_end,
+            stack_end,
+            status_end: out.text.len(),
+            samples,
+        });
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, SystemTime};
+
+    fn set_mtime(path: &Path, at: SystemTime) {
+        let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+        f.set_modified(at).unwrap();
+    }
+
+    /// A run dir of two runs (a pass with 3 samples, a skipped one) whose results files were
+    /// written after the bundles.
+    fn run_dir() -> tempfile::TempDir {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path();
+        let bundles = [("c1", "s", true), ("c2", "s", false)];
+        for (case, stack, timing) in bundles {
+            let b = d.join("cases").join(case).join(stack);
+            std::fs::create_dir_all(&b).unwrap();
+            std::fs::write(b.join("manifest.json"), "{}").unwrap();
+            if timing {
+                std::fs::write(b.join("timing.json"), "[]").unwrap();
+            }
+        }
+        std::fs::write(
+            d.join("results.csv"),
+            "case_id,stack,status,n_warmup,n_timed,artifact_bundle\n\
+             c1,s,pass,1,2,cases/c1/s\n\
+             c2,s,skipped,0,0,cases/c2/s\n",
+        )
+        .unwrap();
+        std::fs::write(d.join("results.json"), "{}").unwrap();
+        std::fs::write(d.join("samples.csv"), "x\n").unwrap();
+        let later = SystemTime::now() + Duration::from_secs(60);
+        for name in ["results.csv", "results.json", "samples.csv"] {
+            set_mtime(&d.join(name), later);
+        }
+        tmp
+    }
+
+    fn journal() -> Vec<Recorded<'static>> {
+        vec![
+            Recorded {
+                case_id: "c1",
+                stack: "s",
+                status: RunStatus::Pass,
+                samples: 3,
+            },
+            Recorded {
+                case_id: "c2",
+                stack: "s",
+                status: RunStatus::Skipped,
+                samples: 0,
+            },
+        ]
+    }
+
+    #[test]
+    fn results_files_showing_the_journals_runs_match() {
+        let dir = run_dir();
+        assert!(start(dir.path()).matches(&journal()));
+    }
+
+    #[test]
+    fn any_disagreement_or_a_bundle_changed_after_the_results_does_not_match() {
+        let dir = run_dir();
+        let mut other = journal();
+        other[1].status = RunStatus::Fail;
+        assert!(!start(dir.path()).matches(&other));
+        let mut other = journal();
+        other[0].samples = 4;
+        assert!(!start(dir.path()).matches(&other));
+        assert!(!start(dir.path()).matches(&journal()[..1]));
+        // A timing file written after the results files.
+        let timing = dir.path().join("cases/c1/s/timing.json");
+        set_mtime(&timing, SystemTime::now() + Duration::from_secs(120));
+        assert!(!start(dir.path()).matches(&journal()));
+        // An empty manifest (a power loss).
+        let dir = run_dir();
+        std::fs::write(dir.path().join("cases/c2/s/manifest.json"), "").unwrap();
+        assert!(!start(dir.path()).matches(&journal()));
+        // No samples.csv.
+        let dir = run_dir();
+        std::fs::remove_file(dir.path().join("samples.csv")).unwrap();
+        assert!(!start(dir.path()).matches(&journal()));
+    }
+}
