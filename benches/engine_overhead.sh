@@ -61,7 +61,7 @@ for rep in $(seq "$REPEATS"); do
     for base in "$TMP" ${SHM:+"$SHM"}; do
       fs=$([ "$base" = "$TMP" ] && echo disk || echo tmpfs)
       t0=$(now)
-      "${EXES[$i]}" run "$TMP/plan.toml" --results-dir "$base/out-$rep-$i" --jobs 1 -q > /dev/null
+      "${EXES[$i]}" run "$TMP/plan.toml" --results-dir "$base/out-$rep-$i" --jobs 1 --repeats 1 -q > /dev/null
       t1=$(now)
       eng=$(ms_per_run "$t0" "$t1")
       over=$(python3 -c "print(f'{$eng - $loop:.3f}')")

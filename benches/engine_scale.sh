@@ -32,7 +32,7 @@ for N in "${NS[@]}"; do
   i=0
   while [ $i -lt "$N" ]; do "$STACK" > /dev/null; i=$((i + 1)); done
   t1=$(now)
-  "$EXE" run "$TMP/plan-$N.toml" --results-dir "$TMP/out-$N" --jobs 1 -q > /dev/null
+  "$EXE" run "$TMP/plan-$N.toml" --results-dir "$TMP/out-$N" --jobs 1 --repeats 1 -q > /dev/null
   t2=$(now)
   python3 - "$N" "$t0" "$t1" "$t2" "${first:-}" <<'PY'
 import sys

@@ -31,7 +31,7 @@ command = ["$STACK", "{{ count }}"]
 resource = "npu"
 PLAN
 t0=$(date +%s.%N)
-"$EXE" run "$TMP/plan.toml" --results-dir "$TMP/out" -q > "$TMP/stdout" || { cat "$TMP/stdout"; exit 1; }
+"$EXE" run "$TMP/plan.toml" --results-dir "$TMP/out" --repeats 1 -q > "$TMP/stdout" || { cat "$TMP/stdout"; exit 1; }
 t1=$(date +%s.%N)
 python3 - "$t0" "$t1" <<'PY'
 import sys

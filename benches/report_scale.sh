@@ -32,7 +32,7 @@ if ! ls -d "$DIR"/out/reportscale/run_* > /dev/null 2>&1; then
         "$1" "$STACK" "$2"
     done
   } > "$DIR/plan.toml"
-  "$EXE" run "$DIR/plan.toml" --results-dir "$DIR/out" --jobs 2 -q --yes > /dev/null
+  "$EXE" run "$DIR/plan.toml" --results-dir "$DIR/out" --jobs 2 --repeats 1 -q --yes > /dev/null
 fi
 RUN=$(ls -d "$DIR"/out/reportscale/run_* | tail -1)
 for i in 1 2 3; do

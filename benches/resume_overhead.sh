@@ -29,6 +29,7 @@ timed = 1
 [run]
 order = "given"
 jobs = 1
+repeats = 1
 [devices]
 kind = "npu"
 ids = "0-1"

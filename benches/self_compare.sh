@@ -7,7 +7,7 @@
 #   N     repetitions (default 20)
 #   PLAN  plan (default plans/smoke.toml)
 #   EXE   campaign binary (default target/release/campaign)
-#   e.g.  benches/self_compare.sh 20 plans/smoke.toml target/release/campaign -- --repeats 3
+#   e.g.  benches/self_compare.sh 20 plans/smoke.toml target/release/campaign -- --repeats 5
 # Prints one line per repetition (exit codes of A→B and B→A, verdict counts), then totals.
 set -euo pipefail
 cd "$(dirname "$0")/.."
