@@ -105,6 +105,60 @@ pub struct Comparison {
     /// (case, stack) present in only one of the two.
     pub(crate) only_a: Vec<(String, String)>,
     pub(crate) only_b: Vec<(String, String)>,
+    /// Stacks whose rows moved together beyond the band: a shift of the whole campaign.
+    pub(crate) shifts: Vec<Shift>,
+}
+
+/// Most rows of one stack moved the same way beyond the noise band. Two whole campaigns that
+/// differ — a busier machine, another build, another configuration — look like this, and no
+/// statistic over the rows of the two can say which; the note says so instead of staying quiet.
+#[derive(Debug, Clone, Serialize)]
+pub struct Shift {
+    pub(crate) stack: String,
+    /// Rows of the stack with a change.
+    pub(crate) rows: usize,
+    /// Of them, rows beyond the band in the direction of `median_change`.
+    pub(crate) moved: usize,
+    /// Median over the stack's rows of the change (positive = B slower).
+    pub(crate) median_change: f64,
+}
+
+/// Rows a shift needs: at least this many, and `SHIFT_SHARE` of the stack's rows.
+const SHIFT_ROWS: usize = 3;
+const SHIFT_SHARE: f64 = 0.75;
+
+/// The stacks of `rows` whose rows moved together beyond ±`threshold`.
+fn shifts(rows: &[CompareRow], threshold: f64) -> Vec<Shift> {
+    let mut by_stack: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    for r in rows {
+        if let Some(c) = r.change {
+            by_stack.entry(r.stack.as_str()).or_default().push(c);
+        }
+    }
+    by_stack
+        .into_iter()
+        .filter_map(|(stack, changes)| {
+            let median_change = crate::analysis::stats::median(&changes)?;
+            let moved = changes
+                .iter()
+                .filter(|c| {
+                    if median_change > 0.0 {
+                        **c > threshold
+                    } else {
+                        **c < -threshold
+                    }
+                })
+                .count();
+            let together =
+                moved >= SHIFT_ROWS && moved as f64 >= SHIFT_SHARE * changes.len() as f64;
+            together.then(|| Shift {
+                stack: stack.to_string(),
+                rows: changes.len(),
+                moved,
+                median_change,
+            })
+        })
+        .collect()
 }
 
 impl Comparison {
@@ -239,9 +293,10 @@ pub fn compare(a: &ResultSet, b: &ResultSet, threshold: f64, boot: &Bootstrap) -
         min_rounds: MIN_ROUNDS,
         min_repeats: MIN_REPEATS,
         verdict_level,
-        rows,
         only_a: only(&ga, &gb),
         only_b: only(&gb, &ga),
+        shifts: shifts(&rows, threshold),
+        rows,
     }
 }
 
@@ -309,6 +364,20 @@ pub fn to_markdown(c: &Comparison, name_a: &str, name_b: &str) -> String {
             evidence(&r.b),
             change,
             verdict
+        ));
+    }
+    for sh in &c.shifts {
+        out.push_str(&format!(
+            "\nWhole-campaign shift: {} of {} rows of `{}` moved {} beyond ±{:.1} % (median change {}). \
+             Two campaigns that differ as a whole — a busier machine, another build, another \
+             configuration — look like this, and these rows cannot say which; to A/B two builds, \
+             run both as stacks of one campaign, so their runs interleave.\n",
+            sh.moved,
+            sh.rows,
+            sh.stack,
+            if sh.median_change > 0.0 { "slower" } else { "faster" },
+            c.threshold * 100.0,
+            pct(sh.median_change)
         ));
     }
     for (label, list) in [("only in A", &c.only_a), ("only in B", &c.only_b)] {

@@ -482,6 +482,16 @@ fn doubled_times_are_slower_halved_are_faster() {
     assert!(slow.regressed());
     assert!(slow.rows.iter().all(|r| r.verdict == Change::Slower));
     assert!((slow.rows[0].change.unwrap() - 1.0).abs() < 1e-9);
+    // Every row of both stacks moved the same way: the table says the campaign moved as a whole.
+    let md = to_markdown(&slow, "a", "b");
+    for stack in ["host", "mpi"] {
+        assert!(
+            md.contains(&format!(
+                "Whole-campaign shift: 24 of 24 rows of `{stack}` moved slower beyond ±5.0 % (median change +100.0 %)"
+            )),
+            "{md}"
+        );
+    }
     let fast = compare(&a, &scaled(&a, 0.5), 0.05, &boot);
     assert!(!fast.regressed());
     assert!(fast.rows.iter().all(|r| r.verdict == Change::Faster));
@@ -499,6 +509,7 @@ fn same_distribution_is_no_change() {
     );
     let c = compare(&a, &b, 0.05, &Bootstrap::default());
     assert!(!c.regressed());
+    assert!(!to_markdown(&c, "a", "b").contains("Whole-campaign shift"));
     // Three repeats that agree within ±1 %: no verdict either way. (Whether the interval of
     // so few repeats fits inside ±5 % — "no change" — or crosses it is the evidence's call.)
     assert!(
