@@ -14,7 +14,7 @@ use serde::Serialize;
 use crate::analysis::stats::bootstrap::{ratio_interval, ratio_interval_at, Bootstrap, Interval};
 use crate::analysis::stats::hierarchical::estimate;
 pub use crate::analysis::verdict::Change;
-use crate::analysis::verdict::{self, RepeatStats, MIN_REPEATS, MIN_ROUNDS};
+use crate::analysis::verdict::{self, Evidence, MIN_REPEATS, MIN_ROUNDS};
 use crate::model::results::{Metric, ResultSet, RunResult, RunStatus};
 use crate::model::units::format_seconds;
 
@@ -218,60 +218,33 @@ pub fn compare(a: &ResultSet, b: &ResultSet, threshold: f64, boot: &Bootstrap) -
         pairs.push((key, metric, sa, sb, comparable, too_few));
     }
     let m = pairs.iter().filter(|p| p.4 && p.5.is_none()).count();
-    // Rows with repeats are judged on their spread (Welch), at the level Benjamini–Hochberg
-    // leaves over all m rows; rows of one repeat only on their rounds, at Bonferroni's.
-    let stats: Vec<Option<RepeatStats>> = pairs
-        .iter()
-        .map(|(_, _, sa, sb, comparable, too_few)| {
-            let ok = *comparable && too_few.is_none();
-            ok.then(|| {
-                RepeatStats::of(&verdict::medians(&sa.sorted), &verdict::medians(&sb.sorted))
-            })
-            .flatten()
-        })
-        .collect();
-    let ps: Vec<f64> = stats
-        .iter()
-        .flatten()
-        .map(|s| s.p_beyond(threshold))
-        .collect();
-    let verdict_level = verdict::verdict_level(&ps, m);
-    let rounds_level = verdict::family_level(m);
     let boot = Bootstrap {
         resamples: boot.resamples.max(resamples_for(m)),
         ..*boot
     };
+    let shift = |r: Interval| Interval {
+        lo: r.lo - 1.0,
+        hi: r.hi - 1.0,
+    };
     let mut rows = Vec::new();
-    for ((key, metric, sa, sb, comparable, too_few), stats) in pairs.into_iter().zip(stats) {
-        let (change, ci, verdict_ci, verdict, why) = if !comparable {
-            (None, None, None, Change::NotComparable, None)
-        } else {
-            let change = sa.median_s.zip(sb.median_s).map(|(ma, mb)| mb / ma - 1.0);
-            match too_few {
-                Some(why) => (change, None, None, Change::TooFewSamples, Some(why)),
-                None => {
-                    let k = format!("{}/{}/compare", key.0, key.1);
-                    let da = boot.hierarchical_draws(&sa.sorted, &format!("{k}/a"));
-                    let db = boot.hierarchical_draws(&sb.sorted, &format!("{k}/b"));
-                    let shift = |r: Interval| Interval {
-                        lo: r.lo - 1.0,
-                        hi: r.hi - 1.0,
-                    };
-                    let ci = shift(ratio_interval(&db, &da));
-                    // With repeats, the verdict rests on their spread; one repeat's rounds
-                    // can only say "no change" or nothing.
-                    let wide = match stats {
-                        Some(st) => st.interval(verdict_level),
-                        None => shift(ratio_interval_at(&db, &da, rounds_level)),
-                    };
-                    let (verdict, why) = verdict::judge(
-                        &verdict::medians(&sa.sorted),
-                        &verdict::medians(&sb.sorted),
-                        wide,
-                        threshold,
-                    );
-                    (change, Some(ci), Some(wide), verdict, why)
-                }
+    // The rows with an interval, judged together once all are known (`verdict::judge_all`).
+    let mut judged_rows = Vec::new();
+    let mut evidence = Vec::new();
+    for (key, metric, sa, sb, comparable, too_few) in pairs {
+        let change = sa.median_s.zip(sb.median_s).map(|(ma, mb)| mb / ma - 1.0);
+        let (change, ci, verdict, why) = match (comparable, too_few) {
+            (false, _) => (None, None, Change::NotComparable, None),
+            (true, Some(why)) => (change, None, Change::TooFewSamples, Some(why)),
+            (true, None) => {
+                let k = format!("{}/{}/compare", key.0, key.1);
+                let da = boot.hierarchical_draws(&sa.sorted, &format!("{k}/a"));
+                let db = boot.hierarchical_draws(&sb.sorted, &format!("{k}/b"));
+                judged_rows.push(rows.len());
+                evidence.push(Evidence::new(&sa.sorted, &sb.sorted, || {
+                    shift(ratio_interval_at(&db, &da, verdict::family_level(m)))
+                }));
+                let ci = shift(ratio_interval(&db, &da));
+                (change, Some(ci), Change::NoClearDifference, None)
             }
         };
         rows.push(CompareRow {
@@ -282,10 +255,15 @@ pub fn compare(a: &ResultSet, b: &ResultSet, threshold: f64, boot: &Bootstrap) -
             b: sb,
             change,
             ci,
-            verdict_ci,
+            verdict_ci: None,
             verdict,
             why,
         });
+    }
+    let (verdict_level, judged) = verdict::judge_all(&evidence, m, threshold);
+    for (i, (verdict, why, wide)) in judged_rows.into_iter().zip(judged) {
+        let row = &mut rows[i];
+        (row.verdict, row.why, row.verdict_ci) = (verdict, why, Some(wide));
     }
     let only = |x: &Groups, y: &Groups| x.keys().filter(|k| !y.contains_key(*k)).cloned().collect();
     Comparison {

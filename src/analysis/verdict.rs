@@ -177,6 +177,69 @@ impl RepeatStats {
     }
 }
 
+/// What one row brings to its verdict: each side's repeat medians, their run-to-run statistics
+/// when both sides have repeats, and otherwise the interval of the change from the rounds alone
+/// (at `family_level`), which can say "no change" or nothing.
+#[derive(Debug, Clone)]
+pub(crate) struct Evidence {
+    a: Vec<f64>,
+    b: Vec<f64>,
+    stats: Option<RepeatStats>,
+    rounds: Option<Interval>,
+}
+
+impl Evidence {
+    /// From each side's repeats (each sorted ascending, non-empty); `rounds` is asked for only
+    /// when the repeats cannot carry statistics.
+    pub(crate) fn new(
+        a: &[Vec<f64>],
+        b: &[Vec<f64>],
+        rounds: impl FnOnce() -> Interval,
+    ) -> Evidence {
+        let (a, b) = (medians(a), medians(b));
+        let stats = RepeatStats::of(&a, &b);
+        let rounds = stats.is_none().then(rounds);
+        Evidence {
+            a,
+            b,
+            stats,
+            rounds,
+        }
+    }
+}
+
+/// One row's verdict, its reason, and the interval it was taken on.
+pub(crate) type Judged = (Change, Option<String>, Interval);
+
+/// Judge `rows` together — `m` rows (at least `rows.len()`) count toward the level — the one
+/// place `compare` and the report decide faster/slower: rows with repeat statistics at the
+/// level Benjamini–Hochberg leaves (`verdict_level`), the rest on their rounds' interval.
+/// Returns that level and a verdict per row, in order.
+pub(crate) fn judge_all(rows: &[Evidence], m: usize, threshold: f64) -> (f64, Vec<Judged>) {
+    let ps: Vec<f64> = rows
+        .iter()
+        .filter_map(|e| e.stats.map(|s| s.p_beyond(threshold)))
+        .collect();
+    let level = verdict_level(&ps, m.max(rows.len()));
+    let judged = rows
+        .iter()
+        .map(|e| {
+            let wide = match (e.stats, e.rounds) {
+                (Some(st), _) => st.interval(level),
+                (None, Some(r)) => r,
+                // `Evidence::new` fills one of the two.
+                (None, None) => Interval {
+                    lo: f64::NEG_INFINITY,
+                    hi: f64::INFINITY,
+                },
+            };
+            let (v, why) = judge(&e.a, &e.b, wide, threshold);
+            (v, why, wide)
+        })
+        .collect();
+    (level, judged)
+}
+
 /// Every repeat median of `b` beyond every one of `a` by the band, in the direction of `slower`.
 fn separated(a: &[f64], b: &[f64], threshold: f64, slower: bool) -> bool {
     let max = |v: &[f64]| v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
@@ -190,12 +253,7 @@ fn separated(a: &[f64], b: &[f64], threshold: f64, slower: bool) -> bool {
 
 /// The verdict on B against A (`a`, `b`: each side's repeat medians) from `wide`, the verdict
 /// interval of the change `median_b / median_a − 1`.
-pub(crate) fn judge(
-    a: &[f64],
-    b: &[f64],
-    wide: Interval,
-    threshold: f64,
-) -> (Change, Option<String>) {
+fn judge(a: &[f64], b: &[f64], wide: Interval, threshold: f64) -> (Change, Option<String>) {
     let inside = wide.lo >= -threshold && wide.hi <= threshold;
     if inside {
         return (Change::NoChange, None);

@@ -19,6 +19,7 @@ use crate::model::plan::ExecutorKind;
 use crate::model::results::RunResult;
 use crate::model::results::RunStatus;
 use crate::store::atomic::write_atomic;
+use crate::store::fingerprint::HashWriter;
 use crate::store::journal;
 use crate::store::journal::{Journal, Replay, StepState};
 use crate::store::layout::RunDir;
@@ -29,19 +30,6 @@ const HEADER_STEPS_MAX: usize = 10_000;
 
 /// Journal field (header, and each resume's `session` line) holding [`fingerprint_context`].
 const CONTEXT_FIELD: &str = "fingerprint_context";
-
-/// Feeds serialized bytes into a hash without building them in memory first.
-struct HashWriter(sha2::Sha256);
-
-impl std::io::Write for HashWriter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        sha2::Digest::update(&mut self.0, buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 /// A hash of everything a run's fingerprint (`work::fingerprint`) is computed from, for every
 /// planned run at once: each run's case id, stack and case; each stack's definition and resolved

@@ -16,7 +16,7 @@ use crate::analysis::stats::fit;
 use crate::analysis::stats::fit::AlphaBeta;
 use crate::analysis::stats::hierarchical;
 use crate::analysis::stats::summary::{describe, Summary};
-use crate::analysis::verdict::{self, Change, RepeatStats};
+use crate::analysis::verdict::{self, Change, Evidence};
 use crate::model::case::{Dtype, Variant};
 use crate::model::results::{Metric, ResultSet, RunResult, RunStatus};
 
@@ -79,32 +79,21 @@ pub struct Paired {
     pub(crate) stack_median: f64,
     pub(crate) baseline_median: f64,
     pub(crate) metric: Metric,
-    /// Evidence over repeats awaiting the level all pairs leave (`judge_repeats`).
-    pending: Option<Pending>,
+    /// The pair's evidence until every pair's is known (`judge_pairs`).
+    pending: Option<Evidence>,
 }
 
-/// A pair's run-to-run evidence, judged once every pair's is known.
-#[derive(Debug, Clone)]
-struct Pending {
-    stats: RepeatStats,
-    base_medians: Vec<f64>,
-    own_medians: Vec<f64>,
-}
-
-/// Judge every pair with repeats at the level Benjamini–Hochberg leaves over the `judged`
-/// pairs (`analysis::verdict::verdict_level`), the rule `compare` uses; returns that level.
-fn judge_repeats(paired: &mut [Paired], judged: usize) -> f64 {
-    let band = verdict::DEFAULT_THRESHOLD;
-    let ps: Vec<f64> = paired
-        .iter()
-        .filter_map(|p| p.pending.as_ref().map(|e| e.stats.p_beyond(band)))
-        .collect();
-    let level = verdict::verdict_level(&ps, judged);
-    for p in paired.iter_mut() {
-        if let Some(e) = p.pending.take() {
-            let wide = e.stats.interval(level);
-            (p.verdict, p.why) = verdict::judge(&e.base_medians, &e.own_medians, wide, band);
-        }
+/// Judge every pair with an interval together over the `judged` pairs (`verdict::judge_all`,
+/// the rule `compare` uses); returns the level of the verdict intervals of pairs with repeats.
+fn judge_pairs(paired: &mut [Paired], judged: usize) -> f64 {
+    let (rows, evidence): (Vec<usize>, Vec<Evidence>) = paired
+        .iter_mut()
+        .enumerate()
+        .filter_map(|(i, p)| p.pending.take().map(|e| (i, e)))
+        .unzip();
+    let (level, verdicts) = verdict::judge_all(&evidence, judged, verdict::DEFAULT_THRESHOLD);
+    for (i, (v, why, _)) in rows.into_iter().zip(verdicts) {
+        (paired[i].verdict, paired[i].why) = (v, why);
     }
     level
 }
@@ -246,7 +235,7 @@ impl Analysis {
             paired.extend(case_paired);
         }
         failures.sort_by_key(|f| f.index);
-        let paired_level = judge_repeats(&mut paired, judged);
+        let paired_level = judge_pairs(&mut paired, judged);
         let pairing_notes = pairing_notes(results, &stacks, baseline.as_deref(), compare_metric);
         let fits = fits(results, &stats);
         let b_star = b_stars(&fits);
@@ -541,7 +530,12 @@ fn summarize_case(
             if run.stack == baseline {
                 continue;
             }
-            let own_on = compare_metric.and_then(|_| on_metric(s));
+            let metric = match compare_metric {
+                Some(cm) => cm,
+                None if s.metric != b.metric => continue,
+                None => s.metric,
+            };
+            let own_on = on_metric(s);
             let own = match &own_on {
                 Some(e) => e.view(),
                 None => View {
@@ -558,49 +552,26 @@ fn summarize_case(
                     repeats: &sides[bi],
                 },
             };
-            let metric = match compare_metric {
-                Some(cm) => cm,
-                None if s.metric != b.metric => continue,
-                None => s.metric,
-            };
             if own.draws.is_empty() || base.draws.is_empty() || base.median <= 0.0 {
                 continue;
             }
             let too_few = verdict::too_few(own.repeats).or_else(|| verdict::too_few(base.repeats));
-            let ci = too_few
-                .is_none()
-                .then(|| bootstrap::ratio_interval(own.draws, base.draws));
-            let (base_medians, own_medians) = (
-                verdict::medians(base.repeats),
-                verdict::medians(own.repeats),
-            );
-            // Rows with repeats wait for every row's evidence (the level depends on all of
-            // them: `judge_repeats`); a single repeat is judged on its rounds here.
-            let repeat_stats = RepeatStats::of(&base_medians, &own_medians);
-            let (verdict, why) = match (&too_few, repeat_stats) {
-                (Some(why), _) => (Change::TooFewSamples, Some(why.clone())),
-                (None, Some(_)) => (Change::NoClearDifference, None),
-                (None, None) => {
+            // A pair with an interval is judged with every other (`judge_pairs`).
+            let pending = too_few.is_none().then(|| {
+                Evidence::new(base.repeats, own.repeats, || {
                     let wide = bootstrap::ratio_interval_at(own.draws, base.draws, level);
-                    let change = Interval {
+                    Interval {
                         lo: wide.lo - 1.0,
                         hi: wide.hi - 1.0,
-                    };
-                    verdict::judge(
-                        &base_medians,
-                        &own_medians,
-                        change,
-                        verdict::DEFAULT_THRESHOLD,
-                    )
-                }
-            };
-            let pending = match (too_few, repeat_stats) {
-                (None, Some(st)) => Some(Pending {
-                    stats: st,
-                    base_medians,
-                    own_medians,
-                }),
-                _ => None,
+                    }
+                })
+            });
+            let ci = pending
+                .is_some()
+                .then(|| bootstrap::ratio_interval(own.draws, base.draws));
+            let (verdict, why) = match too_few {
+                Some(why) => (Change::TooFewSamples, Some(why)),
+                None => (Change::NoClearDifference, None),
             };
             paired.push(Paired {
                 case_id: run.base_case_id().to_string(),

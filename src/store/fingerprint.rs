@@ -14,6 +14,20 @@ use sha2::{Digest, Sha256};
 use crate::model::case::{canonical_json, Case};
 use crate::model::stack::StackDef;
 
+/// Feeds serialized bytes into a SHA-256 without building them in memory first (the session's
+/// fingerprint context, the history's content hash of a run dir).
+pub(crate) struct HashWriter(pub(crate) Sha256);
+
+impl std::io::Write for HashWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.update(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// Env vars the engine sets per run whose values are paths or leased devices: left out of the
 /// fingerprint, and their values masked inside argv and other env values.
 const VOLATILE_ENV: &[(&str, &str)] = &[

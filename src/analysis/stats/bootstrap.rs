@@ -139,7 +139,14 @@ pub(crate) fn resampled_median(sorted: &[f64], rng: &mut ChaCha8Rng, counts: &mu
         }
         left -= take;
     }
-    // Type-7 median: mean of order statistics ⌊(n−1)/2⌋ and ⌈(n−1)/2⌉ (0-based).
+    median_of_counts(sorted, counts)
+}
+
+/// The median of the resample that drew `sorted[i]` `counts[i]` times (the counts sum to
+/// `sorted.len()`): type 7, the mean of order statistics ⌊(n−1)/2⌋ and ⌈(n−1)/2⌉ (0-based).
+#[inline]
+fn median_of_counts(sorted: &[f64], counts: &[u32]) -> f64 {
+    let n = sorted.len();
     let (k1, k2) = ((n - 1) / 2, n / 2);
     let mut cum = 0usize;
     let mut first = None;
@@ -252,7 +259,7 @@ mod tests {
         }
     }
 
-    /// The word-by-word draw the bulk `fill_bytes` path replaced, verbatim, as the reference.
+    /// The word-by-word draw the bulk `fill_bytes` path replaced, as the reference for the draws.
     fn resampled_median_word_by_word(sorted: &[f64], rng: &mut ChaCha8Rng) -> f64 {
         let n = sorted.len();
         let mut counts = vec![0u32; n];
@@ -260,19 +267,7 @@ mod tests {
             let i = ((u64::from(rng.next_u32()) * n as u64) >> 32) as usize;
             counts[i] += 1;
         }
-        let (k1, k2) = ((n - 1) / 2, n / 2);
-        let mut cum = 0usize;
-        let mut first = None;
-        for (i, &c) in counts.iter().enumerate() {
-            cum += c as usize;
-            if first.is_none() && cum > k1 {
-                first = Some(sorted[i]);
-            }
-            if cum > k2 {
-                return (first.unwrap_or(sorted[i]) + sorted[i]) / 2.0;
-            }
-        }
-        sorted[n - 1]
+        median_of_counts(sorted, &counts)
     }
 
     #[test]

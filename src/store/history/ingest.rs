@@ -19,6 +19,7 @@ use super::{db_error, History};
 use crate::analysis::stats::{self, bootstrap, hierarchical, Bootstrap};
 use crate::error::{Error, Result};
 use crate::model::results::{Metric, ResultSet, RunResult, RunStatus};
+use crate::store::fingerprint::HashWriter;
 
 /// What an ingest did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -380,17 +381,4 @@ fn write_run(
         ])?;
     }
     Ok(())
-}
-
-/// Feeds serialized bytes into a SHA-256 without building them in memory first.
-struct HashWriter(Sha256);
-
-impl std::io::Write for HashWriter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        sha2::Digest::update(&mut self.0, buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
