@@ -4,9 +4,12 @@
 # plan and binary) and compares exiting 1. Lets the verdict rule be measured on many campaigns
 # without running them again (`benches/self_compare.sh` runs them as it goes).
 #
-# Usage: benches/compare_pairs.sh EXE RUN_DIR RUN_DIR [RUN_DIR ...]
+# Usage: [COMPARE_ARGS="..."] benches/compare_pairs.sh EXE RUN_DIR RUN_DIR [RUN_DIR ...]
 #   e.g. for i in $(seq -w 1 21); do campaign run plans/host_vs_mpi.toml --results-dir /tmp/sc/c$i -q; done
-#        benches/compare_pairs.sh target/release/campaign /tmp/sc/c*/host_vs_mpi/run_*
+#        campaign history ingest --results-dir /tmp/sc/all /tmp/sc/c*/host_vs_mpi/run_*
+#        COMPARE_ARGS="--history /tmp/sc/all/history.sqlite" \
+#          benches/compare_pairs.sh target/release/campaign /tmp/sc/c*/host_vs_mpi/run_*
+#   (COMPARE_ARGS=--no-history judges each pair on its two campaigns alone.)
 # Prints one line per pair (exit codes and verdict counts of both directions), then totals.
 set -euo pipefail
 EXE=$1
@@ -25,7 +28,8 @@ for ((i = 0; i + 1 < ${#dirs[@]}; i++)); do
   line="pair $((i + 1)):"; any=0
   for order in "$a $b" "$b $a"; do
     set -- $order
-    json=$("$EXE" compare "$1" "$2" --format json) && rc=0 || rc=$?
+    # shellcheck disable=SC2086 # COMPARE_ARGS is a list of words
+    json=$("$EXE" compare "$1" "$2" --format json ${COMPARE_ARGS:-}) && rc=0 || rc=$?
     [ "$rc" -eq 1 ] && exit1=$((exit1 + 1))
     read -r n w rest <<< "$(printf '%s' "$json" | count)"
     rows=$((rows + n)); wolves=$((wolves + w)); [ "$w" -gt 0 ] && any=1

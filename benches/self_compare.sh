@@ -24,7 +24,7 @@ verdicts() { # stdin: compare --format json; prints "verdict count" lines
 d=json.load(sys.stdin); c=collections.Counter(r["verdict"] for r in d["rows"])
 print(" ".join(f"{k}={v}" for k,v in sorted(c.items())))'
 }
-total_rows=0; wolf_rows=0; wolf_pairs=0; exit1=0
+total_rows=0; wolf_rows=0; wolf_pairs=0; exit1=0; held_rows=0
 for i in $(seq 1 "$N"); do
   dirs=()
   for side in a b; do
@@ -40,7 +40,9 @@ for i in $(seq 1 "$N"); do
     [ "$rc" -ne 0 ] && exit1=$((exit1 + 1))
     rows=$(printf '%s' "$json" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["rows"]))')
     wolves=$(printf '%s' "$json" | python3 -c 'import json,sys; print(sum(r["verdict"] in ("faster","slower") for r in json.load(sys.stdin)["rows"]))')
-    total_rows=$((total_rows + rows)); wolf_rows=$((wolf_rows + wolves))
+    # Rows whose verdict was withheld because a run was starved of CPU (`contended (…)`).
+    held=$(printf '%s' "$json" | python3 -c 'import json,sys; print(sum((r["why"] or "").startswith("contended") for r in json.load(sys.stdin)["rows"]))')
+    total_rows=$((total_rows + rows)); wolf_rows=$((wolf_rows + wolves)); held_rows=$((held_rows + held))
     [ "$wolves" -gt 0 ] && pair_wolf=1
     line="$line exit=$rc [$(printf '%s' "$json" | verdicts)]"
   done
@@ -51,3 +53,4 @@ done
 echo "repetitions: $N; compares: $((2 * N)); exit 1: $exit1"
 echo "rows with a faster/slower verdict: $wolf_rows of $total_rows"
 echo "repetitions with any faster/slower row: $wolf_pairs of $N"
+echo "rows not judged because a run was starved of CPU (contended): $held_rows of $total_rows"

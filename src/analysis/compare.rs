@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::analysis::between::Between;
 use crate::analysis::stats::bootstrap::{ratio_interval, ratio_interval_at, Bootstrap, Interval};
 use crate::analysis::stats::hierarchical::estimate;
 pub use crate::analysis::verdict::Change;
@@ -35,6 +36,10 @@ pub struct Side {
     pub(crate) rounds: usize,
     /// Mean over repeats of each repeat's median, seconds (the median with one repeat).
     pub(crate) median_s: Option<f64>,
+    /// Some repeat ran with more ranks than CPUs it received.
+    pub(crate) oversubscribed: bool,
+    /// The largest share of its time any repeat was stalled for a CPU (null: not measured).
+    pub(crate) cpu_contention: Option<f64>,
     #[serde(skip)]
     sorted: Vec<Vec<f64>>,
 }
@@ -60,6 +65,11 @@ impl Side {
             repeats: sorted.len(),
             rounds: sorted.iter().map(Vec::len).min().unwrap_or(0),
             median_s: estimate(&sorted),
+            oversubscribed: runs.iter().any(|r| r.oversubscribed()),
+            cpu_contention: runs
+                .iter()
+                .filter_map(|r| r.cpu_contention)
+                .reduce(f64::max),
             sorted,
         }
     }
@@ -88,6 +98,9 @@ pub struct CompareRow {
     pub verdict: Change,
     /// Why the verdict is not faster/slower when the numbers alone might suggest one.
     pub(crate) why: Option<String>,
+    /// The series' campaign-to-campaign spread from earlier campaigns (the history store),
+    /// added to the verdict interval's error; null when none was known.
+    pub(crate) between: Option<Between>,
 }
 
 /// The whole comparison.
@@ -107,7 +120,12 @@ pub struct Comparison {
     pub(crate) only_b: Vec<(String, String)>,
     /// Stacks whose rows moved together beyond the band: a shift of the whole campaign.
     pub(crate) shifts: Vec<Shift>,
+    /// Where the campaign-to-campaign spreads came from (the history store), when one was read.
+    pub(crate) history: Option<String>,
 }
+
+/// Each (case id, stack)'s campaign-to-campaign spread, from earlier campaigns.
+pub type Spreads = BTreeMap<(String, String), Between>;
 
 /// Most rows of one stack moved the same way beyond the noise band. Two whole campaigns that
 /// differ — a busier machine, another build, another configuration — look like this, and no
@@ -173,17 +191,32 @@ impl Comparison {
     }
 }
 
-/// Parse a threshold such as `5%` or `0.05` into a fraction.
-pub(crate) fn parse_threshold(text: &str) -> Result<f64, String> {
+/// A percentage (`5%`) or a fraction (`0.05`), if `text` is one.
+fn parse_fraction(text: &str) -> Option<f64> {
     let t = text.trim();
     let value = match t.strip_suffix('%') {
         Some(pct) => pct.trim().parse::<f64>().map(|v| v / 100.0),
         None => t.parse::<f64>(),
     };
-    match value {
-        Ok(v) if v.is_finite() && (0.0..1.0).contains(&v) => Ok(v),
+    value.ok().filter(|v| v.is_finite())
+}
+
+/// Parse a threshold such as `5%` or `0.05` into a fraction.
+pub(crate) fn parse_threshold(text: &str) -> Result<f64, String> {
+    match parse_fraction(text) {
+        Some(v) if (0.0..1.0).contains(&v) => Ok(v),
         _ => Err(format!(
             "--threshold `{text}`: expected a percentage such as `5%` or a fraction below 1 such as `0.05`"
+        )),
+    }
+}
+
+/// Parse `--max-contention` (`10%`, `0.1`; `100%` judges every row) into a fraction.
+pub(crate) fn parse_max_contention(text: &str) -> Result<f64, String> {
+    match parse_fraction(text) {
+        Some(v) if (0.0..=1.0).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "--max-contention `{text}`: expected a share of a run's time from `0%` to `100%`, such as `10%`"
         )),
     }
 }
@@ -201,8 +234,50 @@ fn groups(rs: &ResultSet) -> Groups<'_> {
     g
 }
 
-/// Compare `b` against `a` (a = before, b = after).
+/// How rows are judged beyond their own numbers.
+#[derive(Debug, Clone)]
+pub struct Judging {
+    /// The noise band, a fraction.
+    pub threshold: f64,
+    /// Rows with a run stalled for a CPU more than this share of its time get no verdict.
+    pub max_contention: f64,
+    /// Each row's campaign-to-campaign spread from earlier campaigns.
+    pub spreads: Spreads,
+    /// Where the spreads were read (named in the output).
+    pub history: Option<String>,
+}
+
+impl Judging {
+    /// The defaults: band `threshold`, `verdict::DEFAULT_MAX_CONTENTION`, no history.
+    pub fn new(threshold: f64) -> Judging {
+        Judging {
+            threshold,
+            max_contention: verdict::DEFAULT_MAX_CONTENTION,
+            spreads: Spreads::new(),
+            history: None,
+        }
+    }
+}
+
+/// Compare `b` against `a` (a = before, b = after) on their own evidence alone.
 pub fn compare(a: &ResultSet, b: &ResultSet, threshold: f64, boot: &Bootstrap) -> Comparison {
+    compare_with(a, b, boot, Judging::new(threshold))
+}
+
+/// Compare `b` against `a` as `judging` says: each row's campaign-to-campaign spread is added
+/// to its verdict interval's error, and contended or oversubscribed rows get no verdict.
+pub fn compare_with(
+    a: &ResultSet,
+    b: &ResultSet,
+    boot: &Bootstrap,
+    judging: Judging,
+) -> Comparison {
+    let Judging {
+        threshold,
+        max_contention,
+        spreads,
+        history,
+    } = judging;
     let (ga, gb) = (groups(a), groups(b));
     // Pair the sides first: how many rows carry an interval sets the verdict level.
     let mut pairs = Vec::new();
@@ -232,6 +307,11 @@ pub fn compare(a: &ResultSet, b: &ResultSet, threshold: f64, boot: &Bootstrap) -
     let mut evidence = Vec::new();
     for (key, metric, sa, sb, comparable, too_few) in pairs {
         let change = sa.median_s.zip(sb.median_s).map(|(ma, mb)| mb / ma - 1.0);
+        // The history holds execute_s points: their spread applies to that metric only.
+        let between = spreads
+            .get(key)
+            .copied()
+            .filter(|_| metric == Metric::ExecuteS);
         let (change, ci, verdict, why) = match (comparable, too_few) {
             (false, _) => (None, None, Change::NotComparable, None),
             (true, Some(why)) => (change, None, Change::TooFewSamples, Some(why)),
@@ -240,9 +320,18 @@ pub fn compare(a: &ResultSet, b: &ResultSet, threshold: f64, boot: &Bootstrap) -
                 let da = boot.hierarchical_draws(&sa.sorted, &format!("{k}/a"));
                 let db = boot.hierarchical_draws(&sb.sorted, &format!("{k}/b"));
                 judged_rows.push(rows.len());
-                evidence.push(Evidence::new(&sa.sorted, &sb.sorted, || {
-                    shift(ratio_interval_at(&db, &da, verdict::family_level(m)))
-                }));
+                let caveat = verdict::caveat(
+                    (sa.oversubscribed, sb.oversubscribed),
+                    sa.cpu_contention,
+                    sb.cpu_contention,
+                    max_contention,
+                );
+                evidence.push(
+                    Evidence::new(&sa.sorted, &sb.sorted, between, || {
+                        shift(ratio_interval_at(&db, &da, verdict::family_level(m)))
+                    })
+                    .caveat(caveat),
+                );
                 let ci = shift(ratio_interval(&db, &da));
                 (change, Some(ci), Change::NoClearDifference, None)
             }
@@ -258,6 +347,7 @@ pub fn compare(a: &ResultSet, b: &ResultSet, threshold: f64, boot: &Bootstrap) -
             verdict_ci: None,
             verdict,
             why,
+            between,
         });
     }
     let (verdict_level, judged) = verdict::judge_all(&evidence, m, threshold);
@@ -275,6 +365,7 @@ pub fn compare(a: &ResultSet, b: &ResultSet, threshold: f64, boot: &Bootstrap) -
         only_b: only(&gb, &ga),
         shifts: shifts(&rows, threshold),
         rows,
+        history,
     }
 }
 
@@ -358,6 +449,7 @@ pub fn to_markdown(c: &Comparison, name_a: &str, name_b: &str) -> String {
             pct(sh.median_change)
         ));
     }
+    out.push_str(&history_note(c));
     for (label, list) in [("only in A", &c.only_a), ("only in B", &c.only_b)] {
         if !list.is_empty() {
             out.push_str(&format!("\n{} ({}):\n", label, list.len()));
@@ -376,6 +468,40 @@ pub fn to_markdown(c: &Comparison, name_a: &str, name_b: &str) -> String {
         c.count(Change::NotComparable)
     ));
     out
+}
+
+/// What the campaign-to-campaign spreads rest on, under the table.
+fn history_note(c: &Comparison) -> String {
+    let judged = c.rows.iter().filter(|r| r.verdict_ci.is_some());
+    let with: Vec<_> = judged.clone().filter_map(|r| r.between).collect();
+    let without = judged.count() - with.len();
+    match &c.history {
+        None => "\nCampaign-to-campaign spread: not known (no history store read), so a machine \
+                 phase that lasted a whole campaign counts as a change; earlier campaigns of the \
+                 same plan in the history store give each row its spread.\n"
+            .to_string(),
+        Some(store) if with.is_empty() => format!(
+            "\nCampaign-to-campaign spread: no row has >= 3 earlier campaigns of its build on \
+             this machine in `{store}` (besides A and B), so a machine phase that lasted a \
+             whole campaign counts as a change.\n"
+        ),
+        Some(store) => {
+            let campaigns = with.iter().map(|b| b.campaigns);
+            let sds: Vec<f64> = with.iter().map(|b| b.relative_sd()).collect();
+            let median_sd = crate::analysis::stats::median(&sds).unwrap_or(0.0);
+            format!(
+                "\nCampaign-to-campaign spread: {} row(s) add their series' spread between \
+                 earlier campaigns of the same build on this machine ({}–{} campaigns in `{store}`, \
+                 A and B left out; median ±{:.1} %) to the verdict interval's error; {} row(s) \
+                 had too few earlier campaigns.\n",
+                with.len(),
+                campaigns.clone().min().unwrap_or(0),
+                campaigns.max().unwrap_or(0),
+                median_sd * 100.0,
+                without
+            )
+        }
+    }
 }
 
 /// The comparison as JSON: every row with both sides' evidence (repeats, rounds, median), the
@@ -407,6 +533,8 @@ pub(crate) fn to_csv(c: &Comparison) -> Result<String, csv::Error> {
         "why",
         "verdict_ci_lo",
         "verdict_ci_hi",
+        "between_campaigns",
+        "between_sd",
     ])?;
     let num = |v: Option<f64>| v.map(|x| format!("{x:.9}")).unwrap_or_default();
     for r in &c.rows {
@@ -428,6 +556,10 @@ pub(crate) fn to_csv(c: &Comparison) -> Result<String, csv::Error> {
             r.why.clone().unwrap_or_default(),
             num(r.verdict_ci.map(|c| c.lo)),
             num(r.verdict_ci.map(|c| c.hi)),
+            r.between
+                .map(|b| b.campaigns.to_string())
+                .unwrap_or_default(),
+            num(r.between.map(|b| b.relative_sd())),
         ])?;
     }
     let bytes = w.into_inner().map_err(|e| e.into_error())?;
@@ -444,6 +576,11 @@ mod tests {
         assert_eq!(parse_threshold("0.1"), Ok(0.1));
         assert!(parse_threshold("five").is_err());
         assert!(parse_threshold("150%").is_err());
+        assert_eq!(parse_max_contention("100%"), Ok(1.0));
+        assert_eq!(parse_max_contention("0.1"), Ok(0.1));
+        assert!(parse_max_contention("101%")
+            .unwrap_err()
+            .starts_with("--max-contention `101%`: expected a share"));
     }
 
     fn set(levels: &[f64], rounds: usize) -> ResultSet {
@@ -475,6 +612,7 @@ mod tests {
                 ended: None,
                 timing_source: None,
                 cpus: None,
+                cpu_contention: None,
             })
             .collect();
         ResultSet {
@@ -552,5 +690,78 @@ mod tests {
         assert_eq!(json["rows"][0]["a"]["repeats"], 3);
         assert_eq!(json["rows"][0]["a"]["rounds"], 10);
         assert!(json["rows"][0]["verdict"].is_string());
+    }
+
+    #[test]
+    fn oversubscribed_repeats_give_no_verdict_and_say_why() {
+        let a = set(&[1.0, 1.02, 0.98], 20);
+        let mut b = set(&[2.0, 2.04, 1.96], 20);
+        assert_eq!(
+            compare(&a, &b, 0.05, &Bootstrap::default()).rows[0].verdict,
+            Change::Slower
+        );
+        // Two ranks on one CPU in B's second repeat.
+        b.runs[1].cpus = Some(vec![0]);
+        let c = compare(&a, &b, 0.05, &Bootstrap::default());
+        let r = &c.rows[0];
+        assert!(r.b.oversubscribed && !r.a.oversubscribed);
+        assert_eq!(r.verdict, Change::NoClearDifference);
+        assert!(
+            r.why
+                .as_deref()
+                .unwrap()
+                .starts_with("oversubscribed (B): more ranks than CPUs"),
+            "{:?}",
+            r.why
+        );
+        assert!(!c.regressed());
+        // The interval still says what it says: "no change" is not withheld.
+        let same = compare(&a, &a, 0.05, &Bootstrap::default());
+        assert_ne!(same.rows[0].verdict, Change::Slower);
+    }
+
+    #[test]
+    fn a_campaign_to_campaign_spread_widens_the_verdict_and_is_shown() {
+        let (a, b) = (set(&[1.0, 1.02, 0.98], 20), set(&[1.3, 1.32, 1.28], 20));
+        let plain = compare(&a, &b, 0.05, &Bootstrap::default());
+        assert_eq!(plain.rows[0].verdict, Change::Slower);
+        assert!(to_markdown(&plain, "a", "b").contains("Campaign-to-campaign spread: not known"));
+        let key = (a.runs[0].base_case_id().to_string(), "host".to_string());
+        // Earlier campaigns of this series moved ±30 % from one to the next.
+        let wide = Between {
+            var: 0.3f64.powi(2),
+            df: 8.0,
+            campaigns: 9,
+        };
+        let spreads: Spreads = [(key.clone(), wide)].into_iter().collect();
+        let judging = |spreads: Spreads, history: &str| Judging {
+            spreads,
+            history: Some(history.into()),
+            ..Judging::new(0.05)
+        };
+        let c = compare_with(&a, &b, &Bootstrap::default(), judging(spreads, "h.sqlite"));
+        let r = &c.rows[0];
+        assert_eq!(r.verdict, Change::NoClearDifference);
+        assert!(r
+            .why
+            .as_deref()
+            .unwrap()
+            .contains("crosses the ±5.0 % noise band"));
+        assert!(r.verdict_ci.unwrap().lo < plain.rows[0].verdict_ci.unwrap().lo);
+        let md = to_markdown(&c, "a", "b");
+        assert!(
+            md.contains("1 row(s) add their series' spread between earlier campaigns of the same build on this machine (9–9 campaigns in `h.sqlite`, A and B left out; median ±35.0 %)"),
+            "{md}"
+        );
+        assert!(to_csv(&c)
+            .unwrap()
+            .lines()
+            .nth(1)
+            .unwrap()
+            .contains(",9,0.349858"));
+        // A steady history (no spread beyond the campaigns' own errors) leaves the verdict.
+        let steady: Spreads = [(key, Between { var: 0.0, ..wide })].into_iter().collect();
+        let c = compare_with(&a, &b, &Bootstrap::default(), judging(steady, "h"));
+        assert_eq!(c.rows[0].verdict, Change::Slower);
     }
 }

@@ -2,6 +2,7 @@
 //! fits (`stats`), the comparison of two result sets (`compare`) and change-point detection over
 //! a performance history (`changepoint`). Pure functions: no I/O.
 
+pub mod between;
 pub mod changepoint;
 pub mod compare;
 pub mod stats;

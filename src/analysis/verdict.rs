@@ -13,6 +13,7 @@
 
 use serde::Serialize;
 
+use crate::analysis::between::Between;
 use crate::analysis::stats::bootstrap::Interval;
 use crate::analysis::stats::quantile_sorted;
 
@@ -117,7 +118,10 @@ pub(crate) struct RepeatStats {
 
 impl RepeatStats {
     /// From each side's repeat medians; None unless both have >= 2 positive, finite ones.
-    pub(crate) fn of(a: &[f64], b: &[f64]) -> Option<RepeatStats> {
+    /// `between`, the campaign-to-campaign variance of the series when the two sides are two
+    /// campaigns (`analysis::between`), adds once per side to the error: each campaign drew its
+    /// own machine phase.
+    pub(crate) fn of(a: &[f64], b: &[f64], between: Option<Between>) -> Option<RepeatStats> {
         let logs = |s: &[f64]| -> Option<Vec<f64>> {
             s.iter()
                 .map(|m| (*m > 0.0 && m.is_finite()).then(|| m.ln()))
@@ -134,11 +138,13 @@ impl RepeatStats {
             (mean, var / n, n - 1.0)
         };
         let ((ma, ea, fa), (mb, eb, fb)) = (moments(&la), moments(&lb));
-        let se2 = ea + eb;
-        // A side without spread adds no degrees of freedom.
+        let (ec, fc) = between.map_or((0.0, 1.0), |c| (2.0 * c.var, c.df));
+        let se2 = ea + eb + ec;
+        // A side without spread adds no degrees of freedom (Welch–Satterthwaite, with the
+        // between-campaign term's own).
         let part = |e: f64, f: f64| if e > 0.0 { e * e / f } else { 0.0 };
         let df = if se2 > 0.0 {
-            se2 * se2 / (part(ea, fa) + part(eb, fb))
+            se2 * se2 / (part(ea, fa) + part(eb, fb) + part(ec, fc))
         } else {
             fa + fb
         };
@@ -186,26 +192,83 @@ pub(crate) struct Evidence {
     b: Vec<f64>,
     stats: Option<RepeatStats>,
     rounds: Option<Interval>,
+    /// Why these timings cannot carry a faster/slower verdict whatever they say (runs with more
+    /// ranks than CPUs: their times are the scheduler's slices, not the implementation's).
+    caveat: Option<String>,
 }
 
 impl Evidence {
-    /// From each side's repeats (each sorted ascending, non-empty); `rounds` is asked for only
-    /// when the repeats cannot carry statistics.
+    /// From each side's repeats (each sorted ascending, non-empty) and, for two campaigns, the
+    /// series' campaign-to-campaign variance; `rounds` is asked for only when the repeats
+    /// cannot carry statistics.
     pub(crate) fn new(
         a: &[Vec<f64>],
         b: &[Vec<f64>],
+        between: Option<Between>,
         rounds: impl FnOnce() -> Interval,
     ) -> Evidence {
         let (a, b) = (medians(a), medians(b));
-        let stats = RepeatStats::of(&a, &b);
+        let stats = RepeatStats::of(&a, &b, between);
         let rounds = stats.is_none().then(rounds);
         Evidence {
             a,
             b,
             stats,
             rounds,
+            caveat: None,
         }
     }
+
+    /// Withhold faster/slower because `why` (the interval and "no change" still stand).
+    pub(crate) fn caveat(mut self, why: Option<String>) -> Evidence {
+        self.caveat = why;
+        self
+    }
+}
+
+/// A run stalled for a CPU more than this share of its time (every runnable process of it
+/// waiting while others held the CPUs: its cgroup's "full" CPU pressure) was measured on a busy
+/// machine: its row gets no faster/slower verdict. Medians shrug off a few stalled rounds; a
+/// tenth of the run is no longer a few.
+pub const DEFAULT_MAX_CONTENTION: f64 = 0.10;
+
+/// The caveat of a row, if its timings cannot carry faster/slower: oversubscribed runs (more
+/// ranks than CPUs) or runs stalled for a CPU more than `max_contention` of their time
+/// (`a_wait`, `b_wait`: the most any repeat of each side was stalled, when measured).
+pub(crate) fn caveat(
+    oversubscribed: (bool, bool),
+    a_wait: Option<f64>,
+    b_wait: Option<f64>,
+    max_contention: f64,
+) -> Option<String> {
+    if let Some(why) = oversubscribed_caveat(oversubscribed.0, oversubscribed.1) {
+        return Some(why);
+    }
+    let over = |w: Option<f64>| w.filter(|w| *w > max_contention);
+    let (which, worst) = match (over(a_wait), over(b_wait)) {
+        (Some(a), Some(b)) => ("both sides", a.max(b)),
+        (Some(a), None) => ("A", a),
+        (None, Some(b)) => ("B", b),
+        (None, None) => return None,
+    };
+    Some(format!(
+        "contended ({which}): a run had no CPU for {:.0} % of its time (above {:.0} %) while other processes held them, so its times are partly the machine's",
+        worst * 100.0,
+        max_contention * 100.0
+    ))
+}
+
+/// The caveat of a row whose sides ran oversubscribed (more ranks than CPUs), if any did.
+pub(crate) fn oversubscribed_caveat(a: bool, b: bool) -> Option<String> {
+    let which = match (a, b) {
+        (true, true) => "both sides",
+        (true, false) => "A",
+        (false, true) => "B",
+        (false, false) => return None,
+    };
+    Some(format!(
+        "oversubscribed ({which}): more ranks than CPUs, so the times are the scheduler's time slices, not the implementation's"
+    ))
 }
 
 /// One row's verdict, its reason, and the interval it was taken on.
@@ -233,7 +296,12 @@ pub(crate) fn judge_all(rows: &[Evidence], m: usize, threshold: f64) -> (f64, Ve
                     hi: f64::INFINITY,
                 },
             };
-            let (v, why) = judge(&e.a, &e.b, wide, threshold);
+            let (v, why) = match judge(&e.a, &e.b, wide, threshold) {
+                (Change::Faster | Change::Slower, _) if e.caveat.is_some() => {
+                    (Change::NoClearDifference, e.caveat.clone())
+                }
+                other => other,
+            };
             (v, why, wide)
         })
         .collect();
@@ -343,7 +411,7 @@ mod tests {
         let mean = la.iter().sum::<f64>() / 3.0;
         let var = la.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / 2.0;
         let half = 2.776445 * (2.0 * var / 3.0).sqrt();
-        let st = RepeatStats::of(&a, &b).unwrap();
+        let st = RepeatStats::of(&a, &b, None).unwrap();
         assert!((st.df - 4.0).abs() < 1e-9, "{st:?}");
         let i = st.interval(0.95);
         assert!(
@@ -361,17 +429,17 @@ mod tests {
         // A wider level widens it; identical repeats give the point; one repeat gives none.
         let w = st.interval(family_level(72));
         assert!(w.lo < i.lo && w.hi > i.hi);
-        let pt = RepeatStats::of(&[1.0, 1.0], &[3.0, 3.0]).unwrap();
+        let pt = RepeatStats::of(&[1.0, 1.0], &[3.0, 3.0], None).unwrap();
         assert!((pt.interval(0.95).lo - 2.0).abs() < 1e-12);
         assert_eq!(pt.p_beyond(0.05), 0.0);
         assert_eq!(
-            RepeatStats::of(&[1.0, 1.0], &[1.01, 1.01])
+            RepeatStats::of(&[1.0, 1.0], &[1.01, 1.01], None)
                 .unwrap()
                 .p_beyond(0.05),
             1.0
         );
-        assert!(RepeatStats::of(&[1.0], &b).is_none());
-        assert!(RepeatStats::of(&[1.0, 0.0], &b).is_none());
+        assert!(RepeatStats::of(&[1.0], &b, None).is_none());
+        assert!(RepeatStats::of(&[1.0, 0.0], &b, None).is_none());
     }
 
     #[test]
@@ -393,5 +461,52 @@ mod tests {
             .starts_with("n=9 timed rounds in 1 repeat"));
         assert!(too_few(&[vec![1.0; 10]]).is_none());
         assert!(too_few(&[vec![1.0; 3], vec![1.0; 3]]).is_none());
+    }
+
+    #[test]
+    fn a_between_campaign_term_adds_twice_its_variance_and_its_degrees_of_freedom() {
+        let (a, b) = ([1.0, 1.1, 0.9], [2.0, 2.2, 1.8]);
+        let plain = RepeatStats::of(&a, &b, None).unwrap();
+        let between = Between {
+            var: 0.01,
+            df: 10.0,
+            campaigns: 11,
+        };
+        let st = RepeatStats::of(&a, &b, Some(between)).unwrap();
+        assert_eq!(st.log_ratio, plain.log_ratio);
+        assert!((st.se.powi(2) - (plain.se.powi(2) + 0.02)).abs() < 1e-12);
+        // Welch–Satterthwaite with the third term: each side s²/3 with 2 df, 0.02 with 10.
+        let side = plain.se.powi(2) / 2.0;
+        let df = st.se.powi(4) / (2.0 * side * side / 2.0 + 0.02f64.powi(2) / 10.0);
+        assert!((st.df - df).abs() < 1e-9, "{st:?}");
+        assert!(st.interval(0.95).lo < plain.interval(0.95).lo);
+    }
+
+    #[test]
+    fn a_caveat_withholds_faster_and_slower_only() {
+        let rounds = || wide(0.0, 0.0);
+        let slow = Evidence::new(
+            &[vec![1.0], vec![1.02], vec![0.98]],
+            &[vec![2.0], vec![2.04], vec![1.96]],
+            None,
+            rounds,
+        )
+        .caveat(oversubscribed_caveat(true, true));
+        let same = Evidence::new(
+            &[vec![1.0], vec![1.0], vec![1.0]],
+            &[vec![1.0], vec![1.0], vec![1.0]],
+            None,
+            rounds,
+        )
+        .caveat(oversubscribed_caveat(false, true));
+        let (_, judged) = judge_all(&[slow, same], 2, 0.05);
+        assert_eq!(judged[0].0, Change::NoClearDifference);
+        assert!(judged[0]
+            .1
+            .as_deref()
+            .unwrap()
+            .starts_with("oversubscribed (both sides)"));
+        assert_eq!(judged[1].0, Change::NoChange);
+        assert_eq!(oversubscribed_caveat(false, false), None);
     }
 }

@@ -205,6 +205,17 @@ pub(crate) struct CompareArgs {
     /// Output format: a Markdown table, CSV or JSON.
     #[arg(long, value_enum, default_value_t = CompareFormat::Md)]
     pub(crate) format: CompareFormat,
+    /// History store whose earlier campaigns give each row its campaign-to-campaign spread
+    /// (default: the store of A's results dir, when there is one).
+    #[arg(long, value_name = "FILE", conflicts_with = "no_history")]
+    pub(crate) history: Option<PathBuf>,
+    /// Judge on A and B alone, without earlier campaigns' spread.
+    #[arg(long)]
+    pub(crate) no_history: bool,
+    /// No faster/slower for rows with a run that had no CPU for more than this share of its
+    /// time (other processes held them: results rows' `cpu_contention`); `100%` judges every row.
+    #[arg(long, value_name = "SHARE", default_value = "10%")]
+    pub(crate) max_contention: String,
 }
 
 #[derive(Debug, Args)]

@@ -1,15 +1,33 @@
-//! `campaign compare RUN_A RUN_B [--threshold 5%] [--format md|csv|json]`: exit 1 when any
-//! (case, stack) got slower beyond the threshold, so it can gate CI. Glue only.
+//! `campaign compare RUN_A RUN_B [--threshold 5%] [--format md|csv|json] [--history FILE |
+//! --no-history]`: exit 1 when any (case, stack) got slower beyond the threshold, so it can
+//! gate CI. Glue only: the verdict is `analysis::compare`'s, the campaign-to-campaign spread
+//! comes from earlier campaigns in the history store (`store::history`, `analysis::between`).
 
-use crate::analysis::compare::{compare, parse_threshold, to_csv, to_json, to_markdown};
+use std::path::{Path, PathBuf};
+
+use crate::analysis::between;
+use crate::analysis::compare::{
+    compare_with, parse_max_contention, parse_threshold, to_csv, to_json, to_markdown, Judging,
+    Spreads,
+};
 use crate::cli::args::{CompareArgs, CompareFormat};
 use crate::error::{exit, Error, Result};
+use crate::model::results::ResultSet;
+use crate::store::history::{self, History};
 
 pub(crate) fn run(args: &CompareArgs) -> Result<i32> {
     let threshold = parse_threshold(&args.threshold).map_err(Error::Usage)?;
     let a = super::report::load_run_dir(&args.run_a)?;
     let b = super::report::load_run_dir(&args.run_b)?;
-    let c = compare(&a, &b, threshold, &crate::report::bootstrap_for(&a));
+    let max_contention = parse_max_contention(&args.max_contention).map_err(Error::Usage)?;
+    let (spreads, store) = spreads(args, &a)?;
+    let judging = Judging {
+        threshold,
+        max_contention,
+        spreads,
+        history: store.map(|p| p.display().to_string()),
+    };
+    let c = compare_with(&a, &b, &crate::report::bootstrap_for(&a), judging);
     let text = match args.format {
         CompareFormat::Md => to_markdown(
             &c,
@@ -30,5 +48,50 @@ pub(crate) fn run(args: &CompareArgs) -> Result<i32> {
         Ok(exit::RUNS_FAILED)
     } else {
         Ok(exit::OK)
+    }
+}
+
+/// The history store to read: `--history`, else the store of A's results dir when it exists;
+/// none with `--no-history`.
+fn store_for(args: &CompareArgs, a: &ResultSet) -> Option<PathBuf> {
+    if args.no_history {
+        return None;
+    }
+    if let Some(path) = &args.history {
+        return Some(path.clone());
+    }
+    let dir = history::results_dir_of(&args.run_a, &a.campaign)?;
+    Some(history::store_path(Some(&dir))).filter(|p| p.is_file())
+}
+
+/// Each row's campaign-to-campaign spread from the store's other campaigns on A's machine
+/// (A and B left out; A need not be in the store), and the store they came from. An explicit `--history` that cannot be
+/// read is an error; a store found on its own that cannot be read is a warning.
+fn spreads(args: &CompareArgs, a: &ResultSet) -> Result<(Spreads, Option<PathBuf>)> {
+    let Some(path) = store_for(args, a) else {
+        return Ok((Spreads::new(), None));
+    };
+    let read = || -> Result<Spreads> {
+        let store = History::open_existing(&path)?;
+        let abs = |p: &Path| {
+            std::path::absolute(p)
+                .map(|p| p.display().to_string())
+                .map_err(|e| Error::io(p, e))
+        };
+        let leave_out = [abs(&args.run_a)?, abs(&args.run_b)?];
+        let machine = history::host_fingerprint(&a.provenance.host, &a.provenance.cpu);
+        let points = store.earlier_points(&machine, &leave_out)?;
+        Ok(points
+            .into_iter()
+            .filter_map(|(key, pts)| between::between(&pts).map(|b| (key, b)))
+            .collect())
+    };
+    match read() {
+        Ok(s) => Ok((s, Some(path))),
+        Err(e) if args.history.is_some() => Err(e),
+        Err(e) => {
+            eprintln!("warning: {e}; comparing without earlier campaigns");
+            Ok((Spreads::new(), None))
+        }
     }
 }

@@ -232,6 +232,7 @@ mod tests {
             signal: None,
             killed: None,
             elapsed: Duration::from_millis(1500),
+            cpu_wait: None,
         }
     }
 

@@ -78,6 +78,7 @@ pub(crate) fn unrun(
         ended: None,
         timing_source: None,
         cpus: None,
+        cpu_contention: None,
     }
 }
 
@@ -257,6 +258,9 @@ async fn run_rounds(
     // keeps its run.log exactly as the process printed it.
     let mark = subprocess && !job.executor.grants_devices();
     let (mut n_warm, mut n_timed) = (0u32, 0u32);
+    // (time the run was stalled for a CPU, wall time) over its processes; None once a process
+    // was not measured.
+    let mut waited = Some((std::time::Duration::ZERO, std::time::Duration::ZERO));
     for (index, (w, t)) in plan_rounds.into_iter().enumerate() {
         // Only the last process's output can explain how the run ended.
         cause.reset();
@@ -368,6 +372,9 @@ async fn run_rounds(
             .map_err(Stop::Write)?;
         }
         facts.signal = outcome.signal;
+        waited = waited
+            .zip(outcome.cpu_wait)
+            .map(|((wait, wall), w)| (wait + w, wall + outcome.elapsed));
         let mut got = parsed.samples.clone();
         if subprocess {
             // One process = one round: its first sample is the round (labelled by the engine).
@@ -437,7 +444,18 @@ async fn run_rounds(
         timing_source: Some(if engine_timed { "engine" } else { "stack" }.into()),
         // What the machine gave a CPU run (oversubscription is judged against it).
         cpus: (!job.lease.cpus.is_empty()).then(|| job.lease.cpus.clone()),
+        cpu_contention: contention(waited),
     })
+}
+
+/// The share of its wall time a run was stalled for a CPU, to 4 decimals (the stall clock runs
+/// until the output is drained, a little past the exit, hence the cap at 1).
+fn contention(waited: Option<(std::time::Duration, std::time::Duration)>) -> Option<f64> {
+    let (wait, wall) = waited?;
+    let share = wait.as_secs_f64() / wall.as_secs_f64();
+    share
+        .is_finite()
+        .then(|| (share.min(1.0) * 1e4).round() / 1e4)
 }
 
 /// Append one marker line to `run.log` (on a line of its own even after output that did not

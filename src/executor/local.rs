@@ -70,6 +70,7 @@ pub async fn run_process(
             signal: None,
             killed: Some(KillReason::Interrupted),
             elapsed: Duration::ZERO,
+            cpu_wait: None,
         });
     }
 
@@ -94,6 +95,8 @@ pub async fn run_process(
         .process_group(0)
         .kill_on_drop(true);
     unit.apply(&mut command);
+    // The unit's cgroup may carry an earlier round's waiting: count from here.
+    let waited_before = unit.cpu_wait();
     let start = Instant::now();
     let mut child = command.spawn().map_err(|e| spawn_error(program, e))?;
     unit.set_leader(child.id().map(|id| id as i32).unwrap_or(0));
@@ -193,6 +196,10 @@ pub async fn run_process(
         }
     }
     log.flush().map_err(|e| Error::io(&spec.log_path, e))?;
+    let cpu_wait = unit
+        .cpu_wait()
+        .zip(waited_before)
+        .map(|(now, before)| now.saturating_sub(before));
     for reader in &readers {
         reader.abort();
     }
@@ -205,6 +212,7 @@ pub async fn run_process(
         signal: exit.and_then(|s| s.signal()),
         killed,
         elapsed: elapsed.unwrap_or_else(|| start.elapsed()),
+        cpu_wait,
     })
 }
 

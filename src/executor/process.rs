@@ -46,6 +46,10 @@ pub struct ProcessOutcome {
     pub killed: Option<KillReason>,
     /// Monotonic wall time from spawn to exit.
     pub(crate) elapsed: Duration,
+    /// How long the run's unit was ready but had no CPU (every runnable process of it waited:
+    /// its cgroup's `cpu.pressure` "full" time), from spawn to the end of its output: processes
+    /// outside it held the CPUs. None where it is not measured (no cgroup, Slurm).
+    pub(crate) cpu_wait: Option<Duration>,
 }
 
 impl ProcessOutcome {

@@ -227,6 +227,13 @@ impl Unit {
         }
     }
 
+    /// Time the unit has been stalled for a CPU since its cgroup was made: every runnable
+    /// process of it waiting (the "full" total of `cpu.pressure`, Linux pressure stall
+    /// information); None without a cgroup or without PSI in the kernel.
+    pub fn cpu_wait(&self) -> Option<Duration> {
+        self.cgroup.as_deref().and_then(cgroup::cpu_wait)
+    }
+
     /// The pid campaign started (it counts as a member even without the cookie).
     pub fn set_leader(&mut self, pid: i32) {
         self.leader = pid;

@@ -225,6 +225,11 @@ pub struct RunResult {
     /// device runs and for runs recorded before campaign kept it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpus: Option<Vec<u32>>,
+    /// Share of the run's wall time during which it was ready but had no CPU — every runnable
+    /// process of it waited, because processes outside it held the CPUs (its cgroup's "full"
+    /// CPU pressure stall time over its wall time). `None` where it was not measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_contention: Option<f64>,
 }
 
 fn one() -> u32 {
@@ -264,6 +269,11 @@ impl RunResult {
         self.cpus
             .as_ref()
             .is_some_and(|c| (self.case.p as usize) > c.len())
+    }
+
+    /// Waited for a CPU more than `limit` of its time (an unmeasured run never did).
+    pub(crate) fn contended(&self, limit: f64) -> bool {
+        self.cpu_contention.is_some_and(|c| c > limit)
     }
 
     /// The devices (or, for a CPU run, the CPUs) the run actually received.

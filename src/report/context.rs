@@ -40,6 +40,8 @@ pub(crate) struct Context {
     pub(crate) min_repeats: usize,
     /// Runs whose ranks outnumbered the CPUs they received, and what that means; none if none.
     pub(crate) oversubscribed_note: Option<String>,
+    /// Runs stalled for a CPU beyond `analysis::verdict::DEFAULT_MAX_CONTENTION`.
+    pub(crate) contention_note: Option<String>,
     pub(crate) baseline: Option<String>,
     pub(crate) baseline_note: Option<String>,
     pub(crate) cases: Vec<CaseRow>,
@@ -334,6 +336,7 @@ pub(crate) fn build(
         noise_band_pct: a.noise_band * 100.0,
         min_repeats: crate::analysis::verdict::MIN_REPEATS,
         oversubscribed_note: oversubscribed_note(results),
+        contention_note: contention_note(results),
         baseline: a.baseline.clone(),
         baseline_note: a.baseline_note.clone(),
         cases: case_rows(results, a),
@@ -417,6 +420,33 @@ pub(crate) fn build(
         quarantined: name_values(results.quarantined.iter()),
         history: None,
     }
+}
+
+/// How many runs were stalled for a CPU beyond the verdict rule's limit, the worst of them, and
+/// what that means for their numbers.
+fn contention_note(results: &ResultSet) -> Option<String> {
+    let limit = crate::analysis::verdict::DEFAULT_MAX_CONTENTION;
+    let contended: Vec<_> = results
+        .runs
+        .iter()
+        .filter(|r| r.contended(limit) && !r.oversubscribed())
+        .collect();
+    let worst = contended.iter().max_by(|a, b| {
+        a.cpu_contention
+            .partial_cmp(&b.cpu_contention)
+            .unwrap_or(std::cmp::Ordering::Equal)
+    })?;
+    Some(format!(
+        "{} run(s) had no CPU for more than {:.0} % of their time while other processes held \
+         them (worst: `{}` on {}, {:.0} %), so their times are partly the machine's. \
+         Their results rows carry `cpu_contention`, and paired comparisons involving them give \
+         no faster/slower verdict",
+        contended.len(),
+        limit * 100.0,
+        worst.base_case_id(),
+        worst.stack,
+        worst.cpu_contention.unwrap_or(0.0) * 100.0
+    ))
 }
 
 fn oversubscribed_note(results: &ResultSet) -> Option<String> {

@@ -558,13 +558,28 @@ fn summarize_case(
             let too_few = verdict::too_few(own.repeats).or_else(|| verdict::too_few(base.repeats));
             // A pair with an interval is judged with every other (`judge_pairs`).
             let pending = too_few.is_none().then(|| {
-                Evidence::new(base.repeats, own.repeats, || {
+                // Both stacks ran in this campaign, interleaved: no campaign-to-campaign term.
+                let over =
+                    |st: &RunStats| st.runs.iter().any(|&i| results.runs[i].oversubscribed());
+                let wait = |st: &RunStats| {
+                    st.runs
+                        .iter()
+                        .filter_map(|&i| results.runs[i].cpu_contention)
+                        .reduce(f64::max)
+                };
+                Evidence::new(base.repeats, own.repeats, None, || {
                     let wide = bootstrap::ratio_interval_at(own.draws, base.draws, level);
                     Interval {
                         lo: wide.lo - 1.0,
                         hi: wide.hi - 1.0,
                     }
                 })
+                .caveat(verdict::caveat(
+                    (over(b), over(s)),
+                    wait(b),
+                    wait(s),
+                    verdict::DEFAULT_MAX_CONTENTION,
+                ))
             });
             let ci = pending
                 .is_some()

@@ -142,6 +142,7 @@ pub(crate) mod tests {
             ended: None,
             timing_source: Some("stack".into()),
             cpus: None,
+            cpu_contention: None,
         }
     }
 
@@ -205,10 +206,16 @@ pub(crate) mod tests {
                 "n_bytes",
                 "repeat",
                 "attempt",
-                "timing_source"
+                "timing_source",
+                "cpu_contention"
             ]
         );
         assert_eq!(v["oversubscribed"], json!(false), "always present");
+        assert_eq!(
+            v["cpu_contention"],
+            Value::Null,
+            "present, null when not measured"
+        );
         for k in [
             "case_id",
             "stack",

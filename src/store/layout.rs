@@ -194,6 +194,10 @@ pub(crate) fn manifest(result: &RunResult, facts: &ProcessFacts) -> Value {
         m.insert("cpus".into(), json!(cpus));
         m.insert("oversubscribed".into(), json!(result.oversubscribed()));
     }
+    if let Some(share) = result.cpu_contention {
+        // Share of the run's time it had no CPU while others held them (cgroup cpu.pressure).
+        m.insert("cpu_contention".into(), json!(share));
+    }
     m.insert("started".into(), json!(result.started));
     m.insert("ended".into(), json!(result.ended));
     m.insert("attempt".into(), json!(result.attempt));

@@ -205,6 +205,10 @@ fn load_bundle(
         cpus: m
             .get("cpus")
             .and_then(|c| serde_json::from_value(c.clone()).ok()),
+        cpu_contention: m
+            .get("cpu_contention")
+            .and_then(Value::as_f64)
+            .filter(|c| c.is_finite() && *c >= 0.0),
     })
 }
 

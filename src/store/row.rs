@@ -56,6 +56,8 @@ pub(crate) struct Row {
     pub(crate) repeat: u32,
     pub(crate) attempt: u32,
     pub(crate) timing_source: Option<String>,
+    /// Share of the run's time it was stalled for a CPU held by others (`null`: not measured).
+    pub(crate) cpu_contention: Option<f64>,
 }
 
 fn means(
@@ -122,6 +124,7 @@ impl Row {
             repeat: r.repeat(),
             attempt: r.attempt,
             timing_source: r.timing_source.clone(),
+            cpu_contention: r.cpu_contention,
         };
         if r.status != RunStatus::Pass {
             return row;

@@ -135,6 +135,7 @@ fn load_row(
         ended: None,
         timing_source: Some("stack".into()),
         cpus: None,
+        cpu_contention: None,
     })
 }
 

@@ -425,6 +425,9 @@ fn repeats_run_interleaved_and_the_report_says_what_each_number_rests_on() {
     assert!(md.contains("(3×3)"), "{md}");
 }
 
+/// `campaign compare A B --format F`, judging every row however busy the machine was: the
+/// synthetic stacks print their times, so CPU contention (which `compare` otherwise refuses to
+/// judge through, tested below) says nothing about them.
 fn compare(a: &Path, b: &Path, format: &str) -> std::process::Output {
     util::run(&[
         "compare",
@@ -432,6 +435,8 @@ fn compare(a: &Path, b: &Path, format: &str) -> std::process::Output {
         b.to_str().unwrap(),
         "--format",
         format,
+        "--max-contention",
+        "100%",
     ])
 }
 
@@ -475,6 +480,195 @@ fn compare_calls_the_same_thing_no_change_both_ways_and_catches_a_doubling() {
     assert_eq!(out.status.code(), Some(0));
     let doc: Value = serde_json::from_str(&util::stdout(&out)).unwrap();
     assert_eq!(doc["rows"][0]["verdict"], "faster");
+}
+
+/// Campaigns of one plan at these levels, in one results dir (so one history store); returns
+/// their run dirs in order.
+fn campaigns_at(dir: &Path, levels: &[f64]) -> Vec<PathBuf> {
+    levels
+        .iter()
+        .map(|&level| {
+            let plan = repeat_plan("phase", r#""syn""#, 10, &synthetic(level));
+            let (out, run_dir) = run_plan(dir, "phase", &plan, &[]);
+            assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+            run_dir
+        })
+        .collect()
+}
+
+/// A machine phase lasts a whole campaign: two campaigns of the same thing 1.5× apart look like
+/// a change to their own repeats, but earlier campaigns in the history store show the series
+/// moving that much between campaigns, so `compare` calls it no clear difference. A steady
+/// history still lets a doubling through as slower.
+#[test]
+fn compare_weighs_the_campaign_to_campaign_spread_from_the_history_store() {
+    let tmp = util::tempdir();
+    let runs = campaigns_at(tmp.path(), &[1.0, 1.5, 0.7, 1.3, 0.8]);
+    let (a, b) = (&runs[0], &runs[1]);
+    let json_of =
+        |out: &std::process::Output| -> Value { serde_json::from_str(&util::stdout(out)).unwrap() };
+    // The store beside the run dirs is found on its own; A and B are left out of the spread.
+    let out = compare(a, b, "json");
+    assert_eq!(out.status.code(), Some(0), "{}", util::stdout(&out));
+    let doc = json_of(&out);
+    let row = &doc["rows"][0];
+    assert_eq!(row["verdict"], "no_clear_difference", "{row}");
+    assert_eq!(row["between"]["campaigns"], 3, "{row}");
+    assert!(doc["history"].as_str().unwrap().ends_with("history.sqlite"));
+    let md = util::stdout(&compare(a, b, "md"));
+    assert!(
+        md.contains("1 row(s) add their series' spread between earlier campaigns of the same build on this machine (3–3 campaigns in"),
+        "{md}"
+    );
+    // On A and B alone the phase is a change.
+    let alone = util::run(&[
+        "compare",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--no-history",
+        "--format",
+        "json",
+        "--max-contention",
+        "100%",
+    ]);
+    assert_eq!(alone.status.code(), Some(1), "{}", util::stdout(&alone));
+    assert_eq!(json_of(&alone)["rows"][0]["verdict"], "slower");
+    assert!(json_of(&alone)["history"].is_null());
+    // An explicit store that is not there is an error naming it.
+    let missing = tmp.path().join("nope.sqlite");
+    let bad = util::run(&[
+        "compare",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--history",
+        missing.to_str().unwrap(),
+    ]);
+    assert_eq!(bad.status.code(), Some(2), "{}", util::stderr(&bad));
+    assert!(util::stderr(&bad).contains("nope.sqlite: no history store here"));
+
+    // A steady series: campaigns within ±2 % of each other; a doubling is still slower.
+    let steady = util::tempdir();
+    let runs = campaigns_at(steady.path(), &[1.0, 1.02, 0.98, 1.01, 2.0]);
+    let out = compare(&runs[0], &runs[4], "json");
+    assert_eq!(out.status.code(), Some(1), "{}", util::stdout(&out));
+    let doc = json_of(&out);
+    assert_eq!(doc["rows"][0]["verdict"], "slower", "{doc}");
+    assert_eq!(doc["rows"][0]["between"]["campaigns"], 3);
+}
+
+/// Busy loops outside any run, one more than twice the CPUs, killed when dropped.
+struct Hogs(Vec<std::process::Child>);
+
+impl Hogs {
+    fn start() -> Hogs {
+        let n = 2 * std::thread::available_parallelism().map_or(2, |n| n.get()) + 1;
+        Hogs(
+            (0..n)
+                .map(|_| {
+                    std::process::Command::new("sh")
+                        .args(["-c", "while :; do :; done"])
+                        .spawn()
+                        .unwrap()
+                })
+                .collect(),
+        )
+    }
+}
+
+impl Drop for Hogs {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// A run that had no CPU for much of its time records it (`cpu_contention`, from its cgroup's
+/// CPU pressure), its report says so, and `compare` gives its row no faster/slower verdict
+/// unless told to judge anyway.
+#[test]
+fn runs_starved_of_cpu_record_it_and_compare_does_not_judge_them() {
+    if !Path::new("/proc/pressure/cpu").exists() {
+        eprintln!("skipped: no pressure stall information in this kernel");
+        return;
+    }
+    let tmp = util::tempdir();
+    let calm = repeat_plan("calm", r#""syn""#, 10, &synthetic(1.0));
+    let (out, a) = run_plan(tmp.path(), "calm", &calm, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    // The stack burns CPU for a while before printing, while busy loops hold every CPU.
+    let burning = synthetic(2.0).replace(
+        "case \"$CAMPAIGN_BUNDLE_DIR\" in",
+        "awk 'BEGIN { for (i = 0; i < 3000000; i++) s += i }'\ncase \"$CAMPAIGN_BUNDLE_DIR\" in",
+    );
+    let busy = repeat_plan("busy", r#""syn""#, 10, &burning);
+    let hogs = Hogs::start();
+    let (out, b) = run_plan(tmp.path(), "busy", &busy, &[]);
+    drop(hogs);
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    let rows = json(&b.join("results.json"))["runs"].clone();
+    let rows = rows.as_array().unwrap();
+    if rows.iter().all(|r| r["cpu_contention"].is_null()) {
+        eprintln!("skipped: runs are not in cgroups here (no cgroup v2 delegation)");
+        return;
+    }
+    for r in rows {
+        let share = r["cpu_contention"].as_f64().unwrap();
+        assert!(share > 0.1 && share <= 1.0, "{r}");
+    }
+    let manifest = json(
+        &b.join("cases")
+            .join(
+                rows[0]["artifact_bundle"]
+                    .as_str()
+                    .unwrap()
+                    .trim_start_matches("cases/"),
+            )
+            .join("manifest.json"),
+    );
+    assert!(
+        manifest["cpu_contention"].as_f64().unwrap() > 0.1,
+        "{manifest}"
+    );
+    let md = std::fs::read_to_string(b.join("reports/summary.md")).unwrap();
+    assert!(
+        md.contains("run(s) had no CPU for more than 10 % of their time"),
+        "{md}"
+    );
+    // Twice as slow, but measured on a starved machine: no verdict, and why.
+    let judged = |extra: &[&str]| {
+        let mut args = vec![
+            "compare",
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+            "--format",
+            "json",
+            "--no-history",
+        ];
+        args.extend_from_slice(extra);
+        util::run(&args)
+    };
+    let out = judged(&[]);
+    assert_eq!(out.status.code(), Some(0), "{}", util::stdout(&out));
+    let doc: Value = serde_json::from_str(&util::stdout(&out)).unwrap();
+    let row = &doc["rows"][0];
+    assert_eq!(row["verdict"], "no_clear_difference", "{row}");
+    assert!(
+        row["why"].as_str().unwrap().starts_with("contended ("),
+        "{row}"
+    );
+    assert!(row["b"]["cpu_contention"].as_f64().unwrap() > 0.1, "{row}");
+    // Told to judge every row, the doubling is slower.
+    let out = judged(&["--max-contention", "100%"]);
+    assert_eq!(out.status.code(), Some(1), "{}", util::stdout(&out));
+    let bad = judged(&["--max-contention", "150%"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        util::stderr(&bad).contains("--max-contention `150%`"),
+        "{}",
+        util::stderr(&bad)
+    );
 }
 
 #[test]

@@ -183,5 +183,6 @@ fn run(
         ended: None,
         timing_source: Some("stack".into()),
         cpus: None,
+        cpu_contention: None,
     }
 }

@@ -103,6 +103,7 @@ pub(crate) fn parse_result(text: &str) -> Option<ProcessOutcome> {
         signal,
         killed: None,
         elapsed,
+        cpu_wait: None,
     })
 }
 

@@ -251,6 +251,7 @@ pub(crate) fn not_submitted() -> ProcessOutcome {
         signal: None,
         killed: Some(KillReason::Interrupted),
         elapsed: std::time::Duration::ZERO,
+        cpu_wait: None,
     }
 }
 

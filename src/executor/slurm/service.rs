@@ -160,6 +160,7 @@ pub fn process_outcome(end: &JobEnd) -> ProcessOutcome {
             .as_ref()
             .map(|o| o.elapsed)
             .unwrap_or(Duration::ZERO),
+        cpu_wait: None,
     }
 }
 
@@ -208,6 +209,7 @@ mod tests {
             signal: None,
             killed: None,
             elapsed: Duration::from_secs(2),
+            cpu_wait: None,
         }
     }
 

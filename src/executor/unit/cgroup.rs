@@ -75,6 +75,24 @@ pub(crate) fn kill(path: &Path) {
     }
 }
 
+/// The "full" stall total of the cgroup's `cpu.pressure`: how long every runnable task of it
+/// waited for a CPU at once — the unit had no CPU although it was ready, because processes
+/// outside it held them all. (The "some" total would also count the unit's own tasks waiting
+/// for each other: mpirun beside its ranks, more ranks than CPUs.) None when the file is
+/// missing (no PSI) or unreadable.
+pub(crate) fn cpu_wait(path: &Path) -> Option<std::time::Duration> {
+    parse_full_total(&std::fs::read_to_string(path.join("cpu.pressure")).ok()?)
+}
+
+/// `total=` of the `full` line of a pressure file, in microseconds.
+pub(crate) fn parse_full_total(text: &str) -> Option<std::time::Duration> {
+    let line = text.lines().find(|l| l.starts_with("full "))?;
+    let total = line
+        .split_whitespace()
+        .find_map(|f| f.strip_prefix("total="))?;
+    total.parse().ok().map(std::time::Duration::from_micros)
+}
+
 /// Remove an empty cgroup (it fails, harmlessly, while a process is still in it).
 pub(crate) fn remove(path: &Path) {
     let _ = std::fs::remove_dir(path);
@@ -83,6 +101,17 @@ pub(crate) fn remove(path: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_full_total_of_a_pressure_file_is_read_in_microseconds() {
+        let text = "some avg10=1.50 avg60=0.35 avg300=14.28 total=13051632742\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=7021\n";
+        assert_eq!(
+            parse_full_total(text),
+            Some(std::time::Duration::from_micros(7021))
+        );
+        assert_eq!(parse_full_total("some avg10=0.00 total=7\n"), None);
+        assert_eq!(parse_full_total("full avg10=0.00 total=x\n"), None);
+    }
 
     #[test]
     fn finds_the_cgroup2_mount_among_v1_mounts() {

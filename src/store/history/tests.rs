@@ -37,6 +37,7 @@ fn run(stack: &str, times: &[f64], started: &str) -> RunResult {
         ended: None,
         timing_source: Some("stack".into()),
         cpus: None,
+        cpu_contention: None,
     }
 }
 

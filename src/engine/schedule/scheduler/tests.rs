@@ -48,6 +48,7 @@ impl Fake {
             ended: None,
             timing_source: None,
             cpus: None,
+            cpu_contention: None,
         }
     }
 }
