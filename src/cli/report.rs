@@ -14,12 +14,22 @@ use crate::store::{rebuild, seed_dir};
 
 pub(crate) fn run(args: &ReportArgs) -> Result<i32> {
     let mut results = load_run_dir(&args.run_dir)?;
+    let campaign_dir = !seed_dir::is_seed_run_dir(&args.run_dir);
     // Recorded as loaded (the order the history hashes a run dir's results in), before the
     // runs are put in planned order: the history does not read the run dir a second time.
-    let history = super::history::record_loaded(&args.run_dir, &results, None);
-    let campaign_dir = !seed_dir::is_seed_run_dir(&args.run_dir);
-    if campaign_dir {
-        let missing = rebuild::order_as_planned(&args.run_dir, &mut results)?;
+    // The planned order is read from the journal on a second core meanwhile.
+    let (history, order) = std::thread::scope(|s| {
+        let order =
+            campaign_dir.then(|| s.spawn(|| rebuild::planned_order(&args.run_dir, &results)));
+        let history = super::history::record_loaded(&args.run_dir, &results, None);
+        let order = order.map(|o| {
+            o.join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        });
+        (history, order)
+    });
+    if let Some(order) = order {
+        let missing = order?.apply(&mut results);
         for m in &missing {
             eprintln!(
                 "warning: run {} {} finished ({}) in the journal but its bundle \

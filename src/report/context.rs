@@ -264,14 +264,9 @@ pub(crate) struct SkippedRow {
     pub(crate) reason: String,
 }
 
-/// Build the context. `title` None: "<campaign> — <timestamp>".
-pub(crate) fn build(
-    results: &ResultSet,
-    a: &Analysis,
-    title: Option<&str>,
-    drawn: &[Drawn],
-    skipped: &[Skipped],
-) -> Context {
+/// Build the context. `title` None: "<campaign> — <timestamp>". The figures are not known
+/// yet (they are drawn at the same time): `with_figures` adds them.
+pub(crate) fn build(results: &ResultSet, a: &Analysis, title: Option<&str>) -> Context {
     let p = &results.provenance;
     let counts = results.status_counts();
     let passed = counts.get(&RunStatus::Pass).copied().unwrap_or(0);
@@ -409,16 +404,25 @@ pub(crate) fn build(
                 best_bandwidth: format_bandwidth(b.best_bandwidth),
             })
             .collect(),
-        figures: drawn.iter().map(figure_row).collect(),
-        skipped_figures: skipped
+        figures: Vec::new(),
+        skipped_figures: Vec::new(),
+        quarantined: name_values(results.quarantined.iter()),
+        history: None,
+    }
+}
+
+impl Context {
+    /// The context with the figures that were drawn and those that were not, and why.
+    pub(crate) fn with_figures(mut self, drawn: &[Drawn], skipped: &[Skipped]) -> Context {
+        self.figures = drawn.iter().map(figure_row).collect();
+        self.skipped_figures = skipped
             .iter()
             .map(|s| SkippedRow {
                 name: s.name.clone(),
                 reason: s.reason.clone(),
             })
-            .collect(),
-        quarantined: name_values(results.quarantined.iter()),
-        history: None,
+            .collect();
+        self
     }
 }
 

@@ -11,7 +11,7 @@ use crate::analysis::stats::Bootstrap;
 use crate::error::{Error, Result};
 use crate::model::plan::ReportConfig;
 use crate::model::results::ResultSet;
-use crate::store::atomic::write_atomic;
+use crate::store::atomic::{write_atomic, Staged};
 
 pub mod context;
 pub mod figures;
@@ -108,19 +108,47 @@ pub fn render_all(
         opts.bootstrap,
         opts.compare_metric,
     );
-    let (drawn, skipped) =
-        figures::draw_all(&analysis, results, &opts.figures, &run_dir.join("figures"))?;
-    let mut ctx = context::build(results, &analysis, opts.title.as_deref(), &drawn, &skipped);
-    ctx.history = opts.history.as_ref().and_then(history::context);
-    let text = markdown::render(&source, &name, &file, &ctx)?;
+    let (planned, skipped) =
+        figures::plan_all(&analysis, results, &opts.figures, &run_dir.join("figures"))?;
+    let drawn: Vec<figures::Drawn> = planned.iter().map(|p| p.drawn.clone()).collect();
     let reports = run_dir.join("reports");
-    std::fs::create_dir_all(&reports).map_err(|e| Error::io(&reports, e))?;
     let summary = reports.join("summary.md");
     let context = reports.join("context.json");
-    let mut ctx_json = serde_json::to_string_pretty(&ctx)
-        .map_err(|e| Error::Environment(format!("writing {}: {e}", context.display())))?;
-    ctx_json.push('\n');
-    write_atomic(&context, ctx_json.as_bytes())?;
+    // The figures' pixels are drawn on a second core while the context (a row per run) is
+    // built, rendered to Markdown and — on a third thread — written as JSON straight into
+    // context.json's temp file. The report files replace the old ones once every figure they
+    // link to is drawn, and a failed figure is reported before a failed template, as before.
+    let (drawing, texts) = std::thread::scope(|s| {
+        let drawing = s.spawn(|| figures::draw_planned(planned));
+        let texts = (|| -> Result<(String, Staged)> {
+            let mut ctx = context::build(results, &analysis, opts.title.as_deref())
+                .with_figures(&drawn, &skipped);
+            ctx.history = opts.history.as_ref().and_then(history::context);
+            let (text, json) = std::thread::scope(|s| {
+                let json = s.spawn(|| {
+                    let mut staged = Staged::new();
+                    staged.write(&context, |w| {
+                        serde_json::to_writer_pretty(&mut *w, &ctx)?;
+                        w.write_all(b"\n")
+                    })?;
+                    Ok::<_, Error>(staged)
+                });
+                let text = markdown::render(&source, &name, &file, &ctx);
+                let json = json
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                (text, json)
+            });
+            Ok((text?, json?))
+        })();
+        let drawing = drawing
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (drawing, texts)
+    });
+    drawing?;
+    let (text, ctx_json) = texts?;
+    ctx_json.commit()?;
     write_atomic(&summary, text.as_bytes())?;
     Ok(ReportOutput {
         summary,

@@ -455,7 +455,28 @@ fn summarize_cases(
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(8);
-    let chunk = groups.len().div_ceil(threads).max(1);
+    summarize_cases_on(
+        threads,
+        results,
+        groups,
+        baseline,
+        compare_metric,
+        level,
+        boot,
+    )
+}
+
+/// [`summarize_cases`] on `threads` threads, each a contiguous share of the cases.
+fn summarize_cases_on(
+    threads: usize,
+    results: &ResultSet,
+    groups: &[&[usize]],
+    baseline: Option<&str>,
+    compare_metric: Option<Metric>,
+    level: f64,
+    boot: &Bootstrap,
+) -> Vec<CaseOutcome> {
+    let chunk = groups.len().div_ceil(threads.max(1)).max(1);
     std::thread::scope(|scope| {
         let handles: Vec<_> = groups
             .chunks(chunk)
@@ -744,4 +765,145 @@ fn b_stars(fits: &[ModelFit]) -> Vec<BStar> {
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::case::{Case, Variant};
+    use crate::model::results::{Sample, REPEAT_MARK};
+
+    /// A passing (or failed) run of `rounds` timed rounds around `level` seconds, its noise
+    /// from a small LCG so every run differs.
+    fn run(
+        case: &Case,
+        stack: &str,
+        repeat: u32,
+        rounds: u32,
+        level: f64,
+        seed: &mut u64,
+    ) -> RunResult {
+        let mut samples = vec![Sample {
+            round: 1,
+            phase: Sample::label(false, 1),
+            execute_s: Some(level * 3.0),
+            ok: true,
+            ..Sample::default()
+        }];
+        for i in 0..rounds {
+            *seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let noise = (*seed >> 40) as f64 / (1u64 << 24) as f64;
+            samples.push(Sample {
+                round: i + 2,
+                phase: Sample::label(true, i + 1),
+                execute_s: Some(level * (1.0 + 0.2 * noise)),
+                ok: true,
+                ..Sample::default()
+            });
+        }
+        let base = case.case_id();
+        RunResult {
+            case_id: if repeat > 1 {
+                format!("{base}{REPEAT_MARK}{repeat}")
+            } else {
+                base
+            },
+            case: case.clone(),
+            stack: stack.into(),
+            status: if rounds == 0 {
+                RunStatus::Fail
+            } else {
+                RunStatus::Pass
+            },
+            error: (rounds == 0).then(|| "exit code 1".to_string()),
+            samples: if rounds == 0 { Vec::new() } else { samples },
+            bundle: "cases/x/y".into(),
+            attempt: 1,
+            exit_code: Some(if rounds == 0 { 1 } else { 0 }),
+            started: None,
+            ended: None,
+            timing_source: Some("stack".into()),
+            cpus: None,
+            cpu_contention: None,
+        }
+    }
+
+    /// 80 cases × 4 stacks, some with 3 repeats, some with 1, 4 or 50 rounds, some failed.
+    fn synthetic() -> ResultSet {
+        let mut seed = 7u64;
+        let mut runs = Vec::new();
+        for c in 0..80u64 {
+            let variant = if c % 2 == 0 {
+                Variant::Mesh
+            } else {
+                Variant::Ring
+            };
+            let case = Case::new(variant, 2 + 2 * (c % 2) as u32, 1024 * (c / 2 + 1));
+            for (k, stack) in ["s1", "s2", "s3", "s4"].iter().enumerate() {
+                let level = 1e-4 * (1.0 + c as f64) * (1.0 + 0.1 * k as f64);
+                let rounds = match (c + k as u64) % 7 {
+                    0 => 0,
+                    1 => 1,
+                    2 => 4,
+                    _ => 50,
+                };
+                let repeats = if c % 5 == 0 { 3 } else { 1 };
+                for r in 1..=repeats {
+                    runs.push(run(&case, stack, r, rounds, level, &mut seed));
+                }
+            }
+        }
+        ResultSet {
+            campaign: "synthetic".into(),
+            runs,
+            ..ResultSet::default()
+        }
+    }
+
+    #[test]
+    fn cases_summarized_on_several_threads_equal_the_sequential_summaries() {
+        let results = synthetic();
+        assert!(results.runs.len() > 300, "{}", results.runs.len());
+        let mut cases: Vec<&str> = Vec::new();
+        let mut by_case: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (i, r) in results.runs.iter().enumerate() {
+            let c = r.base_case_id();
+            if !by_case.contains_key(c) {
+                cases.push(c);
+            }
+            by_case.entry(c).or_default().push(i);
+        }
+        let groups: Vec<&[usize]> = cases.iter().map(|c| by_case[c].as_slice()).collect();
+        let boot = Bootstrap {
+            resamples: 200,
+            ..Bootstrap::default()
+        };
+        let level = verdict::family_level(paired_rows(&results, &groups, Some("s1"), None));
+        let summarize = |threads| {
+            summarize_cases_on(threads, &results, &groups, Some("s1"), None, level, &boot)
+        };
+        // `{:?}` prints every f64 exactly (shortest round-trip form), so equal text is equal bits.
+        let sequential = format!("{:?}", summarize(1));
+        assert!(sequential.contains("median_ci"), "{sequential:.200}");
+        for threads in [2, 3, 8] {
+            assert_eq!(
+                format!("{:?}", summarize(threads)),
+                sequential,
+                "{threads} threads"
+            );
+        }
+        // And the whole summarize step (on this machine's cores) gives the same statistics.
+        let analysis = Analysis::new(&results, Some("s1"), boot);
+        let per_case: Vec<CaseOutcome> = summarize(1);
+        // Failures and paired comparisons are part of what is compared.
+        assert!(per_case.iter().any(|c| !c.1.is_empty()));
+        assert!(per_case.iter().any(|c| !c.2.is_empty()));
+        let stats: Vec<&RunStats> = per_case.iter().flat_map(|c| &c.0).collect();
+        assert_eq!(
+            format!("{:?}", analysis.stats.values().collect::<Vec<_>>()),
+            format!("{stats:?}")
+        );
+    }
 }

@@ -7,6 +7,10 @@
 //! records what resume checks the bundle against) and case files (resume compares them with
 //! the planned case and rewrites any that differ).
 //!
+//! [`Staged`] is [`write_atomic_all`] for files written as their bytes are produced (the
+//! results files and the report's context of a large campaign, tens of MB each), so they
+//! are never held in memory whole.
+//!
 //! [`replace_all_prepared`] is [`replace_all`] through temp files of a fixed name that can be
 //! created ahead ([`prepare`]): a run's bundle files, whose temp files `engine::case_files`
 //! creates before the run, so writing the bundle creates no inode between two runs (on a
@@ -42,7 +46,69 @@ pub(crate) fn write_atomic_all(files: &[(&Path, &[u8])]) -> Result<()> {
         discard(&temps);
         return Err(e);
     }
-    rename_all(files, temps)
+    rename_all(files.iter().map(|(p, _)| *p), temps)
+}
+
+/// Files written through temp files as their bytes are produced, then — every temp file's
+/// data synced — renamed over their final names in order, by [`Staged::commit`]: the
+/// guarantees of [`write_atomic_all`]. Temp files of a `Staged` dropped without a commit are
+/// removed.
+#[derive(Default)]
+pub(crate) struct Staged {
+    /// (final path, temp path, temp file), in the order written.
+    temps: Vec<(PathBuf, PathBuf, std::fs::File)>,
+}
+
+impl Staged {
+    pub(crate) fn new() -> Staged {
+        Staged::default()
+    }
+
+    /// Write `path`'s temp file (distinct from every other path staged) with what `fill`
+    /// writes into it, buffered.
+    pub(crate) fn write(
+        &mut self,
+        path: &Path,
+        fill: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+    ) -> Result<()> {
+        let (tmp, file) = write_temp(path, &temp_path(path), b"")?;
+        let mut w = std::io::BufWriter::with_capacity(1 << 16, file);
+        let filled = fill(&mut w)
+            .and_then(|()| w.flush())
+            .and_then(|()| w.into_inner().map_err(|e| e.into_error()));
+        match filled {
+            Ok(file) => {
+                self.temps.push((path.to_path_buf(), tmp, file));
+                Ok(())
+            }
+            Err(e) => {
+                let _ = std::fs::remove_file(&tmp);
+                Err(Error::io(&tmp, e))
+            }
+        }
+    }
+
+    /// Sync every staged temp file's data, then rename each over its final path, in order.
+    pub(crate) fn commit(mut self) -> Result<()> {
+        let (finals, temps): (Vec<PathBuf>, Vec<(PathBuf, std::fs::File)>) = self
+            .temps
+            .drain(..)
+            .map(|(path, tmp, file)| (path, (tmp, file)))
+            .unzip();
+        if let Err(e) = sync_data_all(&temps) {
+            discard(&temps);
+            return Err(e);
+        }
+        rename_all(finals.iter().map(PathBuf::as_path), temps)
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        for (_, tmp, _) in &self.temps {
+            let _ = std::fs::remove_file(tmp);
+        }
+    }
 }
 
 /// Write several files (distinct paths), each through a temp file in its folder and a rename,
@@ -51,7 +117,7 @@ pub(crate) fn write_atomic_all(files: &[(&Path, &[u8])]) -> Result<()> {
 /// files a reader checks before trusting them (see the module comment).
 pub(crate) fn replace_all(files: &[(&Path, &[u8])]) -> Result<()> {
     let temps = write_temps(files, temp_path)?;
-    rename_all(files, temps)
+    rename_all(files.iter().map(|(p, _)| *p), temps)
 }
 
 /// The temp file of `path` for this process (write_atomic, replace_all).
@@ -88,7 +154,7 @@ pub(crate) fn prepare(path: &Path) -> Result<()> {
 /// final name — and no new inode when the temp files were prepared.
 pub(crate) fn replace_all_prepared(files: &[(&Path, &[u8])]) -> Result<()> {
     let temps = write_temps(files, prepared_temp)?;
-    rename_all(files, temps)
+    rename_all(files.iter().map(|(p, _)| *p), temps)
 }
 
 /// Every file's temp file (named by `temp`), written; on a failure the ones written so far are
@@ -110,9 +176,12 @@ fn write_temps(
     Ok(temps)
 }
 
-/// Each temp file renamed over its final name, in order.
-fn rename_all(files: &[(&Path, &[u8])], temps: Vec<(PathBuf, std::fs::File)>) -> Result<()> {
-    for ((path, _), (tmp, file)) in files.iter().zip(temps) {
+/// Each temp file renamed over its final name (`paths`, in the same order), in order.
+fn rename_all<'p>(
+    paths: impl IntoIterator<Item = &'p Path>,
+    temps: Vec<(PathBuf, std::fs::File)>,
+) -> Result<()> {
+    for (path, (tmp, file)) in paths.into_iter().zip(temps) {
         drop(file);
         std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))?;
     }
@@ -202,6 +271,40 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "two");
         let names: Vec<_> = std::fs::read_dir(p.parent().unwrap()).unwrap().collect();
         assert_eq!(names.len(), 1);
+    }
+
+    #[test]
+    fn staged_files_appear_together_on_commit_and_vanish_when_dropped() {
+        let tmp = tempfile::tempdir().unwrap();
+        let a = tmp.path().join("new/a.csv");
+        let b = tmp.path().join("b.json");
+        std::fs::write(&b, "old").unwrap();
+        let mut staged = Staged::new();
+        staged.write(&a, |w| w.write_all(b"x,y\n1,2\n")).unwrap();
+        staged.write(&b, |w| write!(w, "{{\"n\": {}}}", 3)).unwrap();
+        // Nothing replaced before the commit.
+        assert!(!a.exists());
+        assert_eq!(std::fs::read_to_string(&b).unwrap(), "old");
+        staged.commit().unwrap();
+        assert_eq!(std::fs::read_to_string(&a).unwrap(), "x,y\n1,2\n");
+        assert_eq!(std::fs::read_to_string(&b).unwrap(), "{\"n\": 3}");
+        // A failed fill, and a Staged dropped uncommitted, leave the old files and no temps.
+        let mut staged = Staged::new();
+        staged.write(&b, |w| w.write_all(b"half")).unwrap();
+        let err = staged
+            .write(&a, |_| Err(std::io::Error::other("disk full")))
+            .unwrap_err();
+        assert!(err.to_string().contains("disk full"), "{err}");
+        drop(staged);
+        assert_eq!(std::fs::read_to_string(&b).unwrap(), "{\"n\": 3}");
+        assert_eq!(std::fs::read_to_string(&a).unwrap(), "x,y\n1,2\n");
+        let mut names: Vec<String> = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .chain(std::fs::read_dir(tmp.path().join("new")).unwrap())
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["a.csv", "b.json", "new"]);
     }
 
     #[test]

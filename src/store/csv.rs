@@ -1,10 +1,12 @@
 //! `results.csv` (one tidy row per run) and `samples.csv` (one row per round).
 //!
-//! Pure functions of a `ResultSet` returning the file text. `results.csv` is the same
+//! Pure functions of a `ResultSet` writing the file text to any `Write`, a row at a time (the
+//! samples of a 10,000-run campaign are ~50 MB of text). `results.csv` is the same
 //! `store::row::Row` as `results.json`'s `runs`: empty cells where the JSON has `null`, lists
 //! joined with `,`, phase means as `phase_<name>_s` columns (the union over all runs, sorted).
 
 use std::collections::BTreeSet;
+use std::io::Write;
 
 use serde_json::Value;
 
@@ -15,8 +17,22 @@ fn cell(x: Option<f64>) -> String {
     x.map(|v| v.to_string()).unwrap_or_default()
 }
 
-fn finish(w: csv::Writer<Vec<u8>>) -> String {
-    String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default()
+/// The text one of the writers below writes (writing into memory cannot fail).
+#[cfg(test)]
+fn text(write: impl FnOnce(&mut Vec<u8>) -> std::io::Result<()>) -> String {
+    let mut out = Vec::new();
+    let _ = write(&mut out);
+    String::from_utf8(out).unwrap_or_default()
+}
+
+#[cfg(test)]
+pub(crate) fn results_csv(set: &ResultSet) -> String {
+    text(|w| write_results_csv(set, w))
+}
+
+#[cfg(test)]
+pub(crate) fn samples_csv(set: &ResultSet) -> String {
+    text(|w| write_samples_csv(set, w))
 }
 
 /// A scalar of a serialized row as a CSV cell: `null` empty, lists joined with `,`.
@@ -47,7 +63,7 @@ const FLATTENED: &[(&str, &str, Means)] = &[
 ///
 /// Two passes over the runs, one row in memory at a time: the first finds the columns (the
 /// first row's fields, the union of the map keys), the second writes the rows.
-pub(crate) fn results_csv(set: &ResultSet) -> String {
+pub(crate) fn write_results_csv(set: &ResultSet, out: impl Write) -> std::io::Result<()> {
     let as_map = |r| match serde_json::to_value(Row::of(r)) {
         Ok(Value::Object(m)) => Some(m),
         _ => None,
@@ -67,12 +83,12 @@ pub(crate) fn results_csv(set: &ResultSet) -> String {
             names.extend(means(&row).keys().cloned());
         }
     }
-    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut w = csv::Writer::from_writer(out);
     let mut header = plain.clone();
     for (_, prefix, names) in &nested {
         header.extend(names.iter().map(|n| format!("{prefix}{n}_s")));
     }
-    let _ = w.write_record(&header);
+    w.write_record(&header)?;
     for m in set.runs.iter().filter_map(as_map) {
         let mut rec: Vec<String> = plain
             .iter()
@@ -86,19 +102,19 @@ pub(crate) fn results_csv(set: &ResultSet) -> String {
                     .map(|n| map.and_then(|m| m.get(n)).map(scalar).unwrap_or_default()),
             );
         }
-        let _ = w.write_record(&rec);
+        w.write_record(&rec)?;
     }
-    finish(w)
+    w.flush()
 }
 
 /// One row per round of every run (warmup and timed, any status: the raw data).
-pub(crate) fn samples_csv(set: &ResultSet) -> String {
+pub(crate) fn write_samples_csv(set: &ResultSet, out: impl Write) -> std::io::Result<()> {
     let phases: BTreeSet<String> = set
         .runs
         .iter()
         .flat_map(|r| r.samples.iter().flat_map(|s| s.phases.keys().cloned()))
         .collect();
-    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut w = csv::Writer::from_writer(out);
     let mut header: Vec<String> = [
         "case_id",
         "stack",
@@ -118,7 +134,7 @@ pub(crate) fn samples_csv(set: &ResultSet) -> String {
     .map(|s| s.to_string())
     .collect();
     header.extend(phases.iter().map(|p| format!("phase_{p}_s")));
-    let _ = w.write_record(&header);
+    w.write_record(&header)?;
     for r in &set.runs {
         for s in &r.samples {
             let per_rank: Vec<String> =
@@ -139,10 +155,10 @@ pub(crate) fn samples_csv(set: &ResultSet) -> String {
                 per_rank.join(";"),
             ];
             rec.extend(phases.iter().map(|p| cell(s.phases.get(p).copied())));
-            let _ = w.write_record(&rec);
+            w.write_record(&rec)?;
         }
     }
-    finish(w)
+    w.flush()
 }
 
 #[cfg(test)]

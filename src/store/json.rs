@@ -1,7 +1,7 @@
 //! `results.json` in the seed's schema: `{campaign, timestamp, cases, runs, provenance}`.
 //!
 //! Owns the document around the rows (`store::row::Row` owns the rows and their statistics).
-//! Pure functions of a `ResultSet`: no I/O.
+//! Pure functions of a `ResultSet`; the file text is written to any `Write`, a row at a time.
 
 use std::collections::BTreeSet;
 
@@ -36,15 +36,21 @@ pub(crate) fn cases(set: &ResultSet) -> Vec<(&str, &Case)> {
 /// Written straight from the runs, one row at a time, never as a `Value` tree of every row (a
 /// 20,000-run campaign's tree is ~70 MB beside the ~70 MB text); byte for byte the
 /// pretty-printed [`document`].
-pub(crate) fn document_text(set: &ResultSet) -> String {
-    let mut out = Vec::with_capacity(2048 * set.runs.len() + 4096);
+pub(crate) fn write_document(set: &ResultSet, out: impl std::io::Write) -> std::io::Result<()> {
     let mut ser = serde_json::Serializer::with_formatter(
-        &mut out,
+        out,
         serde_json::ser::PrettyFormatter::with_indent(b"  "),
     );
-    // Serializing plain data into memory cannot fail.
-    let _ = Document(set).serialize(&mut ser);
-    out.push(b'\n');
+    Document(set).serialize(&mut ser)?;
+    ser.into_inner().write_all(b"\n")
+}
+
+/// [`write_document`]'s text.
+#[cfg(test)]
+pub(crate) fn document_text(set: &ResultSet) -> String {
+    let mut out = Vec::new();
+    // Writing plain data into memory cannot fail.
+    let _ = write_document(set, &mut out);
     String::from_utf8(out).unwrap_or_default()
 }
 
@@ -84,7 +90,7 @@ impl Serialize for Document<'_> {
     }
 }
 
-/// The whole document as a value (tests and small sets; files use [`document_text`]).
+/// The whole document as a value (tests and small sets; files use [`write_document`]).
 #[cfg(test)]
 pub(crate) fn document(set: &ResultSet) -> Value {
     let cases: Vec<Value> = cases(set).into_iter().map(|(_, c)| c.to_json()).collect();

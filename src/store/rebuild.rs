@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::error::Result;
-use crate::model::results::{ResultSet, RunStatus};
-use crate::store::atomic::write_atomic_all;
+use crate::model::results::{ResultSet, RunResult, RunStatus};
+use crate::store::atomic::Staged;
 use crate::store::journal::{parse_run_step, replay, FILE_NAME};
 use crate::store::{csv, json};
 
@@ -23,13 +23,40 @@ pub(crate) struct MissingRun {
     pub(crate) status: RunStatus,
 }
 
-/// Sort `set.runs` in planned order (the journal header's `steps`; runs the plan did not list
-/// go last, in bundle order) and return the finished runs that have no bundle. A run dir
-/// without a journal keeps its bundle order and reports nothing missing.
-pub(crate) fn order_as_planned(dir: &Path, set: &mut ResultSet) -> Result<Vec<MissingRun>> {
+/// Where the runs of a loaded set go in planned order, and the finished runs that have no
+/// bundle: worked out from the journal while the set is still read in loaded order (the
+/// history records it so), applied after.
+#[derive(Debug)]
+pub(crate) struct PlannedOrder {
+    /// Each run's rank in the plan, by index in the loaded set; None: keep the loaded order.
+    ranks: Option<Vec<usize>>,
+    missing: Vec<MissingRun>,
+}
+
+impl PlannedOrder {
+    /// Sort `set.runs` (the set this order was worked out for) in planned order — runs the plan
+    /// did not list go last, in bundle order — and return the finished runs with no bundle.
+    pub(crate) fn apply(self, set: &mut ResultSet) -> Vec<MissingRun> {
+        if let Some(ranks) = self.ranks {
+            let mut runs: Vec<(usize, RunResult)> = set.runs.drain(..).enumerate().collect();
+            // Stable, like sorting the runs themselves by their rank.
+            runs.sort_by_key(|(i, _)| ranks.get(*i).copied().unwrap_or(usize::MAX));
+            set.runs = runs.into_iter().map(|(_, r)| r).collect();
+        }
+        self.missing
+    }
+}
+
+/// The planned order of `set.runs` (the journal header's `steps`) and the finished runs that
+/// have no bundle. A run dir without a journal keeps its bundle order and reports nothing
+/// missing.
+pub(crate) fn planned_order(dir: &Path, set: &ResultSet) -> Result<PlannedOrder> {
     let path = dir.join(FILE_NAME);
     if !path.is_file() {
-        return Ok(Vec::new());
+        return Ok(PlannedOrder {
+            ranks: None,
+            missing: Vec::new(),
+        });
     }
     let journal = replay(&path)?;
     let planned: Vec<String> = journal
@@ -48,11 +75,15 @@ pub(crate) fn order_as_planned(dir: &Path, set: &mut ResultSet) -> Result<Vec<Mi
         .enumerate()
         .map(|(i, k)| (k, i))
         .collect();
-    set.runs.sort_by_key(|r| {
-        rank.get(&(r.case_id.as_str(), r.stack.as_str()))
-            .copied()
-            .unwrap_or(usize::MAX)
-    });
+    let ranks = set
+        .runs
+        .iter()
+        .map(|r| {
+            rank.get(&(r.case_id.as_str(), r.stack.as_str()))
+                .copied()
+                .unwrap_or(usize::MAX)
+        })
+        .collect();
     let present: std::collections::BTreeSet<(&str, &str)> = set
         .runs
         .iter()
@@ -76,19 +107,18 @@ pub(crate) fn order_as_planned(dir: &Path, set: &mut ResultSet) -> Result<Vec<Mi
         })
         .collect();
     missing.sort_by_key(|(at, _)| *at);
-    Ok(missing.into_iter().map(|(_, m)| m).collect())
+    Ok(PlannedOrder {
+        ranks: Some(ranks),
+        missing: missing.into_iter().map(|(_, m)| m).collect(),
+    })
 }
 
-/// Rewrite `results.json`, `results.csv` and `samples.csv` of `dir` from `set`.
+/// Rewrite `results.json`, `results.csv` and `samples.csv` of `dir` from `set`, each written
+/// straight into its temp file (never held in memory whole), all three replaced together.
 pub(crate) fn write_results(dir: &Path, set: &ResultSet) -> Result<()> {
-    let (doc, runs, samples) = (
-        json::document_text(set),
-        csv::results_csv(set),
-        csv::samples_csv(set),
-    );
-    write_atomic_all(&[
-        (&dir.join("results.json"), doc.as_bytes()),
-        (&dir.join("results.csv"), runs.as_bytes()),
-        (&dir.join("samples.csv"), samples.as_bytes()),
-    ])
+    let mut staged = Staged::new();
+    staged.write(&dir.join("results.json"), |w| json::write_document(set, w))?;
+    staged.write(&dir.join("results.csv"), |w| csv::write_results_csv(set, w))?;
+    staged.write(&dir.join("samples.csv"), |w| csv::write_samples_csv(set, w))?;
+    staged.commit()
 }

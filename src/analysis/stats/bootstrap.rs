@@ -5,8 +5,7 @@
 //! pair of runs). The same data, seed and key give the same interval whatever order callers
 //! visit runs in. Pure computation; knows nothing of runs or reports.
 
-use rand::{RngCore, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use super::stream::Stream;
 
 /// Resamples per interval unless configured otherwise. 1 000 is the usual floor for 95 %
 /// percentile intervals; it keeps the report of 10 000 runs × 50 rounds inside its time budget.
@@ -51,8 +50,8 @@ impl Interval {
 
 impl Bootstrap {
     /// The random stream for one estimate, named by `key`.
-    pub(crate) fn rng(&self, key: &str) -> ChaCha8Rng {
-        ChaCha8Rng::seed_from_u64(self.seed ^ fnv1a(key.as_bytes()))
+    pub(crate) fn rng(&self, key: &str) -> Stream {
+        Stream::seed_from_u64(self.seed ^ fnv1a(key.as_bytes()))
     }
 
     /// Bootstrap medians of `sorted` (ascending, non-empty): `resamples` draws, unsorted, from
@@ -105,40 +104,20 @@ pub(crate) fn ratio_interval_at(a: &[f64], b: &[f64], level: f64) -> Interval {
     percentile_interval_at(&mut ratios, level)
 }
 
-/// Median of one resample with replacement of `sorted`.
+/// Median of one resample with replacement of `sorted` (`counts` at least as long).
 ///
 /// Because `sorted` is ascending, the resample's order statistics are found by counting how
 /// often each index was drawn and walking the counts — O(n) and no float sorting, which is
-/// what keeps 10 000 runs × 2 000 resamples inside the report's time budget.
-/// Words drawn per `fill_bytes` call: one ChaCha8 refill is 64 words, so a buffer of that size
-/// keeps the copy in cache and needs no heap.
-const WORDS_PER_FILL: usize = 64;
-
-pub(crate) fn resampled_median(sorted: &[f64], rng: &mut ChaCha8Rng, counts: &mut [u32]) -> f64 {
+/// what keeps 10 000 runs × 1 000 resamples inside the report's time budget. The indices are
+/// `n` consecutive words of `rng`, the same words `n` calls of `next_u32` would give.
+pub(crate) fn resampled_median(sorted: &[f64], rng: &mut Stream, counts: &mut [u32]) -> f64 {
     let n = sorted.len();
     if n == 1 {
         return sorted[0];
     }
     let counts = &mut counts[..n];
     counts.fill(0);
-    // `fill_bytes` hands out the same 32-bit words as `n` calls of `next_u32` (little-endian,
-    // whole words when the length is a multiple of 4), only in bulk: the stream — and so every
-    // interval ever reported — is unchanged, the per-word bookkeeping is not.
-    let mut buf = [0u8; 4 * WORDS_PER_FILL];
-    let mut left = n;
-    while left > 0 {
-        let take = left.min(WORDS_PER_FILL);
-        let bytes = &mut buf[..4 * take];
-        rng.fill_bytes(bytes);
-        for word in bytes.chunks_exact(4) {
-            let x = u32::from_le_bytes([word[0], word[1], word[2], word[3]]);
-            // Multiply-shift of one 32-bit word: bias at most n / 2^32, far below Monte-Carlo
-            // error, and about twice as fast as rejection sampling in the hot loop.
-            let i = ((u64::from(x) * n as u64) >> 32) as usize;
-            counts[i] += 1;
-        }
-        left -= take;
-    }
+    rng.count_indices(counts);
     median_of_counts(sorted, counts)
 }
 
@@ -148,18 +127,20 @@ pub(crate) fn resampled_median(sorted: &[f64], rng: &mut ChaCha8Rng, counts: &mu
 fn median_of_counts(sorted: &[f64], counts: &[u32]) -> f64 {
     let n = sorted.len();
     let (k1, k2) = ((n - 1) / 2, n / 2);
-    let mut cum = 0usize;
-    let mut first = None;
-    for (i, &c) in counts.iter().enumerate() {
-        cum += c as usize;
-        if first.is_none() && cum > k1 {
-            first = Some(sorted[i]);
-        }
-        if cum > k2 {
-            return (first.unwrap_or(sorted[i]) + sorted[i]) / 2.0;
-        }
+    // Walk to the first index whose running count passes k1, then on to the one passing k2
+    // (often the same). The counts sum to n > k2, so both walks end inside the slice.
+    let mut i = 0;
+    let mut cum = counts[0] as usize;
+    while cum <= k1 {
+        i += 1;
+        cum += counts[i] as usize;
     }
-    sorted[n - 1]
+    let first = sorted[i];
+    while cum <= k2 {
+        i += 1;
+        cum += counts[i] as usize;
+    }
+    (first + sorted[i]) / 2.0
 }
 
 fn percentile_interval(draws: &mut [f64]) -> Interval {
@@ -205,6 +186,8 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rand::{RngCore, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
 
     #[test]
     fn single_value_interval_is_the_value() {
@@ -231,14 +214,13 @@ mod tests {
 
     #[test]
     fn same_seed_and_key_reproduce_different_seed_or_key_differs() {
-        use rand::RngCore;
         let xs: Vec<f64> = (0..15).map(|i| f64::from(i * 37 % 101)).collect();
         let b = Bootstrap {
             resamples: 500,
             seed: 7,
         };
         assert_eq!(b.median_ci(&xs, "a"), b.median_ci(&xs, "a"));
-        let first = |boot: Bootstrap, key: &str| boot.rng(key).next_u64();
+        let first = |boot: Bootstrap, key: &str| boot.rng(key).next_u32();
         assert_ne!(first(b, "a"), first(Bootstrap { seed: 8, ..b }, "a"));
         assert_ne!(first(b, "a"), first(b, "b"));
     }
@@ -259,7 +241,8 @@ mod tests {
         }
     }
 
-    /// The word-by-word draw the bulk `fill_bytes` path replaced, as the reference for the draws.
+    /// The word-by-word draw from `rand_chacha`'s generator that the in-block path replaced,
+    /// as the reference for the draws.
     fn resampled_median_word_by_word(sorted: &[f64], rng: &mut ChaCha8Rng) -> f64 {
         let n = sorted.len();
         let mut counts = vec![0u32; n];
@@ -271,12 +254,32 @@ mod tests {
     }
 
     #[test]
+    fn median_of_counts_is_the_middle_of_the_expanded_resample() {
+        let mut rng = Bootstrap::default().rng("counts");
+        for n in [2usize, 3, 4, 5, 50, 51, 64, 201] {
+            let sorted: Vec<f64> = (0..n).map(|i| (i as f64).sqrt() * 1.7).collect();
+            for _ in 0..200 {
+                let mut counts = vec![0u32; n];
+                rng.count_indices(&mut counts);
+                // The resample itself, ascending: sorted[i] repeated counts[i] times.
+                let resample: Vec<f64> = (0..n)
+                    .flat_map(|i| std::iter::repeat_n(sorted[i], counts[i] as usize))
+                    .collect();
+                let want = (resample[(n - 1) / 2] + resample[n / 2]) / 2.0;
+                let got = median_of_counts(&sorted, &counts);
+                assert_eq!(got.to_bits(), want.to_bits(), "n = {n}, counts {counts:?}");
+            }
+        }
+    }
+
+    #[test]
     fn bulk_draws_give_the_medians_and_stream_of_single_draws() {
         // Lengths below, at and across the 64-word refill, odd and even.
         for n in [2usize, 3, 7, 50, 63, 64, 65, 130, 201] {
             let sorted: Vec<f64> = (0..n).map(|i| (i * i) as f64 * 0.5).collect();
-            let mut bulk = Bootstrap::default().rng("stream");
-            let mut single = Bootstrap::default().rng("stream");
+            let b = Bootstrap::default();
+            let mut bulk = b.rng("stream");
+            let mut single = ChaCha8Rng::seed_from_u64(b.seed ^ fnv1a(b"stream"));
             let mut counts = vec![0u32; n + 3];
             for _ in 0..40 {
                 let got = resampled_median(&sorted, &mut bulk, &mut counts);

@@ -43,7 +43,7 @@ impl Bootstrap {
                     let pick = if r == 1 {
                         0
                     } else {
-                        ((u64::from(rand::RngCore::next_u32(&mut rng)) * r as u64) >> 32) as usize
+                        ((u64::from(rng.next_u32()) * r as u64) >> 32) as usize
                     };
                     let rounds = &repeats[pick];
                     sum += resampled_median(rounds, &mut rng, &mut counts[..rounds.len()]);

@@ -10,6 +10,7 @@ pub mod bootstrap;
 pub mod fit;
 pub mod hierarchical;
 pub mod outliers;
+pub(crate) mod stream;
 pub mod summary;
 
 pub use bootstrap::Bootstrap;

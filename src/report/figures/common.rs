@@ -135,13 +135,13 @@ impl Ranged for Ticked {
 /// One axis: its description, where it is ticked and how a (possibly log) value is labelled.
 pub(crate) struct Axis {
     pub(crate) desc: String,
-    pub(crate) label: Box<dyn Fn(f64) -> String>,
+    pub(crate) label: Box<dyn Fn(f64) -> String + Send>,
     pub(crate) ticks: Ticks,
 }
 
 impl Axis {
     /// A linear axis ticked at plotters' round values.
-    pub(crate) fn new(desc: &str, label: impl Fn(f64) -> String + 'static) -> Axis {
+    pub(crate) fn new(desc: &str, label: impl Fn(f64) -> String + Send + 'static) -> Axis {
         Axis {
             desc: desc.to_string(),
             label: Box::new(label),
@@ -150,7 +150,11 @@ impl Axis {
     }
 
     /// An axis ticked only at `at` (e.g. the P values measured).
-    pub(crate) fn at(desc: &str, at: Vec<f64>, label: impl Fn(f64) -> String + 'static) -> Axis {
+    pub(crate) fn at(
+        desc: &str,
+        at: Vec<f64>,
+        label: impl Fn(f64) -> String + Send + 'static,
+    ) -> Axis {
         Axis {
             ticks: Ticks::At(at),
             ..Axis::new(desc, label)

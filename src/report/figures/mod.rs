@@ -55,13 +55,21 @@ pub struct Skipped {
     pub(crate) reason: String,
 }
 
-/// Draw the figures named in `wanted` (empty = all) into `dir`.
-pub(crate) fn draw_all(
-    analysis: &Analysis,
-    results: &ResultSet,
+/// A figure built from the analysis — its name, title, caption and files known — whose
+/// pixels are not drawn yet (`draw_planned`), so the report can be written while they are.
+pub(crate) struct Planned<'a> {
+    pub(crate) drawn: Drawn,
+    draw: Box<dyn FnOnce() -> Result<()> + Send + 'a>,
+}
+
+/// Build the figures named in `wanted` (empty = all) for `dir`, and say why the others are
+/// skipped; nothing is drawn yet.
+pub(crate) fn plan_all<'a>(
+    analysis: &'a Analysis,
+    results: &'a ResultSet,
     wanted: &[String],
     dir: &Path,
-) -> Result<(Vec<Drawn>, Vec<Skipped>)> {
+) -> Result<(Vec<Planned<'a>>, Vec<Skipped>)> {
     if let Some(bad) = wanted.iter().find(|w| !ALL.contains(&w.as_str())) {
         return Err(Error::Usage(format!(
             "[report] figures: unknown figure `{bad}` (expected any of: {})",
@@ -70,7 +78,7 @@ pub(crate) fn draw_all(
     }
     super::font::ensure_registered().map_err(Error::Environment)?;
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    let mut drawn = Vec::new();
+    let mut planned = Vec::new();
     let mut skipped = Vec::new();
     for name in ALL {
         if !wanted.is_empty() && !wanted.iter().any(|w| w == name) {
@@ -78,37 +86,38 @@ pub(crate) fn draw_all(
         }
         let outcome = match *name {
             "strong_scaling_t_total" => {
-                strong_scaling::total(analysis, results).map(|f| render(&f, name, dir))
+                strong_scaling::total(analysis, results).map(|f| plan(f, name, dir))
             }
             "strong_scaling_efficiency" => {
-                strong_scaling::efficiency(analysis, results).map(|f| render(&f, name, dir))
+                strong_scaling::efficiency(analysis, results).map(|f| plan(f, name, dir))
             }
-            "message_size_bw" => {
-                message_size::build(analysis, results).map(|f| render(&f, name, dir))
-            }
+            "message_size_bw" => message_size::build(analysis, results).map(|f| plan(f, name, dir)),
             "paired_stack_ratio" => {
-                paired_ratio::build(analysis, results).map(|f| render(&f, name, dir))
+                paired_ratio::build(analysis, results).map(|f| plan(f, name, dir))
             }
-            "phase_breakdown" => {
-                breakdown::phases(analysis, results).map(|f| render(&f, name, dir))
-            }
+            "phase_breakdown" => breakdown::phases(analysis, results).map(|f| plan(f, name, dir)),
             "compile_breakdown" => {
-                breakdown::compile(analysis, results).map(|f| render(&f, name, dir))
+                breakdown::compile(analysis, results).map(|f| plan(f, name, dir))
             }
             "wall_vs_device" => {
-                wall_vs_device::build(analysis, results).map(|f| render(&f, name, dir))
+                wall_vs_device::build(analysis, results).map(|f| plan(f, name, dir))
             }
-            _ => model_fit::build(analysis).map(|f| render(&f, name, dir)),
+            _ => model_fit::build(analysis).map(|f| plan(f, name, dir)),
         };
         match outcome {
-            Ok(result) => drawn.push(result?),
+            Ok(p) => planned.push(p),
             Err(reason) => skipped.push(Skipped {
                 name: name.to_string(),
                 reason,
             }),
         }
     }
-    Ok((drawn, skipped))
+    Ok((planned, skipped))
+}
+
+/// Draw every planned figure, in order; the first failure stops the drawing and is returned.
+pub(crate) fn draw_planned(planned: Vec<Planned<'_>>) -> Result<()> {
+    planned.into_iter().try_for_each(|p| (p.draw)())
 }
 
 /// The history trend figure (`campaign history trend --out FILE.png|svg`).
@@ -120,10 +129,24 @@ pub(crate) fn draw_trend(
     trend::draw(series, steps, out)
 }
 
+/// One figure as it will be drawn to `<dir>/<name>.png` and `.svg`.
+fn plan<'a, F: Figure + Send + 'a>(fig: F, name: &str, dir: &Path) -> Planned<'a> {
+    let drawn = Drawn {
+        name: name.to_string(),
+        title: fig.title(),
+        caption: fig.caption(),
+        png: dir.join(format!("{name}.png")),
+        svg: dir.join(format!("{name}.svg")),
+    };
+    let (name, png, svg) = (drawn.name.clone(), drawn.png.clone(), drawn.svg.clone());
+    Planned {
+        drawn,
+        draw: Box::new(move || render(&fig, &name, &png, &svg)),
+    }
+}
+
 /// Draw one figure as PNG and SVG.
-fn render<F: Figure>(fig: &F, name: &str, dir: &Path) -> Result<Drawn> {
-    let png = dir.join(format!("{name}.png"));
-    let svg = dir.join(format!("{name}.svg"));
+fn render<F: Figure>(fig: &F, name: &str, png: &Path, svg: &Path) -> Result<()> {
     let size = fig.size();
     let failed = |path: &Path, e: String| {
         Error::Environment(format!(
@@ -132,20 +155,14 @@ fn render<F: Figure>(fig: &F, name: &str, dir: &Path) -> Result<Drawn> {
         ))
     };
     {
-        let root = BitMapBackend::new(&png, size).into_drawing_area();
-        fig.draw(&root).map_err(|e| failed(&png, e))?;
-        root.present().map_err(|e| failed(&png, e.to_string()))?;
+        let root = BitMapBackend::new(png, size).into_drawing_area();
+        fig.draw(&root).map_err(|e| failed(png, e))?;
+        root.present().map_err(|e| failed(png, e.to_string()))?;
     }
     {
-        let root = SVGBackend::new(&svg, size).into_drawing_area();
-        fig.draw(&root).map_err(|e| failed(&svg, e))?;
-        root.present().map_err(|e| failed(&svg, e.to_string()))?;
+        let root = SVGBackend::new(svg, size).into_drawing_area();
+        fig.draw(&root).map_err(|e| failed(svg, e))?;
+        root.present().map_err(|e| failed(svg, e.to_string()))?;
     }
-    Ok(Drawn {
-        name: name.to_string(),
-        title: fig.title(),
-        caption: fig.caption(),
-        png,
-        svg,
-    })
+    Ok(())
 }
