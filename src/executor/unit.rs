@@ -57,7 +57,7 @@ static CONTAINMENT: OnceLock<Containment> = OnceLock::new();
 /// Is campaign a child subreaper (the cookie fallback's fast path relies on it)?
 static SUBREAPER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// Leaders of units alive in this process (pids campaign spawned; tokio waits for them).
+/// Leaders of units alive in this process (pids campaign spawned and waits for itself).
 fn leaders() -> &'static Mutex<BTreeSet<i32>> {
     static LEADERS: OnceLock<Mutex<BTreeSet<i32>>> = OnceLock::new();
     LEADERS.get_or_init(|| Mutex::new(BTreeSet::new()))
@@ -206,25 +206,11 @@ impl Unit {
         self.cgroup.as_deref()
     }
 
-    /// Make `command`'s process part of the unit: the cookie in its environment and, with a
-    /// cgroup, the child moves itself into it before `exec` (so nothing it forks can be missed).
-    pub fn apply(&self, command: &mut tokio::process::Command) {
-        command.env(COOKIE, &self.id);
-        if let Some(file) = &self.procs {
-            use std::os::fd::AsRawFd;
-            let fd = file.as_raw_fd();
-            // SAFETY: the closure runs between fork and exec and only calls write(2), which is
-            // async-signal-safe; the fd stays open in the parent for the child's lifetime.
-            unsafe {
-                command.pre_exec(move || {
-                    let zero = b"0";
-                    if libc::write(fd, zero.as_ptr().cast(), 1) < 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    Ok(())
-                });
-            }
-        }
+    /// The unit's `cgroup.procs`, opened before spawning: the child writes `0` to it before
+    /// `exec` (`executor::spawn`), so nothing it forks can be missed.
+    pub(crate) fn procs_fd(&self) -> Option<std::os::fd::RawFd> {
+        use std::os::fd::AsRawFd;
+        self.procs.as_ref().map(|f| f.as_raw_fd())
     }
 
     /// The pid campaign started (it counts as a member even without the cookie).
@@ -315,7 +301,7 @@ impl Unit {
     }
 
     /// Reap zombies this unit left as campaign's children (the subreaper makes orphans ours).
-    /// The leader is tokio's to wait for; only pids the unit was seen to hold are touched, so
+    /// The leader is `executor::spawn`'s to wait for; only pids the unit was seen to hold are touched, so
     /// no other part of campaign loses a child's exit status.
     fn reap_orphans(&mut self) {
         let me = std::process::id() as i32;
