@@ -14,6 +14,7 @@
 //! `0` to the unit's `cgroup.procs`, stdin from `/dev/null` and stdout/stderr to pipes, `chdir`,
 //! an empty signal mask, `execve`. PATH lookup happens in the parent, like `execvp` would.
 //! A `Child` that is dropped before its exit was collected kills and reaps the process.
+//! Needs Linux 5.4 (pidfds that can be polled and waited on), like `cgroup.kill` needs 5.14.
 
 use std::ffi::{CString, OsStr, OsString};
 use std::io;
