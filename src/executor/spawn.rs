@@ -1,18 +1,20 @@
 //! Starting a stack process without copying campaign's address space, already inside its
 //! containment unit before it runs a single instruction of the stack.
 //!
-//! Why not `std`/`tokio::process`: a cgroup unit needs the child to join the unit's cgroup
+//! Why not `std`/`tokio::process`: a cgroup unit needs the child to be in the unit's cgroup
 //! before `exec` (so nothing it forks can escape), which needs a `pre_exec` hook, and a hook
 //! forces the standard library's `fork` path: every spawn then copies campaign's page tables,
 //! whose size grows with the number of runs a campaign holds — per-run cost grew with N
-//! (docs/performance.md). Here the child is made the way `posix_spawn` makes it: glibc's
-//! `clone` with `CLONE_VM | CLONE_VFORK` on a small stack of its own (nothing is copied; the
-//! calling thread sleeps until the child has called `execve` or died) plus `CLONE_PIDFD`, so
-//! the exit is awaited on a pidfd and the pid cannot be reused while campaign holds it. The
-//! child shares campaign's memory until `execve`, so it only makes async-signal-safe calls on
-//! data prepared by the parent: reset caught signals to their default, `setpgid(0, 0)`, write
-//! `0` to the unit's `cgroup.procs`, stdin from `/dev/null` and stdout/stderr to pipes, `chdir`,
-//! an empty signal mask, `execve`. PATH lookup happens in the parent, like `execvp` would.
+//! (docs/performance.md). Here the child is made the way `posix_spawn` makes it:
+//! `CLONE_VM | CLONE_VFORK` on a small stack of its own (nothing is copied; the calling thread
+//! sleeps until the child has called `execve` or died) plus `CLONE_PIDFD`, so the exit is
+//! awaited on a pidfd and the pid cannot be reused while campaign holds it. `clone3` creates
+//! the child directly in the unit's cgroup (`spawn::clone3`); where it cannot, glibc's `clone`
+//! and the child writes itself into `cgroup.procs`. The child shares campaign's memory until
+//! `execve`, so it only makes async-signal-safe calls on data prepared by the parent: reset
+//! caught signals to their default, `setpgid(0, 0)`, join the cgroup (fallback), stdin from
+//! `/dev/null` and stdout/stderr to pipes, `chdir`, an empty signal mask, `execve`. PATH lookup
+//! happens in the parent, like `execvp` would.
 //! A `Child` that is dropped before its exit was collected kills and reaps the process.
 //! Needs Linux 5.4 (pidfds that can be polled and waited on), like `cgroup.kill` needs 5.14.
 
@@ -69,8 +71,10 @@ struct ChildArgs {
     sh_argv: *const *const libc::c_char,
     envp: *const *const libc::c_char,
     cwd: *const libc::c_char,
-    /// The unit's `cgroup.procs`, or -1 without a cgroup.
-    procs: RawFd,
+    /// The unit's cgroup directory, or -1 without a cgroup.
+    cgroup: RawFd,
+    /// The child moves itself into `cgroup` (it was not created there by `clone3`).
+    join_cgroup: std::sync::atomic::AtomicBool,
     stdin: RawFd,
     stdout: RawFd,
     stderr: RawFd,
@@ -132,7 +136,8 @@ pub(crate) fn spawn(
         sh_argv: sh_argv_p.as_ptr(),
         envp: envp.as_ptr(),
         cwd: cwd_c.as_ptr(),
-        procs: unit.procs_fd().unwrap_or(-1),
+        cgroup: unit.cgroup_fd().unwrap_or(-1),
+        join_cgroup: std::sync::atomic::AtomicBool::new(false),
         stdin: null.as_raw_fd(),
         stdout: out_w.as_raw_fd(),
         stderr: err_w.as_raw_fd(),
@@ -277,7 +282,10 @@ fn try_wait(pidfd: &OwnedFd) -> io::Result<Option<ExitStatus>> {
 
 /// Make the child (see the module comment) and return its pid and pidfd once it has exec'd
 /// or exited. All signals are blocked in this thread meanwhile, so no handler of campaign's runs
-/// in the child while it shares campaign's memory.
+/// in the child while it shares campaign's memory. `clone3` creates the child right in its
+/// cgroup (`CLONE_INTO_CGROUP`, Linux 5.7); where it is missing or refused (older kernels,
+/// seccomp filters that hide it), glibc's `clone` and the child writes itself into
+/// `cgroup.procs` — a migration that now and then waits for an RCU grace period (10–20 ms).
 fn clone_child(args: &ChildArgs) -> io::Result<(i32, OwnedFd)> {
     let page = 4096;
     // SAFETY: a fresh anonymous mapping; the lowest page is left inaccessible as a guard.
@@ -300,25 +308,26 @@ fn clone_child(args: &ChildArgs) -> io::Result<(i32, OwnedFd)> {
     let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
     let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
     let mut pidfd: libc::c_int = -1;
-    // SAFETY: the stack top is inside the mapping (stacks grow down on the targets campaign
+    // SAFETY: the stack lies inside the mapping (stacks grow down on the targets campaign
     // builds for); `args` outlives the call because CLONE_VFORK returns only after the child
-    // has exec'd or exited; `pidfd` receives the pidfd (CLONE_PIDFD uses the parent_tid slot).
+    // has exec'd or exited; `pidfd` receives the pidfd.
     let rc = unsafe {
         libc::sigfillset(&mut all);
         libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
-        let top = stack
-            .cast::<u8>()
-            .add(CHILD_STACK + page)
-            .cast::<libc::c_void>();
-        let rc = libc::clone(
-            child_main,
-            top,
-            libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PIDFD | libc::SIGCHLD,
-            (args as *const ChildArgs).cast_mut().cast(),
-            &mut pidfd as *mut libc::c_int,
-            std::ptr::null_mut::<libc::c_void>(),
-            std::ptr::null_mut::<libc::c_int>(),
-        );
+        let base = stack.cast::<u8>().add(page);
+        let mut rc = clone3::spawn(args, base, CHILD_STACK, &mut pidfd);
+        if rc == clone3::UNAVAILABLE {
+            args.join_cgroup.store(true, Ordering::Relaxed);
+            rc = libc::clone(
+                child_main,
+                base.add(CHILD_STACK).cast(),
+                libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PIDFD | libc::SIGCHLD,
+                (args as *const ChildArgs).cast_mut().cast(),
+                &mut pidfd as *mut libc::c_int,
+                std::ptr::null_mut::<libc::c_void>(),
+                std::ptr::null_mut::<libc::c_int>(),
+            );
+        }
         let e = io::Error::last_os_error();
         libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
         libc::munmap(stack, CHILD_STACK + page);
@@ -329,7 +338,7 @@ fn clone_child(args: &ChildArgs) -> io::Result<(i32, OwnedFd)> {
         }
     };
     let pid = rc?;
-    // SAFETY: clone succeeded with CLONE_PIDFD, so `pidfd` is a new descriptor we own.
+    // SAFETY: the clone succeeded with CLONE_PIDFD, so `pidfd` is a new descriptor we own.
     Ok((pid, unsafe { OwnedFd::from_raw_fd(pidfd) }))
 }
 
@@ -360,8 +369,16 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
         if libc::setpgid(0, 0) != 0 {
             fail(a);
         }
-        if a.procs >= 0 && libc::write(a.procs, b"0".as_ptr().cast(), 1) != 1 {
-            fail(a);
+        if a.cgroup >= 0 && a.join_cgroup.load(Ordering::Relaxed) {
+            let procs = libc::openat(
+                a.cgroup,
+                c"cgroup.procs".as_ptr(),
+                libc::O_WRONLY | libc::O_CLOEXEC,
+            );
+            if procs < 0 || libc::write(procs, b"0".as_ptr().cast(), 1) != 1 {
+                fail(a);
+            }
+            libc::close(procs);
         }
         for (from, to) in [(a.stdin, 0), (a.stdout, 1), (a.stderr, 2)] {
             if libc::dup2(from, to) < 0 {
@@ -493,6 +510,8 @@ fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
     // SAFETY: as above.
     Ok(unsafe { OwnedFd::from_raw_fd(dup) })
 }
+
+mod clone3;
 
 #[cfg(test)]
 mod tests;

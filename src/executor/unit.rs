@@ -160,8 +160,9 @@ pub struct Unit {
     id: String,
     cookie: String,
     cgroup: Option<PathBuf>,
-    /// `cgroup.procs` of the unit, opened before spawning so the child only writes to it.
-    procs: Option<std::fs::File>,
+    /// The unit's cgroup directory, opened before spawning: the child is created in it
+    /// (`executor::spawn`).
+    dir: Option<std::fs::File>,
     leader: i32,
     /// Every pid the unit was seen to hold (zombie orphans among them are reaped).
     seen: BTreeSet<i32>,
@@ -172,13 +173,15 @@ impl Unit {
     /// Open unit `id`: its cgroup is created (or reused by the next round of the same run).
     pub fn open(id: &str) -> std::io::Result<Unit> {
         let cgroup = cgroup_for(id);
-        let procs = match &cgroup {
+        let dir = match &cgroup {
             Some(path) => {
+                use std::os::unix::fs::OpenOptionsExt;
                 cgroup::create(path)?;
                 Some(
                     std::fs::OpenOptions::new()
-                        .write(true)
-                        .open(path.join("cgroup.procs"))?,
+                        .read(true)
+                        .custom_flags(libc::O_DIRECTORY)
+                        .open(path)?,
                 )
             }
             None => None,
@@ -190,7 +193,7 @@ impl Unit {
             id: id.to_string(),
             cookie: format!("{COOKIE}={id}"),
             cgroup,
-            procs,
+            dir,
             leader: 0,
             seen: BTreeSet::new(),
             done: false,
@@ -206,11 +209,11 @@ impl Unit {
         self.cgroup.as_deref()
     }
 
-    /// The unit's `cgroup.procs`, opened before spawning: the child writes `0` to it before
-    /// `exec` (`executor::spawn`), so nothing it forks can be missed.
-    pub(crate) fn procs_fd(&self) -> Option<std::os::fd::RawFd> {
+    /// The unit's cgroup directory, open: `executor::spawn` creates the child in it (or the
+    /// child moves itself there before `exec`), so nothing it forks can be missed.
+    pub(crate) fn cgroup_fd(&self) -> Option<std::os::fd::RawFd> {
         use std::os::fd::AsRawFd;
-        self.procs.as_ref().map(|f| f.as_raw_fd())
+        self.dir.as_ref().map(|f| f.as_raw_fd())
     }
 
     /// The pid campaign started (it counts as a member even without the cookie).

@@ -39,6 +39,18 @@ async fn run(argv: &[&str]) -> Ran {
 
 #[tokio::test]
 async fn a_child_and_what_it_forks_are_in_the_unit_before_they_run() {
+    in_the_unit_before_running().await;
+}
+
+/// The same where `clone3` is not available: glibc's `clone`, the child moves itself.
+#[tokio::test]
+async fn without_clone3_the_child_moves_itself_into_the_unit_before_running() {
+    super::clone3::set_usable(false);
+    in_the_unit_before_running().await;
+    super::clone3::set_usable(true);
+}
+
+async fn in_the_unit_before_running() {
     let unit = Unit::open(&fresh_id()).unwrap();
     // The shell ($$) and the grep it forks both report their cgroup v2 (`0::` line).
     let ran = run_in(
