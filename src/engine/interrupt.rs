@@ -242,13 +242,13 @@ mod tests {
             .build()
             .unwrap();
         rt.block_on(async {
-            // A unit holding a process that left campaign's process group and session.
+            // A unit holding a process that left campaign's process group and session (and
+            // the shell waiting for it).
             let mut unit = Unit::open(&crate::executor::unit::fresh_id()).unwrap();
-            let mut cmd = tokio::process::Command::new("setsid");
-            cmd.args(["sleep", "60"]);
-            unit.apply(&mut cmd);
-            let mut child = cmd.spawn().unwrap();
-            unit.set_leader(child.id().unwrap() as i32);
+            let argv = ["sh", "-c", "setsid sleep 60 & wait"].map(String::from);
+            let mut child =
+                crate::executor::spawn::spawn(&argv, &[], Path::new("/"), &unit).unwrap();
+            unit.set_leader(child.id());
             let i = Interrupt::install_with(Box::new(move || flag.store(true, Ordering::SeqCst)))
                 .unwrap();
             assert!(!i.requested());

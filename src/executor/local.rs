@@ -1,6 +1,7 @@
 //! The local executor: run one stack process on this machine and report how it ended.
 //!
-//! Owns spawning (own process group, inside its containment unit — `executor::unit`), reading
+//! Owns spawning (`executor::spawn`: own process group, inside its containment unit —
+//! `executor::unit` — without copying campaign's memory), reading
 //! stdout and stderr concurrently to the end, the raw `run.log` (bytes exactly as produced,
 //! interleaved by line in arrival order), the wall-clock, no-output and cancel stops (SIGTERM to
 //! the whole unit, SIGKILL after the grace period) and making sure nothing of the unit is left
@@ -10,7 +11,7 @@
 
 use std::io::Write;
 use std::os::unix::process::ExitStatusExt;
-use std::process::{ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -84,22 +85,13 @@ pub async fn run_process(
             "cannot create the containment unit of `{program}`: {e}"
         ))
     })?;
-    let mut command = tokio::process::Command::new(program);
-    command
-        .args(&spec.argv[1..])
-        .envs(spec.env.iter().map(|(k, v)| (k, v)))
-        .current_dir(&spec.cwd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    unit.apply(&mut command);
     // The unit's cgroup may carry an earlier round's waiting: count from here.
     let waited_before = unit.cpu_wait();
     let start = Instant::now();
-    let mut child = command.spawn().map_err(|e| spawn_error(program, e))?;
-    unit.set_leader(child.id().map(|id| id as i32).unwrap_or(0));
+    // Dropping the child (an early return, a cancelled future) kills and reaps it.
+    let mut child = crate::executor::spawn::spawn(&spec.argv, &spec.env, &spec.cwd, &unit)
+        .map_err(|e| spawn_error(program, e))?;
+    unit.set_leader(child.id());
 
     let (tx, mut rx) = mpsc::channel::<Chunk>(256);
     let activity = Arc::new(AtomicU64::new(0));
@@ -302,7 +294,7 @@ fn open_log(path: &std::path::Path) -> Result<std::fs::File> {
     }
 }
 
-fn spawn_error(program: &str, e: std::io::Error) -> Error {
+pub(crate) fn spawn_error(program: &str, e: std::io::Error) -> Error {
     let what = match e.kind() {
         std::io::ErrorKind::NotFound if program.contains('/') => "no such file".to_string(),
         std::io::ErrorKind::NotFound => "program not found on PATH".to_string(),

@@ -9,6 +9,7 @@
 pub mod local;
 pub mod process;
 pub mod slurm;
+pub(crate) mod spawn;
 pub mod unit;
 
 use std::future::Future;

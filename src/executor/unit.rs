@@ -57,7 +57,7 @@ static CONTAINMENT: OnceLock<Containment> = OnceLock::new();
 /// Is campaign a child subreaper (the cookie fallback's fast path relies on it)?
 static SUBREAPER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// Leaders of units alive in this process (pids campaign spawned; tokio waits for them).
+/// Leaders of units alive in this process (pids campaign spawned and waits for itself).
 fn leaders() -> &'static Mutex<BTreeSet<i32>> {
     static LEADERS: OnceLock<Mutex<BTreeSet<i32>>> = OnceLock::new();
     LEADERS.get_or_init(|| Mutex::new(BTreeSet::new()))
@@ -160,8 +160,9 @@ pub struct Unit {
     id: String,
     cookie: String,
     cgroup: Option<PathBuf>,
-    /// `cgroup.procs` of the unit, opened before spawning so the child only writes to it.
-    procs: Option<std::fs::File>,
+    /// The unit's cgroup directory, opened before spawning: the child is created in it
+    /// (`executor::spawn`).
+    dir: Option<std::fs::File>,
     leader: i32,
     /// Every pid the unit was seen to hold (zombie orphans among them are reaped).
     seen: BTreeSet<i32>,
@@ -172,13 +173,15 @@ impl Unit {
     /// Open unit `id`: its cgroup is created (or reused by the next round of the same run).
     pub fn open(id: &str) -> std::io::Result<Unit> {
         let cgroup = cgroup_for(id);
-        let procs = match &cgroup {
+        let dir = match &cgroup {
             Some(path) => {
+                use std::os::unix::fs::OpenOptionsExt;
                 cgroup::create(path)?;
                 Some(
                     std::fs::OpenOptions::new()
-                        .write(true)
-                        .open(path.join("cgroup.procs"))?,
+                        .read(true)
+                        .custom_flags(libc::O_DIRECTORY)
+                        .open(path)?,
                 )
             }
             None => None,
@@ -190,7 +193,7 @@ impl Unit {
             id: id.to_string(),
             cookie: format!("{COOKIE}={id}"),
             cgroup,
-            procs,
+            dir,
             leader: 0,
             seen: BTreeSet::new(),
             done: false,
@@ -206,25 +209,11 @@ impl Unit {
         self.cgroup.as_deref()
     }
 
-    /// Make `command`'s process part of the unit: the cookie in its environment and, with a
-    /// cgroup, the child moves itself into it before `exec` (so nothing it forks can be missed).
-    pub fn apply(&self, command: &mut tokio::process::Command) {
-        command.env(COOKIE, &self.id);
-        if let Some(file) = &self.procs {
-            use std::os::fd::AsRawFd;
-            let fd = file.as_raw_fd();
-            // SAFETY: the closure runs between fork and exec and only calls write(2), which is
-            // async-signal-safe; the fd stays open in the parent for the child's lifetime.
-            unsafe {
-                command.pre_exec(move || {
-                    let zero = b"0";
-                    if libc::write(fd, zero.as_ptr().cast(), 1) < 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    Ok(())
-                });
-            }
-        }
+    /// The unit's cgroup directory, open: `executor::spawn` creates the child in it (or the
+    /// child moves itself there before `exec`), so nothing it forks can be missed.
+    pub(crate) fn cgroup_fd(&self) -> Option<std::os::fd::RawFd> {
+        use std::os::fd::AsRawFd;
+        self.dir.as_ref().map(|f| f.as_raw_fd())
     }
 
     /// Time the unit has been stalled for a CPU since its cgroup was made: every runnable
@@ -322,7 +311,7 @@ impl Unit {
     }
 
     /// Reap zombies this unit left as campaign's children (the subreaper makes orphans ours).
-    /// The leader is tokio's to wait for; only pids the unit was seen to hold are touched, so
+    /// The leader is `executor::spawn`'s to wait for; only pids the unit was seen to hold are touched, so
     /// no other part of campaign loses a child's exit status.
     fn reap_orphans(&mut self) {
         let me = std::process::id() as i32;
