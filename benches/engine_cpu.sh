@@ -16,16 +16,13 @@ NS=("$@")
 [ ${#NS[@]} -gt 0 ] || NS=(250 10000)
 command -v /usr/bin/time > /dev/null || { echo "needs GNU time (/usr/bin/time)" >&2; exit 2; }
 STACK="$PWD/benches/trivial_stack.sh"
+# shellcheck source=benches/scale_plan.sh
+. benches/scale_plan.sh
 TMP=$(mktemp -d ${DIR:+-p "$DIR"})
 trap 'rm -rf "$TMP"' EXIT
 printf '%8s %9s %13s %9s %13s %16s\n' N loop_wall campaign_wall loop_cpu campaign_cpu cpu_overhead_ms
 for N in "${NS[@]}"; do
-  {
-    printf '[campaign]\nname = "scale"\n[case]\nplatform = "host"\n[axes]\nvariant = ["mesh"]\np = [2]\n'
-    printf 'count = [%s]\n' "$(seq -s, 1 "$N")"
-    printf 'stacks = ["trivial"]\n[rounds]\nwarmup = 0\ntimed = 1\n[devices]\nkind = "npu"\nids = "0-1"\n'
-    printf '[stacks.trivial]\ncommand = ["%s"]\nresource = "none"\n' "$STACK"
-  } > "$TMP/plan-$N.toml"
+  scale_plan "$N" "$STACK" > "$TMP/plan-$N.toml"
   loop=$(/usr/bin/time -f '%e %U %S' bash -c \
     "i=0; while [ \$i -lt $N ]; do '$STACK' > /dev/null; i=\$((i + 1)); done" 2>&1)
   eng=$(/usr/bin/time -f '%e %U %S' "$EXE" run "$TMP/plan-$N.toml" --results-dir "$TMP/out-$N" \

@@ -16,18 +16,15 @@ shift $(($# > 0 ? 1 : 0))
 NS=("$@")
 [ ${#NS[@]} -gt 0 ] || NS=(250 1000 10000 100000)
 STACK="$PWD/benches/trivial_stack.sh"
+# shellcheck source=benches/scale_plan.sh
+. benches/scale_plan.sh
 TMP=$(mktemp -d ${DIR:+-p "$DIR"})
 trap 'rm -rf "$TMP"' EXIT
 now() { date +%s.%N; }
 first=
 printf '%8s %10s %12s %7s %12s %10s\n' N loop_ms campaign_ms ratio overhead_ms vs_first_N
 for N in "${NS[@]}"; do
-  {
-    printf '[campaign]\nname = "scale"\n[case]\nplatform = "host"\n[axes]\nvariant = ["mesh"]\np = [2]\n'
-    printf 'count = [%s]\n' "$(seq -s, 1 "$N")"
-    printf 'stacks = ["trivial"]\n[rounds]\nwarmup = 0\ntimed = 1\n[devices]\nkind = "npu"\nids = "0-1"\n'
-    printf '[stacks.trivial]\ncommand = ["%s"]\nresource = "none"\n' "$STACK"
-  } > "$TMP/plan-$N.toml"
+  scale_plan "$N" "$STACK" > "$TMP/plan-$N.toml"
   t0=$(now)
   i=0
   while [ $i -lt "$N" ]; do "$STACK" > /dev/null; i=$((i + 1)); done

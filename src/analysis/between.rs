@@ -13,6 +13,8 @@
 
 use serde::Serialize;
 
+use crate::model::history::Point;
+
 /// Degrees of freedom the pooled variance needs (at least three earlier campaigns of one build,
 /// or two builds of two) before it is used.
 pub(crate) const MIN_DF: usize = 2;
@@ -35,33 +37,24 @@ impl Between {
     }
 }
 
-/// One earlier campaign's point of a series: its build, its estimate (seconds, > 0) and that
-/// estimate's 95 % interval.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Point {
-    pub build: String,
-    pub estimate: f64,
-    pub ci_lo: f64,
-    pub ci_hi: f64,
-}
-
-/// The campaign-to-campaign variance of a series from its earlier points, or None when they
-/// cannot carry one (fewer than `MIN_DF` degrees of freedom once grouped by build).
+/// The campaign-to-campaign variance of a series from its earlier points (each a campaign's
+/// estimate and its 95 % interval; its build is the stack's commit), or None when they cannot
+/// carry one (fewer than `MIN_DF` degrees of freedom once grouped by build).
 pub(crate) fn between(points: &[Point]) -> Option<Between> {
     // The standard error of a log point from its 95 % interval.
     let z = 1.959_963_984_540_054;
     let mut groups: std::collections::BTreeMap<&str, Vec<(f64, f64)>> = Default::default();
     for p in points {
-        let ok = [p.estimate, p.ci_lo, p.ci_hi]
+        let ok = [p.median_s, p.ci_lo_s, p.ci_hi_s]
             .iter()
             .all(|v| v.is_finite() && *v > 0.0)
-            && p.ci_lo <= p.ci_hi;
+            && p.ci_lo_s <= p.ci_hi_s;
         if ok {
-            let se = (p.ci_hi.ln() - p.ci_lo.ln()) / (2.0 * z);
+            let se = (p.ci_hi_s.ln() - p.ci_lo_s.ln()) / (2.0 * z);
             groups
-                .entry(p.build.as_str())
+                .entry(p.commit.as_deref().unwrap_or_default())
                 .or_default()
-                .push((p.estimate.ln(), se * se));
+                .push((p.median_s.ln(), se * se));
         }
     }
     let (mut squares, mut df, mut own, mut n) = (0.0, 0usize, 0.0, 0usize);
@@ -89,10 +82,15 @@ mod tests {
 
     fn point(build: &str, estimate: f64, half: f64) -> Point {
         Point {
-            build: build.into(),
-            estimate,
-            ci_lo: estimate * (-half).exp(),
-            ci_hi: estimate * half.exp(),
+            run_dir_id: 0,
+            run_dir: String::new(),
+            stamp: String::new(),
+            date: String::new(),
+            commit: Some(build.into()),
+            median_s: estimate,
+            ci_lo_s: estimate * (-half).exp(),
+            ci_hi_s: estimate * half.exp(),
+            n: 10,
         }
     }
 
@@ -143,7 +141,7 @@ mod tests {
         ];
         assert!(between(&one_each).is_none());
         let mut bad = point("x", 1.0, 0.1);
-        bad.ci_lo = 0.0;
+        bad.ci_lo_s = 0.0;
         assert!(between(&[bad, point("x", 1.0, 0.1), point("x", 1.1, 0.1)]).is_none());
     }
 }

@@ -15,7 +15,7 @@ use crate::analysis::between::Between;
 use crate::analysis::stats::bootstrap::{ratio_interval, ratio_interval_at, Bootstrap, Interval};
 use crate::analysis::stats::hierarchical::estimate;
 pub use crate::analysis::verdict::Change;
-use crate::analysis::verdict::{self, Evidence, MIN_REPEATS, MIN_ROUNDS};
+use crate::analysis::verdict::{self, Conditions, Evidence, MIN_REPEATS, MIN_ROUNDS};
 use crate::model::results::{Metric, ResultSet, RunResult, RunStatus};
 use crate::model::units::format_seconds;
 
@@ -36,10 +36,9 @@ pub struct Side {
     pub(crate) rounds: usize,
     /// Mean over repeats of each repeat's median, seconds (the median with one repeat).
     pub(crate) median_s: Option<f64>,
-    /// Some repeat ran with more ranks than CPUs it received.
-    pub(crate) oversubscribed: bool,
-    /// The largest share of its time any repeat was stalled for a CPU (null: not measured).
-    pub(crate) cpu_contention: Option<f64>,
+    /// Oversubscription and CPU contention of its repeats (`oversubscribed`, `cpu_contention`).
+    #[serde(flatten)]
+    pub(crate) conditions: Conditions,
     #[serde(skip)]
     sorted: Vec<Vec<f64>>,
 }
@@ -65,11 +64,7 @@ impl Side {
             repeats: sorted.len(),
             rounds: sorted.iter().map(Vec::len).min().unwrap_or(0),
             median_s: estimate(&sorted),
-            oversubscribed: runs.iter().any(|r| r.oversubscribed()),
-            cpu_contention: runs
-                .iter()
-                .filter_map(|r| r.cpu_contention)
-                .reduce(f64::max),
+            conditions: Conditions::of(runs.iter().copied()),
             sorted,
         }
     }
@@ -320,12 +315,7 @@ pub fn compare_with(
                 let da = boot.hierarchical_draws(&sa.sorted, &format!("{k}/a"));
                 let db = boot.hierarchical_draws(&sb.sorted, &format!("{k}/b"));
                 judged_rows.push(rows.len());
-                let caveat = verdict::caveat(
-                    (sa.oversubscribed, sb.oversubscribed),
-                    sa.cpu_contention,
-                    sb.cpu_contention,
-                    max_contention,
-                );
+                let caveat = verdict::caveat(sa.conditions, sb.conditions, max_contention);
                 evidence.push(
                     Evidence::new(&sa.sorted, &sb.sorted, between, || {
                         shift(ratio_interval_at(&db, &da, verdict::family_level(m)))
@@ -704,7 +694,7 @@ mod tests {
         b.runs[1].cpus = Some(vec![0]);
         let c = compare(&a, &b, 0.05, &Bootstrap::default());
         let r = &c.rows[0];
-        assert!(r.b.oversubscribed && !r.a.oversubscribed);
+        assert!(r.b.conditions.oversubscribed && !r.a.conditions.oversubscribed);
         assert_eq!(r.verdict, Change::NoClearDifference);
         assert!(
             r.why

@@ -16,6 +16,7 @@ use serde::Serialize;
 use crate::analysis::between::Between;
 use crate::analysis::stats::bootstrap::Interval;
 use crate::analysis::stats::quantile_sorted;
+use crate::model::results::RunResult;
 
 /// Fewer timed rounds than this in a single-repeat side: no interval, no verdict.
 pub(crate) const MIN_ROUNDS: usize = 10;
@@ -232,42 +233,51 @@ impl Evidence {
 /// tenth of the run is no longer a few.
 pub const DEFAULT_MAX_CONTENTION: f64 = 0.10;
 
-/// The caveat of a row, if its timings cannot carry faster/slower: oversubscribed runs (more
-/// ranks than CPUs) or runs stalled for a CPU more than `max_contention` of their time
-/// (`a_wait`, `b_wait`: the most any repeat of each side was stalled, when measured).
-pub(crate) fn caveat(
-    oversubscribed: (bool, bool),
-    a_wait: Option<f64>,
-    b_wait: Option<f64>,
-    max_contention: f64,
-) -> Option<String> {
-    if let Some(why) = oversubscribed_caveat(oversubscribed.0, oversubscribed.1) {
-        return Some(why);
+/// How the machine treated one side's runs: what can keep its timings from carrying a verdict.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Conditions {
+    /// Some repeat ran with more ranks than CPUs it received.
+    pub(crate) oversubscribed: bool,
+    /// The largest share of its time any repeat was stalled for a CPU (null: not measured).
+    pub(crate) cpu_contention: Option<f64>,
+}
+
+impl Conditions {
+    /// The conditions of a side's runs (its repeats).
+    pub(crate) fn of<'a>(runs: impl IntoIterator<Item = &'a RunResult>) -> Conditions {
+        runs.into_iter()
+            .fold(Conditions::default(), |c, r| Conditions {
+                oversubscribed: c.oversubscribed || r.oversubscribed(),
+                cpu_contention: match (c.cpu_contention, r.cpu_contention) {
+                    (Some(x), Some(y)) => Some(x.max(y)),
+                    (x, y) => x.or(y),
+                },
+            })
     }
-    let over = |w: Option<f64>| w.filter(|w| *w > max_contention);
-    let (which, worst) = match (over(a_wait), over(b_wait)) {
-        (Some(a), Some(b)) => ("both sides", a.max(b)),
-        (Some(a), None) => ("A", a),
-        (None, Some(b)) => ("B", b),
-        (None, None) => return None,
+}
+
+/// The caveat of a row, if its timings cannot carry faster/slower: oversubscribed runs (more
+/// ranks than CPUs) or runs stalled for a CPU more than `max_contention` of their time.
+pub(crate) fn caveat(a: Conditions, b: Conditions, max_contention: f64) -> Option<String> {
+    let which = |x: bool, y: bool| match (x, y) {
+        (true, true) => Some("both sides"),
+        (true, false) => Some("A"),
+        (false, true) => Some("B"),
+        (false, false) => None,
     };
+    if let Some(which) = which(a.oversubscribed, b.oversubscribed) {
+        return Some(format!(
+            "oversubscribed ({which}): more ranks than CPUs, so the times are the scheduler's time slices, not the implementation's"
+        ));
+    }
+    let over = |c: Conditions| c.cpu_contention.filter(|w| *w > max_contention);
+    let (wa, wb) = (over(a), over(b));
+    let which = which(wa.is_some(), wb.is_some())?;
+    let worst = wa.into_iter().chain(wb).fold(0.0, f64::max);
     Some(format!(
         "contended ({which}): a run had no CPU for {:.0} % of its time (above {:.0} %) while other processes held them, so its times are partly the machine's",
         worst * 100.0,
         max_contention * 100.0
-    ))
-}
-
-/// The caveat of a row whose sides ran oversubscribed (more ranks than CPUs), if any did.
-pub(crate) fn oversubscribed_caveat(a: bool, b: bool) -> Option<String> {
-    let which = match (a, b) {
-        (true, true) => "both sides",
-        (true, false) => "A",
-        (false, true) => "B",
-        (false, false) => return None,
-    };
-    Some(format!(
-        "oversubscribed ({which}): more ranks than CPUs, so the times are the scheduler's time slices, not the implementation's"
     ))
 }
 
@@ -482,6 +492,11 @@ mod tests {
         assert!(st.interval(0.95).lo < plain.interval(0.95).lo);
     }
 
+    const OVER: Conditions = Conditions {
+        oversubscribed: true,
+        cpu_contention: None,
+    };
+
     #[test]
     fn a_caveat_withholds_faster_and_slower_only() {
         let rounds = || wide(0.0, 0.0);
@@ -491,14 +506,14 @@ mod tests {
             None,
             rounds,
         )
-        .caveat(oversubscribed_caveat(true, true));
+        .caveat(caveat(OVER, OVER, DEFAULT_MAX_CONTENTION));
         let same = Evidence::new(
             &[vec![1.0], vec![1.0], vec![1.0]],
             &[vec![1.0], vec![1.0], vec![1.0]],
             None,
             rounds,
         )
-        .caveat(oversubscribed_caveat(false, true));
+        .caveat(caveat(Conditions::default(), OVER, DEFAULT_MAX_CONTENTION));
         let (_, judged) = judge_all(&[slow, same], 2, 0.05);
         assert_eq!(judged[0].0, Change::NoClearDifference);
         assert!(judged[0]
@@ -507,6 +522,7 @@ mod tests {
             .unwrap()
             .starts_with("oversubscribed (both sides)"));
         assert_eq!(judged[1].0, Change::NoChange);
-        assert_eq!(oversubscribed_caveat(false, false), None);
+        let calm = Conditions::default();
+        assert_eq!(caveat(calm, calm, DEFAULT_MAX_CONTENTION), None);
     }
 }

@@ -486,14 +486,8 @@ fn open_dev_null() -> io::Result<OwnedFd> {
 /// A close-on-exec pipe `(read end, write end)`; the write end is moved above 0–2 so the
 /// child's `dup2`s onto 0, 1 and 2 cannot overwrite one another.
 fn pipe_pair() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [-1; 2];
-    // SAFETY: pipe2 fills two descriptors we then own.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: both descriptors are new and ours.
-    let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    Ok((r, above_stdio(w)?))
+    let (r, w) = std::io::pipe()?;
+    Ok((r.into(), above_stdio(w.into())?))
 }
 
 /// `fd`, or a close-on-exec duplicate numbered 3 or more when it is 0, 1 or 2 (campaign was

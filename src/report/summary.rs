@@ -16,7 +16,7 @@ use crate::analysis::stats::fit;
 use crate::analysis::stats::fit::AlphaBeta;
 use crate::analysis::stats::hierarchical;
 use crate::analysis::stats::summary::{describe, Summary};
-use crate::analysis::verdict::{self, Change, Evidence};
+use crate::analysis::verdict::{self, Change, Conditions, Evidence};
 use crate::model::case::{Dtype, Variant};
 use crate::model::results::{Metric, ResultSet, RunResult, RunStatus};
 
@@ -580,14 +580,8 @@ fn summarize_case(
             // A pair with an interval is judged with every other (`judge_pairs`).
             let pending = too_few.is_none().then(|| {
                 // Both stacks ran in this campaign, interleaved: no campaign-to-campaign term.
-                let over =
-                    |st: &RunStats| st.runs.iter().any(|&i| results.runs[i].oversubscribed());
-                let wait = |st: &RunStats| {
-                    st.runs
-                        .iter()
-                        .filter_map(|&i| results.runs[i].cpu_contention)
-                        .reduce(f64::max)
-                };
+                let conditions =
+                    |st: &RunStats| Conditions::of(st.runs.iter().map(|&i| &results.runs[i]));
                 Evidence::new(base.repeats, own.repeats, None, || {
                     let wide = bootstrap::ratio_interval_at(own.draws, base.draws, level);
                     Interval {
@@ -596,9 +590,8 @@ fn summarize_case(
                     }
                 })
                 .caveat(verdict::caveat(
-                    (over(b), over(s)),
-                    wait(b),
-                    wait(s),
+                    conditions(b),
+                    conditions(s),
                     verdict::DEFAULT_MAX_CONTENTION,
                 ))
             });

@@ -8,7 +8,6 @@ use rusqlite::params;
 use serde::Serialize;
 
 use super::{db_error, History};
-use crate::analysis::between;
 use crate::error::{Error, Result};
 use crate::model::history::{Point, Series, SeriesKey};
 
@@ -172,13 +171,13 @@ impl History {
 }
 
 /// Earlier campaigns' points of one series, keyed by (case id, stack).
-pub type EarlierPoints = std::collections::BTreeMap<(String, String), Vec<between::Point>>;
+pub type EarlierPoints = std::collections::BTreeMap<(String, String), Vec<Point>>;
 
 impl History {
     /// For every series measured on the machine `host_fingerprint` (`ingest::host_fingerprint`),
     /// the points of its run dirs other than `leave_out` (the two campaigns being compared,
-    /// absolute paths as ingested), for `compare`'s campaign-to-campaign spread. Each point
-    /// carries its build (the stack's commit) so spreads are pooled within builds.
+    /// absolute paths as ingested), for `compare`'s campaign-to-campaign spread
+    /// (`analysis::between`, which pools them within builds: the stack's commit).
     pub fn earlier_points(
         &self,
         host_fingerprint: &str,
@@ -189,19 +188,13 @@ impl History {
             if s.key.host_fingerprint != host_fingerprint {
                 continue;
             }
-            let points: Vec<between::Point> = s
+            let points: Vec<Point> = s
                 .points
-                .iter()
+                .into_iter()
                 .filter(|p| !leave_out.contains(&p.run_dir))
-                .map(|p| between::Point {
-                    build: p.commit.clone().unwrap_or_default(),
-                    estimate: p.median_s,
-                    ci_lo: p.ci_lo_s,
-                    ci_hi: p.ci_hi_s,
-                })
                 .collect();
             if !points.is_empty() {
-                out.entry((s.case_id.clone(), s.key.stack.clone()))
+                out.entry((s.case_id, s.key.stack))
                     .or_default()
                     .extend(points);
             }
