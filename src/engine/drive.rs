@@ -308,6 +308,7 @@ fn drive(
             ..Jobs::default()
         },
         attempts: BTreeMap::new(),
+        claims: BTreeMap::new(),
     };
     if pending == 0 {
         println!("nothing to run: every planned run is done; rebuilding results and report");
@@ -318,7 +319,8 @@ fn drive(
         .enable_all()
         .build()
         .map_err(|e| Error::Environment(format!("cannot start the async runtime: {e}")))?;
-    let summary = rt.block_on(async {
+    let decision_seen = decision_rx.clone();
+    let summary = rt.block_on(async move {
         // First Ctrl-C/SIGTERM: stop launching, stop running processes, record them
         // `interrupted`; a second one kills every child group and exits 3 (crate::engine::interrupt).
         let mut service = None;
@@ -368,11 +370,21 @@ fn drive(
                 }
             }
         });
-        Ok::<_, Error>(scheduler.run(&mut driver, cancel_rx).await)
-    })?;
+        // The scheduler runs on a worker like the runs it starts, so a finished run's report
+        // wakes it on the same thread instead of crossing to the main thread and back.
+        let joined = tokio::spawn(async move {
+            let summary = scheduler.run(&mut driver, cancel_rx).await;
+            (summary, driver)
+        })
+        .await;
+        joined.map_err(|e| Error::Environment(format!("the scheduler stopped: {e}")))
+    });
+    // Every run has reported: the runs' kept cgroups are empty and go.
+    crate::executor::unit::slots::remove_all(&run_dir.path);
+    let (summary, mut driver) = summary?;
     driver.progress.finish();
     driver.stop_case_files();
-    record_interrupt(&mut driver, &decision_rx, &run_dir.path);
+    record_interrupt(&mut driver, &decision_seen, &run_dir.path);
     let mut set = driver.result_set(&summary.results);
     set.quarantined = earlier_quarantine
         .iter()

@@ -83,6 +83,8 @@ pub(crate) struct EngineDriver {
     pub(crate) jobs: Jobs,
     /// Attempt of each running run (the journal's `submitted` line carries it).
     pub(crate) attempts: BTreeMap<usize, u32>,
+    /// Unit id of each running run that claimed a kept cgroup (`executor::unit::slots`).
+    pub(crate) claims: BTreeMap<usize, String>,
 }
 
 /// Batch jobs of the campaign's runs, as the driver journals them.
@@ -221,8 +223,11 @@ impl EngineDriver {
             // SIGKILL reaps what it left (`executor::unit::reap`).
             if let Some(stack) = step.stack() {
                 let id = work::run_unit(&self.run_dir, case_id, stack, attempt);
-                if let Some(cg) = crate::executor::unit::cgroup_for(&id) {
+                if let Some(cg) = crate::executor::unit::claim_run_cgroup(&self.run_dir.path, &id) {
                     extra.insert("cgroup".into(), cg.display().to_string().into());
+                    if let Step::Run { run, .. } = step {
+                        self.claims.insert(*run, id.clone());
+                    }
                 }
                 extra.insert("unit".into(), id.into());
             }
@@ -484,6 +489,12 @@ impl Driver for EngineDriver {
 
     fn finished(&mut self, step: &Step, outcome: &Outcome, results: &[RunResult]) {
         let key = step.key();
+        if let Step::Run { run, .. } = step {
+            // The run's processes are over: its cgroup serves the next run.
+            if let Some(id) = self.claims.remove(run) {
+                crate::executor::unit::slots::release(&id);
+            }
+        }
         match (step, outcome) {
             (Step::Run { run, .. }, _) if self.kept_runs.contains(run) => {}
             (Step::Run { run, .. }, Outcome::Detached(why)) => {

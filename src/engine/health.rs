@@ -6,7 +6,6 @@
 //! failure names the device to quarantine. Output is appended to `probes/dev<N>.log` in the run
 //! dir. It only runs probes and reports what they found: the scheduler quarantines.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use tokio::sync::watch;
@@ -93,7 +92,7 @@ async fn probe_one(job: &ProbeJob, def: &StackDef, device: u32) -> Result<(), Op
         bundle_dir: bundle.clone(),
         run_dir: job.run_dir.path.clone(),
         root: job.stack.root.clone().ok().flatten(),
-        campaign_exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("campaign")),
+        campaign_exe: crate::stack::render::campaign_exe(),
     };
     let rendered = match render_probe(&job.stack.name, def, &ctx) {
         Ok(Some(r)) => r,

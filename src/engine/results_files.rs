@@ -2,7 +2,8 @@
 //! rewritten by a thread of their own, so serializing and syncing them never holds up the
 //! scheduler's dispatch of the next run.
 //!
-//! The driver hands over each finished run's result ([`ResultsFiles::add`]) and returns at once.
+//! The driver hands over each finished run's result ([`ResultsFiles::add`]: into an inbox the
+//! thread empties when it wakes for a rewrite — a run's end wakes no thread) and returns at once.
 //! The thread keeps every result in its planned position and rewrites the three files (through
 //! `store::atomic`, synced) when new results wait and the pause since the *end* of the last write
 //! has passed: at least [`REWRITE_INTERVAL`], and at least [`PAUSE_PER_WRITE`] times as long as
@@ -22,11 +23,14 @@ use crate::error::{Error, Result};
 use crate::model::results::{Provenance, ResultSet, RunResult};
 use crate::store::layout::RunDir;
 
-/// Shortest pause between the end of one rewrite and the start of the next.
-pub(crate) const REWRITE_INTERVAL: Duration = Duration::from_millis(250);
+/// Shortest pause between the end of one rewrite and the start of the next: the files are a
+/// view of a campaign in progress (the journal and bundles are the record), so a second's lag
+/// costs nothing, while every rewrite takes CPU the runs could use.
+pub(crate) const REWRITE_INTERVAL: Duration = Duration::from_secs(1);
 
-/// The pause after a rewrite is at least this many times the rewrite's own duration.
-pub(crate) const PAUSE_PER_WRITE: u32 = 4;
+/// The pause after a rewrite is at least this many times the rewrite's own duration: the
+/// rewrites take at most a tenth of one core however large the campaign.
+pub(crate) const PAUSE_PER_WRITE: u32 = 10;
 
 /// What the results files say besides the runs.
 #[derive(Debug, Clone)]
@@ -55,7 +59,6 @@ fn release_memory() {
 }
 
 enum Message {
-    Add(Box<RunResult>),
     /// Write everything now and answer when it is on disk.
     Flush(mpsc::Sender<Result<()>>),
     /// Write this set (the end of the campaign) and hand it back.
@@ -65,6 +68,8 @@ enum Message {
 /// The writer thread's handle.
 pub(crate) struct ResultsFiles {
     tx: Option<mpsc::Sender<Message>>,
+    /// Results handed over since the thread last looked.
+    inbox: Arc<Mutex<Vec<RunResult>>>,
     thread: Option<JoinHandle<()>>,
     /// The first failed background rewrite (the driver stops the campaign on it).
     failed: Arc<Mutex<Option<Error>>>,
@@ -80,7 +85,9 @@ impl ResultsFiles {
     ) -> Result<ResultsFiles> {
         let (tx, rx) = mpsc::channel();
         let failed = Arc::new(Mutex::new(None));
+        let inbox = Arc::new(Mutex::new(Vec::new()));
         let state = Writer {
+            inbox: inbox.clone(),
             run_dir,
             header,
             order: planned
@@ -99,6 +106,7 @@ impl ResultsFiles {
             .map_err(|e| Error::Environment(format!("cannot start the results writer: {e}")))?;
         Ok(ResultsFiles {
             tx: Some(tx),
+            inbox,
             thread: Some(thread),
             failed,
         })
@@ -106,8 +114,11 @@ impl ResultsFiles {
 
     /// Hand over a finished run's result; the files catch up within the rewrite interval.
     pub(crate) fn add(&self, result: RunResult) {
-        if let Some(tx) = &self.tx {
-            let _ = tx.send(Message::Add(Box::new(result)));
+        if self.tx.is_some() {
+            self.inbox
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(result);
         }
     }
 
@@ -168,6 +179,7 @@ fn stopped() -> Error {
 
 /// The writer thread's state: every result so far, by planned position.
 struct Writer {
+    inbox: Arc<Mutex<Vec<RunResult>>>,
     run_dir: Arc<RunDir>,
     header: Header,
     order: HashMap<(String, String), usize>,
@@ -186,30 +198,17 @@ impl Writer {
         // run of a resume, settled at once) arrive together.
         let mut next_due = Instant::now() + REWRITE_INTERVAL;
         loop {
-            let message = if dirty {
-                match rx.recv_timeout(next_due.saturating_duration_since(Instant::now())) {
-                    Ok(m) => Some(m),
-                    Err(RecvTimeoutError::Timeout) => None,
-                    Err(RecvTimeoutError::Disconnected) => return,
-                }
-            } else {
-                match rx.recv() {
-                    Ok(m) => Some(m),
-                    Err(_) => return,
-                }
+            let message = match rx.recv_timeout(next_due.saturating_duration_since(Instant::now()))
+            {
+                Ok(m) => Some(m),
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => return,
             };
+            // Everything handed over before a message was sent is in the inbox by now (one
+            // sender: `add` returns before `flush` or `write_set` sends).
+            dirty |= self.take_inbox();
             match message {
-                Some(Message::Add(result)) => {
-                    self.insert(*result);
-                    dirty = true;
-                    // A burst of finished runs is taken in whole before writing.
-                    continue;
-                }
                 Some(Message::Flush(reply)) => {
-                    // Take everything sent before the flush.
-                    while let Ok(Message::Add(result)) = rx.try_recv() {
-                        self.insert(*result);
-                    }
                     let (result, due) = self.write_timed();
                     next_due = due;
                     dirty = false;
@@ -219,7 +218,6 @@ impl Writer {
                     // Same campaign, same planned order: when the files already hold every
                     // result and the set has nothing more (no extra run, no quarantine), they
                     // already say exactly this.
-                    // (Every result sent before this message was taken before it: one sender.)
                     let same = !dirty
                         && self.written == Some(set.runs.len())
                         && set.quarantined.is_empty();
@@ -231,23 +229,33 @@ impl Writer {
                     release_memory();
                     let _ = reply.send((set, result));
                     // The given set is the final word: nothing is left to rewrite.
-                    while rx.try_recv().is_ok() {}
                     dirty = false;
-                    continue;
+                    next_due = Instant::now() + REWRITE_INTERVAL;
                 }
-                None => {}
-            }
-            if dirty && Instant::now() >= next_due {
-                let (result, due) = self.write_timed();
-                next_due = due;
-                dirty = false;
-                if let Err(e) = result {
-                    if let Ok(mut f) = self.failed.lock() {
-                        f.get_or_insert(e);
+                None if dirty => {
+                    let (result, due) = self.write_timed();
+                    next_due = due;
+                    dirty = false;
+                    if let Err(e) = result {
+                        if let Ok(mut f) = self.failed.lock() {
+                            f.get_or_insert(e);
+                        }
                     }
                 }
+                // Nothing new: look again an interval later.
+                None => next_due = Instant::now() + REWRITE_INTERVAL,
             }
         }
+    }
+
+    /// Move the results handed over into their planned places; true when there were any.
+    fn take_inbox(&mut self) -> bool {
+        let taken = std::mem::take(&mut *self.inbox.lock().unwrap_or_else(|e| e.into_inner()));
+        let any = !taken.is_empty();
+        for result in taken {
+            self.insert(result);
+        }
+        any
     }
 
     fn insert(&mut self, result: RunResult) {
@@ -357,7 +365,7 @@ mod tests {
         let files =
             ResultsFiles::start(rd.clone(), header(), vec![("a".into(), "host".into())]).unwrap();
         files.add(run("a", "host"));
-        // The background rewrite is due at once (no write yet); wait on the file, capped.
+        // The background rewrite comes within an interval, unasked; wait on the file, capped.
         let path = rd.file("results.csv");
         let deadline = Instant::now() + Duration::from_secs(120);
         while !path.exists() && Instant::now() < deadline {

@@ -220,7 +220,7 @@ async fn run_rounds(
         bundle_dir: bundle.to_path_buf(),
         run_dir: job.run_dir.path.clone(),
         root: stack.root.clone().ok().flatten(),
-        campaign_exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("campaign")),
+        campaign_exe: crate::stack::render::campaign_exe(),
     };
     // The limits every process of the run gets (and that the verdict words a timeout with).
     let limits = ProcessSpec {
@@ -635,7 +635,7 @@ pub(crate) fn fingerprint(
         bundle_dir: run_dir.bundle(case_id, &stack.name),
         run_dir: run_dir.path.clone(),
         root: stack.root.clone().ok().flatten(),
-        campaign_exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("campaign")),
+        campaign_exe: crate::stack::render::campaign_exe(),
     };
     let (argv, env) = render(&stack.name, &stack.def, &ctx)
         .map(|r| (r.argv, r.env))

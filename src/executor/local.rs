@@ -86,35 +86,36 @@ pub async fn run_process(
         ))
     })?;
     // The unit's cgroup may carry an earlier round's waiting: count from here.
-    let waited_before = unit.cpu_wait();
+    let waited_before = unit.cpu_wait_before();
     let start = Instant::now();
     // Dropping the child (an early return, a cancelled future) kills and reaps it.
     let mut child = crate::executor::spawn::spawn(&spec.argv, &spec.env, &spec.cwd, &unit)
         .map_err(|e| spawn_error(program, e))?;
     unit.set_leader(child.id());
 
+    // Both streams are read inside this future, not by tasks of their own: a line, the end of
+    // a stream and the exit wake the one task, on one worker, instead of handing each other
+    // across threads (a run's end costs no cross-thread wake-ups).
     let (tx, mut rx) = mpsc::channel::<Chunk>(256);
     let activity = Arc::new(AtomicU64::new(0));
-    let mut readers = Vec::new();
-    if let Some(out) = child.stdout.take() {
-        readers.push(tokio::spawn(read_stream(
-            out,
-            Stream::Stdout,
-            tx.clone(),
-            start,
-            activity.clone(),
-        )));
-    }
-    if let Some(err) = child.stderr.take() {
-        readers.push(tokio::spawn(read_stream(
-            err,
-            Stream::Stderr,
-            tx.clone(),
-            start,
-            activity.clone(),
-        )));
-    }
+    let streams = [
+        (child.stdout.take(), Stream::Stdout),
+        (child.stderr.take(), Stream::Stderr),
+    ]
+    .map(|(pipe, stream)| {
+        let (tx, activity) = (tx.clone(), activity.clone());
+        async move {
+            if let Some(pipe) = pipe {
+                read_stream(pipe, stream, tx, start, activity).await;
+            }
+        }
+    });
     drop(tx);
+    let [out, err] = streams;
+    let mut readers = Box::pin(async move {
+        tokio::join!(out, err);
+    });
+    let mut reading = true;
 
     let far = start + Duration::from_secs(100 * 365 * 86400);
     let deadline = spec.timeout.map(|t| start + t);
@@ -131,6 +132,7 @@ pub async fn run_process(
             .no_output_timeout
             .map(|limit| start + Duration::from_nanos(activity.load(Ordering::Relaxed)) + limit);
         tokio::select! {
+            () = &mut readers, if reading => reading = false,
             chunk = rx.recv(), if streams_open => match chunk {
                 Some(chunk) => {
                     log.write_all(&chunk.bytes).map_err(|e| Error::io(&spec.log_path, e))?;
@@ -192,9 +194,8 @@ pub async fn run_process(
         .cpu_wait()
         .zip(waited_before)
         .map(|(now, before)| now.saturating_sub(before));
-    for reader in &readers {
-        reader.abort();
-    }
+    // Streams held open from outside the unit are not read any further.
+    drop(readers);
     // Nothing the process started outlives it: members still alive after the leader and the
     // pipes are done get SIGTERM, then SIGKILL after the grace.
     let _ = unit.finish(kill_at, spec.grace).await;

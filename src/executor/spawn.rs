@@ -127,7 +127,7 @@ pub(crate) fn spawn(
     );
     let envp = pointers(env_c.iter().map(|e| e.as_ptr()));
 
-    let null = above_stdio(open_dev_null()?)?;
+    let null = dev_null()?;
     let (out_r, out_w) = pipe_pair()?;
     let (err_r, err_w) = pipe_pair()?;
     let args = ChildArgs {
@@ -138,13 +138,13 @@ pub(crate) fn spawn(
         cwd: cwd_c.as_ptr(),
         cgroup: unit.cgroup_fd().unwrap_or(-1),
         join_cgroup: std::sync::atomic::AtomicBool::new(false),
-        stdin: null.as_raw_fd(),
+        stdin: null,
         stdout: out_w.as_raw_fd(),
         stderr: err_w.as_raw_fd(),
         errno: AtomicI32::new(0),
     };
     let (pid, pidfd) = clone_child(&args)?;
-    drop((null, out_w, err_w));
+    drop((out_w, err_w));
     let failed = args.errno.load(Ordering::SeqCst);
     if failed != 0 {
         // The child has exited (it could not exec): collect it before reporting why.
@@ -287,23 +287,67 @@ fn try_wait(pidfd: &OwnedFd) -> io::Result<Option<ExitStatus>> {
 /// seccomp filters that hide it), glibc's `clone` and the child writes itself into
 /// `cgroup.procs` — a migration that now and then waits for an RCU grace period (10–20 ms).
 fn clone_child(args: &ChildArgs) -> io::Result<(i32, OwnedFd)> {
-    let page = 4096;
-    // SAFETY: a fresh anonymous mapping; the lowest page is left inaccessible as a guard.
-    let stack = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            CHILD_STACK + page,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK | libc::MAP_NORESERVE,
-            -1,
-            0,
-        )
-    };
-    if stack == libc::MAP_FAILED {
-        return Err(io::Error::last_os_error());
+    CHILD_STACKS.with(|cell| {
+        let mut kept = cell.borrow_mut();
+        if kept.is_none() {
+            *kept = Some(ChildStack::new()?);
+        }
+        let stack = kept.as_ref().map_or(std::ptr::null_mut(), |s| s.base);
+        clone_on(args, stack)
+    })
+}
+
+/// Page size assumed for the child stack's guard page (the smallest page size of the targets
+/// campaign builds for; a larger real page only makes the guard smaller than a page).
+const PAGE: usize = 4096;
+
+/// The stack the child runs on until `execve`, mapped once per thread and kept: the calling
+/// thread sleeps while its child uses it (`CLONE_VFORK`), so one spawn at a time uses it, and
+/// unmapping a stack another CPU just touched costs a TLB shootdown every spawn.
+struct ChildStack {
+    /// The usable bottom (above the guard page).
+    base: *mut u8,
+}
+
+impl ChildStack {
+    fn new() -> io::Result<ChildStack> {
+        // SAFETY: a fresh anonymous mapping; the lowest page is left inaccessible as a guard.
+        let map = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                CHILD_STACK + PAGE,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if map == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: the guard page is inside the mapping just made.
+        unsafe { libc::mprotect(map, PAGE, libc::PROT_NONE) };
+        // SAFETY: PAGE < CHILD_STACK + PAGE: inside the mapping.
+        Ok(ChildStack {
+            base: unsafe { map.cast::<u8>().add(PAGE) },
+        })
     }
-    // SAFETY: the guard page is inside the mapping just made.
-    unsafe { libc::mprotect(stack, page, libc::PROT_NONE) };
+}
+
+impl Drop for ChildStack {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `new`, no longer used (its thread is ending).
+        unsafe { libc::munmap(self.base.sub(PAGE).cast(), CHILD_STACK + PAGE) };
+    }
+}
+
+thread_local! {
+    static CHILD_STACKS: std::cell::RefCell<Option<ChildStack>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// [`clone_child`] on the child stack whose usable bottom is `base`.
+fn clone_on(args: &ChildArgs, base: *mut u8) -> io::Result<(i32, OwnedFd)> {
     // SAFETY: sigset_t values filled by sigfillset/pthread_sigmask before use.
     let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
     let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
@@ -314,7 +358,6 @@ fn clone_child(args: &ChildArgs) -> io::Result<(i32, OwnedFd)> {
     let rc = unsafe {
         libc::sigfillset(&mut all);
         libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
-        let base = stack.cast::<u8>().add(page);
         let mut rc = clone3::spawn(args, base, CHILD_STACK, &mut pidfd);
         if rc == clone3::UNAVAILABLE {
             args.join_cgroup.store(true, Ordering::Relaxed);
@@ -330,7 +373,6 @@ fn clone_child(args: &ChildArgs) -> io::Result<(i32, OwnedFd)> {
         }
         let e = io::Error::last_os_error();
         libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
-        libc::munmap(stack, CHILD_STACK + page);
         if rc < 0 {
             Err(e)
         } else {
@@ -479,8 +521,15 @@ fn pointers(items: impl Iterator<Item = *const libc::c_char>) -> Vec<*const libc
     items.chain(std::iter::once(std::ptr::null())).collect()
 }
 
-fn open_dev_null() -> io::Result<OwnedFd> {
-    Ok(std::fs::File::open("/dev/null")?.into())
+/// `/dev/null`, opened once (close-on-exec, above 0–2) and shared by every spawn: the
+/// child's `dup2` onto 0 makes its own copy.
+fn dev_null() -> io::Result<RawFd> {
+    static NULL: std::sync::OnceLock<OwnedFd> = std::sync::OnceLock::new();
+    if let Some(fd) = NULL.get() {
+        return Ok(fd.as_raw_fd());
+    }
+    let fd = above_stdio(std::fs::File::open("/dev/null")?.into())?;
+    Ok(NULL.get_or_init(|| fd).as_raw_fd())
 }
 
 /// A close-on-exec pipe `(read end, write end)`; the write end is moved above 0–2 so the

@@ -1,8 +1,9 @@
 //! Containment units: every stack process (run, build, probe) runs in a unit that catches
 //! everything it starts, whatever it does with process groups and sessions.
 //!
-//! A unit is a cgroup v2 (`campaign-<id>` next to campaign's own cgroup) where the machine
-//! allows one, else the portable fallback: campaign is a child subreaper (orphans of a stack
+//! A unit is a cgroup v2 next to campaign's own cgroup where the machine allows one — a run's
+//! unit a kept cgroup the runs of its campaign take turns in ([`slots`]), any other unit its
+//! own `campaign-<id>` — else the portable fallback: campaign is a child subreaper (orphans of a stack
 //! are reparented to campaign, not to init) and every process of the unit inherits the cookie
 //! `CAMPAIGN_UNIT=<id>`, found again by a `/proc` scan (`unit::scan`). Either way a unit can be
 //! signalled, killed and asked what is still alive; `Drop` kills what is left, so an error path
@@ -12,6 +13,7 @@
 
 pub(crate) mod cgroup;
 pub(crate) mod scan;
+pub mod slots;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -44,7 +46,10 @@ impl Containment {
     /// `cgroup (<dir>)` or `subreaper + CAMPAIGN_UNIT cookie`, for `doctor`.
     pub fn describe(&self) -> String {
         match self {
-            Containment::Cgroup(dir) => format!("cgroup v2 per run under {}", dir.display()),
+            Containment::Cgroup(dir) => format!(
+                "cgroup v2 per running run (kept, reused run after run) under {}",
+                dir.display()
+            ),
             Containment::Cookie => format!(
                 "child subreaper + {COOKIE} environment cookie (no writable cgroup v2 here)"
             ),
@@ -136,6 +141,19 @@ pub fn cgroup_for(id: &str) -> Option<PathBuf> {
     }
 }
 
+/// The cgroup the unit `id` of a run of `run_dir` will run in, claimed now so the journal can
+/// name it before the process starts: a kept slot of the run dir ([`slots`]), or the unit's own
+/// cgroup where no slot can be made; `None` without cgroups. [`slots::release`] gives it back.
+pub fn claim_run_cgroup(run_dir: &Path, id: &str) -> Option<PathBuf> {
+    match containment() {
+        Containment::Cgroup(base) => Some(
+            slots::claim(base, run_dir, id)
+                .unwrap_or_else(|_| base.join(format!("{}{id}", cgroup::PREFIX))),
+        ),
+        Containment::Cookie => None,
+    }
+}
+
 /// Units alive in this process, for the second Ctrl-C ([`kill_all`]).
 fn live() -> &'static Mutex<BTreeMap<String, Option<PathBuf>>> {
     static LIVE: OnceLock<Mutex<BTreeMap<String, Option<PathBuf>>>> = OnceLock::new();
@@ -154,6 +172,22 @@ pub(crate) fn signal(pid: i32, sig: i32) {
     }
 }
 
+/// A kept cgroup's control files, open for the life of the cgroup ([`slots`]).
+#[derive(Debug)]
+pub(crate) struct Files {
+    procs: Option<cgroup::Control>,
+    pressure: Option<cgroup::Control>,
+}
+
+impl Files {
+    fn open(dir: &std::fs::File) -> Files {
+        Files {
+            procs: cgroup::Control::open(dir, c"cgroup.procs"),
+            pressure: cgroup::Control::open(dir, c"cpu.pressure"),
+        }
+    }
+}
+
 /// One containment unit.
 #[derive(Debug)]
 pub struct Unit {
@@ -162,7 +196,15 @@ pub struct Unit {
     cgroup: Option<PathBuf>,
     /// The unit's cgroup directory, opened before spawning: the child is created in it
     /// (`executor::spawn`).
-    dir: Option<std::fs::File>,
+    dir: Option<std::sync::Arc<std::fs::File>>,
+    /// The cgroup's CPU stall total before the unit's first process, when known without
+    /// reading it: zero for a cgroup this `open` made, a kept slot's total after its last run.
+    stalled_before: Option<Duration>,
+    /// The cgroup is a run slot (`slots`): kept, not removed, when the unit ends; its control
+    /// files are open.
+    slot: Option<std::sync::Arc<Files>>,
+    /// The last [`Unit::cpu_wait`] read (a slot's starting point for its next run).
+    last_wait: Option<Duration>,
     leader: i32,
     /// Every pid the unit was seen to hold (zombie orphans among them are reaped).
     seen: BTreeSet<i32>,
@@ -172,19 +214,21 @@ pub struct Unit {
 impl Unit {
     /// Open unit `id`: its cgroup is created (or reused by the next round of the same run).
     pub fn open(id: &str) -> std::io::Result<Unit> {
-        let cgroup = cgroup_for(id);
-        let dir = match &cgroup {
-            Some(path) => {
-                use std::os::unix::fs::OpenOptionsExt;
-                cgroup::create(path)?;
-                Some(
-                    std::fs::OpenOptions::new()
-                        .read(true)
-                        .custom_flags(libc::O_DIRECTORY)
-                        .open(path)?,
-                )
-            }
-            None => None,
+        let (cgroup, dir, stalled_before, slot) = match slots::claimed(id) {
+            Some(claimed) => (
+                Some(claimed.path),
+                Some(claimed.dir),
+                claimed.total,
+                Some(claimed.files),
+            ),
+            None => match cgroup_for(id) {
+                Some(path) => {
+                    let made = cgroup::create(&path)?;
+                    let dir = std::sync::Arc::new(cgroup::open_dir(&path)?);
+                    (Some(path), Some(dir), made.then_some(Duration::ZERO), None)
+                }
+                None => (None, None, None, None),
+            },
         };
         if let Ok(mut l) = live().lock() {
             l.insert(id.to_string(), cgroup.clone());
@@ -194,6 +238,9 @@ impl Unit {
             cookie: format!("{COOKIE}={id}"),
             cgroup,
             dir,
+            stalled_before,
+            slot,
+            last_wait: None,
             leader: 0,
             seen: BTreeSet::new(),
             done: false,
@@ -219,8 +266,23 @@ impl Unit {
     /// Time the unit has been stalled for a CPU since its cgroup was made: every runnable
     /// process of it waiting (the "full" total of `cpu.pressure`, Linux pressure stall
     /// information); None without a cgroup or without PSI in the kernel.
-    pub fn cpu_wait(&self) -> Option<Duration> {
-        self.cgroup.as_deref().and_then(cgroup::cpu_wait)
+    pub fn cpu_wait(&mut self) -> Option<Duration> {
+        self.last_wait = match self.slot.as_ref().map(|f| &f.pressure) {
+            Some(Some(pressure)) => pressure.read().and_then(|t| cgroup::parse_full_total(&t)),
+            Some(None) => None,
+            None => self.dir.as_deref().and_then(cgroup::cpu_wait),
+        };
+        self.last_wait
+    }
+
+    /// [`Unit::cpu_wait`] before the unit's first process starts, read only when not known
+    /// already (a kernel without pressure totals makes the reading after the run `None`, and
+    /// the difference with it).
+    pub fn cpu_wait_before(&mut self) -> Option<Duration> {
+        match self.stalled_before.take() {
+            Some(known) => Some(known),
+            None => self.cpu_wait(),
+        }
     }
 
     /// The pid campaign started (it counts as a member even without the cookie).
@@ -234,6 +296,12 @@ impl Unit {
     /// Live processes of the unit.
     pub fn members(&mut self) -> Vec<i32> {
         let found = match &self.cgroup {
+            Some(_) if self.slot.as_ref().is_some_and(|f| f.procs.is_some()) => {
+                let procs = self.slot.as_ref().and_then(|f| f.procs.as_ref());
+                (procs.and_then(cgroup::Control::read))
+                    .map(|t| cgroup::parse_procs(&t))
+                    .unwrap_or_default()
+            }
             Some(path) => cgroup::procs(path),
             None if self.leader > 1 && provably_empty(self.leader) => Vec::new(),
             None => {
@@ -280,6 +348,21 @@ impl Unit {
         grace: Duration,
     ) -> Vec<i32> {
         use tokio::time::{sleep, Instant};
+        // The common end: the cgroup is empty. A kept slot is read once; any other cgroup is
+        // removed, which proves it empty in one call without reading what it holds.
+        let empty = match &self.cgroup {
+            Some(_) if self.slot.is_some() => self.members().is_empty(),
+            Some(path) => cgroup::remove(path),
+            None => false,
+        };
+        if empty {
+            if self.slot.is_some() {
+                slots::settle(&self.id, self.last_wait);
+            }
+            self.reap_orphans();
+            self.forget();
+            return Vec::new();
+        }
         if self.alive() {
             let kill_at = match kill_at {
                 Some(at) => at,
@@ -333,9 +416,23 @@ impl Unit {
     }
 
     fn close(&mut self) {
-        if let Some(path) = &self.cgroup {
-            cgroup::remove(path);
+        match &self.cgroup {
+            // A slot is kept for the next run when nothing is left in it; it starts from an
+            // unknown total (this unit's last reading may predate its last process).
+            Some(_) if self.slot.is_some() => match self.members().is_empty() {
+                true => slots::settle(&self.id, None),
+                false => slots::retire(&self.id),
+            },
+            Some(path) => {
+                cgroup::remove(path);
+            }
+            None => {}
         }
+        self.forget();
+    }
+
+    /// The unit is over: no longer alive for [`kill_all`], its leader no longer one of ours.
+    fn forget(&mut self) {
         if let Ok(mut l) = live().lock() {
             l.remove(&self.id);
         }

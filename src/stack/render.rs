@@ -53,6 +53,14 @@ pub struct Rendered {
     pub cwd: PathBuf,
 }
 
+/// This campaign binary, as the templates' `campaign_exe` names it: resolved once per process
+/// (the path stays the one campaign started from, even if the file is replaced meanwhile).
+pub fn campaign_exe() -> PathBuf {
+    static EXE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    EXE.get_or_init(|| std::env::current_exe().unwrap_or_else(|_| PathBuf::from("campaign")))
+        .clone()
+}
+
 /// Render `def`'s run command for one run.
 pub fn render(name: &str, def: &StackDef, ctx: &RenderContext) -> Result<Rendered> {
     let command = def.command.as_ref().ok_or_else(|| {
@@ -62,7 +70,7 @@ pub fn render(name: &str, def: &StackDef, ctx: &RenderContext) -> Result<Rendere
             "no command (expected an array of argument templates, or one string with shell = true)",
         )
     })?;
-    let renderer = Renderer::new(name, run_scope(ctx));
+    let renderer = Renderer::lazy(name, || run_scope(ctx));
     let argv = run_argv(&renderer, command, def.shell.unwrap_or(false))?;
     Ok(Rendered {
         argv,
@@ -102,7 +110,7 @@ pub fn render_build(
     let Some(build) = &def.build else {
         return Ok(None);
     };
-    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("campaign"));
+    let exe = campaign_exe();
     let mut scope = Map::new();
     scope.insert("run_dir".into(), path_value(run_dir));
     scope.insert("campaign_exe".into(), path_value(&exe));
@@ -149,7 +157,7 @@ pub fn render_ready(
     let Some(ready) = &def.ready else {
         return Ok(None);
     };
-    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("campaign"));
+    let exe = campaign_exe();
     let mut scope = Map::new();
     scope.insert("campaign_exe".into(), path_value(&exe));
     if let Some(root) = root {
@@ -323,15 +331,46 @@ pub(crate) fn stack_error(name: &str, field: &str, message: impl Into<String>) -
     }])
 }
 
-/// Strict-undefined minijinja rendering against one scope, with errors naming the stack.
+/// Strict-undefined minijinja rendering against one scope, with errors naming the stack. The
+/// scope is built on first use: a definition whose fields are all literal text (no `{`) renders
+/// without it and without minijinja.
 pub(crate) struct Renderer<'n> {
     name: &'n str,
-    env: Environment<'static>,
-    /// The same, for shell strings: every `{{ … }}` output is shell-quoted ([`shell_quote`])
-    /// unless marked with `| safe` / `| unquoted`.
-    shell_env: Environment<'static>,
-    scope: Value,
-    context: minijinja::Value,
+    make_scope: Box<dyn Fn() -> Value + 'n>,
+    /// The scope, and the same as a minijinja value.
+    scope: std::cell::OnceCell<(Value, minijinja::Value)>,
+}
+
+/// The two environments every template renders in (the same for every stack and run, so made
+/// once): plain for arguments and `env` values, and one for shell strings where every
+/// `{{ … }}` output is shell-quoted ([`shell_quote`]) unless marked `| safe` / `| unquoted`.
+fn environments() -> &'static (Environment<'static>, Environment<'static>) {
+    static ENVIRONMENTS: std::sync::OnceLock<(Environment<'static>, Environment<'static>)> =
+        std::sync::OnceLock::new();
+    ENVIRONMENTS.get_or_init(|| {
+        let mut env = Environment::new();
+        env.set_undefined_behavior(UndefinedBehavior::Strict);
+        // Commands are not HTML: never escape, whatever a template's name looks like.
+        env.set_auto_escape_callback(|_| AutoEscape::None);
+        env.add_filter("unquoted", minijinja::filters::safe);
+        let mut shell_env = env.clone();
+        shell_env.set_formatter(|out, _state, value| {
+            let text = value.to_string();
+            let quoted = if value.is_safe() {
+                text
+            } else {
+                shell_quote(&text)
+            };
+            out.write_str(&quoted).map_err(minijinja::Error::from)
+        });
+        (env, shell_env)
+    })
+}
+
+/// Text minijinja would render as itself: no tag can start without `{`, and a single trailing
+/// newline — which minijinja drops — is not there.
+fn literal(source: &str) -> bool {
+    !source.contains('{') && !source.ends_with('\n')
 }
 
 /// Quote `text` as one word for `sh`: unchanged when it holds only characters no shell treats
@@ -350,37 +389,39 @@ pub(crate) fn shell_quote(text: &str) -> String {
 
 impl<'n> Renderer<'n> {
     pub(crate) fn new(name: &'n str, scope: Value) -> Self {
-        let mut env = Environment::new();
-        env.set_undefined_behavior(UndefinedBehavior::Strict);
-        // Commands are not HTML: never escape, whatever a template's name looks like.
-        env.set_auto_escape_callback(|_| AutoEscape::None);
-        let mut shell_env = env.clone();
-        shell_env.add_filter("unquoted", minijinja::filters::safe);
-        env.add_filter("unquoted", minijinja::filters::safe);
-        shell_env.set_formatter(|out, _state, value| {
-            let text = value.to_string();
-            let quoted = if value.is_safe() {
-                text
-            } else {
-                shell_quote(&text)
-            };
-            out.write_str(&quoted).map_err(minijinja::Error::from)
-        });
-        let context = minijinja::Value::from(minijinja::value::Serde(&scope));
+        Renderer::lazy(name, move || scope.clone())
+    }
+
+    /// A renderer whose scope `make_scope` builds only if a template needs it.
+    pub(crate) fn lazy(name: &'n str, make_scope: impl Fn() -> Value + 'n) -> Self {
         Renderer {
             name,
-            env,
-            shell_env,
-            scope,
-            context,
+            make_scope: Box::new(make_scope),
+            scope: std::cell::OnceCell::new(),
         }
+    }
+
+    fn scope(&self) -> &Value {
+        &self.scoped().0
+    }
+
+    fn scoped(&self) -> &(Value, minijinja::Value) {
+        self.scope.get_or_init(|| {
+            let scope = (self.make_scope)();
+            let context = minijinja::Value::from(minijinja::value::Serde(&scope));
+            (scope, context)
+        })
     }
 
     /// Render a shell string (`sh -c` text): every value is shell-quoted unless the template
     /// opts out with `| safe` (or its alias `| unquoted`), so a value can never become code.
     pub(crate) fn render_shell(&self, field: &str, source: &str) -> Result<String> {
-        self.shell_env
-            .render_named_str(field, source, self.context.clone())
+        if literal(source) {
+            return Ok(source.to_string());
+        }
+        environments()
+            .1
+            .render_named_str(field, source, self.scoped().1.clone())
             .map_err(|e| self.explain(field, source, &e))
     }
 
@@ -390,8 +431,12 @@ impl<'n> Renderer<'n> {
 
     /// Render `source` (the value of `field`).
     pub(crate) fn render(&self, field: &str, source: &str) -> Result<String> {
-        self.env
-            .render_named_str(field, source, self.context.clone())
+        if literal(source) {
+            return Ok(source.to_string());
+        }
+        environments()
+            .0
+            .render_named_str(field, source, self.scoped().1.clone())
             .map_err(|e| self.explain(field, source, &e))
     }
 
@@ -402,21 +447,21 @@ impl<'n> Renderer<'n> {
             Ok(t) => t
                 .undeclared_variables(true)
                 .iter()
-                .all(|path| resolves(&self.scope, path)),
+                .all(|path| resolves(self.scope(), path)),
             Err(_) => true,
         }
     }
 
     fn explain(&self, field: &str, source: &str, e: &minijinja::Error) -> Error {
         let mut message = format!("template `{source}`: ");
-        let missing = missing_variables(&self.scope, source);
+        let missing = missing_variables(self.scope(), source);
         if e.kind() == minijinja::ErrorKind::UndefinedError && !missing.is_empty() {
             message.push_str(&format!("undefined variable {}", missing.join(", ")));
             if missing.iter().any(|m| m == "`root`") {
                 message
                     .push_str(" (this stack has no root: set `root` and its environment variable)");
             }
-            message.push_str(&format!("; in scope: {}", scope_names(&self.scope)));
+            message.push_str(&format!("; in scope: {}", scope_names(self.scope())));
         } else {
             message.push_str(&e.kind().to_string());
             if let Some(detail) = e.detail() {

@@ -291,3 +291,118 @@ fn resume_after_sigkill_reaps_leftovers() {
 fn resume_after_sigkill_reaps_leftovers_without_cgroups() {
     resume_after_sigkill_reaps_what_the_dead_session_left(true);
 }
+
+/// Runs share kept cgroups (one per run in flight, made once, not once per run), each run still
+/// counts only its own CPU stall, a background process a run leaves is stopped with it, and the
+/// campaign removes its cgroups when it ends.
+#[test]
+fn runs_reuse_one_cgroup_and_the_campaign_removes_it() {
+    let tmp = util::tempdir();
+    let stack = tmp.path().join("stack.sh");
+    // Each run leaves a background sleeper holding no pipe: the run's end must stop it.
+    std::fs::write(
+        &stack,
+        "#!/bin/sh\n(sleep 300 </dev/null >/dev/null 2>&1 &)\necho \"bg $$\" >> \"$PIDS\"\n\
+         echo 'CAMPAIGN_SAMPLE {\"phase\":\"timed\",\"execute_s\":0.001,\"ok\":true}'\n\
+         echo 'CAMPAIGN_DONE {\"correctness\":\"pass\"}'\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&stack, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let file = tmp.path().join("kept.toml");
+    std::fs::write(
+        &file,
+        format!(
+            r#"[campaign]
+name = "kept"
+[case]
+platform = "host"
+[axes]
+variant = ["mesh"]
+p = [2]
+count = [1, 2, 3, 4, 5]
+stacks = ["s"]
+[rounds]
+warmup = 0
+timed = 1
+[run]
+repeats = 1
+[devices]
+kind = "npu"
+ids = "0-1"
+[stacks.s]
+command = ["{}"]
+resource = "none"
+env = {{ PIDS = "{}" }}
+"#,
+            stack.display(),
+            tmp.path().join("pids.txt").display()
+        ),
+    )
+    .unwrap();
+    let results = tmp.path().join("results");
+    let mut args = run_args(&file, &results);
+    args.extend(["--jobs".to_string(), "2".to_string()]);
+    let child = start(tmp.path(), &refs(&args), false);
+    let out = wait_output(child);
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    let run_dir = std::fs::read_dir(results.join("kept"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let journal = std::fs::read_to_string(run_dir.join("journal.jsonl")).unwrap();
+    let cgroups: Vec<String> = journal
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["event"] == "started")
+        .filter_map(|v| v["cgroup"].as_str().map(str::to_string))
+        .collect();
+    let results_json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("results.json")).unwrap())
+            .unwrap();
+    let runs = results_json["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 5);
+    if cgroups.is_empty() {
+        eprintln!("skipped the cgroup checks: runs are not in cgroups here");
+        return;
+    }
+    assert_eq!(cgroups.len(), 5, "{journal}");
+    let distinct: std::collections::BTreeSet<&String> = cgroups.iter().collect();
+    assert!(
+        distinct.len() <= 2,
+        "at most one kept cgroup per run in flight (--jobs 2): {cgroups:?}"
+    );
+    for cgroup in distinct {
+        assert!(!Path::new(cgroup).exists(), "{cgroup} is left behind");
+    }
+    // Each run's own stall, measured from the kept cgroup's total before it (a fraction).
+    for run in runs {
+        let c = run["cpu_contention"].as_f64();
+        assert!(c.is_none_or(|c| (0.0..=1.0).contains(&c)), "{run}");
+    }
+    // No sleeper outlived its run.
+    let until = Instant::now() + CAP;
+    loop {
+        let sleepers: Vec<i32> = std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|pid| {
+                std::fs::read(format!("/proc/{pid}/environ"))
+                    .map(|env| {
+                        env.split(|b| *b == 0).any(|kv| {
+                            kv == format!("PIDS={}", tmp.path().join("pids.txt").display())
+                                .as_bytes()
+                        })
+                    })
+                    .unwrap_or(false)
+                    && running(*pid)
+            })
+            .collect();
+        if sleepers.is_empty() {
+            break;
+        }
+        assert!(Instant::now() < until, "left running: {sleepers:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -81,7 +81,7 @@ pub(crate) struct Report {
 }
 
 /// What the scheduler asks of the engine.
-pub(crate) trait Driver {
+pub(crate) trait Driver: Send {
     /// Start `step` (with `lease` for runs; `attempt` counts from the run's first attempt) and
     /// send exactly one [`Report`] for `node` on `tx` when it ends. Must not block.
     fn start(

@@ -49,20 +49,76 @@ pub(crate) fn cgroup2_mount(mountinfo: &str) -> Option<(String, String)> {
     })
 }
 
-/// Create (or reuse, for the next round of the same run) the unit's cgroup.
-pub(crate) fn create(path: &Path) -> std::io::Result<()> {
+/// Create (or reuse, for the next round of the same run) the unit's cgroup; true when it was
+/// made now (so it has never held a process).
+pub(crate) fn create(path: &Path) -> std::io::Result<bool> {
     match std::fs::create_dir(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        other => other,
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(e),
     }
+}
+
+/// The cgroup's directory, open (processes are created into it through this descriptor).
+pub(crate) fn open_dir(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY)
+        .open(path)
 }
 
 /// Live pids in the cgroup (zombies have left `cgroup.procs` already). A cgroup that does not
 /// exist holds nothing.
 pub(crate) fn procs(path: &Path) -> Vec<i32> {
     std::fs::read_to_string(path.join("cgroup.procs"))
-        .map(|s| s.lines().filter_map(|l| l.trim().parse().ok()).collect())
+        .map(|s| parse_procs(&s))
         .unwrap_or_default()
+}
+
+/// The pids of a `cgroup.procs` text.
+pub(crate) fn parse_procs(text: &str) -> Vec<i32> {
+    text.lines().filter_map(|l| l.trim().parse().ok()).collect()
+}
+
+/// A control file of a kept cgroup, open once and read again from the start each time (the
+/// kernel regenerates it on every read from offset 0): one system call per reading.
+#[derive(Debug)]
+pub(crate) struct Control(std::fs::File);
+
+impl Control {
+    pub(crate) fn open(dir: &std::fs::File, name: &std::ffi::CStr) -> Option<Control> {
+        use std::os::fd::{AsRawFd, FromRawFd};
+        // SAFETY: openat on an open directory descriptor and a NUL-terminated name.
+        let fd = unsafe {
+            libc::openat(
+                dir.as_raw_fd(),
+                name.as_ptr(),
+                libc::O_RDONLY | libc::O_CLOEXEC,
+            )
+        };
+        // SAFETY: fd was just opened and is owned by nothing else.
+        (fd >= 0).then(|| Control(unsafe { std::fs::File::from_raw_fd(fd) }))
+    }
+
+    pub(crate) fn read(&self) -> Option<String> {
+        use std::os::unix::fs::FileExt;
+        let mut buf = vec![0u8; 512];
+        let mut len = 0;
+        loop {
+            if len == buf.len() {
+                buf.resize(buf.len() * 2, 0);
+            }
+            match self.0.read_at(&mut buf[len..], len as u64) {
+                Ok(0) => break,
+                Ok(n) => len += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => return None,
+            }
+        }
+        buf.truncate(len);
+        String::from_utf8(buf).ok()
+    }
 }
 
 /// SIGKILL everything in the cgroup at once; falls back to one signal per pid where the kernel
@@ -80,8 +136,31 @@ pub(crate) fn kill(path: &Path) {
 /// outside it held them all. (The "some" total would also count the unit's own tasks waiting
 /// for each other: mpirun beside its ranks, more ranks than CPUs.) None when the file is
 /// missing (no PSI) or unreadable.
-pub(crate) fn cpu_wait(path: &Path) -> Option<std::time::Duration> {
-    parse_full_total(&std::fs::read_to_string(path.join("cpu.pressure")).ok()?)
+pub(crate) fn cpu_wait(dir: &std::fs::File) -> Option<std::time::Duration> {
+    parse_full_total(&read_at(dir, c"cpu.pressure")?)
+}
+
+/// A small control file of the cgroup open as `dir`, read through the directory's descriptor
+/// (no path walk from the root of the cgroup mount for a file read twice per run).
+fn read_at(dir: &std::fs::File, name: &std::ffi::CStr) -> Option<String> {
+    use std::io::Read;
+    use std::os::fd::{AsRawFd, FromRawFd};
+    // SAFETY: openat on an open directory descriptor and a NUL-terminated name.
+    let fd = unsafe {
+        libc::openat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            libc::O_RDONLY | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: fd was just opened and is owned by nothing else.
+    let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
+    let mut text = String::with_capacity(256);
+    file.read_to_string(&mut text).ok()?;
+    Some(text)
 }
 
 /// `total=` of the `full` line of a pressure file, in microseconds.
@@ -93,9 +172,10 @@ pub(crate) fn parse_full_total(text: &str) -> Option<std::time::Duration> {
     total.parse().ok().map(std::time::Duration::from_micros)
 }
 
-/// Remove an empty cgroup (it fails, harmlessly, while a process is still in it).
-pub(crate) fn remove(path: &Path) {
-    let _ = std::fs::remove_dir(path);
+/// Remove an empty cgroup; false (harmlessly) while a process is still in it. Succeeding
+/// proves the cgroup was empty: nothing can have escaped it, and nothing can join it any more.
+pub(crate) fn remove(path: &Path) -> bool {
+    std::fs::remove_dir(path).is_ok()
 }
 
 #[cfg(test)]

@@ -341,3 +341,48 @@ fn shipped_nccl_tests_survives_a_bundle_path_with_spaces_quotes_and_semicolons()
     );
     assert!(text.contains(" -d float -b 16384 -e 16384 "), "{text}");
 }
+
+#[test]
+fn literal_text_renders_as_minijinja_would_without_building_the_scope() {
+    // Whatever takes the fast path must give exactly what minijinja gives.
+    for text in [
+        "/opt/x/bin/tool",
+        "--flag=a b",
+        "tab\there",
+        "two\nlines",
+        "%} #} }}",
+        "",
+    ] {
+        assert!(literal(text), "{text:?}");
+        let plain = Renderer::new("t", json!({})).render("f", text).unwrap();
+        let via_minijinja = environments()
+            .0
+            .render_named_str("f", text, minijinja::Value::UNDEFINED)
+            .unwrap();
+        assert_eq!(plain, via_minijinja, "{text:?}");
+    }
+    // A trailing newline (which minijinja drops) and anything with `{` go through minijinja.
+    assert!(!literal("line\n"));
+    assert!(!literal("{{ p }}"));
+    assert_eq!(
+        Renderer::new("t", json!({})).render("f", "line\n").unwrap(),
+        "line"
+    );
+    // A literal command never builds the run scope; a templated one does, once.
+    let built = std::cell::Cell::new(0);
+    let renderer = Renderer::lazy("t", || {
+        built.set(built.get() + 1);
+        json!({"p": 4})
+    });
+    assert_eq!(
+        renderer.render("command[0]", "/bin/true").unwrap(),
+        "/bin/true"
+    );
+    assert_eq!(built.get(), 0);
+    assert_eq!(renderer.render("command[1]", "-n{{ p }}").unwrap(), "-n4");
+    assert_eq!(
+        renderer.render_shell("command", "echo {{ p }}").unwrap(),
+        "echo 4"
+    );
+    assert_eq!(built.get(), 1);
+}
