@@ -675,6 +675,11 @@ fn a_second_ctrl_c_exits_at_once_and_the_journal_stays_readable() {
     // finished), so resume runs it again.
     let lines = journal(&dir);
     assert!(finished_with(&lines, "interrupted").is_empty());
+    // On its way out the second Ctrl-C removes the cgroups the kill emptied (the kept run
+    // cgroup included): nothing is left in the machine's cgroup tree.
+    for cgroup in lines.iter().filter_map(|l| l["cgroup"].as_str()) {
+        assert!(!Path::new(cgroup).exists(), "{cgroup} is left behind");
+    }
     let status = util::run(&["status", dir.to_str().unwrap()]);
     assert_eq!(status.status.code(), Some(0), "{}", show(&status));
     let text = util::stdout(&status);

@@ -158,6 +158,11 @@ pub fn remove_all(run_dir: &Path) {
         .collect();
 }
 
+/// Every kept cgroup of this process (the second Ctrl-C removes them on its way out).
+pub(crate) fn all_paths() -> Vec<PathBuf> {
+    lock().slots.iter().map(|s| s.path.clone()).collect()
+}
+
 /// The run dir's part of its slots' names.
 fn tag(run_dir: &Path) -> String {
     use sha2::{Digest, Sha256};
