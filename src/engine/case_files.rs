@@ -9,7 +9,8 @@
 //! creation off the path between two runs, while an interrupted campaign of 600,000 cases leaves
 //! a run dir the size of what it ran, not gigabytes of empty folders. A case file that
 //! exists with the planned text is left alone (resume); one that differs (a power loss left it
-//! empty or short: case files are not synced, see `store::atomic::replace_all`) is rewritten.
+//! empty or short: case files are not synced, see `store::atomic::replace_all`) is replaced
+//! through a temp file; a missing one is written in place.
 //! It must not write anything but case files, bundle folders, empty logs and empty temp files.
 
 use std::collections::HashMap;
@@ -155,8 +156,18 @@ impl CaseFiles {
     fn write(&self, entry: &Entry) -> Result<()> {
         let path = self.run_dir.case_file(&entry.case_id);
         let text = self.cases[entry.case_index].to_pretty_json();
-        if std::fs::read(&path).ok().as_deref() != Some(text.as_bytes()) {
-            replace_all(&[(&path, text.as_bytes())])?;
+        match std::fs::read(&path) {
+            Ok(found) if found == text.as_bytes() => {}
+            // None yet (the usual case): written in place, no temp file and rename — nothing
+            // reads it before this returns, and a short file left by a crash differs from the
+            // planned text, so the next session replaces it.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if !write_new(&path, text.as_bytes())? {
+                    replace_all(&[(&path, text.as_bytes())])?;
+                }
+            }
+            // Damaged or unreadable: replaced whole.
+            _ => replace_all(&[(&path, text.as_bytes())])?,
         }
         for stack in &entry.stacks {
             let bundle = self.run_dir.bundle(&entry.case_id, stack);
@@ -194,6 +205,34 @@ impl CaseFiles {
                 let _ = crate::store::atomic::prepare(&bundle.join(name));
             }
         }
+    }
+}
+
+/// Create `path` (and its folder) with `bytes`; false when it appeared meanwhile.
+fn write_new(path: &std::path::Path, bytes: &[u8]) -> Result<bool> {
+    use std::io::Write;
+    let open = || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+    };
+    let file = match open() {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+            }
+            open()
+        }
+        other => other,
+    };
+    match file {
+        Ok(mut f) => f
+            .write_all(bytes)
+            .map(|()| true)
+            .map_err(|e| Error::io(path, e)),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(Error::io(path, e)),
     }
 }
 

@@ -41,7 +41,7 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 /// [`SYNC_THREADS`]): each `fdatasync` waits for a device cache flush, and concurrent flushes
 /// are merged by the block layer, so two files cost about one wait instead of two.
 pub(crate) fn write_atomic_all(files: &[(&Path, &[u8])]) -> Result<()> {
-    let temps = write_temps(files, temp_path)?;
+    let temps = write_temps(files, temp_path, Open::Truncate)?;
     if let Err(e) = sync_data_all(&temps) {
         discard(&temps);
         return Err(e);
@@ -71,7 +71,7 @@ impl Staged {
         path: &Path,
         fill: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
     ) -> Result<()> {
-        let (tmp, file) = write_temp(path, &temp_path(path), b"")?;
+        let (tmp, file) = write_temp(path, &temp_path(path), b"", Open::Truncate)?;
         let mut w = std::io::BufWriter::with_capacity(1 << 16, file);
         let filled = fill(&mut w)
             .and_then(|()| w.flush())
@@ -116,7 +116,7 @@ impl Drop for Staged {
 /// process), but after a power loss a file may be empty or short under its final name. Only for
 /// files a reader checks before trusting them (see the module comment).
 pub(crate) fn replace_all(files: &[(&Path, &[u8])]) -> Result<()> {
-    let temps = write_temps(files, temp_path)?;
+    let temps = write_temps(files, temp_path, Open::Truncate)?;
     rename_all(files.iter().map(|(p, _)| *p), temps)
 }
 
@@ -153,7 +153,7 @@ pub(crate) fn prepare(path: &Path) -> Result<()> {
 /// prepared it): the same guarantees — a crash of campaign never leaves half a file under a
 /// final name — and no new inode when the temp files were prepared.
 pub(crate) fn replace_all_prepared(files: &[(&Path, &[u8])]) -> Result<()> {
-    let temps = write_temps(files, prepared_temp)?;
+    let temps = write_temps(files, prepared_temp, Open::Prepared)?;
     rename_all(files.iter().map(|(p, _)| *p), temps)
 }
 
@@ -162,10 +162,11 @@ pub(crate) fn replace_all_prepared(files: &[(&Path, &[u8])]) -> Result<()> {
 fn write_temps(
     files: &[(&Path, &[u8])],
     temp: fn(&Path) -> PathBuf,
+    open: Open,
 ) -> Result<Vec<(PathBuf, std::fs::File)>> {
     let mut temps: Vec<(PathBuf, std::fs::File)> = Vec::with_capacity(files.len());
     for (path, bytes) in files {
-        match write_temp(path, &temp(path), bytes) {
+        match write_temp(path, &temp(path), bytes, open) {
             Ok(t) => temps.push(t),
             Err(e) => {
                 discard(&temps);
@@ -194,14 +195,19 @@ pub(crate) const SYNC_THREADS: usize = 8;
 /// Create (or truncate) `path`'s temp file `tmp` and write `bytes` into it. The folder is
 /// created only when the first attempt finds it missing: a `create_dir_all` before every write
 /// costs two syscalls per file for folders that nearly always exist.
-fn write_temp(path: &Path, tmp: &Path, bytes: &[u8]) -> Result<(PathBuf, std::fs::File)> {
+fn write_temp(
+    path: &Path,
+    tmp: &Path,
+    bytes: &[u8],
+    how: Open,
+) -> Result<(PathBuf, std::fs::File)> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let tmp = tmp.to_path_buf();
-    let mut f = match std::fs::File::create(&tmp) {
+    let mut f = match how.open(&tmp) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-            std::fs::File::create(&tmp).map_err(|e| Error::io(&tmp, e))?
+            how.open(&tmp).map_err(|e| Error::io(&tmp, e))?
         }
         Err(e) => return Err(Error::io(&tmp, e)),
     };
@@ -210,6 +216,37 @@ fn write_temp(path: &Path, tmp: &Path, bytes: &[u8]) -> Result<(PathBuf, std::fs
         return Err(Error::io(&tmp, e));
     }
     Ok((tmp, f))
+}
+
+/// How a temp file is opened for writing.
+#[derive(Clone, Copy)]
+enum Open {
+    /// Created or truncated (`O_TRUNC`).
+    Truncate,
+    /// A prepared temp file, normally empty: truncated only when it holds something (one left by
+    /// a session that died). ext4 treats truncating a file and closing it after a write as the
+    /// "replace by truncate" pattern and starts writing it back at `close` — block allocation
+    /// and I/O submission on the thread that closes it, a run's bundle write.
+    Prepared,
+}
+
+impl Open {
+    fn open(self, tmp: &Path) -> std::io::Result<std::fs::File> {
+        match self {
+            Open::Truncate => std::fs::File::create(tmp),
+            Open::Prepared => {
+                let f = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create(true)
+                    .truncate(false)
+                    .open(tmp)?;
+                if f.metadata()?.len() > 0 {
+                    f.set_len(0)?;
+                }
+                Ok(f)
+            }
+        }
+    }
 }
 
 /// `fdatasync` every file, concurrently; the first failure is returned.
