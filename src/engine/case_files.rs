@@ -162,7 +162,7 @@ impl CaseFiles {
             // reads it before this returns, and a short file left by a crash differs from the
             // planned text, so the next session replaces it.
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                if !write_new(&path, text.as_bytes())? {
+                if !crate::store::atomic::create_new(&path, text.as_bytes())? {
                     replace_all(&[(&path, text.as_bytes())])?;
                 }
             }
@@ -205,34 +205,6 @@ impl CaseFiles {
                 let _ = crate::store::atomic::prepare(&bundle.join(name));
             }
         }
-    }
-}
-
-/// Create `path` (and its folder) with `bytes`; false when it appeared meanwhile.
-fn write_new(path: &std::path::Path, bytes: &[u8]) -> Result<bool> {
-    use std::io::Write;
-    let open = || {
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(path)
-    };
-    let file = match open() {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            if let Some(dir) = path.parent() {
-                std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-            }
-            open()
-        }
-        other => other,
-    };
-    match file {
-        Ok(mut f) => f
-            .write_all(bytes)
-            .map(|()| true)
-            .map_err(|e| Error::io(path, e)),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
-        Err(e) => Err(Error::io(path, e)),
     }
 }
 

@@ -218,16 +218,14 @@ impl EngineDriver {
     fn journal_started(&mut self, step: &Step, attempt: u32) {
         let fp = self.fingerprint(step);
         let mut extra = serde_json::Map::new();
-        if let Step::Run { case_id, .. } = step {
+        if let Step::Run { run, case_id, .. } = step {
             // The run's containment unit, recorded before its process starts: a resume after a
             // SIGKILL reaps what it left (`executor::unit::reap`).
             if let Some(stack) = step.stack() {
                 let id = work::run_unit(&self.run_dir, case_id, stack, attempt);
                 if let Some(cg) = crate::executor::unit::claim_run_cgroup(&self.run_dir.path, &id) {
                     extra.insert("cgroup".into(), cg.display().to_string().into());
-                    if let Step::Run { run, .. } = step {
-                        self.claims.insert(*run, id.clone());
-                    }
+                    self.claims.insert(*run, id.clone());
                 }
                 extra.insert("unit".into(), id.into());
             }

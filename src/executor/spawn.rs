@@ -289,11 +289,11 @@ fn try_wait(pidfd: &OwnedFd) -> io::Result<Option<ExitStatus>> {
 fn clone_child(args: &ChildArgs) -> io::Result<(i32, OwnedFd)> {
     CHILD_STACKS.with(|cell| {
         let mut kept = cell.borrow_mut();
-        if kept.is_none() {
-            *kept = Some(ChildStack::new()?);
-        }
-        let stack = kept.as_ref().map_or(std::ptr::null_mut(), |s| s.base);
-        clone_on(args, stack)
+        let base = match &*kept {
+            Some(stack) => stack.base,
+            None => kept.insert(ChildStack::new()?).base,
+        };
+        clone_on(args, base)
     })
 }
 

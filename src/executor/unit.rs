@@ -146,10 +146,9 @@ pub fn cgroup_for(id: &str) -> Option<PathBuf> {
 /// cgroup where no slot can be made; `None` without cgroups. [`slots::release`] gives it back.
 pub fn claim_run_cgroup(run_dir: &Path, id: &str) -> Option<PathBuf> {
     match containment() {
-        Containment::Cgroup(base) => Some(
-            slots::claim(base, run_dir, id)
-                .unwrap_or_else(|_| base.join(format!("{}{id}", cgroup::PREFIX))),
-        ),
+        Containment::Cgroup(base) => slots::claim(base, run_dir, id)
+            .ok()
+            .or_else(|| cgroup_for(id)),
         Containment::Cookie => None,
     }
 }
@@ -172,7 +171,8 @@ pub(crate) fn signal(pid: i32, sig: i32) {
     }
 }
 
-/// A kept cgroup's control files, open for the life of the cgroup ([`slots`]).
+/// A unit cgroup's control files, open while the cgroup is in use (for a kept cgroup,
+/// [`slots`], as long as the campaign): each reading is one `pread`.
 #[derive(Debug)]
 pub(crate) struct Files {
     procs: Option<cgroup::Control>,
@@ -185,6 +185,17 @@ impl Files {
             procs: cgroup::Control::open(dir, c"cgroup.procs"),
             pressure: cgroup::Control::open(dir, c"cpu.pressure"),
         }
+    }
+
+    /// Live pids (`None` when `cgroup.procs` cannot be read).
+    fn pids(&self) -> Option<Vec<i32>> {
+        let text = self.procs.as_ref()?.read()?;
+        Some(cgroup::parse_procs(&text))
+    }
+
+    /// The "full" CPU stall total of `cpu.pressure` ([`cgroup::parse_full_total`]).
+    fn stalled(&self) -> Option<Duration> {
+        cgroup::parse_full_total(&self.pressure.as_ref()?.read()?)
     }
 }
 
@@ -200,9 +211,10 @@ pub struct Unit {
     /// The cgroup's CPU stall total before the unit's first process, when known without
     /// reading it: zero for a cgroup this `open` made, a kept slot's total after its last run.
     stalled_before: Option<Duration>,
-    /// The cgroup is a run slot (`slots`): kept, not removed, when the unit ends; its control
-    /// files are open.
-    slot: Option<std::sync::Arc<Files>>,
+    /// The cgroup's control files, open.
+    files: Option<std::sync::Arc<Files>>,
+    /// The cgroup is a run slot (`slots`): kept, not removed, when the unit ends.
+    kept: bool,
     /// The last [`Unit::cpu_wait`] read (a slot's starting point for its next run).
     last_wait: Option<Duration>,
     leader: i32,
@@ -214,20 +226,23 @@ pub struct Unit {
 impl Unit {
     /// Open unit `id`: its cgroup is created (or reused by the next round of the same run).
     pub fn open(id: &str) -> std::io::Result<Unit> {
-        let (cgroup, dir, stalled_before, slot) = match slots::claimed(id) {
+        let (cgroup, dir, files, stalled_before, kept) = match slots::claimed(id) {
             Some(claimed) => (
                 Some(claimed.path),
                 Some(claimed.dir),
-                claimed.total,
                 Some(claimed.files),
+                claimed.total,
+                true,
             ),
             None => match cgroup_for(id) {
                 Some(path) => {
                     let made = cgroup::create(&path)?;
-                    let dir = std::sync::Arc::new(cgroup::open_dir(&path)?);
-                    (Some(path), Some(dir), made.then_some(Duration::ZERO), None)
+                    let dir = cgroup::open_dir(&path)?;
+                    let files = std::sync::Arc::new(Files::open(&dir));
+                    let before = made.then_some(Duration::ZERO);
+                    (Some(path), Some(dir.into()), Some(files), before, false)
                 }
-                None => (None, None, None, None),
+                None => (None, None, None, None, false),
             },
         };
         if let Ok(mut l) = live().lock() {
@@ -239,7 +254,8 @@ impl Unit {
             cgroup,
             dir,
             stalled_before,
-            slot,
+            files,
+            kept,
             last_wait: None,
             leader: 0,
             seen: BTreeSet::new(),
@@ -267,11 +283,7 @@ impl Unit {
     /// process of it waiting (the "full" total of `cpu.pressure`, Linux pressure stall
     /// information); None without a cgroup or without PSI in the kernel.
     pub fn cpu_wait(&mut self) -> Option<Duration> {
-        self.last_wait = match self.slot.as_ref().map(|f| &f.pressure) {
-            Some(Some(pressure)) => pressure.read().and_then(|t| cgroup::parse_full_total(&t)),
-            Some(None) => None,
-            None => self.dir.as_deref().and_then(cgroup::cpu_wait),
-        };
+        self.last_wait = self.files.as_deref().and_then(Files::stalled);
         self.last_wait
     }
 
@@ -296,13 +308,9 @@ impl Unit {
     /// Live processes of the unit.
     pub fn members(&mut self) -> Vec<i32> {
         let found = match &self.cgroup {
-            Some(_) if self.slot.as_ref().is_some_and(|f| f.procs.is_some()) => {
-                let procs = self.slot.as_ref().and_then(|f| f.procs.as_ref());
-                (procs.and_then(cgroup::Control::read))
-                    .map(|t| cgroup::parse_procs(&t))
-                    .unwrap_or_default()
+            Some(path) => {
+                (self.files.as_deref().and_then(Files::pids)).unwrap_or_else(|| cgroup::procs(path))
             }
-            Some(path) => cgroup::procs(path),
             None if self.leader > 1 && provably_empty(self.leader) => Vec::new(),
             None => {
                 let roots: Vec<i32> = (self.leader > 1)
@@ -351,12 +359,12 @@ impl Unit {
         // The common end: the cgroup is empty. A kept slot is read once; any other cgroup is
         // removed, which proves it empty in one call without reading what it holds.
         let empty = match &self.cgroup {
-            Some(_) if self.slot.is_some() => self.members().is_empty(),
+            Some(_) if self.kept => self.members().is_empty(),
             Some(path) => cgroup::remove(path),
             None => false,
         };
         if empty {
-            if self.slot.is_some() {
+            if self.kept {
                 slots::settle(&self.id, self.last_wait);
             }
             self.reap_orphans();
@@ -419,7 +427,7 @@ impl Unit {
         match &self.cgroup {
             // A slot is kept for the next run when nothing is left in it; it starts from an
             // unknown total (this unit's last reading may predate its last process).
-            Some(_) if self.slot.is_some() => match self.members().is_empty() {
+            Some(_) if self.kept => match self.members().is_empty() {
                 true => slots::settle(&self.id, None),
                 false => slots::retire(&self.id),
             },

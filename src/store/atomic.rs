@@ -120,6 +120,20 @@ pub(crate) fn replace_all(files: &[(&Path, &[u8])]) -> Result<()> {
     rename_all(files.iter().map(|(p, _)| *p), temps)
 }
 
+/// Write `path`, folder included, where there is none yet — in place, no temp file and rename:
+/// only for files nothing reads before this returns and whose damage by a crash the next
+/// reader detects (a case file differing from its planned text is replaced). False when the
+/// file exists.
+pub(crate) fn create_new(path: &Path, bytes: &[u8]) -> Result<bool> {
+    match write_temp(path, path, bytes, Open::New) {
+        Ok(_) => Ok(true),
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::AlreadyExists => {
+            Ok(false)
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// The temp file of `path` for this process (write_atomic, replace_all).
 fn temp_path(path: &Path) -> PathBuf {
     let dir = path.parent().unwrap_or(Path::new("."));
@@ -223,6 +237,8 @@ fn write_temp(
 enum Open {
     /// Created or truncated (`O_TRUNC`).
     Truncate,
+    /// Created; an existing file is an error (`AlreadyExists`).
+    New,
     /// A prepared temp file, normally empty: truncated only when it holds something (one left by
     /// a session that died). ext4 treats truncating a file and closing it after a write as the
     /// "replace by truncate" pattern and starts writing it back at `close` — block allocation
@@ -234,6 +250,10 @@ impl Open {
     fn open(self, tmp: &Path) -> std::io::Result<std::fs::File> {
         match self {
             Open::Truncate => std::fs::File::create(tmp),
+            Open::New => std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(tmp),
             Open::Prepared => {
                 let f = std::fs::OpenOptions::new()
                     .write(true)
@@ -427,5 +447,17 @@ mod tests {
         assert_ne!(inode(&a), ia);
         let names: Vec<_> = std::fs::read_dir(a.parent().unwrap()).unwrap().collect();
         assert_eq!(names.len(), 2);
+    }
+
+    #[test]
+    fn create_new_writes_in_place_with_its_folder_and_never_over_a_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("cases/x/case.json");
+        assert!(create_new(&path, b"{\"a\":1}").unwrap());
+        assert_eq!(std::fs::read(&path).unwrap(), b"{\"a\":1}");
+        assert!(!create_new(&path, b"other").unwrap());
+        assert_eq!(std::fs::read(&path).unwrap(), b"{\"a\":1}");
+        let names: Vec<_> = std::fs::read_dir(path.parent().unwrap()).unwrap().collect();
+        assert_eq!(names.len(), 1, "no temp file");
     }
 }

@@ -131,39 +131,10 @@ pub(crate) fn kill(path: &Path) {
     }
 }
 
-/// The "full" stall total of the cgroup's `cpu.pressure`: how long every runnable task of it
-/// waited for a CPU at once — the unit had no CPU although it was ready, because processes
-/// outside it held them all. (The "some" total would also count the unit's own tasks waiting
-/// for each other: mpirun beside its ranks, more ranks than CPUs.) None when the file is
-/// missing (no PSI) or unreadable.
-pub(crate) fn cpu_wait(dir: &std::fs::File) -> Option<std::time::Duration> {
-    parse_full_total(&read_at(dir, c"cpu.pressure")?)
-}
-
-/// A small control file of the cgroup open as `dir`, read through the directory's descriptor
-/// (no path walk from the root of the cgroup mount for a file read twice per run).
-fn read_at(dir: &std::fs::File, name: &std::ffi::CStr) -> Option<String> {
-    use std::io::Read;
-    use std::os::fd::{AsRawFd, FromRawFd};
-    // SAFETY: openat on an open directory descriptor and a NUL-terminated name.
-    let fd = unsafe {
-        libc::openat(
-            dir.as_raw_fd(),
-            name.as_ptr(),
-            libc::O_RDONLY | libc::O_CLOEXEC,
-        )
-    };
-    if fd < 0 {
-        return None;
-    }
-    // SAFETY: fd was just opened and is owned by nothing else.
-    let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
-    let mut text = String::with_capacity(256);
-    file.read_to_string(&mut text).ok()?;
-    Some(text)
-}
-
-/// `total=` of the `full` line of a pressure file, in microseconds.
+/// `total=` of the `full` line of a pressure file (`cpu.pressure`), in microseconds: how long
+/// every runnable task of the cgroup waited for a CPU at once — the unit had no CPU although it
+/// was ready, because processes outside it held them all. (The "some" total would also count
+/// the unit's own tasks waiting for each other: mpirun beside its ranks, more ranks than CPUs.)
 pub(crate) fn parse_full_total(text: &str) -> Option<std::time::Duration> {
     let line = text.lines().find(|l| l.starts_with("full "))?;
     let total = line
