@@ -467,21 +467,18 @@ impl Drop for Unit {
     }
 }
 
-/// SIGKILL every unit alive in this process (the second Ctrl-C, just before exiting), then
-/// remove their cgroups and the kept run cgroups once the kill has emptied them (waiting at most
-/// [`EXIT_CLEANUP`]: whatever is still there then is `resume`'s to reap and remove).
+/// SIGKILL every unit alive in this process (the second Ctrl-C, just before exiting) and remove
+/// the kept run cgroups no run holds (they are empty). Nothing waits for the kill: campaign exits
+/// at once, before any killed run can be recorded, and the cgroups of the killed runs are
+/// `resume`'s to reap and remove (the journal names them).
 pub fn kill_all() {
     let units: Vec<(String, Option<PathBuf>)> = live()
         .lock()
         .map(|l| l.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
         .unwrap_or_default();
-    let mut cgroups: Vec<PathBuf> = slots::all_paths();
     for (id, cgroup) in units {
         match cgroup {
-            Some(path) => {
-                cgroup::kill(&path);
-                cgroups.push(path);
-            }
+            Some(path) => cgroup::kill(&path),
             None => {
                 for pid in scan::members(&format!("{COOKIE}={id}"), &[]) {
                     signal(pid, libc::SIGKILL);
@@ -489,18 +486,8 @@ pub fn kill_all() {
             }
         }
     }
-    let until = std::time::Instant::now() + EXIT_CLEANUP;
-    loop {
-        cgroups.retain(|path| path.exists() && !cgroup::remove(path));
-        if cgroups.is_empty() || std::time::Instant::now() >= until {
-            break;
-        }
-        std::thread::sleep(REAP_POLL);
-    }
+    slots::remove_free();
 }
-
-/// How long the second Ctrl-C waits for killed units to leave their cgroups before exiting.
-const EXIT_CLEANUP: Duration = Duration::from_millis(500);
 
 /// One process a [`reap`] killed.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -158,9 +158,12 @@ pub fn remove_all(run_dir: &Path) {
         .collect();
 }
 
-/// Every kept cgroup of this process (the second Ctrl-C removes them on its way out).
-pub(crate) fn all_paths() -> Vec<PathBuf> {
-    lock().slots.iter().map(|s| s.path.clone()).collect()
+/// Remove every kept cgroup no run holds (the second Ctrl-C, on its way out): they are empty.
+pub(crate) fn remove_free() {
+    let pool = lock();
+    for slot in pool.slots.iter().filter(|s| s.holder.is_none()) {
+        super::cgroup::remove(&slot.path);
+    }
 }
 
 /// The run dir's part of its slots' names.
