@@ -327,13 +327,31 @@ fn drive(
         if use_slurm {
             // One task owns the Slurm executor so every run's job is polled in one batch.
             let executor = crate::executor::slurm::SlurmExecutor::new(prep.plan.slurm.clone());
+            // Only jobs this run dir submitted are cancelled or re-attached to, whatever the
+            // journal says; the runs of the others run again.
+            let journaled: Vec<_> = (stale_jobs.iter().chain(driver.jobs.reattach.values()))
+                .map(|&id| crate::executor::slurm::JobId(id))
+                .collect();
+            let foreign = match executor.foreign(&journaled, &driver.run_dir.path).await {
+                Ok(foreign) => foreign,
+                Err(e) => {
+                    eprintln!("warning: cannot check the earlier session's Slurm jobs ({e}); none is cancelled or re-attached to");
+                    journaled.iter().copied().collect()
+                }
+            };
+            if !foreign.is_empty() {
+                let ids: Vec<String> = foreign.iter().map(|id| id.to_string()).collect();
+                eprintln!("warning: resume: Slurm job(s) {} named by the journal do not run this run dir's scripts; left alone, their runs run again", ids.join(" "));
+            }
+            (driver.jobs.reattach)
+                .retain(|_, id| !foreign.contains(&crate::executor::slurm::JobId(*id)));
             let svc = crate::executor::slurm::SlurmService::start(executor).0;
-            if !stale_jobs.is_empty() {
-                let ids = stale_jobs
-                    .iter()
-                    .copied()
-                    .map(crate::executor::slurm::JobId);
-                if let Err(e) = svc.cancel(ids.collect()).await {
+            let stale: Vec<_> = (stale_jobs.iter())
+                .map(|&id| crate::executor::slurm::JobId(id))
+                .filter(|id| !foreign.contains(id))
+                .collect();
+            if !stale.is_empty() {
+                if let Err(e) = svc.cancel(stale).await {
                     eprintln!("warning: cannot cancel the earlier session's stale jobs: {e}");
                 }
             }

@@ -245,7 +245,7 @@ pub(crate) fn claim_resume(
     } = resume;
     let run_dir = Arc::new(RunDir::open(&run_dir));
     // Before any device is leased again: whatever a killed session's runs left running.
-    let reaped = reap_leftovers(&replay);
+    let reaped = reap_leftovers(&run_dir.path, &replay);
     let context = fingerprint_context(prep, &run_dir.path);
     // Every line of the journal was written in this very context: its fingerprints are the ones
     // rendering would give.
@@ -536,9 +536,11 @@ fn report_current(prep: &Prepared, run_dir: &Path) -> bool {
 
 /// Kill what the runs a dead session left open (`started` without `finished`) still have
 /// running: every process of their journaled containment unit (`executor::unit::reap`). A run
-/// handed to a Slurm job is Slurm's to stop. Says what it killed; returns step → pids for the
-/// journal's `session` line.
-fn reap_leftovers(replay: &crate::store::journal::Replay) -> Map<String, Value> {
+/// handed to a Slurm job is Slurm's to stop. Only what this run dir made is touched: a unit or
+/// cgroup the journal names is reaped only when `executor::unit::vouch` recognises it as one
+/// campaign gives this run dir, step and attempt (a run dir can come from someone else).
+/// Says what it killed; returns step → pids for the journal's `session` line.
+fn reap_leftovers(run_dir: &Path, replay: &crate::store::journal::Replay) -> Map<String, Value> {
     let mut open = Vec::new();
     for (step, state) in &replay.steps {
         let Some((unit, cgroup)) = state.unit.as_ref().filter(|_| state.is_interrupted()) else {
@@ -547,7 +549,24 @@ fn reap_leftovers(replay: &crate::store::journal::Replay) -> Map<String, Value> 
         if state.slurm_job.is_some_and(|j| j.attempt == state.attempts) {
             continue;
         }
-        open.push((step, (unit.clone(), cgroup.as_ref().map(PathBuf::from))));
+        let cgroup = cgroup.as_ref().map(PathBuf::from);
+        let vouched =
+            crate::executor::unit::vouch(run_dir, step, state.attempts, unit, cgroup.as_deref());
+        match vouched {
+            Ok(unit) => open.push((step, unit)),
+            Err(why) => {
+                // The unit id checks out and only the cgroup does not: its cookie still finds
+                // the unit's own processes.
+                let id_ok = crate::executor::unit::vouch(run_dir, step, state.attempts, unit, None);
+                eprintln!(
+                    "warning: resume: the journal's `started` line of {step} names what this run dir did not make ({why}); {}",
+                    if id_ok.is_ok() { "only its unit's own processes are reaped" } else { "nothing of it is reaped" }
+                );
+                if let Ok(unit) = id_ok {
+                    open.push((step, unit));
+                }
+            }
+        }
     }
     // In step key order, as they are reported.
     open.sort_unstable_by(|a, b| a.0.cmp(b.0));

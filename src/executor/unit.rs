@@ -489,6 +489,71 @@ pub fn kill_all() {
     slots::remove_free();
 }
 
+/// What a journal's `started` line says an attempt ran in, checked against what this run dir
+/// would have made: the unit id must be [`id_for`] of this run dir, step and attempt, and the
+/// cgroup (if any) one of campaign's own for this run dir — `campaign-<that id>` or one of the run
+/// dir's kept slots (`campaign-<tag>-s<k>`, [`slots`]) — at a plain absolute path inside the
+/// cgroup2 mount. A journal is a file anyone can hand over with a run dir: nothing it names is
+/// signalled or removed unless campaign would have named it so itself. `Err` says why the line
+/// is not trusted; an untrusted cgroup alone leaves the (checked) unit id, whose cookie still
+/// finds the unit's processes.
+pub fn vouch(
+    run_dir: &Path,
+    step: &str,
+    attempt: u32,
+    unit: &str,
+    cgroup: Option<&Path>,
+) -> std::result::Result<(String, Option<PathBuf>), String> {
+    let expected = id_for(run_dir, step, attempt);
+    if unit != expected {
+        return Err(format!(
+            "its unit `{unit}` is not the one this run dir gives attempt {attempt} (`{expected}`)"
+        ));
+    }
+    let Some(path) = cgroup else {
+        return Ok((expected, None));
+    };
+    let mount = std::fs::read_to_string("/proc/self/mountinfo")
+        .ok()
+        .and_then(|m| cgroup::cgroup2_mount(&m))
+        .map(|(_, mount)| PathBuf::from(mount));
+    match own_cgroup_path(run_dir, &expected, path, mount.as_deref()) {
+        Ok(()) => Ok((expected, Some(path.to_path_buf()))),
+        Err(why) => Err(format!("its cgroup `{}` {why}", path.display())),
+    }
+}
+
+/// Is `path` a cgroup campaign makes for unit `id` of `run_dir` (see [`vouch`])?
+fn own_cgroup_path(
+    run_dir: &Path,
+    id: &str,
+    path: &Path,
+    mount: Option<&Path>,
+) -> std::result::Result<(), &'static str> {
+    use std::path::Component;
+    let plain = path.is_absolute()
+        && path
+            .components()
+            .all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
+    if !plain {
+        return Err("is not a plain absolute path");
+    }
+    let Some(mount) = mount else {
+        return Err("cannot be checked: no cgroup2 mount here");
+    };
+    if path == mount || !path.starts_with(mount) {
+        return Err("is not a cgroup below the cgroup2 mount");
+    }
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let own = name
+        .strip_prefix(cgroup::PREFIX)
+        .is_some_and(|rest| rest == id || slots::is_slot_name(run_dir, rest));
+    if !own {
+        return Err("is not one campaign makes for this run dir");
+    }
+    Ok(())
+}
+
 /// One process a [`reap`] killed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reaped {
@@ -557,6 +622,49 @@ pub fn reap(units: &[(String, Option<PathBuf>)]) -> Vec<Vec<Reaped>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_run_dirs_own_units_and_cgroups_are_vouched_for() {
+        let run_dir = Path::new("/r/run_1");
+        let step = "run:c:s";
+        let id = id_for(run_dir, step, 2);
+        let mount = Some(Path::new("/sys/fs/cgroup"));
+        let slot = format!("/sys/fs/cgroup/x/campaign-{}-s3", slots::tag(run_dir));
+        let own = format!("/sys/fs/cgroup/x/campaign-{id}");
+        for ok in [slot.as_str(), own.as_str()] {
+            assert_eq!(
+                own_cgroup_path(run_dir, &id, Path::new(ok), mount),
+                Ok(()),
+                "{ok}"
+            );
+        }
+        let other_slot = format!(
+            "/sys/fs/cgroup/x/campaign-{}-s0",
+            slots::tag(Path::new("/r/run_2"))
+        );
+        for bad in [
+            "/sys/fs/cgroup",
+            "/sys/fs/cgroup/",
+            "/sys/fs/cgroup/user.slice",
+            "/sys/fs/cgroup/x/campaign-0123456789abcdef-1",
+            other_slot.as_str(),
+            &format!("/sys/fs/cgroup/x/campaign-{id}/.."),
+            &format!("/sys/fs/cgroup/../x/campaign-{id}"),
+            &format!("sys/fs/cgroup/x/campaign-{id}"),
+            &format!("/tmp/campaign-{id}"),
+            &format!("/sys/fs/cgroup/x/campaign-{}-sx", slots::tag(run_dir)),
+        ] {
+            assert!(
+                own_cgroup_path(run_dir, &id, Path::new(bad), mount).is_err(),
+                "{bad} must not be vouched for"
+            );
+        }
+        assert!(own_cgroup_path(run_dir, &id, Path::new(&own), None).is_err());
+        // A unit id this run dir does not give that attempt is refused outright.
+        assert!(vouch(run_dir, step, 1, &id, None).is_err());
+        assert!(vouch(Path::new("/r/run_2"), step, 2, &id, None).is_err());
+        assert_eq!(vouch(run_dir, step, 2, &id, None), Ok((id.clone(), None)));
+    }
 
     #[test]
     fn unit_ids_are_stable_per_step_and_attempt() {

@@ -406,3 +406,170 @@ env = {{ PIDS = "{}" }}
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// The cgroup2 directory this test process is in (campaign, its child, makes its units beside
+/// it), and the cgroup2 mount; `None` where cgroups are not writable here.
+fn own_cgroup() -> Option<(PathBuf, PathBuf)> {
+    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let rel = own.lines().find_map(|l| l.strip_prefix("0::"))?.to_string();
+    let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let (root, mount) = info.lines().find_map(|l| {
+        let (left, right) = l.split_once(" - ")?;
+        right.starts_with("cgroup2 ").then(|| {
+            let f: Vec<&str> = left.split(' ').collect();
+            (f[3].to_string(), PathBuf::from(f[4]))
+        })
+    })?;
+    let rel = rel
+        .strip_prefix(&root)
+        .unwrap_or(&rel)
+        .trim_start_matches('/');
+    let dir = mount.join(rel);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(dir.join("cgroup.procs"))
+        .ok()?;
+    Some((dir, mount))
+}
+
+fn sleeper(env: &[(&str, &str)]) -> Child {
+    let mut c = Command::new("sleep");
+    c.arg("600").stdin(Stdio::null()).stdout(Stdio::null());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.spawn().unwrap()
+}
+
+/// A run dir can come from someone else: `resume` signals and removes only what campaign made
+/// for this run dir, whatever its journal names. Open `started` lines name a foreign cgroup
+/// (with this run dir's own unit id), the cgroup root and a foreign unit cookie; the processes in
+/// them survive the resume, the foreign cgroup stays, and the resume says what it refused.
+#[test]
+fn resume_touches_nothing_a_hostile_journal_names() {
+    let tmp = util::tempdir();
+    let stack = tmp.path().join("stack.sh");
+    std::fs::write(
+        &stack,
+        "#!/bin/sh\necho 'CAMPAIGN_SAMPLE {\"phase\":\"timed\",\"execute_s\":0.001,\"ok\":true}'\n\
+         echo 'CAMPAIGN_DONE {\"correctness\":\"pass\"}'\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&stack, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let file = tmp.path().join("hostile.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[campaign]\nname = \"hostile\"\n[case]\nplatform = \"host\"\n[axes]\nvariant = [\"mesh\"]\n\
+             p = [2]\ncount = [1, 2, 3]\nstacks = [\"s\"]\n[rounds]\nwarmup = 0\ntimed = 1\n[run]\nrepeats = 1\n\
+             [devices]\nkind = \"npu\"\nids = \"0-1\"\n[stacks.s]\ncommand = [\"{}\"]\nresource = \"none\"\n",
+            stack.display()
+        ),
+    )
+    .unwrap();
+    let results = tmp.path().join("results");
+    let out = wait_output(start(tmp.path(), &refs(&run_args(&file, &results)), false));
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    let run_dir = std::fs::read_dir(results.join("hostile"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let journal_path = run_dir.join("journal.jsonl");
+    let journal = std::fs::read_to_string(&journal_path).unwrap();
+    let steps: Vec<String> = journal
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["event"] == "started" && v["step"].as_str().unwrap().starts_with("run:"))
+        .map(|v| v["step"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(steps.len(), 3, "{journal}");
+
+    // What stands in for someone else's work: a process in a foreign cgroup (where cgroups are
+    // writable), one in the cgroup root, one carrying another campaign's unit cookie.
+    let foreign_id = "0123456789abcdef-2";
+    let cookie = sleeper(&[("CAMPAIGN_UNIT", foreign_id)]);
+    let mut victims = vec![cookie];
+    let cgroups = own_cgroup();
+    let mut foreign_cgroup = None;
+    if let Some((dir, mount)) = &cgroups {
+        let foreign = dir.join(format!("foreign-{}", std::process::id()));
+        std::fs::create_dir_all(&foreign).unwrap();
+        let inside = sleeper(&[]);
+        std::fs::write(foreign.join("cgroup.procs"), inside.id().to_string()).unwrap();
+        let at_root = sleeper(&[]);
+        std::fs::write(mount.join("cgroup.procs"), at_root.id().to_string()).unwrap();
+        victims.extend([inside, at_root]);
+        foreign_cgroup = Some((foreign, mount.clone()));
+    } else {
+        eprintln!("no writable cgroup2 here: only the cookie is checked");
+    }
+    let (foreign, root) = match &foreign_cgroup {
+        Some((f, m)) => (f.display().to_string(), m.display().to_string()),
+        None => ("/sys/fs/cgroup/foreign".into(), "/sys/fs/cgroup".into()),
+    };
+    let own_id = campaign::executor::unit::id_for(&run_dir, &steps[0], 2);
+    let line = |step: &str, unit: &str, cgroup: &str| {
+        serde_json::json!({
+            "t": "2026-12-02T00:00:00.000+00:00", "event": "started", "step": step,
+            "attempt": 2, "fingerprint": "x", "cgroup": cgroup, "unit": unit,
+        })
+        .to_string()
+    };
+    let hostile = [
+        line(&steps[0], &own_id, &foreign),
+        line(&steps[1], foreign_id, &root),
+        line(
+            &steps[2],
+            foreign_id,
+            &format!("{root}/campaign-{foreign_id}"),
+        ),
+    ];
+    std::fs::write(&journal_path, format!("{journal}{}\n", hostile.join("\n"))).unwrap();
+
+    let out = wait_output(start(
+        tmp.path(),
+        &["resume", run_dir.to_str().unwrap(), "-q"],
+        false,
+    ));
+    let stderr = util::stderr(&out);
+    let alive: Vec<u32> = victims
+        .iter()
+        .map(Child::id)
+        .filter(|&p| running(p as i32))
+        .collect();
+    let foreign_left = foreign_cgroup.as_ref().is_none_or(|(f, _)| f.is_dir());
+    for mut v in victims {
+        let _ = v.kill();
+        let _ = v.wait();
+    }
+    if let Some((f, _)) = &foreign_cgroup {
+        let _ = std::fs::remove_dir(f);
+    }
+    assert_eq!(
+        alive.len(),
+        if cgroups.is_some() { 3 } else { 1 },
+        "{stderr}"
+    );
+    assert!(foreign_left, "the foreign cgroup was removed\n{stderr}");
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        !util::stdout(&out).contains("resume: killed"),
+        "{}",
+        util::stdout(&out)
+    );
+    for step in &steps {
+        assert!(
+            stderr.contains(&format!(
+                "`started` line of {step} names what this run dir did not make"
+            )),
+            "{step} not named\n{stderr}"
+        );
+    }
+    assert!(
+        stderr.contains("only its unit's own processes are reaped"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("nothing of it is reaped"), "{stderr}");
+}

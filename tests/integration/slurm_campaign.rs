@@ -538,3 +538,98 @@ fn runs_larger_than_the_local_pool_go_to_slurm_one_job_at_a_time_with_max_jobs()
         "{order:?}"
     );
 }
+
+/// A journal is a file that can come from someone else: `resume` neither re-attaches to nor
+/// cancels a Slurm job it names unless that job runs one of this run dir's bundle scripts. Open
+/// run steps are pointed at a foreign running job — one with its own fingerprint (a re-attach
+/// candidate), one with a changed fingerprint (a stale job to cancel); the job keeps running,
+/// the resume says it left it alone, and both runs run again as jobs of their own.
+#[test]
+fn resume_neither_reattaches_to_nor_cancels_a_foreign_job_the_journal_names() {
+    let Some(conf) = cluster() else { return };
+    let c = Campaign::new(conf.clone(), "slurm-foreign", "64, 128", 0, "");
+    let out = c
+        .command(&["run", c.plan.to_str().unwrap(), "--executor", "slurm"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let foreign = Command::new("sbatch")
+        .args([
+            "--parsable",
+            "--job-name",
+            "someone-else",
+            "--wrap",
+            "sleep 300",
+        ])
+        .current_dir(c.tmp.path())
+        .env("SLURM_CONF", &conf)
+        .output()
+        .unwrap();
+    assert!(foreign.status.success(), "{}", util::stderr(&foreign));
+    let job: u64 = util::stdout(&foreign)
+        .trim()
+        .split(';')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let state = |id: u64| {
+        let out = Command::new("squeue")
+            .args(["-h", "-t", "all", "-j", &id.to_string(), "-o", "%T"])
+            .env("SLURM_CONF", &conf)
+            .output()
+            .unwrap();
+        util::stdout(&out).trim().to_string()
+    };
+    let lines = c.journal();
+    let finished: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["event"] == "finished" && l["step"].as_str().unwrap().starts_with("run:"))
+        .collect();
+    assert_eq!(finished.len(), 2);
+    let mut hostile = String::new();
+    for (i, line) in finished.iter().enumerate() {
+        let step = line["step"].as_str().unwrap();
+        let fingerprint = if i == 0 {
+            line["fingerprint"].as_str().unwrap()
+        } else {
+            "changed"
+        };
+        let t = "2026-12-02T00:00:00.000+00:00";
+        hostile += &format!(
+            "{}\n{}\n",
+            serde_json::json!({"t": t, "event": "started", "step": step, "attempt": 2, "fingerprint": fingerprint}),
+            serde_json::json!({"t": t, "event": "submitted", "step": step, "attempt": 2, "slurm_job_id": job}),
+        );
+    }
+    let journal = c.run_dir().join("journal.jsonl");
+    let text = std::fs::read_to_string(&journal).unwrap();
+    std::fs::write(&journal, format!("{text}{hostile}")).unwrap();
+
+    let out = c.resume();
+    let after = state(job);
+    let _ = Command::new("scancel")
+        .arg(job.to_string())
+        .env("SLURM_CONF", &conf)
+        .status();
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert!(
+        matches!(after.as_str(), "RUNNING" | "PENDING"),
+        "the foreign job is {after}\n{}",
+        show(&out)
+    );
+    assert!(
+        util::stderr(&out).contains(&format!(
+            "Slurm job(s) {job} named by the journal do not run this run dir's scripts"
+        )),
+        "{}",
+        show(&out)
+    );
+    // Both runs ran again, each as a job of this campaign (two launches per case in all).
+    assert_eq!(c.launches().len(), 4, "{:?}\n{}", c.launches(), show(&out));
+    assert!(
+        c.results().iter().all(|r| r.1 == "pass"),
+        "{:?}",
+        c.results()
+    );
+}

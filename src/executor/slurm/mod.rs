@@ -17,7 +17,7 @@ pub mod state;
 pub mod submit;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -98,6 +98,13 @@ pub struct SlurmExecutor {
     stats: QueryStats,
 }
 
+/// Is `script` the batch script of a bundle inside `run_dir`?
+fn runs_a_bundle_script(script: &Path, run_dir: &Path) -> bool {
+    script.starts_with(run_dir)
+        && script.file_name() == Some(std::ffi::OsStr::new(bundle::SCRIPT_FILE))
+        && (script.components()).all(|c| !matches!(c, std::path::Component::ParentDir))
+}
+
 impl SlurmExecutor {
     pub fn new(config: SlurmConfig) -> SlurmExecutor {
         let base = config.poll_interval.unwrap_or(DEFAULT_POLL_INTERVAL);
@@ -158,6 +165,20 @@ impl SlurmExecutor {
         );
         self.poll_soon();
         Ok(id)
+    }
+
+    /// Of the jobs a journal names, those that are not this run dir's: squeue knows them and
+    /// their batch script is not a bundle's `slurm.sh` inside `run_dir` (every job campaign
+    /// submits runs its bundle's script). A job id in a run dir received from someone else may
+    /// be anybody's job: these are never cancelled or re-attached to. A job squeue no longer
+    /// knows has ended; re-attaching reads its result from the run's own bundle.
+    pub async fn foreign(&self, ids: &[JobId], run_dir: &Path) -> Result<BTreeSet<JobId>> {
+        let commands = poll::query_commands(&self.cluster, ids).await?;
+        Ok(commands
+            .into_iter()
+            .filter(|(_, script)| !runs_a_bundle_script(script, run_dir))
+            .map(|(id, _)| id)
+            .collect())
     }
 
     /// Watch jobs submitted by an earlier campaign process; jobs that already ended are
@@ -343,5 +364,28 @@ impl SlurmExecutor {
     fn poll_soon(&mut self) {
         self.backoff.reset();
         self.next_poll = Instant::now() + self.backoff.current();
+    }
+}
+
+#[cfg(test)]
+mod ownership_tests {
+    use super::*;
+
+    #[test]
+    fn only_bundle_scripts_inside_the_run_dir_are_the_run_dirs_jobs() {
+        let run_dir = Path::new("/r/run_1");
+        assert!(runs_a_bundle_script(
+            Path::new("/r/run_1/cases/c/s/slurm.sh"),
+            run_dir
+        ));
+        for other in [
+            "/r/run_2/cases/c/s/slurm.sh",
+            "/r/run_10/cases/c/s/slurm.sh",
+            "/r/run_1/cases/c/s/other.sh",
+            "/r/run_1/../run_2/cases/c/s/slurm.sh",
+            "/bin/sleep",
+        ] {
+            assert!(!runs_a_bundle_script(Path::new(other), run_dir), "{other}");
+        }
     }
 }

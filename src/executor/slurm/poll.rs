@@ -157,6 +157,53 @@ pub(crate) async fn query_squeue(cluster: &Cluster, ids: &[JobId]) -> Result<Vec
     parse_squeue(&String::from_utf8_lossy(&out.stdout))
 }
 
+/// The batch script of each job in `ids` that squeue still knows (`%i|%o`: id and command),
+/// so a journaled job can be checked to be one this run dir submitted before it is cancelled or
+/// re-attached to. Jobs squeue no longer knows are absent.
+pub(crate) async fn query_commands(
+    cluster: &Cluster,
+    ids: &[JobId],
+) -> Result<BTreeMap<JobId, PathBuf>> {
+    if ids.is_empty() {
+        return Ok(BTreeMap::new());
+    }
+    let mut argv = squeue_argv(ids);
+    if let Some(format) = argv.last_mut() {
+        *format = "%i|%o".to_string();
+    }
+    let out = cluster.run(&argv).await?;
+    if !out.status.success() {
+        let message = tool_message(&out);
+        if message.contains(INVALID_JOB_ID) {
+            return Ok(BTreeMap::new());
+        }
+        return Err(Error::Environment(format!(
+            "squeue failed ({}): {message}",
+            out.status
+        )));
+    }
+    parse_commands(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// Parse squeue's `%i|%o` lines (id, then the command, which may itself hold `|`).
+pub(crate) fn parse_commands(text: &str) -> Result<BTreeMap<JobId, PathBuf>> {
+    let mut rows = BTreeMap::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        let Some((id, command)) = line.split_once('|') else {
+            return Err(bad_line("squeue", n, line, "`jobid|command`"));
+        };
+        let id = id
+            .parse::<JobId>()
+            .map_err(|_| bad_line("squeue", n, line, "a numeric job id first"))?;
+        rows.insert(id, PathBuf::from(command));
+    }
+    Ok(rows)
+}
+
 /// `scontrol show job ID`; `None` when Slurm no longer knows the job.
 pub(crate) async fn query_scontrol(cluster: &Cluster, id: JobId) -> Result<Option<JobRecord>> {
     let argv = ["scontrol", "show", "job", &id.to_string()].map(String::from);

@@ -166,8 +166,15 @@ pub(crate) fn remove_free() {
     }
 }
 
+/// Is `name` (after the cgroup prefix) the name of one of `run_dir`'s slots: `<tag>-s<k>`?
+pub(crate) fn is_slot_name(run_dir: &Path, name: &str) -> bool {
+    name.strip_prefix(tag(run_dir).as_str())
+        .and_then(|rest| rest.strip_prefix("-s"))
+        .is_some_and(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()))
+}
+
 /// The run dir's part of its slots' names.
-fn tag(run_dir: &Path) -> String {
+pub(crate) fn tag(run_dir: &Path) -> String {
     use sha2::{Digest, Sha256};
     let digest = Sha256::digest(run_dir.as_os_str().as_encoded_bytes());
     digest.iter().take(6).map(|b| format!("{b:02x}")).collect()

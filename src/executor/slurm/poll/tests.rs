@@ -166,3 +166,15 @@ fn backoff_max_below_base_is_base() {
     let mut b = Backoff::new(Duration::from_secs(5), Duration::from_secs(1));
     assert_eq!(b.observe(false), Duration::from_secs(5));
 }
+
+#[test]
+fn squeue_commands_are_read_per_job_and_odd_lines_refused() {
+    let rows = parse_commands("12|/r/run_1/cases/c/s/slurm.sh\n13|/bin/sh -c a|b\n\n").unwrap();
+    assert_eq!(
+        rows[&JobId(12)],
+        PathBuf::from("/r/run_1/cases/c/s/slurm.sh")
+    );
+    assert_eq!(rows[&JobId(13)], PathBuf::from("/bin/sh -c a|b"));
+    assert!(parse_commands("twelve|/x\n").is_err());
+    assert!(parse_commands("12\n").is_err());
+}
