@@ -19,11 +19,9 @@ const POLL_EVERY: usize = 4096;
 /// docs/plan-format.md ("Limits").
 pub(crate) const CONFIRM_RUNS: usize = 100_000;
 
-/// Most runs (cases × stacks × repeats) one campaign may plan; documented in
-/// docs/plan-format.md ("Limits").
-pub(crate) const MAX_RUNS: usize = 1_000_000;
 use crate::error::{Diagnostic, Error, Result};
 use crate::model::case::Case;
+pub(crate) use crate::model::plan::MAX_RUNS;
 use crate::model::plan::{ExecutorKind, Placement, Plan};
 use crate::model::results::RunStatus;
 use crate::model::stack::Resource;

@@ -6,7 +6,9 @@
 //! Nothing here reads files, spawns processes or knows about another room but `error`.
 
 pub mod case;
+pub(crate) mod file;
 pub mod history;
+pub(crate) mod limits;
 pub mod output;
 pub mod plan;
 pub mod results;

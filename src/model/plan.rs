@@ -269,6 +269,11 @@ pub struct SlurmConfig {
 /// and a report or a table should still be able to show it.
 pub(crate) const MAX_NAME_LEN: usize = 100;
 
+/// Most runs (cases × stacks × repeats) one campaign may plan: memory grows by about 1.7 KB
+/// per planned run (docs/performance.md "Huge plans"), so this keeps a campaign within ~2 GB.
+/// Checked by `validate` and again by `run` (after `--repeats`/`--filter`).
+pub(crate) const MAX_RUNS: usize = 1_000_000;
+
 /// `[a-z0-9_-]+`, at most [`MAX_NAME_LEN`] bytes: the name becomes a folder, so no separators,
 /// dots or upper case.
 pub(crate) fn check_campaign_name(name: &str) -> std::result::Result<(), String> {

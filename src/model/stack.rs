@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::model::case::{Dtype, Platform, Variant};
 
 mod constraint;
+mod domain;
 
 /// A command: an argv of minijinja templates, or one shell string (only with `shell = true`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -147,7 +147,11 @@ fn id_list(cx: &mut Ctx<'_>, item: &Item<'_>, path: &str) -> Option<Vec<u32>> {
 pub(crate) fn parse_id_ranges(text: &str) -> Result<Vec<u32>, String> {
     let bad = || format!("`{text}` is not a device list (expected e.g. \"0-7\" or \"0,2,4-6\")");
     let mut out = Vec::new();
-    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+    for part in text.split(',').map(str::trim) {
+        // "0,,1", a leading or trailing comma: a typo, not a shorter list.
+        if part.is_empty() {
+            return Err(bad());
+        }
         let (a, b) = part.split_once('-').unwrap_or((part, part));
         let a: u32 = a.trim().parse().map_err(|_| bad())?;
         let b: u32 = b.trim().parse().map_err(|_| bad())?;
@@ -216,13 +220,23 @@ pub(crate) fn read_devices(cx: &mut Ctx<'_>, item: &Item<'_>) -> DevicesConfig {
                 "groups need `ids` to say which devices exist".into(),
             );
         }
-        for g in &dev.groups {
+        let mut owner = std::collections::BTreeMap::new();
+        for (i, g) in dev.groups.iter().enumerate() {
             if let Some(stray) = g.iter().find(|d| !dev.ids.contains(d)) {
                 cx.error(
                     &span,
                     "devices.groups",
                     format!("device {stray} is in a group but not in devices.ids"),
                 );
+            }
+            for d in g {
+                if let Some(first) = owner.insert(*d, i) {
+                    cx.error(
+                        &span,
+                        "devices.groups",
+                        format!("device {d} is in group {first} and in group {i}; groups must be disjoint"),
+                    );
+                }
             }
         }
     }
@@ -259,10 +273,12 @@ pub(crate) fn read_report(
                             &it.span(),
                             &path,
                             format!(
-                                "template {} does not exist (paths are relative to the plan)",
+                                "template {} does not exist or is not a regular file (paths are relative to the plan)",
                                 full.display()
                             ),
                         );
+                    } else if let Err(msg) = check_report_template(&full) {
+                        cx.error(&it.span(), &path, msg);
                     }
                     rep.template = Some(full);
                 }
@@ -308,7 +324,12 @@ pub(crate) fn read_slurm(cx: &mut Ctx<'_>, item: &Item<'_>) -> SlurmConfig {
             "partition" => s.partition = cx.string(it, &path),
             "account" => s.account = cx.string(it, &path),
             "qos" => s.qos = cx.string(it, &path),
-            "time_limit" => s.time_limit = cx.string(it, &path),
+            "time_limit" => {
+                s.time_limit = cx.string(it, &path);
+                if let Some(Err(msg)) = s.time_limit.as_deref().map(check_time_limit) {
+                    cx.error(&it.span(), &path, msg);
+                }
+            }
             "extra_args" => s.extra_args = cx.strings(it, &path).unwrap_or_default(),
             "devices_arg" => {
                 if let Some(t) = cx.string(it, &path) {
@@ -323,10 +344,84 @@ pub(crate) fn read_slurm(cx: &mut Ctx<'_>, item: &Item<'_>) -> SlurmConfig {
                 Some(0) => cx.error(&it.span(), &path, "must be at least 1".into()),
                 n => s.max_jobs = n.map(|n| n as usize),
             },
-            _ => s.poll_interval = cx.duration(it, &path),
+            _ => {
+                s.poll_interval = cx.duration(it, &path);
+                if let Some(d) = s.poll_interval {
+                    if !(MIN_POLL_INTERVAL..=MAX_POLL_INTERVAL).contains(&d) {
+                        cx.error(
+                            &it.span(),
+                            &path,
+                            "expected a poll interval between 10ms and 1h".into(),
+                        );
+                        s.poll_interval = None;
+                    }
+                }
+            }
         }
     }
     s
+}
+
+/// A report template is checked when the plan is, not after the campaign has run: a regular
+/// file within the size limit, minijinja syntax, no `include`/`extends`/`import` (the report
+/// renders one template alone), operators within `model::limits`.
+fn check_report_template(file: &std::path::Path) -> Result<(), String> {
+    use crate::model::limits::{check_template, MAX_REPORT_TEMPLATE_BYTES};
+    let name = file.display();
+    let text = crate::model::file::read_regular_text(file, MAX_REPORT_TEMPLATE_BYTES as u64)
+        .map_err(|e| format!("template {name} cannot be read: it {e}"))?;
+    check_template(&text, MAX_REPORT_TEMPLATE_BYTES)
+        .map_err(|why| format!("template {name} refused: {why}"))?;
+    let env = minijinja::Environment::new();
+    env.template_from_str(&text)
+        .map_err(|e| format!("template {name} does not parse: {e}"))?;
+    let refers = ["include", "extends", "import", "from"].iter().find(|w| {
+        text.split("{%").skip(1).any(|block| {
+            block
+                .trim_start_matches(['-', '+'])
+                .trim_start()
+                .starts_with(*w)
+        })
+    });
+    if let Some(word) = refers {
+        return Err(format!(
+            "template {name} uses `{{% {word} %}}`: a report template is rendered alone, so it cannot refer to other templates"
+        ));
+    }
+    Ok(())
+}
+
+/// Slurm's poll interval bounds: below 10 ms campaign would busy-loop on squeue; above an
+/// hour a finished job waits that long to be noticed.
+const MIN_POLL_INTERVAL: std::time::Duration = std::time::Duration::from_millis(10);
+const MAX_POLL_INTERVAL: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// One of the time formats `sbatch --time` accepts: `M`, `M:S`, `H:M:S`, `D-H`, `D-H:M`,
+/// `D-H:M:S`, or `UNLIMITED`/`infinite` (checked here so a typo fails at validate, not at the
+/// first submission).
+pub(crate) fn check_time_limit(text: &str) -> Result<(), String> {
+    let bad = || {
+        format!(
+            "`{text}` is not a Slurm time limit (expected minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS or UNLIMITED)"
+        )
+    };
+    if matches!(text, "UNLIMITED" | "unlimited" | "infinite" | "INFINITE") {
+        return Ok(());
+    }
+    let number = |p: &str| !p.is_empty() && p.len() <= 6 && p.bytes().all(|b| b.is_ascii_digit());
+    let (days, rest) = match text.split_once('-') {
+        Some((d, rest)) => (Some(d), rest),
+        None => (None, text),
+    };
+    let parts: Vec<&str> = rest.split(':').collect();
+    let shape_ok = match days {
+        Some(d) => number(d) && (1..=3).contains(&parts.len()),
+        None => (1..=3).contains(&parts.len()),
+    };
+    if !shape_ok || !parts.iter().all(|p| number(p)) {
+        return Err(bad());
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -334,10 +429,42 @@ mod tests {
     use super::*;
 
     #[test]
+    fn slurm_time_limits() {
+        for ok in [
+            "30",
+            "30:00",
+            "1:30:00",
+            "2-0",
+            "2-12:30",
+            "2-12:30:00",
+            "UNLIMITED",
+        ] {
+            assert!(check_time_limit(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "",
+            "abc",
+            "1h",
+            "1:2:3:4",
+            "-1",
+            "2-",
+            "1:",
+            "1::2",
+            "2-1:2:3:4",
+            "1 0",
+        ] {
+            assert!(check_time_limit(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
     fn device_ranges() {
         assert_eq!(parse_id_ranges("0-3").unwrap(), vec![0, 1, 2, 3]);
         assert_eq!(parse_id_ranges("0,2,4-5").unwrap(), vec![0, 2, 4, 5]);
         assert!(parse_id_ranges("3-1").is_err());
         assert!(parse_id_ranges("a-b").is_err());
+        for typo in ["0,,1", ",0", "0,", ""] {
+            assert!(parse_id_ranges(typo).is_err(), "{typo}");
+        }
     }
 }

@@ -48,19 +48,16 @@ pub(crate) fn read_text(path: &Path) -> Result<String> {
             "is a directory; expected a plan file (.toml)",
         ));
     }
-    let bytes = std::fs::read(path).map_err(|e| {
+    let max = crate::model::file::MAX_INPUT_BYTES;
+    crate::model::file::read_regular_text(path, max).map_err(|e| {
         let why = match e.kind() {
             std::io::ErrorKind::NotFound => "no such file".to_string(),
             _ => e.to_string(),
         };
-        Error::invalid(path, format!("cannot read the plan: {why}"))
-    })?;
-    String::from_utf8(bytes).map_err(|e| {
-        let at = e.utf8_error().valid_up_to();
-        Error::invalid(
-            path,
-            format!("the plan is not UTF-8 text (invalid byte at offset {at})"),
-        )
+        match e.kind() {
+            std::io::ErrorKind::InvalidData => Error::invalid(path, format!("the plan {why}")),
+            _ => Error::invalid(path, format!("cannot read the plan: {why}")),
+        }
     })
 }
 

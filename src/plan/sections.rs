@@ -260,7 +260,7 @@ pub(crate) fn read_rounds(cx: &mut Ctx<'_>, item: &Item<'_>, plan: &mut Plan, sp
             DeValue::String(s) if s == "auto" => Some(RoundRule::Auto),
             DeValue::Integer(_) => {
                 let min = u64::from(e.key == "timed");
-                match cx.uint(e.item, &path, u64::from(u32::MAX)) {
+                match cx.uint(e.item, &path, u64::from(crate::model::case::MAX_ROUNDS)) {
                     Some(n) if n >= min => Some(RoundRule::Fixed(n as u32)),
                     Some(_) => {
                         cx.error(&e.item.span(), &path, "timed rounds must be >= 1".into());
@@ -286,11 +286,12 @@ pub(crate) fn read_rounds(cx: &mut Ctx<'_>, item: &Item<'_>, plan: &mut Plan, sp
         } else {
             "timed_rounds"
         };
+        // Two places for one number: which one was meant is not for campaign to guess.
         if spans.fields.contains_key(field) {
-            cx.warn(
+            cx.error(
                 &e.item.span(),
                 &path,
-                format!("`{field}` is set in [case] or [axes]; that value wins over [rounds]"),
+                format!("`{field}` is also set in [case] or [axes]; give the round count in one place (remove this key or that one)"),
             );
         }
         if let Some(rule) = rule {

@@ -91,6 +91,10 @@ pub(crate) fn read_defs(
             if k.key == "command" {
                 has_command = true;
             }
+            // serde reads `counts` as a list or as bounds and would ignore a stray key.
+            if let (true, toml::de::DeValue::Table(t)) = (k.key == "counts", k.item.get_ref()) {
+                cx.known_entries(t, &format!("{path}.counts"), &["min", "max"]);
+            }
             if !keys.contains(&k.key) {
                 let hint = did_you_mean(k.key, keys.iter().copied());
                 cx.error(
@@ -132,6 +136,10 @@ pub(crate) fn read_defs(
                 if let Err(msg) = def.check_constraints() {
                     cx.error(&item.span(), &format!("stacks.{name}.where"), msg);
                 }
+                let span_of = |key: &str| key_span(table, name, key).unwrap_or(item.span());
+                for (key, msg) in def.domain_problems() {
+                    cx.error(&span_of(&key), &format!("stacks.{name}.{key}"), msg);
+                }
             }
             s.stacks
         }
@@ -141,6 +149,17 @@ pub(crate) fn read_defs(
             names_only()
         }
     }
+}
+
+/// Where `[stacks.NAME]`'s key `key` (its first part before `.` or `[`) is written.
+fn key_span(table: &toml::de::DeTable<'_>, name: &str, key: &str) -> Option<Range<usize>> {
+    let first = key.split(['.', '[']).next().unwrap_or(key);
+    let (_, def) = table.iter().find(|(k, _)| k.get_ref().as_ref() == name)?;
+    let toml::de::DeValue::Table(def) = def.get_ref() else {
+        return None;
+    };
+    let (_, value) = def.iter().find(|(k, _)| k.get_ref().as_ref() == first)?;
+    Some(value.span())
 }
 
 /// Every name in `axes.stacks` is shipped or defined in `[stacks]`; no name twice; not empty.

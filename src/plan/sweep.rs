@@ -34,6 +34,7 @@ fn filter_env() -> &'static Environment<'static> {
         let mut env = Environment::new();
         // A misspelled name must be an error, not a silently false filter.
         env.set_undefined_behavior(UndefinedBehavior::Strict);
+        env.set_fuel(Some(crate::model::limits::FUEL_EXPRESSION));
         env
     })
 }
@@ -53,6 +54,8 @@ impl std::fmt::Debug for Filter {
 impl Filter {
     /// Compile, and reject names that are not case fields (with a suggestion).
     pub(crate) fn compile(text: &str) -> std::result::Result<Filter, String> {
+        crate::model::limits::check_expression(text)
+            .map_err(|why| format!("filter expression refused: {why}"))?;
         let env = filter_env();
         let expr = env
             .compile_expression_owned(text.to_string())

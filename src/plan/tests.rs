@@ -58,10 +58,13 @@ fn exclude_lists_mean_any_of() {
 }
 
 #[test]
-fn explicit_rounds_win_over_rounds_table_with_a_warning() {
-    let p = plan("\n[case]\ntimed_rounds = 9\n\n[rounds]\ntimed = 4\n").unwrap();
-    assert_eq!(p.warnings.len(), 1, "{:?}", p.warnings);
-    assert!(p.warnings[0].message.contains("wins over [rounds]"));
+fn rounds_in_case_and_in_the_rounds_table_is_an_error() {
+    let e = plan("\n[case]\ntimed_rounds = 9\n\n[rounds]\ntimed = 4\n").unwrap_err();
+    assert!(
+        e.to_string().contains("give the round count in one place"),
+        "{e}"
+    );
+    let p = plan("\n[case]\ntimed_rounds = 9\n").unwrap();
     let case = crate::plan::sweep::cases(&p, None)
         .unwrap()
         .next()
@@ -69,6 +72,20 @@ fn explicit_rounds_win_over_rounds_table_with_a_warning() {
         .unwrap();
     assert_eq!(case.timed_rounds, 9);
     assert_eq!(case.warmup_rounds, 3);
+}
+
+#[test]
+fn round_counts_are_bounded() {
+    for text in [
+        "\n[rounds]\ntimed = 2147483648\n",
+        "\n[case]\ntimed_rounds = 1000000000\n",
+        "\n[case]\nwarmup_rounds = 1000000000\n",
+        "\n[case]\nblock_dim = -1\n",
+        "\n[case]\naicpu_thread_num = 0\n",
+    ] {
+        let e = plan(text).unwrap_err();
+        assert!(e.to_string().contains("between"), "{text}: {e}");
+    }
 }
 
 #[test]

@@ -262,6 +262,19 @@ pub(crate) fn check(cx: &mut Ctx<'_>, plan: &mut Plan, spans: &Spans) {
         }
     }
     plan.case_count = count;
+    // The run limit `run` enforces, said at validate too (before hours of a huge sweep).
+    let runs = count
+        .saturating_mul(plan.stacks.len().max(1) as u64)
+        .saturating_mul(u64::from(plan.run.repeats.max(1)));
+    if runs > crate::model::plan::MAX_RUNS as u64 {
+        let msg = format!(
+            "the plan makes {runs} runs ({count} cases × {} stacks × {} repeats), more than the maximum of {}; split it into several plans, or narrow it with [filter]/[[exclude]] or fewer repeats",
+            plan.stacks.len().max(1),
+            plan.run.repeats.max(1),
+            crate::model::plan::MAX_RUNS
+        );
+        cx.diags.error(cx.src.whole(Some("axes"), msg));
+    }
 
     // Default pool: CPUs are logical slots (at least the largest P, so a P=8 plan still runs on
     // a 2-core machine); NPUs/GPUs default to the ids the cases name.

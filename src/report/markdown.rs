@@ -28,6 +28,8 @@ pub(crate) fn render<C: Serialize>(
     let mut env = Environment::new();
     env.set_undefined_behavior(UndefinedBehavior::Strict);
     env.set_auto_escape_callback(|_| AutoEscape::None);
+    // A template that loops without end fails with an error instead of hanging the campaign.
+    env.set_fuel(Some(crate::model::limits::FUEL_REPORT));
     // Block tags on their own lines leave no blank lines behind, so tables stay contiguous.
     let syntax = SyntaxConfig::builder()
         .trim_blocks(true)

@@ -350,6 +350,8 @@ fn environments() -> &'static (Environment<'static>, Environment<'static>) {
     ENVIRONMENTS.get_or_init(|| {
         let mut env = Environment::new();
         env.set_undefined_behavior(UndefinedBehavior::Strict);
+        // A loop in a template stops with an error instead of growing memory without bound.
+        env.set_fuel(Some(crate::model::limits::FUEL_TEMPLATE));
         // Commands are not HTML: never escape, whatever a template's name looks like.
         env.set_auto_escape_callback(|_| AutoEscape::None);
         env.add_filter("unquoted", minijinja::filters::safe);

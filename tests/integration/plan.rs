@@ -410,3 +410,333 @@ fn executor_slurm_on_the_command_line_lifts_the_local_pool_check() {
     assert_eq!(slurm.status.code(), Some(0), "{}", stderr(&slurm));
     assert!(stdout(&slurm).contains("sbatch"), "{}", stdout(&slurm));
 }
+
+/// A plan made by appending `extra` to a small valid one (and `edit` applied to it).
+fn hostile_plan(
+    dir: &std::path::Path,
+    name: &str,
+    edit: &dyn Fn(String) -> String,
+    extra: &str,
+) -> String {
+    let base =
+        "[campaign]\nname = \"h\"\n[case]\nplatform = \"host\"\n[axes]\nvariant = [\"mesh\"]\n\
+                p = [2]\ncount = [64]\nstacks = [\"host\"]\n[rounds]\nwarmup = 1\ntimed = 3\n\
+                [devices]\nkind = \"cpu\"\n";
+    let path = dir.join(format!("{name}.toml"));
+    std::fs::write(&path, format!("{}{extra}", edit(base.to_string()))).unwrap();
+    path.display().to_string()
+}
+
+/// Every class of nonsense or hostility a plan can hold is refused by `validate` before anything
+/// runs: exit 2, the field located with file:line:col, what was expected — never a crash, a hang
+/// or an accepted value.
+#[test]
+fn hostile_and_nonsensical_plans_are_refused_at_validate() {
+    let tmp = tempdir();
+    let same = |s: String| s;
+    let ors = vec!["p == 2"; 5000].join(" or ");
+    let nots = format!("{}p == 2", "not ".repeat(5000));
+    let template = tmp.path().join("broken.md.j2");
+    std::fs::write(&template, "{% for r in runs %}{{ r.case_id }\n").unwrap();
+    let include = tmp.path().join("include.md.j2");
+    std::fs::write(&include, "{% include \"other.md.j2\" %}\n").unwrap();
+    let cases: Vec<(&str, String, &str, &str)> = vec![
+        (
+            "ors",
+            hostile_plan(
+                tmp.path(),
+                "ors",
+                &same,
+                &format!("[filter]\nwhere = \"{ors}\"\n"),
+            ),
+            "filter.where",
+            "bytes long",
+        ),
+        (
+            "nots",
+            hostile_plan(
+                tmp.path(),
+                "nots",
+                &same,
+                &format!("[filter]\nwhere = \"{}\"\n", &nots[..1200]),
+            ),
+            "filter.where",
+            "operators",
+        ),
+        (
+            "timed",
+            hostile_plan(
+                tmp.path(),
+                "timed",
+                &|s| s.replace("timed = 3", "timed = 2147483648"),
+                "",
+            ),
+            "rounds.timed",
+            "between 0 and 100000",
+        ),
+        (
+            "case_timed",
+            hostile_plan(
+                tmp.path(),
+                "case_timed",
+                &|s| {
+                    s.replace("[rounds]\nwarmup = 1\ntimed = 3\n", "").replace(
+                        "platform = \"host\"",
+                        "platform = \"host\"\ntimed_rounds = 1000000000",
+                    )
+                },
+                "",
+            ),
+            "case.timed_rounds",
+            "between 1 and 100000",
+        ),
+        (
+            "both_rounds",
+            hostile_plan(
+                tmp.path(),
+                "both_rounds",
+                &|s| {
+                    s.replace(
+                        "platform = \"host\"",
+                        "platform = \"host\"\ntimed_rounds = 5",
+                    )
+                },
+                "",
+            ),
+            "rounds.timed",
+            "in one place",
+        ),
+        (
+            "block_dim",
+            hostile_plan(
+                tmp.path(),
+                "block_dim",
+                &|s| s.replace("platform = \"host\"", "platform = \"host\"\nblock_dim = -1"),
+                "",
+            ),
+            "case.block_dim",
+            "between 1 and",
+        ),
+        (
+            "env_key",
+            hostile_plan(
+                tmp.path(),
+                "env_key",
+                &same,
+                "[stacks.x]\ncommand = [\"true\"]\nenv = { \"X=1; touch FILE; Y\" = \"1\" }\n",
+            ),
+            "stacks.x.env.X=1; touch FILE; Y",
+            "not an environment variable name",
+        ),
+        (
+            "nul",
+            hostile_plan(
+                tmp.path(),
+                "nul",
+                &same,
+                "[stacks.x]\ncommand = [\"a\\u0000b\"]\n",
+            ),
+            "stacks.x.command[0]",
+            "NUL",
+        ),
+        (
+            "min_max_p",
+            hostile_plan(
+                tmp.path(),
+                "min_max_p",
+                &same,
+                "[stacks.x]\ncommand = [\"true\"]\nmin_p = 8\nmax_p = 4\n",
+            ),
+            "stacks.x.min_p",
+            "above max_p",
+        ),
+        (
+            "multiple_of",
+            hostile_plan(
+                tmp.path(),
+                "multiple_of",
+                &same,
+                "[stacks.x]\ncommand = [\"true\"]\np_multiple_of = 0\n",
+            ),
+            "stacks.x.p_multiple_of",
+            "between 1 and",
+        ),
+        (
+            "counts",
+            hostile_plan(
+                tmp.path(),
+                "counts",
+                &same,
+                "[stacks.x]\ncommand = [\"true\"]\ncounts = { min = 100, max = 10 }\n",
+            ),
+            "stacks.x.counts",
+            "above counts.max",
+        ),
+        (
+            "counts_key",
+            hostile_plan(
+                tmp.path(),
+                "counts_key",
+                &same,
+                "[stacks.x]\ncommand = [\"true\"]\ncounts = { min = 1, maxx = 10 }\n",
+            ),
+            "stacks.x.counts.maxx",
+            "unknown key",
+        ),
+        (
+            "where",
+            hostile_plan(
+                tmp.path(),
+                "where",
+                &same,
+                &format!(
+                    "[stacks.x]\ncommand = [\"true\"]\nwhere = [\"{}\"]\n",
+                    vec!["p"; 400].join(" or ")
+                ),
+            ),
+            "stacks.x.where",
+            "operators",
+        ),
+        (
+            "ids",
+            hostile_plan(
+                tmp.path(),
+                "ids",
+                &|s| s.replace("kind = \"cpu\"", "kind = \"npu\"\nids = \"0,,1\""),
+                "",
+            ),
+            "devices.ids",
+            "not a device list",
+        ),
+        (
+            "groups",
+            hostile_plan(
+                tmp.path(),
+                "groups",
+                &|s| {
+                    s.replace(
+                        "kind = \"cpu\"",
+                        "kind = \"npu\"\nids = \"0-3\"\ngroups = [\"0-1\", \"1-2\"]",
+                    )
+                },
+                "",
+            ),
+            "devices.groups",
+            "must be disjoint",
+        ),
+        (
+            "poll",
+            hostile_plan(
+                tmp.path(),
+                "poll",
+                &same,
+                "[slurm]\npoll_interval = \"0s\"\n",
+            ),
+            "slurm.poll_interval",
+            "between 10ms and 1h",
+        ),
+        (
+            "time_limit",
+            hostile_plan(
+                tmp.path(),
+                "time_limit",
+                &same,
+                "[slurm]\ntime_limit = \"abc\"\n",
+            ),
+            "slurm.time_limit",
+            "not a Slurm time limit",
+        ),
+        (
+            "template",
+            hostile_plan(
+                tmp.path(),
+                "template",
+                &same,
+                &format!("[report]\ntemplate = \"{}\"\n", template.display()),
+            ),
+            "report.template",
+            "does not parse",
+        ),
+        (
+            "include",
+            hostile_plan(
+                tmp.path(),
+                "include",
+                &same,
+                &format!("[report]\ntemplate = \"{}\"\n", include.display()),
+            ),
+            "report.template",
+            "cannot refer to other templates",
+        ),
+        (
+            "runs",
+            hostile_plan(
+                tmp.path(),
+                "runs",
+                &|s| {
+                    s.replace(
+                        "count = [64]",
+                        &format!(
+                            "count = [{}]",
+                            (1..=1001)
+                                .map(|c| c.to_string())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    )
+                },
+                "[run]\nrepeats = 1000\n",
+            ),
+            "axes",
+            "more than the maximum of 1000000",
+        ),
+    ];
+    for (name, path, field, expected) in cases {
+        let out = run(&["validate", &path]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
+        assert!(
+            !err.contains("panicked") && !err.contains("overflow"),
+            "{name}: {err}"
+        );
+        assert!(
+            err.contains(&format!("{name}.toml:")),
+            "{name}: not located: {err}"
+        );
+        assert!(
+            err.contains(&format!(": {field}: ")),
+            "{name}: field {field} not named: {err}"
+        );
+        assert!(
+            err.contains(expected),
+            "{name}: `{expected}` not said: {err}"
+        );
+    }
+}
+
+/// A plan path that is a FIFO or a device is refused at once (nothing ever writes the FIFO:
+/// a blocking open would hang `validate` for good).
+#[test]
+fn plans_that_are_not_regular_files_are_refused_without_blocking() {
+    let tmp = tempdir();
+    let fifo = tmp.path().join("plan.toml");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo on a NUL-terminated path we own.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let zero = tmp.path().join("zero.toml");
+    std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+    for (path, what) in [
+        (fifo.to_str().unwrap(), "a FIFO"),
+        (zero.to_str().unwrap(), "a device"),
+    ] {
+        for cmd in ["validate", "dry-run"] {
+            let out = run(&[cmd, path]);
+            let err = stderr(&out);
+            assert_eq!(out.status.code(), Some(2), "{cmd} {path}: {err}");
+            assert!(
+                err.contains(what) && err.contains("not a regular file"),
+                "{err}"
+            );
+        }
+    }
+}

@@ -188,8 +188,10 @@ pub fn render_script(job: &BatchJob) -> String {
     s.push_str(&format!(
         "}} > \"$bundle/{DEVICES_FILE}.tmp\" && mv -f \"$bundle/{DEVICES_FILE}.tmp\" \"$bundle/{DEVICES_FILE}\"\n"
     ));
+    // `KEY=value` quoted as one word: whatever a key holds (plans refuse keys that are not
+    // POSIX names, `model::stack::is_env_name`), it can only ever be an assignment.
     for (key, value) in &job.process.env {
-        s.push_str(&format!("export {key}={}\n", quote(value)));
+        s.push_str(&format!("export {}\n", quote(&format!("{key}={value}"))));
     }
     s.push_str("# The devices Slurm granted replace the ones campaign rendered.\n");
     s.push_str("if [ -n \"$granted\" ]; then export CAMPAIGN_DEVICES=\"$granted\"; fi\n");

@@ -145,6 +145,15 @@ impl Dtype {
 /// The largest `p` a case may have: more ranks than any pool this tool drives, and the bound
 /// that keeps per-case work (device ids, leases) small. Documented in docs/plan-format.md.
 pub(crate) const MAX_P: u32 = 4096;
+
+/// Most warmup or timed rounds one run may do: every timed round is a sample kept in memory and
+/// in the bundle, and a run of more would spin for hours (docs/plan-format.md).
+pub(crate) const MAX_ROUNDS: u32 = 100_000;
+
+/// Bounds of the Ascend launch knobs `block_dim` and `aicpu_thread_num` (null = the stack's
+/// default): well above any device's core count, low enough that a typo is caught.
+pub(crate) const MAX_BLOCK_DIM: i64 = 4096;
+pub(crate) const MAX_AICPU_THREADS: i64 = 1024;
 /// The largest message a case may have (1 TiB per rank buffer): larger sizes cannot be
 /// allocated by any stack, and `count × element size` must not wrap.
 pub(crate) const MAX_N_BYTES: u64 = 1 << 40;
@@ -576,7 +585,8 @@ impl Case {
 
     /// Read a seed case JSON file.
     pub(crate) fn load(path: &Path) -> Result<Case> {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        let text = crate::model::file::read_regular_text(path, crate::model::file::MAX_INPUT_BYTES)
+            .map_err(|e| Error::io(path, e))?;
         let value: Value = serde_json::from_str(&text).map_err(|e| {
             Error::Invalid(vec![Diagnostic {
                 file: path.to_path_buf(),
@@ -621,6 +631,26 @@ pub(crate) fn set_field(
             .map(Some)
             .ok_or_else(|| format!("expected an integer or null for {what}, got {v}"))
     }
+    fn bounded_opt(
+        n: Option<i64>,
+        what: &str,
+        max: i64,
+    ) -> std::result::Result<Option<i64>, String> {
+        match n {
+            Some(n) if !(1..=max).contains(&n) => Err(format!(
+                "{what} = {n}: expected null or an integer between 1 and {max}"
+            )),
+            n => Ok(n),
+        }
+    }
+    fn rounds(v: &Value, what: &str, min: u64) -> std::result::Result<u32, String> {
+        match v.as_u64() {
+            Some(n) if (min..=u64::from(MAX_ROUNDS)).contains(&n) => Ok(n as u32),
+            _ => Err(format!(
+                "{what} = {v}: expected an integer between {min} and {MAX_ROUNDS}"
+            )),
+        }
+    }
     match field {
         "variant" => case.variant = string(v, field)?.parse()?,
         "p" => {
@@ -655,16 +685,18 @@ pub(crate) fn set_field(
         "golden" => case.golden = string(v, field)?,
         "orch_profile" => case.orch_profile = string(v, field)?,
         "orch_tier" => case.orch_tier = string(v, field)?,
-        "block_dim" => case.block_dim = opt_int(v, field)?,
-        "aicpu_thread_num" => case.aicpu_thread_num = opt_int(v, field)?,
+        "block_dim" => case.block_dim = bounded_opt(opt_int(v, field)?, field, MAX_BLOCK_DIM)?,
+        "aicpu_thread_num" => {
+            case.aicpu_thread_num = bounded_opt(opt_int(v, field)?, field, MAX_AICPU_THREADS)?
+        }
         "core_num" => {
             if v.as_i64().is_some_and(|n| n < 1) {
                 return Err(format!("core_num must be >= 1, got {v}"));
             }
             case.core_num = u32_of(v, field)?
         }
-        "warmup_rounds" => case.warmup_rounds = u32_of(v, field)?,
-        "timed_rounds" => case.timed_rounds = u32_of(v, field)?,
+        "warmup_rounds" => case.warmup_rounds = rounds(v, field, 0)?,
+        "timed_rounds" => case.timed_rounds = rounds(v, field, 1)?,
         "measure" => case.measure = string(v, field)?,
         other => return Err(format!("`{other}` is not a case field")),
     }

@@ -15,6 +15,7 @@ fn env() -> &'static Environment<'static> {
     ENV.get_or_init(|| {
         let mut env = Environment::new();
         env.set_undefined_behavior(UndefinedBehavior::Strict);
+        env.set_fuel(Some(crate::model::limits::FUEL_EXPRESSION));
         env
     })
 }
@@ -26,6 +27,8 @@ pub(crate) fn compile(text: &str) -> Result<Compiled, String> {
     if let Some(c) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(text) {
         return Ok(c.clone());
     }
+    crate::model::limits::check_expression(text)
+        .map_err(|why| format!("constraint refused: {why}"))?;
     let expr = env()
         .compile_expression_owned(text.to_string())
         .map_err(|e| format!("constraint `{text}` does not parse: {e}"))?;

@@ -246,3 +246,44 @@ fn relative_paths_become_absolute() {
     );
     assert!(render_script(&j).contains(&format!("bundle='{}'", cwd.join("results/b").display())));
 }
+
+#[test]
+fn hostile_env_keys_and_values_stay_assignments_in_the_job_script() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut job = job(tmp.path());
+    let marker = tmp.path().join("FILE");
+    job.process.env = vec![
+        (format!("X=1; touch {}; Y", marker.display()), "1".into()),
+        (
+            "V".into(),
+            format!(
+                "$(touch {})'\"`touch {}`",
+                marker.display(),
+                marker.display()
+            ),
+        ),
+    ];
+    let script = render_script(&job);
+    let path = tmp.path().join("job.sh");
+    // Only the assignments: cut the script before the stack runs.
+    let head: String = script
+        .lines()
+        .take_while(|l| !l.starts_with("# The devices Slurm granted"))
+        .filter(|l| l.starts_with("export "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&path, format!("{head}printf '%s' \"$V\"\n")).unwrap();
+    let out = std::process::Command::new("sh")
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(!marker.exists(), "a value or key ran as a command:\n{head}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!(
+            "$(touch {})'\"`touch {}`",
+            marker.display(),
+            marker.display()
+        )
+    );
+}
