@@ -18,6 +18,10 @@ pub mod exit {
     pub(crate) const INTERRUPTED: i32 = 3;
     /// Environment or I/O failure (disk full, lock held, cannot spawn).
     pub(crate) const ENVIRONMENT: i32 = 4;
+    /// A campaign ran nothing: every planned run was `unavailable` or `skipped` (no stack could
+    /// run here, or every case was outside what its stacks support). Not a success: no number
+    /// was measured.
+    pub(crate) const NOTHING_RAN: i32 = 5;
 }
 
 /// One problem found in an input file, located as precisely as the input allows.

@@ -8,6 +8,7 @@
 pub mod analysis;
 pub mod bench;
 pub mod cli;
+pub mod console;
 pub mod engine;
 pub mod error;
 pub mod executor;

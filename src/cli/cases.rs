@@ -65,7 +65,7 @@ pub(crate) fn run(args: &CasesArgs) -> Result<i32> {
             }
         ));
     }
-    println!("{summary} in {}", args.out.display());
+    crate::say!("{summary} in {}", args.out.display());
     Ok(0)
 }
 

@@ -39,7 +39,7 @@ pub(crate) fn run(args: &CompareArgs) -> Result<i32> {
         }
         CompareFormat::Json => to_json(&c),
     };
-    print!("{text}");
+    crate::console::text(&text);
     if c.regressed() {
         eprintln!(
             "error: slower beyond the ±{:.1} % noise band in at least one (case, stack)",

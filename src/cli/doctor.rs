@@ -55,7 +55,7 @@ pub(crate) fn run(args: &DoctorArgs) -> Result<i32> {
     }
     let resolver = Resolver::from_process();
     let assessed = assess(&defs, &resolver);
-    print!("{}", report(&defs, &assessed, &resolver));
+    crate::console::text(&report(&defs, &assessed, &resolver));
 
     let mut code = exit::OK;
     for name in &args.require {

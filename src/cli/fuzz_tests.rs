@@ -342,7 +342,7 @@ fn thousands_of_structured_random_plans_never_panic_and_fail_only_as_bad_input()
             Err(_) => panic!("plan {i} (seed {seed}) panicked:\n{text}"),
         }
     }
-    println!("{accepted} plans accepted, {refused} refused (seed {seed})");
+    crate::say!("{accepted} plans accepted, {refused} refused (seed {seed})");
     // Both paths must be exercised, or the generator tests nothing.
     assert!(accepted >= PLANS / 50, "only {accepted} plans accepted");
     assert!(refused >= PLANS / 2, "only {refused} plans refused");

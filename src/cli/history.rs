@@ -49,14 +49,14 @@ fn ingest(args: &HistoryIngestArgs) -> Result<i32> {
             None
         };
         let outcome = h.ingest_holding(dir, results, hold)?;
-        println!(
+        crate::say!(
             "{}: {outcome} ({} runs, campaign {})",
             dir.display(),
             results.runs.len(),
             results.campaign
         );
     }
-    println!("history: {}", path.display());
+    crate::say!("history: {}", path.display());
     Ok(exit::OK)
 }
 
@@ -205,7 +205,7 @@ fn trend(args: &HistoryTrendArgs) -> Result<i32> {
         .map(|s| changepoint::series_steps(s, &Params::default()))
         .collect();
     crate::report::figures::draw_trend(&series, &steps, &args.out)?;
-    println!("figure: {} ({} series)", args.out.display(), series.len());
+    crate::say!("figure: {} ({} series)", args.out.display(), series.len());
     Ok(exit::OK)
 }
 

@@ -58,16 +58,16 @@ pub(crate) fn run(args: &ReportArgs) -> Result<i32> {
     });
     written?;
     let out = out?;
-    println!("report: {}", out.summary.display());
-    println!("context: {}", out.context.display());
+    crate::say!("report: {}", out.summary.display());
+    crate::say!("context: {}", out.context.display());
     for f in &out.figures {
-        println!("figure: {}", f.png.display());
+        crate::say!("figure: {}", f.png.display());
     }
     for s in &out.skipped_figures {
-        println!("figure {} not drawn: {}", s.name, s.reason);
+        crate::say!("figure {} not drawn: {}", s.name, s.reason);
     }
     if out.failures > 0 {
-        println!(
+        crate::say!(
             "{} run(s) did not pass; see the Failures section",
             out.failures
         );

@@ -1,5 +1,6 @@
 //! `campaign run`: load the plan (or the built-in smoke plan), run it, print the summary and map
-//! the outcome to the exit code (0 all passed, 1 any fail/timeout/blocked, 3 interrupted).
+//! the outcome to the exit code (0 all passed, 1 any fail/timeout/blocked, 3 interrupted, 5
+//! nothing ran: every run unavailable or skipped).
 //! `resume` shares the report step and the summary.
 
 use std::path::Path;
@@ -135,7 +136,7 @@ pub(crate) fn conclude(done: &engine::Finished, quiet: bool) -> Result<i32> {
         .filter(|(_, n)| **n > 0)
         .map(|(s, n)| format!("{n} {s}"))
         .collect();
-    println!(
+    crate::say!(
         "{} runs: {}",
         done.runs,
         if summary.is_empty() {
@@ -145,16 +146,16 @@ pub(crate) fn conclude(done: &engine::Finished, quiet: bool) -> Result<i32> {
         }
     );
     for (status, case_id, stack, error) in &done.failures {
-        println!(
+        crate::say!(
             "  {status} {case_id}/{stack}: {}",
             error.as_deref().unwrap_or("")
         );
     }
     for (device, why) in &done.quarantined {
-        println!("  device {device} quarantined: {why}");
+        crate::say!("  device {device} quarantined: {why}");
     }
     if !quiet {
-        println!("run dir: {}", done.run_dir.display());
+        crate::say!("run dir: {}", done.run_dir.display());
     }
     if done.interrupted {
         return Err(crate::engine::interrupt::interrupted(&done.run_dir));
@@ -162,5 +163,13 @@ pub(crate) fn conclude(done: &engine::Finished, quiet: bool) -> Result<i32> {
     let failed = counts
         .iter()
         .any(|(s, n)| *n > 0 && (s.is_failure() || *s == RunStatus::Blocked));
+    let not_run = |s: &RunStatus| matches!(s, RunStatus::Unavailable | RunStatus::Skipped);
+    let ran_nothing = done.runs > 0 && counts.iter().all(|(s, n)| *n == 0 || not_run(s));
+    if ran_nothing && !failed {
+        eprintln!(
+            "nothing was run: every planned run is unavailable or skipped (see the reasons in results.csv; `campaign doctor` says why a stack cannot run here)"
+        );
+        return Ok(exit::NOTHING_RAN);
+    }
     Ok(if failed { exit::RUNS_FAILED } else { exit::OK })
 }

@@ -7,6 +7,6 @@ use crate::store::status::RunDirStatus;
 
 pub(crate) fn run(args: &StatusArgs) -> Result<i32> {
     let status = RunDirStatus::load(&args.run_dir)?;
-    print!("{}", status.render());
+    crate::console::text(&status.render());
     Ok(exit::OK)
 }

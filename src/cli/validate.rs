@@ -43,10 +43,10 @@ fn validate_one(file: &Path, many: bool) -> Result<()> {
                 eprintln!("warning: {}: {w}", file.display());
             }
             if many {
-                println!("file={}", file.display());
+                crate::say!("file={}", file.display());
             }
-            println!("case_id={}", case.case_id());
-            println!("equivalence_hash={}", case.equivalence_hash());
+            crate::say!("case_id={}", case.case_id());
+            crate::say!("equivalence_hash={}", case.equivalence_hash());
             Ok(())
         }
         Some("toml") => {
@@ -58,9 +58,9 @@ fn validate_one(file: &Path, many: bool) -> Result<()> {
             let n = plan.case_count;
             let noun = if n == 1 { "case" } else { "cases" };
             if many {
-                println!("{}: ok: {n} {noun}", file.display());
+                crate::say!("{}: ok: {n} {noun}", file.display());
             } else {
-                println!("ok: {n} {noun}");
+                crate::say!("ok: {n} {noun}");
             }
             Ok(())
         }

@@ -163,7 +163,7 @@ fn drive(
     if let Some(finished) = settled {
         // Nothing to run, and the results files and report already show every run: a resume
         // of a finished run dir of any size answers from the journal alone.
-        println!(
+        crate::say!(
             "nothing to run: every planned run is done; results files and report are up to date"
         );
         session::drop_aside((prep, fingerprints, kept));
@@ -311,7 +311,7 @@ fn drive(
         claims: BTreeMap::new(),
     };
     if pending == 0 {
-        println!("nothing to run: every planned run is done; rebuilding results and report");
+        crate::say!("nothing to run: every planned run is done; rebuilding results and report");
     }
     let scheduler = Scheduler::new(dag, prep.pool, prep.plans, limits);
     let rt = tokio::runtime::Builder::new_multi_thread()

@@ -84,7 +84,7 @@ impl Progress {
             Mode::Bars { multi, .. } => {
                 let _ = multi.println(text);
             }
-            Mode::Plain => println!("[{}] {text}", now()),
+            Mode::Plain => crate::say!("[{}] {text}", now()),
             Mode::Quiet => {}
         }
     }
@@ -107,7 +107,7 @@ impl Progress {
                 line.enable_steady_tick(Duration::from_millis(250));
                 running.insert(key.to_string(), line);
             }
-            Mode::Plain => println!("[{}] start {key}{on}", now()),
+            Mode::Plain => crate::say!("[{}] start {key}{on}", now()),
             Mode::Quiet => {}
         }
     }
@@ -152,7 +152,7 @@ impl Progress {
                 } else {
                     String::new()
                 };
-                println!("[{}] {what} {key}{n}{detail}", now());
+                crate::say!("[{}] {what} {key}{n}{detail}", now());
             }
             Mode::Quiet => {}
         }

@@ -180,7 +180,7 @@ pub(crate) fn claim_new(prep: &Prepared, opts: &Options) -> Result<Claimed> {
     let campaign = &prep.plan.campaign.name;
     let stamp = chrono::Local::now().format("%Y%m%d_%H%M%S").to_string();
     let run_dir = Arc::new(RunDir::create(&results_dir, campaign, &stamp)?);
-    println!("run dir: {}", run_dir.path.display());
+    crate::say!("run dir: {}", run_dir.path.display());
     let lock = RunDirLock::acquire(&run_dir.path)?;
     // Frozen before the journal exists: a run dir with a journal can always be resumed.
     write_atomic(&run_dir.file("plan.toml"), prep.plan.text.as_bytes())?;
@@ -340,13 +340,13 @@ pub(crate) fn claim_resume(
             .and_then(|s| s.last_finished.as_ref())
             .and_then(|f| f.samples);
         if let Some(e) = unreadable.remove(&id) {
-            println!("{key}: finished in the journal but its bundle does not read back ({e}); it runs again");
+            crate::say!("{key}: finished in the journal but its bundle does not read back ({e}); it runs again");
             lost.push(i);
             continue;
         }
         match bundles.remove(&id) {
             Some(result) if recorded.is_some_and(|n| n != result.samples.len() as u64) => {
-                println!(
+                crate::say!(
                     "{key}: finished in the journal with {} samples but its bundle holds {}; it runs again",
                     recorded.unwrap_or_default(),
                     result.samples.len()
@@ -359,7 +359,7 @@ pub(crate) fn claim_resume(
                 if result.status == crate::model::results::RunStatus::Pass
                     && !result.samples.iter().any(|s| s.is_timed()) =>
             {
-                println!("{key}: finished pass in the journal but its bundle has no timed samples (timing.json missing or empty); it runs again");
+                crate::say!("{key}: finished pass in the journal but its bundle has no timed samples (timing.json missing or empty); it runs again");
                 lost.push(i);
             }
             Some(result) => {
@@ -368,7 +368,7 @@ pub(crate) fn claim_resume(
                 kept.insert(i, result);
             }
             None => {
-                println!("{key}: finished in the journal but its bundle has no manifest.json; it runs again");
+                crate::say!("{key}: finished in the journal but its bundle has no manifest.json; it runs again");
                 lost.push(i);
             }
         }
@@ -377,10 +377,10 @@ pub(crate) fn claim_resume(
         decided.done.retain(|i| !lost.contains(i));
         decided.to_run.extend(lost);
     }
-    println!("run dir: {}", run_dir.path.display());
-    println!("resume: {decided}");
+    crate::say!("run dir: {}", run_dir.path.display());
+    crate::say!("resume: {decided}");
     if !reattach.is_empty() {
-        println!(
+        crate::say!(
             "resume: re-attaching to {} Slurm job{} of the earlier session",
             reattach.len(),
             if reattach.len() == 1 { "" } else { "s" }
@@ -388,7 +388,7 @@ pub(crate) fn claim_resume(
     }
     if !slurm && !stale_jobs.is_empty() {
         let ids: Vec<String> = stale_jobs.iter().map(u64::to_string).collect();
-        println!(
+        crate::say!(
             "resume: runs of Slurm jobs {} run again locally; if those jobs are still queued or running, `scancel {}` stops them",
             ids.join(", "),
             ids.join(" ")
@@ -583,7 +583,7 @@ fn reap_leftovers(run_dir: &Path, replay: &crate::store::journal::Replay) -> Map
             .iter()
             .map(|k| format!("{} ({})", k.pid, k.comm))
             .collect();
-        println!(
+        crate::say!(
             "resume: killed {} process{} left running by {step} of the earlier session: {}",
             killed.len(),
             if killed.len() == 1 { "" } else { "es" },

@@ -287,6 +287,13 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_shipped_definition_is_within_its_domain() {
+        for (name, def) in shipped() {
+            assert_eq!(def.domain_problems(), Vec::new(), "shipped stack {name}");
+        }
+    }
+
+    #[test]
     fn stackdef_keys_come_from_serde() {
         let keys = stackdef_keys();
         assert!(keys.contains(&"command"));

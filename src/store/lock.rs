@@ -194,7 +194,7 @@ mod tests {
             return;
         };
         let _lock = RunDirLock::acquire(Path::new(&dir)).expect("child acquires");
-        println!("LOCKED");
+        crate::say!("LOCKED");
         std::thread::sleep(std::time::Duration::from_secs(120));
     }
 

@@ -17,6 +17,7 @@ const FLOORS: &[(&str, u32)] = &[
     ("analysis", 4),
     ("model", 3),
     ("error", 2),
+    ("console", 1),
 ];
 
 /// Same-floor imports the document allows: (from room, path prefix).

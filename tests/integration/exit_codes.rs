@@ -113,3 +113,103 @@ fn a_filter_that_leaves_nothing_is_exit_2_everywhere_and_makes_no_run_dir() {
         "no run dir for a plan that makes no case"
     );
 }
+
+/// A campaign that measured nothing is not a success: every run skipped (a stack constraint
+/// no case meets) or every run unavailable (a stack whose program does not exist) exits 5 and
+/// says so; the results files still record every run with its reason.
+#[test]
+fn a_campaign_that_ran_nothing_exits_5() {
+    let tmp = tempdir();
+    let extra = [
+        ("skipped", "stacks = [\"host\"]\n[stacks.host]\nwhere = [\"p == 99\"]\n"),
+        (
+            "unavailable",
+            "stacks = [\"gone\"]\n[stacks.gone]\ncommand = [\"/nonexistent/campaign-stack\"]\nrequires = [\"/nonexistent/campaign-stack\"]\n",
+        ),
+    ];
+    for (status, tail) in extra {
+        let plan = tmp.path().join(format!("{status}.toml"));
+        let (axis, tables) = tail.split_once('\n').unwrap();
+        let text = PLAN.replace("count = [64]\n", &format!("count = [64]\n{axis}\n")) + tables;
+        std::fs::write(&plan, text).unwrap();
+        let results = tmp.path().join("results");
+        let o = run_in(
+            tmp.path(),
+            &[
+                "run",
+                plan.to_str().unwrap(),
+                "-q",
+                "--results-dir",
+                results.to_str().unwrap(),
+            ],
+        );
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(5), "{status}: {err}");
+        assert!(err.contains("nothing was run"), "{err}");
+        let stdout = crate::util::stdout(&o);
+        assert!(
+            stdout.contains(&format!("3 {status}")),
+            "{status}: {stdout}"
+        );
+    }
+}
+
+/// `campaign … | head`, a closed stdout or a full disk for stdout never panic: the command does
+/// its work and exits with the code that work earns (a campaign's results are on disk).
+#[test]
+fn a_closed_or_full_stdout_never_panics() {
+    use std::process::{Command, Stdio};
+    let tmp = tempdir();
+    let plan = tmp.path().join("out.toml");
+    std::fs::write(&plan, PLAN).unwrap();
+    let plan = plan.to_str().unwrap().to_string();
+    let results = tmp.path().join("results");
+    let results = results.to_str().unwrap().to_string();
+    let runs: Vec<Vec<&str>> = vec![
+        vec!["run", &plan, "--results-dir", &results],
+        vec!["run", &plan, "-q", "--results-dir", &results],
+        vec!["dry-run", &plan],
+        vec!["validate", &plan],
+        vec!["doctor", &plan],
+        vec!["history", "list", "--results-dir", &results],
+        vec!["man"],
+    ];
+    for sink in ["closed", "full"] {
+        for args in &runs {
+            let mut c = Command::new(crate::util::exe());
+            c.current_dir(tmp.path()).args(args).stderr(Stdio::piped());
+            let out = if sink == "closed" {
+                c.stdout(Stdio::piped());
+                let mut child = c.spawn().unwrap();
+                // The reader is gone before the first line: every write fails with EPIPE.
+                drop(child.stdout.take());
+                child.wait_with_output().unwrap()
+            } else {
+                c.stdout(
+                    std::fs::OpenOptions::new()
+                        .write(true)
+                        .open("/dev/full")
+                        .unwrap(),
+                );
+                c.output().unwrap()
+            };
+            let err = stderr(&out);
+            assert!(
+                !err.contains("panicked"),
+                "{args:?} on a {sink} stdout: {err}"
+            );
+            let code = out.status.code();
+            // A listing that cannot be written is an I/O failure (4) that names stdout; a
+            // campaign's own work is on disk and unaffected (0).
+            let expected = code == Some(0)
+                || (sink == "full"
+                    && code == Some(4)
+                    && err.contains("stdout")
+                    && args[0] != "run");
+            assert!(
+                expected,
+                "{args:?} on a {sink} stdout: exit {code:?}: {err}"
+            );
+        }
+    }
+}

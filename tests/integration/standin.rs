@@ -171,7 +171,13 @@ fn a_failing_readiness_probe_makes_the_stack_unavailable_in_doctor_and_run() {
         &defs,
         &[("STANDIN_NO_TORCH", "1")],
     );
-    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    // Every run unavailable: nothing was measured, which is not a success.
+    assert_eq!(out.status.code(), Some(5), "{}", util::stderr(&out));
+    assert!(
+        util::stderr(&out).contains("nothing was run"),
+        "{}",
+        util::stderr(&out)
+    );
     let row = &rows(&dir)[0];
     assert_eq!(row["status"], "unavailable", "{row}");
     let reason = row["reason"].as_str().unwrap();
