@@ -32,12 +32,15 @@ impl RunDirLock {
     pub fn acquire(run_dir: &Path) -> Result<RunDirLock> {
         let path = run_dir.join(FILE_NAME);
         let open = || {
-            // Never truncate on open: the file may hold the current holder's identity.
+            use std::os::unix::fs::OpenOptionsExt;
+            // Never truncate on open: the file may hold the current holder's identity. Never
+            // through a link: a run dir from elsewhere must not make campaign write elsewhere.
             OpenOptions::new()
                 .read(true)
                 .write(true)
                 .create(true)
                 .truncate(false)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
                 .open(&path)
                 .map_err(|e| Error::io(&path, e))
         };
@@ -82,7 +85,9 @@ impl RunDirLock {
             f.flush()
         };
         write(&mut file).map_err(|e| Error::io(&path, e))?;
-        Ok(RunDirLock { path, _file: file })
+        let lock = RunDirLock { path, _file: file };
+        refuse_links(run_dir)?;
+        Ok(lock)
     }
 
     #[cfg(test)]
@@ -98,6 +103,45 @@ impl Drop for RunDirLock {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
     }
+}
+
+/// A run dir whose own entries — its files and folders, and the case folders under `cases/` —
+/// are symbolic links would make a session write where the links point (`cases -> /` would put
+/// every case folder into `/`). A run dir campaign made has none, so any is refused before the
+/// session writes a byte (bad input, naming the entry). One `readdir` of the run dir and one of
+/// `cases/`; the file types come with the entries, so even 100,000 case folders cost no `stat`.
+pub(crate) fn refuse_links(run_dir: &Path) -> Result<()> {
+    let link = |path: &Path| {
+        Error::invalid(
+            path,
+            "is a symbolic link; a run dir's files and folders must be its own (campaign never makes links there), so it is not used",
+        )
+    };
+    let entries = |dir: &Path| -> Result<Vec<(PathBuf, bool)>> {
+        let read = match std::fs::read_dir(dir) {
+            Ok(read) => read,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(Error::io(dir, e)),
+        };
+        let mut out = Vec::new();
+        for entry in read {
+            let entry = entry.map_err(|e| Error::io(dir, e))?;
+            let is_link = entry.file_type().is_ok_and(|t| t.is_symlink());
+            out.push((entry.path(), is_link));
+        }
+        Ok(out)
+    };
+    for (path, is_link) in entries(run_dir)? {
+        if is_link {
+            return Err(link(&path));
+        }
+    }
+    for (path, is_link) in entries(&run_dir.join("cases"))? {
+        if is_link {
+            return Err(link(&path));
+        }
+    }
+    Ok(())
 }
 
 /// Is the open `file` the file at `path` right now (same device and inode)?

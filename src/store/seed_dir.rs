@@ -30,6 +30,9 @@ pub(crate) fn is_seed_run_dir(dir: &Path) -> bool {
         let (Some(case_id), Some(stack)) = (str_field(r, "case_id"), str_field(r, "stack")) else {
             return false;
         };
+        if !is_folder_name(case_id) || !is_folder_name(stack) {
+            return false;
+        }
         read_json(
             &dir.join("cases")
                 .join(case_id)
@@ -39,6 +42,11 @@ pub(crate) fn is_seed_run_dir(dir: &Path) -> bool {
         .is_ok_and(|m| m.get("status").is_some())
     });
     seed_rows && !campaign_manifest
+}
+
+/// A single path component that stays inside its folder.
+fn is_folder_name(name: &str) -> bool {
+    !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\0'])
 }
 
 /// Load an old-harness run dir.
@@ -91,6 +99,18 @@ fn load_row(
     };
     let case_id = need("case_id")?.to_string();
     let stack = need("stack")?.to_string();
+    // Both name folders inside the run dir: an absolute path or `..` would read elsewhere.
+    for (key, value) in [("case_id", &case_id), ("stack", &stack)] {
+        if !is_folder_name(value) {
+            return Err(field_error(
+                results_path,
+                &format!("runs[{i}].{key}"),
+                &format!(
+                    "`{value}` is not a folder name inside the run dir (no `/`, not `.` or `..`)"
+                ),
+            ));
+        }
+    }
     let case = match known.iter().find(|c| c.case_id() == case_id) {
         Some(c) => c.clone(),
         None => case_from_row(row, &case_id, results_path, i)?,
@@ -244,6 +264,26 @@ mod tests {
         assert!(is_seed_run_dir(dir.path()));
         std::fs::write(dir.path().join("journal.jsonl"), "").unwrap();
         assert!(!is_seed_run_dir(dir.path()));
+    }
+
+    #[test]
+    fn rows_naming_paths_outside_the_run_dir_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        for (case_id, stack) in [
+            ("mesh_p2_count256_fp32_a2a3_d0-1", "/etc"),
+            ("..", "hccl"),
+            ("a/../../b", "hccl"),
+        ] {
+            let rows = serde_json::json!({"campaign": "c", "timestamp": "t", "runs": [{
+                "case_id": case_id, "stack": stack, "variant": "mesh", "p": 2, "count": 256,
+                "correctness": "pass", "execute_s_mean": 1.0}]});
+            std::fs::write(dir.path().join("results.json"), rows.to_string()).unwrap();
+            let err = load_seed_run_dir(dir.path()).unwrap_err().to_string();
+            assert!(
+                err.contains("is not a folder name inside the run dir"),
+                "{err}"
+            );
+        }
     }
 
     #[test]

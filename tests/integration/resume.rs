@@ -322,3 +322,97 @@ fn resume_reruns_runs_whose_bundle_files_a_power_loss_left_empty() {
         serde_json::from_slice(&std::fs::read(&case_file).unwrap()).unwrap();
     assert_eq!(case["count"], 64);
 }
+
+/// A finished run dir of the small host plan under `dir`: (results dir, run dir).
+fn finished_run(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let plan = dir.join("links.toml");
+    std::fs::write(
+        &plan,
+        "[campaign]\nname = \"links\"\n[case]\nplatform = \"host\"\n[axes]\nvariant = [\"mesh\"]\n\
+         p = [2]\ncount = [64, 128]\n[rounds]\nwarmup = 0\ntimed = 2\n[run]\nrepeats = 1\n",
+    )
+    .unwrap();
+    let results = dir.join("results");
+    let out = util::run(&[
+        "run",
+        plan.to_str().unwrap(),
+        "-q",
+        "--results-dir",
+        results.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    let run_dir = std::fs::read_dir(results.join("links"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    (results, run_dir)
+}
+
+/// Nothing is written outside the run dir through links: a `cases` folder (or a case folder)
+/// replaced by a link to elsewhere makes `resume` refuse the run dir before writing a byte, and
+/// a history store that is a link to a device is refused instead of handed to SQLite.
+#[test]
+fn links_in_a_run_dir_or_as_the_history_store_are_refused() {
+    let tmp = util::tempdir();
+    let (results, run_dir) = finished_run(tmp.path());
+    let outside = tmp.path().join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    // `cases -> outside` (its real content moved away), then a case folder linked instead.
+    let cases = run_dir.join("cases");
+    std::fs::rename(&cases, tmp.path().join("moved")).unwrap();
+    std::os::unix::fs::symlink(&outside, &cases).unwrap();
+    let out = util::run(&["resume", run_dir.to_str().unwrap()]);
+    let err = util::stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("cases: is a symbolic link"), "{err}");
+    assert_eq!(
+        std::fs::read_dir(&outside).unwrap().count(),
+        0,
+        "written through the link"
+    );
+    std::fs::remove_file(&cases).unwrap();
+    std::fs::rename(tmp.path().join("moved"), &cases).unwrap();
+    let case = std::fs::read_dir(&cases)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    std::fs::rename(&case, tmp.path().join("moved_case")).unwrap();
+    std::os::unix::fs::symlink(&outside, &case).unwrap();
+    let out = util::run(&["resume", run_dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", util::stderr(&out));
+    assert!(
+        util::stderr(&out).contains("is a symbolic link"),
+        "{}",
+        util::stderr(&out)
+    );
+    assert_eq!(
+        std::fs::read_dir(&outside).unwrap().count(),
+        0,
+        "written through the link"
+    );
+
+    let store = results.join("history.sqlite");
+    std::fs::remove_file(&store).unwrap();
+    let _ = std::fs::remove_file(results.join("history.sqlite-wal"));
+    let _ = std::fs::remove_file(results.join("history.sqlite-shm"));
+    let target = tmp.path().join("device-stand-in");
+    std::os::unix::fs::symlink("/dev/null", &target).unwrap();
+    std::os::unix::fs::symlink(&target, &store).unwrap();
+    let out = util::run(&[
+        "history",
+        "list",
+        "--results-dir",
+        results.to_str().unwrap(),
+    ]);
+    let err = util::stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("not a regular file"), "{err}");
+    assert!(
+        !tmp.path().join("device-stand-in-journal").exists()
+            && !std::path::Path::new("/dev/null-journal").exists()
+    );
+}

@@ -18,10 +18,54 @@ pub(crate) fn is_env_name(key: &str) -> bool {
         && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
+/// A `{{ … }}` written inside quotes in a shell-string template, if any. Campaign quotes every
+/// value it renders into a shell string (one word, single-quoted when needed); quotes written
+/// around it undo that — inside `"…"` a value's `$(…)` would run — so they are refused, with
+/// `| unquoted` as the explicit way to take a value as shell text.
+pub(crate) fn quoted_value(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let (mut single, mut double) = (false, false);
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'{' && matches!(bytes.get(i + 1), Some(b'{') | Some(b'%') | Some(b'#')) {
+            let close: &[u8] = match bytes[i + 1] {
+                b'{' => b"}}",
+                b'%' => b"%}",
+                _ => b"#}",
+            };
+            let end = (i + 2..bytes.len().saturating_sub(1))
+                .find(|&j| &bytes[j..j + 2] == close)
+                .map_or(bytes.len(), |j| j + 2);
+            let block = &text[i..end];
+            if bytes[i + 1] == b'{' && (single || double) && !block.contains("unquoted") {
+                let quote = if double {
+                    "double quotes"
+                } else {
+                    "single quotes"
+                };
+                return Some(format!(
+                    "`{block}` is written inside {quote}: campaign already quotes every value it puts into a shell string, and quotes around it undo that (drop them, or write `| unquoted` to take the value as shell text on purpose)"
+                ));
+            }
+            i = end;
+            continue;
+        }
+        match bytes[i] {
+            b'\\' if !single => i += 1,
+            b'\'' if !double => single = !single,
+            b'"' if !single => double = !double,
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
 impl StackDef {
     /// Every problem of this definition's values, as `(key, what was expected)`.
     pub(crate) fn domain_problems(&self) -> Vec<(String, String)> {
         let mut out = Vec::new();
+        let mut out_shell = Vec::new();
         let mut template = |key: String, text: &str| {
             if let Err(why) = check_template(text, MAX_TEMPLATE_BYTES) {
                 out.push((key, format!("template refused: {why}")));
@@ -40,7 +84,12 @@ impl StackDef {
                         template(format!("{key}[{i}]"), arg);
                     }
                 }
-                Some(CommandSpec::Shell(text)) => template(key.to_string(), text),
+                Some(CommandSpec::Shell(text)) => {
+                    template(key.to_string(), text);
+                    if let Some(why) = quoted_value(text) {
+                        out_shell.push((key.to_string(), why));
+                    }
+                }
                 None => {}
             }
         }
@@ -58,6 +107,7 @@ impl StackDef {
                 out.push((format!("markers.{k}"), "contains a NUL byte".into()));
             }
         }
+        out.extend(out_shell);
         for k in self.env.keys() {
             if !is_env_name(k) {
                 out.push((
@@ -141,6 +191,26 @@ mod tests {
         }
         for bad in ["", "1X", "X=1; touch FILE; Y", "A B", "A-B", "X\0"] {
             assert!(!is_env_name(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn values_quoted_by_hand_in_shell_strings_are_refused() {
+        for bad in [
+            "echo \"{{ case.runtime }}\"",
+            "echo '{{ root }}/x'",
+            "sh -c \"run {{ p }}\"",
+        ] {
+            assert!(quoted_value(bad).is_some(), "{bad}");
+        }
+        for ok in [
+            "echo {{ case.runtime }} \"literal text\"",
+            "cd {{ root }} && ./run -p {{ p }} 'a b'",
+            "echo \"{{ flags | unquoted }}\"",
+            "echo \\\"{{ p }}",
+            "{% if p > 2 %}echo \"big\"{% endif %} {{ p }}",
+        ] {
+            assert_eq!(quoted_value(ok), None, "{ok}");
         }
     }
 

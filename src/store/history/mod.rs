@@ -73,6 +73,17 @@ impl History {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
         }
+        // SQLite follows links and opens devices, and puts its `-wal`/`-journal` files beside
+        // whatever the path names (`history.sqlite -> /dev/zero` made it create
+        // `/dev/zero-journal`): the store must be a regular file of its own, or not exist yet.
+        if let Ok(meta) = std::fs::symlink_metadata(path) {
+            if !meta.file_type().is_file() {
+                return Err(Error::invalid(
+                    path,
+                    "the history store is not a regular file (a link, a device or a folder); remove it or choose another --results-dir",
+                ));
+            }
+        }
         let conn = Connection::open(path).map_err(|e| db_error(path, e))?;
         let mut h = History {
             conn,
@@ -85,7 +96,8 @@ impl History {
 
     /// Open an existing store for reading; a missing store is a usage error naming the path.
     pub fn open_existing(path: &Path) -> Result<History> {
-        if !path.is_file() {
+        // A link or a device there is refused by `open`, by name; only nothing is "no store".
+        if std::fs::symlink_metadata(path).is_err() {
             return Err(Error::Usage(format!(
                 "{}: no history store here (it is created by `campaign run`, `resume`, `report` \
                  or `campaign history ingest`; pass --results-dir for another results dir)",
