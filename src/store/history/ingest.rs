@@ -169,6 +169,10 @@ fn point(
     let mut all = Vec::new();
     for run in runs {
         let mut v = run.timed(metric);
+        // A time that cannot be one (non-finite, negative, above a million seconds) is left
+        // out: one such value would turn every later mean and interval of the series into
+        // infinities that no report or query can print.
+        v.retain(|&x| plausible(x));
         if v.is_empty() {
             continue;
         }
@@ -183,7 +187,24 @@ fn point(
         m => format!("{}/{}/{m}", first.base_case_id(), first.stack),
     };
     let ci = bootstrap::interval(&boot.hierarchical_draws(&repeats, &key));
-    Some((estimate, ci.lo, ci.hi, stats::mean(&all)?))
+    let point = (estimate, ci.lo, ci.hi, stats::mean(&all)?);
+    [point.0, point.1, point.2, point.3]
+        .iter()
+        .all(|&x| plausible(x))
+        .then_some(point)
+}
+
+/// Longest time, in seconds, the store takes as a measurement (11.6 days).
+const MAX_SECONDS: f64 = 1e6;
+
+/// Could `x` be a measured time in seconds?
+fn plausible(x: f64) -> bool {
+    x.is_finite() && (0.0..=MAX_SECONDS).contains(&x)
+}
+
+/// A sample's time as stored: `None` (not measured) when it cannot be a time.
+fn stored(x: Option<f64>) -> Option<f64> {
+    x.filter(|&x| plausible(x))
 }
 
 impl History {
@@ -374,10 +395,10 @@ fn write_run(
             sample.round,
             sample.phase,
             sample.ok,
-            sample.execute_s,
-            sample.wall_s,
-            sample.device_wall_s,
-            sample.setup_s,
+            stored(sample.execute_s),
+            stored(sample.wall_s),
+            stored(sample.device_wall_s),
+            stored(sample.setup_s),
         ])?;
     }
     Ok(())

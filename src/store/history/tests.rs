@@ -221,3 +221,31 @@ fn repeats_of_a_case_are_one_point_over_all_repeats() {
         points[0]
     );
 }
+
+#[test]
+fn a_time_that_cannot_be_one_never_reaches_the_series() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut h = History::open(&tmp.path().join("history.sqlite")).unwrap();
+    let a = tmp.path().join("run_20260101_000000");
+    let b = tmp.path().join("run_20260102_000000");
+    let rs_a = set(
+        "20260101_000000",
+        vec![run("host", &[1.0, 1e308, 0.9], "2026-01-01T00:00:01+00:00")],
+    );
+    let rs_b = set(
+        "20260102_000000",
+        vec![run(
+            "host",
+            &[f64::INFINITY, -1.0],
+            "2026-01-02T00:00:01+00:00",
+        )],
+    );
+    h.ingest(&a, &rs_a).unwrap();
+    h.ingest(&b, &rs_b).unwrap();
+    let series = h.series(&SeriesFilter::default()).unwrap();
+    // Only the first run dir has a point, from its two real rounds; the second has none.
+    assert_eq!(series.len(), 1);
+    let points = &series[0].points;
+    assert_eq!(points.len(), 1, "{points:?}");
+    assert!(points[0].median_s.is_finite() && points[0].median_s <= 1.0);
+}
