@@ -9,6 +9,7 @@ use std::sync::Arc;
 use tokio::sync::watch;
 
 use crate::engine::driver::{AfterStep, EngineDriver, Jobs};
+use crate::engine::finished::Finished;
 use crate::engine::prepare::{Options, Prepared};
 use crate::engine::schedule::dag::{Dag, RunNode};
 use crate::engine::schedule::scheduler::{Limits, Scheduler};
@@ -17,66 +18,6 @@ use crate::error::{Error, Result};
 use crate::executor::slurm::job as slurm;
 use crate::executor::Local;
 use crate::model::plan::{ExecutorKind, Placement};
-use crate::model::results::{ResultSet, RunStatus};
-
-/// How a campaign ended: what `campaign run`/`resume` print and their exit code come from.
-/// A tally, not the result set: a resume of a finished 100,000-run dir has no samples to show
-/// and should not build a record per run just to count them.
-pub(crate) struct Finished {
-    pub(crate) run_dir: PathBuf,
-    /// Planned runs, all statuses.
-    pub(crate) runs: usize,
-    /// Runs per status (every status present, zero or not).
-    pub(crate) counts: BTreeMap<RunStatus, usize>,
-    /// Failed and timed-out runs in planned order: status, case id, stack, error.
-    pub(crate) failures: Vec<(RunStatus, String, String, Option<String>)>,
-    /// Quarantined device → why.
-    pub(crate) quarantined: BTreeMap<String, String>,
-    pub(crate) interrupted: bool,
-}
-
-impl Finished {
-    /// Tally `runs` (status, case id, stack, error of each).
-    pub(crate) fn tally<'a>(
-        run_dir: PathBuf,
-        runs: impl Iterator<Item = (RunStatus, &'a str, &'a str, Option<&'a str>)>,
-        quarantined: BTreeMap<String, String>,
-        interrupted: bool,
-    ) -> Finished {
-        let mut counts: BTreeMap<RunStatus, usize> =
-            RunStatus::ALL.iter().map(|s| (*s, 0)).collect();
-        let mut failures = Vec::new();
-        let mut total = 0;
-        for (status, case_id, stack, error) in runs {
-            total += 1;
-            *counts.entry(status).or_default() += 1;
-            if status.is_failure() {
-                let error = error.map(str::to_string);
-                failures.push((status, case_id.to_string(), stack.to_string(), error));
-            }
-        }
-        Finished {
-            run_dir,
-            runs: total,
-            counts,
-            failures,
-            quarantined,
-            interrupted,
-        }
-    }
-
-    fn of(run_dir: PathBuf, set: &ResultSet, interrupted: bool) -> Finished {
-        let runs = (set.runs.iter()).map(|r| {
-            (
-                r.status,
-                r.case_id.as_str(),
-                r.stack.as_str(),
-                r.error.as_deref(),
-            )
-        });
-        Finished::tally(run_dir, runs, set.quarantined.clone(), interrupted)
-    }
-}
 
 /// Claim a new run dir and run every step. `after` are steps after `collect`, in order.
 pub(crate) fn execute(

@@ -116,7 +116,7 @@ pub(crate) struct Claimed {
     /// Resume found every planned run done and the results files and report already showing
     /// exactly them: how the campaign ended, tallied from the journal; nothing is executed,
     /// rewritten or rendered.
-    pub(crate) settled: Option<crate::engine::drive::Finished>,
+    pub(crate) settled: Option<crate::engine::finished::Finished>,
 }
 
 /// The command-line selection as the journal header keeps it. A relative `--cases` glob is
@@ -284,7 +284,7 @@ pub(crate) fn claim_resume(
             let quarantined = (replay.quarantined.iter())
                 .map(|(d, why)| (d.to_string(), why.clone()))
                 .collect();
-            crate::engine::drive::Finished::tally(run_dir.path.clone(), runs, quarantined, false)
+            crate::engine::finished::Finished::tally(run_dir.path.clone(), runs, quarantined, false)
         });
     let (loaded, unreadable) = if settled.is_some() {
         Default::default()
