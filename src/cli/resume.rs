@@ -96,10 +96,8 @@ fn prepare_from_header(
         .exec
         .executor
         .map(super::run::executor_kind)
-        .or_else(|| match header.get("executor").and_then(|e| e.as_str()) {
-            Some("slurm") => Some(crate::model::plan::ExecutorKind::Slurm),
-            Some("local") => Some(crate::model::plan::ExecutorKind::Local),
-            _ => None,
+        .or_else(|| {
+            (header.get("executor").and_then(|e| e.as_str())).and_then(crate::executor::kind_named)
         });
     let mut plan = load_frozen_plan(plan_path, header, executor)?;
     // Same seed, same stack order as the first session.

@@ -42,7 +42,7 @@ pub(crate) fn exec_options(exec: &crate::cli::args::ExecOptions) -> Options {
         executor: exec.executor.map(executor_kind),
         cancel_on_interrupt: exec.cancel_on_interrupt,
         ask_cancel: std::io::IsTerminal::is_terminal(&std::io::stdin())
-            .then_some(crate::cli::prompt::ask_cancel as crate::executor::slurm::job::AskCancel),
+            .then_some(crate::cli::prompt::ask_cancel as crate::executor::AskCancel),
         ..Options::default()
     }
 }

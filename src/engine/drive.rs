@@ -1,6 +1,6 @@
 //! `execute` and `resume`: claim a run dir (new, or the existing one with its journal), build
 //! the step graph, start the executor, and drive the scheduler to the end; then write the
-//! results files. Also what a Ctrl-C did to the campaign's Slurm jobs.
+//! results files. Also what a Ctrl-C did to work the backend runs outside campaign.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -15,9 +15,7 @@ use crate::engine::schedule::dag::{Dag, RunNode};
 use crate::engine::schedule::scheduler::{Limits, Scheduler};
 use crate::engine::{driver, estimate, session};
 use crate::error::{Error, Result};
-use crate::executor::slurm::job as slurm;
-use crate::executor::Local;
-use crate::model::plan::{ExecutorKind, Placement};
+use crate::model::plan::Placement;
 
 /// Claim a new run dir and run every step. `after` are steps after `collect`, in order.
 pub(crate) fn execute(
@@ -29,44 +27,17 @@ pub(crate) fn execute(
     drive(prep, opts, after, claimed)
 }
 
-/// Journal what an interrupt did to the campaign's Slurm jobs (event `slurm_interrupt`,
-/// `action` `cancelled` or `left_running`, `jobs`) and say how to go on.
-fn record_interrupt(
-    driver: &mut EngineDriver,
-    decision: &watch::Receiver<Option<slurm::Decision>>,
-    run_dir: &std::path::Path,
-) {
-    let Some(decision) = decision.borrow().clone() else {
+/// Journal what an interrupt did to work the backend runs outside campaign, and say how to go
+/// on (the backend's words).
+fn record_interrupt(driver: &mut EngineDriver, run_dir: &std::path::Path) {
+    let Some(note) = (driver.backend).interrupt_note(&driver.jobs.detached, run_dir) else {
         return;
     };
-    let (action, mut jobs): (&str, Vec<u64>) = match decision.action {
-        slurm::OnInterrupt::Cancel => ("cancelled", decision.jobs.iter().map(|j| j.0).collect()),
-        slurm::OnInterrupt::LeaveRunning => ("left_running", driver.jobs.detached.clone()),
-    };
-    jobs.sort_unstable();
-    let mut fields = serde_json::Map::new();
-    fields.insert("action".into(), action.into());
-    fields.insert("jobs".into(), jobs.clone().into());
-    if let Err(e) = driver.journal.event("slurm_interrupt", fields) {
+    if let Err(e) = driver.journal.event(note.event, note.fields) {
         eprintln!("warning: cannot journal the interrupt: {e}");
     }
-    let ids: Vec<String> = jobs.iter().map(u64::to_string).collect();
-    if jobs.is_empty() {
-        return;
-    }
-    match decision.action {
-        slurm::OnInterrupt::Cancel => {
-            eprintln!("cancelled {} Slurm job(s): {}", jobs.len(), ids.join(" "))
-        }
-        slurm::OnInterrupt::LeaveRunning => eprintln!(
-            "left {} Slurm job(s) queued or running: {}
-  `campaign resume {}` re-attaches to them and records their results
-  `scancel {}` cancels them",
-            jobs.len(),
-            ids.join(" "),
-            run_dir.display(),
-            ids.join(" ")
-        ),
+    if let Some(message) = note.message {
+        eprintln!("{message}");
     }
 }
 
@@ -78,8 +49,7 @@ pub(crate) fn resume(
     after: Vec<(String, AfterStep)>,
     state: session::Resume,
 ) -> Result<Finished> {
-    let slurm = prep.executor == ExecutorKind::Slurm;
-    let claimed = session::claim_resume(&mut prep, state, slurm, opts.results_dir.as_deref())?;
+    let claimed = session::claim_resume(&mut prep, state, opts.results_dir.as_deref())?;
     drive(prep, opts, after, claimed)
 }
 
@@ -110,7 +80,6 @@ fn drive(
         session::drop_aside((prep, fingerprints, kept));
         return Ok(finished);
     }
-    let use_slurm = prep.executor == ExecutorKind::Slurm;
     let campaign = prep.plan.campaign.name.clone();
     let campaign_dir = run_dir.path.parent().map(PathBuf::from).unwrap_or_default();
     let history = estimate::History::load(&campaign_dir, &run_dir.path);
@@ -150,15 +119,8 @@ fn drive(
     let limits = Limits {
         jobs: if opts.exclusive || run_cfg.exclusive {
             Some(1)
-        } else if use_slurm {
-            // Nothing is leased locally under Slurm: this cap is all that bounds the queue.
-            Some(
-                opts.jobs
-                    .or(prep.plan.slurm.max_jobs)
-                    .unwrap_or(crate::executor::slurm::DEFAULT_MAX_JOBS),
-            )
         } else {
-            opts.jobs.or(run_cfg.jobs)
+            opts.jobs.or(prep.backend.max_in_flight())
         },
         faults: crate::engine::schedule::faults::Policy::from_config(run_cfg),
     };
@@ -174,9 +136,7 @@ fn drive(
         ),
         Some(prep.seed),
     );
-    if use_slurm {
-        provenance.executor = Some("slurm".into());
-    }
+    provenance.executor = prep.backend.provenance().map(str::to_string);
     for stack in &prep.stacks {
         // argv[0] when it is written literally (a template such as `{{ run_dir }}/x` is built).
         let program = match &stack.def.command {
@@ -193,8 +153,6 @@ fn drive(
         );
     }
     let (cancel_tx, cancel_rx) = watch::channel(false);
-    let (decision_tx, decision_rx) = watch::channel(None);
-    let decision_tx = Arc::new(decision_tx);
     let cancel_tx = Arc::new(cancel_tx);
     let results_files = crate::engine::results_files::ResultsFiles::start(
         run_dir.clone(),
@@ -242,10 +200,9 @@ fn drive(
         kept,
         kept_runs: BTreeSet::new(),
         pool_probe: prep.plan.devices.probe.clone(),
-        executor: Arc::new(Local),
+        backend: prep.backend.clone(),
         jobs: Jobs {
             reattach,
-            decision_tx: use_slurm.then(|| decision_tx.clone()),
             ..Jobs::default()
         },
         attempts: BTreeMap::new(),
@@ -260,53 +217,20 @@ fn drive(
         .enable_all()
         .build()
         .map_err(|e| Error::Environment(format!("cannot start the async runtime: {e}")))?;
-    let decision_seen = decision_rx.clone();
+    let backend = prep.backend;
     let summary = rt.block_on(async move {
         // First Ctrl-C/SIGTERM: stop launching, stop running processes, record them
         // `interrupted`; a second one kills every child group and exits 3 (crate::engine::interrupt).
-        let mut service = None;
-        if use_slurm {
-            // One task owns the Slurm executor so every run's job is polled in one batch.
-            let executor = crate::executor::slurm::SlurmExecutor::new(prep.plan.slurm.clone());
-            let svc = crate::executor::slurm::SlurmService::start(executor).0;
-            if !stale_jobs.is_empty() {
-                let ids = stale_jobs
-                    .iter()
-                    .copied()
-                    .map(crate::executor::slurm::JobId);
-                if let Err(e) = svc.cancel(ids.collect()).await {
-                    eprintln!("warning: cannot cancel the earlier session's stale jobs: {e}");
-                }
-            }
-            driver.executor = Arc::new(slurm::SlurmRun {
-                service: svc.clone(),
-                campaign: driver.campaign.clone(),
-                kind: prep.plan.devices.kind,
-                decision: decision_rx.clone(),
-            });
-            service = Some(svc);
-        }
+        backend.start(stale_jobs).await;
         let interrupt = crate::engine::interrupt::Interrupt::install()?;
         let mut signals = interrupt.subscribe();
         let tx = cancel_tx.clone();
-        let decision_tx = decision_tx.clone();
-        let cancel_at_once = opts.cancel_on_interrupt;
-        let ask = opts.ask_cancel;
         tokio::spawn(async move {
             while signals.changed().await.is_ok() {
                 if *signals.borrow() {
-                    // Stop launching first; then decide about the jobs already in Slurm.
+                    // Stop launching first; then the backend decides about its jobs outside.
                     let _ = tx.send(true);
-                    if let Some(service) = &service {
-                        let decision = slurm::decide(service, cancel_at_once, ask).await;
-                        decision_tx.send_if_modified(|d| {
-                            let unset = d.is_none();
-                            if unset {
-                                *d = Some(decision);
-                            }
-                            unset
-                        });
-                    }
+                    backend.interrupted().await;
                     break;
                 }
             }
@@ -325,7 +249,7 @@ fn drive(
     let (summary, mut driver) = summary?;
     driver.progress.finish();
     driver.stop_case_files();
-    record_interrupt(&mut driver, &decision_seen, &run_dir.path);
+    record_interrupt(&mut driver, &run_dir.path);
     let mut set = driver.result_set(&summary.results);
     set.quarantined = earlier_quarantine
         .iter()

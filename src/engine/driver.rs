@@ -26,7 +26,7 @@ use crate::engine::schedule::pool::Lease;
 use crate::engine::schedule::scheduler::{Driver, Outcome, Report};
 use crate::engine::work::{self, RunJob};
 use crate::error::Result;
-use crate::executor::Executor;
+use crate::executor::{Backend, JobRef};
 use crate::model::case::Case;
 use crate::model::results::{Provenance, ResultSet, RunResult, RunStatus};
 use crate::stack::resolve::EngineStack;
@@ -78,8 +78,8 @@ pub(crate) struct EngineDriver {
     /// `[devices] probe`, the health probe of stacks without their own.
     pub(crate) pool_probe: Option<Vec<String>>,
     /// Where runs execute (decided once, in prepare).
-    pub(crate) executor: Arc<dyn Executor>,
-    /// What the driver keeps about batch jobs (Slurm); empty for local runs.
+    pub(crate) backend: Arc<dyn Backend>,
+    /// What the driver keeps about jobs left outside campaign; empty for local runs.
     pub(crate) jobs: Jobs,
     /// Attempt of each running run (the journal's `submitted` line carries it).
     pub(crate) attempts: BTreeMap<usize, u32>,
@@ -87,19 +87,16 @@ pub(crate) struct EngineDriver {
     pub(crate) claims: BTreeMap<usize, String>,
 }
 
-/// Batch jobs of the campaign's runs, as the driver journals them.
+/// Jobs of the campaign's runs that their backend runs outside campaign (batch jobs), as the
+/// driver journals them.
 #[derive(Default)]
 pub(crate) struct Jobs {
     /// The jobs of runs an earlier session left running, by run (resume re-attaches).
-    pub(crate) reattach: BTreeMap<usize, u64>,
+    pub(crate) reattach: BTreeMap<usize, JobRef>,
     /// The job of each run's running attempt, by run, with the attempt.
     pub(crate) running: BTreeMap<usize, (u32, u64)>,
     /// Jobs left running on an interrupt (their runs stay open in the journal).
-    pub(crate) detached: Vec<u64>,
-    /// Where the interrupt decision goes; a fatal error decides "leave running" (the jobs'
-    /// results are collected by resume once the problem is fixed). None: no batch jobs.
-    pub(crate) decision_tx:
-        Option<Arc<watch::Sender<Option<crate::executor::slurm::job::Decision>>>>,
+    pub(crate) detached: Vec<JobRef>,
 }
 
 impl EngineDriver {
@@ -253,10 +250,10 @@ impl EngineDriver {
             extra.insert("samples".into(), n.into());
         }
         if let Step::Run { run, .. } = step {
-            // The job that produced this attempt's result, to find it in Slurm's records.
+            // The job that produced this attempt's result, to find it in its backend's records.
             if let Some((a, id)) = self.jobs.running.remove(run) {
                 if a == attempt {
-                    extra.insert("slurm_job_id".into(), id.into());
+                    extra.insert(crate::store::journal::JOB_ID_FIELD.into(), id.into());
                 }
             }
         }
@@ -271,18 +268,8 @@ impl EngineDriver {
     fn fail(&mut self, e: crate::error::Error) {
         self.progress.println(&format!("error: {e}"));
         self.fatal.get_or_insert(e);
-        if let Some(tx) = &self.jobs.decision_tx {
-            tx.send_if_modified(|d| {
-                let unset = d.is_none();
-                if unset {
-                    *d = Some(crate::executor::slurm::job::Decision {
-                        action: crate::executor::slurm::job::OnInterrupt::LeaveRunning,
-                        jobs: Vec::new(),
-                    });
-                }
-                unset
-            });
-        }
+        // Jobs outside campaign are left running: resume collects them once this is fixed.
+        self.backend.failed();
         let _ = self.cancel_tx.send(true);
     }
 }
@@ -364,16 +351,12 @@ impl Driver for EngineDriver {
                     place,
                     attempt,
                     cancel: self.cancel.clone(),
-                    executor: self.executor.clone(),
+                    backend: self.backend.clone(),
                     case_files: self.case_files.clone(),
-                    reattach: self
-                        .jobs
-                        .reattach
-                        .remove(run)
-                        .map(crate::executor::slurm::JobId),
+                    reattach: self.jobs.reattach.remove(run),
                     on_submit: {
                         let tx = tx.clone();
-                        Arc::new(move |id: crate::executor::slurm::JobId, reattached| {
+                        Arc::new(move |id: JobRef, reattached| {
                             let outcome = Outcome::Submitted {
                                 job_id: id.0,
                                 reattached,
@@ -385,9 +368,7 @@ impl Driver for EngineDriver {
                 tokio::spawn(async move {
                     let outcome = match work::execute(job).await {
                         Ok(work::Executed::Run(result)) => Outcome::Run(result),
-                        Ok(work::Executed::Detached(id)) => {
-                            Outcome::Detached(format!("Slurm job {id} left running"))
-                        }
+                        Ok(work::Executed::Detached(note)) => Outcome::Detached(note),
                         Err(e) => Outcome::Failed(e.to_string()),
                     };
                     let _ = tx.send(Report { node, outcome });
@@ -498,7 +479,7 @@ impl Driver for EngineDriver {
             (Step::Run { run, .. }, Outcome::Detached(why)) => {
                 // No `finished` line: the run stays open with its job id for resume.
                 if let Some((_, id)) = self.jobs.running.remove(run) {
-                    self.jobs.detached.push(id);
+                    self.jobs.detached.push(JobRef(id));
                 }
                 self.progress.finished(&key, None, why);
             }

@@ -15,7 +15,7 @@ use serde_json::{json, Map, Value};
 
 use crate::engine::{work, Options, Prepared};
 use crate::error::Result;
-use crate::model::plan::ExecutorKind;
+use crate::executor::JobRef;
 use crate::model::results::RunResult;
 use crate::model::results::RunStatus;
 use crate::store::atomic::write_atomic;
@@ -107,12 +107,12 @@ pub(crate) struct Claimed {
     pub(crate) earlier_quarantine: BTreeMap<u32, String>,
     /// Runs this session executes or settles.
     pub(crate) pending: usize,
-    /// Slurm: open runs whose journaled job this session re-attaches to (run → job id).
-    pub(crate) reattach: BTreeMap<usize, u64>,
-    /// Slurm: journaled jobs of open runs that run again instead (changed fingerprint, or a
-    /// stack with one process per round): cancelled before anything starts, so two jobs never
-    /// write one bundle.
-    pub(crate) stale_jobs: Vec<u64>,
+    /// Open runs whose journaled job this session re-attaches to (run → job).
+    pub(crate) reattach: BTreeMap<usize, JobRef>,
+    /// Journaled jobs of open runs that run again instead (changed fingerprint, or a backend
+    /// that cannot re-attach them): the backend stops them before anything starts, so two jobs
+    /// never write one bundle.
+    pub(crate) stale_jobs: Vec<JobRef>,
     /// Resume found every planned run done and the results files and report already showing
     /// exactly them: how the campaign ended, tallied from the journal; nothing is executed,
     /// rewritten or rendered.
@@ -134,13 +134,6 @@ pub(crate) fn selection(opts: &Options) -> Value {
     json!({"stacks": opts.stacks, "filter": opts.filter, "cases": cases, "repeats": opts.repeats})
 }
 
-fn executor_name(kind: ExecutorKind) -> &'static str {
-    match kind {
-        ExecutorKind::Local => "local",
-        ExecutorKind::Slurm => "slurm",
-    }
-}
-
 /// `opts` with the selection a journal header recorded (`stacks`, `filter`, `cases`).
 pub(crate) fn with_selection(mut opts: Options, header: &Map<String, Value>) -> Options {
     let Some(sel) = header.get("selection") else {
@@ -158,14 +151,11 @@ pub(crate) fn with_selection(mut opts: Options, header: &Map<String, Value>) -> 
         .map(str::to_string);
     opts.case_glob = sel.get("cases").and_then(Value::as_str).map(str::to_string);
     opts.repeats = sel.get("repeats").and_then(Value::as_u64).map(|n| n as u32);
-    // A campaign started with `--executor slurm` resumes through Slurm (its jobs are there)
-    // unless the command line says otherwise.
+    // A campaign resumes through the backend it started with (its jobs are there) unless the
+    // command line says otherwise.
     if opts.executor.is_none() {
-        opts.executor = match header.get("executor").and_then(Value::as_str) {
-            Some("slurm") => Some(ExecutorKind::Slurm),
-            Some("local") => Some(ExecutorKind::Local),
-            _ => None,
-        };
+        opts.executor =
+            (header.get("executor").and_then(Value::as_str)).and_then(crate::executor::kind_named);
     }
     opts
 }
@@ -205,7 +195,7 @@ pub(crate) fn claim_new(prep: &Prepared, opts: &Options) -> Result<Claimed> {
             "seed": prep.seed,
             "campaign_version": env!("CARGO_PKG_VERSION"),
             "selection": selection(opts),
-            "executor": executor_name(prep.executor),
+            "executor": prep.backend.name(),
             "steps": steps,
             "planned_runs": prep.runs.len(),
             CONTEXT_FIELD: fingerprint_context(prep, &run_dir.path),
@@ -226,12 +216,11 @@ pub(crate) fn claim_new(prep: &Prepared, opts: &Options) -> Result<Claimed> {
 }
 
 /// The existing run dir of `resume`: decide every planned run against the journal, print the
-/// diff, and turn done runs into presets whose results come from their bundles. With `slurm`,
-/// open runs with a journaled job continue that attempt by re-attaching to the job.
+/// diff, and turn done runs into presets whose results come from their bundles. Open runs with
+/// a journaled job continue that attempt by re-attaching to the job where the backend can.
 pub(crate) fn claim_resume(
     prep: &mut Prepared,
     resume: Resume,
-    slurm: bool,
     results_dir: Option<&Path>,
 ) -> Result<Claimed> {
     let Resume {
@@ -317,16 +306,15 @@ pub(crate) fn claim_resume(
         prep.plans[i].first_attempt = StepState::next_attempt(state);
         if let Some((state, job)) = state
             .filter(|s| s.is_interrupted())
-            .and_then(|s| s.slurm_job.map(|j| (s, j)))
-            .filter(|(s, j)| j.attempt == s.attempts)
+            .and_then(|s| s.job_of_latest_attempt().map(|j| (s, j)))
         {
             let stack = &prep.stacks[prep.runs[i].stack];
             let same = state.fingerprint == *fingerprint;
-            if slurm && same && stack.def.shape() == crate::model::stack::Shape::Campaign {
+            if same && prep.backend.can_reattach(&stack.def) {
                 prep.plans[i].first_attempt = job.attempt;
-                reattach.insert(i, job.id);
+                reattach.insert(i, JobRef(job.id));
             } else {
-                stale_jobs.push(job.id);
+                stale_jobs.push(JobRef(job.id));
             }
         }
         if !done[i] {
@@ -379,20 +367,8 @@ pub(crate) fn claim_resume(
     }
     println!("run dir: {}", run_dir.path.display());
     println!("resume: {decided}");
-    if !reattach.is_empty() {
-        println!(
-            "resume: re-attaching to {} Slurm job{} of the earlier session",
-            reattach.len(),
-            if reattach.len() == 1 { "" } else { "s" }
-        );
-    }
-    if !slurm && !stale_jobs.is_empty() {
-        let ids: Vec<String> = stale_jobs.iter().map(u64::to_string).collect();
-        println!(
-            "resume: runs of Slurm jobs {} run again locally; if those jobs are still queued or running, `scancel {}` stops them",
-            ids.join(", "),
-            ids.join(" ")
-        );
+    for note in prep.backend.resume_notes(reattach.len(), &stale_jobs) {
+        println!("{note}");
     }
     let mut note = Map::new();
     note.insert("resume".into(), json!(true));
@@ -536,7 +512,7 @@ fn report_current(prep: &Prepared, run_dir: &Path) -> bool {
 
 /// Kill what the runs a dead session left open (`started` without `finished`) still have
 /// running: every process of their journaled containment unit (`executor::unit::reap`). A run
-/// handed to a Slurm job is Slurm's to stop. Says what it killed; returns step → pids for the
+/// handed to a batch job is its backend's to stop. Says what it killed; returns step → pids for the
 /// journal's `session` line.
 fn reap_leftovers(replay: &crate::store::journal::Replay) -> Map<String, Value> {
     let mut open = Vec::new();
@@ -544,7 +520,7 @@ fn reap_leftovers(replay: &crate::store::journal::Replay) -> Map<String, Value> 
         let Some((unit, cgroup)) = state.unit.as_ref().filter(|_| state.is_interrupted()) else {
             continue;
         };
-        if state.slurm_job.is_some_and(|j| j.attempt == state.attempts) {
+        if state.job_of_latest_attempt().is_some() {
             continue;
         }
         open.push((step, (unit.clone(), cgroup.as_ref().map(PathBuf::from))));

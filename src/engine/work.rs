@@ -15,7 +15,7 @@ use crate::engine::schedule::pool::Lease;
 use crate::engine::verdict;
 use crate::executor::local::run_process;
 use crate::executor::{
-    ExecFailure, Executor, ProcessOutcome, ProcessRequest, ProcessSpec, Ran, GRACE,
+    Backend, ExecFailure, JobRef, OnSubmit, ProcessOutcome, ProcessRequest, ProcessSpec, Ran, GRACE,
 };
 use crate::model::case::Case;
 use crate::model::output::OutputLine;
@@ -40,16 +40,14 @@ pub(crate) struct RunJob {
     pub(crate) attempt: u32,
     pub(crate) cancel: watch::Receiver<bool>,
     /// Where the processes run (decided once for the campaign).
-    pub(crate) executor: Arc<dyn Executor>,
+    pub(crate) backend: Arc<dyn Backend>,
     /// Writes the run's case file and bundle folder if the thread writing ahead has not yet.
     pub(crate) case_files: Arc<crate::engine::case_files::CaseFiles>,
-    /// A Slurm job an earlier session submitted for this attempt (resume re-attaches to it).
-    pub(crate) reattach: Option<crate::executor::slurm::JobId>,
-    /// Told each Slurm job id as soon as it is known (the driver journals it).
+    /// A job an earlier session started for this attempt (resume re-attaches to it).
+    pub(crate) reattach: Option<JobRef>,
+    /// Told each job as soon as the backend has one (the driver journals it).
     pub(crate) on_submit: OnSubmit,
 }
-
-use crate::executor::slurm::job::OnSubmit;
 
 fn now() -> String {
     chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, false)
@@ -114,8 +112,9 @@ fn attempt_logs(bundle: &Path, attempt: u32) -> Vec<String> {
 pub(crate) enum Executed {
     /// The run has a result (any status); its bundle is written.
     Run(Box<RunResult>),
-    /// Interrupted with its Slurm job left running: nothing recorded, resume re-attaches.
-    Detached(crate::executor::slurm::JobId),
+    /// Interrupted with its job left running outside campaign: nothing recorded, resume
+    /// re-attaches. The backend's note says so.
+    Detached(String),
 }
 
 /// Execute one run and write its bundle. Problems of the run become its status; `Err` only
@@ -144,7 +143,7 @@ pub(crate) async fn execute(job: RunJob) -> crate::error::Result<Executed> {
     let mut result = match run_rounds(&job, &case, &bundle, &mut facts).await {
         Ok(r) => r,
         Err(Stop::Write(e)) => return Err(e),
-        Err(Stop::Detached(id)) => return Ok(Executed::Detached(id)),
+        Err(Stop::Detached(note)) => return Ok(Executed::Detached(note)),
         Err(Stop::Fail(reason)) => unrun(
             &case,
             &job.case_id,
@@ -161,24 +160,24 @@ pub(crate) async fn execute(job: RunJob) -> crate::error::Result<Executed> {
     Ok(Executed::Run(Box::new(result)))
 }
 
-/// The ids the stack is told (`CAMPAIGN_DEVICES`, `{{ devices }}`): the lease; under Slurm,
-/// where nothing is leased locally, the logical ids 0..P-1 (the job's batch script replaces
-/// them with the granted devices when Slurm grants any).
+/// The ids the stack is told (`CAMPAIGN_DEVICES`, `{{ devices }}`): the lease; under a backend
+/// that grants devices, where nothing is leased locally, the logical ids 0..P-1 (the backend
+/// replaces them with the granted devices when it grants any).
 fn visible_ids(job: &RunJob, case: &Case) -> Vec<u32> {
     let leased = job.lease.visible_ids();
-    if job.executor.grants_devices() && leased.is_empty() {
+    if job.backend.grants_devices() && leased.is_empty() {
         (0..case.p).collect()
     } else {
         leased.to_vec()
     }
 }
 
-/// Why a run ended early: a failure of the run, or of the run dir, or its Slurm job was left
-/// running on an interrupt.
+/// Why a run ended early: a failure of the run, or of the run dir, or its job was left running
+/// outside campaign on an interrupt (the backend's note).
 enum Stop {
     Fail(String),
     Write(crate::error::Error),
-    Detached(crate::executor::slurm::JobId),
+    Detached(String),
 }
 
 impl From<String> for Stop {
@@ -248,15 +247,16 @@ async fn run_rounds(
     let mut samples: Vec<Sample> = Vec::new();
     let mut engine_timed = false;
     let mut last: Option<(ProcessOutcome, Parsed)> = None;
-    let mut slurm_verdict: Option<(RunStatus, String)> = None;
+    // The backend's own verdict (it stopped the process itself), which beats the output's.
+    let mut backend_verdict: Option<(RunStatus, String)> = None;
     let mut reattach = job.reattach;
     let mut merged = Parsed::default();
     let mut cause = verdict::Cause::default();
     let n_processes = plan_rounds.len();
     // One process per round append to one run.log: mark where each starts and ends (locally,
-    // where campaign writes run.log itself; under Slurm the job writes it). A single-process run
-    // keeps its run.log exactly as the process printed it.
-    let mark = subprocess && !job.executor.grants_devices();
+    // where campaign writes run.log itself; a backend that grants devices has its job write it).
+    // A single-process run keeps its run.log exactly as the process printed it.
+    let mark = subprocess && !job.backend.grants_devices();
     let (mut n_warm, mut n_timed) = (0u32, 0u32);
     // (time the run was stalled for a CPU, wall time) over its processes; None once a process
     // was not measured.
@@ -315,7 +315,7 @@ async fn run_rounds(
             .map_err(Stop::Write)?;
         }
         let ran = job
-            .executor
+            .backend
             .run(request, &mut |line: OutputLine| {
                 cause.feed(&line);
                 parser.feed(&line)
@@ -326,36 +326,25 @@ async fn run_rounds(
                 ExecFailure::Run(reason) => Stop::Fail(reason),
             })?;
         let (outcome, parsed) = match ran {
-            Ran::Ended {
-                outcome,
-                job: batch,
-            } => {
-                if let Some((id, end)) = batch {
-                    if let Some(ids) = end.devices.as_ref().and_then(|d| d.ids.clone()) {
+            Ran::Ended { outcome, end } => {
+                if let Some(end) = end {
+                    if let Some(ids) = end.devices {
                         facts.devices = ids;
                     }
-                    facts.slurm = Some(crate::executor::slurm::job::manifest_entry(id, &end));
-                    // Slurm stopped the job (time limit, node failure, …): its state and
-                    // reason are the run's status, whatever the partial output says.
-                    if let (Some(status), Some(reason)) =
-                        (end.verdict.status(), end.verdict.reason())
-                    {
-                        slurm_verdict = Some((status, reason.to_string()));
+                    facts.backend = Some(end.manifest);
+                    // The backend stopped the job (time limit, node failure, …): its verdict
+                    // is the run's status, whatever the partial output says.
+                    if end.verdict.is_some() {
+                        backend_verdict = end.verdict;
                     }
                 }
                 (outcome, parser.finish())
             }
-            Ran::NotStarted => {
-                slurm_verdict = Some((
-                    RunStatus::Interrupted,
-                    "interrupted before its Slurm job was submitted".into(),
-                ));
-                (
-                    crate::executor::slurm::job::not_submitted(),
-                    Parsed::default(),
-                )
+            Ran::NotStarted(reason) => {
+                backend_verdict = Some((RunStatus::Interrupted, reason));
+                (ProcessOutcome::not_started(), Parsed::default())
             }
-            Ran::Detached(id) => return Err(Stop::Detached(id)),
+            Ran::Detached(note) => return Err(Stop::Detached(note)),
         };
         if mark {
             let how = match (outcome.killed, outcome.exit_code, outcome.signal) {
@@ -401,7 +390,7 @@ async fn run_rounds(
         merged.warnings.extend(parsed.warnings.clone());
         let stop = verdict::process_problem(&outcome, &limits).is_some()
             || parsed.correctness == Some(false)
-            || slurm_verdict.is_some();
+            || backend_verdict.is_some();
         last = Some((outcome, parsed));
         if stop {
             break;
@@ -413,7 +402,7 @@ async fn run_rounds(
     }
     samples.iter_mut().for_each(round_sample);
     let (outcome, _) = last.ok_or("no process was run")?;
-    let (status, reason) = match slurm_verdict {
+    let (status, reason) = match backend_verdict {
         Some((status, reason)) => (status, Some(reason)),
         None => {
             let cause = cause.text();

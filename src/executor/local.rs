@@ -7,7 +7,9 @@
 //! the whole unit, SIGKILL after the grace period) and making sure nothing of the unit is left
 //! running when it returns — setsid, setpgid and double-forked descendants included. It does not
 //! parse output (every line goes to the caller's `on_line`) and does not decide run status (the
-//! caller reads `ProcessOutcome`).
+//! caller reads `ProcessOutcome`). The session's backend for this machine is `backend`.
+
+pub mod backend;
 
 use std::io::Write;
 use std::os::unix::process::ExitStatusExt;

@@ -207,3 +207,27 @@ fn modules_inside_a_room_form_no_circle() {
         circles.into_iter().collect::<Vec<_>>().join("\n")
     );
 }
+
+/// The engine, its scheduler included, sees one backend contract (`executor::Backend`): no
+/// file of it names a backend, so a new one is added inside `executor/` alone.
+#[test]
+fn the_engine_names_no_backend() {
+    let engine = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/engine");
+    let mut files = Vec::new();
+    rust_files(&engine, &mut files);
+    let mut problems = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            if line.to_lowercase().contains("slurm") {
+                let rel = file.strip_prefix(&engine).unwrap().display();
+                problems.push(format!("src/engine/{rel}:{}: {}", i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "the engine names a backend (move it behind executor::Backend):\n{}",
+        problems.join("\n")
+    );
+}
