@@ -6,6 +6,7 @@
 //! (`drive`). `dry-run` stops after `prepare`. The engine must not parse CLI arguments or print
 //! anything but the run dir lines and the final summary.
 
+pub mod campaign;
 pub mod case_files;
 pub mod drive;
 pub mod driver;
@@ -17,6 +18,7 @@ pub mod prepare;
 pub mod progress;
 pub mod report_step;
 pub mod results_files;
+pub mod runtime;
 pub mod schedule;
 pub mod session;
 pub mod stack_check;
