@@ -244,24 +244,9 @@ pub(crate) fn claim_resume(
         .map(|r| journal::run_step(&r.case_id, &prep.stacks[r.stack].name))
         .collect();
     let states: Vec<Option<&StepState>> = keys.iter().map(|k| replay.step(k)).collect();
-    let fingerprints: Vec<String> = (prep.runs.iter().zip(&states))
-        .map(|(r, state)| {
-            let journaled = same_context
-                .then_some(*state)
-                .flatten()
-                .map(|s| s.fingerprint.clone())
-                .filter(|f| !f.is_empty());
-            journaled.unwrap_or_else(|| {
-                let stack = &prep.stacks[r.stack];
-                work::fingerprint(&run_dir, &r.case_id, stack, &prep.cases[r.case_index])
-            })
-        })
-        .collect();
+    let fingerprints = run_fingerprints(prep, &run_dir, &states, same_context);
     let mut decided = crate::store::resume::plan(
-        states
-            .iter()
-            .copied()
-            .zip(fingerprints.iter().map(String::as_str)),
+        (states.iter().copied()).zip(fingerprints.iter().map(String::as_str)),
         retry_failed,
     );
     let nothing_to_run =
@@ -275,92 +260,12 @@ pub(crate) fn claim_resume(
                 .collect();
             crate::engine::finished::Finished::tally(run_dir.path.clone(), runs, quarantined, false)
         });
-    let (loaded, unreadable) = if settled.is_some() {
-        Default::default()
-    } else {
-        crate::store::load::load_run_dir_tolerant(&run_dir.path)?
-    };
-    let mut bundles: BTreeMap<(String, String), RunResult> = (loaded.runs.into_iter())
-        .map(|r| ((r.case_id.clone(), r.stack.clone()), r))
-        .collect();
-    // Bundles that do not read back, by (case folder, stack folder) — the planned ids.
-    let mut unreadable: BTreeMap<(String, String), crate::error::Error> = (unreadable.into_iter())
-        .filter_map(|(bundle, e)| {
-            let name = |p: &std::path::Path| Some(p.file_name()?.to_str()?.to_string());
-            Some(((name(bundle.parent()?)?, name(&bundle)?), e))
-        })
-        .collect();
-    let mut done = vec![false; keys.len()];
+    let (reattach, stale_jobs) = open_jobs(prep, &states, &fingerprints);
     // Settled: nothing runs and nothing is rebuilt, so no run needs a preset.
-    if settled.is_none() {
-        for &i in &decided.done {
-            done[i] = true;
-        }
-    }
-    let mut kept = BTreeMap::new();
-    let mut lost = Vec::new();
-    let mut reattach = BTreeMap::new();
-    let mut stale_jobs = Vec::new();
-    for (i, (key, fingerprint)) in keys.iter().zip(&fingerprints).enumerate() {
-        let state = states[i];
-        prep.plans[i].first_attempt = StepState::next_attempt(state);
-        if let Some((state, job)) = state
-            .filter(|s| s.is_interrupted())
-            .and_then(|s| s.job_of_latest_attempt().map(|j| (s, j)))
-        {
-            let stack = &prep.stacks[prep.runs[i].stack];
-            let same = state.fingerprint == *fingerprint;
-            if same && prep.backend.can_reattach(&stack.def) {
-                prep.plans[i].first_attempt = job.attempt;
-                reattach.insert(i, JobRef(job.id));
-            } else {
-                stale_jobs.push(JobRef(job.id));
-            }
-        }
-        if !done[i] {
-            continue;
-        }
-        let r = &prep.runs[i];
-        let id = (r.case_id.clone(), prep.stacks[r.stack].name.clone());
-        // How many samples the journal's `finished` line says the bundle holds (older journals
-        // do not say).
-        let recorded = state
-            .and_then(|s| s.last_finished.as_ref())
-            .and_then(|f| f.samples);
-        if let Some(e) = unreadable.remove(&id) {
-            println!("{key}: finished in the journal but its bundle does not read back ({e}); it runs again");
-            lost.push(i);
-            continue;
-        }
-        match bundles.remove(&id) {
-            Some(result) if recorded.is_some_and(|n| n != result.samples.len() as u64) => {
-                println!(
-                    "{key}: finished in the journal with {} samples but its bundle holds {}; it runs again",
-                    recorded.unwrap_or_default(),
-                    result.samples.len()
-                );
-                lost.push(i);
-            }
-            // A pass always has timed samples; none means timing.json did not survive (e.g. a
-            // power loss after the manifest's rename reached disk but before the data did).
-            Some(result)
-                if result.status == crate::model::results::RunStatus::Pass
-                    && !result.samples.iter().any(|s| s.is_timed()) =>
-            {
-                println!("{key}: finished pass in the journal but its bundle has no timed samples (timing.json missing or empty); it runs again");
-                lost.push(i);
-            }
-            Some(result) => {
-                let reason = result.error.clone().unwrap_or_default();
-                prep.plans[i].preset = Some((result.status, reason));
-                kept.insert(i, result);
-            }
-            None => {
-                println!("{key}: finished in the journal but its bundle has no manifest.json; it runs again");
-                lost.push(i);
-            }
-        }
-    }
+    let (kept, lost) = match settled {
+        Some(_) => Default::default(),
+        None => keep_done(prep, &run_dir.path, &keys, &states, &decided.done)?,
+    };
     if !lost.is_empty() {
         decided.done.retain(|i| !lost.contains(i));
         decided.to_run.extend(lost);
@@ -370,10 +275,6 @@ pub(crate) fn claim_resume(
     for note in prep.backend.resume_notes(reattach.len(), &stale_jobs) {
         println!("{note}");
     }
-    let mut note = Map::new();
-    note.insert("resume".into(), json!(true));
-    note.insert("retry_failed".into(), json!(retry_failed));
-    note.insert("diff".into(), json!(decided.to_string()));
     // The context is recorded when the journal agrees with it: every line was written in it,
     // or every journaled fingerprint of a planned run equals the one just rendered (a changed
     // run this session may not get to re-run would otherwise be taken as done next time).
@@ -381,6 +282,10 @@ pub(crate) fn claim_resume(
         || (states.iter().zip(&fingerprints)).all(|(state, fingerprint)| {
             state.is_none_or(|s| s.fingerprint.is_empty() || s.fingerprint == *fingerprint)
         });
+    let mut note = Map::new();
+    note.insert("resume".into(), json!(true));
+    note.insert("retry_failed".into(), json!(retry_failed));
+    note.insert("diff".into(), json!(decided.to_string()));
     if agrees {
         note.insert(CONTEXT_FIELD.into(), json!(context));
     }
@@ -409,6 +314,130 @@ pub(crate) fn claim_resume(
         stale_jobs,
         settled,
     })
+}
+
+/// Each planned run's fingerprint: the journal's when it was written in this very context
+/// (`same_context`), else rendered again.
+fn run_fingerprints(
+    prep: &Prepared,
+    run_dir: &RunDir,
+    states: &[Option<&StepState>],
+    same_context: bool,
+) -> Vec<String> {
+    (prep.runs.iter().zip(states))
+        .map(|(r, state)| {
+            let journaled = same_context
+                .then_some(*state)
+                .flatten()
+                .map(|s| s.fingerprint.clone())
+                .filter(|f| !f.is_empty());
+            journaled.unwrap_or_else(|| {
+                let stack = &prep.stacks[r.stack];
+                work::fingerprint(run_dir, &r.case_id, stack, &prep.cases[r.case_index])
+            })
+        })
+        .collect()
+}
+
+/// Every run's first attempt this session, and the jobs an earlier session left open: those of
+/// unchanged runs the backend can re-attach to (run → job; that attempt continues), and the
+/// stale ones of runs that run again.
+fn open_jobs(
+    prep: &mut Prepared,
+    states: &[Option<&StepState>],
+    fingerprints: &[String],
+) -> (BTreeMap<usize, JobRef>, Vec<JobRef>) {
+    let mut reattach = BTreeMap::new();
+    let mut stale = Vec::new();
+    for (i, (state, fingerprint)) in states.iter().zip(fingerprints).enumerate() {
+        prep.plans[i].first_attempt = StepState::next_attempt(*state);
+        let Some((state, job)) = state
+            .filter(|s| s.is_interrupted())
+            .and_then(|s| s.job_of_latest_attempt().map(|j| (s, j)))
+        else {
+            continue;
+        };
+        let stack = &prep.stacks[prep.runs[i].stack];
+        let same = state.fingerprint == *fingerprint;
+        if same && prep.backend.can_reattach(&stack.def) {
+            prep.plans[i].first_attempt = job.attempt;
+            reattach.insert(i, JobRef(job.id));
+        } else {
+            stale.push(JobRef(job.id));
+        }
+    }
+    (reattach, stale)
+}
+
+/// The done runs whose bundles read back as the journal recorded them: kept, their results
+/// preset (run → result). The others are lost and run again; each says why.
+fn keep_done(
+    prep: &mut Prepared,
+    run_dir: &Path,
+    keys: &[String],
+    states: &[Option<&StepState>],
+    done: &[usize],
+) -> Result<(BTreeMap<usize, RunResult>, Vec<usize>)> {
+    let (loaded, unreadable) = crate::store::load::load_run_dir_tolerant(run_dir)?;
+    let mut bundles: BTreeMap<(String, String), RunResult> = (loaded.runs.into_iter())
+        .map(|r| ((r.case_id.clone(), r.stack.clone()), r))
+        .collect();
+    // Bundles that do not read back, by (case folder, stack folder) — the planned ids.
+    let mut unreadable: BTreeMap<(String, String), crate::error::Error> = (unreadable.into_iter())
+        .filter_map(|(bundle, e)| {
+            let name = |p: &std::path::Path| Some(p.file_name()?.to_str()?.to_string());
+            Some(((name(bundle.parent()?)?, name(&bundle)?), e))
+        })
+        .collect();
+    let mut is_done = vec![false; keys.len()];
+    for &i in done {
+        is_done[i] = true;
+    }
+    let mut kept = BTreeMap::new();
+    let mut lost = Vec::new();
+    for (i, key) in keys.iter().enumerate().filter(|(i, _)| is_done[*i]) {
+        let r = &prep.runs[i];
+        let id = (r.case_id.clone(), prep.stacks[r.stack].name.clone());
+        // How many samples the journal's `finished` line says the bundle holds (older journals
+        // do not say).
+        let recorded = states[i]
+            .and_then(|s| s.last_finished.as_ref())
+            .and_then(|f| f.samples);
+        if let Some(e) = unreadable.remove(&id) {
+            println!("{key}: finished in the journal but its bundle does not read back ({e}); it runs again");
+            lost.push(i);
+            continue;
+        }
+        match bundles.remove(&id) {
+            Some(result) if recorded.is_some_and(|n| n != result.samples.len() as u64) => {
+                println!(
+                    "{key}: finished in the journal with {} samples but its bundle holds {}; it runs again",
+                    recorded.unwrap_or_default(),
+                    result.samples.len()
+                );
+                lost.push(i);
+            }
+            // A pass always has timed samples; none means timing.json did not survive (e.g. a
+            // power loss after the manifest's rename reached disk but before the data did).
+            Some(result)
+                if result.status == RunStatus::Pass
+                    && !result.samples.iter().any(|s| s.is_timed()) =>
+            {
+                println!("{key}: finished pass in the journal but its bundle has no timed samples (timing.json missing or empty); it runs again");
+                lost.push(i);
+            }
+            Some(result) => {
+                let reason = result.error.clone().unwrap_or_default();
+                prep.plans[i].preset = Some((result.status, reason));
+                kept.insert(i, result);
+            }
+            None => {
+                println!("{key}: finished in the journal but its bundle has no manifest.json; it runs again");
+                lost.push(i);
+            }
+        }
+    }
+    Ok((kept, lost))
 }
 
 /// Free `value` on a thread of its own: a 100,000-run replay or list of step keys takes tens
