@@ -154,6 +154,44 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
             ),
         ));
     }
+    let (runs, plans) = plan_runs(
+        &plan,
+        &cases,
+        &case_ids,
+        &names,
+        &stacks,
+        &pool,
+        granted,
+        (repeats, seed),
+    )?;
+    interrupt::check_preparation()?;
+    Ok(Prepared {
+        plan,
+        cases,
+        stacks,
+        runs,
+        plans,
+        pool,
+        seed,
+        backend,
+    })
+}
+
+/// Every run — each case `repeats` times, each repeat in its own seeded stack order — with what
+/// it leases (nothing when the backend grants devices) and its preset (`skipped` when the stack
+/// does not support the case). Runs whose P exceeds the pool are refused, all named at once.
+#[allow(clippy::too_many_arguments)]
+fn plan_runs(
+    plan: &Plan,
+    cases: &[Case],
+    case_ids: &[String],
+    names: &[String],
+    stacks: &[Arc<EngineStack>],
+    pool: &Pool,
+    granted: bool,
+    (repeats, seed): (u32, u64),
+) -> Result<(Vec<PlannedRun>, Vec<RunPlan>)> {
+    let n_runs = cases.len() * repeats as usize * names.len();
     let mut orders = estimate::stack_orders(
         names.len(),
         n_runs / names.len().max(1),
@@ -176,7 +214,7 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
             let need = if granted {
                 Need::Nothing
             } else {
-                need(stack, case, &pool)
+                need(stack, case, pool)
             };
             let preset = stack
                 .def
@@ -209,17 +247,7 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
     if !refused.is_empty() {
         return Err(Error::Invalid(refused));
     }
-    interrupt::check_preparation()?;
-    Ok(Prepared {
-        plan,
-        cases,
-        stacks,
-        runs,
-        plans,
-        pool,
-        seed,
-        backend,
-    })
+    Ok((runs, plans))
 }
 
 /// What one run of `stack` on `case` leases.
