@@ -17,8 +17,8 @@ use crate::store::history::{self, History};
 
 pub(crate) fn run(args: &CompareArgs) -> Result<i32> {
     let threshold = parse_threshold(&args.threshold).map_err(Error::Usage)?;
-    let a = super::report::load_run_dir(&args.run_a)?;
-    let b = super::report::load_run_dir(&args.run_b)?;
+    let a = crate::store::load::load_any_run_dir(&args.run_a)?;
+    let b = crate::store::load::load_any_run_dir(&args.run_b)?;
     let max_contention = parse_max_contention(&args.max_contention).map_err(Error::Usage)?;
     let (spreads, store) = spreads(args, &a)?;
     let judging = Judging {

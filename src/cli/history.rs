@@ -1,7 +1,7 @@
 //! `campaign history …`: ingest run dirs into the performance history and read it back (list,
-//! show, trend, regressions), plus the hook `run`, `resume` and `report` call to record their
-//! run dir and get the report's history section. Glue: the store is `store::history`, the
-//! change points `analysis::changepoint`, the figure `report::figures::trend`.
+//! show, trend, regressions). Glue: the store is `store::history`, the change points
+//! `analysis::changepoint`, the figure `report::figures::trend`; recording the run dir of `run`,
+//! `resume` and `report` (and the report's history section) is `engine::report_step`'s.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -14,8 +14,7 @@ use crate::cli::args::{
     HistoryShowArgs, HistoryStore, HistoryTrendArgs,
 };
 use crate::error::{exit, Error, Result};
-use crate::model::history::{Direction, ReportHistory, ReportHistoryRow, Series, Step};
-use crate::model::results::ResultSet;
+use crate::model::history::{Direction, Series, Step};
 use crate::model::units::format_seconds;
 use crate::store::history::query::SeriesFilter;
 use crate::store::history::{self as store, History};
@@ -39,7 +38,7 @@ fn ingest(args: &HistoryIngestArgs) -> Result<i32> {
     // Load every run dir first: a bad one fails before anything is written.
     let mut loaded = Vec::with_capacity(args.run_dirs.len());
     for dir in &args.run_dirs {
-        loaded.push((dir, super::report::load_run_dir(dir)?));
+        loaded.push((dir, crate::store::load::load_any_run_dir(dir)?));
     }
     let mut h = History::open(&path)?;
     for (i, (dir, results)) in loaded.iter().enumerate() {
@@ -375,100 +374,4 @@ fn findings_text(findings: &[Finding], n_series: usize) -> String {
         findings.len()
     );
     out
-}
-
-/// Record a run dir of `run`, `resume` or `report` in its results dir's store and return the
-/// report's history section. History is a side record: a failure is printed as a warning and
-/// never fails the campaign. `results_dir` is `--results-dir`; without it the run dir's own
-/// results dir is used, and a run dir outside campaign's layout is not recorded.
-pub(crate) fn record(
-    run_dir: &Path,
-    results: &ResultSet,
-    results_dir: Option<&Path>,
-) -> Option<ReportHistory> {
-    let results_dir = results_dir_for(run_dir, results, results_dir)?;
-    // What is on disk, as `history ingest` and `report` will read it later, so recording
-    // the same run dir again finds it unchanged (files round timings to 6 digits).
-    let on_disk = super::report::load_run_dir(run_dir);
-    record_in(run_dir, on_disk.as_ref().unwrap_or(results), &results_dir)
-}
-
-/// [`record`] of a result set just loaded from `run_dir`'s files (`report::load_run_dir`, in
-/// the order it reads them): `campaign report` has it already, so the run dir is not read twice.
-pub(crate) fn record_loaded(
-    run_dir: &Path,
-    on_disk: &ResultSet,
-    results_dir: Option<&Path>,
-) -> Option<ReportHistory> {
-    let results_dir = results_dir_for(run_dir, on_disk, results_dir)?;
-    record_in(run_dir, on_disk, &results_dir)
-}
-
-/// Record `on_disk` in `results_dir`'s history store; the report's history section.
-fn record_in(run_dir: &Path, on_disk: &ResultSet, results_dir: &Path) -> Option<ReportHistory> {
-    let path = store::store_path(Some(results_dir));
-    let attempt = || -> Result<ReportHistory> {
-        let mut h = History::open(&path)?;
-        h.ingest(run_dir, on_disk)?;
-        report_history(&h, run_dir)
-    };
-    match attempt() {
-        Ok(section) => Some(section).filter(|s| !s.rows.is_empty()),
-        Err(e) => {
-            eprintln!("warning: history not recorded in {}: {e}", path.display());
-            None
-        }
-    }
-}
-
-/// The results dir whose history store records `run_dir`: `results_dir`, else the one the run
-/// dir sits in (none for a run dir outside campaign's layout).
-fn results_dir_for(
-    run_dir: &Path,
-    results: &ResultSet,
-    results_dir: Option<&Path>,
-) -> Option<PathBuf> {
-    match results_dir {
-        Some(d) => Some(d.to_path_buf()),
-        None => store::results_dir_of(run_dir, &results.campaign),
-    }
-}
-
-/// The report's history section for `run_dir`: per series of the run dir with earlier points,
-/// the previous median, the change, and the step ending at this run if one is detected.
-fn report_history(h: &History, run_dir: &Path) -> Result<ReportHistory> {
-    let abs = std::path::absolute(run_dir)
-        .map_err(|e| Error::io(run_dir, e))?
-        .display()
-        .to_string();
-    let filter = SeriesFilter {
-        run_dir: Some(abs.clone()),
-        ..SeriesFilter::default()
-    };
-    let mut rows = Vec::new();
-    for mut s in h.series(&filter)? {
-        let Some(idx) = s.points.iter().position(|p| p.run_dir == abs) else {
-            continue;
-        };
-        if idx == 0 {
-            continue;
-        }
-        // What was known when this run finished: later points (re-rendering an old run dir)
-        // are left out.
-        s.points.truncate(idx + 1);
-        let step = changepoint::series_steps(&s, &Params::default())
-            .into_iter()
-            .find(|st| st.at == idx);
-        let (prev, now) = (&s.points[idx - 1], &s.points[idx]);
-        rows.push(ReportHistoryRow {
-            case_id: s.case_id.clone(),
-            stack: s.key.stack.clone(),
-            earlier: idx,
-            previous_median_s: prev.median_s,
-            median_s: now.median_s,
-            change: now.median_s / prev.median_s - 1.0,
-            step,
-        });
-    }
-    Ok(ReportHistory { rows })
 }

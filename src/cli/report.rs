@@ -4,16 +4,13 @@
 //! named, and the run dir is recorded in its results dir's history store (a run dir outside
 //! campaign's layout is not recorded). Glue only.
 
-use std::path::Path;
-
 use crate::cli::args::ReportArgs;
-use crate::error::{Error, Result};
-use crate::model::results::ResultSet;
+use crate::error::Result;
 use crate::report::{self, ReportOptions};
 use crate::store::{rebuild, seed_dir};
 
 pub(crate) fn run(args: &ReportArgs) -> Result<i32> {
-    let mut results = load_run_dir(&args.run_dir)?;
+    let mut results = crate::store::load::load_any_run_dir(&args.run_dir)?;
     let campaign_dir = !seed_dir::is_seed_run_dir(&args.run_dir);
     // Recorded as loaded (the order the history hashes a run dir's results in), before the
     // runs are put in planned order: the history does not read the run dir a second time.
@@ -21,7 +18,7 @@ pub(crate) fn run(args: &ReportArgs) -> Result<i32> {
     let (history, order) = std::thread::scope(|s| {
         let order =
             campaign_dir.then(|| s.spawn(|| rebuild::planned_order(&args.run_dir, &results)));
-        let history = super::history::record_loaded(&args.run_dir, &results, None);
+        let history = crate::engine::report_step::record_loaded(&args.run_dir, &results, None);
         let order = order.map(|o| {
             o.join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
@@ -75,25 +72,4 @@ pub(crate) fn run(args: &ReportArgs) -> Result<i32> {
     // 510,000 samples of a 10,000-run set are freed off the way out.
     crate::engine::session::drop_aside(results);
     Ok(crate::error::exit::OK)
-}
-
-/// Load a run dir: the old Python harness's layout or campaign's own.
-pub(crate) fn load_run_dir(dir: &Path) -> Result<ResultSet> {
-    if !dir.is_dir() {
-        return Err(Error::Usage(format!(
-            "{}: not a directory (expected a run dir such as results/campaigns/<name>/run_<stamp>)",
-            dir.display()
-        )));
-    }
-    if seed_dir::is_seed_run_dir(dir) {
-        return seed_dir::load_seed_run_dir(dir);
-    }
-    if dir.join("cases").is_dir() {
-        return crate::store::load::load_run_dir(dir);
-    }
-    Err(Error::Usage(format!(
-        "{}: not a run dir: expected campaign's cases/ folder of bundles or the old harness's \
-         results.json with execute_s_mean rows",
-        dir.display()
-    )))
 }

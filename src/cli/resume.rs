@@ -12,9 +12,6 @@ use crate::store::journal;
 use crate::store::journal::Journal;
 use crate::store::lock::RunDirLock;
 
-/// Default parent of campaign folders (`--results-dir` replaces it).
-const DEFAULT_RESULTS_DIR: &str = "results/campaigns";
-
 pub(crate) fn run(args: &ResumeArgs) -> Result<i32> {
     if args.exec.jobs == Some(0) {
         return Err(Error::Usage("--jobs must be at least 1".into()));
@@ -83,7 +80,7 @@ pub(crate) fn run(args: &ResumeArgs) -> Result<i32> {
 type Session = (
     engine::Prepared,
     engine::Options,
-    Vec<(String, engine::driver::AfterStep)>,
+    Vec<(String, engine::AfterStep)>,
 );
 
 /// The frozen plan loaded with what the journal `header` recorded (executor, seed, selection)
@@ -99,10 +96,8 @@ fn prepare_from_header(
         .exec
         .executor
         .map(super::run::executor_kind)
-        .or_else(|| match header.get("executor").and_then(|e| e.as_str()) {
-            Some("slurm") => Some(crate::model::plan::ExecutorKind::Slurm),
-            Some("local") => Some(crate::model::plan::ExecutorKind::Local),
-            _ => None,
+        .or_else(|| {
+            (header.get("executor").and_then(|e| e.as_str())).and_then(crate::executor::kind_named)
         });
     let mut plan = load_frozen_plan(plan_path, header, executor)?;
     // Same seed, same stack order as the first session.
@@ -110,7 +105,7 @@ fn prepare_from_header(
         plan.run.seed = header.get("seed").and_then(serde_json::Value::as_u64);
     }
     let opts = engine::session::with_selection(super::run::exec_options(&args.exec), header);
-    let after = super::run::report_step(
+    let after = engine::report_step::report_step(
         &plan,
         args.exec.template.clone(),
         args.exec.results_dir.clone(),
@@ -169,7 +164,10 @@ pub(crate) fn locate(target: &Path, results_dir: Option<&Path>) -> Result<PathBu
         )));
     }
     let name = campaign_name(target)?;
-    let root = results_dir.map_or_else(|| PathBuf::from(DEFAULT_RESULTS_DIR), Path::to_path_buf);
+    let root = results_dir.map_or_else(
+        || PathBuf::from(crate::store::layout::DEFAULT_RESULTS_DIR),
+        Path::to_path_buf,
+    );
     let folder = root.join(&name);
     newest_run_dir(&folder).ok_or_else(|| {
         Error::Usage(format!(

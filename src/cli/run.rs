@@ -1,7 +1,7 @@
 //! `campaign run`: load the plan (or the built-in smoke plan), run it, print the summary and map
 //! the outcome to the exit code (0 all passed, 1 any fail/timeout/blocked, 3 interrupted, 5
 //! nothing ran: every run unavailable or skipped).
-//! `resume` shares the report step and the summary.
+//! `resume` shares the summary; the report step is `engine::report_step`'s.
 
 use std::path::Path;
 
@@ -43,7 +43,7 @@ pub(crate) fn exec_options(exec: &crate::cli::args::ExecOptions) -> Options {
         executor: exec.executor.map(executor_kind),
         cancel_on_interrupt: exec.cancel_on_interrupt,
         ask_cancel: std::io::IsTerminal::is_terminal(&std::io::stdin())
-            .then_some(crate::cli::prompt::ask_cancel as crate::executor::slurm::job::AskCancel),
+            .then_some(crate::cli::prompt::ask_cancel as crate::executor::AskCancel),
         ..Options::default()
     }
 }
@@ -67,7 +67,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<i32> {
         eprintln!("warning: {w}");
     }
     let opts = options(args);
-    let after = report_step(
+    let after = engine::report_step::report_step(
         &plan,
         args.exec.template.clone(),
         args.exec.results_dir.clone(),
@@ -98,29 +98,6 @@ fn confirm_size(runs: usize, yes: bool) -> Result<()> {
     Err(Error::Usage(format!(
         "this campaign has {runs} runs, more than {limit}; pass --yes to start it (or narrow it with --filter/--stacks)"
     )))
-}
-
-/// summarize → plot → report, one step after `collect` (the report module does all three).
-/// The run dir is recorded in the history store of `results_dir` (`--results-dir`, else the
-/// run dir's own) first, so the report can show the earlier runs of its series.
-pub(crate) fn report_step(
-    plan: &crate::model::plan::Plan,
-    template: Option<std::path::PathBuf>,
-    results_dir: Option<std::path::PathBuf>,
-) -> Vec<(String, engine::AfterStep)> {
-    let report_cfg = plan.report.clone();
-    let report: engine::AfterStep = Box::new(move |run_dir, results| {
-        let history = super::history::record(&run_dir.path, results, results_dir.as_deref());
-        crate::report::finish_run(
-            results,
-            &report_cfg,
-            template.as_deref(),
-            &run_dir.path,
-            history,
-        )
-        .map(|_| ())
-    });
-    vec![("report".to_string(), report)]
 }
 
 /// Print the summary of a finished (or interrupted) campaign and map it to the exit code:

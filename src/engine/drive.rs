@@ -1,82 +1,20 @@
-//! `execute` and `resume`: claim a run dir (new, or the existing one with its journal), build
-//! the step graph, start the executor, and drive the scheduler to the end; then write the
-//! results files. Also what a Ctrl-C did to the campaign's Slurm jobs.
+//! `execute` and `resume`: the campaign's story once it is prepared — claim a run dir (new, or
+//! the existing one with its journal), build the campaign (`campaign`), run it (`runtime`), and
+//! finish: the results files written, what an interrupt did to work outside campaign journaled,
+//! every `finished` line durable.
+//!
+//! Owns the order of those steps and nothing else: it must not decide statuses or order, and
+//! it prints only the lines a session without runs answers with.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
-use std::sync::Arc;
+use std::collections::BTreeMap;
 
-use tokio::sync::watch;
-
-use crate::engine::driver::{AfterStep, EngineDriver, Jobs};
+use crate::engine::campaign;
+use crate::engine::driver::{AfterStep, EngineDriver, RunState};
+use crate::engine::finished::Finished;
 use crate::engine::prepare::{Options, Prepared};
-use crate::engine::schedule::dag::{Dag, RunNode};
-use crate::engine::schedule::scheduler::{Limits, Scheduler};
-use crate::engine::{driver, estimate, session};
+use crate::engine::schedule::types::Summary;
+use crate::engine::{runtime, session};
 use crate::error::{Error, Result};
-use crate::executor::slurm::job as slurm;
-use crate::executor::Local;
-use crate::model::plan::{ExecutorKind, Placement};
-use crate::model::results::{ResultSet, RunStatus};
-
-/// How a campaign ended: what `campaign run`/`resume` print and their exit code come from.
-/// A tally, not the result set: a resume of a finished 100,000-run dir has no samples to show
-/// and should not build a record per run just to count them.
-pub(crate) struct Finished {
-    pub(crate) run_dir: PathBuf,
-    /// Planned runs, all statuses.
-    pub(crate) runs: usize,
-    /// Runs per status (every status present, zero or not).
-    pub(crate) counts: BTreeMap<RunStatus, usize>,
-    /// Failed and timed-out runs in planned order: status, case id, stack, error.
-    pub(crate) failures: Vec<(RunStatus, String, String, Option<String>)>,
-    /// Quarantined device → why.
-    pub(crate) quarantined: BTreeMap<String, String>,
-    pub(crate) interrupted: bool,
-}
-
-impl Finished {
-    /// Tally `runs` (status, case id, stack, error of each).
-    pub(crate) fn tally<'a>(
-        run_dir: PathBuf,
-        runs: impl Iterator<Item = (RunStatus, &'a str, &'a str, Option<&'a str>)>,
-        quarantined: BTreeMap<String, String>,
-        interrupted: bool,
-    ) -> Finished {
-        let mut counts: BTreeMap<RunStatus, usize> =
-            RunStatus::ALL.iter().map(|s| (*s, 0)).collect();
-        let mut failures = Vec::new();
-        let mut total = 0;
-        for (status, case_id, stack, error) in runs {
-            total += 1;
-            *counts.entry(status).or_default() += 1;
-            if status.is_failure() {
-                let error = error.map(str::to_string);
-                failures.push((status, case_id.to_string(), stack.to_string(), error));
-            }
-        }
-        Finished {
-            run_dir,
-            runs: total,
-            counts,
-            failures,
-            quarantined,
-            interrupted,
-        }
-    }
-
-    fn of(run_dir: PathBuf, set: &ResultSet, interrupted: bool) -> Finished {
-        let runs = (set.runs.iter()).map(|r| {
-            (
-                r.status,
-                r.case_id.as_str(),
-                r.stack.as_str(),
-                r.error.as_deref(),
-            )
-        });
-        Finished::tally(run_dir, runs, set.quarantined.clone(), interrupted)
-    }
-}
 
 /// Claim a new run dir and run every step. `after` are steps after `collect`, in order.
 pub(crate) fn execute(
@@ -88,47 +26,6 @@ pub(crate) fn execute(
     drive(prep, opts, after, claimed)
 }
 
-/// Journal what an interrupt did to the campaign's Slurm jobs (event `slurm_interrupt`,
-/// `action` `cancelled` or `left_running`, `jobs`) and say how to go on.
-fn record_interrupt(
-    driver: &mut EngineDriver,
-    decision: &watch::Receiver<Option<slurm::Decision>>,
-    run_dir: &std::path::Path,
-) {
-    let Some(decision) = decision.borrow().clone() else {
-        return;
-    };
-    let (action, mut jobs): (&str, Vec<u64>) = match decision.action {
-        slurm::OnInterrupt::Cancel => ("cancelled", decision.jobs.iter().map(|j| j.0).collect()),
-        slurm::OnInterrupt::LeaveRunning => ("left_running", driver.jobs.detached.clone()),
-    };
-    jobs.sort_unstable();
-    let mut fields = serde_json::Map::new();
-    fields.insert("action".into(), action.into());
-    fields.insert("jobs".into(), jobs.clone().into());
-    if let Err(e) = driver.journal.event("slurm_interrupt", fields) {
-        eprintln!("warning: cannot journal the interrupt: {e}");
-    }
-    let ids: Vec<String> = jobs.iter().map(u64::to_string).collect();
-    if jobs.is_empty() {
-        return;
-    }
-    match decision.action {
-        slurm::OnInterrupt::Cancel => {
-            eprintln!("cancelled {} Slurm job(s): {}", jobs.len(), ids.join(" "))
-        }
-        slurm::OnInterrupt::LeaveRunning => eprintln!(
-            "left {} Slurm job(s) queued or running: {}
-  `campaign resume {}` re-attaches to them and records their results
-  `scancel {}` cancels them",
-            jobs.len(),
-            ids.join(" "),
-            run_dir.display(),
-            ids.join(" ")
-        ),
-    }
-}
-
 /// Continue the campaign of an existing run dir: runs the journal does not show as done run,
 /// the others keep their bundles; results files and `after` steps are rebuilt from all of them.
 pub(crate) fn resume(
@@ -137,13 +34,13 @@ pub(crate) fn resume(
     after: Vec<(String, AfterStep)>,
     state: session::Resume,
 ) -> Result<Finished> {
-    let slurm = prep.executor == ExecutorKind::Slurm;
-    let claimed = session::claim_resume(&mut prep, state, slurm, opts.results_dir.as_deref())?;
+    let claimed = session::claim_resume(&mut prep, state, opts.results_dir.as_deref())?;
     drive(prep, opts, after, claimed)
 }
 
+/// Prepare → claim → build → run → finish, on a claimed run dir.
 fn drive(
-    mut prep: Prepared,
+    prep: Prepared,
     opts: &Options,
     after: Vec<(String, AfterStep)>,
     claimed: session::Claimed,
@@ -169,247 +66,39 @@ fn drive(
         session::drop_aside((prep, fingerprints, kept));
         return Ok(finished);
     }
-    let use_slurm = prep.executor == ExecutorKind::Slurm;
-    let campaign = prep.plan.campaign.name.clone();
-    let campaign_dir = run_dir.path.parent().map(PathBuf::from).unwrap_or_default();
-    let history = estimate::History::load(&campaign_dir, &run_dir.path);
-    for (plan, run) in prep.plans.iter_mut().zip(&prep.runs) {
-        let stack = &prep.stacks[run.stack].name;
-        plan.estimate_s = history.estimate(&run.case_id, stack, &prep.cases[run.case_index]);
-    }
-    // Only stacks with something to execute are built (a resume of finished stacks skips them).
-    let busy: BTreeSet<usize> = prep
-        .runs
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| !kept.contains_key(i))
-        .map(|(_, r)| r.stack)
-        .collect();
-    let has_build: Vec<(String, bool)> = prep
-        .stacks
-        .iter()
-        .enumerate()
-        .map(|(i, s)| (s.name.clone(), s.def.build.is_some() && busy.contains(&i)))
-        .collect();
-    let nodes: Vec<RunNode> = prep
-        .runs
-        .iter()
-        .map(|r| RunNode {
-            case_id: r.case_id.clone(),
-            stack: prep.stacks[r.stack].name.clone(),
-        })
-        .collect();
-    let mut dag = Dag::new(&has_build, &nodes);
-    let mut after_map = BTreeMap::new();
-    for (name, f) in after {
-        dag.append_after_collect(&name);
-        after_map.insert(name, f);
-    }
-    let run_cfg = &prep.plan.run;
-    let limits = Limits {
-        jobs: if opts.exclusive || run_cfg.exclusive {
-            Some(1)
-        } else if use_slurm {
-            // Nothing is leased locally under Slurm: this cap is all that bounds the queue.
-            Some(
-                opts.jobs
-                    .or(prep.plan.slurm.max_jobs)
-                    .unwrap_or(crate::executor::slurm::DEFAULT_MAX_JOBS),
-            )
-        } else {
-            opts.jobs.or(run_cfg.jobs)
-        },
-        faults: crate::engine::schedule::faults::Policy::from_config(run_cfg),
+    let earlier = crate::executor::Earlier {
+        stale: stale_jobs,
+        reattach: reattach.values().copied().collect(),
+        run_dir: run_dir.path.clone(),
     };
-    let mut provenance = crate::store::provenance::collect(
-        Some(&prep.plan.hash),
-        Some(&prep.plan.source),
-        &crate::stack::resolve::roots(
-            &prep
-                .stacks
-                .iter()
-                .map(|s| (**s).clone())
-                .collect::<Vec<_>>(),
-        ),
-        Some(prep.seed),
-    );
-    if use_slurm {
-        provenance.executor = Some("slurm".into());
-    }
-    for stack in &prep.stacks {
-        // argv[0] when it is written literally (a template such as `{{ run_dir }}/x` is built).
-        let program = match &stack.def.command {
-            Some(crate::model::stack::CommandSpec::Argv(argv)) => {
-                argv.first().filter(|p| !p.contains("{{"))
-            }
-            _ => None,
-        };
-        crate::store::provenance::add_stack_facts(
-            &mut provenance,
-            &stack.name,
-            program.map(String::as_str),
-            &stack.def.env,
-        );
-    }
-    let (cancel_tx, cancel_rx) = watch::channel(false);
-    let (decision_tx, decision_rx) = watch::channel(None);
-    let decision_tx = Arc::new(decision_tx);
-    let cancel_tx = Arc::new(cancel_tx);
-    let results_files = crate::engine::results_files::ResultsFiles::start(
-        run_dir.clone(),
-        crate::engine::results_files::Header {
-            campaign: campaign.clone(),
-            timestamp: run_dir.timestamp.clone(),
-            provenance: provenance.clone(),
-            metrics: (prep.stacks.iter())
-                .filter_map(|s| s.def.metric.map(|m| (s.name.clone(), m)))
-                .collect(),
-        },
-        prep.runs
-            .iter()
-            .map(|r| (r.case_id.clone(), prep.stacks[r.stack].name.clone()))
-            .collect(),
-    )?;
-    let cases = Arc::new(prep.cases);
-    let mut driver = driver::EngineDriver {
-        run_dir: run_dir.clone(),
-        campaign,
-        plan_text: prep.plan.text.clone(),
-        case_files: Arc::new(crate::engine::case_files::CaseFiles::new(
-            run_dir.clone(),
-            cases.clone(),
-            prep.runs.iter().map(|r| {
-                let stack = prep.stacks[r.stack].name.clone();
-                (r.case_id.clone(), r.case_index, stack)
-            }),
-        )),
-        case_thread: None,
-        cases,
-        stacks: prep.stacks,
-        runs: prep.runs,
-        place: prep.plan.devices.placement == Placement::Auto,
-        provenance,
-        progress: crate::engine::progress::Progress::new(pending, opts.quiet || pending == 0),
-        cancel: cancel_rx.clone(),
-        after: after_map,
-        fatal: None,
-        cancel_tx: cancel_tx.clone(),
-        results_files: Some(results_files),
-        handed_over: 0,
-        journal,
-        fingerprints,
-        kept,
-        kept_runs: BTreeSet::new(),
-        pool_probe: prep.plan.devices.probe.clone(),
-        executor: Arc::new(Local),
-        jobs: Jobs {
-            reattach,
-            decision_tx: use_slurm.then(|| decision_tx.clone()),
-            ..Jobs::default()
-        },
-        attempts: BTreeMap::new(),
-        claims: BTreeMap::new(),
-    };
+    let state = RunState::new(journal, fingerprints, kept, reattach);
+    let built = campaign::build(prep, opts, after, run_dir.clone(), state, pending)?;
     if pending == 0 {
         crate::say!("nothing to run: every planned run is done; rebuilding results and report");
     }
-    let scheduler = Scheduler::new(dag, prep.pool, prep.plans, limits);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| Error::Environment(format!("cannot start the async runtime: {e}")))?;
-    let decision_seen = decision_rx.clone();
-    let summary = rt.block_on(async move {
-        // First Ctrl-C/SIGTERM: stop launching, stop running processes, record them
-        // `interrupted`; a second one kills every child group and exits 3 (crate::engine::interrupt).
-        let mut service = None;
-        if use_slurm {
-            // One task owns the Slurm executor so every run's job is polled in one batch.
-            let executor = crate::executor::slurm::SlurmExecutor::new(prep.plan.slurm.clone());
-            // Only jobs this run dir submitted are cancelled or re-attached to, whatever the
-            // journal says; the runs of the others run again.
-            let journaled: Vec<_> = (stale_jobs.iter().chain(driver.jobs.reattach.values()))
-                .map(|&id| crate::executor::slurm::JobId(id))
-                .collect();
-            let foreign = match executor.foreign(&journaled, &driver.run_dir.path).await {
-                Ok(foreign) => foreign,
-                Err(e) => {
-                    eprintln!("warning: cannot check the earlier session's Slurm jobs ({e}); none is cancelled or re-attached to");
-                    journaled.iter().copied().collect()
-                }
-            };
-            if !foreign.is_empty() {
-                let ids: Vec<String> = foreign.iter().map(|id| id.to_string()).collect();
-                eprintln!("warning: resume: Slurm job(s) {} named by the journal do not run this run dir's scripts; left alone, their runs run again", ids.join(" "));
-            }
-            (driver.jobs.reattach)
-                .retain(|_, id| !foreign.contains(&crate::executor::slurm::JobId(*id)));
-            let svc = crate::executor::slurm::SlurmService::start(executor).0;
-            let stale: Vec<_> = (stale_jobs.iter())
-                .map(|&id| crate::executor::slurm::JobId(id))
-                .filter(|id| !foreign.contains(id))
-                .collect();
-            if !stale.is_empty() {
-                if let Err(e) = svc.cancel(stale).await {
-                    eprintln!("warning: cannot cancel the earlier session's stale jobs: {e}");
-                }
-            }
-            driver.executor = Arc::new(slurm::SlurmRun {
-                service: svc.clone(),
-                campaign: driver.campaign.clone(),
-                kind: prep.plan.devices.kind,
-                decision: decision_rx.clone(),
-            });
-            service = Some(svc);
-        }
-        let interrupt = crate::engine::interrupt::Interrupt::install()?;
-        let mut signals = interrupt.subscribe();
-        let tx = cancel_tx.clone();
-        let decision_tx = decision_tx.clone();
-        let cancel_at_once = opts.cancel_on_interrupt;
-        let ask = opts.ask_cancel;
-        tokio::spawn(async move {
-            while signals.changed().await.is_ok() {
-                if *signals.borrow() {
-                    // Stop launching first; then decide about the jobs already in Slurm.
-                    let _ = tx.send(true);
-                    if let Some(service) = &service {
-                        let decision = slurm::decide(service, cancel_at_once, ask).await;
-                        decision_tx.send_if_modified(|d| {
-                            let unset = d.is_none();
-                            if unset {
-                                *d = Some(decision);
-                            }
-                            unset
-                        });
-                    }
-                    break;
-                }
-            }
-        });
-        // The scheduler runs on a worker like the runs it starts, so a finished run's report
-        // wakes it on the same thread instead of crossing to the main thread and back.
-        let joined = tokio::spawn(async move {
-            let summary = scheduler.run(&mut driver, cancel_rx).await;
-            (summary, driver)
-        })
-        .await;
-        joined.map_err(|e| Error::Environment(format!("the scheduler stopped: {e}")))
-    });
+    let ran = runtime::run(built, earlier);
     // Every run has reported: the runs' kept cgroups are empty and go.
     crate::executor::unit::slots::remove_all(&run_dir.path);
-    let (summary, mut driver) = summary?;
-    driver.progress.finish();
+    let (summary, driver) = ran?;
+    finish(driver, summary, &earlier_quarantine)
+}
+
+/// The end of a session: progress and case writer stopped, the interrupt journaled, the results
+/// files written, every `finished` line durable — or the fatal error, with how to go on.
+fn finish(
+    mut driver: EngineDriver,
+    summary: Summary,
+    earlier_quarantine: &BTreeMap<u32, String>,
+) -> Result<Finished> {
+    let run_dir = driver.plan.run_dir.clone();
+    driver.out.progress.finish();
     driver.stop_case_files();
-    record_interrupt(&mut driver, &decision_seen, &run_dir.path);
+    record_interrupt(&mut driver);
     let mut set = driver.result_set(&summary.results);
-    set.quarantined = earlier_quarantine
-        .iter()
-        .chain(&summary.quarantined)
+    set.quarantined = (earlier_quarantine.iter().chain(&summary.quarantined))
         .map(|(d, why)| (d.to_string(), why.clone()))
         .collect();
-    if let Some(e) = driver.fatal.take() {
+    if let Some(e) = driver.stop.fatal.take() {
         // Whatever can still be written helps `status`; the journal and bundles already hold
         // everything recorded, so a failure here changes nothing.
         let _ = driver.write_results(set);
@@ -421,10 +110,25 @@ fn drive(
     let (set, written) = driver.write_results(set);
     written?;
     // Every `finished` line of the session on disk before campaign says it is done.
-    driver.journal.durable()?;
+    driver.state.journal.durable()?;
     Ok(Finished::of(
         run_dir.path.clone(),
         &set,
         summary.interrupted,
     ))
+}
+
+/// Journal what an interrupt did to work the backend runs outside campaign, and say how to go
+/// on (the backend's words).
+fn record_interrupt(driver: &mut EngineDriver) {
+    let (detached, run_dir) = (&driver.state.jobs.detached, &driver.plan.run_dir.path);
+    let Some(note) = driver.backend.interrupt_note(detached, run_dir) else {
+        return;
+    };
+    if let Err(e) = driver.state.journal.event(note.event, note.fields) {
+        eprintln!("warning: cannot journal the interrupt: {e}");
+    }
+    if let Some(message) = note.message {
+        eprintln!("{message}");
+    }
 }

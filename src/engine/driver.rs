@@ -11,7 +11,7 @@
 //! from their bundles untouched: no bundle write, no journal line. It must not decide statuses
 //! (verdict) or order (scheduler).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use petgraph::graph::NodeIndex;
@@ -26,7 +26,7 @@ use crate::engine::schedule::pool::Lease;
 use crate::engine::schedule::scheduler::{Driver, Outcome, Report};
 use crate::engine::work::{self, RunJob};
 use crate::error::Result;
-use crate::executor::Executor;
+use crate::executor::{Backend, JobRef};
 use crate::model::case::Case;
 use crate::model::results::{Provenance, ResultSet, RunResult, RunStatus};
 use crate::stack::resolve::EngineStack;
@@ -45,75 +45,126 @@ pub(crate) struct PlannedRun {
     pub(crate) stack: usize,
 }
 
+/// The engine's side of the scheduler's [`Driver`]: what the campaign runs, what the session
+/// knows and journals of each run, what it writes besides the journal, where runs execute, and
+/// how it stops.
 pub(crate) struct EngineDriver {
+    pub(crate) plan: CampaignPlan,
+    pub(crate) state: RunState,
+    pub(crate) out: Outputs,
+    /// Where runs execute (decided once, in prepare).
+    pub(crate) backend: Arc<dyn Backend>,
+    pub(crate) stop: Stopping,
+}
+
+/// What the campaign runs, fixed for the session.
+pub(crate) struct CampaignPlan {
     pub(crate) run_dir: Arc<RunDir>,
     pub(crate) campaign: String,
     pub(crate) plan_text: String,
     pub(crate) cases: Arc<Vec<Case>>,
-    /// The case files and bundle folders, written ahead of the runs.
-    pub(crate) case_files: Arc<CaseFiles>,
-    pub(crate) case_thread: Option<std::thread::JoinHandle<()>>,
     pub(crate) stacks: Vec<Arc<EngineStack>>,
     pub(crate) runs: Vec<PlannedRun>,
     /// Write leased devices into the case (`placement = "auto"`).
     pub(crate) place: bool,
     pub(crate) provenance: Provenance,
-    pub(crate) progress: Progress,
-    pub(crate) cancel: watch::Receiver<bool>,
-    pub(crate) after: BTreeMap<String, AfterStep>,
-    /// A failure that must end the campaign (the run dir cannot be written).
-    pub(crate) fatal: Option<crate::error::Error>,
-    pub(crate) cancel_tx: Arc<watch::Sender<bool>>,
-    /// The results files' writer thread (None once stopped: later writes are synchronous).
-    pub(crate) results_files: Option<ResultsFiles>,
-    /// How many of the scheduler's results were handed to `results_files` so far.
-    pub(crate) handed_over: usize,
+    /// `[devices] probe`, the health probe of stacks without their own.
+    pub(crate) pool_probe: Option<Vec<String>>,
+}
+
+/// What the session knows of each run, and the journal it writes that into.
+pub(crate) struct RunState {
     pub(crate) journal: Journal,
     /// Fingerprint of each run (from the planned case), computed when it first starts.
     pub(crate) fingerprints: BTreeMap<usize, String>,
     /// Results of runs a resume keeps, read from their bundles (handed out by `settle`).
     pub(crate) kept: BTreeMap<usize, RunResult>,
     /// Runs whose result was kept (their `finished` writes nothing).
-    pub(crate) kept_runs: std::collections::BTreeSet<usize>,
-    /// `[devices] probe`, the health probe of stacks without their own.
-    pub(crate) pool_probe: Option<Vec<String>>,
-    /// Where runs execute (decided once, in prepare).
-    pub(crate) executor: Arc<dyn Executor>,
-    /// What the driver keeps about batch jobs (Slurm); empty for local runs.
-    pub(crate) jobs: Jobs,
+    pub(crate) kept_runs: BTreeSet<usize>,
     /// Attempt of each running run (the journal's `submitted` line carries it).
     pub(crate) attempts: BTreeMap<usize, u32>,
     /// Unit id of each running run that claimed a kept cgroup (`executor::unit::slots`).
     pub(crate) claims: BTreeMap<usize, String>,
+    /// What the driver keeps about jobs left outside campaign; empty for local runs.
+    pub(crate) jobs: Jobs,
 }
 
-/// Batch jobs of the campaign's runs, as the driver journals them.
+impl RunState {
+    /// A session's run state: the claimed journal, the fingerprints and kept results a resume
+    /// decided with, and the earlier session's jobs to re-attach to.
+    pub(crate) fn new(
+        journal: Journal,
+        fingerprints: BTreeMap<usize, String>,
+        kept: BTreeMap<usize, RunResult>,
+        reattach: BTreeMap<usize, JobRef>,
+    ) -> RunState {
+        RunState {
+            journal,
+            fingerprints,
+            kept,
+            kept_runs: BTreeSet::new(),
+            attempts: BTreeMap::new(),
+            claims: BTreeMap::new(),
+            jobs: Jobs {
+                reattach,
+                ..Jobs::default()
+            },
+        }
+    }
+}
+
+/// What the session writes besides the journal, off the dispatch path where it can.
+pub(crate) struct Outputs {
+    /// The results files' writer thread (None once stopped: later writes are synchronous).
+    pub(crate) results_files: Option<ResultsFiles>,
+    /// How many of the scheduler's results were handed to `results_files` so far.
+    pub(crate) handed_over: usize,
+    /// The case files and bundle folders, written ahead of the runs.
+    pub(crate) case_files: Arc<CaseFiles>,
+    pub(crate) case_thread: Option<std::thread::JoinHandle<()>>,
+    pub(crate) progress: Progress,
+    /// Steps after `collect`, by name.
+    pub(crate) after: BTreeMap<String, AfterStep>,
+}
+
+/// How the campaign stops: the cancel flag every run watches, and the failure that ended it.
+pub(crate) struct Stopping {
+    pub(crate) cancel: watch::Receiver<bool>,
+    pub(crate) cancel_tx: Arc<watch::Sender<bool>>,
+    /// A failure that must end the campaign (the run dir cannot be written).
+    pub(crate) fatal: Option<crate::error::Error>,
+}
+
+/// Jobs of the campaign's runs that their backend runs outside campaign (batch jobs), as the
+/// driver journals them.
 #[derive(Default)]
 pub(crate) struct Jobs {
     /// The jobs of runs an earlier session left running, by run (resume re-attaches).
-    pub(crate) reattach: BTreeMap<usize, u64>,
+    pub(crate) reattach: BTreeMap<usize, JobRef>,
     /// The job of each run's running attempt, by run, with the attempt.
     pub(crate) running: BTreeMap<usize, (u32, u64)>,
     /// Jobs left running on an interrupt (their runs stay open in the journal).
-    pub(crate) detached: Vec<u64>,
-    /// Where the interrupt decision goes; a fatal error decides "leave running" (the jobs'
-    /// results are collected by resume once the problem is fixed). None: no batch jobs.
-    pub(crate) decision_tx:
-        Option<Arc<watch::Sender<Option<crate::executor::slurm::job::Decision>>>>,
+    pub(crate) detached: Vec<JobRef>,
 }
 
 impl EngineDriver {
     fn stack_by_name(&self, name: &str) -> Option<Arc<EngineStack>> {
-        self.stacks.iter().find(|s| s.name == name).cloned()
+        self.plan.stacks.iter().find(|s| s.name == name).cloned()
     }
 
     /// The result set in plan order.
     pub(crate) fn result_set(&self, results: &[RunResult]) -> ResultSet {
         let order: BTreeMap<(&str, &str), usize> = self
+            .plan
             .runs
             .iter()
             .enumerate()
-            .map(|(i, r)| ((r.case_id.as_str(), self.stacks[r.stack].name.as_str()), i))
+            .map(|(i, r)| {
+                (
+                    (r.case_id.as_str(), self.plan.stacks[r.stack].name.as_str()),
+                    i,
+                )
+            })
             .collect();
         let mut runs = results.to_vec();
         runs.sort_by_key(|r| {
@@ -123,12 +174,13 @@ impl EngineDriver {
                 .unwrap_or(usize::MAX)
         });
         ResultSet {
-            campaign: self.campaign.clone(),
-            timestamp: self.run_dir.timestamp.clone(),
-            provenance: self.provenance.clone(),
+            campaign: self.plan.campaign.clone(),
+            timestamp: self.plan.run_dir.timestamp.clone(),
+            provenance: self.plan.provenance.clone(),
             runs,
             quarantined: BTreeMap::new(),
             metrics: self
+                .plan
                 .stacks
                 .iter()
                 .filter_map(|s| s.def.metric.map(|m| (s.name.clone(), m)))
@@ -139,14 +191,14 @@ impl EngineDriver {
     /// results.json, results.csv, samples.csv of `set` — each atomically, now (the end of a
     /// campaign), through the writer thread; then the thread stops. Hands `set` back.
     pub(crate) fn write_results(&mut self, set: ResultSet) -> (ResultSet, Result<()>) {
-        match self.results_files.take() {
+        match self.out.results_files.take() {
             Some(mut files) => {
-                let done = files.write_set(&self.run_dir, set);
+                let done = files.write_set(&self.plan.run_dir, set);
                 files.stop();
                 done
             }
             None => {
-                let result = results_files::write(&self.run_dir, &set);
+                let result = results_files::write(&self.plan.run_dir, &set);
                 (set, result)
             }
         }
@@ -155,21 +207,25 @@ impl EngineDriver {
     /// Hand the results that finished since the last call to the writer thread, and stop the
     /// campaign if a background rewrite failed.
     fn hand_over(&mut self, results: &[RunResult]) {
-        let Some(files) = &self.results_files else {
+        let Some(files) = &self.out.results_files else {
             return;
         };
-        for r in results.get(self.handed_over..).unwrap_or_default() {
+        for r in results.get(self.out.handed_over..).unwrap_or_default() {
             files.add(r.clone());
         }
-        self.handed_over = results.len();
+        self.out.handed_over = results.len();
         if let Some(e) = files.take_failure() {
             self.fail(e);
         }
     }
 
     fn generate(&mut self) -> Result<()> {
-        write_atomic(&self.run_dir.file("plan.toml"), self.plan_text.as_bytes())?;
+        write_atomic(
+            &self.plan.run_dir.file("plan.toml"),
+            self.plan.plan_text.as_bytes(),
+        )?;
         let defs: serde_json::Map<String, serde_json::Value> = self
+            .plan
             .stacks
             .iter()
             .map(|s| {
@@ -180,18 +236,18 @@ impl EngineDriver {
             })
             .collect();
         write_json(
-            &self.run_dir.file("stacks.json"),
+            &self.plan.run_dir.file("stacks.json"),
             &serde_json::Value::Object(defs),
         )?;
         // Case files and bundle folders are written ahead of the runs (engine::case_files).
-        self.case_thread = Some(self.case_files.start()?);
+        self.out.case_thread = Some(self.out.case_files.start()?);
         Ok(())
     }
 
     /// Stop writing case files ahead (the end of the campaign, or an interrupt).
     pub(crate) fn stop_case_files(&mut self) {
-        if let Some(thread) = self.case_thread.take() {
-            self.case_files.finish(thread);
+        if let Some(thread) = self.out.case_thread.take() {
+            self.out.case_files.finish(thread);
         }
     }
 
@@ -199,12 +255,16 @@ impl EngineDriver {
     fn fingerprint(&mut self, step: &Step) -> String {
         match step {
             Step::Run { run, .. } => {
-                let planned = &self.runs[*run];
-                let (stack, case) = (&self.stacks[planned.stack], &self.cases[planned.case_index]);
-                self.fingerprints
+                let planned = &self.plan.runs[*run];
+                let (stack, case) = (
+                    &self.plan.stacks[planned.stack],
+                    &self.plan.cases[planned.case_index],
+                );
+                self.state
+                    .fingerprints
                     .entry(*run)
                     .or_insert_with(|| {
-                        work::fingerprint(&self.run_dir, &planned.case_id, stack, case)
+                        work::fingerprint(&self.plan.run_dir, &planned.case_id, stack, case)
                     })
                     .clone()
             }
@@ -222,15 +282,17 @@ impl EngineDriver {
             // The run's containment unit, recorded before its process starts: a resume after a
             // SIGKILL reaps what it left (`executor::unit::reap`).
             if let Some(stack) = step.stack() {
-                let id = work::run_unit(&self.run_dir, case_id, stack, attempt);
-                if let Some(cg) = crate::executor::unit::claim_run_cgroup(&self.run_dir.path, &id) {
+                let id = work::run_unit(&self.plan.run_dir, case_id, stack, attempt);
+                if let Some(cg) =
+                    crate::executor::unit::claim_run_cgroup(&self.plan.run_dir.path, &id)
+                {
                     extra.insert("cgroup".into(), cg.display().to_string().into());
-                    self.claims.insert(*run, id.clone());
+                    self.state.claims.insert(*run, id.clone());
                 }
                 extra.insert("unit".into(), id.into());
             }
         }
-        if let Err(e) = self.journal.started(&step.key(), attempt, &fp, extra) {
+        if let Err(e) = self.state.journal.started(&step.key(), attempt, &fp, extra) {
             self.fail(e);
         }
     }
@@ -253,14 +315,15 @@ impl EngineDriver {
             extra.insert("samples".into(), n.into());
         }
         if let Step::Run { run, .. } = step {
-            // The job that produced this attempt's result, to find it in Slurm's records.
-            if let Some((a, id)) = self.jobs.running.remove(run) {
+            // The job that produced this attempt's result, to find it in its backend's records.
+            if let Some((a, id)) = self.state.jobs.running.remove(run) {
                 if a == attempt {
-                    extra.insert("slurm_job_id".into(), id.into());
+                    extra.insert(crate::store::journal::JOB_ID_FIELD.into(), id.into());
                 }
             }
         }
         if let Err(e) = self
+            .state
             .journal
             .finished(&key, attempt, &fp, status, reason, extra)
         {
@@ -269,28 +332,18 @@ impl EngineDriver {
     }
 
     fn fail(&mut self, e: crate::error::Error) {
-        self.progress.println(&format!("error: {e}"));
-        self.fatal.get_or_insert(e);
-        if let Some(tx) = &self.jobs.decision_tx {
-            tx.send_if_modified(|d| {
-                let unset = d.is_none();
-                if unset {
-                    *d = Some(crate::executor::slurm::job::Decision {
-                        action: crate::executor::slurm::job::OnInterrupt::LeaveRunning,
-                        jobs: Vec::new(),
-                    });
-                }
-                unset
-            });
-        }
-        let _ = self.cancel_tx.send(true);
+        self.out.progress.println(&format!("error: {e}"));
+        self.stop.fatal.get_or_insert(e);
+        // Jobs outside campaign are left running: resume collects them once this is fixed.
+        self.backend.failed();
+        let _ = self.stop.cancel_tx.send(true);
     }
 }
 
 impl Driver for EngineDriver {
     /// After the first failed write (ENOSPC, a read-only dir) no other run is launched.
     fn stopped(&self) -> bool {
-        self.fatal.is_some()
+        self.stop.fatal.is_some()
     }
 
     fn start(
@@ -314,11 +367,11 @@ impl Driver for EngineDriver {
             }
             Step::Build { stack } => {
                 self.journal_started(step, attempt);
-                self.progress.started(&key, &[]);
+                self.out.progress.started(&key, &[]);
                 let Some(s) = self.stack_by_name(stack) else {
                     return send(Outcome::StackUnavailable(format!("unknown stack {stack}")));
                 };
-                let (rd, cancel) = (self.run_dir.clone(), self.cancel.clone());
+                let (rd, cancel) = (self.plan.run_dir.clone(), self.stop.cancel.clone());
                 tokio::spawn(async move {
                     let outcome = match work::build(rd, s, cancel).await {
                         Ok(()) => Outcome::Done,
@@ -339,7 +392,7 @@ impl Driver for EngineDriver {
                         Err(why) => Outcome::StackUnavailable(why),
                     });
                 }
-                let (rd, cancel) = (self.run_dir.clone(), self.cancel.clone());
+                let (rd, cancel) = (self.plan.run_dir.clone(), self.stop.cancel.clone());
                 tokio::spawn(async move {
                     let outcome = match work::preflight(rd, s, cancel).await {
                         Ok(()) => Outcome::Done,
@@ -350,30 +403,26 @@ impl Driver for EngineDriver {
             }
             Step::Run { run, case_id, .. } => {
                 self.journal_started(step, attempt);
-                self.attempts.insert(*run, attempt);
-                self.progress.started(&key, lease.visible_ids());
-                let planned = &self.runs[*run];
-                let stack = self.stacks[planned.stack].clone();
-                let place = self.place && !lease.devices.is_empty();
+                self.state.attempts.insert(*run, attempt);
+                self.out.progress.started(&key, lease.visible_ids());
+                let planned = &self.plan.runs[*run];
+                let stack = self.plan.stacks[planned.stack].clone();
+                let place = self.plan.place && !lease.devices.is_empty();
                 let job = RunJob {
-                    run_dir: self.run_dir.clone(),
+                    run_dir: self.plan.run_dir.clone(),
                     case_id: case_id.clone(),
                     stack,
-                    case: self.cases[planned.case_index].clone(),
+                    case: self.plan.cases[planned.case_index].clone(),
                     lease: lease.clone(),
                     place,
                     attempt,
-                    cancel: self.cancel.clone(),
-                    executor: self.executor.clone(),
-                    case_files: self.case_files.clone(),
-                    reattach: self
-                        .jobs
-                        .reattach
-                        .remove(run)
-                        .map(crate::executor::slurm::JobId),
+                    cancel: self.stop.cancel.clone(),
+                    backend: self.backend.clone(),
+                    case_files: self.out.case_files.clone(),
+                    reattach: self.state.jobs.reattach.remove(run),
                     on_submit: {
                         let tx = tx.clone();
-                        Arc::new(move |id: crate::executor::slurm::JobId, reattached| {
+                        Arc::new(move |id: JobRef, reattached| {
                             let outcome = Outcome::Submitted {
                                 job_id: id.0,
                                 reattached,
@@ -385,9 +434,7 @@ impl Driver for EngineDriver {
                 tokio::spawn(async move {
                     let outcome = match work::execute(job).await {
                         Ok(work::Executed::Run(result)) => Outcome::Run(result),
-                        Ok(work::Executed::Detached(id)) => {
-                            Outcome::Detached(format!("Slurm job {id} left running"))
-                        }
+                        Ok(work::Executed::Detached(note)) => Outcome::Detached(note),
                         Err(e) => Outcome::Failed(e.to_string()),
                     };
                     let _ = tx.send(Report { node, outcome });
@@ -406,20 +453,20 @@ impl Driver for EngineDriver {
         devices: &[u32],
         tx: mpsc::UnboundedSender<Report>,
     ) {
-        let planned = &self.runs[run];
+        let planned = &self.plan.runs[run];
         // The probe is rendered like the run, with its case file.
-        if let Err(e) = self.case_files.ensure(&planned.case_id) {
+        if let Err(e) = self.out.case_files.ensure(&planned.case_id) {
             self.fail(e);
         }
-        let planned = &self.runs[run];
+        let planned = &self.plan.runs[run];
         let job = ProbeJob {
-            run_dir: self.run_dir.clone(),
-            stack: self.stacks[planned.stack].clone(),
-            pool_probe: self.pool_probe.clone(),
-            case: self.cases[planned.case_index].clone(),
+            run_dir: self.plan.run_dir.clone(),
+            stack: self.plan.stacks[planned.stack].clone(),
+            pool_probe: self.plan.pool_probe.clone(),
+            case: self.plan.cases[planned.case_index].clone(),
             case_id: planned.case_id.clone(),
             devices: devices.to_vec(),
-            cancel: self.cancel.clone(),
+            cancel: self.stop.cancel.clone(),
         };
         tokio::spawn(async move {
             let found = health::run(job).await;
@@ -431,9 +478,10 @@ impl Driver for EngineDriver {
     }
 
     fn quarantined(&mut self, device: u32, reason: &str) {
-        self.progress
+        self.out
+            .progress
             .println(&format!("device {device} quarantined: {reason}"));
-        if let Err(e) = self.journal.quarantined(device, reason) {
+        if let Err(e) = self.state.journal.quarantined(device, reason) {
             self.fail(e);
         }
     }
@@ -442,9 +490,10 @@ impl Driver for EngineDriver {
         let Step::Run { run, .. } = step else {
             return;
         };
-        let attempt = self.attempts.get(run).copied().unwrap_or(1);
-        self.jobs.running.insert(*run, (attempt, job_id));
+        let attempt = self.state.attempts.get(run).copied().unwrap_or(1);
+        self.state.jobs.running.insert(*run, (attempt, job_id));
         if let Err(e) = self
+            .state
             .journal
             .submitted(&step.key(), attempt, job_id, reattached)
         {
@@ -453,27 +502,27 @@ impl Driver for EngineDriver {
     }
 
     fn settle(&mut self, run: usize, status: RunStatus, reason: &str) -> RunResult {
-        if let Some(result) = self.kept.remove(&run) {
-            self.kept_runs.insert(run);
+        if let Some(result) = self.state.kept.remove(&run) {
+            self.state.kept_runs.insert(run);
             return result;
         }
-        let planned = &self.runs[run];
+        let planned = &self.plan.runs[run];
         // A run settled without executing still gets its case file beside its bundle (and moves
         // the case writer's window along).
-        if let Err(e) = self.case_files.ensure(&planned.case_id) {
+        if let Err(e) = self.out.case_files.ensure(&planned.case_id) {
             self.fail(e);
         }
-        let planned = &self.runs[run];
-        let stack = &self.stacks[planned.stack].name;
+        let planned = &self.plan.runs[run];
+        let stack = &self.plan.stacks[planned.stack].name;
         let result = work::unrun(
-            &self.cases[planned.case_index],
+            &self.plan.cases[planned.case_index],
             &planned.case_id,
             stack,
             status,
             reason,
             1,
         );
-        if let Err(e) = write_bundle(&self.run_dir, &result, &ProcessFacts::default()) {
+        if let Err(e) = write_bundle(&self.plan.run_dir, &result, &ProcessFacts::default()) {
             self.fail(e);
         }
         let step = Step::Run {
@@ -489,18 +538,18 @@ impl Driver for EngineDriver {
         let key = step.key();
         if let Step::Run { run, .. } = step {
             // The run's processes are over: its cgroup serves the next run.
-            if let Some(id) = self.claims.remove(run) {
+            if let Some(id) = self.state.claims.remove(run) {
                 crate::executor::unit::slots::release(&id);
             }
         }
         match (step, outcome) {
-            (Step::Run { run, .. }, _) if self.kept_runs.contains(run) => {}
+            (Step::Run { run, .. }, _) if self.state.kept_runs.contains(run) => {}
             (Step::Run { run, .. }, Outcome::Detached(why)) => {
                 // No `finished` line: the run stays open with its job id for resume.
-                if let Some((_, id)) = self.jobs.running.remove(run) {
-                    self.jobs.detached.push(id);
+                if let Some((_, id)) = self.state.jobs.running.remove(run) {
+                    self.state.jobs.detached.push(JobRef(id));
                 }
-                self.progress.finished(&key, None, why);
+                self.out.progress.finished(&key, None, why);
             }
             (Step::Run { .. }, Outcome::Failed(why)) => {
                 // The attempt could not be recorded: leave it `started` in the journal (resume
@@ -510,17 +559,18 @@ impl Driver for EngineDriver {
             (Step::Run { .. }, Outcome::Run(r)) => {
                 let samples = Some(r.samples.len());
                 self.journal_finished(step, r.attempt, r.status, r.error.as_deref(), samples);
-                self.progress
+                self.out
+                    .progress
                     .finished(&key, Some(r.status), r.error.as_deref().unwrap_or(""));
                 self.hand_over(results);
             }
             (Step::Collect, _) => {
                 self.hand_over(results);
-                let flushed = match &self.results_files {
+                let flushed = match &self.out.results_files {
                     Some(files) => files.flush(),
                     None => {
                         let set = self.result_set(results);
-                        results_files::write(&self.run_dir, &set)
+                        results_files::write(&self.plan.run_dir, &set)
                     }
                 };
                 if let Err(e) = flushed {
@@ -529,24 +579,26 @@ impl Driver for EngineDriver {
             }
             (Step::After { name }, _) => {
                 let set = self.result_set(results);
-                if let Some(f) = self.after.get_mut(name) {
-                    if let Err(e) = f(&self.run_dir, &set) {
-                        self.progress.println(&format!("{name} failed: {e}"));
+                if let Some(f) = self.out.after.get_mut(name) {
+                    if let Err(e) = f(&self.plan.run_dir, &set) {
+                        self.out.progress.println(&format!("{name} failed: {e}"));
                     }
                 }
             }
             (Step::Build { .. } | Step::Probe { .. }, Outcome::StackUnavailable(why)) => {
                 self.journal_finished(step, 1, RunStatus::Unavailable, Some(why), None);
                 if matches!(step, Step::Build { .. }) {
-                    self.progress.finished(&key, None, why);
+                    self.out.progress.finished(&key, None, why);
                 } else {
-                    self.progress.println(&format!("{key}: unavailable: {why}"));
+                    self.out
+                        .progress
+                        .println(&format!("{key}: unavailable: {why}"));
                 }
             }
             (Step::Build { .. } | Step::Probe { .. }, _) => {
                 self.journal_finished(step, 1, RunStatus::Pass, None, None);
                 if matches!(step, Step::Build { .. }) {
-                    self.progress.finished(&key, None, "");
+                    self.out.progress.finished(&key, None, "");
                 }
             }
             _ => {}

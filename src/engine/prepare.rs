@@ -1,6 +1,7 @@
 //! `prepare`: everything about a campaign that can fail on bad input, before anything runs —
 //! the cases (plan axes or `--cases` files), the stacks (registry + plan overlays), the seeded
-//! stack order, what each run leases, runs whose P exceeds the pool refused, and the executor.
+//! stack order, what each run leases, runs whose P exceeds the pool refused, and the session's
+//! backend (`executor::backend_for`, its preflight included).
 //! `dry-run` stops here; `run` and `resume` hand the result to `drive`.
 
 use std::collections::HashSet;
@@ -20,9 +21,10 @@ const POLL_EVERY: usize = 4096;
 pub(crate) const CONFIRM_RUNS: usize = 100_000;
 
 use crate::error::{Diagnostic, Error, Result};
+use crate::executor::{Backend, InterruptPolicy};
 use crate::model::case::Case;
 pub(crate) use crate::model::plan::MAX_RUNS;
-use crate::model::plan::{ExecutorKind, Placement, Plan};
+use crate::model::plan::{Placement, Plan};
 use crate::model::results::RunStatus;
 use crate::model::stack::Resource;
 use crate::stack::resolve::EngineStack;
@@ -45,10 +47,10 @@ pub struct Options {
     pub(crate) results_dir: Option<PathBuf>,
     /// `--executor` (None = the plan's `[run] executor`).
     pub(crate) executor: Option<crate::model::plan::ExecutorKind>,
-    /// `--cancel-on-interrupt`: on Ctrl-C, scancel the campaign's Slurm jobs without asking.
+    /// `--cancel-on-interrupt`: on Ctrl-C, stop the campaign's batch jobs without asking.
     pub(crate) cancel_on_interrupt: bool,
-    /// How to ask whether to cancel the Slurm jobs on Ctrl-C (None: never ask, leave them).
-    pub(crate) ask_cancel: Option<crate::executor::slurm::job::AskCancel>,
+    /// How to ask whether to stop the batch jobs on Ctrl-C (None: never ask, leave them).
+    pub(crate) ask_cancel: Option<crate::executor::AskCancel>,
 }
 
 /// A campaign ready to run.
@@ -63,7 +65,7 @@ pub(crate) struct Prepared {
     pub(crate) seed: u64,
     /// Where the runs execute: `--executor`, else the plan's `[run] executor` — decided here,
     /// once, for the whole session.
-    pub(crate) executor: ExecutorKind,
+    pub(crate) backend: Arc<dyn Backend>,
 }
 
 fn glob_cases(pattern: &str) -> Result<Vec<Case>> {
@@ -121,14 +123,16 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
         .collect();
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let pool = Pool::new(&plan.devices, cpus);
-    // Under Slurm the cluster places runs and grants devices: nothing is leased or probed
-    // locally, and a run bigger than this machine's pool is fine (docs/slurm.md).
-    let executor = opts.executor.unwrap_or(plan.run.executor);
-    let on_slurm = executor == ExecutorKind::Slurm;
-    if on_slurm {
-        // One clear environment error before anything is submitted or a run dir exists.
-        crate::executor::slurm::preflight::check_reachable()?;
-    }
+    // A backend that grants devices places the runs itself: nothing is leased or probed
+    // locally, and a run bigger than this machine's pool is fine. Its preflight is one clear
+    // environment error before anything is submitted or a run dir exists.
+    let on_interrupt = InterruptPolicy {
+        cancel_at_once: opts.cancel_on_interrupt,
+        ask: opts.ask_cancel,
+    };
+    let kind = opts.executor.unwrap_or(plan.run.executor);
+    let backend = crate::executor::backend_for(kind, &plan, on_interrupt)?;
+    let granted = backend.grants_devices();
     let seed = plan.run.seed.unwrap_or_else(rand::random);
     // Repeat r of every stack of a case runs before repeat r + 1 of any, each repeat in its own
     // seeded stack order: a slow machine phase hits every stack alike.
@@ -148,6 +152,44 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
             ),
         ));
     }
+    let (runs, plans) = plan_runs(
+        &plan,
+        &cases,
+        &case_ids,
+        &names,
+        &stacks,
+        &pool,
+        granted,
+        (repeats, seed),
+    )?;
+    interrupt::check_preparation()?;
+    Ok(Prepared {
+        plan,
+        cases,
+        stacks,
+        runs,
+        plans,
+        pool,
+        seed,
+        backend,
+    })
+}
+
+/// Every run — each case `repeats` times, each repeat in its own seeded stack order — with what
+/// it leases (nothing when the backend grants devices) and its preset (`skipped` when the stack
+/// does not support the case). Runs whose P exceeds the pool are refused, all named at once.
+#[allow(clippy::too_many_arguments)]
+fn plan_runs(
+    plan: &Plan,
+    cases: &[Case],
+    case_ids: &[String],
+    names: &[String],
+    stacks: &[Arc<EngineStack>],
+    pool: &Pool,
+    granted: bool,
+    (repeats, seed): (u32, u64),
+) -> Result<(Vec<PlannedRun>, Vec<RunPlan>)> {
+    let n_runs = cases.len() * repeats as usize * names.len();
     let mut orders = estimate::stack_orders(
         names.len(),
         n_runs / names.len().max(1),
@@ -167,10 +209,10 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
         for si in orders.next().unwrap_or_default() {
             let name = &names[si];
             let stack = &stacks[si];
-            let need = if on_slurm {
+            let need = if granted {
                 Need::Nothing
             } else {
-                need(stack, case, &pool)
+                need(stack, case, pool)
             };
             let preset = stack
                 .def
@@ -203,17 +245,7 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
     if !refused.is_empty() {
         return Err(Error::Invalid(refused));
     }
-    interrupt::check_preparation()?;
-    Ok(Prepared {
-        plan,
-        cases,
-        stacks,
-        runs,
-        plans,
-        pool,
-        seed,
-        executor,
-    })
+    Ok((runs, plans))
 }
 
 /// What one run of `stack` on `case` leases.

@@ -15,7 +15,7 @@ use serde_json::{json, Map, Value};
 
 use crate::engine::{work, Options, Prepared};
 use crate::error::Result;
-use crate::model::plan::ExecutorKind;
+use crate::executor::JobRef;
 use crate::model::results::RunResult;
 use crate::model::results::RunStatus;
 use crate::store::atomic::write_atomic;
@@ -107,16 +107,16 @@ pub(crate) struct Claimed {
     pub(crate) earlier_quarantine: BTreeMap<u32, String>,
     /// Runs this session executes or settles.
     pub(crate) pending: usize,
-    /// Slurm: open runs whose journaled job this session re-attaches to (run → job id).
-    pub(crate) reattach: BTreeMap<usize, u64>,
-    /// Slurm: journaled jobs of open runs that run again instead (changed fingerprint, or a
-    /// stack with one process per round): cancelled before anything starts, so two jobs never
-    /// write one bundle.
-    pub(crate) stale_jobs: Vec<u64>,
+    /// Open runs whose journaled job this session re-attaches to (run → job).
+    pub(crate) reattach: BTreeMap<usize, JobRef>,
+    /// Journaled jobs of open runs that run again instead (changed fingerprint, or a backend
+    /// that cannot re-attach them): the backend stops them before anything starts, so two jobs
+    /// never write one bundle.
+    pub(crate) stale_jobs: Vec<JobRef>,
     /// Resume found every planned run done and the results files and report already showing
     /// exactly them: how the campaign ended, tallied from the journal; nothing is executed,
     /// rewritten or rendered.
-    pub(crate) settled: Option<crate::engine::drive::Finished>,
+    pub(crate) settled: Option<crate::engine::finished::Finished>,
 }
 
 /// The command-line selection as the journal header keeps it. A relative `--cases` glob is
@@ -132,13 +132,6 @@ pub(crate) fn selection(opts: &Options) -> Value {
         }
     });
     json!({"stacks": opts.stacks, "filter": opts.filter, "cases": cases, "repeats": opts.repeats})
-}
-
-fn executor_name(kind: ExecutorKind) -> &'static str {
-    match kind {
-        ExecutorKind::Local => "local",
-        ExecutorKind::Slurm => "slurm",
-    }
 }
 
 /// `opts` with the selection a journal header recorded (`stacks`, `filter`, `cases`).
@@ -158,14 +151,11 @@ pub(crate) fn with_selection(mut opts: Options, header: &Map<String, Value>) -> 
         .map(str::to_string);
     opts.case_glob = sel.get("cases").and_then(Value::as_str).map(str::to_string);
     opts.repeats = sel.get("repeats").and_then(Value::as_u64).map(|n| n as u32);
-    // A campaign started with `--executor slurm` resumes through Slurm (its jobs are there)
-    // unless the command line says otherwise.
+    // A campaign resumes through the backend it started with (its jobs are there) unless the
+    // command line says otherwise.
     if opts.executor.is_none() {
-        opts.executor = match header.get("executor").and_then(Value::as_str) {
-            Some("slurm") => Some(ExecutorKind::Slurm),
-            Some("local") => Some(ExecutorKind::Local),
-            _ => None,
-        };
+        opts.executor =
+            (header.get("executor").and_then(Value::as_str)).and_then(crate::executor::kind_named);
     }
     opts
 }
@@ -205,7 +195,7 @@ pub(crate) fn claim_new(prep: &Prepared, opts: &Options) -> Result<Claimed> {
             "seed": prep.seed,
             "campaign_version": env!("CARGO_PKG_VERSION"),
             "selection": selection(opts),
-            "executor": executor_name(prep.executor),
+            "executor": prep.backend.name(),
             "steps": steps,
             "planned_runs": prep.runs.len(),
             CONTEXT_FIELD: fingerprint_context(prep, &run_dir.path),
@@ -226,12 +216,11 @@ pub(crate) fn claim_new(prep: &Prepared, opts: &Options) -> Result<Claimed> {
 }
 
 /// The existing run dir of `resume`: decide every planned run against the journal, print the
-/// diff, and turn done runs into presets whose results come from their bundles. With `slurm`,
-/// open runs with a journaled job continue that attempt by re-attaching to the job.
+/// diff, and turn done runs into presets whose results come from their bundles. Open runs with
+/// a journaled job continue that attempt by re-attaching to the job where the backend can.
 pub(crate) fn claim_resume(
     prep: &mut Prepared,
     resume: Resume,
-    slurm: bool,
     results_dir: Option<&Path>,
 ) -> Result<Claimed> {
     let Resume {
@@ -255,24 +244,9 @@ pub(crate) fn claim_resume(
         .map(|r| journal::run_step(&r.case_id, &prep.stacks[r.stack].name))
         .collect();
     let states: Vec<Option<&StepState>> = keys.iter().map(|k| replay.step(k)).collect();
-    let fingerprints: Vec<String> = (prep.runs.iter().zip(&states))
-        .map(|(r, state)| {
-            let journaled = same_context
-                .then_some(*state)
-                .flatten()
-                .map(|s| s.fingerprint.clone())
-                .filter(|f| !f.is_empty());
-            journaled.unwrap_or_else(|| {
-                let stack = &prep.stacks[r.stack];
-                work::fingerprint(&run_dir, &r.case_id, stack, &prep.cases[r.case_index])
-            })
-        })
-        .collect();
+    let fingerprints = run_fingerprints(prep, &run_dir, &states, same_context);
     let mut decided = crate::store::resume::plan(
-        states
-            .iter()
-            .copied()
-            .zip(fingerprints.iter().map(String::as_str)),
+        (states.iter().copied()).zip(fingerprints.iter().map(String::as_str)),
         retry_failed,
     );
     let nothing_to_run =
@@ -284,120 +258,23 @@ pub(crate) fn claim_resume(
             let quarantined = (replay.quarantined.iter())
                 .map(|(d, why)| (d.to_string(), why.clone()))
                 .collect();
-            crate::engine::drive::Finished::tally(run_dir.path.clone(), runs, quarantined, false)
+            crate::engine::finished::Finished::tally(run_dir.path.clone(), runs, quarantined, false)
         });
-    let (loaded, unreadable) = if settled.is_some() {
-        Default::default()
-    } else {
-        crate::store::load::load_run_dir_tolerant(&run_dir.path)?
-    };
-    let mut bundles: BTreeMap<(String, String), RunResult> = (loaded.runs.into_iter())
-        .map(|r| ((r.case_id.clone(), r.stack.clone()), r))
-        .collect();
-    // Bundles that do not read back, by (case folder, stack folder) — the planned ids.
-    let mut unreadable: BTreeMap<(String, String), crate::error::Error> = (unreadable.into_iter())
-        .filter_map(|(bundle, e)| {
-            let name = |p: &std::path::Path| Some(p.file_name()?.to_str()?.to_string());
-            Some(((name(bundle.parent()?)?, name(&bundle)?), e))
-        })
-        .collect();
-    let mut done = vec![false; keys.len()];
+    let (reattach, stale_jobs) = open_jobs(prep, &states, &fingerprints);
     // Settled: nothing runs and nothing is rebuilt, so no run needs a preset.
-    if settled.is_none() {
-        for &i in &decided.done {
-            done[i] = true;
-        }
-    }
-    let mut kept = BTreeMap::new();
-    let mut lost = Vec::new();
-    let mut reattach = BTreeMap::new();
-    let mut stale_jobs = Vec::new();
-    for (i, (key, fingerprint)) in keys.iter().zip(&fingerprints).enumerate() {
-        let state = states[i];
-        prep.plans[i].first_attempt = StepState::next_attempt(state);
-        if let Some((state, job)) = state
-            .filter(|s| s.is_interrupted())
-            .and_then(|s| s.slurm_job.map(|j| (s, j)))
-            .filter(|(s, j)| j.attempt == s.attempts)
-        {
-            let stack = &prep.stacks[prep.runs[i].stack];
-            let same = state.fingerprint == *fingerprint;
-            if slurm && same && stack.def.shape() == crate::model::stack::Shape::Campaign {
-                prep.plans[i].first_attempt = job.attempt;
-                reattach.insert(i, job.id);
-            } else {
-                stale_jobs.push(job.id);
-            }
-        }
-        if !done[i] {
-            continue;
-        }
-        let r = &prep.runs[i];
-        let id = (r.case_id.clone(), prep.stacks[r.stack].name.clone());
-        // How many samples the journal's `finished` line says the bundle holds (older journals
-        // do not say).
-        let recorded = state
-            .and_then(|s| s.last_finished.as_ref())
-            .and_then(|f| f.samples);
-        if let Some(e) = unreadable.remove(&id) {
-            crate::say!("{key}: finished in the journal but its bundle does not read back ({e}); it runs again");
-            lost.push(i);
-            continue;
-        }
-        match bundles.remove(&id) {
-            Some(result) if recorded.is_some_and(|n| n != result.samples.len() as u64) => {
-                crate::say!(
-                    "{key}: finished in the journal with {} samples but its bundle holds {}; it runs again",
-                    recorded.unwrap_or_default(),
-                    result.samples.len()
-                );
-                lost.push(i);
-            }
-            // A pass always has timed samples; none means timing.json did not survive (e.g. a
-            // power loss after the manifest's rename reached disk but before the data did).
-            Some(result)
-                if result.status == crate::model::results::RunStatus::Pass
-                    && !result.samples.iter().any(|s| s.is_timed()) =>
-            {
-                crate::say!("{key}: finished pass in the journal but its bundle has no timed samples (timing.json missing or empty); it runs again");
-                lost.push(i);
-            }
-            Some(result) => {
-                let reason = result.error.clone().unwrap_or_default();
-                prep.plans[i].preset = Some((result.status, reason));
-                kept.insert(i, result);
-            }
-            None => {
-                crate::say!("{key}: finished in the journal but its bundle has no manifest.json; it runs again");
-                lost.push(i);
-            }
-        }
-    }
+    let (kept, lost) = match settled {
+        Some(_) => Default::default(),
+        None => keep_done(prep, &run_dir.path, &keys, &states, &decided.done)?,
+    };
     if !lost.is_empty() {
         decided.done.retain(|i| !lost.contains(i));
         decided.to_run.extend(lost);
     }
     crate::say!("run dir: {}", run_dir.path.display());
     crate::say!("resume: {decided}");
-    if !reattach.is_empty() {
-        crate::say!(
-            "resume: re-attaching to {} Slurm job{} of the earlier session",
-            reattach.len(),
-            if reattach.len() == 1 { "" } else { "s" }
-        );
+    for note in prep.backend.resume_notes(reattach.len(), &stale_jobs) {
+        crate::say!("{note}");
     }
-    if !slurm && !stale_jobs.is_empty() {
-        let ids: Vec<String> = stale_jobs.iter().map(u64::to_string).collect();
-        crate::say!(
-            "resume: runs of Slurm jobs {} run again locally; if those jobs are still queued or running, `scancel {}` stops them",
-            ids.join(", "),
-            ids.join(" ")
-        );
-    }
-    let mut note = Map::new();
-    note.insert("resume".into(), json!(true));
-    note.insert("retry_failed".into(), json!(retry_failed));
-    note.insert("diff".into(), json!(decided.to_string()));
     // The context is recorded when the journal agrees with it: every line was written in it,
     // or every journaled fingerprint of a planned run equals the one just rendered (a changed
     // run this session may not get to re-run would otherwise be taken as done next time).
@@ -405,6 +282,10 @@ pub(crate) fn claim_resume(
         || (states.iter().zip(&fingerprints)).all(|(state, fingerprint)| {
             state.is_none_or(|s| s.fingerprint.is_empty() || s.fingerprint == *fingerprint)
         });
+    let mut note = Map::new();
+    note.insert("resume".into(), json!(true));
+    note.insert("retry_failed".into(), json!(retry_failed));
+    note.insert("diff".into(), json!(decided.to_string()));
     if agrees {
         note.insert(CONTEXT_FIELD.into(), json!(context));
     }
@@ -433,6 +314,130 @@ pub(crate) fn claim_resume(
         stale_jobs,
         settled,
     })
+}
+
+/// Each planned run's fingerprint: the journal's when it was written in this very context
+/// (`same_context`), else rendered again.
+fn run_fingerprints(
+    prep: &Prepared,
+    run_dir: &RunDir,
+    states: &[Option<&StepState>],
+    same_context: bool,
+) -> Vec<String> {
+    (prep.runs.iter().zip(states))
+        .map(|(r, state)| {
+            let journaled = same_context
+                .then_some(*state)
+                .flatten()
+                .map(|s| s.fingerprint.clone())
+                .filter(|f| !f.is_empty());
+            journaled.unwrap_or_else(|| {
+                let stack = &prep.stacks[r.stack];
+                work::fingerprint(run_dir, &r.case_id, stack, &prep.cases[r.case_index])
+            })
+        })
+        .collect()
+}
+
+/// Every run's first attempt this session, and the jobs an earlier session left open: those of
+/// unchanged runs the backend can re-attach to (run → job; that attempt continues), and the
+/// stale ones of runs that run again.
+fn open_jobs(
+    prep: &mut Prepared,
+    states: &[Option<&StepState>],
+    fingerprints: &[String],
+) -> (BTreeMap<usize, JobRef>, Vec<JobRef>) {
+    let mut reattach = BTreeMap::new();
+    let mut stale = Vec::new();
+    for (i, (state, fingerprint)) in states.iter().zip(fingerprints).enumerate() {
+        prep.plans[i].first_attempt = StepState::next_attempt(*state);
+        let Some((state, job)) = state
+            .filter(|s| s.is_interrupted())
+            .and_then(|s| s.job_of_latest_attempt().map(|j| (s, j)))
+        else {
+            continue;
+        };
+        let stack = &prep.stacks[prep.runs[i].stack];
+        let same = state.fingerprint == *fingerprint;
+        if same && prep.backend.can_reattach(&stack.def) {
+            prep.plans[i].first_attempt = job.attempt;
+            reattach.insert(i, JobRef(job.id));
+        } else {
+            stale.push(JobRef(job.id));
+        }
+    }
+    (reattach, stale)
+}
+
+/// The done runs whose bundles read back as the journal recorded them: kept, their results
+/// preset (run → result). The others are lost and run again; each says why.
+fn keep_done(
+    prep: &mut Prepared,
+    run_dir: &Path,
+    keys: &[String],
+    states: &[Option<&StepState>],
+    done: &[usize],
+) -> Result<(BTreeMap<usize, RunResult>, Vec<usize>)> {
+    let (loaded, unreadable) = crate::store::load::load_run_dir_tolerant(run_dir)?;
+    let mut bundles: BTreeMap<(String, String), RunResult> = (loaded.runs.into_iter())
+        .map(|r| ((r.case_id.clone(), r.stack.clone()), r))
+        .collect();
+    // Bundles that do not read back, by (case folder, stack folder) — the planned ids.
+    let mut unreadable: BTreeMap<(String, String), crate::error::Error> = (unreadable.into_iter())
+        .filter_map(|(bundle, e)| {
+            let name = |p: &std::path::Path| Some(p.file_name()?.to_str()?.to_string());
+            Some(((name(bundle.parent()?)?, name(&bundle)?), e))
+        })
+        .collect();
+    let mut is_done = vec![false; keys.len()];
+    for &i in done {
+        is_done[i] = true;
+    }
+    let mut kept = BTreeMap::new();
+    let mut lost = Vec::new();
+    for (i, key) in keys.iter().enumerate().filter(|(i, _)| is_done[*i]) {
+        let r = &prep.runs[i];
+        let id = (r.case_id.clone(), prep.stacks[r.stack].name.clone());
+        // How many samples the journal's `finished` line says the bundle holds (older journals
+        // do not say).
+        let recorded = states[i]
+            .and_then(|s| s.last_finished.as_ref())
+            .and_then(|f| f.samples);
+        if let Some(e) = unreadable.remove(&id) {
+            crate::say!("{key}: finished in the journal but its bundle does not read back ({e}); it runs again");
+            lost.push(i);
+            continue;
+        }
+        match bundles.remove(&id) {
+            Some(result) if recorded.is_some_and(|n| n != result.samples.len() as u64) => {
+                crate::say!(
+                    "{key}: finished in the journal with {} samples but its bundle holds {}; it runs again",
+                    recorded.unwrap_or_default(),
+                    result.samples.len()
+                );
+                lost.push(i);
+            }
+            // A pass always has timed samples; none means timing.json did not survive (e.g. a
+            // power loss after the manifest's rename reached disk but before the data did).
+            Some(result)
+                if result.status == RunStatus::Pass
+                    && !result.samples.iter().any(|s| s.is_timed()) =>
+            {
+                crate::say!("{key}: finished pass in the journal but its bundle has no timed samples (timing.json missing or empty); it runs again");
+                lost.push(i);
+            }
+            Some(result) => {
+                let reason = result.error.clone().unwrap_or_default();
+                prep.plans[i].preset = Some((result.status, reason));
+                kept.insert(i, result);
+            }
+            None => {
+                crate::say!("{key}: finished in the journal but its bundle has no manifest.json; it runs again");
+                lost.push(i);
+            }
+        }
+    }
+    Ok((kept, lost))
 }
 
 /// Free `value` on a thread of its own: a 100,000-run replay or list of step keys takes tens
@@ -536,9 +541,9 @@ fn report_current(prep: &Prepared, run_dir: &Path) -> bool {
 
 /// Kill what the runs a dead session left open (`started` without `finished`) still have
 /// running: every process of their journaled containment unit (`executor::unit::reap`). A run
-/// handed to a Slurm job is Slurm's to stop. Only what this run dir made is touched: a unit or
-/// cgroup the journal names is reaped only when `executor::unit::vouch` recognises it as one
-/// campaign gives this run dir, step and attempt (a run dir can come from someone else).
+/// handed to a batch job is its backend's to stop. Only what this run dir made is touched: a
+/// unit or cgroup the journal names is reaped only when `executor::unit::vouch` recognises it as
+/// one campaign gives this run dir, step and attempt (a run dir can come from someone else).
 /// Says what it killed; returns step → pids for the journal's `session` line.
 fn reap_leftovers(run_dir: &Path, replay: &crate::store::journal::Replay) -> Map<String, Value> {
     let mut open = Vec::new();
@@ -546,7 +551,7 @@ fn reap_leftovers(run_dir: &Path, replay: &crate::store::journal::Replay) -> Map
         let Some((unit, cgroup)) = state.unit.as_ref().filter(|_| state.is_interrupted()) else {
             continue;
         };
-        if state.slurm_job.is_some_and(|j| j.attempt == state.attempts) {
+        if state.job_of_latest_attempt().is_some() {
             continue;
         }
         let cgroup = cgroup.as_ref().map(PathBuf::from);

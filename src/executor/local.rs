@@ -7,7 +7,9 @@
 //! the whole unit, SIGKILL after the grace period) and making sure nothing of the unit is left
 //! running when it returns — setsid, setpgid and double-forked descendants included. It does not
 //! parse output (every line goes to the caller's `on_line`) and does not decide run status (the
-//! caller reads `ProcessOutcome`).
+//! caller reads `ProcessOutcome`). The session's backend for this machine is `backend`.
+
+pub mod backend;
 
 use std::io::Write;
 use std::os::unix::process::ExitStatusExt;
@@ -53,68 +55,22 @@ pub async fn run_process(
     on_line: &mut (dyn FnMut(OutputLine) + Send),
     mut cancel: watch::Receiver<bool>,
 ) -> Result<ProcessOutcome> {
-    let program = spec
-        .argv
-        .first()
-        .ok_or_else(|| Error::Usage("a stack process needs a program (argv is empty)".into()))?;
-    if !spec.cwd.is_dir() {
-        return Err(Error::Environment(format!(
-            "cannot run `{program}`: working directory {} does not exist",
-            spec.cwd.display()
-        )));
-    }
+    let program = runnable(spec)?;
     let log_file = open_log(&spec.log_path)?;
     let mut log = std::io::BufWriter::new(log_file);
     if *cancel.borrow_and_update() {
-        return Ok(ProcessOutcome {
-            exit_code: None,
-            signal: None,
-            killed: Some(KillReason::Interrupted),
-            elapsed: Duration::ZERO,
-            cpu_wait: None,
-        });
+        return Ok(ProcessOutcome::not_started());
     }
 
-    let unit_id = spec
-        .unit
-        .clone()
-        .unwrap_or_else(crate::executor::unit::fresh_id);
-    // Dropping the unit (an early return, a cancelled future) kills whatever it holds.
-    let mut unit = Unit::open(&unit_id).map_err(|e| {
-        Error::Environment(format!(
-            "cannot create the containment unit of `{program}`: {e}"
-        ))
-    })?;
-    // The unit's cgroup may carry an earlier round's waiting: count from here.
-    let waited_before = unit.cpu_wait_before();
-    let start = Instant::now();
-    // Dropping the child (an early return, a cancelled future) kills and reaps it.
-    let mut child = crate::executor::spawn::spawn(&spec.argv, &spec.env, &spec.cwd, &unit)
-        .map_err(|e| spawn_error(program, e))?;
-    unit.set_leader(child.id());
+    let Started {
+        mut unit,
+        mut child,
+        waited_before,
+        start,
+    } = start_in_unit(spec, program)?;
 
-    // Both streams are read inside this future, not by tasks of their own: a line, the end of
-    // a stream and the exit wake the one task, on one worker, instead of handing each other
-    // across threads (a run's end costs no cross-thread wake-ups).
-    let (tx, mut rx) = mpsc::channel::<Chunk>(256);
-    let activity = Arc::new(AtomicU64::new(0));
-    let streams = [
-        (child.stdout.take(), Stream::Stdout),
-        (child.stderr.take(), Stream::Stderr),
-    ]
-    .map(|(pipe, stream)| {
-        let (tx, activity) = (tx.clone(), activity.clone());
-        async move {
-            if let Some(pipe) = pipe {
-                read_stream(pipe, stream, tx, start, activity).await;
-            }
-        }
-    });
-    drop(tx);
-    let [out, err] = streams;
-    let mut readers = Box::pin(async move {
-        tokio::join!(out, err);
-    });
+    let (mut rx, activity, readers) = readers(&mut child, start);
+    let mut readers = Box::pin(readers);
     let mut reading = true;
 
     let far = start + Duration::from_secs(100 * 365 * 86400);
@@ -207,6 +163,90 @@ pub async fn run_process(
         elapsed: elapsed.unwrap_or_else(|| start.elapsed()),
         cpu_wait,
     })
+}
+
+/// A process just started in its containment unit.
+struct Started {
+    /// Dropping the unit (an early return, a cancelled future) kills whatever it holds.
+    unit: Unit,
+    /// Dropping the child (an early return, a cancelled future) kills and reaps it.
+    child: crate::executor::spawn::Child,
+    /// The CPU stall the unit's cgroup already carried (an earlier round's): counted from here.
+    waited_before: Option<Duration>,
+    start: Instant,
+}
+
+/// Open the unit `spec` names (or a fresh one) and start the process in it.
+fn start_in_unit(spec: &ProcessSpec, program: &str) -> Result<Started> {
+    let unit_id = spec
+        .unit
+        .clone()
+        .unwrap_or_else(crate::executor::unit::fresh_id);
+    let mut unit = Unit::open(&unit_id).map_err(|e| {
+        Error::Environment(format!(
+            "cannot create the containment unit of `{program}`: {e}"
+        ))
+    })?;
+    let waited_before = unit.cpu_wait_before();
+    let start = Instant::now();
+    let child = crate::executor::spawn::spawn(&spec.argv, &spec.env, &spec.cwd, &unit)
+        .map_err(|e| spawn_error(program, e))?;
+    unit.set_leader(child.id());
+    Ok(Started {
+        unit,
+        child,
+        waited_before,
+        start,
+    })
+}
+
+/// The program of `spec`, once it can be started (argv not empty, working directory there).
+fn runnable(spec: &ProcessSpec) -> Result<&str> {
+    let program = spec
+        .argv
+        .first()
+        .ok_or_else(|| Error::Usage("a stack process needs a program (argv is empty)".into()))?;
+    if !spec.cwd.is_dir() {
+        return Err(Error::Environment(format!(
+            "cannot run `{program}`: working directory {} does not exist",
+            spec.cwd.display()
+        )));
+    }
+    Ok(program)
+}
+
+/// The child's output as chunks, the time of its latest output (nanoseconds since `start`),
+/// and the future reading both pipes. Both streams are read inside the run's own future, not by
+/// tasks of their own: a line, the end of a stream and the exit wake the one task, on one
+/// worker, instead of handing each other across threads (a run's end costs no cross-thread
+/// wake-ups).
+fn readers(
+    child: &mut crate::executor::spawn::Child,
+    start: Instant,
+) -> (
+    mpsc::Receiver<Chunk>,
+    Arc<AtomicU64>,
+    impl std::future::Future<Output = ()> + Send,
+) {
+    let (tx, rx) = mpsc::channel::<Chunk>(256);
+    let activity = Arc::new(AtomicU64::new(0));
+    let streams = [
+        (child.stdout.take(), Stream::Stdout),
+        (child.stderr.take(), Stream::Stderr),
+    ]
+    .map(|(pipe, stream)| {
+        let (tx, activity) = (tx.clone(), activity.clone());
+        async move {
+            if let Some(pipe) = pipe {
+                read_stream(pipe, stream, tx, start, activity).await;
+            }
+        }
+    });
+    let [out, err] = streams;
+    let reading = async move {
+        tokio::join!(out, err);
+    };
+    (rx, activity, reading)
 }
 
 /// SIGTERM the unit once and arm the SIGKILL deadline.

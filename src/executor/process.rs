@@ -53,6 +53,17 @@ pub struct ProcessOutcome {
 }
 
 impl ProcessOutcome {
+    /// The outcome recorded for a process interrupted before its backend started it.
+    pub(crate) fn not_started() -> ProcessOutcome {
+        ProcessOutcome {
+            exit_code: None,
+            signal: None,
+            killed: Some(KillReason::Interrupted),
+            elapsed: Duration::ZERO,
+            cpu_wait: None,
+        }
+    }
+
     pub fn success(&self) -> bool {
         self.exit_code == Some(0) && self.killed.is_none()
     }

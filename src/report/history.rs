@@ -1,8 +1,8 @@
 //! The report's "History" section: how this run compares with earlier runs of its series
 //! (previous median, change, whether change-point detection found a step at this run).
 //!
-//! The numbers come in ready (`model::history::ReportHistory`, filled by the CLI from the
-//! history store); this file only words them for the template. Pure.
+//! The numbers come in ready (`model::history::ReportHistory`, filled by `engine::report_step`
+//! from the history store); this file only words them for the template. Pure.
 
 use serde::Serialize;
 

@@ -155,9 +155,9 @@ pub(crate) struct ProcessFacts {
     pub(crate) devices: Vec<u32>,
     /// Logs of earlier attempts, kept beside `run.log`.
     pub(crate) attempt_logs: Vec<String>,
-    /// The Slurm job that ran the run (`--executor slurm`): id, final state, node, granted
-    /// devices. Written as the manifest's `slurm` key.
-    pub(crate) slurm: Option<Value>,
+    /// What the run's backend recorded about its job, as the manifest key and value it is
+    /// written under (`slurm`: job id, final state, node, granted devices).
+    pub(crate) backend: Option<(&'static str, Value)>,
 }
 
 /// `manifest.json`: the seed's keys first, then campaign's.
@@ -207,8 +207,8 @@ pub(crate) fn manifest(result: &RunResult, facts: &ProcessFacts) -> Value {
         json!(result.case.equivalence_hash()),
     );
     m.insert("timing_source".into(), json!(result.timing_source));
-    if let Some(slurm) = &facts.slurm {
-        m.insert("slurm".into(), slurm.clone());
+    if let Some((key, value)) = &facts.backend {
+        m.insert((*key).into(), value.clone());
     }
     Value::Object(m)
 }

@@ -3,7 +3,8 @@
 //! Reads every `cases/<case_id>/<stack>/manifest.json` with its `timing.json`; the case comes
 //! from the manifest's `case`, else `cases/<case_id>/case.json`, else the matching row of
 //! `results.json` (old harness). Campaign, timestamp and provenance come from `results.json`
-//! when present. Used by report, resume and status; it must not write anything.
+//! when present; [`load_any_run_dir`] also takes an old harness dir. Used by report, compare,
+//! history, resume and status; it must not write anything.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -225,6 +226,29 @@ type Share = (Vec<RunResult>, Vec<(PathBuf, Error)>);
 /// Every run recorded in `dir`'s bundles.
 pub(crate) fn load_run_dir(dir: &Path) -> Result<ResultSet> {
     load(dir, None)
+}
+
+/// A run dir of either layout — the old Python harness's (`store::seed_dir`) or campaign's own
+/// (its bundles) — as `report`, `compare` and `history ingest` read one.
+pub(crate) fn load_any_run_dir(dir: &Path) -> Result<ResultSet> {
+    use crate::store::seed_dir;
+    if !dir.is_dir() {
+        return Err(Error::Usage(format!(
+            "{}: not a directory (expected a run dir such as results/campaigns/<name>/run_<stamp>)",
+            dir.display()
+        )));
+    }
+    if seed_dir::is_seed_run_dir(dir) {
+        return seed_dir::load_seed_run_dir(dir);
+    }
+    if dir.join("cases").is_dir() {
+        return load_run_dir(dir);
+    }
+    Err(Error::Usage(format!(
+        "{}: not a run dir: expected campaign's cases/ folder of bundles or the old harness's \
+         results.json with execute_s_mean rows",
+        dir.display()
+    )))
 }
 
 fn load(dir: &Path, mut unreadable: Option<&mut Vec<(PathBuf, Error)>>) -> Result<ResultSet> {

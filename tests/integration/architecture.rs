@@ -114,3 +114,121 @@ fn the_checker_sees_an_upward_import() {
     let paths = crate_paths("use crate::engine::work;\nuse crate::{model::case::Case, error};");
     assert_eq!(paths, ["engine::work", "model::case::Case", "error"]);
 }
+
+/// The module a file under `src/` is (`cli/history.rs` → `cli::history`, `engine/mod.rs` →
+/// `engine`).
+fn module_of(rel: &Path) -> String {
+    let text = rel.with_extension("").display().to_string();
+    let text = text.strip_suffix("/mod").unwrap_or(&text).to_string();
+    text.replace('/', "::")
+}
+
+/// Is `a` `b` or one of its ancestors or descendants (a parent and its own child count as one)?
+fn related(a: &str, b: &str) -> bool {
+    let under = |x: &str, y: &str| x == y || x.starts_with(&format!("{y}::"));
+    under(a, b) || under(b, a)
+}
+
+/// The known module a path names: its longest prefix that is a module.
+fn named_module(path: &str, modules: &BTreeSet<String>) -> Option<String> {
+    let parts: Vec<&str> = path.split("::").collect();
+    (1..=parts.len())
+        .rev()
+        .map(|n| parts[..n].join("::"))
+        .find(|m| modules.contains(m))
+}
+
+#[test]
+fn modules_inside_a_room_form_no_circle() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let modules: BTreeSet<String> = files
+        .iter()
+        .map(|f| module_of(f.strip_prefix(&src).unwrap()))
+        .collect();
+    // Edges between unrelated modules, from `crate::…` and `super::…` paths. Unit tests may
+    // share fixtures across modules: a file's `mod tests` and test files are left out.
+    let mut edges: BTreeSet<(String, String)> = BTreeSet::new();
+    for file in &files {
+        let from = module_of(file.strip_prefix(&src).unwrap());
+        if from.ends_with("tests") {
+            continue;
+        }
+        let whole = std::fs::read_to_string(file).unwrap();
+        let text = whole
+            .split("#[cfg(test)]\nmod tests {")
+            .next()
+            .unwrap_or_default();
+        let parent = from.rsplit_once("::").map_or("", |(p, _)| p).to_string();
+        let mut paths = crate_paths(text);
+        let mut rest = text;
+        while let Some(i) = rest.find("super::") {
+            rest = &rest[i + "super::".len()..];
+            let tail: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
+                .collect();
+            if !parent.is_empty() && !tail.is_empty() {
+                paths.push(format!("{parent}::{tail}"));
+            }
+        }
+        for path in paths {
+            if let Some(to) = named_module(&path, &modules) {
+                if !related(&from, &to) {
+                    edges.insert((from.clone(), to));
+                }
+            }
+        }
+    }
+    // A circle of any length: a module that reaches itself.
+    let mut circles = BTreeSet::new();
+    for start in &modules {
+        let mut seen = BTreeSet::new();
+        let mut stack: Vec<(String, Vec<String>)> = vec![(start.clone(), vec![start.clone()])];
+        while let Some((at, trail)) = stack.pop() {
+            for (_, to) in edges.iter().filter(|(f, _)| *f == at) {
+                if to == start {
+                    let mut circle = trail.clone();
+                    // One spelling per circle: start at its smallest module.
+                    let min = (0..circle.len()).min_by_key(|&i| &circle[i]).unwrap();
+                    circle.rotate_left(min);
+                    circles.insert(circle.join(" → "));
+                } else if seen.insert(to.clone()) {
+                    let mut next = trail.clone();
+                    next.push(to.clone());
+                    stack.push((to.clone(), next));
+                }
+            }
+        }
+    }
+    assert!(
+        circles.is_empty(),
+        "modules that import each other (docs/architecture.md, \"Layering\"):\n{}",
+        circles.into_iter().collect::<Vec<_>>().join("\n")
+    );
+}
+
+/// The engine, its scheduler included, sees one backend contract (`executor::Backend`): no
+/// file of it names a backend, so a new one is added inside `executor/` alone.
+#[test]
+fn the_engine_names_no_backend() {
+    let engine = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/engine");
+    let mut files = Vec::new();
+    rust_files(&engine, &mut files);
+    let mut problems = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            if line.to_lowercase().contains("slurm") {
+                let rel = file.strip_prefix(&engine).unwrap().display();
+                problems.push(format!("src/engine/{rel}:{}: {}", i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "the engine names a backend (move it behind executor::Backend):\n{}",
+        problems.join("\n")
+    );
+}

@@ -546,7 +546,7 @@ impl Scheduler {
                 _ = cooled => self.end_cooldowns(false),
             }
         }
-        // The last steps may have reported (e.g. Slurm runs detached because of the interrupt)
+        // The last steps may have reported (e.g. batch-job runs detached because of the interrupt)
         // before the select above saw the cancel: an interrupt that happened is one.
         self.interrupted |= *cancel.borrow();
         // Runs whose retry never came (interrupted) end with their last attempt.

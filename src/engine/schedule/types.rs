@@ -65,10 +65,10 @@ pub enum Outcome {
     Run(Box<RunResult>),
     /// The health probe before a run ended.
     Probed(ProbeReport),
-    /// A running run handed its work to a batch system (a Slurm job): journal the id. The run
+    /// A running run handed its work to a batch system (a batch job): journal the id. The run
     /// goes on and reports its end later; this is not its end.
     Submitted { job_id: u64, reattached: bool },
-    /// A run left running outside the engine (its Slurm job on an interrupt the user chose not
+    /// A run left running outside the engine (its batch job on an interrupt the user chose not
     /// to cancel): no result this session; the journal keeps it open so resume re-attaches.
     Detached(String),
 }

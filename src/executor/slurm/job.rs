@@ -1,4 +1,4 @@
-//! A run's process as a Slurm batch job — the [`Executor`] of `--executor slurm`: submit or
+//! A run's process as a Slurm batch job — what `--executor slurm` runs each process as: submit or
 //! re-attach, await its end, replay the `run.log` it left in the bundle line by line — and what
 //! happens to the campaign's jobs on Ctrl-C (cancel them, after asking once through the
 //! caller's prompt, or leave them running for `campaign resume`).
@@ -7,19 +7,15 @@
 //! reports each job id to the driver, which does), does not judge or parse runs (the engine
 //! does) and does not talk to Slurm itself (the shared `SlurmService` does).
 
-use std::sync::Arc;
-
 use tokio::sync::watch;
 
+use crate::executor::backend::{
+    AskCancel, BackendEnd, ExecFailure, JobRef, OnLine, OnSubmit, ProcessRequest, Ran, Running,
+};
 use crate::executor::slurm::{
     process_outcome, replay_log, Attached, BatchJob, JobEnd, JobId, JobState, SlurmService, Verdict,
 };
-use crate::executor::{
-    ExecFailure, Executor, KillReason, OnLine, ProcessOutcome, ProcessRequest, Ran, Running,
-};
-
-/// Called with each job id as soon as Slurm gave it (`true`: re-attached, not submitted).
-pub(crate) type OnSubmit = Arc<dyn Fn(JobId, bool) + Send + Sync>;
+use crate::executor::ProcessOutcome;
 
 /// What a run needs to go through Slurm: the shared executor service, the job's naming and
 /// device request (see docs/slurm.md), and the campaign's decision on an interrupt.
@@ -30,6 +26,8 @@ pub(crate) struct SlurmRun {
     pub(crate) kind: crate::model::plan::DeviceKind,
     /// `None` until the campaign is interrupted and has decided what to do with its jobs.
     pub(crate) decision: watch::Receiver<Option<Decision>>,
+    /// Jobs the journal names that this run dir did not submit: never re-attached to.
+    pub(crate) foreign: std::collections::BTreeSet<JobId>,
 }
 
 /// What an interrupted campaign does with its Slurm jobs.
@@ -47,10 +45,6 @@ pub(crate) struct Decision {
     pub(crate) action: OnInterrupt,
     pub(crate) jobs: Vec<JobId>,
 }
-
-/// Asks the person at the terminal whether to cancel N jobs (`true`: cancel). The command
-/// line supplies it when stdin is a terminal.
-pub(crate) type AskCancel = fn(usize) -> bool;
 
 /// Decide on Ctrl-C: cancel at once with `--cancel-on-interrupt`; ask once when the caller
 /// gave a prompt (stdin is a terminal); otherwise (a script, CI, nohup) leave the jobs running
@@ -138,7 +132,7 @@ pub(crate) async fn run_job(req: JobRequest<'_>) -> Result<JobOutcome, String> {
                 (submitted.id, submitted.end, false)
             }
         };
-        on_submit(id, reattached);
+        on_submit(JobRef(id.0), reattached);
         let mut watching_cancel = true;
         if *cancel.borrow() {
             watching_cancel = false;
@@ -201,17 +195,16 @@ async fn on_interrupt(slurm: &SlurmRun, id: JobId) -> Option<JobOutcome> {
     }
 }
 
-impl Executor for SlurmRun {
-    fn grants_devices(&self) -> bool {
-        true
-    }
-
-    fn run<'a>(&'a self, req: ProcessRequest<'a>, on_line: OnLine<'a>) -> Running<'a> {
+impl SlurmRun {
+    /// Run one process of a run as a batch job; its `run.log` is replayed line by line once the
+    /// job ended.
+    pub(crate) fn run<'a>(&'a self, req: ProcessRequest<'a>, on_line: OnLine<'a>) -> Running<'a> {
         Box::pin(async move {
             let request = JobRequest {
                 slurm: self,
                 job: batch_job(self, &req),
-                reattach: req.reattach,
+                reattach: (req.reattach.map(|job| JobId(job.0)))
+                    .filter(|id| !self.foreign.contains(id)),
                 on_submit: req.on_submit,
                 cancel: req.cancel.clone(),
             };
@@ -219,15 +212,30 @@ impl Executor for SlurmRun {
                 JobOutcome::Ended(outcome, end, id) => {
                     replay_log(&req.spec.log_path, &mut |line| on_line(line))
                         .map_err(|e| ExecFailure::Run(e.to_string()))?;
+                    let end = Box::new(backend_end(id, &end));
                     Ok(Ran::Ended {
                         outcome,
-                        job: Some((id, end)),
+                        end: Some(end),
                     })
                 }
-                JobOutcome::NotSubmitted => Ok(Ran::NotStarted),
-                JobOutcome::Detached(id) => Ok(Ran::Detached(id)),
+                JobOutcome::NotSubmitted => Ok(Ran::NotStarted(
+                    "interrupted before its Slurm job was submitted".into(),
+                )),
+                JobOutcome::Detached(id) => {
+                    Ok(Ran::Detached(format!("Slurm job {id} left running")))
+                }
             }
         })
+    }
+}
+
+/// What the engine records of a finished job: the granted devices, the manifest's `slurm`
+/// object, and Slurm's own verdict when Slurm stopped the job (time limit, node failure, …).
+fn backend_end(id: JobId, end: &JobEnd) -> BackendEnd {
+    BackendEnd {
+        devices: end.devices.as_ref().and_then(|d| d.ids.clone()),
+        manifest: ("slurm", manifest_entry(id, end)),
+        verdict: (end.verdict.status()).zip(end.verdict.reason().map(str::to_string)),
     }
 }
 
@@ -244,19 +252,8 @@ fn batch_job(slurm: &SlurmRun, req: &ProcessRequest<'_>) -> BatchJob {
     }
 }
 
-/// The outcome recorded for a run interrupted before its job was submitted.
-pub(crate) fn not_submitted() -> ProcessOutcome {
-    ProcessOutcome {
-        exit_code: None,
-        signal: None,
-        killed: Some(KillReason::Interrupted),
-        elapsed: std::time::Duration::ZERO,
-        cpu_wait: None,
-    }
-}
-
 /// The manifest's `slurm` object: job id, final state and reason, node, granted devices.
-pub(crate) fn manifest_entry(id: JobId, end: &JobEnd) -> serde_json::Value {
+fn manifest_entry(id: JobId, end: &JobEnd) -> serde_json::Value {
     let devices = end.devices.as_ref();
     serde_json::json!({
         "job_id": id.0,

@@ -5,8 +5,10 @@
 //! finished job. It does not own run state (the scheduler does: it journals each job id under
 //! step `run:<case_id>:<stack>`, field `slurm_job_id`, and calls [`SlurmExecutor::reattach`]
 //! on resume), does not parse stack output (the engine parses the bundle's `run.log` when a
-//! job's verdict is [`Verdict::Parse`]) and never resubmits on its own.
+//! job's verdict is [`Verdict::Parse`]) and never resubmits on its own. The session's backend
+//! (`backend`: preflight, start, stale-job cancel, the Ctrl-C decision) is built on it.
 
+pub mod backend;
 pub mod bundle;
 pub mod job;
 pub mod poll;

@@ -14,6 +14,7 @@ use std::time::Duration;
 use rusqlite::Connection;
 
 use crate::error::{Error, Result};
+use crate::store::layout::DEFAULT_RESULTS_DIR;
 
 pub mod ingest;
 pub mod query;
@@ -32,9 +33,6 @@ pub struct History {
     pub(crate) conn: Connection,
     pub(crate) path: PathBuf,
 }
-
-/// Where run dirs go when no `--results-dir` is given.
-const DEFAULT_RESULTS_DIR: &str = "results/campaigns";
 
 /// The store of a results dir: `DIR/history.sqlite`; the default results dir
 /// (`results/campaigns`, or any `…/results/campaigns`) keeps it one level up, at

@@ -32,6 +32,10 @@ pub(crate) const KIND: &str = "campaign";
 /// The format version this build writes, and the newest it reads.
 pub(crate) const VERSION: u64 = 1;
 
+/// The field of `submitted` and `finished` lines naming the batch job of the attempt (its
+/// backend's opaque job reference; only Slurm has any).
+pub(crate) const JOB_ID_FIELD: &str = "slurm_job_id";
+
 /// Step key of a run: `run:<case_id>:<stack>`.
 pub(crate) fn run_step(case_id: &str, stack: &str) -> String {
     format!("run:{case_id}:{stack}")
@@ -237,7 +241,7 @@ impl Journal {
         line.insert("event".into(), Value::from("submitted"));
         line.insert("step".into(), Value::from(step));
         line.insert("attempt".into(), Value::from(attempt));
-        line.insert("slurm_job_id".into(), Value::from(slurm_job_id));
+        line.insert(JOB_ID_FIELD.into(), Value::from(slurm_job_id));
         if reattached {
             line.insert("reattached".into(), Value::from(true));
         }

@@ -93,6 +93,12 @@ pub(crate) struct SlurmJob {
 }
 
 impl StepState {
+    /// The batch job the latest attempt handed its work to, if it did (a job of an earlier
+    /// attempt does not count).
+    pub(crate) fn job_of_latest_attempt(&self) -> Option<SlurmJob> {
+        self.slurm_job.filter(|j| j.attempt == self.attempts)
+    }
+
     /// The attempt number the next run of a step gets, given what the journal says of it.
     pub(crate) fn next_attempt(state: Option<&StepState>) -> u32 {
         state.map_or(1, |s| s.attempts + 1)

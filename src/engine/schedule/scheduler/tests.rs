@@ -24,7 +24,7 @@ struct Fake {
     quarantined: Vec<(u32, String)>,
     /// Run step key → statuses of its attempts in order (then `status`).
     script: BTreeMap<String, Vec<RunStatus>>,
-    /// Interrupt the campaign as a run starts, just before it reports (the race of Slurm runs
+    /// Interrupt the campaign as a run starts, just before it reports (the race of batch-job runs
     /// detaching the moment Ctrl-C is decided).
     interrupt_on_start: Option<watch::Sender<bool>>,
     /// Report `stopped` (a failed write) once this many runs have started.

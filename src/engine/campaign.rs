@@ -1,0 +1,203 @@
+//! Building the campaign a claimed run dir runs: expected durations, the step graph (only
+//! stacks with something to execute are built), the scheduler's limits, the provenance every
+//! results file records, the results-file and case-file writers, and the [`EngineDriver`] that
+//! holds them for the session.
+//!
+//! Owns turning a `Prepared` campaign and a `Claimed` run dir into the scheduler and its driver.
+//! It must not run anything: `runtime` does, `drive` tells the story.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tokio::sync::watch;
+
+use crate::engine::case_files::CaseFiles;
+use crate::engine::driver::{AfterStep, CampaignPlan, EngineDriver, Outputs, RunState, Stopping};
+use crate::engine::estimate;
+use crate::engine::prepare::{Options, Prepared};
+use crate::engine::progress::Progress;
+use crate::engine::results_files::{Header, ResultsFiles};
+use crate::engine::schedule::dag::{Dag, RunNode};
+use crate::engine::schedule::faults;
+use crate::engine::schedule::scheduler::{Limits, Scheduler};
+use crate::error::Result;
+use crate::model::case::Case;
+use crate::model::plan::Placement;
+use crate::model::results::{Provenance, RunResult};
+use crate::model::stack::CommandSpec;
+use crate::store::layout::RunDir;
+
+/// A campaign ready to run: the scheduler and the driver it drives.
+pub(crate) struct Campaign {
+    pub(crate) scheduler: Scheduler,
+    pub(crate) driver: EngineDriver,
+}
+
+/// Build the campaign of `prep` in `run_dir`; `state` is what the claim found, `pending` the
+/// runs this session executes or settles, `after` the steps after `collect`, in order.
+pub(crate) fn build(
+    mut prep: Prepared,
+    opts: &Options,
+    after: Vec<(String, AfterStep)>,
+    run_dir: Arc<RunDir>,
+    state: RunState,
+    pending: usize,
+) -> Result<Campaign> {
+    estimate_runs(&mut prep, &run_dir);
+    let (dag, after) = step_graph(&prep, &state.kept, after);
+    let limits = limits(&prep, opts);
+    let provenance = provenance(&prep);
+    let (cancel_tx, cancel) = watch::channel(false);
+    // Shared, not copied: a huge plan's cases are held once.
+    let cases = Arc::new(std::mem::take(&mut prep.cases));
+    let out = outputs(
+        &prep,
+        &run_dir,
+        &provenance,
+        &cases,
+        after,
+        pending,
+        opts.quiet,
+    )?;
+    let plan = CampaignPlan {
+        run_dir,
+        campaign: prep.plan.campaign.name.clone(),
+        plan_text: prep.plan.text.clone(),
+        cases,
+        stacks: prep.stacks,
+        runs: prep.runs,
+        place: prep.plan.devices.placement == Placement::Auto,
+        provenance,
+        pool_probe: prep.plan.devices.probe.clone(),
+    };
+    let driver = EngineDriver {
+        plan,
+        state,
+        out,
+        backend: prep.backend,
+        stop: Stopping {
+            cancel,
+            cancel_tx: Arc::new(cancel_tx),
+            fatal: None,
+        },
+    };
+    let scheduler = Scheduler::new(dag, prep.pool, prep.plans, limits);
+    Ok(Campaign { scheduler, driver })
+}
+
+/// Each run's expected duration, from earlier run dirs of the campaign (longest first).
+fn estimate_runs(prep: &mut Prepared, run_dir: &RunDir) {
+    let campaign_dir = run_dir.path.parent().map(PathBuf::from).unwrap_or_default();
+    let history = estimate::History::load(&campaign_dir, &run_dir.path);
+    for (plan, run) in prep.plans.iter_mut().zip(&prep.runs) {
+        let stack = &prep.stacks[run.stack].name;
+        plan.estimate_s = history.estimate(&run.case_id, stack, &prep.cases[run.case_index]);
+    }
+}
+
+/// The step graph, and the steps after `collect` by name.
+fn step_graph(
+    prep: &Prepared,
+    kept: &BTreeMap<usize, RunResult>,
+    after: Vec<(String, AfterStep)>,
+) -> (Dag, BTreeMap<String, AfterStep>) {
+    // Only stacks with something to execute are built (a resume of finished stacks skips them).
+    let busy: BTreeSet<usize> = (prep.runs.iter().enumerate())
+        .filter(|(i, _)| !kept.contains_key(i))
+        .map(|(_, r)| r.stack)
+        .collect();
+    let has_build: Vec<(String, bool)> = (prep.stacks.iter().enumerate())
+        .map(|(i, s)| (s.name.clone(), s.def.build.is_some() && busy.contains(&i)))
+        .collect();
+    let nodes: Vec<RunNode> = (prep.runs.iter())
+        .map(|r| RunNode {
+            case_id: r.case_id.clone(),
+            stack: prep.stacks[r.stack].name.clone(),
+        })
+        .collect();
+    let mut dag = Dag::new(&has_build, &nodes);
+    let mut by_name = BTreeMap::new();
+    for (name, f) in after {
+        dag.append_after_collect(&name);
+        by_name.insert(name, f);
+    }
+    (dag, by_name)
+}
+
+/// Runs in flight at once (`--exclusive`: one; else `--jobs`, else the backend's cap) and the
+/// retry rules.
+fn limits(prep: &Prepared, opts: &Options) -> Limits {
+    let run_cfg = &prep.plan.run;
+    Limits {
+        jobs: if opts.exclusive || run_cfg.exclusive {
+            Some(1)
+        } else {
+            opts.jobs.or(prep.backend.max_in_flight())
+        },
+        faults: faults::Policy::from_config(run_cfg),
+    }
+}
+
+/// What every results file records: tool, plan, host, stack roots and facts, seed, backend.
+fn provenance(prep: &Prepared) -> Provenance {
+    let defs: Vec<_> = prep.stacks.iter().map(|s| (**s).clone()).collect();
+    let mut provenance = crate::store::provenance::collect(
+        Some(&prep.plan.hash),
+        Some(&prep.plan.source),
+        &crate::stack::resolve::roots(&defs),
+        Some(prep.seed),
+    );
+    provenance.executor = prep.backend.provenance().map(str::to_string);
+    for stack in &prep.stacks {
+        // argv[0] when it is written literally (a template such as `{{ run_dir }}/x` is built).
+        let program = match &stack.def.command {
+            Some(CommandSpec::Argv(argv)) => argv.first().filter(|p| !p.contains("{{")),
+            _ => None,
+        };
+        crate::store::provenance::add_stack_facts(
+            &mut provenance,
+            &stack.name,
+            program.map(String::as_str),
+            &stack.def.env,
+        );
+    }
+    provenance
+}
+
+/// The writers of the results files and case files (threads), the progress view and the steps
+/// after `collect`.
+fn outputs(
+    prep: &Prepared,
+    run_dir: &Arc<RunDir>,
+    provenance: &Provenance,
+    cases: &Arc<Vec<Case>>,
+    after: BTreeMap<String, AfterStep>,
+    pending: usize,
+    quiet: bool,
+) -> Result<Outputs> {
+    let stack_of = |r: &crate::engine::driver::PlannedRun| prep.stacks[r.stack].name.clone();
+    let header = Header {
+        campaign: prep.plan.campaign.name.clone(),
+        timestamp: run_dir.timestamp.clone(),
+        provenance: provenance.clone(),
+        metrics: (prep.stacks.iter())
+            .filter_map(|s| s.def.metric.map(|m| (s.name.clone(), m)))
+            .collect(),
+    };
+    let planned = prep.runs.iter().map(|r| (r.case_id.clone(), stack_of(r)));
+    let results_files = ResultsFiles::start(run_dir.clone(), header, planned.collect())?;
+    let case_files = CaseFiles::new(
+        run_dir.clone(),
+        cases.clone(),
+        (prep.runs.iter()).map(|r| (r.case_id.clone(), r.case_index, stack_of(r))),
+    );
+    Ok(Outputs {
+        results_files: Some(results_files),
+        handed_over: 0,
+        case_files: Arc::new(case_files),
+        case_thread: None,
+        progress: Progress::new(pending, quiet || pending == 0),
+        after,
+    })
+}

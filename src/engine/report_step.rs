@@ -1,0 +1,139 @@
+//! The end of a campaign after `collect`: the report step (summarize → plot → report, which
+//! `run` and `resume` append to the step graph) and recording a run dir into its results dir's
+//! performance history, which gives the report its History section (`run`, `resume` and
+//! `report` record their run dir).
+//!
+//! Owns where a run dir is recorded (`--results-dir`'s store, else the one of the results dir
+//! the run dir sits in) and the report's history rows (previous median, change, the step
+//! `analysis::changepoint` finds at this run). History is a side record: a failure is a warning,
+//! never the campaign's. It must not print anything else or decide statuses.
+
+use std::path::{Path, PathBuf};
+
+use crate::analysis::changepoint::{self, Params};
+use crate::engine::driver::AfterStep;
+use crate::error::{Error, Result};
+use crate::model::history::{ReportHistory, ReportHistoryRow};
+use crate::model::plan::Plan;
+use crate::model::results::ResultSet;
+use crate::store::history::query::SeriesFilter;
+use crate::store::history::{self as store, History};
+
+/// summarize → plot → report, one step after `collect` (the report module does all three).
+/// The run dir is recorded in the history store of `results_dir` (`--results-dir`, else the
+/// run dir's own) first, so the report can show the earlier runs of its series.
+pub(crate) fn report_step(
+    plan: &Plan,
+    template: Option<PathBuf>,
+    results_dir: Option<PathBuf>,
+) -> Vec<(String, AfterStep)> {
+    let report_cfg = plan.report.clone();
+    let report: AfterStep = Box::new(move |run_dir, results| {
+        let history = record(&run_dir.path, results, results_dir.as_deref());
+        crate::report::finish_run(
+            results,
+            &report_cfg,
+            template.as_deref(),
+            &run_dir.path,
+            history,
+        )
+        .map(|_| ())
+    });
+    vec![("report".to_string(), report)]
+}
+
+/// Record a run dir of `run`, `resume` or `report` in its results dir's store and return the
+/// report's history section. History is a side record: a failure is printed as a warning and
+/// never fails the campaign. `results_dir` is `--results-dir`; without it the run dir's own
+/// results dir is used, and a run dir outside campaign's layout is not recorded.
+pub(crate) fn record(
+    run_dir: &Path,
+    results: &ResultSet,
+    results_dir: Option<&Path>,
+) -> Option<ReportHistory> {
+    let results_dir = results_dir_for(run_dir, results, results_dir)?;
+    // What is on disk, as `history ingest` and `report` will read it later, so recording
+    // the same run dir again finds it unchanged (files round timings to 6 digits).
+    let on_disk = crate::store::load::load_any_run_dir(run_dir);
+    record_in(run_dir, on_disk.as_ref().unwrap_or(results), &results_dir)
+}
+
+/// [`record`] of a result set just loaded from `run_dir`'s files (`store::load::load_any_run_dir`, in
+/// the order it reads them): `campaign report` has it already, so the run dir is not read twice.
+pub(crate) fn record_loaded(
+    run_dir: &Path,
+    on_disk: &ResultSet,
+    results_dir: Option<&Path>,
+) -> Option<ReportHistory> {
+    let results_dir = results_dir_for(run_dir, on_disk, results_dir)?;
+    record_in(run_dir, on_disk, &results_dir)
+}
+
+/// Record `on_disk` in `results_dir`'s history store; the report's history section.
+fn record_in(run_dir: &Path, on_disk: &ResultSet, results_dir: &Path) -> Option<ReportHistory> {
+    let path = store::store_path(Some(results_dir));
+    let attempt = || -> Result<ReportHistory> {
+        let mut h = History::open(&path)?;
+        h.ingest(run_dir, on_disk)?;
+        report_history(&h, run_dir)
+    };
+    match attempt() {
+        Ok(section) => Some(section).filter(|s| !s.rows.is_empty()),
+        Err(e) => {
+            eprintln!("warning: history not recorded in {}: {e}", path.display());
+            None
+        }
+    }
+}
+
+/// The results dir whose history store records `run_dir`: `results_dir`, else the one the run
+/// dir sits in (none for a run dir outside campaign's layout).
+fn results_dir_for(
+    run_dir: &Path,
+    results: &ResultSet,
+    results_dir: Option<&Path>,
+) -> Option<PathBuf> {
+    match results_dir {
+        Some(d) => Some(d.to_path_buf()),
+        None => store::results_dir_of(run_dir, &results.campaign),
+    }
+}
+
+/// The report's history section for `run_dir`: per series of the run dir with earlier points,
+/// the previous median, the change, and the step ending at this run if one is detected.
+fn report_history(h: &History, run_dir: &Path) -> Result<ReportHistory> {
+    let abs = std::path::absolute(run_dir)
+        .map_err(|e| Error::io(run_dir, e))?
+        .display()
+        .to_string();
+    let filter = SeriesFilter {
+        run_dir: Some(abs.clone()),
+        ..SeriesFilter::default()
+    };
+    let mut rows = Vec::new();
+    for mut s in h.series(&filter)? {
+        let Some(idx) = s.points.iter().position(|p| p.run_dir == abs) else {
+            continue;
+        };
+        if idx == 0 {
+            continue;
+        }
+        // What was known when this run finished: later points (re-rendering an old run dir)
+        // are left out.
+        s.points.truncate(idx + 1);
+        let step = changepoint::series_steps(&s, &Params::default())
+            .into_iter()
+            .find(|st| st.at == idx);
+        let (prev, now) = (&s.points[idx - 1], &s.points[idx]);
+        rows.push(ReportHistoryRow {
+            case_id: s.case_id.clone(),
+            stack: s.key.stack.clone(),
+            earlier: idx,
+            previous_median_s: prev.median_s,
+            median_s: now.median_s,
+            change: now.median_s / prev.median_s - 1.0,
+            step,
+        });
+    }
+    Ok(ReportHistory { rows })
+}
