@@ -12,6 +12,8 @@ pub mod docs;
 pub mod doctor;
 pub mod dry_run;
 #[cfg(test)]
+mod fuzz_props;
+#[cfg(test)]
 mod fuzz_tests;
 pub mod history;
 pub mod prompt;
