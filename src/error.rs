@@ -22,6 +22,10 @@ pub mod exit {
     /// run here, or every case was outside what its stacks support). Not a success: no number
     /// was measured.
     pub(crate) const NOTHING_RAN: i32 = 5;
+    /// Every run is recorded (results files written) but the report step failed — a template
+    /// that does not render, a full disk while rendering; `campaign report RUN_DIR` renders it
+    /// again once fixed.
+    pub(crate) const REPORT_FAILED: i32 = 6;
 }
 
 /// One problem found in an input file, located as precisely as the input allows.

@@ -9,6 +9,24 @@ use crate::error::Result;
 use crate::report::{self, ReportOptions};
 use crate::store::{rebuild, seed_dir};
 
+/// The `[report]` of the run dir's frozen plan (read as `resume` reads it), so a re-rendered
+/// report has the plan's template, baseline, figures and title; `None` (with a warning when the
+/// plan does not load) gives the defaults.
+fn frozen_report(run_dir: &std::path::Path) -> Option<crate::model::plan::ReportConfig> {
+    let frozen = run_dir.join("plan.toml");
+    if !frozen.is_file() {
+        return None;
+    }
+    let header = crate::store::journal::header(&run_dir.join("journal.jsonl")).unwrap_or_default();
+    match crate::cli::resume::load_frozen_plan(&frozen, &header, None) {
+        Ok(plan) => Some(plan.report),
+        Err(e) => {
+            eprintln!("warning: {}: the frozen plan does not load ({e}); the report uses the default template and settings", frozen.display());
+            None
+        }
+    }
+}
+
 pub(crate) fn run(args: &ReportArgs) -> Result<i32> {
     let mut results = crate::store::load::load_any_run_dir(&args.run_dir)?;
     let campaign_dir = !seed_dir::is_seed_run_dir(&args.run_dir);
@@ -35,12 +53,18 @@ pub(crate) fn run(args: &ReportArgs) -> Result<i32> {
             );
         }
     }
-    let opts = ReportOptions {
-        template: args.template.clone(),
-        bootstrap: report::bootstrap_for(&results),
-        history,
-        ..ReportOptions::default()
+    let mut opts = match campaign_dir.then(|| frozen_report(&args.run_dir)).flatten() {
+        Some(cfg) => ReportOptions::from_config(&cfg, &results),
+        None => ReportOptions {
+            bootstrap: report::bootstrap_for(&results),
+            ..ReportOptions::default()
+        },
     };
+    // `--template` wins over the plan's.
+    if let Some(t) = &args.template {
+        opts.template = Some(t.clone());
+    }
+    opts.history = history;
     // The results files are rewritten on a second core while the report is rendered (both
     // only read `results`); a failure to write them is reported first, as before.
     let (written, out) = std::thread::scope(|s| {

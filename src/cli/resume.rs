@@ -117,7 +117,7 @@ fn prepare_from_header(
 /// The frozen `plan.toml`, read as if it still lived where it was written (the journal header's
 /// `plan_file`), so relative `[cases] files` globs and templates mean what they meant for `run`.
 /// Problems are reported against the frozen copy, the file the user would edit.
-fn load_frozen_plan(
+pub(crate) fn load_frozen_plan(
     frozen: &Path,
     header: &serde_json::Map<String, serde_json::Value>,
     executor: Option<crate::model::plan::ExecutorKind>,

@@ -148,5 +148,15 @@ pub(crate) fn conclude(done: &engine::Finished, quiet: bool) -> Result<i32> {
         );
         return Ok(exit::NOTHING_RAN);
     }
-    Ok(if failed { exit::RUNS_FAILED } else { exit::OK })
+    if failed {
+        return Ok(exit::RUNS_FAILED);
+    }
+    if !done.after_failed.is_empty() {
+        eprintln!(
+            "the runs are recorded, but the report was not written; once the problem is fixed, `campaign report {}` renders it",
+            done.run_dir.display()
+        );
+        return Ok(exit::REPORT_FAILED);
+    }
+    Ok(exit::OK)
 }

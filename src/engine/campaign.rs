@@ -199,5 +199,6 @@ fn outputs(
         case_thread: None,
         progress: Progress::new(pending, quiet || pending == 0),
         after,
+        after_failed: Vec::new(),
     })
 }

@@ -171,7 +171,7 @@ impl CaseFiles {
         }
         for stack in &entry.stacks {
             let bundle = self.run_dir.bundle(&entry.case_id, stack);
-            std::fs::create_dir_all(&bundle).map_err(|e| Error::io(&bundle, e))?;
+            crate::store::layout::make_bundle_dir(&bundle)?;
             // The executor appends to `run.log`; creating it here (empty, never truncating one
             // that exists) takes its inode off the path between two runs. A run's own
             // `ensure` comes before it moves an earlier attempt's log aside, so this never

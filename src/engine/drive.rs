@@ -111,11 +111,9 @@ fn finish(
     written?;
     // Every `finished` line of the session on disk before campaign says it is done.
     driver.state.journal.durable()?;
-    Ok(Finished::of(
-        run_dir.path.clone(),
-        &set,
-        summary.interrupted,
-    ))
+    let mut finished = Finished::of(run_dir.path.clone(), &set, summary.interrupted);
+    finished.after_failed = std::mem::take(&mut driver.out.after_failed);
+    Ok(finished)
 }
 
 /// Journal what an interrupt did to work the backend runs outside campaign, and say how to go

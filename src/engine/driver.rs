@@ -125,6 +125,8 @@ pub(crate) struct Outputs {
     pub(crate) progress: Progress,
     /// Steps after `collect`, by name.
     pub(crate) after: BTreeMap<String, AfterStep>,
+    /// Steps after `collect` that failed, with why (the campaign's exit code says so).
+    pub(crate) after_failed: Vec<(String, String)>,
 }
 
 /// How the campaign stops: the cancel flag every run watches, and the failure that ended it.
@@ -580,8 +582,12 @@ impl Driver for EngineDriver {
             (Step::After { name }, _) => {
                 let set = self.result_set(results);
                 if let Some(f) = self.out.after.get_mut(name) {
+                    // Never at the cost of what is recorded: the results files are written
+                    // (`collect`) before; the failure is said on stderr, whatever `-q` says,
+                    // and ends in the exit code.
                     if let Err(e) = f(&self.plan.run_dir, &set) {
-                        self.out.progress.println(&format!("{name} failed: {e}"));
+                        eprintln!("error: the {name} step failed: {e}");
+                        self.out.after_failed.push((name.clone(), e.to_string()));
                     }
                 }
             }

@@ -21,6 +21,8 @@ pub(crate) struct Finished {
     /// Quarantined device → why.
     pub(crate) quarantined: BTreeMap<String, String>,
     pub(crate) interrupted: bool,
+    /// Steps after the runs (the report) that failed, with why.
+    pub(crate) after_failed: Vec<(String, String)>,
 }
 
 impl Finished {
@@ -50,6 +52,7 @@ impl Finished {
             failures,
             quarantined,
             interrupted,
+            after_failed: Vec::new(),
         }
     }
 

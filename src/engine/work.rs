@@ -121,9 +121,7 @@ pub(crate) async fn execute(job: RunJob) -> crate::error::Result<Executed> {
     let stack = &job.stack;
     let bundle = job.run_dir.bundle(&job.case_id, &stack.name);
     job.case_files.ensure(&job.case_id)?;
-    if !bundle.is_dir() {
-        std::fs::create_dir_all(&bundle).map_err(|e| crate::error::Error::io(&bundle, e))?;
-    }
+    crate::store::layout::make_bundle_dir(&bundle)?;
     if job.reattach.is_none() {
         // A re-attached job is still writing this attempt's run.log.
         keep_previous_log(&bundle, job.attempt);

@@ -89,6 +89,37 @@ impl RunDir {
     }
 }
 
+/// Make a run's bundle folder. Something else at its path — a file, a link (a damaged or tampered
+/// run dir) — is moved aside to `<name>.damaged[-N]` first, so the run gets a real folder inside
+/// the run dir and only this run's own bundle is affected (never the campaign).
+pub(crate) fn make_bundle_dir(path: &Path) -> Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_dir() => return Ok(()),
+        Ok(_) => {
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().to_string())
+                .unwrap_or_default();
+            let aside = (1..1000)
+                .map(|n| {
+                    let suffix = if n == 1 {
+                        String::new()
+                    } else {
+                        format!("-{n}")
+                    };
+                    path.with_file_name(format!("{name}.damaged{suffix}"))
+                })
+                .find(|p| std::fs::symlink_metadata(p).is_err())
+                .ok_or_else(|| {
+                    Error::io(path, std::io::Error::other("no free name to move it aside"))
+                })?;
+            std::fs::rename(path, &aside).map_err(|e| Error::io(path, e))?;
+        }
+        Err(_) => {}
+    }
+    std::fs::create_dir_all(path).map_err(|e| Error::io(path, e))
+}
+
 /// Pretty JSON (2-space indent, trailing newline), atomically.
 pub(crate) fn write_json(path: &Path, value: &Value) -> Result<()> {
     write_atomic(path, pretty(value).as_bytes())

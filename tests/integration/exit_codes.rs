@@ -213,3 +213,44 @@ fn a_closed_or_full_stdout_never_panics() {
         }
     }
 }
+
+/// A report that fails (a template that does not render) costs no recorded result: the results
+/// files hold every run, the failure is said on stderr even under `-q`, and the exit code is 6.
+#[test]
+fn a_failed_report_is_said_and_exits_6_with_every_run_recorded() {
+    let tmp = tempdir();
+    std::fs::write(tmp.path().join("bad.md.j2"), "{{ nope.x }}\n").unwrap();
+    let plan = tmp.path().join("badreport.toml");
+    std::fs::write(
+        &plan,
+        format!("{PLAN}[run]\nrepeats = 2\n[report]\ntemplate = \"bad.md.j2\"\n"),
+    )
+    .unwrap();
+    let results = tmp.path().join("results");
+    let o = run_in(
+        tmp.path(),
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "-q",
+            "--results-dir",
+            results.to_str().unwrap(),
+        ],
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(6), "{err}");
+    assert!(
+        err.contains("the report step failed") && err.contains("campaign report"),
+        "{err}"
+    );
+    let run_dir = std::fs::read_dir(results.join("codes"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("results.json")).unwrap())
+            .unwrap();
+    assert_eq!(doc["runs"].as_array().unwrap().len(), 2, "{doc}");
+}

@@ -416,3 +416,98 @@ fn links_in_a_run_dir_or_as_the_history_store_are_refused() {
             && !std::path::Path::new("/dev/null-journal").exists()
     );
 }
+
+/// One broken bundle costs only its own run: a bundle folder replaced by a file is moved aside
+/// (`<stack>.damaged`), the run runs again, and every other run's row — the case's intact
+/// repeats included — stays in results.json.
+#[test]
+fn a_bundle_replaced_by_a_file_costs_only_its_own_run() {
+    let tmp = util::tempdir();
+    let (_, run_dir) = finished_run(tmp.path());
+    let case = std::fs::read_dir(run_dir.join("cases"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let bundle = case.join("host");
+    std::fs::remove_dir_all(&bundle).unwrap();
+    std::fs::write(&bundle, "not a folder").unwrap();
+    let out = util::run(&["resume", run_dir.to_str().unwrap(), "-q"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        util::stdout(&out),
+        util::stderr(&out)
+    );
+    assert!(
+        bundle.join("manifest.json").is_file(),
+        "the run ran again into a real folder"
+    );
+    assert_eq!(
+        std::fs::read_to_string(case.join("host.damaged")).unwrap(),
+        "not a folder"
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("results.json")).unwrap())
+            .unwrap();
+    let rows = doc["runs"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{doc}");
+    assert!(rows.iter().all(|r| r["status"] == "pass"), "{doc}");
+}
+
+/// `campaign report` re-renders with the plan's own `[report]` (its template here), as the
+/// campaign did, unless `--template` says otherwise.
+#[test]
+fn report_of_a_run_dir_honours_the_plans_template() {
+    let tmp = util::tempdir();
+    let template = tmp.path().join("mine.md.j2");
+    std::fs::write(&template, "MINE {{ campaign }}\n").unwrap();
+    let plan = tmp.path().join("tpl.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            "[campaign]\nname = \"tpl\"\n[case]\nplatform = \"host\"\n[axes]\nvariant = [\"mesh\"]\n\
+             p = [2]\ncount = [64]\n[rounds]\nwarmup = 0\ntimed = 2\n[run]\nrepeats = 1\n\
+             [report]\ntemplate = \"{}\"\n",
+            template.display()
+        ),
+    )
+    .unwrap();
+    let results = tmp.path().join("results");
+    let out = util::run(&[
+        "run",
+        plan.to_str().unwrap(),
+        "-q",
+        "--results-dir",
+        results.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    let run_dir = std::fs::read_dir(results.join("tpl"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let summary = run_dir.join("reports/summary.md");
+    assert_eq!(std::fs::read_to_string(&summary).unwrap(), "MINE tpl\n");
+    std::fs::remove_file(&summary).unwrap();
+    let out = util::run(&["report", run_dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    assert_eq!(
+        std::fs::read_to_string(&summary).unwrap(),
+        "MINE tpl\n",
+        "the plan's template"
+    );
+    let other = tmp.path().join("other.md.j2");
+    std::fs::write(&other, "OTHER\n").unwrap();
+    let out = util::run(&[
+        "report",
+        run_dir.to_str().unwrap(),
+        "--template",
+        other.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    assert_eq!(std::fs::read_to_string(&summary).unwrap(), "OTHER\n");
+}
