@@ -148,7 +148,7 @@ fn provenance(prep: &Prepared) -> Provenance {
         &crate::stack::resolve::roots(&defs),
         Some(prep.seed),
     );
-    provenance.executor = prep.backend.provenance().map(str::to_string);
+    provenance.executor = Some(prep.backend.name().to_string());
     for stack in &prep.stacks {
         // argv[0] when it is written literally (a template such as `{{ run_dir }}/x` is built).
         let program = match &stack.def.command {

@@ -139,11 +139,9 @@ pub(crate) struct Earlier {
 
 /// Where one campaign session's runs execute. One value per session, shared by every run.
 pub(crate) trait Backend: Send + Sync {
-    /// The name the journal header records (`executor`), so a resume picks the same backend.
+    /// The name the journal header (`executor`, so a resume picks the same backend) and the
+    /// results files' provenance (`executor`) record.
     fn name(&self) -> &'static str;
-
-    /// What the results files' provenance records as `executor` (None: this machine).
-    fn provenance(&self) -> Option<&'static str>;
 
     /// True when the backend places runs and grants devices itself: nothing is leased or probed
     /// on this machine, and a run larger than its pool is fine.

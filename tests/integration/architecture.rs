@@ -232,3 +232,83 @@ fn the_engine_names_no_backend() {
         problems.join("\n")
     );
 }
+
+/// Longest function the engine and the backends may hold (docs/architecture.md, "Layering").
+const MAX_FN_LINES: usize = 120;
+
+/// `(name, first line, lines)` of every function with a body in `text`: from its `fn` line to
+/// the closing brace at the same indentation.
+fn functions(text: &str) -> Vec<(String, usize, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let trimmed = line.trim_start();
+        let indent = line.len() - trimmed.len();
+        let words: Vec<&str> = trimmed.split_whitespace().collect();
+        let Some(at) = words.iter().position(|w| *w == "fn") else {
+            continue;
+        };
+        let qualifiers = [
+            "pub",
+            "pub(crate)",
+            "pub(super)",
+            "async",
+            "unsafe",
+            "const",
+        ];
+        if !words[..at].iter().all(|w| qualifiers.contains(w)) || at + 1 >= words.len() {
+            continue;
+        }
+        let name: String = (words[at + 1].chars())
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        let Some(open) = (i..lines.len()).find(|&j| {
+            let l = lines[j].trim_end();
+            l.ends_with('{') || l.ends_with(';')
+        }) else {
+            continue;
+        };
+        if lines[open].trim_end().ends_with(';') {
+            continue;
+        }
+        let close = (open + 1..lines.len()).find(|&j| {
+            let l = lines[j];
+            l.len() > indent && l[..indent].trim().is_empty() && l[indent..].starts_with('}')
+        });
+        if let Some(close) = close {
+            out.push((name, i + 1, close - i + 1));
+        }
+    }
+    out
+}
+
+#[test]
+fn engine_and_backend_functions_stay_short() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut problems = Vec::new();
+    for room in ["engine", "executor"] {
+        let mut files = Vec::new();
+        rust_files(&src.join(room), &mut files);
+        for file in &files {
+            let text = std::fs::read_to_string(file).unwrap();
+            for (name, line, n) in functions(&text) {
+                if n > MAX_FN_LINES {
+                    let rel = file.strip_prefix(&src).unwrap().display();
+                    problems.push(format!("src/{rel}:{line}: fn {name} has {n} lines"));
+                }
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "functions longer than {MAX_FN_LINES} lines:\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn the_function_counter_sees_a_long_function() {
+    let body = "    x();\n".repeat(3);
+    let text = format!("pub(crate) async fn run(\n    a: u32,\n) {{\n{body}}}\n\nfn decl();\n");
+    assert_eq!(functions(&text), [("run".to_string(), 1, 7)]);
+}

@@ -399,6 +399,8 @@ fn simpler_distributed_plans_skips_and_runs_its_five_modes_as_declared() {
     let results: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
     let prov = &results["provenance"];
+    // A local campaign names its backend too.
+    assert_eq!(prov["executor"], "local", "{prov}");
     let stack = &prov["stack_roots"]["simpler-distributed"];
     assert_eq!(
         stack["nested_git"]["build/pto-isa"], NESTED_COMMIT,

@@ -36,10 +36,6 @@ impl Backend for Local {
         crate::executor::kind_name(ExecutorKind::Local)
     }
 
-    fn provenance(&self) -> Option<&'static str> {
-        None
-    }
-
     fn grants_devices(&self) -> bool {
         false
     }

@@ -82,10 +82,6 @@ impl Backend for Slurm {
         crate::executor::kind_name(ExecutorKind::Slurm)
     }
 
-    fn provenance(&self) -> Option<&'static str> {
-        Some("slurm")
-    }
-
     fn grants_devices(&self) -> bool {
         true
     }
