@@ -348,7 +348,8 @@ pub(crate) struct HistoryTrendArgs {
     pub(crate) series: HistorySeries,
     #[command(flatten)]
     pub(crate) store: HistoryStore,
-    /// The figure to write: FILE.png or FILE.svg.
+    /// The figure to write: FILE.png or FILE.svg, or FILE.html for one self-contained page of
+    /// every series with its change points and hover values.
     #[arg(long, value_name = "FILE")]
     pub(crate) out: PathBuf,
 }

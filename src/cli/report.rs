@@ -59,6 +59,7 @@ pub(crate) fn run(args: &ReportArgs) -> Result<i32> {
     written?;
     let out = out?;
     println!("report: {}", out.summary.display());
+    println!("html: {}", out.html.display());
     println!("context: {}", out.context.display());
     for f in &out.figures {
         println!("figure: {}", f.png.display());
