@@ -532,3 +532,34 @@ fn the_history_trend_page_shows_every_series_in_a_browser() {
     assert_eq!(seen["figures"][0]["hover_points"], 6);
     screenshot(&page, "trend-light", 1400, false);
 }
+
+/// The probe itself: a page that fetches something or throws is caught (else the checks above
+/// could pass on a page that is broken).
+#[test]
+fn the_probe_catches_a_fetch_and_a_script_error() {
+    let dir = crate::util::tempdir();
+    let page = dir.path().join("broken.html");
+    std::fs::write(
+        &page,
+        "<!DOCTYPE html>\n<html><head>\n<meta http-equiv=\"Content-Security-Policy\" \
+         content=\"default-src 'none'; script-src 'unsafe-inline'\">\n</head><body>\n\
+         <img src=\"http://192.0.2.1/logo.png\" alt=\"\">\n\
+         <script>document.title.nope.deeper = 1;</script>\n</body></html>\n",
+    )
+    .unwrap();
+    let seen = self_test(&page, &[], &[], false);
+    let errors: Vec<&str> = seen["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.as_str().unwrap())
+        .collect();
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("blocked by the page's CSP: http://192.0.2.1/logo.png")),
+        "{errors:?}"
+    );
+    assert!(errors.iter().any(|e| e.contains("TypeError")), "{errors:?}");
+    assert!(seen["table"].is_null());
+}
