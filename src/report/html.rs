@@ -340,6 +340,23 @@ fn label(key: &str) -> String {
     }
 }
 
+/// The columns a case row gives the table: `LEADING` first (those it has), then its other
+/// scalar fields in order, never `HIDDEN` ones or lists (`cells`).
+fn case_keys(first: &serde_json::Map<String, serde_json::Value>) -> Vec<String> {
+    let mut keys: Vec<String> = LEADING
+        .iter()
+        .filter(|k| first.contains_key(**k))
+        .map(|k| k.to_string())
+        .collect();
+    for (k, v) in first {
+        let scalar = !(v.is_array() || v.is_object());
+        if scalar && !keys.contains(k) && !HIDDEN.contains(&k.as_str()) {
+            keys.push(k.clone());
+        }
+    }
+    keys
+}
+
 /// One row per (case, stack) cell of `cases[]`, its columns the case's scalar fields (whatever
 /// the context has), then stack, metric, status, median, CI, repeats × rounds.
 fn table(results: &ResultSet, ctx: &Context, run_dir: &Path) -> Table {
@@ -360,20 +377,7 @@ fn table(results: &ResultSet, ctx: &Context, run_dir: &Path) -> Table {
             _ => serde_json::Map::new(),
         })
         .collect();
-    let mut keys: Vec<String> = Vec::new();
-    if let Some(first) = case_values.first() {
-        for k in LEADING {
-            if first.contains_key(*k) {
-                keys.push(k.to_string());
-            }
-        }
-        for (k, v) in first {
-            let scalar = !(v.is_array() || v.is_object());
-            if scalar && !keys.contains(k) && !HIDDEN.contains(&k.as_str()) {
-                keys.push(k.clone());
-            }
-        }
-    }
+    let keys = case_values.first().map(case_keys).unwrap_or_default();
     let mut columns: Vec<Column> = keys
         .iter()
         .map(|k| Column {
@@ -607,6 +611,31 @@ mod tests {
         assert_eq!(tail.lines().count(), TAIL_LINES);
         assert!(tail.starts_with("line 461"), "{tail}");
         assert!(note.contains("last 40 lines"), "{note}");
+    }
+
+    #[test]
+    fn an_op_column_appears_where_the_cases_have_one() {
+        let row = |v: serde_json::Value| match v {
+            serde_json::Value::Object(m) => m,
+            _ => unreachable!(),
+        };
+        let today = row(serde_json::json!({
+            "case_id": "c", "variant": "mesh", "p": 2, "count": 64, "dtype": "fp32",
+            "core_num": 1, "n_bytes": 256, "bytes": "256 B", "cells": []
+        }));
+        assert_eq!(
+            case_keys(&today),
+            ["case_id", "variant", "p", "count", "dtype", "core_num", "bytes"]
+        );
+        let with_op = row(serde_json::json!({
+            "case_id": "c", "variant": "mesh", "p": 2, "count": 64, "dtype": "fp32",
+            "core_num": 1, "n_bytes": 256, "bytes": "256 B", "nodes": 2, "op": "allgather",
+            "cells": []
+        }));
+        assert_eq!(
+            case_keys(&with_op),
+            ["case_id", "op", "variant", "p", "count", "dtype", "core_num", "bytes", "nodes"]
+        );
     }
 
     #[test]
