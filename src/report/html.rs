@@ -64,7 +64,9 @@ struct TableCell {
 
 #[derive(Debug, Serialize)]
 struct Link {
+    /// Short text of the link (`log`); `file` its file name (`run.log`).
     name: String,
+    file: String,
     href: String,
 }
 
@@ -81,7 +83,21 @@ struct TableRow {
 struct Table {
     columns: Vec<Column>,
     rows: Vec<TableRow>,
+    /// Columns with the same value in every row, left out of the table and said once above it
+    /// (`{label, text}`), so the table fits a laptop screen.
+    same: Vec<SameValue>,
 }
+
+#[derive(Debug, Serialize)]
+struct SameValue {
+    label: String,
+    text: String,
+}
+
+/// Columns that may be folded into "same in every row" (never the row's identity or numbers).
+const FOLDABLE: &[&str] = &[
+    "op", "variant", "p", "count", "dtype", "core_num", "bytes", "metric",
+];
 
 #[derive(Debug, Serialize)]
 struct FailureLog {
@@ -490,7 +506,41 @@ fn table(results: &ResultSet, ctx: &Context, run_dir: &Path) -> Table {
             });
         }
     }
-    Table { columns, rows }
+    fold_constant_columns(Table {
+        columns,
+        rows,
+        same: Vec::new(),
+    })
+}
+
+/// Leave out the foldable columns whose text is the same in every row (two rows or more).
+fn fold_constant_columns(mut t: Table) -> Table {
+    if t.rows.len() < 2 {
+        return t;
+    }
+    let constant: Vec<usize> = (0..t.columns.len())
+        .filter(|&i| {
+            FOLDABLE.contains(&t.columns[i].key.as_str())
+                && t.rows
+                    .iter()
+                    .all(|r| r.cells[i].text == t.rows[0].cells[i].text)
+        })
+        .collect();
+    for &i in constant.iter().rev() {
+        let col = t.columns.remove(i);
+        let text = t.rows[0].cells[i].text.clone();
+        for r in &mut t.rows {
+            r.cells.remove(i);
+        }
+        t.same.insert(
+            0,
+            SameValue {
+                label: col.label,
+                text,
+            },
+        );
+    }
+    t
 }
 
 /// Links from `reports/` to the bundle's files that exist.
@@ -498,14 +548,19 @@ fn bundle_links(run_dir: &Path, bundle: &str) -> Vec<Link> {
     if bundle.is_empty() {
         return Vec::new();
     }
-    ["run.log", "manifest.json", "timing.json"]
-        .iter()
-        .filter(|f| run_dir.join(bundle).join(f).is_file())
-        .map(|f| Link {
-            name: f.to_string(),
-            href: format!("../{bundle}/{f}"),
-        })
-        .collect()
+    [
+        ("log", "run.log"),
+        ("manifest", "manifest.json"),
+        ("timing", "timing.json"),
+    ]
+    .iter()
+    .filter(|(_, f)| run_dir.join(bundle).join(f).is_file())
+    .map(|(name, f)| Link {
+        name: name.to_string(),
+        file: f.to_string(),
+        href: format!("../{bundle}/{f}"),
+    })
+    .collect()
 }
 
 fn failure_log(run_dir: &Path, bundle: &str, with_tail: bool) -> FailureLog {

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::synthetic::{result_set, Spec};
+use campaign::model::case::Dtype;
 use campaign::model::results::RunStatus;
 use campaign::report::{render_all, ReportOptions};
 
@@ -247,6 +248,7 @@ fn synthetic_report(dir: &Path) -> Vec<String> {
     let mut spec = Spec::small();
     spec.detail = true;
     spec.fail_every = 7;
+    spec.dtypes = vec![Dtype::Fp32, Dtype::Fp16];
     let mut rs = result_set(&spec);
     // One oversubscribed run: P = 8 on 2 CPUs.
     if let Some(r) = rs
@@ -351,8 +353,8 @@ fn the_report_page_sorts_filters_and_shows_every_figure_in_a_browser() {
     assert_eq!(seen["dark"], false);
     let table = &seen["table"];
     let rows = table["rows"].as_u64().unwrap();
-    // 2 stacks × 2 variants × 3 P × 4 counts.
-    assert_eq!(rows, 48, "{table}");
+    // 2 stacks × 2 variants × 3 P × 4 counts × 2 dtypes.
+    assert_eq!(rows, 96, "{table}");
     let columns: Vec<&str> = table["columns"]
         .as_array()
         .unwrap()
@@ -396,7 +398,19 @@ fn the_report_page_sorts_filters_and_shows_every_figure_in_a_browser() {
             "{f}"
         );
     }
-    assert_eq!(table["filters"]["stack"]["shown"], 24);
+    assert_eq!(table["filters"]["stack"]["shown"], 48);
+    // What is the same in every row is said once above the table, not in a column.
+    let html = std::fs::read_to_string(&page).unwrap();
+    for same in ["core_num", "metric"] {
+        assert!(
+            !columns.contains(&same),
+            "{same} is the same everywhere: {columns:?}"
+        );
+        assert!(
+            html.contains(&format!("<span data-same=\"{same}\">")),
+            "{same}"
+        );
+    }
     assert_eq!(table["after_clear"].as_u64().unwrap(), rows);
     // Every row links into its bundle, relative to reports/, and the files are there.
     let links = table["links"].as_array().unwrap();
