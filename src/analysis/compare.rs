@@ -3,13 +3,16 @@
 //!
 //! Owns the matching of runs across result sets (the repeats of a (case, stack) together), the
 //! family-wise level of the verdict intervals for the rows judged at once, and the
-//! Markdown/CSV/JSON renderings; the verdict itself is `analysis::verdict`'s rule, the same one
+//! Markdown/CSV/JSON renderings (JUnit and the CI job summary in `ci`); the verdict itself is `analysis::verdict`'s rule, the same one
 //! the report's paired comparisons use. Pure: loading run dirs
 //! and exit codes belong to `cli::compare`.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
+
+mod ci;
+pub(crate) use ci::{to_junit, to_summary};
 
 use crate::analysis::between::Between;
 use crate::analysis::stats::bootstrap::{ratio_interval, ratio_interval_at, Bootstrap, Interval};

@@ -1,9 +1,11 @@
 //! Numbers from result sets: descriptive statistics, bootstrap intervals, bandwidth and model
 //! fits (`stats`), the comparison of two result sets (`compare`) and change-point detection over
-//! a performance history (`changepoint`). Pure functions: no I/O.
+//! a performance history (`changepoint`), and JUnit XML for CI (`junit`). Pure functions: no
+//! I/O.
 
 pub mod between;
 pub mod changepoint;
 pub mod compare;
+pub(crate) mod junit;
 pub mod stats;
 pub mod verdict;

@@ -191,6 +191,10 @@ pub(crate) enum CompareFormat {
     Md,
     Csv,
     Json,
+    /// JUnit XML: one test case per (case, stack); slower is a failure with the numbers.
+    Junit,
+    /// A GitHub-style job summary in Markdown (for `$GITHUB_STEP_SUMMARY`).
+    Summary,
 }
 
 #[derive(Debug, Args)]
@@ -202,7 +206,7 @@ pub(crate) struct CompareArgs {
     /// Noise band: changes smaller than this are "no change" (e.g. `5%`).
     #[arg(long, default_value = "5%")]
     pub(crate) threshold: String,
-    /// Output format: a Markdown table, CSV or JSON.
+    /// Output format: a Markdown table, CSV, JSON, JUnit XML or a CI job summary (Markdown).
     #[arg(long, value_enum, default_value_t = CompareFormat::Md)]
     pub(crate) format: CompareFormat,
     /// History store whose earlier campaigns give each row its campaign-to-campaign spread
@@ -348,7 +352,8 @@ pub(crate) struct HistoryTrendArgs {
     pub(crate) series: HistorySeries,
     #[command(flatten)]
     pub(crate) store: HistoryStore,
-    /// The figure to write: FILE.png or FILE.svg.
+    /// The figure to write: FILE.png or FILE.svg, or FILE.html for one self-contained page of
+    /// every series with its change points and hover values.
     #[arg(long, value_name = "FILE")]
     pub(crate) out: PathBuf,
 }
@@ -368,9 +373,21 @@ pub(crate) struct HistoryRegressionsArgs {
     /// Penalty per change point (default: max(2 ln n, 9)).
     #[arg(long)]
     pub(crate) penalty: Option<f64>,
-    /// Output format: an aligned table or JSON.
-    #[arg(long, value_enum, default_value_t = HistoryFormat::Table)]
-    pub(crate) format: HistoryFormat,
+    /// Output format: an aligned table, JSON, JUnit XML or a CI job summary (Markdown).
+    #[arg(long, value_enum, default_value_t = RegressionsFormat::Table)]
+    pub(crate) format: RegressionsFormat,
+}
+
+/// Output format of `history regressions`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub(crate) enum RegressionsFormat {
+    #[default]
+    Table,
+    Json,
+    /// JUnit XML: one test case per series; a current regression is a failure with the numbers.
+    Junit,
+    /// A GitHub-style job summary in Markdown (for `$GITHUB_STEP_SUMMARY`).
+    Summary,
 }
 
 #[cfg(test)]

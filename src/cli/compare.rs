@@ -1,4 +1,4 @@
-//! `campaign compare RUN_A RUN_B [--threshold 5%] [--format md|csv|json] [--history FILE |
+//! `campaign compare RUN_A RUN_B [--threshold 5%] [--format md|csv|json|junit|summary] [--history FILE |
 //! --no-history]`: exit 1 when any (case, stack) got slower beyond the threshold, so it can
 //! gate CI. Glue only: the verdict is `analysis::compare`'s, the campaign-to-campaign spread
 //! comes from earlier campaigns in the history store (`store::history`, `analysis::between`).
@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use crate::analysis::between;
 use crate::analysis::compare::{
-    compare_with, parse_max_contention, parse_threshold, to_csv, to_json, to_markdown, Judging,
-    Spreads,
+    compare_with, parse_max_contention, parse_threshold, to_csv, to_json, to_junit, to_markdown,
+    to_summary, Judging, Spreads,
 };
 use crate::cli::args::{CompareArgs, CompareFormat};
 use crate::error::{exit, Error, Result};
@@ -38,6 +38,16 @@ pub(crate) fn run(args: &CompareArgs) -> Result<i32> {
             to_csv(&c).map_err(|e| Error::Environment(format!("writing CSV: {e}")))?
         }
         CompareFormat::Json => to_json(&c),
+        CompareFormat::Junit => to_junit(
+            &c,
+            &args.run_a.display().to_string(),
+            &args.run_b.display().to_string(),
+        ),
+        CompareFormat::Summary => to_summary(
+            &c,
+            &args.run_a.display().to_string(),
+            &args.run_b.display().to_string(),
+        ),
     };
     crate::console::text(&text);
     if c.regressed() {

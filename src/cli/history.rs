@@ -11,7 +11,7 @@ use serde::Serialize;
 use crate::analysis::changepoint::{self, Params};
 use crate::cli::args::{
     HistoryCommand, HistoryFormat, HistoryIngestArgs, HistoryListArgs, HistoryRegressionsArgs,
-    HistoryShowArgs, HistoryStore, HistoryTrendArgs,
+    HistoryShowArgs, HistoryStore, HistoryTrendArgs, RegressionsFormat,
 };
 use crate::error::{exit, Error, Result};
 use crate::model::history::{Direction, Series, Step};
@@ -317,15 +317,16 @@ fn regressions(args: &HistoryRegressionsArgs) -> Result<i32> {
         }
     }
     let regressed = findings.iter().filter(|f| f.regression).count();
-    if args.format == HistoryFormat::Json {
-        print_json(&serde_json::json!({
+    match args.format {
+        RegressionsFormat::Json => print_json(&serde_json::json!({
             "series": series.len(),
             "noise": params.noise,
             "findings": findings,
             "regressions": regressed,
-        }))?;
-    } else {
-        emit(&findings_text(&findings, series.len()))?;
+        }))?,
+        RegressionsFormat::Table => emit(&findings_text(&findings, series.len()))?,
+        RegressionsFormat::Junit => emit(&findings_junit(&series, &findings, params.noise))?,
+        RegressionsFormat::Summary => emit(&findings_summary(&findings, series.len()))?,
     }
     if regressed > 0 {
         eprintln!(
@@ -373,5 +374,127 @@ fn findings_text(findings: &[Finding], n_series: usize) -> String {
         "{n_series} series, {} steps, {regressed} current regressions",
         findings.len()
     );
+    out
+}
+
+/// One line of a step's numbers: ratio and interval, where, and the commits on either side.
+fn finding_numbers(f: &Finding) -> String {
+    format!(
+        "{} [{}, {}] at run {} (commit {}; before: run {}, commit {}), {}{}",
+        percent(f.ratio),
+        percent(f.ratio_lo),
+        percent(f.ratio_hi),
+        run_name(&f.run_dir),
+        short_commit(f.commit.as_deref()),
+        run_name(&f.previous_run_dir),
+        short_commit(f.previous_commit.as_deref()),
+        f.direction,
+        if f.current {
+            ", still current"
+        } else {
+            ", later superseded"
+        }
+    )
+}
+
+/// JUnit XML for CI: one test case per series (classname the stack, name case and host); a
+/// series whose newest point is a regression fails with its numbers, its other steps are in
+/// the case's output.
+fn findings_junit(series: &[Series], findings: &[Finding], noise: f64) -> String {
+    use crate::analysis::junit::{document, Outcome, TestCase};
+    let cases: Vec<TestCase> = series
+        .iter()
+        .map(|s| {
+            let mine: Vec<&Finding> = findings
+                .iter()
+                .filter(|f| {
+                    f.case_key == s.key.case_key
+                        && f.stack == s.key.stack
+                        && f.host_fingerprint == s.key.host_fingerprint
+                })
+                .collect();
+            let outcome = match mine.iter().find(|f| f.regression) {
+                Some(f) => Outcome::Failed {
+                    message: format!(
+                        "regression: slower {} at run {}",
+                        percent(f.ratio),
+                        run_name(&f.run_dir)
+                    ),
+                    detail: format!("{} / {}: {}", f.case_id, f.stack, finding_numbers(f)),
+                },
+                None => Outcome::Passed,
+            };
+            let output = mine
+                .iter()
+                .map(|f| format!("step {}", finding_numbers(f)))
+                .collect::<Vec<_>>()
+                .join("\n");
+            TestCase {
+                classname: format!("campaign.history.{}", s.key.stack),
+                name: format!("{} (host {})", s.case_id, s.key.host_fingerprint),
+                outcome,
+                output,
+            }
+        })
+        .collect();
+    document(
+        "campaign history regressions",
+        &[("noise", format!("{:.1} %", noise * 100.0))],
+        &cases,
+    )
+}
+
+/// A Markdown job summary (`>> $GITHUB_STEP_SUMMARY`): the outcome in its heading, then the
+/// regressions and the other steps found, with their numbers.
+fn findings_summary(findings: &[Finding], n_series: usize) -> String {
+    let regressions: Vec<&Finding> = findings.iter().filter(|f| f.regression).collect();
+    let mut out = if regressions.is_empty() {
+        "## ✅ campaign history regressions: no series' newest point is a regression\n\n"
+            .to_string()
+    } else {
+        format!(
+            "## ❌ campaign history regressions: {} series' newest point is a regression\n\n",
+            regressions.len()
+        )
+    };
+    let _ = writeln!(
+        out,
+        "{n_series} series, {} steps, {} current regressions.",
+        findings.len(),
+        regressions.len()
+    );
+    let others: Vec<&Finding> = findings.iter().filter(|f| !f.regression).collect();
+    for (title, list) in [("Regressions", &regressions), ("Other steps", &others)] {
+        if list.is_empty() {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "\n### {title} ({})\n\n| case | stack | host | change [interval] | at run | commit | before | |\n|---|---|---|---:|---|---|---|---|",
+            list.len()
+        );
+        for f in list.iter() {
+            let _ = writeln!(
+                out,
+                "| `{}` | {} | {} | {} [{}, {}] | `{}` | `{}` | `{}` (`{}`) | {}{} |",
+                f.case_id,
+                f.stack,
+                f.host_fingerprint,
+                percent(f.ratio),
+                percent(f.ratio_lo),
+                percent(f.ratio_hi),
+                run_name(&f.run_dir),
+                short_commit(f.commit.as_deref()),
+                run_name(&f.previous_run_dir),
+                short_commit(f.previous_commit.as_deref()),
+                f.direction,
+                if f.current {
+                    ", current"
+                } else {
+                    ", superseded"
+                }
+            );
+        }
+    }
     out
 }

@@ -80,6 +80,7 @@ pub(crate) fn run(args: &ReportArgs) -> Result<i32> {
     written?;
     let out = out?;
     crate::say!("report: {}", out.summary.display());
+    crate::say!("html: {}", out.html.display());
     crate::say!("context: {}", out.context.display());
     for f in &out.figures {
         crate::say!("figure: {}", f.png.display());

@@ -2,8 +2,10 @@
 //!
 //! Owns `render_all`, a pure function of a `ResultSet` (plus options) that writes
 //! `<run dir>/reports/summary.md`, the template context it was rendered from as
-//! `<run dir>/reports/context.json`, and `<run dir>/figures/<name>.png|.svg`. It never runs
-//! anything and never reads bundles; loaders build the `ResultSet` first.
+//! `<run dir>/reports/context.json`, the same context as one self-contained page
+//! `<run dir>/reports/index.html`, and `<run dir>/figures/<name>.png|.svg|.hover.json`. It
+//! never runs anything; loaders build the `ResultSet` first. Of a bundle it reads only the
+//! tail of a failed run's `run.log`, for the HTML page (`html`).
 
 use std::path::{Path, PathBuf};
 
@@ -17,6 +19,7 @@ pub mod context;
 pub mod figures;
 pub mod font;
 pub(crate) mod history;
+pub(crate) mod html;
 pub mod markdown;
 pub mod summary;
 
@@ -74,6 +77,8 @@ pub struct ReportOutput {
     pub summary: PathBuf,
     /// `<run dir>/reports/context.json`: the exact template context, for scripts.
     pub context: PathBuf,
+    /// `<run dir>/reports/index.html`: the same context as one self-contained page.
+    pub html: PathBuf,
     pub figures: Vec<figures::Drawn>,
     pub skipped_figures: Vec<figures::Skipped>,
     /// Runs that did not pass (listed in the report).
@@ -114,45 +119,51 @@ pub fn render_all(
     let reports = run_dir.join("reports");
     let summary = reports.join("summary.md");
     let context = reports.join("context.json");
+    let html_file = reports.join("index.html");
     // The figures' pixels are drawn on a second core while the context (a row per run) is
     // built, rendered to Markdown and — on a third thread — written as JSON straight into
     // context.json's temp file. The report files replace the old ones once every figure they
     // link to is drawn, and a failed figure is reported before a failed template, as before.
     let (drawing, texts) = std::thread::scope(|s| {
         let drawing = s.spawn(|| figures::draw_planned(planned));
-        let texts = (|| -> Result<(String, Staged)> {
+        let texts = (|| -> Result<(String, Staged, context::Context)> {
             let mut ctx = context::build(results, &analysis, opts.title.as_deref())
                 .with_figures(&drawn, &skipped);
             ctx.history = opts.history.as_ref().and_then(history::context);
+            let ctx_ref = &ctx;
             let (text, json) = std::thread::scope(|s| {
                 let json = s.spawn(|| {
                     let mut staged = Staged::new();
                     staged.write(&context, |w| {
-                        serde_json::to_writer_pretty(&mut *w, &ctx)?;
+                        serde_json::to_writer_pretty(&mut *w, ctx_ref)?;
                         w.write_all(b"\n")
                     })?;
                     Ok::<_, Error>(staged)
                 });
-                let text = markdown::render(&source, &name, &file, &ctx);
+                let text = markdown::render(&source, &name, &file, ctx_ref);
                 let json = json
                     .join()
                     .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
                 (text, json)
             });
-            Ok((text?, json?))
+            Ok((text?, json?, ctx))
         })();
         let drawing = drawing
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         (drawing, texts)
     });
-    drawing?;
-    let (text, ctx_json) = texts?;
+    let hovers = drawing?;
+    let (text, ctx_json, ctx) = texts?;
+    // The page carries every figure inline, so it is rendered once they are drawn.
+    let page = html::render_report(results, &ctx, &drawn, &hovers, run_dir)?;
     ctx_json.commit()?;
     write_atomic(&summary, text.as_bytes())?;
+    write_atomic(&html_file, page.as_bytes())?;
     Ok(ReportOutput {
         summary,
         context,
+        html: html_file,
         figures: drawn,
         skipped_figures: skipped,
         failures: analysis.failures.len(),

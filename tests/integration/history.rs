@@ -168,6 +168,35 @@ fn a_stack_made_twice_as_slow_in_the_third_run_is_a_regression() {
     assert!(text.contains(third.to_str().unwrap()), "{text}");
     assert!(text.contains("+100.0 %"), "{text}");
     assert!(text.contains("1 current regressions"), "{text}");
+    // For CI: the series is a failed JUnit test case with its numbers; the job summary's
+    // heading says there is a regression.
+    let out = b.history(&["regressions", "--format", "junit"]);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    let xml = util::stdout(&out);
+    assert!(
+        xml.contains(
+            "<testsuites name=\"campaign history regressions\" tests=\"1\" failures=\"1\""
+        ),
+        "{xml}"
+    );
+    assert!(xml.contains("<testcase classname=\"campaign.history.scaled\" name=\"mesh_p2_count256_fp32_host_d0-1 (host "), "{xml}");
+    assert!(
+        xml.contains("<failure type=\"slower\" message=\"regression: slower +100.0 % at run run_"),
+        "{xml}"
+    );
+    assert!(xml.contains("commit 2222222222; before: run "), "{xml}");
+    let out = b.history(&["regressions", "--format", "summary"]);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    let md = util::stdout(&out);
+    assert!(
+        md.starts_with("## ❌ campaign history regressions: 1 series"),
+        "{md}"
+    );
+    assert!(md.contains("### Regressions (1)"), "{md}");
+    assert!(
+        md.contains("| `mesh_p2_count256_fp32_host_d0-1` | scaled |"),
+        "{md}"
+    );
     // JSON names the same case, stack and run, with the step's interval around 2×.
     let out = b.history(&["regressions", "--format", "json"]);
     assert_eq!(out.status.code(), Some(1));
@@ -249,6 +278,17 @@ fn a_stack_made_twice_as_slow_in_the_third_run_is_a_regression() {
     assert!(std::fs::read_to_string(&svg)
         .unwrap()
         .contains("slower ×2.00 at #3"));
+    // The same trend as one self-contained page: the series, its change point, hover values.
+    let html = b.dir.path().join("trend.html");
+    let out = b.history(&["trend", "--out", html.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("<strong>slower ×2.00 ["), "{page:.3000}");
+    assert!(
+        page.contains("change point: slower ×2.00"),
+        "no hover value at the step"
+    );
+    assert!(page.contains("<svg") && !page.contains("src=\"http"));
     let out = b.history(&["trend", "--out", "t.jpg"]);
     assert_eq!(out.status.code(), Some(2), "{}", show(&out));
     let out = b.history(&["trend", "--stack", "nope", "--out", "t.png"]);
@@ -267,6 +307,19 @@ fn identical_runs_are_no_regression() {
         util::stdout(&out).contains("1 series, 0 steps, 0 current regressions"),
         "{}",
         show(&out)
+    );
+    let out = b.history(&["regressions", "--format", "junit"]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let xml = util::stdout(&out);
+    assert!(xml.contains("tests=\"1\" failures=\"0\""), "{xml}");
+    assert!(
+        xml.contains("<testcase classname=\"campaign.history.scaled\""),
+        "{xml}"
+    );
+    let md = util::stdout(&b.history(&["regressions", "--format", "summary"]));
+    assert!(
+        md.starts_with("## ✅ campaign history regressions: no series"),
+        "{md}"
     );
     let out = b.history(&["list"]);
     assert_eq!(out.status.code(), Some(0));

@@ -476,6 +476,39 @@ fn compare_calls_the_same_thing_no_change_both_ways_and_catches_a_doubling() {
         util::stdout(&out)
     );
     assert!(util::stderr(&out).contains("slower beyond the ±5.0 % noise band"));
+    // For CI: JUnit with the slower row a failed test case carrying its numbers (same exit
+    // code), and a job summary that says so in its heading.
+    let out = compare(&a, &s, "junit");
+    assert_eq!(out.status.code(), Some(1), "{}", util::stdout(&out));
+    let xml = util::stdout(&out);
+    assert!(xml.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"campaign compare\" tests=\"1\" failures=\"1\""), "{xml}");
+    assert_eq!(xml.matches("<testcase ").count(), 1, "{xml}");
+    assert!(xml.contains("<testcase classname=\"campaign.compare.syn\" name=\"mesh_p2_count256_fp32_host_d0-1\">"), "{xml}");
+    assert!(
+        xml.contains("<failure type=\"slower\" message=\"slower: +"),
+        "{xml}"
+    );
+    assert!(xml.contains("(3 × 10), median B "), "{xml}");
+    assert!(xml.ends_with("</testsuite>\n</testsuites>\n"), "{xml}");
+    let out = compare(&a, &s, "summary");
+    assert_eq!(out.status.code(), Some(1));
+    let summary = util::stdout(&out);
+    assert!(
+        summary.starts_with("## ❌ campaign compare: 1 (case, stack) slower"),
+        "{summary}"
+    );
+    assert!(summary.contains("\n### Slower (1)\n"), "{summary}");
+    assert!(summary.contains("| slower | 1 |"), "{summary}");
+    let out = compare(&a, &b, "junit");
+    assert_eq!(out.status.code(), Some(0));
+    let xml = util::stdout(&out);
+    assert!(xml.contains("tests=\"1\" failures=\"0\""), "{xml}");
+    assert!(!xml.contains("<failure"), "{xml}");
+    let summary = util::stdout(&compare(&a, &b, "summary"));
+    assert!(
+        summary.starts_with("## ✅ campaign compare: nothing slower"),
+        "{summary}"
+    );
     let out = compare(&s, &a, "json");
     assert_eq!(out.status.code(), Some(0));
     let doc: Value = serde_json::from_str(&util::stdout(&out)).unwrap();

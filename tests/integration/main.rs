@@ -2,6 +2,7 @@
 
 mod architecture;
 mod bench;
+mod browser;
 mod containment;
 mod executor;
 mod exit_codes;

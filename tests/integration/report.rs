@@ -551,3 +551,71 @@ fn same_distribution_is_no_change() {
         .iter()
         .all(|r| matches!(r.verdict, Change::NoClearDifference | Change::TooFewSamples)));
 }
+
+/// A 1,000-run campaign's HTML page is one file small enough to mail: every figure and script
+/// inside it, nothing fetched, the failures' log tails included (docs/performance.md says how
+/// big it is).
+#[test]
+fn the_html_page_of_a_thousand_runs_stays_small_enough_to_mail() {
+    let dir = crate::util::tempdir();
+    let mut spec = Spec::small();
+    spec.ps = vec![2, 4, 8, 16, 32];
+    spec.counts = (0..25).map(|i| 64u64 << i).collect();
+    spec.dtypes = vec![
+        campaign::model::case::Dtype::Fp32,
+        campaign::model::case::Dtype::Fp16,
+    ];
+    spec.fail_every = 10;
+    spec.detail = true;
+    let rs = result_set(&spec);
+    assert_eq!(rs.runs.len(), 1000);
+    for r in rs
+        .runs
+        .iter()
+        .filter(|r| r.status != campaign::model::results::RunStatus::Pass)
+    {
+        let bundle = dir.path().join(&r.bundle);
+        std::fs::create_dir_all(&bundle).unwrap();
+        let log: String = (0..400)
+            .map(|i| format!("round {i}: a line of log output\n"))
+            .collect();
+        std::fs::write(bundle.join("run.log"), log).unwrap();
+    }
+    let opts = ReportOptions {
+        baseline: Some("mpi".into()),
+        ..ReportOptions::default()
+    };
+    let out = render_all(&rs, &opts, dir.path()).unwrap();
+    let page = std::fs::read_to_string(&out.html).unwrap();
+    let size = page.len();
+    let bytes_of = |suffix: &str| -> u64 {
+        std::fs::read_dir(dir.path().join("figures"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.to_string_lossy().ends_with(suffix))
+            .map(|p| std::fs::metadata(p).unwrap().len())
+            .sum()
+    };
+    let (svg, hover) = (bytes_of(".svg"), bytes_of(".hover.json"));
+    eprintln!(
+        "index.html of 1000 runs: {size} bytes ({svg} of SVG, {hover} of hover values, \
+         {} figures)",
+        out.figures.len()
+    );
+    // Nothing is fetched: no external source, stylesheet or script.
+    for bad in ["src=\"http", "href=\"http", "<link ", "@import", "src=\"//"] {
+        assert!(!page.contains(bad), "the page fetches something: {bad}");
+    }
+    // Every row, every failure's tail, every figure inline.
+    assert_eq!(page.matches("<tr class=\"row-").count(), 1000);
+    assert_eq!(page.matches("<pre class=\"log\">").count(), 100);
+    assert_eq!(
+        page.matches("<figure class=\"chart\"").count(),
+        out.figures.len()
+    );
+    assert!(size < 12 * 1024 * 1024, "{size} bytes is too big to mail");
+    if let Ok(keep) = std::env::var("REPORT_TEST_KEEP") {
+        let _ = std::fs::remove_dir_all(&keep);
+        std::fs::rename(dir.path(), keep).unwrap();
+    }
+}

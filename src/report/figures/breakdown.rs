@@ -162,6 +162,17 @@ fn stacked(
         for (name, v) in parts {
             let c = names.iter().position(|x| x == name).unwrap_or(0);
             panel.rects.push((x, row - 0.4, x + v, row + 0.4, c));
+            panel.hover.push(super::common::Hover {
+                x: x + v / 2.0,
+                y: row,
+                color: c,
+                series: name.clone(),
+                text: format!(
+                    "{}: {name} {}",
+                    bars[i].0,
+                    crate::model::units::format_seconds(*v)
+                ),
+            });
             x += v;
         }
     }
@@ -233,7 +244,7 @@ mod tests {
         let mut svg = String::new();
         {
             let root = SVGBackend::with_string(&mut svg, fig.size()).into_drawing_area();
-            fig.draw(&root).unwrap();
+            fig.draw(&root, &mut Vec::new()).unwrap();
             root.present().unwrap();
         }
         let ys: Vec<f64> = labels

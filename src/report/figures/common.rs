@@ -13,7 +13,7 @@ use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
 use plotters::coord::types::RangedCoordf64;
 
 use super::ticks;
-use super::Figure;
+use super::{Figure, HoverPoint};
 use crate::report::font::FAMILY;
 
 /// How a series is drawn.
@@ -244,6 +244,45 @@ pub(crate) struct Panel {
     pub(crate) hline: Option<(f64, String)>,
     /// Width of the y tick labels' area in pixels (long category names need more).
     pub(crate) y_label_width: u32,
+    /// The values a reader of the HTML report can hover over (not drawn).
+    pub(crate) hover: Vec<Hover>,
+}
+
+/// A value shown when the pointer is over a spot of a figure in the HTML report: where (in the
+/// panel's data coordinates, already transformed like its points), the palette index of its
+/// series, the series' legend text and what to show (median, CI, repeats × rounds).
+pub(crate) struct Hover {
+    pub(crate) x: f64,
+    pub(crate) y: f64,
+    pub(crate) color: usize,
+    pub(crate) series: String,
+    pub(crate) text: String,
+}
+
+/// "`case_id` stack: median 14.2 µs [13.9 µs, 14.8 µs] (3 repeats × 10 rounds)" for one
+/// (case, stack) of the analysis: what its point in a figure stands for.
+pub(crate) fn stat_text(
+    results: &crate::model::results::ResultSet,
+    s: &crate::report::summary::RunStats,
+) -> String {
+    use crate::model::units::format_seconds;
+    let r = &results.runs[s.index];
+    let m = &s.summary;
+    format!(
+        "{} · {}: median {} [{}, {}] ({} repeat(s) × {} rounds){}",
+        r.base_case_id(),
+        r.stack,
+        format_seconds(m.median),
+        format_seconds(m.median_ci.lo),
+        format_seconds(m.median_ci.hi),
+        s.runs.len(),
+        s.rounds,
+        if s.runs.iter().any(|&i| results.runs[i].oversubscribed()) {
+            " ⚠ oversubscribed"
+        } else {
+            ""
+        }
+    )
 }
 
 impl Panel {
@@ -258,6 +297,7 @@ impl Panel {
             error_bars: Vec::new(),
             hline: None,
             y_label_width: Y_LABEL_W,
+            hover: Vec::new(),
         }
     }
 
@@ -347,7 +387,11 @@ impl Figure for Panels {
         (PANEL_W * cols as u32, PANEL_H * rows as u32 + TITLE_H)
     }
 
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+    fn draw<DB: DrawingBackend>(
+        &self,
+        root: &DrawingArea<DB, Shift>,
+        hover: &mut Vec<HoverPoint>,
+    ) -> Result<(), String> {
         root.fill(&WHITE).map_err(err)?;
         let body = root
             .titled(&self.title, (FAMILY, 26).into_font().style(FontStyle::Bold))
@@ -355,7 +399,7 @@ impl Figure for Panels {
         let (rows, cols) = self.grid();
         let areas = body.split_evenly((rows, cols));
         for (panel, area) in self.panels.iter().zip(areas.iter()) {
-            draw_panel(panel, area)?;
+            draw_panel(panel, area, hover)?;
         }
         Ok(())
     }
@@ -414,6 +458,7 @@ pub(crate) fn err(e: impl std::fmt::Display) -> String {
 fn draw_panel<DB: DrawingBackend>(
     panel: &Panel,
     area: &DrawingArea<DB, Shift>,
+    hover: &mut Vec<HoverPoint>,
 ) -> Result<(), String> {
     let Some(((x0, x1), (y0, y1))) = panel.bounds() else {
         return Ok(());
@@ -525,6 +570,21 @@ fn draw_panel<DB: DrawingBackend>(
             };
             legend.push((s.label.clone(), col, false));
         }
+    }
+    // Where each hover value landed, in the figure's pixels (the SVG's user units).
+    for h in &panel.hover {
+        if !(h.x.is_finite() && h.y.is_finite()) {
+            continue;
+        }
+        let (x, y) = chart.backend_coord(&(h.x, h.y));
+        let c = color(h.color);
+        hover.push(HoverPoint {
+            x,
+            y,
+            color: format!("#{:02X}{:02X}{:02X}", c.0, c.1, c.2),
+            series: h.series.clone(),
+            text: h.text.clone(),
+        });
     }
     draw_legend(&legend, legend_area)
 }

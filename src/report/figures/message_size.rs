@@ -5,16 +5,21 @@
 
 use std::collections::BTreeMap;
 
-use super::common::{labels, series_key, Axis, Panel, Panels, Series, SeriesKey, Style};
+use super::common::{
+    labels, series_key, stat_text, Axis, Hover, Panel, Panels, Series, SeriesKey, Style,
+};
 use crate::model::results::ResultSet;
 use crate::report::summary::Analysis;
 
 type Key = SeriesKey;
 /// (x, busbw at the CI's slow end, median busbw, at its fast end).
 type Bar = (f64, f64, f64, f64);
+/// (x, busbw, hover text) of one measured point.
+type HoverAt = (f64, f64, String);
 
 pub(crate) fn build(a: &Analysis, results: &ResultSet) -> Result<Panels, String> {
     let mut g: BTreeMap<u32, BTreeMap<Key, Vec<(f64, f64)>>> = BTreeMap::new();
+    let mut texts: BTreeMap<(u32, Key), Vec<HoverAt>> = BTreeMap::new();
     let mut bars: BTreeMap<(u32, Key), Vec<Bar>> = BTreeMap::new();
     for s in a.stats.values() {
         let (Some(bw), true) = (s.busbw, s.n_bytes > 0) else {
@@ -30,6 +35,15 @@ pub(crate) fn build(a: &Analysis, results: &ResultSet) -> Result<Panels, String>
                 .or_default()
                 .push((x, lo, bw / 1e9, hi));
         }
+        texts.entry((r.case.p, key.clone())).or_default().push((
+            x,
+            bw / 1e9,
+            format!(
+                "{}; busbw {}",
+                stat_text(results, s),
+                crate::model::units::format_bandwidth(bw)
+            ),
+        ));
         g.entry(r.case.p)
             .or_default()
             .entry(key)
@@ -65,6 +79,15 @@ pub(crate) fn build(a: &Analysis, results: &ResultSet) -> Result<Panels, String>
             let color = a.color_of(&key.0, &key.1);
             for (x, lo, mid, hi) in bars.get(&(p, key.clone())).into_iter().flatten() {
                 panel.error_bars.push((*x, *lo, *mid, *hi, color));
+            }
+            for (x, y, text) in texts.remove(&(p, key.clone())).into_iter().flatten() {
+                panel.hover.push(Hover {
+                    x,
+                    y,
+                    color,
+                    series: names[i].clone(),
+                    text,
+                });
             }
             panel.series.push(Series {
                 label: names[i].clone(),

@@ -35,7 +35,24 @@ pub(crate) trait Figure {
     }
     /// Pixel size (the SVG uses the same user units).
     fn size(&self) -> (u32, u32);
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String>;
+    /// Draw on `root`; every hover value's pixel position is pushed to `hover`.
+    fn draw<DB: DrawingBackend>(
+        &self,
+        root: &DrawingArea<DB, Shift>,
+        hover: &mut Vec<HoverPoint>,
+    ) -> Result<(), String>;
+}
+
+/// A value of a figure the HTML report shows when the pointer is over it: the pixel (the SVG's
+/// user units) it was drawn at, its series' colour (`#RRGGBB`, as the SVG writes it) and legend
+/// text, and what to show. Written beside the SVG as `<name>.hover.json`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct HoverPoint {
+    pub x: i32,
+    pub y: i32,
+    pub color: String,
+    pub series: String,
+    pub text: String,
 }
 
 /// A figure that was written.
@@ -46,6 +63,8 @@ pub struct Drawn {
     pub(crate) caption: String,
     pub(crate) png: PathBuf,
     pub(crate) svg: PathBuf,
+    /// `<name>.hover.json`: the figure's [`HoverPoint`]s.
+    pub(crate) hover: PathBuf,
 }
 
 /// A figure that was not drawn, and why (no data for it, or not asked for).
@@ -59,7 +78,7 @@ pub struct Skipped {
 /// pixels are not drawn yet (`draw_planned`), so the report can be written while they are.
 pub(crate) struct Planned<'a> {
     pub(crate) drawn: Drawn,
-    draw: Box<dyn FnOnce() -> Result<()> + Send + 'a>,
+    draw: Box<dyn FnOnce() -> Result<Vec<HoverPoint>> + Send + 'a>,
 }
 
 /// Build the figures named in `wanted` (empty = all) for `dir`, and say why the others are
@@ -116,17 +135,34 @@ pub(crate) fn plan_all<'a>(
 }
 
 /// Draw every planned figure, in order; the first failure stops the drawing and is returned.
-pub(crate) fn draw_planned(planned: Vec<Planned<'_>>) -> Result<()> {
-    planned.into_iter().try_for_each(|p| (p.draw)())
+/// Each figure's hover values come back in the same order.
+pub(crate) fn draw_planned(planned: Vec<Planned<'_>>) -> Result<Vec<Vec<HoverPoint>>> {
+    planned.into_iter().map(|p| (p.draw)()).collect()
 }
 
-/// The history trend figure (`campaign history trend --out FILE.png|svg`).
+/// The history trend figure (`campaign history trend --out FILE.png|svg`), or the
+/// self-contained page of it and its change points (`--out FILE.html`).
 pub(crate) fn draw_trend(
     series: &[crate::model::history::Series],
     steps: &[Vec<crate::model::history::Step>],
     out: &Path,
 ) -> Result<()> {
-    trend::draw(series, steps, out)
+    let html = out
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("html") || e.eq_ignore_ascii_case("htm"));
+    if html {
+        super::html::write_trend_page(series, steps, out)
+    } else {
+        trend::draw(series, steps, out)
+    }
+}
+
+/// The trend figure as SVG markup and its hover values.
+pub(crate) fn trend_svg(
+    series: &[crate::model::history::Series],
+    steps: &[Vec<crate::model::history::Step>],
+) -> Result<(String, Vec<HoverPoint>)> {
+    trend::svg(series, steps)
 }
 
 /// One figure as it will be drawn to `<dir>/<name>.png` and `.svg`.
@@ -137,16 +173,28 @@ fn plan<'a, F: Figure + Send + 'a>(fig: F, name: &str, dir: &Path) -> Planned<'a
         caption: fig.caption(),
         png: dir.join(format!("{name}.png")),
         svg: dir.join(format!("{name}.svg")),
+        hover: dir.join(format!("{name}.hover.json")),
     };
-    let (name, png, svg) = (drawn.name.clone(), drawn.png.clone(), drawn.svg.clone());
+    let (name, png, svg, hover) = (
+        drawn.name.clone(),
+        drawn.png.clone(),
+        drawn.svg.clone(),
+        drawn.hover.clone(),
+    );
     Planned {
         drawn,
-        draw: Box::new(move || render(&fig, &name, &png, &svg)),
+        draw: Box::new(move || {
+            let points = render(&fig, &name, &png, &svg)?;
+            let json = serde_json::to_vec(&points)
+                .map_err(|e| Error::Environment(format!("{}: {e}", hover.display())))?;
+            crate::store::atomic::write_atomic(&hover, &json)?;
+            Ok(points)
+        }),
     }
 }
 
-/// Draw one figure as PNG and SVG.
-fn render<F: Figure>(fig: &F, name: &str, png: &Path, svg: &Path) -> Result<()> {
+/// Draw one figure as PNG and SVG; the hover values of the SVG.
+fn render<F: Figure>(fig: &F, name: &str, png: &Path, svg: &Path) -> Result<Vec<HoverPoint>> {
     let size = fig.size();
     let failed = |path: &Path, e: String| {
         Error::Environment(format!(
@@ -156,13 +204,15 @@ fn render<F: Figure>(fig: &F, name: &str, png: &Path, svg: &Path) -> Result<()> 
     };
     {
         let root = BitMapBackend::new(png, size).into_drawing_area();
-        fig.draw(&root).map_err(|e| failed(png, e))?;
+        fig.draw(&root, &mut Vec::new())
+            .map_err(|e| failed(png, e))?;
         root.present().map_err(|e| failed(png, e.to_string()))?;
     }
+    let mut hover = Vec::new();
     {
         let root = SVGBackend::new(svg, size).into_drawing_area();
-        fig.draw(&root).map_err(|e| failed(svg, e))?;
+        fig.draw(&root, &mut hover).map_err(|e| failed(svg, e))?;
         root.present().map_err(|e| failed(svg, e.to_string()))?;
     }
-    Ok(())
+    Ok(hover)
 }

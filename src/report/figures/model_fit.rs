@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use super::common::{labels, Axis, Panel, Panels, Series, Style};
+use super::common::{labels, Axis, Hover, Panel, Panels, Series, Style};
 use crate::report::summary::{Analysis, ModelFit};
 
 /// Points on the drawn model line.
@@ -65,6 +65,23 @@ pub(crate) fn build(a: &Analysis) -> Result<Panels, String> {
                 format!("fit worst {:.0} % off", fit.max_rel_residual * 100.0)
             };
             let color = a.color_of(&f.key.stack, &f.key.variant.to_string());
+            for p in f.points.iter().filter(|p| p.0 > 0.0 && p.1 > 0.0) {
+                let model = fit.predict(p.0);
+                panel.hover.push(Hover {
+                    x: p.0.log2(),
+                    y: p.1.log10(),
+                    color,
+                    series: names[i].clone(),
+                    text: format!(
+                        "{} P={}: {} median {}; model {} ({how})",
+                        names[i],
+                        f.key.p,
+                        crate::model::units::format_bytes(p.0 as u64),
+                        crate::model::units::format_seconds(p.1),
+                        crate::model::units::format_seconds(model),
+                    ),
+                });
+            }
             panel.series.push(Series {
                 label: format!("{} ({how})", names[i]),
                 color,

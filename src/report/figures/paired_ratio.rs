@@ -5,7 +5,7 @@
 //! colour of its (stack, variant), as in every other figure. Only turns the paired
 //! comparisons into panels.
 
-use super::common::{Axis, Panel, Panels, INK};
+use super::common::{Axis, Hover, Panel, Panels, INK};
 use crate::model::results::ResultSet;
 use crate::report::summary::Analysis;
 use itertools::Itertools;
@@ -54,7 +54,7 @@ pub(crate) fn build(a: &Analysis, results: &ResultSet) -> Result<Panels, String>
             let color = a.color_of(stack, &variant);
             let entry = format!("{stack} {variant}");
             if !panel.rect_legend.iter().any(|(l, _)| *l == entry) {
-                panel.rect_legend.push((entry, color));
+                panel.rect_legend.push((entry.clone(), color));
             }
             let x = i as f64;
             panel
@@ -63,6 +63,24 @@ pub(crate) fn build(a: &Analysis, results: &ResultSet) -> Result<Panels, String>
             if let Some(ci) = p.ci {
                 panel.error_bars.push((x, ci.lo, p.ratio, ci.hi, INK));
             }
+            panel.hover.push(Hover {
+                x,
+                y: p.ratio,
+                color,
+                series: entry,
+                text: format!(
+                    "{} · {} / {}: ratio {:.3}{} ({} vs {}): {}",
+                    p.case_id,
+                    stack,
+                    baseline,
+                    p.ratio,
+                    p.ci.map(|c| format!(" [{:.3}, {:.3}]", c.lo, c.hi))
+                        .unwrap_or_else(|| " (no CI)".into()),
+                    crate::model::units::format_seconds(p.stack_median),
+                    crate::model::units::format_seconds(p.baseline_median),
+                    p.label()
+                ),
+            });
         }
         panels.push(panel);
     }

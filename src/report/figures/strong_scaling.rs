@@ -10,13 +10,16 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::common::{labels, series_key, Axis, Panel, Panels, Series, SeriesKey, Style};
+use super::common::{
+    labels, series_key, stat_text, Axis, Hover, Panel, Panels, Series, SeriesKey, Style,
+};
 use crate::model::results::ResultSet;
 use crate::report::summary::Analysis;
 
 type Key = SeriesKey;
-/// One measured point: P, median seconds, whether any repeat was oversubscribed, CI (lo, hi).
-type Point = (f64, f64, bool, (f64, f64));
+/// One measured point: P, median seconds, whether any repeat was oversubscribed, CI (lo, hi),
+/// and its hover text.
+type Point = (f64, f64, bool, (f64, f64), String);
 /// count → series key → points.
 type ByCount = BTreeMap<u64, BTreeMap<Key, Vec<Point>>>;
 /// A plotted point.
@@ -39,6 +42,7 @@ fn groups(a: &Analysis, results: &ResultSet) -> ByCount {
                 s.summary.median,
                 over,
                 (s.summary.median_ci.lo, s.summary.median_ci.hi),
+                stat_text(results, s),
             ));
     }
     for series in g.values_mut() {
@@ -135,7 +139,7 @@ fn build(a: &Analysis, results: &ResultSet, look: Look) -> Result<Panels, String
             let i = palette.binary_search(key).unwrap_or(0);
             let color = a.color_of(&key.0, &key.1);
             if ci_bars {
-                for &(x, t, _, (lo, hi)) in pts {
+                for &(x, t, _, (lo, hi), _) in pts {
                     if lo > 0.0 && t > 0.0 {
                         panel
                             .error_bars
@@ -145,6 +149,17 @@ fn build(a: &Analysis, results: &ResultSet, look: Look) -> Result<Panels, String
             }
             let plain: Vec<(f64, f64)> = pts.iter().map(|p| (p.0, p.1)).collect();
             let shown = transform(&plain);
+            for &(x, y) in &shown {
+                if let Some(p) = pts.iter().find(|p| p.0.to_bits() == x.to_bits()) {
+                    panel.hover.push(Hover {
+                        x,
+                        y,
+                        color,
+                        series: names[i].clone(),
+                        text: p.4.clone(),
+                    });
+                }
+            }
             // Transforms keep the order of P; split where the machine was oversubscribed.
             let over_at: BTreeSet<u64> =
                 pts.iter().filter(|p| p.2).map(|p| p.0.to_bits()).collect();

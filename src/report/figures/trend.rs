@@ -7,8 +7,8 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
-use super::common::{Axis, Panel, Panels, Series as Line, Style};
-use super::Figure;
+use super::common::{Axis, Hover, Panel, Panels, Series as Line, Style};
+use super::{Figure, HoverPoint};
 use crate::error::{Error, Result};
 use crate::model::history::{Series, Step};
 
@@ -70,6 +70,19 @@ pub(crate) fn build(series: &[Series], steps: &[Vec<Step>]) -> Panels {
                 .enumerate()
                 .map(|(x, p)| (x as f64, p.ci_lo_s, p.median_s, p.ci_hi_s, i))
                 .collect();
+            let series_name = format!("{} · {}", s.case_id, s.key.stack);
+            panel.hover = s
+                .points
+                .iter()
+                .enumerate()
+                .map(|(x, p)| Hover {
+                    x: x as f64,
+                    y: p.median_s,
+                    color: i,
+                    series: series_name.clone(),
+                    text: point_text(x, p, st.iter().find(|step| step.at == x)),
+                })
+                .collect();
             panel
         })
         .collect();
@@ -81,8 +94,58 @@ pub(crate) fn build(series: &[Series], steps: &[Vec<Step>]) -> Panels {
     }
 }
 
-/// Draw the trend of `series` to `out` (`.png` or `.svg`).
-pub(crate) fn draw(series: &[Series], steps: &[Vec<Step>], out: &Path) -> Result<()> {
+/// What hovering over point `x` of a series shows: run, date, commit, median, CI, n, and the
+/// step that starts there.
+fn point_text(x: usize, p: &crate::model::history::Point, step: Option<&Step>) -> String {
+    use crate::model::units::format_seconds;
+    let mut text = format!(
+        "#{} {} ({}{}): median {} [{}, {}], n = {}",
+        x + 1,
+        Path::new(&p.run_dir)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| p.run_dir.clone()),
+        p.date.get(..19).unwrap_or(&p.date).replacen('T', " ", 1),
+        p.commit
+            .as_deref()
+            .map(|c| format!(", commit {}", c.get(..10).unwrap_or(c)))
+            .unwrap_or_default(),
+        format_seconds(p.median_s),
+        format_seconds(p.ci_lo_s),
+        format_seconds(p.ci_hi_s),
+        p.n
+    );
+    if let Some(step) = step {
+        text.push_str(&format!(
+            "; change point: {} ×{:.2} [{:.2}, {:.2}]{}",
+            step.direction,
+            step.ratio,
+            step.ratio_lo,
+            step.ratio_hi,
+            if step.current { ", still current" } else { "" }
+        ));
+    }
+    text
+}
+
+/// The trend as SVG markup and its hover values (for the HTML page).
+pub(crate) fn svg(series: &[Series], steps: &[Vec<Step>]) -> Result<(String, Vec<HoverPoint>)> {
+    check_count(series)?;
+    crate::report::font::ensure_registered().map_err(Error::Environment)?;
+    let fig = build(series, steps);
+    let mut text = String::new();
+    let mut hover = Vec::new();
+    {
+        let root = SVGBackend::with_string(&mut text, fig.size()).into_drawing_area();
+        fig.draw(&root, &mut hover)
+            .map_err(|e| Error::Environment(format!("drawing the trend failed: {e}")))?;
+        root.present()
+            .map_err(|e| Error::Environment(format!("drawing the trend failed: {e}")))?;
+    }
+    Ok((text, hover))
+}
+
+fn check_count(series: &[Series]) -> Result<()> {
     if series.len() > MAX_SERIES {
         return Err(Error::Usage(format!(
             "{} series match; a trend figure shows at most {MAX_SERIES}: narrow it with --case \
@@ -90,6 +153,12 @@ pub(crate) fn draw(series: &[Series], steps: &[Vec<Step>], out: &Path) -> Result
             series.len()
         )));
     }
+    Ok(())
+}
+
+/// Draw the trend of `series` to `out` (`.png` or `.svg`).
+pub(crate) fn draw(series: &[Series], steps: &[Vec<Step>], out: &Path) -> Result<()> {
+    check_count(series)?;
     let ext = out
         .extension()
         .map(|e| e.to_string_lossy().to_ascii_lowercase());
@@ -98,7 +167,7 @@ pub(crate) fn draw(series: &[Series], steps: &[Vec<Step>], out: &Path) -> Result
         Some("svg") => true,
         _ => {
             return Err(Error::Usage(format!(
-                "--out {}: expected a file ending in .png or .svg",
+                "--out {}: expected a file ending in .png, .svg or .html",
                 out.display()
             )))
         }
@@ -113,11 +182,11 @@ pub(crate) fn draw(series: &[Series], steps: &[Vec<Step>], out: &Path) -> Result
         |e: String| Error::Environment(format!("{}: drawing the trend failed: {e}", out.display()));
     if svg {
         let root = SVGBackend::new(out, size).into_drawing_area();
-        fig.draw(&root).map_err(failed)?;
+        fig.draw(&root, &mut Vec::new()).map_err(failed)?;
         root.present().map_err(|e| failed(e.to_string()))?;
     } else {
         let root = BitMapBackend::new(out, size).into_drawing_area();
-        fig.draw(&root).map_err(failed)?;
+        fig.draw(&root, &mut Vec::new()).map_err(failed)?;
         root.present().map_err(|e| failed(e.to_string()))?;
     }
     Ok(())

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use super::common::{Axis, Panel, Panels, Series, Style, INK};
+use super::common::{stat_text, Axis, Hover, Panel, Panels, Series, Style, INK};
 use crate::model::results::ResultSet;
 use crate::report::summary::Analysis;
 
@@ -23,6 +23,17 @@ pub(crate) fn build(a: &Analysis, results: &ResultSet) -> Result<Panels, String>
             continue;
         };
         if wall > 0.0 && s.summary.median > 0.0 {
+            panel.hover.push(Hover {
+                x: wall.log10(),
+                y: s.summary.median.log10(),
+                color: a.color_of(&r.stack, &r.case.variant.to_string()),
+                series: format!("{} {}", r.stack, r.case.variant),
+                text: format!(
+                    "{}; device wall {}",
+                    stat_text(results, s),
+                    crate::model::units::format_seconds(wall)
+                ),
+            });
             by_pair
                 .entry((r.stack.clone(), r.case.variant.to_string()))
                 .or_default()
