@@ -203,7 +203,7 @@ fn trend(args: &HistoryTrendArgs) -> Result<i32> {
         .iter()
         .map(|s| changepoint::series_steps(s, &Params::default()))
         .collect();
-    crate::report::figures::draw_trend(&series, &steps, &args.out)?;
+    crate::report::draw_trend(&series, &steps, &args.out)?;
     crate::say!("figure: {} ({} series)", args.out.display(), series.len());
     Ok(exit::OK)
 }

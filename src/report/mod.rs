@@ -60,6 +60,23 @@ impl ReportOptions {
 }
 
 /// The bootstrap of a result set: default resamples, the run's seed when it recorded one.
+/// `campaign history trend --out FILE`: the figure (`.png`, `.svg`), or the self-contained page
+/// of it and its change points (`.html`).
+pub(crate) fn draw_trend(
+    series: &[crate::model::history::Series],
+    steps: &[Vec<crate::model::history::Step>],
+    out: &Path,
+) -> Result<()> {
+    let html = out
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("html") || e.eq_ignore_ascii_case("htm"));
+    if html {
+        html::write_trend_page(series, steps, out)
+    } else {
+        figures::draw_trend(series, steps, out)
+    }
+}
+
 pub(crate) fn bootstrap_for(results: &ResultSet) -> Bootstrap {
     Bootstrap {
         seed: results

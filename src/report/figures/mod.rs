@@ -140,21 +140,13 @@ pub(crate) fn draw_planned(planned: Vec<Planned<'_>>) -> Result<Vec<Vec<HoverPoi
     planned.into_iter().map(|p| (p.draw)()).collect()
 }
 
-/// The history trend figure (`campaign history trend --out FILE.png|svg`), or the
-/// self-contained page of it and its change points (`--out FILE.html`).
+/// The history trend figure as an image (`campaign history trend --out FILE.png|svg`).
 pub(crate) fn draw_trend(
     series: &[crate::model::history::Series],
     steps: &[Vec<crate::model::history::Step>],
     out: &Path,
 ) -> Result<()> {
-    let html = out
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("html") || e.eq_ignore_ascii_case("htm"));
-    if html {
-        super::html::write_trend_page(series, steps, out)
-    } else {
-        trend::draw(series, steps, out)
-    }
+    trend::draw(series, steps, out)
 }
 
 /// The trend figure as SVG markup and its hover values.
