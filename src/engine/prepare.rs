@@ -177,6 +177,8 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
             let preset = stack
                 .def
                 .unsupported_reason(case)
+                .or_else(|| pool.contiguous_possible(&need).err())
+                .or_else(|| pinned_gap(stack, case, &pool))
                 .map(|r| (RunStatus::Skipped, r));
             if preset.is_none() {
                 if let Err(why) = pool.check(&need) {
@@ -196,7 +198,10 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
                 stack: si,
             });
             let mut run_plan = RunPlan::new(need, 0.0, preset);
-            if matches!(run_plan.need, Need::Devices { .. }) {
+            if matches!(
+                run_plan.need,
+                Need::Devices { .. } | Need::Contiguous { .. }
+            ) {
                 run_plan.health_probe = health::probe_key(stack, plan.devices.probe.as_ref());
             }
             plans.push(run_plan);
@@ -218,6 +223,21 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
     })
 }
 
+/// A stack that takes only consecutive device ids, pinned to ids with a gap: why it is skipped.
+fn pinned_gap(stack: &EngineStack, case: &Case, pool: &Pool) -> Option<String> {
+    let ids = &case.device_ids;
+    let consecutive = ids.windows(2).all(|w| w[1] == w[0] + 1);
+    (stack.def.contiguous_devices == Some(true)
+        && pool.placement() == Placement::Pinned
+        && !consecutive)
+        .then(|| {
+            format!(
+                "pinned device ids {} are not consecutive and this stack takes only a range lo-hi (contiguous_devices)",
+                crate::engine::schedule::pool::join(ids)
+            )
+        })
+}
+
 /// What one run of `stack` on `case` leases.
 pub(crate) fn need(stack: &EngineStack, case: &Case, pool: &Pool) -> Need {
     match stack.def.resource() {
@@ -225,6 +245,12 @@ pub(crate) fn need(stack: &EngineStack, case: &Case, pool: &Pool) -> Need {
         Resource::Cpu => Need::Cpu {
             slots: pool.cpu_need(case.p as usize),
         },
+        Resource::Npu | Resource::Gpu
+            if stack.def.contiguous_devices == Some(true)
+                && pool.placement() != Placement::Pinned =>
+        {
+            Need::Contiguous { p: case.p as usize }
+        }
         Resource::Npu | Resource::Gpu => Need::Devices {
             p: case.p as usize,
             pinned: (pool.placement() == Placement::Pinned).then(|| case.device_ids.clone()),

@@ -293,6 +293,7 @@ async fn run_rounds(
             p: case.p,
             warmup: w,
             timed: t,
+            argv: spec.argv.clone(),
         };
         let mut parser = parsers::make(&stack.def, &pctx).map_err(|e| e.to_string())?;
         let request = ProcessRequest {
@@ -426,6 +427,7 @@ async fn run_rounds(
                 timed,
                 limits,
                 cause.as_deref(),
+                stack.def.metric.unwrap_or_default(),
             )
         }
     };

@@ -157,6 +157,41 @@ pub struct StackDef {
     /// and paired comparisons use for this stack. Default `execute_s`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) metric: Option<crate::model::results::Metric>,
+    /// The program takes only consecutive device ids (a range `lo-hi`, like simpler's `-d`):
+    /// the pool offers such a run only contiguous windows, and a case that cannot get one
+    /// (pinned ids with a gap, a pool without such a window) is `skipped` with the reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) contiguous_devices: Option<bool>,
+    /// Fixed test shapes: test name → elements per rank and dtype of what that test really
+    /// moves (pto-isa's gtests ignore the case's count); bandwidth of a sample is computed from
+    /// the tests that ran, not from the case.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) fixed_shapes: BTreeMap<String, FixedShape>,
+    /// What the stack promises about its upstream program, checked by `campaign doctor
+    /// --contract` without collective work (see docs/stack-definitions.md, "Contract").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) contract: Vec<ContractItem>,
+}
+
+/// One test's fixed shape (`fixed_shapes`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FixedShape {
+    pub(crate) count: u64,
+    pub(crate) dtype: Dtype,
+}
+
+/// One contract item: a command that must exit 0 and print every `expect` string.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ContractItem {
+    /// What is promised, e.g. `test ids exist`.
+    pub(crate) item: String,
+    /// argv templates, or one string run with `sh -c`; scope `root`, `campaign_exe`.
+    pub(crate) command: CommandSpec,
+    /// Substrings the output (stdout and stderr) must contain.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) expect: Vec<String>,
 }
 
 impl StackDef {
@@ -188,8 +223,15 @@ impl StackDef {
             max_p,
             p_multiple_of,
             constraints,
-            metric
+            metric,
+            contiguous_devices
         );
+        if !other.fixed_shapes.is_empty() {
+            self.fixed_shapes = other.fixed_shapes.clone();
+        }
+        if !other.contract.is_empty() {
+            self.contract = other.contract.clone();
+        }
         for (k, v) in &other.env {
             self.env.insert(k.clone(), v.clone());
         }

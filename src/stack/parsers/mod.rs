@@ -29,6 +29,9 @@ pub struct ParseContext {
     pub p: u32,
     pub warmup: u32,
     pub timed: u32,
+    /// The rendered argv of this process (a parser may name what it selected, e.g. pytest's
+    /// node ids).
+    pub argv: Vec<String>,
 }
 
 /// A streaming parser.
@@ -45,6 +48,7 @@ pub mod native;
 pub mod nccl_tests;
 pub mod osu;
 pub mod pypto;
+pub mod pytest;
 pub mod regex;
 pub mod simpler_own;
 pub mod strace;
@@ -56,7 +60,8 @@ pub(crate) const KNOWN: &[&str] = &[
     "regex",
     "hccl",
     "markers",
-    "pypto",
+    "pytest",
+    "pypto-harness",
     "simpler-own",
     "gtest",
     "nccl-tests",
@@ -80,7 +85,8 @@ pub fn make(
                 .map_err(|e| config_error("markers.builtin", e))?;
             markers::parser(def, ctx)
         }
-        "pypto" => pypto::parser(def, ctx),
+        "pytest" => pytest::parser(def, ctx),
+        "pypto-harness" => pypto::parser(def, ctx),
         "simpler-own" => simpler_own::parser(def, ctx),
         "gtest" => gtest::parser(def, ctx),
         "nccl-tests" => nccl_tests::parser(def, ctx),
