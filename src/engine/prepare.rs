@@ -177,8 +177,7 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
             let preset = stack
                 .def
                 .unsupported_reason(case)
-                .or_else(|| pool.contiguous_possible(&need).err())
-                .or_else(|| pinned_gap(stack, case, &pool))
+                .or_else(|| stack.def.placement_reason(case, &plan.devices))
                 .map(|r| (RunStatus::Skipped, r));
             if preset.is_none() {
                 if let Err(why) = pool.check(&need) {
@@ -221,21 +220,6 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
         seed,
         executor,
     })
-}
-
-/// A stack that takes only consecutive device ids, pinned to ids with a gap: why it is skipped.
-fn pinned_gap(stack: &EngineStack, case: &Case, pool: &Pool) -> Option<String> {
-    let ids = &case.device_ids;
-    let consecutive = ids.windows(2).all(|w| w[1] == w[0] + 1);
-    (stack.def.contiguous_devices == Some(true)
-        && pool.placement() == Placement::Pinned
-        && !consecutive)
-        .then(|| {
-            format!(
-                "pinned device ids {} are not consecutive and this stack takes only a range lo-hi (contiguous_devices)",
-                crate::engine::schedule::pool::join(ids)
-            )
-        })
 }
 
 /// What one run of `stack` on `case` leases.

@@ -190,6 +190,41 @@ pub(crate) fn judge(
     (RunStatus::Pass, None)
 }
 
+fn before_devices() -> &'static regex::Regex {
+    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    RE.get_or_init(|| {
+        regex::Regex::new(concat!(
+            // Python exceptions of argument checks, imports and the program's own code.
+            r"\b(?:ValueError|TypeError|KeyError|ImportError|ModuleNotFoundError|SyntaxError",
+            r"|IndentationError|NameError|AttributeError|FileNotFoundError|PermissionError",
+            r"|ArgumentError):",
+            // argparse usage errors, a compiler's `file:line: error:`.
+            r"|: error: (?:argument|unrecognized arguments|the following arguments)",
+            r"|^[^ ]+:\d+(?::\d+)?: (?:fatal )?error:|[^ ]+\.(?:c|cc|cpp|cxx|h|hpp):\d+(?::\d+)?: (?:fatal )?error:",
+            // Test selections that ran nothing.
+            r"|pytest ran no test|pytest skipped the selected test|no test executed",
+        ))
+        .expect("static regex")
+    })
+}
+
+/// Does this failed run say anything about its devices' health (for `quarantine_after`)? Not
+/// when it failed before any device was touched: its cause is a Python exception of an argument
+/// check, an import or a name (`ValueError`, `ModuleNotFoundError`, …), an argparse usage error,
+/// a compiler `error:`, or a test selection that ran nothing. Timeouts, signals, golden
+/// mismatches and every other failure implicate the devices.
+pub(crate) fn implicates_devices(status: RunStatus, reason: Option<&str>) -> bool {
+    match status {
+        RunStatus::Fail => {
+            let reason = reason.unwrap_or("");
+            reason.contains(GOLDEN_MISMATCH)
+                || reason.starts_with("killed by signal")
+                || !before_devices().is_match(reason)
+        }
+        _ => true,
+    }
+}
+
 /// A completed round without the stack's declared headline metric. Only `device_wall_s` can be
 /// missing (the engine fills `execute_s` and `wall_s` itself): it comes from the runtime's
 /// STRACE `…runner_run.device_wall` spans, and is never silently replaced by another metric.
@@ -395,6 +430,37 @@ mod tests {
         assert!(complete(&mut v, Some(Duration::from_secs(2)), 4_000_000));
         assert_eq!(v[0].execute_s, Some(2.0));
         assert_eq!(v[1].bw_execute_mb_s, Some(8.0));
+    }
+
+    #[test]
+    fn failures_before_any_device_do_not_implicate_devices() {
+        let r = |status: RunStatus, error: &'static str| (status, Some(error));
+        for before in [
+            "exit code 1: ValueError: allreduce needs between 2 and 16 devices, got 17 (see run.log)",
+            "exit code 1: ModuleNotFoundError: No module named 'torch' (see run.log)",
+            "exit code 2: main.py: error: argument -d/--device: expected one argument (see run.log)",
+            "exit code 1: kernel.cpp:12:5: error: unknown type name 'Tile' (see run.log)",
+            "missing output: found 0 of 0 warmup and 0 of 1 timed rounds: pytest ran no test: the selection x matched nothing",
+        ] {
+            assert!({ let (s, e) = r(RunStatus::Fail, before); !implicates_devices(s, e) }, "{before}");
+        }
+        for device in [
+            "exit code 1: aclrtSetDevice failed: 507033 (see run.log)",
+            "the stack reported a golden mismatch (exit code 1): [allreduce] golden check FAILED",
+            "killed by signal 9",
+        ] {
+            assert!(
+                {
+                    let (s, e) = r(RunStatus::Fail, device);
+                    implicates_devices(s, e)
+                },
+                "{device}"
+            );
+        }
+        assert!(implicates_devices(
+            RunStatus::Timeout,
+            Some("ValueError: x")
+        ));
     }
 
     #[test]

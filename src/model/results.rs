@@ -342,6 +342,10 @@ pub struct StackRoot {
     /// The stack's `env` table as written: what is added to every process's environment.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub(crate) env: BTreeMap<String, String>,
+    /// The root's tree is not its commit: modified or untracked files (`git status
+    /// --porcelain` lines such as ` M src/a.cpp`, `?? build/`), at most 50 then a count.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) dirty: Vec<String>,
 }
 
 /// All runs of one run dir.

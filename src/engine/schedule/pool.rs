@@ -122,22 +122,30 @@ impl Slots {
         self.place_window(p, |d| self.is_free(d))
     }
 
-    /// Best window of `p` consecutive ids inside a group whose every id passes `usable`:
-    /// aligned to a multiple of `p` first, then the fullest group, then the lowest start.
+    /// Best window of `p` consecutive ids whose every id passes `usable`: inside one group
+    /// first (aligned to a multiple of `p`, then the fullest group, then the lowest start),
+    /// else across groups (consecutive ids of the whole pool), as plain placement falls back.
     fn place_window(&self, p: usize, usable: impl Fn(u32) -> bool) -> Option<Vec<u32>> {
-        let mut best: Option<((bool, usize, usize), Vec<u32>)> = None;
-        for group in &self.groups {
+        let mut best: Option<(WindowKey, Vec<u32>)> = None;
+        let whole = [self.ids.clone()];
+        let lists = self
+            .groups
+            .iter()
+            .map(|g| (false, g))
+            .chain(whole.iter().map(|g| (true, g)));
+        for (across, group) in lists {
             let free = group.iter().filter(|d| usable(**d)).count();
             if p == 0 || free < p {
                 continue;
             }
             let mut sorted = group.clone();
             sorted.sort_unstable();
+            sorted.dedup();
             for start in 0..=sorted.len() - p {
                 let window = &sorted[start..start + p];
                 if window.windows(2).all(|w| w[1] == w[0] + 1) && window.iter().all(|d| usable(*d))
                 {
-                    let key = (!(window[0] as usize).is_multiple_of(p), free, start);
+                    let key = (across, !(window[0] as usize).is_multiple_of(p), free, start);
                     if best.as_ref().is_none_or(|(k, _)| key < *k) {
                         best = Some((key, window.to_vec()));
                     }
@@ -147,6 +155,9 @@ impl Slots {
         best.map(|(_, ids)| ids)
     }
 }
+
+/// Rank of a contiguous window: (across groups, not aligned, group's free count, start).
+type WindowKey = (bool, bool, usize, usize);
 
 /// Devices and CPU slots of one campaign.
 #[derive(Debug, Clone)]
@@ -321,20 +332,6 @@ impl Pool {
         }
     }
 
-    /// Could a contiguous need ever be met by the pool as configured? `Err` is the reason of a
-    /// planned skip (the pool has no window of `p` consecutive ids in one group).
-    pub(crate) fn contiguous_possible(&self, need: &Need) -> Result<(), String> {
-        match need {
-            Need::Contiguous { p } if self.devices.place_window(*p, |_| true).is_none() => {
-                Err(format!(
-                    "this stack takes only consecutive device ids (a range lo-hi) and the pool ({}) has no {p} consecutive ids in one group",
-                    join(&self.devices.ids)
-                ))
-            }
-            _ => Ok(()),
-        }
-    }
-
     /// Quarantined devices and why.
     pub(crate) fn quarantined(&self) -> &BTreeMap<u32, String> {
         &self.devices.quarantined
@@ -496,17 +493,23 @@ mod tests {
     }
 
     #[test]
-    fn contiguous_needs_a_window_at_plan_time_and_after_quarantine() {
-        let cfg = DevicesConfig {
-            ids: vec![0, 2, 4, 6],
-            ..DevicesConfig::default()
-        };
-        let pool = Pool::new(&cfg, 4);
-        let why = pool
-            .contiguous_possible(&Need::Contiguous { p: 2 })
-            .unwrap_err();
-        assert!(why.contains("no 2 consecutive ids"), "{why}");
-        assert!(pool.contiguous_possible(&auto(2)).is_ok());
+    fn contiguous_windows_stay_in_a_group_first_then_cross_groups() {
+        let mut pool = pool(
+            0..8,
+            vec![vec![0, 1, 2, 3], vec![4, 5, 6, 7]],
+            DeviceKind::Npu,
+        );
+        let two = pool.try_lease(&Need::Contiguous { p: 2 }).unwrap();
+        assert_eq!(two.devices, vec![0, 1]);
+        pool.release(&two);
+        assert_eq!(
+            pool.try_lease(&Need::Contiguous { p: 8 }).unwrap().devices,
+            (0..8).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn contiguous_needs_a_window_after_quarantine() {
         let mut pool = Pool::new(
             &DevicesConfig {
                 ids: vec![0, 1, 2],
@@ -514,7 +517,7 @@ mod tests {
             },
             4,
         );
-        assert!(pool.contiguous_possible(&Need::Contiguous { p: 2 }).is_ok());
+        assert!(pool.still_possible(&Need::Contiguous { p: 2 }).is_ok());
         pool.quarantine(1, "bad");
         let why = pool.still_possible(&Need::Contiguous { p: 2 }).unwrap_err();
         assert!(why.contains("consecutive ids"), "{why}");
