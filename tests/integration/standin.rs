@@ -760,3 +760,72 @@ fn doctor_contract_checks_test_ids_and_flags_and_says_when_upstream_moved() {
     assert!(broken.contains("output lacks `test_allreduce_intrinsic[4-65537]`, `test_ring_allreduce_intrinsic[4-65537]`"), "{broken}");
     assert!(util::stderr(&out).contains("contract item(s) broken"));
 }
+
+#[test]
+fn simpler_scene_runs_all_rounds_in_one_process_with_strace_rounds() {
+    let tmp = util::tempdir();
+    let root = fake_simpler_root(tmp.path());
+    let dir = root.join("tests/st/worker/collectives/allreduce");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(
+        util::root().join("tests/integration/fixtures/standin/scene_test.py"),
+        dir.join("test_allreduce.py"),
+    )
+    .unwrap();
+    let text = "[campaign]\nname = \"scene\"\n\n[case]\nplatform = \"a2a3sim\"\n\n[axes]\nvariant = [\"mesh\", \"ibing\", \"bidirectional_ring\"]\np = [2, 4]\ncount = [256]\ndtype = [\"fp32\"]\nstacks = [\"simpler-scene\"]\n\n[rounds]\nwarmup = 1\ntimed = 2\n\n[run]\ntimeout = \"2m\"\nrepeats = 1\n\n[devices]\nkind = \"npu\"\nids = \"0-3\"\n\n[stacks.simpler-scene]\nready = [\"python3\", \"-c\", \"pass\"]\n";
+    let plan = tmp.path().join("scene.toml");
+    std::fs::write(&plan, text).unwrap();
+    let (out, run_dir) = run_plan(tmp.path(), &plan, &root, &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        util::stdout(&out),
+        util::stderr(&out)
+    );
+    let all = rows(&run_dir);
+    let stacks: Vec<_> = all
+        .iter()
+        .map(|r| format!("{} {} {}", r["stack"], r["variant"], r["p"]))
+        .collect();
+    assert_eq!(all.len(), 6, "{stacks:?}");
+    for r in &all {
+        if r["variant"] == "ibing" && r["p"] == 4 {
+            assert_eq!(r["status"], "skipped", "{r}");
+            assert!(
+                r["reason"]
+                    .as_str()
+                    .unwrap()
+                    .contains("`variant != 'ibing' or p == 2`"),
+                "{r}"
+            );
+            continue;
+        }
+        assert_eq!(r["status"], "pass", "{r}");
+        assert_eq!(r["n_warmup"], 1, "{r}");
+        assert_eq!(r["n_timed"], 2, "{r}");
+        // Timed rounds 2 and 3: slowest rank (P-1) of each, 2 ms and 3 ms plus its 1 µs steps.
+        let p = r["p"].as_f64().unwrap();
+        let want = (2e-3 + 3e-3) / 2.0 + (p - 1.0) * 1e-6;
+        assert!(
+            (r["device_wall_s_mean"].as_f64().unwrap() - want).abs() < 1e-12,
+            "{r}"
+        );
+    }
+    // One process ran every round (one `=== Runtime` header), with the class of the mode.
+    let r = all
+        .iter()
+        .find(|r| r["variant"] == "bidirectional_ring" && r["p"] == 4)
+        .unwrap();
+    let log = std::fs::read_to_string(
+        run_dir
+            .join(r["artifact_bundle"].as_str().unwrap())
+            .join("run.log"),
+    )
+    .unwrap();
+    assert!(
+        log.contains("TestAllreduceBidirectionalRingP4::bidirectional_ring PASSED"),
+        "{log}"
+    );
+    assert_eq!(log.matches("=== Runtime").count(), 1, "{log}");
+}

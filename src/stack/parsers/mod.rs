@@ -51,6 +51,7 @@ pub mod pypto;
 pub mod pytest;
 pub mod regex;
 pub mod simpler_own;
+pub mod simpler_scene;
 pub mod strace;
 pub mod table;
 
@@ -63,6 +64,7 @@ pub(crate) const KNOWN: &[&str] = &[
     "pytest",
     "pypto-harness",
     "simpler-own",
+    "simpler-scene",
     "gtest",
     "nccl-tests",
     "osu",
@@ -88,6 +90,8 @@ pub fn make(
         "pytest" => pytest::parser(def, ctx),
         "pypto-harness" => pypto::parser(def, ctx),
         "simpler-own" => simpler_own::parser(def, ctx),
+        // Reads the STRACE rounds itself (grouped by pid and inv): not wrapped.
+        "simpler-scene" => return Ok(simpler_scene::parser(def, ctx)),
         "gtest" => gtest::parser(def, ctx),
         "nccl-tests" => nccl_tests::parser(def, ctx),
         "osu" => osu::parser(def, ctx),
