@@ -796,6 +796,74 @@ fn run_helper(
 }
 
 #[test]
+fn hccl_variants_are_hccls_expansion_modes_and_algorithms() {
+    use campaign::stack::render::{render, RenderContext};
+    use std::collections::BTreeMap;
+    let def = def("hccl");
+    let render_for = |variant: &str| {
+        let case = campaign::model::case::Case::new(variant.parse().unwrap(), 2, 256);
+        let ctx = RenderContext {
+            case,
+            devices: vec![0, 1],
+            warmup: 1,
+            timed: 2,
+            case_file: "/runs/r/case.json".into(),
+            bundle_dir: "/runs/r/b".into(),
+            run_dir: "/runs/r".into(),
+            root: Some("/usr/local/Ascend/latest".into()),
+            campaign_exe: "/usr/bin/campaign".into(),
+        };
+        let r = render("hccl", &def, &ctx).unwrap();
+        (r.argv, r.env.into_iter().collect::<BTreeMap<_, _>>())
+    };
+    let (argv, env) = render_for("aiv");
+    assert_eq!(env["HCCL_OP_EXPANSION_MODE"], "AIV");
+    assert_eq!(
+        argv.last().map(String::as_str),
+        Some(""),
+        "no HCCL_ALGO: {argv:?}"
+    );
+    let (argv, env) = render_for("host_ts");
+    assert_eq!(env["HCCL_OP_EXPANSION_MODE"], "HOST_TS");
+    assert_eq!(argv.last().map(String::as_str), Some(""));
+    let (argv, env) = render_for("algo_nhr");
+    assert_eq!(env["HCCL_OP_EXPANSION_MODE"], "AI_CPU");
+    assert_eq!(
+        argv.last().map(String::as_str),
+        Some("level0:NA;level1:NHR")
+    );
+    assert_eq!(render_for("mesh").1["HCCL_OP_EXPANSION_MODE"], "AI_CPU");
+
+    // The helper sets HCCL_ALGO from --algo and prints what it asked HCCL for.
+    let tmp = util::tempdir();
+    let Some(bin) = build_helper(tmp.path()) else {
+        return;
+    };
+    let o = std::process::Command::new(&bin)
+        .args([
+            "--count",
+            "8",
+            "--devices",
+            "0,1",
+            "--warmup-rounds",
+            "0",
+            "--timed-rounds",
+            "1",
+        ])
+        .args(["--algo", "level0:NA;level1:ring"])
+        .env("HCCL_OP_EXPANSION_MODE", "AIV")
+        .env("ASCEND_RT_VISIBLE_DEVICES", "0,1")
+        .output()
+        .unwrap();
+    let out = util::stdout(&o);
+    assert!(
+        out.contains("HCCL_CONFIG op_expansion_mode=AIV algo=level0:NA;level1:ring\n"),
+        "{out}"
+    );
+    assert_eq!(o.status.code(), Some(0), "{out}{}", util::stderr(&o));
+}
+
+#[test]
 fn hccl_helper_speaks_the_hccl_lines_and_fails_loudly() {
     let tmp = util::tempdir();
     let Some(bin) = build_helper(tmp.path()) else {
