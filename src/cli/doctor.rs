@@ -153,6 +153,17 @@ pub(crate) fn report(
                 out.push_str(&format!("  {:<16}   hint: {h}\n", ""));
             }
         }
+        // What one platform alone needs (`requires_on`), e.g. g++-15 for the sim platforms.
+        for platform in defs[name].requires_on.keys() {
+            let root = a.root.as_ref().map(|r| r.path.as_path());
+            let missing = availability::missing_on(&defs[name], *platform, root);
+            let state = if missing.is_empty() {
+                "ok".to_string()
+            } else {
+                format!("runs unavailable: {}", missing.join(", "))
+            };
+            out.push_str(&format!("  {:<16}   on {platform}: {state}\n", ""));
+        }
         if let Some(r) = &a.root {
             let commit = roots::git_commit(&r.path)
                 .map(|c| format!(", git {c}"))

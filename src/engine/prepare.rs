@@ -159,6 +159,7 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
     let mut runs = Vec::with_capacity(n_runs);
     let mut plans = Vec::with_capacity(n_runs);
     let mut refused = Vec::new();
+    let mut platform_missing = std::collections::HashMap::new();
     let rounds = (0..cases.len()).flat_map(|ci| (1..=repeats).map(move |r| (ci, r)));
     for (k, (ci, repeat)) in rounds.enumerate() {
         if k % POLL_EVERY == 0 {
@@ -178,7 +179,26 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
                 .def
                 .unsupported_reason(case)
                 .or_else(|| stack.def.placement_reason(case, &plan.devices))
-                .map(|r| (RunStatus::Skipped, r));
+                .map(|r| (RunStatus::Skipped, r))
+                .or_else(|| {
+                    // `requires_on`: what this platform alone needs (looked up once per pair).
+                    let missing =
+                        platform_missing
+                            .entry((si, case.platform))
+                            .or_insert_with(|| {
+                                let root = stack.root.as_ref().ok().and_then(|r| r.as_deref());
+                                let m = crate::stack::availability::missing_on(
+                                    &stack.def,
+                                    case.platform,
+                                    root,
+                                );
+                                (!m.is_empty()).then(|| match &stack.def.hint {
+                                    Some(hint) => format!("{} ({hint})", m.join(", ")),
+                                    None => m.join(", "),
+                                })
+                            });
+                    missing.clone().map(|r| (RunStatus::Unavailable, r))
+                });
             if preset.is_none() {
                 if let Err(why) = pool.check(&need) {
                     refused.push(Diagnostic {

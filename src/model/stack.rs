@@ -108,6 +108,11 @@ pub struct StackDef {
     /// must exist (templates allowed, `root` in scope), or a program that must be on PATH.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub requires: Vec<String>,
+    /// Requirements of one platform only (same forms as `requires`), e.g. simpler's sim
+    /// platforms compile with `g++-15`: `{ a2a3sim = ["g++-15"], a5sim = ["g++-15"] }`. Runs on
+    /// that platform are `unavailable` when one is missing; other platforms never need them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) requires_on: BTreeMap<Platform, Vec<String>>,
     /// Shown after an `unavailable` reason, e.g. how to install what is missing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hint: Option<String>,
@@ -243,6 +248,9 @@ impl StackDef {
         }
         if !other.requires.is_empty() {
             self.requires = other.requires.clone();
+        }
+        for (k, v) in &other.requires_on {
+            self.requires_on.insert(*k, v.clone());
         }
     }
 

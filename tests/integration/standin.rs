@@ -433,6 +433,27 @@ fn simpler_plan(dir: &Path, name: &str, devices: &str, p: &str, extra: &str) -> 
     plan
 }
 
+/// A PATH holding only `python3` and, when `gxx15`, a `g++-15` that says it is GCC 15 (the sim
+/// platforms' compiler; the stand-ins compile nothing).
+fn sim_path(dir: &Path, gxx15: bool) -> String {
+    let bin = dir.join(if gxx15 { "bin-gxx15" } else { "bin-plain" });
+    std::fs::create_dir_all(&bin).unwrap();
+    let python = std::env::var("PATH")
+        .unwrap_or_default()
+        .split(':')
+        .map(|d| Path::new(d).join("python3"))
+        .find(|p| p.is_file())
+        .expect("python3 on PATH");
+    let _ = std::os::unix::fs::symlink(python, bin.join("python3"));
+    if gxx15 {
+        let gxx = bin.join("g++-15");
+        std::fs::write(&gxx, "#!/bin/sh\necho 15.1.0\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&gxx, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    format!("{}:/usr/bin:/bin", bin.display())
+}
+
 fn run_plan(dir: &Path, plan: &Path, root: &Path, env: &[(&str, &str)]) -> (Output, PathBuf) {
     let results = dir.join("results");
     let mut c = std::process::Command::new(util::exe());
@@ -440,6 +461,7 @@ fn run_plan(dir: &Path, plan: &Path, root: &Path, env: &[(&str, &str)]) -> (Outp
         .args(["run", plan.to_str().unwrap(), "--results-dir"])
         .arg(&results)
         .arg("-q")
+        .env("PATH", sim_path(dir, true))
         .env("SIMPLER_ROOT", root);
     for (k, v) in env {
         c.env(k, v);
@@ -828,4 +850,43 @@ fn simpler_scene_runs_all_rounds_in_one_process_with_strace_rounds() {
         "{log}"
     );
     assert_eq!(log.matches("=== Runtime").count(), 1, "{log}");
+}
+
+#[test]
+fn sim_runs_without_gxx15_are_unavailable_with_the_reason() {
+    let tmp = util::tempdir();
+    let root = fake_simpler_root(tmp.path());
+    let plan = simpler_plan(tmp.path(), "nogxx", "ids = [0, 1]", "2", "");
+    let path = sim_path(tmp.path(), false);
+    let (_, dir) = run_plan(tmp.path(), &plan, &root, &[("PATH", path.as_str())]);
+    let r = &rows(&dir)[0];
+    assert_eq!(r["status"], "unavailable", "{r}");
+    assert!(
+        r["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("g++-15 not found (needed on a2a3sim)"),
+        "{r}"
+    );
+    // doctor says which platform's runs it makes unavailable.
+    let doctor = util::campaign()
+        .arg("doctor")
+        .current_dir(tmp.path())
+        .env("PATH", &path)
+        .env("SIMPLER_ROOT", &root)
+        .output()
+        .unwrap();
+    let text = util::stdout(&doctor);
+    assert!(
+        text.contains("on a2a3sim: runs unavailable: g++-15 not found (needed on a2a3sim)"),
+        "{text}"
+    );
+    // Hardware platforms never need it.
+    let text = std::fs::read_to_string(&plan)
+        .unwrap()
+        .replace("a2a3sim", "a2a3");
+    let plan = tmp.path().join("hw.toml");
+    std::fs::write(&plan, text.replace("name = \"nogxx\"", "name = \"hw\"")).unwrap();
+    let (_, dir) = run_plan(tmp.path(), &plan, &root, &[("PATH", path.as_str())]);
+    assert_eq!(rows(&dir)[0]["status"], "pass", "{}", rows(&dir)[0]);
 }
