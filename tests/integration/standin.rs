@@ -890,3 +890,45 @@ fn sim_runs_without_gxx15_are_unavailable_with_the_reason() {
     let (_, dir) = run_plan(tmp.path(), &plan, &root, &[("PATH", path.as_str())]);
     assert_eq!(rows(&dir)[0]["status"], "pass", "{}", rows(&dir)[0]);
 }
+
+#[test]
+fn the_readiness_probe_wants_simpler_from_the_stacks_own_root() {
+    let tmp = util::tempdir();
+    let root = fake_simpler_root(tmp.path());
+    // An interpreter that imports another checkout's simpler (a HEAD install with an older
+    // root): not ready, and the reason says where it came from.
+    let other = tmp.path().join("site");
+    for m in ["simpler", "torch"] {
+        std::fs::create_dir_all(other.join(m)).unwrap();
+        std::fs::write(other.join(m).join("__init__.py"), "").unwrap();
+    }
+    let doctor = |pythonpath: &Path| {
+        let o = util::campaign()
+            .arg("doctor")
+            .current_dir(tmp.path())
+            .env("SIMPLER_ROOT", &root)
+            .env("PYTHONPATH", pythonpath)
+            .env("PATH", sim_path(tmp.path(), true))
+            .output()
+            .unwrap();
+        let text = util::stdout(&o);
+        text.lines()
+            .find(|l| l.starts_with("  simpler "))
+            .unwrap_or_else(|| panic!("{text}"))
+            .to_string()
+    };
+    let line = doctor(&other);
+    let real_other = std::fs::canonicalize(other.join("simpler/__init__.py")).unwrap();
+    assert!(line.contains("unavailable: readiness probe"), "{line}");
+    assert!(
+        line.contains(&format!(
+            "simpler is imported from {}, not from the stack root",
+            real_other.display()
+        )),
+        "{line}"
+    );
+    // The root's own package (and a torch): ready.
+    std::fs::create_dir_all(root.join("simpler")).unwrap();
+    std::fs::write(root.join("simpler/__init__.py"), "").unwrap();
+    assert!(doctor(&other).ends_with(" ready"), "{}", doctor(&other));
+}
