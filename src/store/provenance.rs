@@ -4,9 +4,10 @@
 //! Gathered once at campaign start from /proc, uname and the roots' `.git`; read-only and never
 //! fails — unknown facts stay empty. Commits are read from `.git` without spawning git; whether
 //! a root's tree is dirty (modified or untracked files) is `git status --porcelain`, run only
-//! for a root that is a checkout, with a 10 s limit (a root on a slow filesystem gives nothing). Per stack ([`add_stack_facts`]): git commits of checkouts nested under its root
+//! for a root that is a checkout, with a 10 s limit (a root on a slow filesystem gives nothing).
+//! Per stack ([`add_stack_facts`]): git commits of checkouts nested under its root
 //! (`build/pto-isa`), the program its command runs resolved on PATH with the first line of its
-//! `--version` (the one process spawned here, with a time limit), and its `env` table.
+//! `--version` (with a time limit), and its `env` table.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
