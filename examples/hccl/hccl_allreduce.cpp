@@ -55,6 +55,8 @@ struct Options {
     int timed = 20;
     std::string input_formula = "rank_linear_v1";
     double barrier_timeout_s = 120.0;
+    // HCCL_ALGO to set for this process (empty: leave HCCL's own choice).
+    std::string algo;
 };
 
 [[noreturn]] void usage(const std::string& why) {
@@ -96,6 +98,7 @@ Options parse_args(int argc, char** argv) {
         else if (a == "--timed-rounds") o.timed = std::atoi(value().c_str());
         else if (a == "--input-formula") o.input_formula = value();
         else if (a == "--barrier-timeout-s") o.barrier_timeout_s = std::atof(value().c_str());
+        else if (a == "--algo") o.algo = value();
         else usage("unknown argument " + a);
     }
     if (o.count == 0) usage("--count must be > 0");
@@ -455,6 +458,14 @@ int main(int argc, char** argv) {
     } else {
         for (int r = 0; r < p; ++r) sh.logical[r] = opt.devices[r];
     }
+
+    // HCCL reads HCCL_ALGO when the communicator is made; an empty --algo leaves it alone.
+    if (!opt.algo.empty()) setenv("HCCL_ALGO", opt.algo.c_str(), 1);
+    const char* mode = std::getenv("HCCL_OP_EXPANSION_MODE");
+    const char* algo = std::getenv("HCCL_ALGO");
+    // What this process asked HCCL for (HCCL falls back silently on a value it does not take).
+    std::printf("HCCL_CONFIG op_expansion_mode=%s algo=%s\n", mode ? mode : "(unset)",
+                algo ? algo : "(unset)");
 
     sh.start = Clock::now();
     if (aclInit(nullptr) != ACL_SUCCESS) {

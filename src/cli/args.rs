@@ -229,6 +229,10 @@ pub(crate) struct DoctorArgs {
     /// Exit 1 unless this stack is ready.
     #[arg(long, value_name = "STACK")]
     pub(crate) require: Vec<String>,
+    /// Check each present stack's contract with its upstream program (test ids, flags, tools)
+    /// without collective work; exit 1 when any item is broken.
+    #[arg(long)]
+    pub(crate) contract: bool,
 }
 
 #[derive(Debug, Args)]

@@ -54,6 +54,9 @@ pub(crate) fn run(args: &DoctorArgs) -> Result<i32> {
         }
     }
     let resolver = Resolver::from_process();
+    if args.contract {
+        return Ok(contract(&defs, &resolver));
+    }
     let assessed = assess(&defs, &resolver);
     crate::console::text(&report(&defs, &assessed, &resolver));
 
@@ -150,6 +153,17 @@ pub(crate) fn report(
                 out.push_str(&format!("  {:<16}   hint: {h}\n", ""));
             }
         }
+        // What one platform alone needs (`requires_on`), e.g. g++-15 for the sim platforms.
+        for platform in defs[name].requires_on.keys() {
+            let root = a.root.as_ref().map(|r| r.path.as_path());
+            let missing = availability::missing_on(&defs[name], *platform, root);
+            let state = if missing.is_empty() {
+                "ok".to_string()
+            } else {
+                format!("runs unavailable: {}", missing.join(", "))
+            };
+            out.push_str(&format!("  {:<16}   on {platform}: {state}\n", ""));
+        }
         if let Some(r) = &a.root {
             let commit = roots::git_commit(&r.path)
                 .map(|c| format!(", git {c}"))
@@ -178,6 +192,102 @@ fn readiness(name: &str, def: &StackDef, root: Option<&Path>) -> std::result::Re
     let result = runtime.block_on(crate::engine::work::ready(name, def, root, &log, cancel));
     let _ = std::fs::remove_file(&log);
     result
+}
+
+/// `doctor --contract`: every contract item of every stack whose root is present, as a table
+/// `stack  item  ok|broken  why`. Exit 1 when any item is broken.
+fn contract(defs: &BTreeMap<String, StackDef>, resolver: &Resolver) -> i32 {
+    let mut rows: Vec<[String; 4]> = Vec::new();
+    let mut broken = 0;
+    for (name, def) in defs {
+        if def.contract.is_empty() {
+            continue;
+        }
+        let root = match &def.root {
+            Some(var) => match resolver.resolve(var) {
+                Ok(r) => Some(r.path),
+                Err(e) => {
+                    rows.push([name.clone(), "(all)".into(), "not checked".into(), e]);
+                    continue;
+                }
+            },
+            None => None,
+        };
+        for item in &def.contract {
+            let (state, why) = match check_item(name, def, item, root.as_deref()) {
+                Ok(()) => ("ok", String::new()),
+                Err(why) => {
+                    broken += 1;
+                    ("broken", why)
+                }
+            };
+            rows.push([name.clone(), item.item.clone(), state.into(), why]);
+        }
+    }
+    let width = |i: usize| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0);
+    let (w0, w1, w2) = (width(0).max(5), width(1).max(4), width(2).max(5));
+    crate::say!("{:w0$}  {:w1$}  {:w2$}  why", "stack", "item", "state");
+    for r in &rows {
+        crate::say!("{:w0$}  {:w1$}  {:w2$}  {}", r[0], r[1], r[2], r[3]);
+    }
+    if rows.is_empty() {
+        crate::say!("(no stack declares a contract)");
+    }
+    if broken > 0 {
+        eprintln!(
+            "error: {broken} contract item(s) broken: upstream moved or the install is incomplete"
+        );
+        exit::RUNS_FAILED
+    } else {
+        exit::OK
+    }
+}
+
+/// Run one contract item (in its containment unit, with the readiness probe's limit) and check
+/// its exit code and the strings it must print.
+fn check_item(
+    name: &str,
+    def: &StackDef,
+    item: &crate::model::stack::ContractItem,
+    root: Option<&Path>,
+) -> std::result::Result<(), String> {
+    let mut probe = def.clone();
+    probe.ready = Some(item.command.clone());
+    let log = std::env::temp_dir().join(format!(
+        "campaign-contract-{}-{name}.log",
+        std::process::id()
+    ));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start a runtime: {e}"))?;
+    let (_tx, cancel) = tokio::sync::watch::channel(false);
+    let ran = runtime.block_on(crate::engine::work::ready(name, &probe, root, &log, cancel));
+    let output = std::fs::read_to_string(&log).unwrap_or_default();
+    let _ = std::fs::remove_file(&log);
+    // `readiness probe `argv` failed (exit code 4): ERROR: …` → `exit code 4: ERROR: …`.
+    let ran = ran.map_err(|e| match e.split_once("` failed (") {
+        Some((_, rest)) => rest
+            .replacen("): ", ": ", 1)
+            .trim_end_matches(')')
+            .to_string(),
+        None => e,
+    });
+    ran?;
+    let missing: Vec<&str> = item
+        .expect
+        .iter()
+        .map(String::as_str)
+        .filter(|e| !output.contains(e))
+        .collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "output lacks {}",
+            missing.iter().map(|m| format!("`{m}`")).join(", ")
+        ))
+    }
 }
 
 fn indent(text: &str) -> String {

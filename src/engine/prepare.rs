@@ -199,6 +199,7 @@ fn plan_runs(
     let mut runs = Vec::with_capacity(n_runs);
     let mut plans = Vec::with_capacity(n_runs);
     let mut refused = Vec::new();
+    let mut platform_missing = std::collections::HashMap::new();
     let rounds = (0..cases.len()).flat_map(|ci| (1..=repeats).map(move |r| (ci, r)));
     for (k, (ci, repeat)) in rounds.enumerate() {
         if k % POLL_EVERY == 0 {
@@ -217,7 +218,27 @@ fn plan_runs(
             let preset = stack
                 .def
                 .unsupported_reason(case)
-                .map(|r| (RunStatus::Skipped, r));
+                .or_else(|| stack.def.placement_reason(case, &plan.devices))
+                .map(|r| (RunStatus::Skipped, r))
+                .or_else(|| {
+                    // `requires_on`: what this platform alone needs (looked up once per pair).
+                    let missing =
+                        platform_missing
+                            .entry((si, case.platform))
+                            .or_insert_with(|| {
+                                let root = stack.root.as_ref().ok().and_then(|r| r.as_deref());
+                                let m = crate::stack::availability::missing_on(
+                                    &stack.def,
+                                    case.platform,
+                                    root,
+                                );
+                                (!m.is_empty()).then(|| match &stack.def.hint {
+                                    Some(hint) => format!("{} ({hint})", m.join(", ")),
+                                    None => m.join(", "),
+                                })
+                            });
+                    missing.clone().map(|r| (RunStatus::Unavailable, r))
+                });
             if preset.is_none() {
                 if let Err(why) = pool.check(&need) {
                     refused.push(Diagnostic {
@@ -236,7 +257,10 @@ fn plan_runs(
                 stack: si,
             });
             let mut run_plan = RunPlan::new(need, 0.0, preset);
-            if matches!(run_plan.need, Need::Devices { .. }) {
+            if matches!(
+                run_plan.need,
+                Need::Devices { .. } | Need::Contiguous { .. }
+            ) {
                 run_plan.health_probe = health::probe_key(stack, plan.devices.probe.as_ref());
             }
             plans.push(run_plan);
@@ -255,6 +279,12 @@ pub(crate) fn need(stack: &EngineStack, case: &Case, pool: &Pool) -> Need {
         Resource::Cpu => Need::Cpu {
             slots: pool.cpu_need(case.p as usize),
         },
+        Resource::Npu | Resource::Gpu
+            if stack.def.contiguous_devices == Some(true)
+                && pool.placement() != Placement::Pinned =>
+        {
+            Need::Contiguous { p: case.p as usize }
+        }
         Resource::Npu | Resource::Gpu => Need::Devices {
             p: case.p as usize,
             pinned: (pool.placement() == Placement::Pinned).then(|| case.device_ids.clone()),

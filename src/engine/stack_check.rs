@@ -47,6 +47,7 @@ pub(crate) fn check_stacks(plan: &Plan, names: &[String]) -> Result<()> {
             p: case.p,
             warmup: case.warmup_rounds,
             timed: case.timed_rounds,
+            argv: Vec::new(),
         };
         let results = [
             parsers::make(def, &pctx).map(|_| ()),

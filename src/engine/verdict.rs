@@ -15,7 +15,7 @@ pub(crate) use cause::Cause;
 use std::time::Duration;
 
 use crate::executor::{KillReason, ProcessOutcome, ProcessSpec};
-use crate::model::results::{RunStatus, Sample, GOLDEN_MISMATCH};
+use crate::model::results::{Metric, RunStatus, Sample, GOLDEN_MISMATCH};
 use crate::stack::parsers::Parsed;
 
 fn secs(d: Duration) -> String {
@@ -101,8 +101,8 @@ pub(crate) fn complete(samples: &mut [Sample], elapsed: Option<Duration>, n_byte
         }
         s.bw_execute_mb_s = s
             .execute_s
-            .filter(|t| s.ok && *t > 0.0 && t.is_finite())
-            .map(|t| n_bytes as f64 / t / 1e6);
+            .filter(|t| s.ok && *t > 0.0 && t.is_finite() && s.n_bytes != Some(0))
+            .map(|t| s.n_bytes.unwrap_or(n_bytes) as f64 / t / 1e6);
     }
     engine
 }
@@ -110,6 +110,7 @@ pub(crate) fn complete(samples: &mut [Sample], elapsed: Option<Duration>, n_byte
 /// The status of a run from its last process outcome and everything parsed. `cause` is the
 /// most telling line of the last process's output ([`Cause::text`]): a failure or timeout the
 /// stack did not explain itself (no `error` of its own) carries it.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn judge(
     outcome: &ProcessOutcome,
     parsed: &Parsed,
@@ -118,23 +119,33 @@ pub(crate) fn judge(
     timed: u32,
     limits: &ProcessSpec,
     cause: Option<&str>,
+    metric: Metric,
 ) -> (RunStatus, Option<String>) {
     let said = |base: String| match (&parsed.error, cause) {
         (Some(e), _) => format!("{base}: {e}"),
         (None, Some(c)) => format!("{base}: {c}"),
         (None, None) => base,
     };
-    if let Some((status, reason)) = process_problem(outcome, limits) {
+    let problem = process_problem(outcome, limits);
+    // A golden mismatch the stack printed is the verdict even when it then exits non-zero (as
+    // simpler does right after `golden check FAILED`): the check ran and did not match. Killed
+    // runs (timeout, signal, interrupt) stay what the machine did to them.
+    let exited = outcome.killed.is_none() && outcome.signal.is_none();
+    if parsed.correctness == Some(false) && exited {
+        let how = match &problem {
+            Some((_, why)) => format!(" ({why})"),
+            None => String::new(),
+        };
+        return (
+            RunStatus::Fail,
+            Some(said(format!("the stack reported a {GOLDEN_MISMATCH}{how}"))),
+        );
+    }
+    if let Some((status, reason)) = problem {
         if status == RunStatus::Interrupted {
             return (status, Some(reason));
         }
         return (status, Some(said(reason)));
-    }
-    if parsed.correctness == Some(false) {
-        return (
-            RunStatus::Fail,
-            Some(said(format!("the stack reported a {GOLDEN_MISMATCH}"))),
-        );
     }
     if let Some(bad) = samples.iter().find(|s| !s.ok) {
         // Only timed rounds are checked against the golden; a warmup's ok=false means the
@@ -152,7 +163,8 @@ pub(crate) fn judge(
             ))),
         );
     }
-    let errors = protocol_errors(samples, limits.timeout);
+    let mut errors = protocol_errors(samples, limits.timeout);
+    errors.extend(missing_metric(samples, metric));
     if !errors.is_empty() {
         return (
             RunStatus::Fail,
@@ -168,12 +180,70 @@ pub(crate) fn judge(
         if let Some(w) = parsed.warnings.first() {
             reason.push_str(&format!(" (garbage output: {w})"));
         }
-        if let Some(c) = cause {
+        if let Some(e) = &parsed.error {
+            reason.push_str(&format!(": {e}"));
+        } else if let Some(c) = cause {
             reason.push_str(&format!(": {c}"));
         }
         return (RunStatus::Fail, Some(reason));
     }
     (RunStatus::Pass, None)
+}
+
+fn before_devices() -> &'static regex::Regex {
+    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    RE.get_or_init(|| {
+        regex::Regex::new(concat!(
+            // Python exceptions of argument checks, imports and the program's own code.
+            r"\b(?:ValueError|TypeError|KeyError|ImportError|ModuleNotFoundError|SyntaxError",
+            r"|IndentationError|NameError|AttributeError|FileNotFoundError|PermissionError",
+            r"|ArgumentError):",
+            // argparse usage errors, a compiler's `file:line: error:`.
+            r"|: error: (?:argument|unrecognized arguments|the following arguments)",
+            r"|^[^ ]+:\d+(?::\d+)?: (?:fatal )?error:|[^ ]+\.(?:c|cc|cpp|cxx|h|hpp):\d+(?::\d+)?: (?:fatal )?error:",
+            // Test selections that ran nothing.
+            r"|pytest ran no test|pytest skipped the selected test|no test executed",
+        ))
+        .expect("static regex")
+    })
+}
+
+/// Does this failed run say anything about its devices' health (for `quarantine_after`)? Not
+/// when it failed before any device was touched: its cause is a Python exception of an argument
+/// check, an import or a name (`ValueError`, `ModuleNotFoundError`, …), an argparse usage error,
+/// a compiler `error:`, or a test selection that ran nothing. Timeouts, signals, golden
+/// mismatches and every other failure implicate the devices.
+pub(crate) fn implicates_devices(status: RunStatus, reason: Option<&str>) -> bool {
+    match status {
+        RunStatus::Fail => {
+            let reason = reason.unwrap_or("");
+            reason.contains(GOLDEN_MISMATCH)
+                || reason.starts_with("killed by signal")
+                || !before_devices().is_match(reason)
+        }
+        _ => true,
+    }
+}
+
+/// A completed round without the stack's declared headline metric. Only `device_wall_s` can be
+/// missing (the engine fills `execute_s` and `wall_s` itself): it comes from the runtime's
+/// STRACE `…runner_run.device_wall` spans, and is never silently replaced by another metric.
+pub(crate) fn missing_metric(samples: &[Sample], metric: Metric) -> Vec<String> {
+    if metric != Metric::DeviceWallS {
+        return Vec::new();
+    }
+    let missing: Vec<String> = samples
+        .iter()
+        .filter(|s| s.ok && s.device_wall_s.is_none())
+        .map(|s| format!("{} ({})", s.round, s.phase))
+        .collect();
+    if missing.is_empty() {
+        return Vec::new();
+    }
+    vec![format!(
+        "round {} has no device_wall_s, this stack's declared metric: the output holds no STRACE `…runner_run.device_wall` span for it — likely the runtime's log threshold is above TIMING (simpler's logger level, `--log-level`) or SIMPLER_DEVICE_STRACE_ENABLE=0",
+        missing.join(", round ")
+    )]
 }
 
 /// Sample values no measurement can produce: not finite, not positive (times), negative
@@ -253,10 +323,29 @@ mod tests {
         let p = Parsed::default();
         let l = ProcessSpec::default();
         assert_eq!(
-            judge(&ok_outcome(), &p, &samples(3), 1, 2, &l, None).0,
+            judge(
+                &ok_outcome(),
+                &p,
+                &samples(3),
+                1,
+                2,
+                &l,
+                None,
+                Metric::ExecuteS
+            )
+            .0,
             RunStatus::Pass
         );
-        let (st, why) = judge(&ok_outcome(), &p, &samples(2), 1, 2, &l, None);
+        let (st, why) = judge(
+            &ok_outcome(),
+            &p,
+            &samples(2),
+            1,
+            2,
+            &l,
+            None,
+            Metric::ExecuteS,
+        );
         assert_eq!(st, RunStatus::Fail);
         assert_eq!(
             why.unwrap(),
@@ -266,9 +355,18 @@ mod tests {
             warnings: vec!["line 1: not a sample".into()],
             ..Parsed::default()
         };
-        let why = judge(&ok_outcome(), &garbage, &[], 1, 2, &l, None)
-            .1
-            .unwrap();
+        let why = judge(
+            &ok_outcome(),
+            &garbage,
+            &[],
+            1,
+            2,
+            &l,
+            None,
+            Metric::ExecuteS,
+        )
+        .1
+        .unwrap();
         assert!(why.contains("garbage output: line 1"), "{why}");
     }
 
@@ -283,7 +381,7 @@ mod tests {
         v[1].execute_s = Some(1.7e308);
         v[2].execute_s = Some(0.0);
         v[3].phases.insert("init".into(), -0.5);
-        let (st, why) = judge(&ok_outcome(), &p, &v, 1, 3, &l, None);
+        let (st, why) = judge(&ok_outcome(), &p, &v, 1, 3, &l, None, Metric::ExecuteS);
         assert_eq!(st, RunStatus::Fail);
         let why = why.unwrap();
         assert!(why.starts_with("protocol error: "), "{why}");
@@ -335,6 +433,102 @@ mod tests {
     }
 
     #[test]
+    fn failures_before_any_device_do_not_implicate_devices() {
+        let r = |status: RunStatus, error: &'static str| (status, Some(error));
+        for before in [
+            "exit code 1: ValueError: allreduce needs between 2 and 16 devices, got 17 (see run.log)",
+            "exit code 1: ModuleNotFoundError: No module named 'torch' (see run.log)",
+            "exit code 2: main.py: error: argument -d/--device: expected one argument (see run.log)",
+            "exit code 1: kernel.cpp:12:5: error: unknown type name 'Tile' (see run.log)",
+            "missing output: found 0 of 0 warmup and 0 of 1 timed rounds: pytest ran no test: the selection x matched nothing",
+        ] {
+            assert!({ let (s, e) = r(RunStatus::Fail, before); !implicates_devices(s, e) }, "{before}");
+        }
+        for device in [
+            "exit code 1: aclrtSetDevice failed: 507033 (see run.log)",
+            "the stack reported a golden mismatch (exit code 1): [allreduce] golden check FAILED",
+            "killed by signal 9",
+        ] {
+            assert!(
+                {
+                    let (s, e) = r(RunStatus::Fail, device);
+                    implicates_devices(s, e)
+                },
+                "{device}"
+            );
+        }
+        assert!(implicates_devices(
+            RunStatus::Timeout,
+            Some("ValueError: x")
+        ));
+    }
+
+    #[test]
+    fn a_declared_device_wall_metric_must_be_there() {
+        let l = ProcessSpec::default();
+        let p = Parsed::default();
+        let mut v = samples(3);
+        v[1].device_wall_s = Some(0.001);
+        v[2].device_wall_s = Some(0.001);
+        let (st, why) = judge(&ok_outcome(), &p, &v, 1, 2, &l, None, Metric::DeviceWallS);
+        assert_eq!(st, RunStatus::Fail);
+        let why = why.unwrap();
+        assert!(
+            why.starts_with("protocol error: round 1 (warmup-1) has no device_wall_s"),
+            "{why}"
+        );
+        assert!(
+            why.contains("above TIMING") && why.contains("SIMPLER_DEVICE_STRACE_ENABLE=0"),
+            "{why}"
+        );
+        v[0].device_wall_s = Some(0.002);
+        assert_eq!(
+            judge(&ok_outcome(), &p, &v, 1, 2, &l, None, Metric::DeviceWallS).0,
+            RunStatus::Pass
+        );
+        // Other metrics never need it.
+        assert_eq!(
+            judge(
+                &ok_outcome(),
+                &p,
+                &samples(3),
+                1,
+                2,
+                &l,
+                None,
+                Metric::ExecuteS
+            )
+            .0,
+            RunStatus::Pass
+        );
+    }
+
+    #[test]
+    fn missing_rounds_say_the_parsers_error() {
+        let l = ProcessSpec::default();
+        let p = Parsed {
+            error: Some("pytest ran no test: the selection t.py::C::f[2-3] matched nothing".into()),
+            ..Parsed::default()
+        };
+        let why = judge(
+            &ok_outcome(),
+            &p,
+            &[],
+            0,
+            1,
+            &l,
+            Some("x (see run.log)"),
+            Metric::ExecuteS,
+        )
+        .1
+        .unwrap();
+        assert!(
+            why.ends_with(": pytest ran no test: the selection t.py::C::f[2-3] matched nothing"),
+            "{why}"
+        );
+    }
+
+    #[test]
     fn reasons_name_the_cause() {
         let p = Parsed::default();
         let l = ProcessSpec {
@@ -345,24 +539,28 @@ mod tests {
         let mut o = ok_outcome();
         o.exit_code = Some(3);
         assert_eq!(
-            judge(&o, &p, &samples(3), 1, 2, &l, None).1.unwrap(),
+            judge(&o, &p, &samples(3), 1, 2, &l, None, Metric::ExecuteS)
+                .1
+                .unwrap(),
             "exit code 3"
         );
         let cause = Some("ValueError: got 17 (see run.log)");
         assert_eq!(
-            judge(&o, &p, &samples(3), 1, 2, &l, cause).1.unwrap(),
+            judge(&o, &p, &samples(3), 1, 2, &l, cause, Metric::ExecuteS)
+                .1
+                .unwrap(),
             "exit code 3: ValueError: got 17 (see run.log)"
         );
         o.exit_code = None;
         o.killed = Some(KillReason::Timeout);
-        let (st, why) = judge(&o, &p, &[], 1, 2, &l, None);
+        let (st, why) = judge(&o, &p, &[], 1, 2, &l, None, Metric::ExecuteS);
         assert_eq!(st, RunStatus::Timeout);
         assert!(
             why.unwrap().starts_with("wall-clock timeout (2"),
             "timeout reason"
         );
         o.killed = Some(KillReason::NoOutput);
-        assert!(judge(&o, &p, &[], 1, 2, &l, None)
+        assert!(judge(&o, &p, &[], 1, 2, &l, None, Metric::ExecuteS)
             .1
             .unwrap()
             .contains("no_output_timeout"));
@@ -372,16 +570,45 @@ mod tests {
             ..Parsed::default()
         };
         // The stack's own words win over the output's last error line.
-        let why = judge(&ok_outcome(), &wrong, &samples(3), 1, 2, &l, cause)
-            .1
-            .unwrap();
+        let why = judge(
+            &ok_outcome(),
+            &wrong,
+            &samples(3),
+            1,
+            2,
+            &l,
+            cause,
+            Metric::ExecuteS,
+        )
+        .1
+        .unwrap();
         assert_eq!(
             why,
             "the stack reported a golden mismatch: rank 1 element 7: got 3, expected 4"
         );
+        // A mismatch marker beats the exit code that follows it: correctness `fail`.
+        let mut exited = ok_outcome();
+        exited.exit_code = Some(1);
+        let (st, why) = judge(
+            &exited,
+            &wrong,
+            &samples(3),
+            1,
+            2,
+            &l,
+            cause,
+            Metric::ExecuteS,
+        );
+        assert_eq!(st, RunStatus::Fail);
+        assert_eq!(
+            why.unwrap(),
+            "the stack reported a golden mismatch (exit code 1): rank 1 element 7: got 3, expected 4"
+        );
         o.killed = Some(KillReason::Interrupted);
         assert_eq!(
-            judge(&o, &p, &[], 1, 2, &l, cause).1.unwrap(),
+            judge(&o, &p, &[], 1, 2, &l, cause, Metric::ExecuteS)
+                .1
+                .unwrap(),
             "interrupted"
         );
     }

@@ -40,6 +40,10 @@ pub struct Sample {
     /// Compile profile parts in seconds (total, passes, codegen), when a stack reports them.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub compile_profile: BTreeMap<String, f64>,
+    /// Bytes this round really moved when the stack's tests have fixed shapes of their own
+    /// (`fixed_shapes`, pto-isa): bandwidth uses these instead of the case's `n_bytes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub n_bytes: Option<u64>,
 }
 
 impl Sample {
@@ -338,6 +342,10 @@ pub struct StackRoot {
     /// The stack's `env` table as written: what is added to every process's environment.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub(crate) env: BTreeMap<String, String>,
+    /// The root's tree is not its commit: modified or untracked files (`git status
+    /// --porcelain` lines such as ` M src/a.cpp`, `?? build/`), at most 50 then a count.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) dirty: Vec<String>,
 }
 
 /// All runs of one run dir.

@@ -109,6 +109,11 @@ pub struct StackDef {
     /// must exist (templates allowed, `root` in scope), or a program that must be on PATH.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub requires: Vec<String>,
+    /// Requirements of one platform only (same forms as `requires`), e.g. simpler's sim
+    /// platforms compile with `g++-15`: `{ a2a3sim = ["g++-15"], a5sim = ["g++-15"] }`. Runs on
+    /// that platform are `unavailable` when one is missing; other platforms never need them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) requires_on: BTreeMap<Platform, Vec<String>>,
     /// Shown after an `unavailable` reason, e.g. how to install what is missing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hint: Option<String>,
@@ -158,6 +163,41 @@ pub struct StackDef {
     /// and paired comparisons use for this stack. Default `execute_s`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) metric: Option<crate::model::results::Metric>,
+    /// The program takes only consecutive device ids (a range `lo-hi`, like simpler's `-d`):
+    /// the pool offers such a run only contiguous windows, and a case that cannot get one
+    /// (pinned ids with a gap, a pool without such a window) is `skipped` with the reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) contiguous_devices: Option<bool>,
+    /// Fixed test shapes: test name → elements per rank and dtype of what that test really
+    /// moves (pto-isa's gtests ignore the case's count); bandwidth of a sample is computed from
+    /// the tests that ran, not from the case.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) fixed_shapes: BTreeMap<String, FixedShape>,
+    /// What the stack promises about its upstream program, checked by `campaign doctor
+    /// --contract` without collective work (see docs/stack-definitions.md, "Contract").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) contract: Vec<ContractItem>,
+}
+
+/// One test's fixed shape (`fixed_shapes`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FixedShape {
+    pub(crate) count: u64,
+    pub(crate) dtype: Dtype,
+}
+
+/// One contract item: a command that must exit 0 and print every `expect` string.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ContractItem {
+    /// What is promised, e.g. `test ids exist`.
+    pub(crate) item: String,
+    /// argv templates, or one string run with `sh -c`; scope `root`, `campaign_exe`.
+    pub(crate) command: CommandSpec,
+    /// Substrings the output (stdout and stderr) must contain.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) expect: Vec<String>,
 }
 
 impl StackDef {
@@ -189,8 +229,15 @@ impl StackDef {
             max_p,
             p_multiple_of,
             constraints,
-            metric
+            metric,
+            contiguous_devices
         );
+        if !other.fixed_shapes.is_empty() {
+            self.fixed_shapes = other.fixed_shapes.clone();
+        }
+        if !other.contract.is_empty() {
+            self.contract = other.contract.clone();
+        }
         for (k, v) in &other.env {
             self.env.insert(k.clone(), v.clone());
         }
@@ -202,6 +249,9 @@ impl StackDef {
         }
         if !other.requires.is_empty() {
             self.requires = other.requires.clone();
+        }
+        for (k, v) in &other.requires_on {
+            self.requires_on.insert(*k, v.clone());
         }
     }
 
@@ -273,6 +323,48 @@ impl StackDef {
             }
         }
         None
+    }
+
+    /// Why a stack that takes only consecutive device ids (`contiguous_devices`) cannot be given
+    /// `case`'s devices by this pool, if it cannot: pinned ids with a gap, or no window of P
+    /// consecutive ids inside one group. Pure; the reason of a planned `skipped` run.
+    pub(crate) fn placement_reason(
+        &self,
+        case: &crate::model::case::Case,
+        devices: &crate::model::plan::DevicesConfig,
+    ) -> Option<String> {
+        if self.contiguous_devices != Some(true)
+            || !matches!(self.resource(), Resource::Npu | Resource::Gpu)
+            || devices.ids.is_empty()
+            // Too few devices at all is the plan error every stack gets, not a skip.
+            || (devices.placement != crate::model::plan::Placement::Pinned
+                && case.p as usize > devices.ids.len())
+        {
+            return None;
+        }
+        let join = |ids: &[u32]| ids.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
+        let consecutive = |ids: &[u32]| ids.windows(2).all(|w| w[1] == w[0] + 1);
+        if devices.placement == crate::model::plan::Placement::Pinned {
+            return (!consecutive(&case.device_ids)).then(|| {
+                format!(
+                    "pinned device ids {} are not consecutive and this stack takes only a range lo-hi (contiguous_devices)",
+                    join(&case.device_ids)
+                )
+            });
+        }
+        let p = case.p as usize;
+        // Consecutive ids anywhere in the pool (across topology groups, as placement falls
+        // back to when no group holds P).
+        let mut ids = devices.ids.clone();
+        ids.sort_unstable();
+        ids.dedup();
+        let fits = p <= ids.len() && ids.windows(p.max(1)).any(consecutive);
+        (!fits).then(|| {
+            format!(
+                "this stack takes only consecutive device ids (a range lo-hi) and the pool ({}) has no {p} consecutive ids",
+                join(&devices.ids)
+            )
+        })
     }
 
     /// Check the `where` constraints compile (plan validation names the stack and the key).

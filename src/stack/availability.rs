@@ -64,22 +64,14 @@ pub(crate) fn check(name: &str, def: &StackDef, resolver: &Resolver) -> Availabi
     // Paths under a missing root would only repeat "root not found".
     let root_missing = def.root.is_some() && root.is_none();
     for req in &def.requires {
-        if is_env_name(req) {
-            if resolver.var(req).is_none() {
-                problems.push(format!("{req} is not set"));
-            }
-        } else if req.contains('/') {
-            if root_missing && req.contains("root") {
-                continue;
-            }
-            match render_path(req, root.as_ref()) {
-                Ok(path) if path.exists() => {}
-                Ok(path) => problems.push(format!("{} not found", path.display())),
-                Err(e) => problems.push(format!("bad requires entry `{req}`: {e}")),
-            }
-        } else if find_program(req, resolver.var("PATH")).is_none() {
-            problems.push(format!("{req} not found"));
+        if root_missing && req.contains('/') && req.contains("root") {
+            continue;
         }
+        problems.extend(missing(
+            req,
+            root.as_ref().map(|r| r.path.as_path()),
+            resolver,
+        ));
     }
     if let Some(program) = literal_program(def) {
         if find_program(&program, resolver.var("PATH")).is_none()
@@ -95,6 +87,43 @@ pub(crate) fn check(name: &str, def: &StackDef, resolver: &Resolver) -> Availabi
         problems,
         hint: def.hint.clone(),
     }
+}
+
+/// Why one `requires` entry is not satisfied here, if it is not.
+fn missing(req: &str, root: Option<&Path>, resolver: &Resolver) -> Option<String> {
+    if is_env_name(req) {
+        resolver
+            .var(req)
+            .is_none()
+            .then(|| format!("{req} is not set"))
+    } else if req.contains('/') {
+        match render_path(req, root) {
+            Ok(path) if path.exists() => None,
+            Ok(path) => Some(format!("{} not found", path.display())),
+            Err(e) => Some(format!("bad requires entry `{req}`: {e}")),
+        }
+    } else {
+        find_program(req, resolver.var("PATH"))
+            .is_none()
+            .then(|| format!("{req} not found"))
+    }
+}
+
+/// What `requires_on` asks for `platform` that is missing here (empty: nothing). The reason of
+/// an `unavailable` run on that platform.
+pub(crate) fn missing_on(
+    def: &StackDef,
+    platform: crate::model::case::Platform,
+    root: Option<&Path>,
+) -> Vec<String> {
+    let Some(list) = def.requires_on.get(&platform) else {
+        return Vec::new();
+    };
+    let resolver = Resolver::from_process();
+    list.iter()
+        .filter_map(|req| missing(req, root, &resolver))
+        .map(|m| format!("{m} (needed on {platform})"))
+        .collect()
 }
 
 /// The command's program when it is written literally (no template, not a shell string, not a
@@ -124,11 +153,9 @@ pub(crate) fn is_env_name(s: &str) -> bool {
             .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
 }
 
-fn render_path(template: &str, root: Option<&Resolved>) -> Result<PathBuf, String> {
+fn render_path(template: &str, root: Option<&Path>) -> Result<PathBuf, String> {
     let env = minijinja::Environment::new();
-    let root = root
-        .map(|r| r.path.display().to_string())
-        .unwrap_or_default();
+    let root = root.map(|r| r.display().to_string()).unwrap_or_default();
     env.render_str(template, minijinja::context! { root => root })
         .map(PathBuf::from)
         .map_err(|e| e.to_string())

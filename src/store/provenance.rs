@@ -1,11 +1,13 @@
 //! Provenance of a campaign's numbers: tool version, plan hash, host, kernel, CPU model, stack
 //! roots with their git commit, and the relevant environment (`ASCEND_*`, `HCCL_*`, `NCCL_*`).
 //!
-//! Gathered once at campaign start from /proc, uname and the roots' `.git`; read-only: it never
-//! spawns `git` (a root may be on a slow or broken filesystem) and never fails — unknown facts
-//! stay empty. Per stack ([`add_stack_facts`]): git commits of checkouts nested under its root
+//! Gathered once at campaign start from /proc, uname and the roots' `.git`; read-only and never
+//! fails — unknown facts stay empty. Commits are read from `.git` without spawning git; whether
+//! a root's tree is dirty (modified or untracked files) is `git status --porcelain`, run only
+//! for a root that is a checkout, with a 10 s limit (a root on a slow filesystem gives nothing).
+//! Per stack ([`add_stack_facts`]): git commits of checkouts nested under its root
 //! (`build/pto-isa`), the program its command runs resolved on PATH with the first line of its
-//! `--version` (the one process spawned here, with a time limit), and its `env` table.
+//! `--version` (with a time limit), and its `env` table.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -57,6 +59,7 @@ pub(crate) fn collect(
                         path: root.map(|r| r.display().to_string()),
                         git_commit: root.and_then(|r| git_commit(r)),
                         nested_git: root.map(|r| nested_git(r)).unwrap_or_default(),
+                        dirty: root.map(|r| dirty_files(r)).unwrap_or_default(),
                         ..StackRoot::default()
                     },
                 )
@@ -158,6 +161,65 @@ fn program_version(program: &Path) -> Option<String> {
             .find(|l| !l.is_empty())
             .map(str::to_string)
     })
+}
+
+/// Most dirty-tree lines recorded per root.
+const DIRTY_MAX: usize = 50;
+
+/// `git status --porcelain` of a root that is a checkout: its modified and untracked files
+/// (empty for a clean tree, a root that is no checkout, or git not answering within 10 s).
+pub(crate) fn dirty_files(root: &Path) -> Vec<String> {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    if git_commit(root).is_none() {
+        return Vec::new();
+    }
+    let Ok(mut child) = Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args(["status", "--porcelain=v1", "--untracked-files=normal"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+    else {
+        return Vec::new();
+    };
+    // Read in a thread: a long listing must not fill the pipe while we wait.
+    let mut stdout = child.stdout.take().expect("piped");
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stdout.read_to_string(&mut text);
+        text
+    });
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let ok = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status.success(),
+            Ok(None) if std::time::Instant::now() < until => {
+                std::thread::sleep(std::time::Duration::from_millis(5))
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break false;
+            }
+        }
+    };
+    let text = reader.join().unwrap_or_default();
+    if !ok {
+        return Vec::new();
+    }
+    let lines: Vec<String> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(str::to_string)
+        .collect();
+    let mut out: Vec<String> = lines.iter().take(DIRTY_MAX).cloned().collect();
+    if lines.len() > DIRTY_MAX {
+        out.push(format!("… and {} more", lines.len() - DIRTY_MAX));
+    }
+    out
 }
 
 /// Commits of git checkouts nested under `root`, up to two levels deep (`build/pto-isa`,
@@ -327,6 +389,40 @@ mod tests {
         let c = git_commit(&here).expect("the crate is in a git checkout");
         assert_eq!(c.len(), 40, "{c}");
         assert!(c.chars().all(|ch| ch.is_ascii_hexdigit()));
+    }
+
+    #[test]
+    fn a_dirty_tree_names_its_modified_and_untracked_files() {
+        let tmp = tempfile::tempdir().unwrap();
+        let git = |args: &[&str]| {
+            let ok = std::process::Command::new("git")
+                .arg("-C")
+                .arg(tmp.path())
+                .args(args)
+                .output()
+                .map(|o| o.status.success())
+                .unwrap_or(false);
+            assert!(ok, "git {args:?}");
+        };
+        git(&["init", "-q"]);
+        std::fs::write(tmp.path().join("a.txt"), "1").unwrap();
+        git(&["add", "a.txt"]);
+        git(&[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "x",
+        ]);
+        assert!(dirty_files(tmp.path()).is_empty(), "a clean tree");
+        std::fs::write(tmp.path().join("a.txt"), "2").unwrap();
+        std::fs::write(tmp.path().join("new.txt"), "n").unwrap();
+        assert_eq!(dirty_files(tmp.path()), [" M a.txt", "?? new.txt"]);
+        // Not a checkout: nothing, and nothing spawned.
+        let plain = tempfile::tempdir().unwrap();
+        assert!(dirty_files(plain.path()).is_empty());
     }
 
     #[test]

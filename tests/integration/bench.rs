@@ -258,6 +258,7 @@ fn the_native_parser_reads_host_output_as_labelled_samples() {
         p: 2,
         warmup: 1,
         timed: 2,
+        argv: Vec::new(),
     }));
     for text in util::stdout(&o).lines() {
         parser.feed(&OutputLine {

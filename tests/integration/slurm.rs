@@ -424,6 +424,7 @@ async fn service_runs_concurrent_jobs_and_their_logs_parse_like_local_output() {
             p: 2,
             warmup: 1,
             timed: 2,
+            argv: Vec::new(),
         };
         let mut parser = parsers::make(&campaign::stack::registry::host(), &ctx).unwrap();
         replay_log(&j.process.log_path, &mut |line| parser.feed(&line)).unwrap();

@@ -82,6 +82,7 @@ fn parser_for(case: &Case) -> Box<dyn parsers::Parser> {
         p: case.p,
         warmup: case.warmup_rounds,
         timed: case.timed_rounds,
+        argv: Vec::new(),
     };
     parsers::make(&registry::host(), &ctx).unwrap()
 }

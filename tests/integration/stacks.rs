@@ -8,7 +8,7 @@ use std::time::Duration;
 use campaign::model::output::{OutputLine, Stream};
 use campaign::model::stack::StackDef;
 use campaign::stack::parsers::{
-    gtest, hccl, hccl_test, markers, nccl_tests, osu, pypto, simpler_own, strace, table,
+    gtest, hccl, hccl_test, make, markers, nccl_tests, osu, pypto, simpler_own, strace, table,
     ParseContext, Parsed, Parser,
 };
 use campaign::stack::registry;
@@ -60,6 +60,7 @@ fn ctx(n_bytes: u64, p: u32, warmup: u32, timed: u32) -> ParseContext {
         p,
         warmup,
         timed,
+        argv: Vec::new(),
     }
 }
 
@@ -324,8 +325,151 @@ fn gtest_under_mpi_and_failure() {
     assert!(p
         .error
         .unwrap()
-        .starts_with("[  FAILED  ] TReduce.Sum_fp32_256"));
+        .starts_with("[  FAILED  ] TReduce.Int32Large_Sum"));
     assert!(!p.samples[0].ok);
+}
+
+/// Feed a recorded file line by line, all on stdout (pytest -s interleaves everything there).
+fn feed_all(mut parser: Box<dyn Parser>, text: &str) -> Parsed {
+    for (i, line) in text.lines().enumerate() {
+        parser.feed(&OutputLine {
+            stream: Stream::Stdout,
+            at: Duration::from_millis(10 * i as u64),
+            text: line.to_string(),
+        });
+    }
+    parser.finish()
+}
+
+fn pytest_ctx(node_id: &str) -> ParseContext {
+    ParseContext {
+        argv: ["python3", "-m", "pytest", node_id, "-s", "-v", "-rA"]
+            .map(String::from)
+            .to_vec(),
+        ..ctx(1024, 2, 0, 1)
+    }
+}
+
+const NODE: &str = "tests/st/distributed/collectives/test_l3_tensor_allreduce_intrinsic.py::TestL3TensorAllReduceIntrinsic::test_allreduce_intrinsic";
+
+#[test]
+fn pytest_outcomes_of_pypto_tests_as_pytest_prints_them() {
+    let def = def("pypto-composite");
+    let parse = |file: &str, id: &str| {
+        feed_all(
+            make(&def, &pytest_ctx(&format!("{NODE}[{id}]"))).unwrap(),
+            &fixture(file),
+        )
+    };
+    // PASSED, with the STRACE spans pytest -s glued to the test's own verbose line: the
+    // device_wall is the slowest rank's (a percent-encoded name decoded, `.sched` not counted,
+    // a truncated name refused with a warning).
+    let p = parse("pytest_passed.txt", "2-1");
+    assert_eq!(p.correctness, Some(true));
+    assert_eq!(p.samples.len(), 1);
+    assert!(p.samples[0].ok);
+    assert_eq!(p.samples[0].device_wall_s, Some(0.21));
+    assert!(
+        p.warnings
+            .iter()
+            .any(|w| w.contains("truncated by the emitter")),
+        "{:?}",
+        p.warnings
+    );
+
+    // An AssertionError is the golden check failing.
+    let p = parse("pytest_mismatch.txt", "2-17");
+    assert_eq!(p.correctness, Some(false));
+    let e = p.error.unwrap();
+    assert!(e.contains("test_allreduce_intrinsic[2-17]"), "{e}");
+    assert!(
+        e.contains("AssertionError: allreduce intrinsic P=2 mismatch: max diff = 3.0"),
+        "{e}"
+    );
+
+    // Another exception is a failure, not a mismatch, and yields no round.
+    let p = parse("pytest_error.txt", "2-4097");
+    assert_eq!(p.correctness, None);
+    assert!(p.samples.is_empty());
+    assert!(p.error.unwrap().ends_with("RuntimeError: boom"));
+
+    // A test that skipped itself (too few devices) executed nothing: never a pass.
+    let p = parse("pytest_skipped.txt", "4-1");
+    assert_eq!(p.correctness, None);
+    assert!(p.samples.is_empty());
+    assert_eq!(
+        p.error.unwrap(),
+        "pytest skipped the selected test, nothing executed: [1] tests/st/distributed/collectives/test_l3_tensor_allreduce_intrinsic.py:7: allreduce P=4 needs 4 devices, got [0, 1]"
+    );
+
+    // A node id that names no test (exit 4) and a -k that selects none (exit 5) name the
+    // selection.
+    let p = parse("pytest_not_found.txt", "2-3");
+    let e = p.error.unwrap();
+    assert!(
+        e.starts_with(&format!(
+            "pytest ran no test: the selection {NODE}[2-3] matched nothing"
+        )),
+        "{e}"
+    );
+    assert!(e.contains("ERROR: not found:"), "{e}");
+    let mut k = ctx(1024, 2, 0, 1);
+    k.argv = [
+        "python3",
+        "-m",
+        "pytest",
+        "t.py",
+        "-k",
+        "composite and n_ranks-2",
+    ]
+    .map(String::from)
+    .to_vec();
+    let p = feed_all(make(&def, &k).unwrap(), &fixture("pytest_deselected.txt"));
+    assert!(p.samples.is_empty());
+    let e = p.error.unwrap();
+    assert!(e.contains("the selection -k \"composite and n_ranks-2\" matched nothing (`collected 8 items / 8 deselected / 0 selected`)"), "{e}");
+}
+
+#[test]
+fn gtest_counts_skips_and_takes_bandwidth_from_the_tests_that_ran() {
+    let def = def("pto-isa");
+    let p = feed(
+        gtest::parser(&def, &ctx(1024, 2, 0, 1)),
+        &fixture("gtest_skips.stdout"),
+        "",
+    );
+    assert_eq!(p.correctness, Some(true));
+    let s = &p.samples[0];
+    // Int32Large_Sum (120 ms, 4096 int32) + LargeShape_Float_256x64 (310 ms, 16384 fp32); the
+    // `[SKIP]`ped Root1 test is not counted.
+    assert!(close(s.execute_s.unwrap(), 0.430), "{:?}", s.execute_s);
+    assert_eq!(s.n_bytes, Some(4096 * 4 + 16384 * 4));
+    assert!(close(
+        s.bw_execute_mb_s.unwrap(),
+        (4096.0 * 4.0 + 16384.0 * 4.0) / 0.430 / 1e6
+    ));
+    assert!(
+        p.warnings
+            .iter()
+            .any(|w| w.contains("1 test(s) skipped, not counted: TReduce.Root1_FloatSmall_Sum")),
+        "{:?}",
+        p.warnings
+    );
+
+    // Every test skipped (GTEST_SKIP and pto-isa's own [SKIP]): not a pass although gtest
+    // printed [  PASSED  ].
+    let p = feed(
+        gtest::parser(&def, &ctx(1024, 4, 0, 1)),
+        &fixture("gtest_all_skipped.stdout"),
+        "",
+    );
+    assert_eq!(p.correctness, None);
+    assert!(p.samples.is_empty());
+    let e = p.error.unwrap();
+    assert!(
+        e.starts_with("no test executed (2 skipped): [SKIP] Test requires 4 NPU(s)"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -649,6 +793,74 @@ fn run_helper(
         &util::stderr(&o),
     );
     (o.status.code(), parsed)
+}
+
+#[test]
+fn hccl_variants_are_hccls_expansion_modes_and_algorithms() {
+    use campaign::stack::render::{render, RenderContext};
+    use std::collections::BTreeMap;
+    let def = def("hccl");
+    let render_for = |variant: &str| {
+        let case = campaign::model::case::Case::new(variant.parse().unwrap(), 2, 256);
+        let ctx = RenderContext {
+            case,
+            devices: vec![0, 1],
+            warmup: 1,
+            timed: 2,
+            case_file: "/runs/r/case.json".into(),
+            bundle_dir: "/runs/r/b".into(),
+            run_dir: "/runs/r".into(),
+            root: Some("/usr/local/Ascend/latest".into()),
+            campaign_exe: "/usr/bin/campaign".into(),
+        };
+        let r = render("hccl", &def, &ctx).unwrap();
+        (r.argv, r.env.into_iter().collect::<BTreeMap<_, _>>())
+    };
+    let (argv, env) = render_for("aiv");
+    assert_eq!(env["HCCL_OP_EXPANSION_MODE"], "AIV");
+    assert_eq!(
+        argv.last().map(String::as_str),
+        Some(""),
+        "no HCCL_ALGO: {argv:?}"
+    );
+    let (argv, env) = render_for("host_ts");
+    assert_eq!(env["HCCL_OP_EXPANSION_MODE"], "HOST_TS");
+    assert_eq!(argv.last().map(String::as_str), Some(""));
+    let (argv, env) = render_for("algo_nhr");
+    assert_eq!(env["HCCL_OP_EXPANSION_MODE"], "AI_CPU");
+    assert_eq!(
+        argv.last().map(String::as_str),
+        Some("level0:NA;level1:NHR")
+    );
+    assert_eq!(render_for("mesh").1["HCCL_OP_EXPANSION_MODE"], "AI_CPU");
+
+    // The helper sets HCCL_ALGO from --algo and prints what it asked HCCL for.
+    let tmp = util::tempdir();
+    let Some(bin) = build_helper(tmp.path()) else {
+        return;
+    };
+    let o = std::process::Command::new(&bin)
+        .args([
+            "--count",
+            "8",
+            "--devices",
+            "0,1",
+            "--warmup-rounds",
+            "0",
+            "--timed-rounds",
+            "1",
+        ])
+        .args(["--algo", "level0:NA;level1:ring"])
+        .env("HCCL_OP_EXPANSION_MODE", "AIV")
+        .env("ASCEND_RT_VISIBLE_DEVICES", "0,1")
+        .output()
+        .unwrap();
+    let out = util::stdout(&o);
+    assert!(
+        out.contains("HCCL_CONFIG op_expansion_mode=AIV algo=level0:NA;level1:ring\n"),
+        "{out}"
+    );
+    assert_eq!(o.status.code(), Some(0), "{out}{}", util::stderr(&o));
 }
 
 #[test]

@@ -55,6 +55,7 @@ impl<'p> Source<'p> {
             cases: crate::plan::sweep::cases(self.plan, self.filter)?,
             stacks: self.stacks,
             defs: self.defs,
+            devices: &self.plan.devices,
             hasher: Hasher::default(),
         })
     }
@@ -65,6 +66,7 @@ pub(super) struct Rows<'p> {
     cases: crate::plan::sweep::Cases<'p>,
     pub(super) stacks: &'p [String],
     pub(super) defs: &'p BTreeMap<String, StackDef>,
+    devices: &'p crate::model::plan::DevicesConfig,
     hasher: Hasher,
 }
 
@@ -75,12 +77,15 @@ impl<'p> Rows<'p> {
             Some(Ok(case)) => case,
             Some(Err(e)) => return Err(Failure::Plan(e)),
         };
-        let defs = self.defs;
+        let (defs, devices) = (self.defs, self.devices);
         let (skipped, reasons) = self
             .stacks
             .iter()
             .filter_map(|s| {
-                let why = defs.get(s)?.unsupported_reason(case)?;
+                let def = defs.get(s)?;
+                let why = def
+                    .unsupported_reason(case)
+                    .or_else(|| def.placement_reason(case, devices))?;
                 Some((s.as_str(), why))
             })
             .unzip();

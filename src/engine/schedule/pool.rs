@@ -16,6 +16,9 @@ use crate::model::plan::{DevicesConfig, Placement};
 pub(crate) enum Need {
     /// `p` devices; `pinned` = exactly these ids.
     Devices { p: usize, pinned: Option<Vec<u32>> },
+    /// `p` devices with consecutive ascending ids (a stack whose program takes only a range
+    /// `lo-hi`, `contiguous_devices = true`): only contiguous windows are offered.
+    Contiguous { p: usize },
     /// CPU slots (the `host` stack and `resource = "cpu"`): never shared with another run.
     Cpu { slots: usize },
     /// Nothing (`resource = "none"`).
@@ -113,7 +116,48 @@ impl Slots {
         }
         best.map(|(_, ids)| ids)
     }
+
+    /// The best free window of `p` consecutive ids (tiers 0 and 1 of [`Slots::place`] only).
+    fn place_contiguous(&self, p: usize) -> Option<Vec<u32>> {
+        self.place_window(p, |d| self.is_free(d))
+    }
+
+    /// Best window of `p` consecutive ids whose every id passes `usable`: inside one group
+    /// first (aligned to a multiple of `p`, then the fullest group, then the lowest start),
+    /// else across groups (consecutive ids of the whole pool), as plain placement falls back.
+    fn place_window(&self, p: usize, usable: impl Fn(u32) -> bool) -> Option<Vec<u32>> {
+        let mut best: Option<(WindowKey, Vec<u32>)> = None;
+        let whole = [self.ids.clone()];
+        let lists = self
+            .groups
+            .iter()
+            .map(|g| (false, g))
+            .chain(whole.iter().map(|g| (true, g)));
+        for (across, group) in lists {
+            let free = group.iter().filter(|d| usable(**d)).count();
+            if p == 0 || free < p {
+                continue;
+            }
+            let mut sorted = group.clone();
+            sorted.sort_unstable();
+            sorted.dedup();
+            for start in 0..=sorted.len() - p {
+                let window = &sorted[start..start + p];
+                if window.windows(2).all(|w| w[1] == w[0] + 1) && window.iter().all(|d| usable(*d))
+                {
+                    let key = (across, !(window[0] as usize).is_multiple_of(p), free, start);
+                    if best.as_ref().is_none_or(|(k, _)| key < *k) {
+                        best = Some((key, window.to_vec()));
+                    }
+                }
+            }
+        }
+        best.map(|(_, ids)| ids)
+    }
 }
+
+/// Rank of a contiguous window: (across groups, not aligned, group's free count, start).
+type WindowKey = (bool, bool, usize, usize);
 
 /// Devices and CPU slots of one campaign.
 #[derive(Debug, Clone)]
@@ -155,6 +199,13 @@ impl Pool {
     pub(crate) fn check(&self, need: &Need) -> Result<(), String> {
         match need {
             Need::Nothing | Need::Cpu { .. } => Ok(()),
+            Need::Contiguous { p } => {
+                self.check(&Need::Devices {
+                    p: *p,
+                    pinned: None,
+                })?;
+                Ok(())
+            }
             Need::Devices { p, pinned: None } => {
                 if *p > self.devices.ids.len() {
                     Err(format!(
@@ -207,6 +258,15 @@ impl Pool {
                 )),
                 None => Ok(()),
             },
+            Need::Contiguous { p } => {
+                let healthy = |d: u32| !self.devices.quarantined.contains_key(&d);
+                match self.devices.place_window(*p, healthy) {
+                    Some(_) => Ok(()),
+                    None => Err(format!(
+                        "needs {p} devices with consecutive ids (this stack takes only a range) but no such window of healthy devices remains"
+                    )),
+                }
+            }
             Need::Cpu { .. } if self.cpus.healthy() == 0 => {
                 Err("no healthy CPU slot remains".into())
             }
@@ -218,6 +278,14 @@ impl Pool {
     pub(crate) fn try_lease(&mut self, need: &Need) -> Option<Lease> {
         match need {
             Need::Nothing => Some(Lease::default()),
+            Need::Contiguous { p } => {
+                let ids = self.devices.place_contiguous(*p)?;
+                self.devices.busy.extend(ids.iter().copied());
+                Some(Lease {
+                    devices: ids,
+                    cpus: Vec::new(),
+                })
+            }
             Need::Devices { p, pinned } => {
                 let ids = match pinned {
                     Some(ids) => {
@@ -397,6 +465,63 @@ mod tests {
                 slots: pool.cpu_need(2)
             })
             .is_none());
+    }
+
+    #[test]
+    fn contiguous_needs_get_only_consecutive_windows() {
+        let mut pool = pool(0..8, vec![], DeviceKind::Npu);
+        // 1 busy: a plain need would take 0,2 (tier 2); a contiguous one never does.
+        let one = pool.try_lease(&auto(1)).unwrap();
+        assert_eq!(one.devices, vec![0]);
+        let busy = pool
+            .try_lease(&Need::Devices {
+                p: 1,
+                pinned: Some(vec![3]),
+            })
+            .unwrap();
+        assert_eq!(busy.devices, vec![3]);
+        let c = pool.try_lease(&Need::Contiguous { p: 3 }).unwrap();
+        assert_eq!(c.devices, vec![4, 5, 6], "the lowest window of 3 free ids");
+        let c = pool.try_lease(&Need::Contiguous { p: 2 }).unwrap();
+        assert_eq!(c.devices, vec![1, 2]);
+        // Only 7 is free now: no window of 2, although a plain need would find none either.
+        assert_eq!(pool.try_lease(&Need::Contiguous { p: 2 }), None);
+        pool.release(&one);
+        // 0 and 7 are free but not consecutive: a plain need takes them, a contiguous one waits.
+        assert_eq!(pool.try_lease(&Need::Contiguous { p: 2 }), None);
+        assert_eq!(pool.try_lease(&auto(2)).unwrap().devices, vec![0, 7]);
+    }
+
+    #[test]
+    fn contiguous_windows_stay_in_a_group_first_then_cross_groups() {
+        let mut pool = pool(
+            0..8,
+            vec![vec![0, 1, 2, 3], vec![4, 5, 6, 7]],
+            DeviceKind::Npu,
+        );
+        let two = pool.try_lease(&Need::Contiguous { p: 2 }).unwrap();
+        assert_eq!(two.devices, vec![0, 1]);
+        pool.release(&two);
+        assert_eq!(
+            pool.try_lease(&Need::Contiguous { p: 8 }).unwrap().devices,
+            (0..8).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn contiguous_needs_a_window_after_quarantine() {
+        let mut pool = Pool::new(
+            &DevicesConfig {
+                ids: vec![0, 1, 2],
+                ..DevicesConfig::default()
+            },
+            4,
+        );
+        assert!(pool.still_possible(&Need::Contiguous { p: 2 }).is_ok());
+        pool.quarantine(1, "bad");
+        let why = pool.still_possible(&Need::Contiguous { p: 2 }).unwrap_err();
+        assert!(why.contains("consecutive ids"), "{why}");
+        assert!(pool.still_possible(&auto(2)).is_ok());
     }
 
     #[test]

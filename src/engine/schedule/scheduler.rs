@@ -446,7 +446,17 @@ impl Scheduler {
             (Step::Run { run, .. }, Outcome::Run(result)) => {
                 self.running_runs -= 1;
                 let lease = self.leases.remove(&node).unwrap_or_default();
-                for (d, reason) in self.streaks.record_run(&lease.devices, result.status) {
+                // A failure before any device was touched (argument check, import error,
+                // compile error) says nothing about the devices' health.
+                let status = if crate::engine::verdict::implicates_devices(
+                    result.status,
+                    result.error.as_deref(),
+                ) {
+                    result.status
+                } else {
+                    RunStatus::Unavailable
+                };
+                for (d, reason) in self.streaks.record_run(&lease.devices, status) {
                     self.quarantine(driver, d, &reason);
                 }
                 let retry = if self.interrupted {

@@ -1,9 +1,11 @@
 //! The cause of a failure, in one line: the most telling line of a process's output.
 //!
-//! A failing run's reason must say *why*, not only `exit code 1`: the last error-looking line
-//! (a Python exception line such as `ValueError: …` or `ModuleNotFoundError: …`, or a line
-//! with `error:`, `FAILED` or `fatal`), else the last non-empty stderr line, truncated, with
-//! "(see run.log)". Pure: lines are fed in as they arrive; nothing is read from disk.
+//! A failing run's reason must say *why*, not only `exit code 1`: the FIRST telling line — a
+//! Python exception line such as `ValueError: …` (a traceback's final line) or a compiler's
+//! `error:`; else the first line with `FAILED` or `fatal`; else the last non-empty stderr line
+//! that is not a warning (a `resource_tracker` UserWarning at exit says nothing about the
+//! failure) — truncated, with "(see run.log)". Later errors are usually consequences of the
+//! first. Pure: lines are fed in as they arrive; nothing is read from disk.
 
 use std::sync::OnceLock;
 
@@ -20,17 +22,30 @@ fn error_like() -> &'static Regex {
         Regex::new(concat!(
             // A Python exception line: `ValueError: …`, `torch.cuda.OutOfMemoryError: …`.
             r"^\s*(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Failure)(?::\s|$)",
-            // Compiler/tool style and test frameworks.
-            r"|(?i:\berror:)|\bFAILED\b|(?i:\bfatal\b)",
+            // Compiler/tool style.
+            r"|(?i:\berror:)",
         ))
         .expect("the cause pattern compiles")
     })
 }
 
+/// Markers that say something failed, weaker than an exception or an `error:` line.
+fn failed_like() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| Regex::new(r"\bFAILED\b|(?i:\bfatal\b)").expect("static regex"))
+}
+
+/// A warning line (`…: UserWarning: resource_tracker: …`, `WARNING: …`): never the cause.
+fn warning_like() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| Regex::new(r"(?i)\bwarn(?:ing)?\b|Warning:").expect("static regex"))
+}
+
 /// Follows one process's output and remembers its most telling lines.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Cause {
-    last_error: Option<String>,
+    first_error: Option<String>,
+    first_failed: Option<String>,
     last_stderr: Option<String>,
 }
 
@@ -41,9 +56,11 @@ impl Cause {
             return;
         }
         if error_like().is_match(text) {
-            self.last_error = Some(text.to_string());
+            self.first_error.get_or_insert_with(|| text.to_string());
+        } else if failed_like().is_match(text) {
+            self.first_failed.get_or_insert_with(|| text.to_string());
         }
-        if line.stream == Stream::Stderr {
+        if line.stream == Stream::Stderr && !warning_like().is_match(text) {
             self.last_stderr = Some(text.to_string());
         }
     }
@@ -56,7 +73,11 @@ impl Cause {
     /// The most telling line, truncated to [`MAX_CHARS`]; `None` when nothing telling was
     /// printed.
     pub(crate) fn line(&self) -> Option<String> {
-        let line = self.last_error.as_ref().or(self.last_stderr.as_ref())?;
+        let line = self
+            .first_error
+            .as_ref()
+            .or(self.first_failed.as_ref())
+            .or(self.last_stderr.as_ref())?;
         Some(if line.chars().count() > MAX_CHARS {
             let mut s: String = line.chars().take(MAX_CHARS).collect();
             s.push('…');
@@ -148,6 +169,37 @@ mod tests {
         assert_eq!(feed(&[]), None);
         // "errors: 0" and an identifier ending in Error without a colon are not causes.
         assert_eq!(feed(&[(Stream::Stdout, "errors: 0 ok")]), None);
+    }
+
+    #[test]
+    fn the_first_telling_line_not_a_later_warning_or_consequence() {
+        let got = feed(&[
+            (Stream::Stderr, "Traceback (most recent call last):"),
+            (Stream::Stderr, "ValueError: invalid literal for int() with base 10: '0,2'"),
+            (Stream::Stderr, "/usr/lib/python3.11/multiprocessing/resource_tracker.py:254: UserWarning: resource_tracker: There appear to be 1 leaked semaphore objects to clean up at shutdown"),
+        ]);
+        assert_eq!(
+            got.as_deref(),
+            Some("ValueError: invalid literal for int() with base 10: '0,2' (see run.log)")
+        );
+        // A compiler's first error, not the cascade after it nor the FAILED summary.
+        let got = feed(&[
+            (Stream::Stdout, "[allreduce] golden check FAILED"),
+            (
+                Stream::Stderr,
+                "kernel.cpp:12:5: error: unknown type name 'Tile'",
+            ),
+            (Stream::Stderr, "kernel.cpp:13:1: error: expected ';'"),
+        ]);
+        assert_eq!(
+            got.as_deref(),
+            Some("kernel.cpp:12:5: error: unknown type name 'Tile' (see run.log)")
+        );
+        // Only a warning on stderr: no cause from it.
+        assert_eq!(
+            feed(&[(Stream::Stderr, "UserWarning: resource_tracker: leaked")]),
+            None
+        );
     }
 
     #[test]

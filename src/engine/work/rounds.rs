@@ -62,6 +62,7 @@ pub(super) async fn run_rounds(
             p: case.p,
             warmup: w,
             timed: t,
+            argv: spec.argv.clone(),
         };
         let mut parser = parsers::make(&stack.def, &pctx).map_err(|e| e.to_string())?;
         let request = ProcessRequest {
@@ -319,6 +320,7 @@ impl Tally {
                     timed,
                     limits,
                     cause.as_deref(),
+                    job.stack.def.metric.unwrap_or_default(),
                 )
             }
         };

@@ -29,6 +29,9 @@ pub struct ParseContext {
     pub p: u32,
     pub warmup: u32,
     pub timed: u32,
+    /// The rendered argv of this process (a parser may name what it selected, e.g. pytest's
+    /// node ids).
+    pub argv: Vec<String>,
 }
 
 /// A streaming parser.
@@ -45,8 +48,10 @@ pub mod native;
 pub mod nccl_tests;
 pub mod osu;
 pub mod pypto;
+pub mod pytest;
 pub mod regex;
 pub mod simpler_own;
+pub mod simpler_scene;
 pub mod strace;
 pub mod table;
 
@@ -56,8 +61,10 @@ pub(crate) const KNOWN: &[&str] = &[
     "regex",
     "hccl",
     "markers",
-    "pypto",
+    "pytest",
+    "pypto-harness",
     "simpler-own",
+    "simpler-scene",
     "gtest",
     "nccl-tests",
     "osu",
@@ -80,8 +87,11 @@ pub fn make(
                 .map_err(|e| config_error("markers.builtin", e))?;
             markers::parser(def, ctx)
         }
-        "pypto" => pypto::parser(def, ctx),
+        "pytest" => pytest::parser(def, ctx),
+        "pypto-harness" => pypto::parser(def, ctx),
         "simpler-own" => simpler_own::parser(def, ctx),
+        // Reads the STRACE rounds itself (grouped by pid and inv): not wrapped.
+        "simpler-scene" => return Ok(simpler_scene::parser(def, ctx)),
         "gtest" => gtest::parser(def, ctx),
         "nccl-tests" => nccl_tests::parser(def, ctx),
         "osu" => osu::parser(def, ctx),

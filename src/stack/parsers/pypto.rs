@@ -1,5 +1,7 @@
-//! Parser `pypto`: pypto's round lines, `PYPTO_ALLREDUCE_OK`, `PYPTO_COMPILE_PROFILE`, and the
-//! older pytest markers.
+//! Parser `pypto-harness`: the OLD Python harness's own pypto runner output — round lines,
+//! `PYPTO_ALLREDUCE_OK`, `PYPTO_COMPILE_PROFILE` and the older markers. pypto itself never
+//! prints these (its tests give pytest's result and the runtime's STRACE spans: parser
+//! `pytest`); this stays only to read results of the old harness's runner.
 //!
 //! ```text
 //! round 1: ok=True execute=0.000412s device_wall=0.000198 phases={'compile': 1.9, 'init': 0.4, 'execute': 0.000412}

@@ -12,6 +12,11 @@
 //! than samples (unreported warmups) match the LAST groups; fewer groups (spans lost at a crash)
 //! match the FIRST samples. Any mismatch is a warning. A sample that already has a
 //! `device_wall_s` from its own stack keeps it.
+//!
+//! Format checks (simpler's docs/dfx/host-trace.md): only `v=1` is read — another version is
+//! a warning and the span is ignored; names are percent-decoded (`%2E` → `.`) before they are
+//! matched; a name the emitter truncated ends in `~` and is refused with a warning (it cannot
+//! be told apart from a longer name).
 
 use std::collections::BTreeMap;
 
@@ -53,6 +58,7 @@ pub(crate) struct Span {
 pub(crate) fn device_wall_span(text: &str) -> Option<Result<Span, String>> {
     let at = text.find("[STRACE]")?;
     let rest = &text[at + "[STRACE]".len()..];
+    let mut version = None;
     let mut name = None;
     let mut pid = None;
     let mut inv = None;
@@ -62,6 +68,7 @@ pub(crate) fn device_wall_span(text: &str) -> Option<Result<Span, String>> {
             continue;
         };
         match k {
+            "v" => version = Some(v),
             "name" => name = Some(v),
             "pid" => pid = v.parse().ok(),
             "inv" => inv = v.parse().ok(),
@@ -69,7 +76,14 @@ pub(crate) fn device_wall_span(text: &str) -> Option<Result<Span, String>> {
             _ => {}
         }
     }
-    let name = name?;
+    let raw = name?;
+    let name = percent_decode(raw);
+    if name.ends_with('~') {
+        // Any name may be the head of a device_wall name: never guess.
+        return Some(Err(format!(
+            "STRACE span name `{raw}` was truncated by the emitter (ends in `~`): cannot tell whether it is a `{DEVICE_WALL_SUFFIX}` span; ignored"
+        )));
+    }
     if !name.ends_with(DEVICE_WALL_SUFFIX) {
         return None;
     }
@@ -78,6 +92,13 @@ pub(crate) fn device_wall_span(text: &str) -> Option<Result<Span, String>> {
     if !(head.is_empty() || head.ends_with('.')) {
         return None;
     }
+    if version != Some("1") {
+        return Some(Err(format!(
+            "STRACE span format {} not understood (campaign reads v=1); span ignored: {}",
+            version.map_or("without v=".to_string(), |v| format!("v={v}")),
+            text.trim()
+        )));
+    }
     match dur.map(str::parse::<u64>) {
         Some(Ok(dur_ns)) => Some(Ok(Span { pid, inv, dur_ns })),
         _ => Some(Err(format!(
@@ -85,6 +106,26 @@ pub(crate) fn device_wall_span(text: &str) -> Option<Result<Span, String>> {
             text.trim()
         ))),
     }
+}
+
+/// Undo the emitter's `%XX` encoding of names (an invalid escape stays as written).
+pub(crate) fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    let hex = |b: u8| (b as char).to_digit(16).map(|d| d as u8);
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            if let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                out.push(h << 4 | l);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 impl Parser for StraceWrapper {
@@ -212,6 +253,22 @@ mod tests {
         assert!(device_wall_span(truncated).unwrap().is_ok());
         let cut = "[STRACE] v=1 pid=3 inv=1 name=chip.run.runner_run.device_wall ts=0 du";
         assert!(device_wall_span(cut).unwrap().is_err());
+    }
+
+    #[test]
+    fn version_percent_encoding_and_truncation() {
+        // `%2E` is an encoded `.`: the decoded name is a device_wall span.
+        let enc = span(1, Some(1), "chip%2Erun.runner_run.device_wall", 7);
+        assert_eq!(device_wall_span(&enc).unwrap().unwrap().dur_ns, 7);
+        assert_eq!(percent_decode("a%20b%zz%4"), "a b%zz%4");
+        // A truncated name is refused with a message saying so.
+        let cut = span(1, Some(1), "chip.run.runner_run.devi~", 7);
+        let err = device_wall_span(&cut).unwrap().unwrap_err();
+        assert!(err.contains("truncated by the emitter"), "{err}");
+        // Another format version is not read as v=1.
+        let v2 = span(1, Some(1), "chip.run.runner_run.device_wall", 7).replace("v=1", "v=2");
+        let err = device_wall_span(&v2).unwrap().unwrap_err();
+        assert!(err.contains("v=2 not understood"), "{err}");
     }
 
     #[test]

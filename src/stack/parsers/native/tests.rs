@@ -11,6 +11,7 @@ fn ctx() -> ParseContext {
         p: 2,
         warmup: 2,
         timed: 3,
+        argv: Vec::new(),
     }
 }
 

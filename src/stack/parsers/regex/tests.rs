@@ -13,6 +13,7 @@ fn ctx(warmup: u32) -> ParseContext {
         p: 4,
         warmup,
         timed: 3,
+        argv: Vec::new(),
     }
 }
 
