@@ -218,7 +218,13 @@ fn plan_runs(
             let preset = stack
                 .def
                 .unsupported_reason(case)
-                .or_else(|| stack.def.placement_reason(case, &plan.devices))
+                .or_else(|| {
+                    stack.def.placement_reason(
+                        case,
+                        &plan.devices.ids,
+                        plan.devices.placement == crate::model::plan::Placement::Pinned,
+                    )
+                })
                 .map(|r| (RunStatus::Skipped, r))
                 .or_else(|| {
                     // `requires_on`: what this platform alone needs (looked up once per pair).

@@ -328,23 +328,24 @@ impl StackDef {
     /// Why a stack that takes only consecutive device ids (`contiguous_devices`) cannot be given
     /// `case`'s devices by this pool, if it cannot: pinned ids with a gap, or no window of P
     /// consecutive ids inside one group. Pure; the reason of a planned `skipped` run.
+    /// `pool` is the plan's device ids, `pinned` whether cases keep their own ids.
     pub(crate) fn placement_reason(
         &self,
         case: &crate::model::case::Case,
-        devices: &crate::model::plan::DevicesConfig,
+        pool: &[u32],
+        pinned: bool,
     ) -> Option<String> {
         if self.contiguous_devices != Some(true)
             || !matches!(self.resource(), Resource::Npu | Resource::Gpu)
-            || devices.ids.is_empty()
+            || pool.is_empty()
             // Too few devices at all is the plan error every stack gets, not a skip.
-            || (devices.placement != crate::model::plan::Placement::Pinned
-                && case.p as usize > devices.ids.len())
+            || (!pinned && case.p as usize > pool.len())
         {
             return None;
         }
         let join = |ids: &[u32]| ids.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
         let consecutive = |ids: &[u32]| ids.windows(2).all(|w| w[1] == w[0] + 1);
-        if devices.placement == crate::model::plan::Placement::Pinned {
+        if pinned {
             return (!consecutive(&case.device_ids)).then(|| {
                 format!(
                     "pinned device ids {} are not consecutive and this stack takes only a range lo-hi (contiguous_devices)",
@@ -355,14 +356,14 @@ impl StackDef {
         let p = case.p as usize;
         // Consecutive ids anywhere in the pool (across topology groups, as placement falls
         // back to when no group holds P).
-        let mut ids = devices.ids.clone();
+        let mut ids = pool.to_vec();
         ids.sort_unstable();
         ids.dedup();
         let fits = p <= ids.len() && ids.windows(p.max(1)).any(consecutive);
         (!fits).then(|| {
             format!(
                 "this stack takes only consecutive device ids (a range lo-hi) and the pool ({}) has no {p} consecutive ids",
-                join(&devices.ids)
+                join(pool)
             )
         })
     }

@@ -83,9 +83,13 @@ impl<'p> Rows<'p> {
             .iter()
             .filter_map(|s| {
                 let def = defs.get(s)?;
-                let why = def
-                    .unsupported_reason(case)
-                    .or_else(|| def.placement_reason(case, devices))?;
+                let why = def.unsupported_reason(case).or_else(|| {
+                    def.placement_reason(
+                        case,
+                        &devices.ids,
+                        devices.placement == crate::model::plan::Placement::Pinned,
+                    )
+                })?;
                 Some((s.as_str(), why))
             })
             .unzip();
