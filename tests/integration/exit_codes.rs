@@ -114,6 +114,21 @@ fn a_filter_that_leaves_nothing_is_exit_2_everywhere_and_makes_no_run_dir() {
     );
 }
 
+/// `run PLAN -q --results-dir <cwd>/results` in `cwd`.
+fn run_quiet(cwd: &Path, plan: &Path) -> std::process::Output {
+    let results = cwd.join("results");
+    run_in(
+        cwd,
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "-q",
+            "--results-dir",
+            results.to_str().unwrap(),
+        ],
+    )
+}
+
 /// A campaign that measured nothing is not a success: every run skipped (a stack constraint
 /// no case meets) or every run unavailable (a stack whose program does not exist) exits 5 and
 /// says so; the results files still record every run with its reason.
@@ -132,17 +147,7 @@ fn a_campaign_that_ran_nothing_exits_5() {
         let (axis, tables) = tail.split_once('\n').unwrap();
         let text = PLAN.replace("count = [64]\n", &format!("count = [64]\n{axis}\n")) + tables;
         std::fs::write(&plan, text).unwrap();
-        let results = tmp.path().join("results");
-        let o = run_in(
-            tmp.path(),
-            &[
-                "run",
-                plan.to_str().unwrap(),
-                "-q",
-                "--results-dir",
-                results.to_str().unwrap(),
-            ],
-        );
+        let o = run_quiet(tmp.path(), &plan);
         let err = stderr(&o);
         assert_eq!(o.status.code(), Some(5), "{status}: {err}");
         assert!(err.contains("nothing was run"), "{err}");
@@ -226,17 +231,8 @@ fn a_failed_report_is_said_and_exits_6_with_every_run_recorded() {
         format!("{PLAN}[run]\nrepeats = 2\n[report]\ntemplate = \"bad.md.j2\"\n"),
     )
     .unwrap();
+    let o = run_quiet(tmp.path(), &plan);
     let results = tmp.path().join("results");
-    let o = run_in(
-        tmp.path(),
-        &[
-            "run",
-            plan.to_str().unwrap(),
-            "-q",
-            "--results-dir",
-            results.to_str().unwrap(),
-        ],
-    );
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(6), "{err}");
     assert!(

@@ -323,15 +323,15 @@ fn resume_reruns_runs_whose_bundle_files_a_power_loss_left_empty() {
     assert_eq!(case["count"], 64);
 }
 
-/// A finished run dir of the small host plan under `dir`: (results dir, run dir).
-fn finished_run(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
-    let plan = dir.join("links.toml");
-    std::fs::write(
-        &plan,
-        "[campaign]\nname = \"links\"\n[case]\nplatform = \"host\"\n[axes]\nvariant = [\"mesh\"]\n\
-         p = [2]\ncount = [64, 128]\n[rounds]\nwarmup = 0\ntimed = 2\n[run]\nrepeats = 1\n",
-    )
-    .unwrap();
+/// The run dir of a finished `run` of the plan `text` (campaign `name`) under `dir`:
+/// (results dir, run dir).
+fn run_plan(
+    dir: &std::path::Path,
+    name: &str,
+    text: &str,
+) -> (std::path::PathBuf, std::path::PathBuf) {
+    let plan = dir.join(format!("{name}.toml"));
+    std::fs::write(&plan, text).unwrap();
     let results = dir.join("results");
     let out = util::run(&[
         "run",
@@ -341,13 +341,23 @@ fn finished_run(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBu
         results.to_str().unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
-    let run_dir = std::fs::read_dir(results.join("links"))
+    let run_dir = std::fs::read_dir(results.join(name))
         .unwrap()
         .next()
         .unwrap()
         .unwrap()
         .path();
     (results, run_dir)
+}
+
+/// A finished run dir of the small host plan under `dir`: (results dir, run dir).
+fn finished_run(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    run_plan(
+        dir,
+        "links",
+        "[campaign]\nname = \"links\"\n[case]\nplatform = \"host\"\n[axes]\nvariant = [\"mesh\"]\n\
+         p = [2]\ncount = [64, 128]\n[rounds]\nwarmup = 0\ntimed = 2\n[run]\nrepeats = 1\n",
+    )
 }
 
 /// Nothing is written outside the run dir through links: a `cases` folder (or a case folder)
@@ -464,32 +474,16 @@ fn report_of_a_run_dir_honours_the_plans_template() {
     let tmp = util::tempdir();
     let template = tmp.path().join("mine.md.j2");
     std::fs::write(&template, "MINE {{ campaign }}\n").unwrap();
-    let plan = tmp.path().join("tpl.toml");
-    std::fs::write(
-        &plan,
-        format!(
+    let (_, run_dir) = run_plan(
+        tmp.path(),
+        "tpl",
+        &format!(
             "[campaign]\nname = \"tpl\"\n[case]\nplatform = \"host\"\n[axes]\nvariant = [\"mesh\"]\n\
              p = [2]\ncount = [64]\n[rounds]\nwarmup = 0\ntimed = 2\n[run]\nrepeats = 1\n\
              [report]\ntemplate = \"{}\"\n",
             template.display()
         ),
-    )
-    .unwrap();
-    let results = tmp.path().join("results");
-    let out = util::run(&[
-        "run",
-        plan.to_str().unwrap(),
-        "-q",
-        "--results-dir",
-        results.to_str().unwrap(),
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
-    let run_dir = std::fs::read_dir(results.join("tpl"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    );
     let summary = run_dir.join("reports/summary.md");
     assert_eq!(std::fs::read_to_string(&summary).unwrap(), "MINE tpl\n");
     std::fs::remove_file(&summary).unwrap();
