@@ -250,3 +250,51 @@ fn a_failed_report_is_said_and_exits_6_with_every_run_recorded() {
             .unwrap();
     assert_eq!(doc["runs"].as_array().unwrap().len(), 2, "{doc}");
 }
+
+/// A stack that floods sample lines is a failed run with the reason, not a campaign that grows
+/// without bound: only the first samples are read; every line stays in run.log.
+#[test]
+fn a_stack_flooding_samples_fails_its_run_with_the_reason() {
+    let tmp = tempdir();
+    let stack = tmp.path().join("flood.sh");
+    std::fs::write(
+        &stack,
+        "#!/bin/sh\ni=0\nwhile [ $i -lt 5000 ]; do echo 'CAMPAIGN_SAMPLE {\"phase\":\"timed\",\"execute_s\":0.001,\"ok\":true}'; i=$((i+1)); done\n\
+         echo 'CAMPAIGN_DONE {\"correctness\":\"pass\"}'\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&stack, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let plan = tmp.path().join("flood.toml");
+    let text = PLAN.replace("count = [64]\n", "count = [64]\nstacks = [\"flood\"]\n")
+        + &format!(
+            "[run]\nrepeats = 1\n[stacks.flood]\ncommand = [\"{}\"]\nresource = \"none\"\n",
+            stack.display()
+        );
+    std::fs::write(&plan, text).unwrap();
+    let o = run_quiet(tmp.path(), &plan);
+    let out = crate::util::stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}{}", stderr(&o));
+    assert!(
+        out.contains("printed 5000 CAMPAIGN_SAMPLE lines where this process runs 1 round(s)"),
+        "{out}"
+    );
+    let run_dir = std::fs::read_dir(tmp.path().join("results/codes"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let log = std::fs::read_dir(run_dir.join("cases"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+        .join("flood/run.log");
+    let lines = std::fs::read_to_string(log)
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with("CAMPAIGN_SAMPLE"))
+        .count();
+    assert_eq!(lines, 5000, "run.log keeps every line");
+}

@@ -84,9 +84,22 @@ pub(super) async fn run_rounds(
             )
             .map_err(Stop::Write)?;
         }
+        // A process may print at most this many native sample lines: each becomes a sample held
+        // in memory, and a stack printing them without end would grow campaign without bound.
+        let cap = max_samples(w, t);
+        let mut sample_lines = 0usize;
         let ran = (job.backend)
             .run(request, &mut |line: OutputLine| {
                 cause.feed(&line);
+                if line
+                    .text
+                    .starts_with(crate::stack::parsers::native::SAMPLE_KEYWORD)
+                {
+                    sample_lines += 1;
+                    if sample_lines > cap {
+                        return;
+                    }
+                }
                 parser.feed(&line)
             })
             .await
@@ -119,11 +132,26 @@ pub(super) async fn run_rounds(
             append_marker(&limits.log_path, &end_marker(what, &outcome)).map_err(Stop::Write)?;
         }
         facts.signal = outcome.signal;
+        if sample_lines > cap {
+            tally.backend_verdict = Some((
+                RunStatus::Fail,
+                format!(
+                    "the stack printed {sample_lines} CAMPAIGN_SAMPLE lines where this process runs {} round(s); only the first {cap} were read (the rest are in run.log)",
+                    w + t
+                ),
+            ));
+        }
         if tally.add(outcome, parsed, subprocess, &limits, case) {
             break;
         }
     }
     tally.judge(job, case, &limits, subprocess, &cause)
+}
+
+/// How many native sample lines one process of `warmup` + `timed` rounds may print: twice its
+/// rounds (a stack may report phases as samples of their own) and some slack.
+fn max_samples(warmup: u32, timed: u32) -> usize {
+    2 * (warmup as usize + timed as usize) + 64
 }
 
 /// The case file the stack reads: the planned one, or (placed on other devices than planned)
