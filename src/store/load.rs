@@ -266,6 +266,16 @@ fn load(dir: &Path, mut unreadable: Option<&mut Vec<(PathBuf, Error)>>) -> Resul
             Ok(head) => head,
             // Valid JSON of another shape (a list, say) says nothing about the run dir.
             Err(e) if e.classify() == serde_json::error::Category::Data => ResultsHead::default(),
+            // In campaign's own run dirs results.json is derived — rebuilt from the journal
+            // and the bundles — so a damaged or truncated one costs nothing but its head
+            // (campaign and timestamp come from the folders; a resume collects provenance anew).
+            Err(e) if dir.join("journal.jsonl").is_file() => {
+                eprintln!(
+                    "warning: {}: not valid JSON ({e}); rebuilt from the journal and the bundles (the provenance it held is not recovered)",
+                    results_path.display()
+                );
+                ResultsHead::default()
+            }
             Err(e) => {
                 return Err(Error::invalid(
                     &results_path,

@@ -505,3 +505,29 @@ fn report_of_a_run_dir_honours_the_plans_template() {
     assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
     assert_eq!(std::fs::read_to_string(&summary).unwrap(), "OTHER\n");
 }
+
+/// results.json is derived: a truncated one is rebuilt from the journal and the bundles by
+/// `resume` (and `report`), with every row, instead of being an error.
+#[test]
+fn a_truncated_results_json_is_rebuilt() {
+    let tmp = util::tempdir();
+    let (_, run_dir) = finished_run(tmp.path());
+    let path = run_dir.join("results.json");
+    let rows = |path: &std::path::Path| {
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        doc["runs"].as_array().unwrap().len()
+    };
+    let text = std::fs::read_to_string(&path).unwrap();
+    for cmd in ["resume", "report"] {
+        std::fs::write(&path, &text[..text.len() / 3]).unwrap();
+        let out = util::run(&[cmd, run_dir.to_str().unwrap()]);
+        let err = util::stderr(&out);
+        assert_eq!(out.status.code(), Some(0), "{cmd}: {err}");
+        assert!(
+            err.contains("not valid JSON") && err.contains("rebuilt"),
+            "{cmd}: {err}"
+        );
+        assert_eq!(rows(&path), 2, "{cmd}");
+    }
+}
