@@ -104,7 +104,9 @@ fn prepare_from_header(
     if plan.run.seed.is_none() {
         plan.run.seed = header.get("seed").and_then(serde_json::Value::as_u64);
     }
-    let opts = engine::session::with_selection(super::run::exec_options(&args.exec), header);
+    let journal = plan_path.with_file_name("journal.jsonl");
+    let opts =
+        engine::session::with_selection(super::run::exec_options(&args.exec), header, &journal)?;
     let after = engine::report_step::report_step(
         &plan,
         args.exec.template.clone(),

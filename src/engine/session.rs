@@ -135,9 +135,13 @@ pub(crate) fn selection(opts: &Options) -> Value {
 }
 
 /// `opts` with the selection a journal header recorded (`stacks`, `filter`, `cases`).
-pub(crate) fn with_selection(mut opts: Options, header: &Map<String, Value>) -> Options {
+pub(crate) fn with_selection(
+    mut opts: Options,
+    header: &Map<String, Value>,
+    journal: &Path,
+) -> Result<Options> {
     let Some(sel) = header.get("selection") else {
-        return opts;
+        return Ok(opts);
     };
     if let Some(stacks) = sel.get("stacks").and_then(Value::as_array) {
         opts.stacks = stacks
@@ -150,14 +154,30 @@ pub(crate) fn with_selection(mut opts: Options, header: &Map<String, Value>) -> 
         .and_then(Value::as_str)
         .map(str::to_string);
     opts.case_glob = sel.get("cases").and_then(Value::as_str).map(str::to_string);
-    opts.repeats = sel.get("repeats").and_then(Value::as_u64).map(|n| n as u32);
+    // A hostile or damaged header must not shrink what is planned (a `repeats` of 0 or 2^32
+    // would drop every repeat but one from the results files).
+    opts.repeats = match sel.get("repeats") {
+        None | Some(Value::Null) => None,
+        Some(v) => match v.as_u64().filter(|n| (1..=crate::plan::MAX_REPEATS).contains(n)) {
+            Some(n) => Some(n as u32),
+            None => {
+                return Err(crate::error::Error::invalid(
+                    journal,
+                    format!(
+                        "line 1 (the header): selection.repeats = {v}, expected null or an integer between 1 and {}",
+                        crate::plan::MAX_REPEATS
+                    ),
+                ))
+            }
+        },
+    };
     // A campaign resumes through the backend it started with (its jobs are there) unless the
     // command line says otherwise.
     if opts.executor.is_none() {
         opts.executor =
             (header.get("executor").and_then(Value::as_str)).and_then(crate::executor::kind_named);
     }
-    opts
+    Ok(opts)
 }
 
 /// A new run dir `<results>/<campaign>/run_<stamp>`, locked, with its frozen plan and a fresh

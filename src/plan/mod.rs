@@ -16,5 +16,6 @@ pub mod sweep;
 mod tests;
 mod validate;
 
+pub(crate) use config::MAX_REPEATS;
 pub(crate) use load::{load, load_with, locate, parse_with, read_text};
 pub(crate) use stacks::select_stacks;

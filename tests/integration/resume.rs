@@ -531,3 +531,32 @@ fn a_truncated_results_json_is_rebuilt() {
         assert_eq!(rows(&path), 2, "{cmd}");
     }
 }
+
+/// A journal header whose `selection.repeats` no campaign can have (0, 2^32) is refused by
+/// `resume`, naming the line, instead of rewriting the results files with fewer rows.
+#[test]
+fn a_hostile_header_repeats_is_refused_and_costs_no_row() {
+    let tmp = util::tempdir();
+    let (_, run_dir) = finished_run(tmp.path());
+    let journal = run_dir.join("journal.jsonl");
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let (head, rest) = text.split_once('\n').unwrap();
+    let before = std::fs::read(run_dir.join("results.json")).unwrap();
+    for bad in ["0", "4294967296"] {
+        let mut header: serde_json::Value = serde_json::from_str(head).unwrap();
+        header["selection"]["repeats"] = serde_json::from_str(bad).unwrap();
+        std::fs::write(&journal, format!("{header}\n{rest}")).unwrap();
+        let out = util::run(&["resume", run_dir.to_str().unwrap()]);
+        let err = util::stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {err}");
+        assert!(
+            err.contains("journal.jsonl") && err.contains("selection.repeats"),
+            "{err}"
+        );
+        assert_eq!(
+            std::fs::read(run_dir.join("results.json")).unwrap(),
+            before,
+            "results untouched"
+        );
+    }
+}
