@@ -28,6 +28,10 @@ fn frozen_report(run_dir: &std::path::Path) -> Option<crate::model::plan::Report
 }
 
 pub(crate) fn run(args: &ReportArgs) -> Result<i32> {
+    // Temp files of killed reports (`report` takes no lock: it only replaces derived files).
+    for dir in ["", "reports", "figures"] {
+        crate::store::atomic::sweep_stale_temps(&args.run_dir.join(dir));
+    }
     let mut results = crate::store::load::load_any_run_dir(&args.run_dir)?;
     let campaign_dir = !seed_dir::is_seed_run_dir(&args.run_dir);
     // Recorded as loaded (the order the history hashes a run dir's results in), before the

@@ -141,6 +141,39 @@ fn temp_path(path: &Path) -> PathBuf {
     dir.join(format!(".{name}.tmp{}", std::process::id()))
 }
 
+/// Remove the temp files ([`temp_path`]) a killed writer left in `dir`: `.<name>.tmp<pid>` whose
+/// process is gone. Returns how many. A writer that is alive keeps its own; nothing else is
+/// touched.
+pub(crate) fn sweep_stale_temps(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let Some(pid) = stale_temp_pid(name) else {
+            continue;
+        };
+        let is_file = entry.file_type().is_ok_and(|t| t.is_file());
+        // SAFETY: kill with signal 0 only asks whether the pid exists.
+        let alive = pid == std::process::id() as i32 || unsafe { libc::kill(pid, 0) } == 0;
+        if is_file && !alive && std::fs::remove_file(entry.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+/// The writer's pid of a temp file name `.<name>.tmp<pid>`.
+fn stale_temp_pid(name: &str) -> Option<i32> {
+    let rest = name.strip_prefix('.')?;
+    let (_, pid) = rest.rsplit_once(".tmp")?;
+    (!pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| pid.parse().ok())
+        .flatten()
+}
+
 /// The temp file [`replace_all_prepared`] writes `path` through: `.<name>.next` beside it. A
 /// fixed name, so it can be created ahead; only for files that one process writes at a time
 /// (a run's bundle, under the run dir's lock).
@@ -318,6 +351,23 @@ fn discard(temps: &[(PathBuf, std::fs::File)]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn temps_of_dead_writers_are_swept_and_a_live_ones_kept() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dead = tmp.path().join(".summary.md.tmp999999999");
+        let live = tmp
+            .path()
+            .join(format!(".summary.md.tmp{}", std::process::id()));
+        let other = tmp.path().join(".summary.md.tmpx");
+        for f in [&dead, &live, &other] {
+            std::fs::write(f, "half").unwrap();
+        }
+        assert_eq!(sweep_stale_temps(tmp.path()), 1);
+        assert!(!dead.exists() && live.exists() && other.exists());
+        assert_eq!(stale_temp_pid(".a.b.tmp12"), Some(12));
+        assert_eq!(stale_temp_pid("a.tmp12"), None);
+    }
 
     #[test]
     fn atomic_write_replaces_and_leaves_no_temp() {

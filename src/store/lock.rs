@@ -87,6 +87,10 @@ impl RunDirLock {
         write(&mut file).map_err(|e| Error::io(&path, e))?;
         let lock = RunDirLock { path, _file: file };
         refuse_links(run_dir)?;
+        // What killed writers of earlier sessions left (never a live writer's).
+        for dir in ["", "reports", "figures"] {
+            crate::store::atomic::sweep_stale_temps(&run_dir.join(dir));
+        }
         Ok(lock)
     }
 
