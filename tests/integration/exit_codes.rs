@@ -298,3 +298,88 @@ fn a_stack_flooding_samples_fails_its_run_with_the_reason() {
         .count();
     assert_eq!(lines, 5000, "run.log keeps every line");
 }
+
+/// Nothing a plan says reaches a shell unquoted, on either backend: a case field full of shell
+/// syntax, rendered into a shell-string command, an argv stack's arguments and env values and
+/// (under Slurm) the job script, is only ever text — no marker file appears, and the stack sees
+/// the value byte for byte.
+#[test]
+fn hostile_values_in_templates_never_run_on_any_backend() {
+    let tmp = tempdir();
+    let marker = tmp.path().join("PWNED");
+    let hostile = format!(
+        "$(touch {m})`touch {m}`;touch {m}|touch {m}&&touch {m} '\\\"",
+        m = marker.display()
+    );
+    let seen = tmp.path().join("seen.txt");
+    let record = tmp.path().join("record.sh");
+    std::fs::write(
+        &record,
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$1\" \"$V\" >> {}\n\
+             echo 'CAMPAIGN_SAMPLE {{\"phase\":\"timed\",\"execute_s\":0.001,\"ok\":true}}'\n\
+             echo 'CAMPAIGN_DONE {{\"correctness\":\"pass\"}}'\n",
+            seen.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&record, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let runtime = toml::Value::String(hostile.clone()).to_string();
+    let plan = tmp.path().join("hostile.toml");
+    let text = PLAN.replace("platform = \"host\"\n", &format!("platform = \"host\"\nruntime = {runtime}\n"))
+        .replace("count = [64]\n", "count = [64]\nstacks = [\"shell\", \"argv\"]\n")
+        + &format!(
+            "[run]\nrepeats = 1\n[devices]\nkind = \"cpu\"\n\
+             [stacks.shell]\nshell = true\ncommand = \"{r} {{{{ case.runtime }}}}\"\nenv = {{ V = \"{{{{ case.runtime }}}}\" }}\nresource = \"none\"\n\
+             [stacks.argv]\ncommand = [\"{r}\", \"{{{{ case.runtime }}}}\"]\nenv = {{ V = \"{{{{ case.runtime }}}}\" }}\nresource = \"none\"\n",
+            r = record.display()
+        );
+    std::fs::write(&plan, text).unwrap();
+    let mut backends = vec![("local", Vec::<String>::new(), None)];
+    if let Some(conf) = crate::slurm::cluster() {
+        backends.push((
+            "slurm",
+            vec!["--executor".into(), "slurm".into()],
+            Some(conf),
+        ));
+    }
+    for (name, extra, conf) in backends {
+        let _ = std::fs::remove_file(&seen);
+        let results = tmp.path().join(format!("results-{name}"));
+        let mut c = crate::util::campaign();
+        c.current_dir(tmp.path())
+            .args([
+                "run",
+                plan.to_str().unwrap(),
+                "-q",
+                "--results-dir",
+                results.to_str().unwrap(),
+            ])
+            .args(&extra);
+        if let Some(conf) = &conf {
+            c.env("SLURM_CONF", conf);
+        }
+        let o = c.output().unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{name}: {}{}",
+            crate::util::stdout(&o),
+            stderr(&o)
+        );
+        assert!(
+            !marker.exists(),
+            "{name}: a templated value ran as a command"
+        );
+        let lines: Vec<String> = std::fs::read_to_string(&seen)
+            .unwrap()
+            .lines()
+            .map(String::from)
+            .collect();
+        assert_eq!(lines.len(), 4, "{name}: {lines:?}");
+        assert!(
+            lines.iter().all(|l| *l == hostile),
+            "{name}: the stack saw {lines:?}"
+        );
+    }
+}
