@@ -111,3 +111,88 @@ fn the_readme_install_step_is_the_one_the_test_script_checks() {
         assert!(readme.contains(promise), "README mentions {promise}");
     }
 }
+
+/// The README's `sh` block that installs the completions and the man page.
+fn readme_block_with(needle: &str) -> String {
+    let readme = std::fs::read_to_string(crate::util::root().join("README.md")).unwrap();
+    readme
+        .split("```sh\n")
+        .skip(1)
+        .map(|b| &b[..b.find("```").unwrap()])
+        .find(|b| b.contains(needle))
+        .unwrap_or_else(|| panic!("README has an sh block with {needle}"))
+        .to_string()
+}
+
+#[test]
+fn the_readme_completion_and_man_page_commands_work_as_written_on_a_clean_home() {
+    let home = tempdir();
+    let block = readme_block_with("campaign completions bash");
+    // `campaign` on PATH as the README's install step puts it there.
+    let bin = crate::util::exe().parent().unwrap().to_path_buf();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let have_man = std::process::Command::new("sh")
+        .args(["-c", "command -v man"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    // Without `man` the block's last line cannot run; everything before it still must.
+    let script = if have_man {
+        block.clone()
+    } else {
+        eprintln!("skipping the `man -l` line: man is not installed");
+        block
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("man "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let out = std::process::Command::new("sh")
+        .args(["-ec", &script])
+        .env("HOME", home.path())
+        .env("PATH", &path)
+        .env("MANPAGER", "cat")
+        .env("PAGER", "cat")
+        .env_remove("MANPATH")
+        .current_dir(home.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "README block failed on a clean HOME:\n{block}\n{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let completion = home
+        .path()
+        .join(".local/share/bash-completion/completions/campaign");
+    let text = std::fs::read_to_string(&completion).expect("completion file written");
+    assert!(text.contains("complete -F _campaign"), "{text}");
+    let page = home.path().join(".local/share/man/man1/campaign.1");
+    assert!(std::fs::metadata(&page).unwrap().len() > 0);
+    if !have_man {
+        return;
+    }
+    assert!(
+        stdout(&out).contains("dry-run"),
+        "man -l rendered the page: {}",
+        stdout(&out)
+    );
+    // The documented MANPATH makes `man campaign` find the page too.
+    let readme = std::fs::read_to_string(crate::util::root().join("README.md")).unwrap();
+    let manpath = "export MANPATH=\"$HOME/.local/share/man:\"";
+    assert!(readme.contains(manpath), "README documents MANPATH");
+    let out = std::process::Command::new("sh")
+        .args(["-ec", &format!("{manpath}; man campaign")])
+        .env("HOME", home.path())
+        .env("PATH", &path)
+        .env("MANPAGER", "cat")
+        .env("PAGER", "cat")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success() && stdout(&out).contains("dry-run"),
+        "MANPATH=… man campaign: {}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+}
