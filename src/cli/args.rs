@@ -148,6 +148,9 @@ pub(crate) struct DryRunArgs {
     /// Show the schedule for this executor (slurm: the sbatch commands).
     #[arg(long, value_enum)]
     pub(crate) executor: Option<ExecutorArg>,
+    /// Count each (case, stack) N times, as `run --repeats N` would (replaces `[run] repeats`).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub(crate) repeats: Option<u32>,
 }
 
 #[derive(Debug, Args)]

@@ -168,7 +168,7 @@ fn dry_run_table_ends_with_summary() {
     assert_eq!(lines.len(), 1 + 108 + 1 + 10, "{text}");
     assert!(
         lines[110..]
-            .contains(&"  skipped hccl: variant ring not supported by this stack (36 runs)"),
+            .contains(&"  skipped hccl: variant ring not supported by this stack (108 runs)"),
         "{text}"
     );
     assert!(lines[0].starts_with("case_id"));
@@ -187,7 +187,7 @@ fn dry_run_table_ends_with_summary() {
     // How many are skipped depends on the shipped stack definitions' limits.
     let last = lines[109];
     assert!(
-        last.starts_with("108 cases × 3 stacks = 324 runs ("),
+        last.starts_with("108 cases × 3 stacks × 3 repeats = 972 runs ("),
         "{last}"
     );
     assert!(
@@ -253,7 +253,7 @@ fn dry_run_cli_filter_and_stack_selection() {
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(
-        stdout(&out).contains("\n18 cases × 3 stacks = 54 runs"),
+        stdout(&out).contains("\n18 cases × 3 stacks × 3 repeats = 162 runs"),
         "{}",
         stdout(&out)
     );

@@ -196,3 +196,20 @@ fn the_readme_completion_and_man_page_commands_work_as_written_on_a_clean_home()
         stderr(&out)
     );
 }
+
+#[test]
+fn dry_run_counts_the_smoke_plans_runs_as_run_makes_them() {
+    // `campaign run` makes 54 runs of the smoke plan (the first test): dry-run says the same.
+    let out = crate::util::run(&["dry-run", "plans/smoke.toml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    let last = text.lines().last().unwrap();
+    assert_eq!(last, "18 cases × 1 stack × 3 repeats = 54 runs", "{text}");
+    let out = crate::util::run(&["dry-run", "plans/smoke.toml", "--repeats", "1"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.ends_with("18 cases × 1 stack × 1 repeat = 18 runs\n"),
+        "{text}"
+    );
+}

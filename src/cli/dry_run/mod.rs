@@ -52,7 +52,11 @@ pub(crate) fn list(
             && plan.run.executor == crate::model::plan::ExecutorKind::Slurm);
     let result = match args.format {
         _ if slurm => write_sbatch(out, rows, plan),
-        ListFormat::Table => write_table(out, rows),
+        ListFormat::Table => write_table(
+            out,
+            rows,
+            u64::from(args.repeats.unwrap_or(plan.run.repeats).max(1)),
+        ),
         ListFormat::Json => write_json(out, rows),
         ListFormat::Csv => write_csv(out, rows),
     };
@@ -137,7 +141,12 @@ const HEADERS: [&str; 10] = [
     "stacks",
 ];
 
-fn write_table(out: &mut impl Write, source: Source<'_>) -> std::result::Result<(), Failure> {
+/// The table, then the summary counting runs as `run` makes them: cases × stacks × repeats.
+fn write_table(
+    out: &mut impl Write,
+    source: Source<'_>,
+    repeats: u64,
+) -> std::result::Result<(), Failure> {
     // Column widths from the first rows (made once more by the blocks below: a few thousand
     // rows at most, against holding them).
     let mut sizing = source.rows().map_err(Failure::Plan)?;
@@ -191,12 +200,14 @@ fn write_table(out: &mut impl Write, source: Source<'_>) -> std::result::Result<
         Ok(())
     })?;
     let n_stacks = source.stacks.len() as u64;
-    let runs = n_cases * n_stacks;
+    let runs = n_cases * n_stacks * repeats;
+    let skipped = skipped * repeats;
     write!(
         out,
-        "{n_cases} {} × {n_stacks} {} = {runs} {}",
+        "{n_cases} {} × {n_stacks} {} × {repeats} {} = {runs} {}",
         plural(n_cases, "case", "cases"),
         plural(n_stacks, "stack", "stacks"),
+        plural(repeats, "repeat", "repeats"),
         plural(runs, "run", "runs")
     )?;
     if skipped > 0 {
@@ -205,6 +216,7 @@ fn write_table(out: &mut impl Write, source: Source<'_>) -> std::result::Result<
     writeln!(out)?;
     const SHOWN: usize = 20;
     for ((stack, reason), n) in why.iter().take(SHOWN) {
+        let n = &(n * repeats);
         writeln!(
             out,
             "  skipped {stack}: {reason} ({n} {})",
@@ -405,6 +417,7 @@ mod tests {
                 filter: filter.map(str::to_string),
                 stacks: Vec::new(),
                 executor: None,
+                repeats: None,
             };
             let mut out = Vec::new();
             let result = list(&plan, &args, &mut out);
@@ -446,7 +459,7 @@ mod tests {
             "{}",
             lines[7500]
         );
-        assert_eq!(lines[7501], "7500 cases × 1 stack = 7500 runs");
+        assert_eq!(lines[7501], "7500 cases × 1 stack × 3 repeats = 22500 runs");
 
         // The case at sweep position 1500 + 1199 (mesh, p = 4, count 1200; block 1) fails the filter.
         let (result, csv) = listing(
