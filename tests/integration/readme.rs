@@ -130,7 +130,11 @@ fn the_readme_completion_and_man_page_commands_work_as_written_on_a_clean_home()
     let block = readme_block_with("campaign completions bash");
     // `campaign` on PATH as the README's install step puts it there.
     let bin = crate::util::exe().parent().unwrap().to_path_buf();
-    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
     let have_man = std::process::Command::new("sh")
         .args(["-c", "command -v man"])
         .output()

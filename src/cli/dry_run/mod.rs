@@ -69,6 +69,43 @@ pub(crate) fn list(
     }
 }
 
+/// The oversubscription warning for the plan as `run` would make it (`validate` prints it):
+/// the plan's stacks and `[run] repeats`, this machine's CPUs.
+pub(crate) fn oversubscription(plan: &crate::model::plan::Plan) -> Result<Option<String>> {
+    let defs = crate::stack::registry::resolve(&plan.stack_defs, &plan.source)?;
+    let source = Source {
+        plan,
+        filter: None,
+        stacks: &plan.stacks,
+        defs: &defs,
+    };
+    let mut rows = source.rows()?;
+    let (mut over, mut max_p, mut cases) = (0u64, 0u32, 0u64);
+    loop {
+        match rows.next_row() {
+            Ok(Some(row)) => {
+                cases += 1;
+                if row.oversubscribed > 0 {
+                    over += row.oversubscribed;
+                    max_p = max_p.max(row.p);
+                }
+            }
+            Ok(None) => break,
+            Err(Failure::Plan(e)) => return Err(e),
+            Err(Failure::Io(e)) => return Err(Error::io(&plan.source, e)),
+        }
+    }
+    let repeats = u64::from(plan.run.repeats.max(1));
+    let runs = cases * plan.stacks.len() as u64 * repeats;
+    let cpus = crate::engine::prepare::machine_cpus();
+    Ok(crate::engine::prepare::oversubscription_warning(
+        over * repeats,
+        runs,
+        cpus,
+        max_p,
+    ))
+}
+
 enum Failure {
     Io(io::Error),
     Plan(Error),
@@ -174,6 +211,7 @@ fn write_table(
     )?;
     let mut n_cases = 0u64;
     let mut skipped = 0u64;
+    let mut over = (0u64, 0u32);
     // (stack, reason) → runs, so the summary names every limit or constraint that skips runs.
     let mut why: BTreeMap<(String, String), u64> = BTreeMap::new();
     let all = source.stacks.join(",");
@@ -194,6 +232,8 @@ fn write_table(
         out.write_all(&block.bytes)?;
         n_cases += block.cases;
         skipped += block.skipped;
+        over.0 += block.oversubscribed.0;
+        over.1 = over.1.max(block.oversubscribed.1);
         for (k, n) in block.why {
             *why.entry(k).or_default() += n;
         }
@@ -225,6 +265,13 @@ fn write_table(
     }
     if why.len() > SHOWN {
         writeln!(out, "  … and {} more skip reasons", why.len() - SHOWN)?;
+    }
+    let cpus = crate::engine::prepare::machine_cpus();
+    if let Some(w) =
+        crate::engine::prepare::oversubscription_warning(over.0 * repeats, runs, cpus, over.1)
+    {
+        out.flush()?;
+        eprintln!("warning: {w}");
     }
     Ok(())
 }
