@@ -12,7 +12,7 @@ cargo test "$@"
 # The README's install step, checked: `campaign` on PATH from `cargo install --path .` (debug
 # profile and this target dir, so it reuses the build above instead of a release build).
 root=$(mktemp -d)
-cargo install --path . --debug --target-dir target --root "$root" --locked --offline --quiet
+cargo install --path . --debug --target-dir "${CARGO_TARGET_DIR:-target}" --root "$root" --locked --offline --quiet
 PATH="$root/bin:$PATH" campaign --version
 PATH="$root/bin:$PATH" campaign validate plans/*.toml >/dev/null
 rm -rf "$root"

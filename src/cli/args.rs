@@ -42,9 +42,9 @@ pub(crate) enum Command {
     Bench(BenchArgs),
     /// Performance history across campaigns: list, show, trend, regressions, ingest.
     History(HistoryArgs),
-    /// Print a shell completion script: `campaign completions bash > ~/.local/share/bash-completion/completions/campaign`.
+    /// Print a shell completion script: `mkdir -p ~/.local/share/bash-completion/completions && campaign completions bash > ~/.local/share/bash-completion/completions/campaign`.
     Completions(CompletionsArgs),
-    /// Print the man page (roff): `campaign man > ~/.local/share/man/man1/campaign.1`.
+    /// Print the man page (roff): `mkdir -p ~/.local/share/man/man1 && campaign man > ~/.local/share/man/man1/campaign.1 && man -l ~/.local/share/man/man1/campaign.1`.
     Man,
 }
 
@@ -148,6 +148,9 @@ pub(crate) struct DryRunArgs {
     /// Show the schedule for this executor (slurm: the sbatch commands).
     #[arg(long, value_enum)]
     pub(crate) executor: Option<ExecutorArg>,
+    /// Count each (case, stack) N times, as `run --repeats N` would (replaces `[run] repeats`).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub(crate) repeats: Option<u32>,
 }
 
 #[derive(Debug, Args)]
@@ -171,7 +174,7 @@ pub(crate) struct CasesArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct StatusArgs {
-    /// A campaign run dir (`results/campaigns/<name>_<time>`), finished or not.
+    /// A campaign run dir (`results/campaigns/<campaign>/run_<timestamp>`), finished or not.
     pub(crate) run_dir: PathBuf,
 }
 

@@ -306,6 +306,7 @@ fn validate_and_list(text: &str, rng: &mut ChaCha8Rng) -> Result<(), i32> {
             .then(|| pick(rng, &["p > 2", "false", "{{", "count"]).to_string()),
         stacks: Vec::new(),
         executor: None,
+        repeats: None,
     };
     let mut sink = Vec::new();
     crate::cli::dry_run::list(&plan, &args, &mut sink).map_err(|e| e.exit_code())?;

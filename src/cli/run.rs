@@ -73,6 +73,9 @@ pub(crate) fn run(args: &RunArgs) -> Result<i32> {
         args.exec.results_dir.clone(),
     );
     let prepared = engine::prepare(plan, &opts)?;
+    if let Some(w) = prepared.oversubscription() {
+        eprintln!("warning: {w}");
+    }
     confirm_size(prepared.runs.len(), args.yes)?;
     // A Ctrl-C between preparing and the campaign's own listener still stops cleanly.
     crate::engine::interrupt::check_preparation()?;

@@ -55,6 +55,16 @@ fn validate_one(file: &Path, many: bool) -> Result<()> {
             for w in &plan.warnings {
                 eprintln!("warning: {w}");
             }
+            // Slurm grants its own devices: only a local campaign runs on this machine's CPUs.
+            if plan.run.executor == crate::model::plan::ExecutorKind::Local {
+                if let Some(w) = super::dry_run::oversubscription(&plan)? {
+                    if many {
+                        eprintln!("warning: {}: {w}", file.display());
+                    } else {
+                        eprintln!("warning: {w}");
+                    }
+                }
+            }
             let n = plan.case_count;
             let noun = if n == 1 { "case" } else { "cases" };
             if many {

@@ -68,6 +68,46 @@ pub(crate) struct Prepared {
     pub(crate) backend: Arc<dyn Backend>,
 }
 
+impl Prepared {
+    /// `warning: …` when some runs to be executed are CPU runs with more ranks than this
+    /// machine has CPUs (they share cores: results rows say `oversubscribed`). `None` when none.
+    pub(crate) fn oversubscription(&self) -> Option<String> {
+        let cpus = self.pool.cpu_count();
+        let (mut over, mut max_p) = (0u64, 0u32);
+        for (run, plan) in self.runs.iter().zip(&self.plans) {
+            let p = self.cases[run.case_index].p;
+            if plan.preset.is_none() && matches!(plan.need, Need::Cpu { .. }) && p as usize > cpus {
+                over += 1;
+                max_p = max_p.max(p);
+            }
+        }
+        oversubscription_warning(over, self.runs.len() as u64, cpus, max_p)
+    }
+}
+
+/// The CPUs CPU runs are placed on (as `prepare` sizes the pool).
+pub(crate) fn machine_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// The one wording `run`, `resume`, `dry-run` and `validate` use for `over` of `runs` runs
+/// whose P (up to `max_p`) exceeds the machine's `cpus` CPUs.
+pub(crate) fn oversubscription_warning(
+    over: u64,
+    runs: u64,
+    cpus: usize,
+    max_p: u32,
+) -> Option<String> {
+    (over > 0).then(|| {
+        format!(
+            "{over} of {runs} runs oversubscribe this machine: their P (up to {max_p}) exceeds its \
+             {cpus} {}, so their ranks share cores and their timings measure the machine more \
+             than the algorithm (results rows say `oversubscribed: true`)",
+            if cpus == 1 { "CPU" } else { "CPUs" }
+        )
+    })
+}
+
 fn glob_cases(pattern: &str) -> Result<Vec<Case>> {
     let paths = glob::glob(pattern).map_err(|e| Error::Usage(format!("--cases {pattern}: {e}")))?;
     let mut out = Vec::new();
@@ -121,8 +161,7 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
         .into_iter()
         .map(Arc::new)
         .collect();
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let pool = Pool::new(&plan.devices, cpus);
+    let pool = Pool::new(&plan.devices, machine_cpus());
     // A backend that grants devices places the runs itself: nothing is leased or probed
     // locally, and a run bigger than this machine's pool is fine. Its preflight is one clear
     // environment error before anything is submitted or a run dir exists.

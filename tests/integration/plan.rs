@@ -168,7 +168,7 @@ fn dry_run_table_ends_with_summary() {
     assert_eq!(lines.len(), 1 + 108 + 1 + 10, "{text}");
     assert!(
         lines[110..]
-            .contains(&"  skipped hccl: variant ring not supported by this stack (36 runs)"),
+            .contains(&"  skipped hccl: variant ring not supported by this stack (108 runs)"),
         "{text}"
     );
     assert!(lines[0].starts_with("case_id"));
@@ -187,7 +187,7 @@ fn dry_run_table_ends_with_summary() {
     // How many are skipped depends on the shipped stack definitions' limits.
     let last = lines[109];
     assert!(
-        last.starts_with("108 cases × 3 stacks = 324 runs ("),
+        last.starts_with("108 cases × 3 stacks × 3 repeats = 972 runs ("),
         "{last}"
     );
     assert!(
@@ -253,7 +253,7 @@ fn dry_run_cli_filter_and_stack_selection() {
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(
-        stdout(&out).contains("\n18 cases × 3 stacks = 54 runs"),
+        stdout(&out).contains("\n18 cases × 3 stacks × 3 repeats = 162 runs"),
         "{}",
         stdout(&out)
     );
@@ -736,6 +736,77 @@ fn plans_that_are_not_regular_files_are_refused_without_blocking() {
             assert!(
                 err.contains(what) && err.contains("not a regular file"),
                 "{err}"
+            );
+        }
+    }
+}
+
+/// A host plan of one case of P ranks (mesh, 256 elements, few rounds).
+fn one_case_plan(dir: &std::path::Path, p: usize) -> std::path::PathBuf {
+    let plan = dir.join(format!("p{p}.toml"));
+    std::fs::write(
+        &plan,
+        format!(
+            "[campaign]\nname = \"over\"\n[case]\nplatform = \"host\"\n[axes]\nvariant = [\"mesh\"]\np = [{p}]\ncount = [256]\n[rounds]\nwarmup = 0\ntimed = 2\n[devices]\nkind = \"cpu\"\n"
+        ),
+    )
+    .unwrap();
+    plan
+}
+
+#[test]
+fn a_plan_whose_p_exceeds_the_cpus_says_so_at_validate_dry_run_and_before_run() {
+    let cpus = std::thread::available_parallelism().unwrap().get();
+    let tmp = crate::util::tempdir();
+    let plan = one_case_plan(tmp.path(), cpus + 1);
+    let plan = plan.to_str().unwrap();
+    let says = |err: &str, over: usize| {
+        err.starts_with("warning: ")
+            && err.contains(&format!(
+            "{over} of {over} runs oversubscribe this machine: their P (up to {}) exceeds its {cpus} CPU",
+            cpus + 1
+        ))
+    };
+    let out = run(&["validate", plan]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(says(&stderr(&out), 3), "validate: {}", stderr(&out));
+    let out = run(&["dry-run", plan]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(says(&stderr(&out), 3), "dry-run: {}", stderr(&out));
+    assert!(stdout(&out).ends_with("1 case × 1 stack × 3 repeats = 3 runs\n"));
+    let results = tmp.path().join("results");
+    let out = run(&[
+        "run",
+        plan,
+        "-q",
+        "--repeats",
+        "1",
+        "--results-dir",
+        results.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(says(&stderr(&out), 1), "run: {}", stderr(&out));
+    // The warning is the truth the results row records.
+    let run_dir = std::fs::read_dir(results.join("over"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let rows: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run_dir.join("results.json")).unwrap()).unwrap();
+    assert_eq!(rows["runs"][0]["oversubscribed"], true, "{rows}");
+
+    // P within the machine: nothing to warn about.
+    if cpus >= 2 {
+        let fits = one_case_plan(tmp.path(), 2);
+        for cmd in ["validate", "dry-run"] {
+            let out = run(&[cmd, fits.to_str().unwrap()]);
+            assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+            assert!(
+                !stderr(&out).contains("oversubscribe"),
+                "{cmd}: {}",
+                stderr(&out)
             );
         }
     }

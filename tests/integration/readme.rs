@@ -39,6 +39,27 @@ fn run_without_a_plan_runs_the_smoke_campaign_with_a_relative_results_dir() {
     }
     assert!(rows.iter().all(|r| r["correctness"] == "pass"), "{rows:?}");
     assert!(run_dir.join("reports/summary.md").is_file());
+
+    // `status --help` shows the run-dir layout this run made, and `status` reads it.
+    let help = stdout(&run_in(dir.path(), &["status", "--help"]));
+    let shown = help
+        .split('`')
+        .find(|s| s.starts_with("results/campaigns/"))
+        .unwrap_or_else(|| panic!("status --help shows the run-dir layout: {help}"));
+    let made = run_dir.strip_prefix(dir.path()).unwrap().to_str().unwrap();
+    let parts: Vec<&str> = shown.split('/').collect();
+    let real: Vec<&str> = made.split('/').collect();
+    assert_eq!(parts.len(), real.len(), "{shown} vs {made}");
+    for (p, r) in parts.iter().zip(&real) {
+        // `<campaign>` stands for any name; `run_<timestamp>` for `run_` and anything.
+        let literal = &p[..p.find('<').unwrap_or(p.len())];
+        assert!(
+            r.starts_with(literal),
+            "status --help shows {shown}; the run made {made}"
+        );
+    }
+    let out = run_in(dir.path(), &["status", made]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
 
 #[test]
@@ -110,4 +131,194 @@ fn the_readme_install_step_is_the_one_the_test_script_checks() {
     ] {
         assert!(readme.contains(promise), "README mentions {promise}");
     }
+}
+
+/// The README's `sh` block that installs the completions and the man page.
+fn readme_block_with(needle: &str) -> String {
+    let readme = std::fs::read_to_string(crate::util::root().join("README.md")).unwrap();
+    readme
+        .split("```sh\n")
+        .skip(1)
+        .map(|b| &b[..b.find("```").unwrap()])
+        .find(|b| b.contains(needle))
+        .unwrap_or_else(|| panic!("README has an sh block with {needle}"))
+        .to_string()
+}
+
+#[test]
+fn the_readme_completion_and_man_page_commands_work_as_written_on_a_clean_home() {
+    let home = tempdir();
+    let block = readme_block_with("campaign completions bash");
+    // `campaign` on PATH as the README's install step puts it there.
+    let bin = crate::util::exe().parent().unwrap().to_path_buf();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let have_man = std::process::Command::new("sh")
+        .args(["-c", "command -v man"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    // Without `man` the block's last line cannot run; everything before it still must.
+    let script = if have_man {
+        block.clone()
+    } else {
+        eprintln!("skipping the `man -l` line: man is not installed");
+        block
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("man "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let out = std::process::Command::new("sh")
+        .args(["-ec", &script])
+        .env("HOME", home.path())
+        .env("PATH", &path)
+        .env("MANPAGER", "cat")
+        .env("PAGER", "cat")
+        .env_remove("MANPATH")
+        .current_dir(home.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "README block failed on a clean HOME:\n{block}\n{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let completion = home
+        .path()
+        .join(".local/share/bash-completion/completions/campaign");
+    let text = std::fs::read_to_string(&completion).expect("completion file written");
+    assert!(text.contains("complete -F _campaign"), "{text}");
+    let page = home.path().join(".local/share/man/man1/campaign.1");
+    assert!(std::fs::metadata(&page).unwrap().len() > 0);
+    if !have_man {
+        return;
+    }
+    assert!(
+        stdout(&out).contains("dry-run"),
+        "man -l rendered the page: {}",
+        stdout(&out)
+    );
+    // The documented MANPATH makes `man campaign` find the page too.
+    let readme = std::fs::read_to_string(crate::util::root().join("README.md")).unwrap();
+    let manpath = "export MANPATH=\"$HOME/.local/share/man:\"";
+    assert!(readme.contains(manpath), "README documents MANPATH");
+    let out = std::process::Command::new("sh")
+        .args(["-ec", &format!("{manpath}; man campaign")])
+        .env("HOME", home.path())
+        .env("PATH", &path)
+        .env("MANPAGER", "cat")
+        .env("PAGER", "cat")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success() && stdout(&out).contains("dry-run"),
+        "MANPATH=… man campaign: {}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+}
+
+#[test]
+fn dry_run_counts_the_smoke_plans_runs_as_run_makes_them() {
+    // `campaign run` makes 54 runs of the smoke plan (the first test): dry-run says the same.
+    let out = crate::util::run(&["dry-run", "plans/smoke.toml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    let last = text.lines().last().unwrap();
+    assert_eq!(last, "18 cases × 1 stack × 3 repeats = 54 runs", "{text}");
+    let out = crate::util::run(&["dry-run", "plans/smoke.toml", "--repeats", "1"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.ends_with("18 cases × 1 stack × 1 repeat = 18 runs\n"),
+        "{text}"
+    );
+}
+
+/// The subcommands a `--help` lists under `Commands:` (without `help`).
+fn subcommands(help: &str) -> Vec<String> {
+    help.lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|name| *name != "help")
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn every_command_a_help_text_shows_runs_as_written_on_a_clean_home() {
+    let home = tempdir();
+    let bin = crate::util::exe().parent().unwrap().to_path_buf();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let have_man = std::process::Command::new("sh")
+        .args(["-c", "command -v man"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    // Every (sub)command path, one level of nesting deep (`history trend`, `bench allreduce`).
+    let mut paths: Vec<Vec<String>> = vec![vec![]];
+    let top = stdout(&run_in(home.path(), &["--help"]));
+    for sub in subcommands(&top) {
+        let mut args = vec![sub.clone(), "--help".to_string()];
+        let help = stdout(&crate::util::campaign().args(&args).output().unwrap());
+        args.pop();
+        for nested in subcommands(&help) {
+            paths.push(vec![sub.clone(), nested]);
+        }
+        paths.push(args);
+    }
+    assert!(paths.len() > 15, "{paths:?}");
+    let mut ran = 0;
+    for cmd in &paths {
+        let mut args: Vec<&str> = cmd.iter().map(String::as_str).collect();
+        args.push("--help");
+        let out = run_in(home.path(), &args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        // clap wraps long lines at spaces: one space for every run of whitespace undoes it.
+        let text = stdout(&out)
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        for (i, span) in text.split('`').enumerate() {
+            let runnable = span.starts_with("campaign ") || span.starts_with("mkdir ");
+            if i % 2 == 0 || !runnable {
+                continue;
+            }
+            if span.contains("man -l") && !have_man {
+                eprintln!("skipping `{span}`: man is not installed");
+                continue;
+            }
+            let out = std::process::Command::new("sh")
+                .args(["-ec", span])
+                .env("HOME", home.path())
+                .env("PATH", &path)
+                .env("MANPAGER", "cat")
+                .env("PAGER", "cat")
+                .current_dir(home.path())
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{args:?} shows `{span}`, which fails on a clean HOME: {}",
+                stderr(&out)
+            );
+            ran += 1;
+        }
+    }
+    // The completions and man-page examples, at least.
+    assert!(ran >= 2, "ran {ran} help examples");
+    assert!(home
+        .path()
+        .join(".local/share/bash-completion/completions/campaign")
+        .is_file());
 }

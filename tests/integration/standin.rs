@@ -320,12 +320,15 @@ fn simpler_distributed_plans_skips_and_runs_its_five_modes_as_declared() {
         util::stderr(&dry)
     );
     assert!(
-        listing.contains("15 runs (8 skipped: not supported by their stack)"),
+        listing.contains(
+            "15 cases × 1 stack × 3 repeats = 45 runs (24 skipped: not supported by their stack)"
+        ),
         "{listing}"
     );
     assert!(
-        listing
-            .contains("skipped simpler-distributed: p = 17 above this stack's max_p = 16 (5 runs)"),
+        listing.contains(
+            "skipped simpler-distributed: p = 17 above this stack's max_p = 16 (15 runs)"
+        ),
         "{listing}"
     );
     assert!(

@@ -16,7 +16,7 @@ use super::Failure;
 use crate::error::Result;
 use crate::model::case::fast::Hasher;
 use crate::model::plan::Plan;
-use crate::model::stack::StackDef;
+use crate::model::stack::{Resource, StackDef};
 
 /// Points per block: ~200 KiB of CSV, enough that handing a block over costs nothing next to
 /// making it.
@@ -35,6 +35,8 @@ pub(super) struct Row<'p> {
     pub(super) hash: String,
     /// Selected stacks that do not support this case (they would be `skipped` runs).
     pub(super) skipped: Vec<&'p str>,
+    /// Runs of this case (one repeat) that are CPU runs with P above the machine's CPUs.
+    pub(super) oversubscribed: u64,
     /// Why, one per `skipped` stack (the limit or constraint it fails).
     pub(super) reasons: Vec<String>,
 }
@@ -57,6 +59,7 @@ impl<'p> Source<'p> {
             defs: self.defs,
             devices: &self.plan.devices,
             hasher: Hasher::default(),
+            cpus: crate::engine::prepare::machine_cpus(),
         })
     }
 }
@@ -68,6 +71,8 @@ pub(super) struct Rows<'p> {
     pub(super) defs: &'p BTreeMap<String, StackDef>,
     devices: &'p crate::model::plan::DevicesConfig,
     hasher: Hasher,
+    /// The machine's CPUs (as `run` sizes its pool).
+    cpus: usize,
 }
 
 impl<'p> Rows<'p> {
@@ -78,7 +83,7 @@ impl<'p> Rows<'p> {
             Some(Err(e)) => return Err(Failure::Plan(e)),
         };
         let (defs, devices) = (self.defs, self.devices);
-        let (skipped, reasons) = self
+        let (skipped, reasons): (Vec<&str>, Vec<String>) = self
             .stacks
             .iter()
             .filter_map(|s| {
@@ -93,6 +98,17 @@ impl<'p> Rows<'p> {
                 Some((s.as_str(), why))
             })
             .unzip();
+        let oversubscribed = if case.p as usize > self.cpus {
+            self.stacks
+                .iter()
+                .filter(|s| {
+                    !skipped.contains(&s.as_str())
+                        && defs.get(*s).is_some_and(|d| d.resource() == Resource::Cpu)
+                })
+                .count() as u64
+        } else {
+            0
+        };
         Ok(Some(Row {
             case_id: self.hasher.case_id(case).to_string(),
             variant: case.variant.as_str(),
@@ -104,6 +120,7 @@ impl<'p> Rows<'p> {
             timed: case.timed_rounds,
             hash: self.hasher.equivalence_hash(case),
             skipped,
+            oversubscribed,
             reasons,
         }))
     }
@@ -133,6 +150,8 @@ pub(super) struct Block {
     pub(super) skipped: u64,
     /// (stack, reason) → runs.
     pub(super) why: BTreeMap<(String, String), u64>,
+    /// Runs (one repeat) that oversubscribe the machine, and their largest P.
+    pub(super) oversubscribed: (u64, u32),
     /// The case that ended the block early; the rows before it are in `bytes`.
     pub(super) failure: Option<Failure>,
 }
@@ -142,6 +161,10 @@ impl Block {
     pub(super) fn count(&mut self, row: &Row<'_>) {
         self.cases += 1;
         self.skipped += row.skipped.len() as u64;
+        if row.oversubscribed > 0 {
+            self.oversubscribed.0 += row.oversubscribed;
+            self.oversubscribed.1 = self.oversubscribed.1.max(row.p);
+        }
         for (stack, reason) in row.skipped.iter().zip(&row.reasons) {
             *self
                 .why

@@ -52,7 +52,11 @@ pub(crate) fn list(
             && plan.run.executor == crate::model::plan::ExecutorKind::Slurm);
     let result = match args.format {
         _ if slurm => write_sbatch(out, rows, plan),
-        ListFormat::Table => write_table(out, rows),
+        ListFormat::Table => write_table(
+            out,
+            rows,
+            u64::from(args.repeats.unwrap_or(plan.run.repeats).max(1)),
+        ),
         ListFormat::Json => write_json(out, rows),
         ListFormat::Csv => write_csv(out, rows),
     };
@@ -63,6 +67,43 @@ pub(crate) fn list(
         Err(Failure::Io(e)) => Err(Error::io("<stdout>", e)),
         Err(Failure::Plan(e)) => Err(e),
     }
+}
+
+/// The oversubscription warning for the plan as `run` would make it (`validate` prints it):
+/// the plan's stacks and `[run] repeats`, this machine's CPUs.
+pub(crate) fn oversubscription(plan: &crate::model::plan::Plan) -> Result<Option<String>> {
+    let defs = crate::stack::registry::resolve(&plan.stack_defs, &plan.source)?;
+    let source = Source {
+        plan,
+        filter: None,
+        stacks: &plan.stacks,
+        defs: &defs,
+    };
+    let mut rows = source.rows()?;
+    let (mut over, mut max_p, mut cases) = (0u64, 0u32, 0u64);
+    loop {
+        match rows.next_row() {
+            Ok(Some(row)) => {
+                cases += 1;
+                if row.oversubscribed > 0 {
+                    over += row.oversubscribed;
+                    max_p = max_p.max(row.p);
+                }
+            }
+            Ok(None) => break,
+            Err(Failure::Plan(e)) => return Err(e),
+            Err(Failure::Io(e)) => return Err(Error::io(&plan.source, e)),
+        }
+    }
+    let repeats = u64::from(plan.run.repeats.max(1));
+    let runs = cases * plan.stacks.len() as u64 * repeats;
+    let cpus = crate::engine::prepare::machine_cpus();
+    Ok(crate::engine::prepare::oversubscription_warning(
+        over * repeats,
+        runs,
+        cpus,
+        max_p,
+    ))
 }
 
 enum Failure {
@@ -137,7 +178,12 @@ const HEADERS: [&str; 10] = [
     "stacks",
 ];
 
-fn write_table(out: &mut impl Write, source: Source<'_>) -> std::result::Result<(), Failure> {
+/// The table, then the summary counting runs as `run` makes them: cases × stacks × repeats.
+fn write_table(
+    out: &mut impl Write,
+    source: Source<'_>,
+    repeats: u64,
+) -> std::result::Result<(), Failure> {
     // Column widths from the first rows (made once more by the blocks below: a few thousand
     // rows at most, against holding them).
     let mut sizing = source.rows().map_err(Failure::Plan)?;
@@ -165,6 +211,7 @@ fn write_table(out: &mut impl Write, source: Source<'_>) -> std::result::Result<
     )?;
     let mut n_cases = 0u64;
     let mut skipped = 0u64;
+    let mut over = (0u64, 0u32);
     // (stack, reason) → runs, so the summary names every limit or constraint that skips runs.
     let mut why: BTreeMap<(String, String), u64> = BTreeMap::new();
     let all = source.stacks.join(",");
@@ -185,18 +232,22 @@ fn write_table(out: &mut impl Write, source: Source<'_>) -> std::result::Result<
         out.write_all(&block.bytes)?;
         n_cases += block.cases;
         skipped += block.skipped;
+        over.0 += block.oversubscribed.0;
+        over.1 = over.1.max(block.oversubscribed.1);
         for (k, n) in block.why {
             *why.entry(k).or_default() += n;
         }
         Ok(())
     })?;
     let n_stacks = source.stacks.len() as u64;
-    let runs = n_cases * n_stacks;
+    let runs = n_cases * n_stacks * repeats;
+    let skipped = skipped * repeats;
     write!(
         out,
-        "{n_cases} {} × {n_stacks} {} = {runs} {}",
+        "{n_cases} {} × {n_stacks} {} × {repeats} {} = {runs} {}",
         plural(n_cases, "case", "cases"),
         plural(n_stacks, "stack", "stacks"),
+        plural(repeats, "repeat", "repeats"),
         plural(runs, "run", "runs")
     )?;
     if skipped > 0 {
@@ -205,6 +256,7 @@ fn write_table(out: &mut impl Write, source: Source<'_>) -> std::result::Result<
     writeln!(out)?;
     const SHOWN: usize = 20;
     for ((stack, reason), n) in why.iter().take(SHOWN) {
+        let n = &(n * repeats);
         writeln!(
             out,
             "  skipped {stack}: {reason} ({n} {})",
@@ -213,6 +265,13 @@ fn write_table(out: &mut impl Write, source: Source<'_>) -> std::result::Result<
     }
     if why.len() > SHOWN {
         writeln!(out, "  … and {} more skip reasons", why.len() - SHOWN)?;
+    }
+    let cpus = crate::engine::prepare::machine_cpus();
+    if let Some(w) =
+        crate::engine::prepare::oversubscription_warning(over.0 * repeats, runs, cpus, over.1)
+    {
+        out.flush()?;
+        eprintln!("warning: {w}");
     }
     Ok(())
 }
@@ -405,6 +464,7 @@ mod tests {
                 filter: filter.map(str::to_string),
                 stacks: Vec::new(),
                 executor: None,
+                repeats: None,
             };
             let mut out = Vec::new();
             let result = list(&plan, &args, &mut out);
@@ -446,7 +506,7 @@ mod tests {
             "{}",
             lines[7500]
         );
-        assert_eq!(lines[7501], "7500 cases × 1 stack = 7500 runs");
+        assert_eq!(lines[7501], "7500 cases × 1 stack × 3 repeats = 22500 runs");
 
         // The case at sweep position 1500 + 1199 (mesh, p = 4, count 1200; block 1) fails the filter.
         let (result, csv) = listing(

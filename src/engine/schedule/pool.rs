@@ -185,6 +185,11 @@ impl Pool {
         }
     }
 
+    /// The machine's CPUs that CPU runs lease.
+    pub(crate) fn cpu_count(&self) -> usize {
+        self.cpus.ids.len()
+    }
+
     pub(crate) fn placement(&self) -> Placement {
         self.placement
     }
