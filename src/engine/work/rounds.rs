@@ -84,23 +84,13 @@ pub(super) async fn run_rounds(
             )
             .map_err(Stop::Write)?;
         }
-        // A process may print at most this many native sample lines: each becomes a sample held
-        // in memory, and a stack printing them without end would grow campaign without bound.
-        let cap = max_samples(w, t);
-        let mut sample_lines = 0usize;
+        let mut cap = SampleCap::new(w, t);
         let ran = (job.backend)
             .run(request, &mut |line: OutputLine| {
                 cause.feed(&line);
-                if line
-                    .text
-                    .starts_with(crate::stack::parsers::native::SAMPLE_KEYWORD)
-                {
-                    sample_lines += 1;
-                    if sample_lines > cap {
-                        return;
-                    }
+                if cap.admits(&line) {
+                    parser.feed(&line)
                 }
-                parser.feed(&line)
             })
             .await
             .map_err(|e| match e {
@@ -132,14 +122,8 @@ pub(super) async fn run_rounds(
             append_marker(&limits.log_path, &end_marker(what, &outcome)).map_err(Stop::Write)?;
         }
         facts.signal = outcome.signal;
-        if sample_lines > cap {
-            tally.backend_verdict = Some((
-                RunStatus::Fail,
-                format!(
-                    "the stack printed {sample_lines} CAMPAIGN_SAMPLE lines where this process runs {} round(s); only the first {cap} were read (the rest are in run.log)",
-                    w + t
-                ),
-            ));
+        if let Some(verdict) = cap.verdict() {
+            tally.backend_verdict = Some(verdict);
         }
         if tally.add(outcome, parsed, subprocess, &limits, case) {
             break;
@@ -148,10 +132,48 @@ pub(super) async fn run_rounds(
     tally.judge(job, case, &limits, subprocess, &cause)
 }
 
-/// How many native sample lines one process of `warmup` + `timed` rounds may print: twice its
-/// rounds (a stack may report phases as samples of their own) and some slack.
-fn max_samples(warmup: u32, timed: u32) -> usize {
-    2 * (warmup as usize + timed as usize) + 64
+/// How many native sample lines one process may print: each becomes a sample held in memory,
+/// and a stack printing them without end would grow campaign without bound. Twice its rounds
+/// (a stack may report phases as samples of their own) and some slack; the rest are not parsed.
+struct SampleCap {
+    rounds: u32,
+    cap: usize,
+    seen: usize,
+}
+
+impl SampleCap {
+    fn new(warmup: u32, timed: u32) -> SampleCap {
+        SampleCap {
+            rounds: warmup + timed,
+            cap: 2 * (warmup as usize + timed as usize) + 64,
+            seen: 0,
+        }
+    }
+
+    /// Should `line` reach the parser?
+    fn admits(&mut self, line: &OutputLine) -> bool {
+        if !line
+            .text
+            .starts_with(crate::stack::parsers::native::SAMPLE_KEYWORD)
+        {
+            return true;
+        }
+        self.seen += 1;
+        self.seen <= self.cap
+    }
+
+    /// The run's verdict when the process printed past the cap.
+    fn verdict(&self) -> Option<(RunStatus, String)> {
+        (self.seen > self.cap).then(|| {
+            (
+                RunStatus::Fail,
+                format!(
+                    "the stack printed {} CAMPAIGN_SAMPLE lines where this process runs {} round(s); only the first {} were read (the rest are in run.log)",
+                    self.seen, self.rounds, self.cap
+                ),
+            )
+        })
+    }
 }
 
 /// The case file the stack reads: the planned one, or (placed on other devices than planned)
