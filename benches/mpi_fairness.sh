@@ -49,17 +49,31 @@ for shape in "${SHAPE_LIST[@]}"; do
   timed=$TIMED
   if [ "$count" -ge 16777216 ]; then timed=$((TIMED / 10 > 20 ? TIMED / 10 : 20)); fi
   : > "$TMP/h" ; : > "$TMP/b" ; : > "$TMP/o"
-  for _ in $(seq 1 "$REPS"); do
+  run_helper() {
     # shellcheck disable=SC2086 # HELPER_ARGS / OLD_ARGS are word lists
     "${MPIRUN[@]}" -np "$p" "$TMP/helper" --count "$count" --dtype fp32 --warmup "$WARMUP" --timed "$timed" ${HELPER_ARGS:-} \
       | sample_median >> "$TMP/h"
+  }
+  run_old() {
     if [ -n "${OLD_SRC:-}" ]; then
       # shellcheck disable=SC2086
       "${MPIRUN[@]}" -np "$p" "$TMP/old" --count "$count" --dtype fp32 --warmup "$WARMUP" --timed "$timed" ${OLD_ARGS:-} \
         | sample_median >> "$TMP/o"
     fi
+  }
+  run_bare() {
     "${MPIRUN[@]}" -np "$p" "$TMP/bare" "$count" "$WARMUP" "$timed" \
       | sed -n 's/.*median_s=\([^ ]*\).*/\1/p' >> "$TMP/b"
+  }
+  # The order rotates every repetition: the first program of a repetition (right after the
+  # previous one freed its buffers) measured up to 2x slower at 1 Mi on this machine, whichever
+  # program it was.
+  for rep in $(seq 1 "$REPS"); do
+    case $((rep % 3)) in
+      1) run_helper; run_old; run_bare ;;
+      2) run_bare; run_helper; run_old ;;
+      0) run_old; run_bare; run_helper ;;
+    esac
   done
   h=$(median < "$TMP/h"); b=$(median < "$TMP/b"); o=-; ob=-
   if [ -n "${OLD_SRC:-}" ]; then
