@@ -157,6 +157,10 @@ fn assert_passing_run(c: &Case) {
         assert_eq!(s["phase"], phase, "{s}");
         assert_eq!(s["round"], round, "{s}");
         assert_eq!(s["ok"], true, "{s}");
+        // By default only the first round and the last timed round are checked, and each
+        // sample says whether its output was.
+        let first_or_last = n == 0 || n as usize == samples.len() - 1;
+        assert_eq!(s["checked"], first_or_last, "{s}");
         let per_rank: Vec<f64> = s["per_rank_execute_s"]
             .as_array()
             .expect("per_rank_execute_s is a list")
@@ -206,21 +210,49 @@ fn mpi_golden_mismatch_exits_1_naming_rank_index_and_values() {
         .collect();
     assert_eq!(samples.len(), 3);
     assert_eq!(samples[0].1["ok"], true, "the warmup round is not spoiled");
-    assert_eq!(samples[1].1["ok"], false);
+    // The middle round is not checked by default: it says so and does not claim a failure
+    // nobody looked for; the last timed round is checked and fails.
+    assert_eq!(samples[1].1["checked"], false);
+    assert_eq!(samples[1].1["ok"], true);
+    assert_eq!(
+        (&samples[2].1["checked"], &samples[2].1["ok"]),
+        (&true.into(), &false.into())
+    );
     let (kind, done) = lines.last().unwrap();
     assert_eq!(kind, "CAMPAIGN_DONE");
     assert_eq!(done["correctness"], "fail");
     let error = done["error"].as_str().unwrap();
     // rank 1 spoils element 128; expected 2*128 + 100 = 356
     for part in [
+        "timed round 2",
         "rank 1",
         "1 of 256 elements",
         "index 128",
         "expected 356",
-        "2 of 3 rounds",
+        "1 of 2 checked rounds",
     ] {
         assert!(error.contains(part), "{part:?} missing from: {error}");
     }
+
+    // --check every: every round is checked, both spoiled timed rounds fail.
+    let out = run_case(&c, &["--inject-fault", "1", "--check", "every"]);
+    assert_eq!(out.status.code(), Some(1), "{}", util::stderr(&out));
+    let lines = protocol(&out);
+    let samples: Vec<_> = lines
+        .iter()
+        .filter(|(k, _)| k == "CAMPAIGN_SAMPLE")
+        .collect();
+    assert!(
+        samples.iter().all(|(_, s)| s["checked"] == true),
+        "{samples:?}"
+    );
+    assert_eq!(samples[1].1["ok"], false);
+    let error = lines.last().unwrap().1["error"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(error.contains("timed round 1"), "{error}");
+    assert!(error.contains("2 of 3 checked rounds"), "{error}");
 }
 
 #[test]
