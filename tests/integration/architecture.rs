@@ -312,3 +312,35 @@ fn the_function_counter_sees_a_long_function() {
     let text = format!("pub(crate) async fn run(\n    a: u32,\n) {{\n{body}}}\n\nfn decl();\n");
     assert_eq!(functions(&text), [("run".to_string(), 1, 7)]);
 }
+
+/// Standard output goes through `say!` (src/console.rs), which never panics on a closed pipe or
+/// a full disk: no file of src/ uses `println!` or `print!`.
+#[test]
+fn stdout_is_written_only_through_say() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut found = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            let bare = |m: &str| {
+                code.match_indices(m)
+                    .any(|(i, _)| !code[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_'))
+            };
+            if bare("println!(") || bare("print!(") {
+                found.push(format!(
+                    "{}:{}",
+                    file.strip_prefix(&src).unwrap().display(),
+                    n + 1
+                ));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "println!/print! instead of crate::say!:\n{}",
+        found.join("\n")
+    );
+}
