@@ -25,31 +25,21 @@ macro_rules! say {
 
 /// Write one line (the `say!` macro's body).
 pub fn line(args: std::fmt::Arguments<'_>) {
-    if GONE.load(Ordering::Relaxed) {
-        return;
-    }
-    let mut out = std::io::stdout().lock();
-    let written = out
-        .write_fmt(args)
-        .and_then(|()| out.write_all(b"\n"))
-        .and_then(|()| out.flush());
-    if written.is_err() {
-        GONE.store(true, Ordering::Relaxed);
-        silence();
-    }
+    write(|out| out.write_fmt(args).and_then(|()| out.write_all(b"\n")));
 }
 
 /// Write `text` as it is (a block that ends with its own newline), like `print!`.
 pub fn text(text: &str) {
+    write(|out| out.write_all(text.as_bytes()));
+}
+
+/// Run `put` on locked stdout and flush; the first failure silences stdout for good.
+fn write(put: impl FnOnce(&mut std::io::StdoutLock<'static>) -> std::io::Result<()>) {
     if GONE.load(Ordering::Relaxed) {
         return;
     }
     let mut out = std::io::stdout().lock();
-    if out
-        .write_all(text.as_bytes())
-        .and_then(|()| out.flush())
-        .is_err()
-    {
+    if put(&mut out).and_then(|()| out.flush()).is_err() {
         GONE.store(true, Ordering::Relaxed);
         silence();
     }

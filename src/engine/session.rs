@@ -577,20 +577,14 @@ fn reap_leftovers(run_dir: &Path, replay: &crate::store::journal::Replay) -> Map
         let cgroup = cgroup.as_ref().map(PathBuf::from);
         let vouched =
             crate::executor::unit::vouch(run_dir, step, state.attempts, unit, cgroup.as_deref());
-        match vouched {
-            Ok(unit) => open.push((step, unit)),
-            Err(why) => {
-                // The unit id checks out and only the cgroup does not: its cookie still finds
-                // the unit's own processes.
-                let id_ok = crate::executor::unit::vouch(run_dir, step, state.attempts, unit, None);
-                eprintln!(
-                    "warning: resume: the journal's `started` line of {step} names what this run dir did not make ({why}); {}",
-                    if id_ok.is_ok() { "only its unit's own processes are reaped" } else { "nothing of it is reaped" }
-                );
-                if let Ok(unit) = id_ok {
-                    open.push((step, unit));
-                }
-            }
+        if let Some(why) = &vouched.refused {
+            eprintln!(
+                "warning: resume: the journal's `started` line of {step} names what this run dir did not make ({why}); {}",
+                if vouched.unit.is_some() { "only its unit's own processes are reaped" } else { "nothing of it is reaped" }
+            );
+        }
+        if let Some(unit) = vouched.unit {
+            open.push((step, unit));
         }
     }
     // In step key order, as they are reported.

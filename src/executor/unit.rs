@@ -489,37 +489,58 @@ pub fn kill_all() {
     slots::remove_free();
 }
 
+/// What of a journaled unit may be reaped ([`vouch`]), and why the rest is refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Vouched {
+    /// `(unit id, cgroup)` to reap: the id when it is this run dir's, its cgroup only when it
+    /// is one campaign makes for that id.
+    pub unit: Option<(String, Option<PathBuf>)>,
+    /// Why (part of) what the line names is not this run dir's.
+    pub refused: Option<String>,
+}
+
 /// What a journal's `started` line says an attempt ran in, checked against what this run dir
 /// would have made: the unit id must be [`id_for`] of this run dir, step and attempt, and the
 /// cgroup (if any) one of campaign's own for this run dir — `campaign-<that id>` or one of the run
 /// dir's kept slots (`campaign-<tag>-s<k>`, [`slots`]) — at a plain absolute path inside the
 /// cgroup2 mount. A journal is a file anyone can hand over with a run dir: nothing it names is
-/// signalled or removed unless campaign would have named it so itself. `Err` says why the line
-/// is not trusted; an untrusted cgroup alone leaves the (checked) unit id, whose cookie still
-/// finds the unit's processes.
+/// signalled or removed unless campaign would have named it so itself. An untrusted cgroup alone
+/// leaves the (checked) unit id, whose cookie still finds the unit's processes.
 pub fn vouch(
     run_dir: &Path,
     step: &str,
     attempt: u32,
     unit: &str,
     cgroup: Option<&Path>,
-) -> std::result::Result<(String, Option<PathBuf>), String> {
+) -> Vouched {
     let expected = id_for(run_dir, step, attempt);
     if unit != expected {
-        return Err(format!(
-            "its unit `{unit}` is not the one this run dir gives attempt {attempt} (`{expected}`)"
-        ));
+        return Vouched {
+            unit: None,
+            refused: Some(format!(
+                "its unit `{unit}` is not the one this run dir gives attempt {attempt} (`{expected}`)"
+            )),
+        };
     }
     let Some(path) = cgroup else {
-        return Ok((expected, None));
+        return Vouched {
+            unit: Some((expected, None)),
+            refused: None,
+        };
     };
     let mount = std::fs::read_to_string("/proc/self/mountinfo")
         .ok()
         .and_then(|m| cgroup::cgroup2_mount(&m))
         .map(|(_, mount)| PathBuf::from(mount));
     match own_cgroup_path(run_dir, &expected, path, mount.as_deref()) {
-        Ok(()) => Ok((expected, Some(path.to_path_buf()))),
-        Err(why) => Err(format!("its cgroup `{}` {why}", path.display())),
+        Ok(()) => Vouched {
+            unit: Some((expected, Some(path.to_path_buf()))),
+            refused: None,
+        },
+        Err(why) => Vouched {
+            unit: Some((expected, None)),
+            refused: Some(format!("its cgroup `{}` {why}", path.display())),
+        },
     }
 }
 
@@ -661,9 +682,30 @@ mod tests {
         }
         assert!(own_cgroup_path(run_dir, &id, Path::new(&own), None).is_err());
         // A unit id this run dir does not give that attempt is refused outright.
-        assert!(vouch(run_dir, step, 1, &id, None).is_err());
-        assert!(vouch(Path::new("/r/run_2"), step, 2, &id, None).is_err());
-        assert_eq!(vouch(run_dir, step, 2, &id, None), Ok((id.clone(), None)));
+        for other in [
+            vouch(run_dir, step, 1, &id, None),
+            vouch(Path::new("/r/run_2"), step, 2, &id, None),
+        ] {
+            assert!(other.unit.is_none() && other.refused.is_some());
+        }
+        let ok = vouch(run_dir, step, 2, &id, None);
+        assert_eq!(
+            ok,
+            Vouched {
+                unit: Some((id.clone(), None)),
+                refused: None
+            }
+        );
+        // A foreign cgroup with the right id: only the id (its cookie) is kept.
+        let foreign = vouch(
+            run_dir,
+            step,
+            2,
+            &id,
+            Some(Path::new("/sys/fs/cgroup/user.slice")),
+        );
+        assert_eq!(foreign.unit, Some((id.clone(), None)));
+        assert!(foreign.refused.is_some());
     }
 
     #[test]
