@@ -149,17 +149,7 @@ fn readme_block_with(needle: &str) -> String {
 fn the_readme_completion_and_man_page_commands_work_as_written_on_a_clean_home() {
     let home = tempdir();
     let block = readme_block_with("campaign completions bash");
-    // `campaign` on PATH as the README's install step puts it there.
-    let bin = crate::util::exe().parent().unwrap().to_path_buf();
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let have_man = std::process::Command::new("sh")
-        .args(["-c", "command -v man"])
-        .output()
-        .is_ok_and(|o| o.status.success());
+    let (path, have_man) = path_and_man();
     // Without `man` the block's last line cannot run; everything before it still must.
     let script = if have_man {
         block.clone()
@@ -255,16 +245,7 @@ fn subcommands(help: &str) -> Vec<String> {
 #[test]
 fn every_command_a_help_text_shows_runs_as_written_on_a_clean_home() {
     let home = tempdir();
-    let bin = crate::util::exe().parent().unwrap().to_path_buf();
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let have_man = std::process::Command::new("sh")
-        .args(["-c", "command -v man"])
-        .output()
-        .is_ok_and(|o| o.status.success());
+    let (path, have_man) = path_and_man();
     // Every (sub)command path, one level of nesting deep (`history trend`, `bench allreduce`).
     let mut paths: Vec<Vec<String>> = vec![vec![]];
     let top = stdout(&run_in(home.path(), &["--help"]));
@@ -321,4 +302,20 @@ fn every_command_a_help_text_shows_runs_as_written_on_a_clean_home() {
         .path()
         .join(".local/share/bash-completion/completions/campaign")
         .is_file());
+}
+
+/// PATH with `campaign` on it, as the README's install step puts it there, and whether `man` is
+/// installed here.
+fn path_and_man() -> (String, bool) {
+    let bin = crate::util::exe().parent().unwrap().to_path_buf();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let have_man = std::process::Command::new("sh")
+        .args(["-c", "command -v man"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    (path, have_man)
 }
