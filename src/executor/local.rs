@@ -187,6 +187,10 @@ fn start_in_unit(spec: &ProcessSpec, program: &str) -> Result<Started> {
             "cannot create the containment unit of `{program}`: {e}"
         ))
     })?;
+    unit.bound(crate::executor::unit::shepherd::Bound {
+        timeout: spec.timeout,
+        grace: spec.grace,
+    });
     let waited_before = unit.cpu_wait_before();
     let start = Instant::now();
     let child = crate::executor::spawn::spawn(&spec.argv, &spec.env, &spec.cwd, &unit)

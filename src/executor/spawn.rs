@@ -32,7 +32,7 @@ use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
 use tokio::net::unix::pipe;
 
-use crate::executor::unit::{Unit, COOKIE};
+use crate::executor::unit::{shepherd, Unit, COOKIE};
 
 /// Stack of the child between `clone` and `execve` (it makes a handful of system calls).
 const CHILD_STACK: usize = 128 * 1024;
@@ -103,10 +103,21 @@ pub(crate) fn spawn(
         .iter()
         .find(|(k, _)| k == "PATH")
         .map(|(_, v)| v.as_os_str());
-    let path = cstring(find_program(program, path_var, cwd)?.into_vec())?;
-    let args: Vec<CString> = argv
-        .iter()
-        .map(|a| cstring(a.as_bytes().to_vec()))
+    let resolved = find_program(program, path_var, cwd)?;
+    // In the cookie fallback the unit's leader is a shepherd that runs the stack
+    // (`unit::shepherd`): then the file exec'd is campaign's own and the stack its argument.
+    let (path, words): (OsString, Vec<OsString>) = match unit.shepherd() {
+        Some(exe) => {
+            let mut words = vec![exe.as_os_str().to_os_string()];
+            words.extend(shepherd::arguments(unit.limits(), &resolved, argv));
+            (exe.as_os_str().to_os_string(), words)
+        }
+        None => (resolved, argv.iter().map(OsString::from).collect()),
+    };
+    let path = cstring(path.into_vec())?;
+    let args: Vec<CString> = words
+        .into_iter()
+        .map(|a| cstring(a.into_vec()))
         .collect::<io::Result<_>>()?;
     let env_c: Vec<CString> = envs
         .iter()

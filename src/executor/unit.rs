@@ -13,7 +13,9 @@
 
 pub(crate) mod cgroup;
 pub(crate) mod scan;
+pub mod shepherd;
 pub mod slots;
+pub mod warden;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -106,6 +108,17 @@ pub fn containment() -> &'static Containment {
         }
         chosen
     })
+}
+
+/// When this process was started as one of containment's helpers (`campaign __shepherd ...`,
+/// `campaign __warden`), run it and give its exit code; `None` for any other command line. The
+/// `campaign` binary calls this first, then [`shepherd::enable`].
+pub fn helper_main(args: &[std::ffi::OsString]) -> Option<i32> {
+    match args.get(1).and_then(|a| a.to_str()) {
+        Some(shepherd::ARG) => Some(shepherd::main(args)),
+        Some(warden::ARG) => Some(warden::main(args)),
+        _ => None,
+    }
 }
 
 /// The unit id of attempt `attempt` of step `step` in `run_dir`: stable, so the journal can
@@ -218,6 +231,8 @@ pub struct Unit {
     /// The last [`Unit::cpu_wait`] read (a slot's starting point for its next run).
     last_wait: Option<Duration>,
     leader: i32,
+    /// The limits a shepherd (cookie fallback) or the warden (cgroups) keeps if campaign dies.
+    limits: shepherd::Bound,
     /// Every pid the unit was seen to hold (zombie orphans among them are reaped).
     seen: BTreeSet<i32>,
     done: bool,
@@ -258,6 +273,7 @@ impl Unit {
             kept,
             last_wait: None,
             leader: 0,
+            limits: shepherd::Bound::default(),
             seen: BTreeSet::new(),
             done: false,
         })
@@ -297,11 +313,36 @@ impl Unit {
         }
     }
 
-    /// The pid campaign started (it counts as a member even without the cookie).
+    /// The run's timeout and grace, kept by a shepherd or the warden should campaign die
+    /// (`shepherd`, `warden`); set before the process is spawned.
+    pub fn bound(&mut self, limits: shepherd::Bound) {
+        self.limits = limits;
+    }
+
+    pub(crate) fn limits(&self) -> shepherd::Bound {
+        self.limits
+    }
+
+    /// The executable to start as this unit's leader in place of the stack: campaign itself
+    /// as shepherd, in the cookie fallback of the `campaign` binary; `None` otherwise.
+    pub(crate) fn shepherd(&self) -> Option<&'static Path> {
+        match (&self.cgroup, containment()) {
+            (None, Containment::Cookie) => shepherd::exe(),
+            _ => None,
+        }
+    }
+
+    /// The pid campaign started (it counts as a member even without the cookie). A cgroup
+    /// unit with a timeout is reported to the warden, which keeps its deadline if campaign dies.
     pub fn set_leader(&mut self, pid: i32) {
         self.leader = pid;
         if let Ok(mut l) = leaders().lock() {
             l.insert(pid);
+        }
+        if self.cgroup.is_some() {
+            if let Some(deadline) = self.limits.backup_deadline() {
+                warden::watch(&self.id, deadline, self.limits.grace);
+            }
         }
     }
 
@@ -443,6 +484,9 @@ impl Unit {
     fn forget(&mut self) {
         if let Ok(mut l) = live().lock() {
             l.remove(&self.id);
+        }
+        if self.cgroup.is_some() && self.limits.timeout.is_some() && self.leader > 0 {
+            warden::done(&self.id);
         }
         if let Ok(mut l) = leaders().lock() {
             l.remove(&self.leader);

@@ -573,3 +573,139 @@ fn resume_touches_nothing_a_hostile_journal_names() {
     );
     assert!(stderr.contains("nothing of it is reaped"), "{stderr}");
 }
+
+/// A plan with one run of a shell stack `script` (timeout `timeout`).
+fn shell_plan(dir: &Path, name: &str, script: &str, timeout: &str) -> PathBuf {
+    let text = format!(
+        r#"[campaign]
+name = "{name}"
+
+[case]
+platform = "host"
+
+[axes]
+variant = ["mesh"]
+p = [2]
+count = [256]
+stacks = ["daemon"]
+
+[rounds]
+warmup = 0
+timed = 1
+
+[run]
+timeout = "{timeout}"
+repeats = 1
+
+[devices]
+kind = "cpu"
+
+[stacks.daemon]
+command = ["sh", "-c", '''{script}''']
+shape = "subprocess"
+resource = "none"
+"#
+    );
+    let file = dir.join(format!("{name}.toml"));
+    std::fs::write(&file, text).unwrap();
+    file
+}
+
+/// The pid a stack wrote into `file`, once it is there and running.
+fn wait_pid(file: &Path) -> i32 {
+    let until = Instant::now() + CAP;
+    loop {
+        let pid = std::fs::read_to_string(file)
+            .ok()
+            .and_then(|t| t.trim().parse::<i32>().ok());
+        if let Some(pid) = pid.filter(|p| running(*p)) {
+            return pid;
+        }
+        assert!(
+            Instant::now() < until,
+            "{} never named a running pid",
+            file.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Wait until `pid` is gone (true) or the cap has passed (false).
+fn gone_within_cap(pid: i32) -> bool {
+    let until = Instant::now() + CAP;
+    while running(pid) {
+        if Instant::now() > until {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    true
+}
+
+/// Without cgroups, a daemon that clears `CAMPAIGN_UNIT`, starts a new session and is orphaned
+/// (its parent exits at once) is still the unit's: it is stopped with the run, not left behind
+/// when campaign exits (issue 31, item 7: the shepherd).
+#[test]
+fn a_daemon_that_clears_the_cookie_is_stopped_without_cgroups() {
+    let tmp = util::tempdir();
+    let pidfile = tmp.path().join("daemon.pid");
+    let script = format!(
+        "env -u CAMPAIGN_UNIT setsid sh -c 'sleep 300 & echo $! > {pid}'; \
+         while [ ! -s {pid} ]; do sleep 0.05; done; \
+         echo 'CAMPAIGN_SAMPLE {{\"execute_s\":0.001,\"ok\":true}}'; \
+         echo 'CAMPAIGN_DONE {{\"correctness\":\"pass\"}}'",
+        pid = pidfile.display()
+    );
+    let file = shell_plan(tmp.path(), "cookieless", &script, "5m");
+    let results = tmp.path().join("results");
+    let child = start(tmp.path(), &refs(&run_args(&file, &results)), true);
+    let out = wait_output(child);
+    // The stack waited for the pid file before it finished: it is complete now.
+    let daemon: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap_or_else(|e| panic!("no {}: {e}\n{}", pidfile.display(), util::stderr(&out)))
+        .trim()
+        .parse()
+        .unwrap();
+    let alive = running(daemon);
+    kill_leftovers(&[(String::new(), daemon)]);
+    assert!(
+        !alive,
+        "the cookie-less daemon {daemon} outlived campaign\n{}{}",
+        util::stdout(&out),
+        util::stderr(&out)
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+}
+
+/// After campaign itself is SIGKILLed, its stack is still stopped once its own timeout (plus
+/// campaign's grace and a margin) has passed — nobody has to resume first. With cgroups the
+/// warden keeps the deadline, in the fallback the shepherd.
+fn a_sigkilled_campaigns_stack_does_not_outlive_its_timeout(cookie: bool) {
+    let tmp = util::tempdir();
+    let pidfile = tmp.path().join("stack.pid");
+    let script = format!("sleep 600 & echo $! > {pid}; wait", pid = pidfile.display());
+    let file = shell_plan(tmp.path(), "orphaned", &script, "2s");
+    let results = tmp.path().join("results");
+    let child = start(tmp.path(), &refs(&run_args(&file, &results)), cookie);
+    let stack = wait_pid(&pidfile);
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let _ = wait_output(child);
+    // 2 s timeout + 5 s grace + 10 s kill wait + 15 s margin + 5 s grace ≪ the 120 s cap.
+    let gone = gone_within_cap(stack);
+    kill_leftovers(&[(String::new(), stack)]);
+    assert!(
+        gone,
+        "the stack {stack} outlived its timeout by more than {CAP:?}"
+    );
+}
+
+#[test]
+fn a_sigkilled_campaigns_stack_does_not_outlive_its_timeout_with_cgroups() {
+    a_sigkilled_campaigns_stack_does_not_outlive_its_timeout(false);
+}
+
+#[test]
+fn a_sigkilled_campaigns_stack_does_not_outlive_its_timeout_without_cgroups() {
+    a_sigkilled_campaigns_stack_does_not_outlive_its_timeout(true);
+}
