@@ -148,7 +148,9 @@ pub(crate) fn load_frozen_plan(
 /// run dir), or a plan file (the newest run dir of its campaign under the results dir).
 pub(crate) fn locate(target: &Path, results_dir: Option<&Path>) -> Result<PathBuf> {
     if target.is_dir() {
-        if target.join(journal::FILE_NAME).is_file() {
+        // Anything named journal.jsonl makes it a run dir: a journal that is a link, a FIFO or
+        // a device is then refused with what it is (`store::lock`, `model::file`).
+        if std::fs::symlink_metadata(target.join(journal::FILE_NAME)).is_ok() {
             return Ok(target.to_path_buf());
         }
         return newest_run_dir(target).ok_or_else(|| {

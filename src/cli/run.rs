@@ -62,6 +62,8 @@ pub(crate) fn run(args: &RunArgs) -> Result<i32> {
             args.exec.executor.map(executor_kind),
         )?,
     };
+    // A report template that cannot render fails now, not after every run has been paid for.
+    crate::report::preview::check_plan(&plan, args.exec.template.as_deref())?;
     // The same warnings `validate` and `dry-run` print: a run must not hide what they show.
     for w in &plan.warnings {
         eprintln!("warning: {w}");

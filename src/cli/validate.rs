@@ -52,6 +52,7 @@ fn validate_one(file: &Path, many: bool) -> Result<()> {
         Some("toml") => {
             let plan = crate::plan::load(file)?;
             crate::engine::stack_check::check_stacks(&plan, &plan.stacks)?;
+            crate::report::preview::check_plan(&plan, None)?;
             for w in &plan.warnings {
                 eprintln!("warning: {w}");
             }

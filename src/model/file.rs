@@ -13,17 +13,7 @@ pub(crate) const MAX_INPUT_BYTES: u64 = 64 * 1024 * 1024;
 /// Read `path` whole if it is a regular file (links followed) of at most `max` bytes. The error
 /// says what the file is instead (kind `InvalidInput`) or why it cannot be read.
 pub(crate) fn read_regular(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)?;
-    let meta = file.metadata()?;
-    if !meta.is_file() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            format!("is {}, not a regular file", kind(&meta)),
-        ));
-    }
+    let (file, meta) = open_regular(path)?;
     if meta.len() > max {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
@@ -40,6 +30,23 @@ pub(crate) fn read_regular(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
         ));
     }
     Ok(bytes)
+}
+
+/// Open `path` for reading if it is a regular file (links followed), with its metadata; a FIFO,
+/// device or socket is refused (kind `InvalidInput`) without ever blocking in `open`.
+pub(crate) fn open_regular(path: &Path) -> std::io::Result<(std::fs::File, std::fs::Metadata)> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("is {}, not a regular file", kind(&meta)),
+        ));
+    }
+    Ok((file, meta))
 }
 
 /// [`read_regular`] as UTF-8 text.

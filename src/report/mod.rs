@@ -21,6 +21,7 @@ pub mod font;
 pub(crate) mod history;
 pub(crate) mod html;
 pub mod markdown;
+pub(crate) mod preview;
 pub mod summary;
 
 pub(crate) use summary::Analysis;

@@ -286,7 +286,13 @@ fn run_line(run_dir: &Path, replay: &Replay, key: &str, case_id: &str, stack: &s
     let bundle = run_dir.join(&rel).is_dir().then_some(rel.clone());
     let manifest = bundle
         .as_ref()
-        .and_then(|_| std::fs::read_to_string(run_dir.join(&rel).join("manifest.json")).ok())
+        .and_then(|_| {
+            crate::model::file::read_regular_text(
+                &run_dir.join(&rel).join("manifest.json"),
+                crate::model::file::MAX_INPUT_BYTES,
+            )
+            .ok()
+        })
         .and_then(|t| serde_json::from_str::<Value>(&t).ok());
     let manifest_reason = manifest.as_ref().and_then(|m| {
         ["reason", "error"]

@@ -219,12 +219,17 @@ fn a_closed_or_full_stdout_never_panics() {
     }
 }
 
-/// A report that fails (a template that does not render) costs no recorded result: the results
-/// files hold every run, the failure is said on stderr even under `-q`, and the exit code is 6.
+/// A report that fails (a template that renders in `validate`'s preview but not on this
+/// campaign's results) costs no recorded result: the results files hold every run, the failure
+/// is said on stderr even under `-q`, and the exit code is 6.
 #[test]
 fn a_failed_report_is_said_and_exits_6_with_every_run_recorded() {
     let tmp = tempdir();
-    std::fs::write(tmp.path().join("bad.md.j2"), "{{ nope.x }}\n").unwrap();
+    std::fs::write(
+        tmp.path().join("bad.md.j2"),
+        "{% if totals.runs == 2 %}{{ nope.x }}{% endif %}\n",
+    )
+    .unwrap();
     let plan = tmp.path().join("badreport.toml");
     std::fs::write(
         &plan,
@@ -382,4 +387,30 @@ fn hostile_values_in_templates_never_run_on_any_backend() {
             "{name}: the stack saw {lines:?}"
         );
     }
+}
+
+/// A report template that cannot render is refused before anything runs: `validate` and `run`
+/// exit 2 naming the template and its line, and `run` makes no run dir (issue 31, item 4).
+#[test]
+fn a_report_template_that_cannot_render_is_refused_before_any_run() {
+    let tmp = tempdir();
+    std::fs::write(
+        tmp.path().join("bad.md.j2"),
+        "# {{ title }}\n{{ nope.x }}\n",
+    )
+    .unwrap();
+    let plan = tmp.path().join("badreport.toml");
+    std::fs::write(&plan, format!("{PLAN}[report]\ntemplate = \"bad.md.j2\"\n")).unwrap();
+    let o = run_in(tmp.path(), &["validate", plan.to_str().unwrap()]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("bad.md.j2:2") && err.contains("undefined"),
+        "{err}"
+    );
+    let o = run_quiet(tmp.path(), &plan);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("bad.md.j2:2"), "{err}");
+    assert!(!tmp.path().join("results").exists(), "a run dir was made");
 }

@@ -560,3 +560,69 @@ fn a_hostile_header_repeats_is_refused_and_costs_no_row() {
         );
     }
 }
+
+/// `campaign ARGS`, killed if it has not exited within a generous cap (a hang is the failure
+/// this guards against, so it must not hang the suite): the output, or `None` on a hang.
+fn run_capped(args: &[&str]) -> Option<std::process::Output> {
+    let child = util::campaign()
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as i32;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(std::time::Duration::from_secs(120)) {
+        Ok(out) => Some(out.unwrap()),
+        Err(_) => {
+            // SAFETY: kill(2) on our own hung child.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            None
+        }
+    }
+}
+
+/// A journal that is a FIFO, a link to `/dev/zero` or holds a 20 MB line makes `status` and
+/// `resume` refuse the run dir with a message naming the journal — never a hang or a read
+/// without end (issue 31, item 2).
+#[test]
+fn a_journal_that_is_not_a_file_or_holds_a_monster_line_is_refused_without_hanging() {
+    let tmp = util::tempdir();
+    let (_, run_dir) = finished_run(tmp.path());
+    let journal = run_dir.join("journal.jsonl");
+    let kept = std::fs::read_to_string(&journal).unwrap();
+    let dir = run_dir.to_str().unwrap();
+    let check = |what: &str, commands: &[&str], expect: &str| {
+        for cmd in commands {
+            let out = run_capped(&[cmd, dir]).unwrap_or_else(|| panic!("{cmd} hung on {what}"));
+            let err = util::stderr(&out);
+            assert_ne!(out.status.code(), Some(0), "{cmd} on {what}: {err}");
+            assert!(err.contains(expect), "{cmd} on {what}: {err}");
+        }
+    };
+
+    std::fs::remove_file(&journal).unwrap();
+    let c = std::ffi::CString::new(journal.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo on a NUL-terminated path we own.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    check("a FIFO", &["status"], "is a FIFO, not a regular file");
+    check("a FIFO", &["resume"], "journal.jsonl");
+
+    std::fs::remove_file(&journal).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &journal).unwrap();
+    check("/dev/zero", &["status"], "is a device, not a regular file");
+    check("/dev/zero", &["resume"], "is a symbolic link");
+
+    std::fs::remove_file(&journal).unwrap();
+    let last = kept.lines().last().unwrap();
+    let monster = format!("{{\"x\":\"{}\"}}\n", "a".repeat(20 << 20));
+    std::fs::write(&journal, format!("{kept}{monster}{last}\n")).unwrap();
+    check(
+        "a 20 MB line",
+        &["status", "resume"],
+        "campaign writes journal lines of at most",
+    );
+}

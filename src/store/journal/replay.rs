@@ -160,9 +160,17 @@ impl Replay {
     }
 }
 
+/// Largest journal read (a regular file only): a 1,000,000-run campaign writes ~0.6 GB.
+pub(crate) const MAX_JOURNAL_BYTES: u64 = 8 << 30;
+
+/// Longest journal line read; campaign's own lines are far shorter (the header of a large
+/// campaign counts its runs instead of naming them).
+pub(crate) const MAX_LINE_BYTES: usize = 16 << 20;
+
 /// Read `path` (a `journal.jsonl`).
 pub(crate) fn replay(path: &Path) -> Result<Replay> {
-    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let bytes = crate::model::file::read_regular(path, MAX_JOURNAL_BYTES)
+        .map_err(|e| Error::io(path, e))?;
     let mut out = Replay {
         path: path.to_path_buf(),
         ..Replay::default()
@@ -179,7 +187,16 @@ pub(crate) fn replay(path: &Path) -> Result<Replay> {
         // The header is kept whole; every other line is read into the few typed fields the
         // replay needs, borrowed from `bytes` (no map per line: a 100,000-run journal is
         // 200,000 lines).
-        let parsed = if !*terminated {
+        let parsed = if raw.len() > MAX_LINE_BYTES {
+            // Campaign never writes such a line: refused before any parser sees it.
+            Err((
+                1,
+                format!(
+                    "the line is {} bytes; campaign writes journal lines of at most {MAX_LINE_BYTES}",
+                    raw.len()
+                ),
+            ))
+        } else if !*terminated {
             // An unterminated line was cut mid-write even if its prefix happens to parse.
             Err((raw.len(), "line has no terminating newline".to_string()))
         } else if number == 1 {
@@ -245,7 +262,7 @@ pub(crate) fn replay(path: &Path) -> Result<Replay> {
 /// header) and the last one: opening a journal to append cuts it off, and the one replay that
 /// follows (resume's) checks the rest — a large journal is read and parsed once, not twice.
 pub(crate) fn torn_tail(path: &Path) -> Result<Option<TornLine>> {
-    let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let (mut file, _) = crate::model::file::open_regular(path).map_err(|e| Error::io(path, e))?;
     // A journal of a newer format is refused before anything is cut; an unreadable header
     // cuts nothing and is reported by the replay.
     let head = first_line(&mut file).map_err(|e| Error::io(path, e))?;
@@ -265,14 +282,15 @@ pub(crate) fn torn_tail(path: &Path) -> Result<Option<TornLine>> {
         return Ok(None);
     }
     // Torn (rare): its line number needs the lines before it counted.
-    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let bytes = crate::model::file::read_regular(path, MAX_JOURNAL_BYTES)
+        .map_err(|e| Error::io(path, e))?;
     Ok(Some(torn(split_lines(&bytes).len(), offset, raw.len())))
 }
 
 /// The journal's header line as a JSON object, read alone (the replay reads it again and
 /// reports what is wrong with it): `None` when the first line is not a JSON object.
 pub(crate) fn header(path: &Path) -> Option<Map<String, Value>> {
-    let mut file = std::fs::File::open(path).ok()?;
+    let (mut file, _) = crate::model::file::open_regular(path).ok()?;
     match serde_json::from_slice(&first_line(&mut file).ok()?) {
         Ok(Value::Object(header)) => Some(header),
         _ => None,
@@ -281,9 +299,10 @@ pub(crate) fn header(path: &Path) -> Option<Map<String, Value>> {
 
 /// The bytes of the first line, without its `\n`.
 fn first_line(file: &mut std::fs::File) -> std::io::Result<Vec<u8>> {
-    use std::io::BufRead;
+    use std::io::{BufRead, Read};
     let mut line = Vec::new();
-    std::io::BufReader::new(file).read_until(b'\n', &mut line)?;
+    // Never more than a line campaign could have written (and one byte to tell).
+    std::io::BufReader::new(file.take(MAX_LINE_BYTES as u64 + 1)).read_until(b'\n', &mut line)?;
     if line.last() == Some(&b'\n') {
         line.pop();
     }
