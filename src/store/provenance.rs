@@ -28,6 +28,13 @@ pub(crate) const ENV_PREFIXES: &[&str] = &[
     "LD_LIBRARY_PATH",
 ];
 
+/// The built-in stack (campaign's own CPU collectives), which has no root folder.
+pub(crate) const BUILT_IN: &str = "host";
+
+/// The git commit this campaign binary was built from (`build.rs`), when it was built in a
+/// checkout.
+pub(crate) const BUILD_COMMIT: Option<&str> = option_env!("CAMPAIGN_GIT_COMMIT");
+
 /// Collect provenance. `roots` maps stack name → root folder (resolved by the caller).
 pub(crate) fn collect(
     plan_hash: Option<&str>,
@@ -53,11 +60,15 @@ pub(crate) fn collect(
             .iter()
             .map(|(stack, root)| {
                 let root = root.as_ref();
+                // The built-in `host` stack is campaign's own code: its commit is the build's.
+                let built_in = (stack == BUILT_IN && root.is_none())
+                    .then(|| BUILD_COMMIT.map(String::from))
+                    .flatten();
                 (
                     stack.clone(),
                     StackRoot {
                         path: root.map(|r| r.display().to_string()),
-                        git_commit: root.and_then(|r| git_commit(r)),
+                        git_commit: root.and_then(|r| git_commit(r)).or(built_in),
                         nested_git: root.map(|r| nested_git(r)).unwrap_or_default(),
                         dirty: root.map(|r| dirty_files(r)).unwrap_or_default(),
                         ..StackRoot::default()
@@ -389,6 +400,20 @@ mod tests {
         let c = git_commit(&here).expect("the crate is in a git checkout");
         assert_eq!(c.len(), 40, "{c}");
         assert!(c.chars().all(|ch| ch.is_ascii_hexdigit()));
+    }
+
+    /// `history show` gave `–` as the commit of the built-in stack from a git checkout.
+    #[test]
+    fn the_built_in_stack_carries_the_commit_of_the_build() {
+        let mut roots = BTreeMap::new();
+        roots.insert("host".to_string(), None);
+        roots.insert("mpi".to_string(), None);
+        let p = collect(None, None, &roots, None);
+        let built = BUILD_COMMIT.expect("this crate is built in a git checkout");
+        assert_eq!(built.len(), 40, "{built}");
+        assert_eq!(p.stack_roots["host"].git_commit.as_deref(), Some(built));
+        assert_eq!(p.stack_roots["host"].path, None);
+        assert_eq!(p.stack_roots["mpi"].git_commit, None);
     }
 
     #[test]
