@@ -713,11 +713,11 @@ fn compare_with_one_short_repeat_prints_numbers_and_why_but_no_verdict() {
     assert_eq!(out.status.code(), Some(0));
     let text = util::stdout(&out);
     assert!(
-        text.contains("too few samples (n=2 timed rounds in 1 repeat"),
+        text.contains("not judged: too few rounds (n=2 timed rounds in 1 repeat"),
         "{text}"
     );
     assert!(text.contains("(no CI)"), "{text}");
-    assert!(text.contains("1 too few samples"), "{text}");
+    assert!(text.contains("1 not judged"), "{text}");
 }
 
 #[test]
