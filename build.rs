@@ -20,7 +20,10 @@ fn main() {
     println!("cargo:rustc-env=CAMPAIGN_GIT_COMMIT={commit}");
     // Run again when HEAD moves: HEAD itself (a checkout) and the branch it names (a commit).
     if let Some(dir) = git(&["rev-parse", "--git-dir"]) {
-        println!("cargo:rerun-if-changed={}", Path::new(&dir).join("HEAD").display());
+        println!(
+            "cargo:rerun-if-changed={}",
+            Path::new(&dir).join("HEAD").display()
+        );
     }
     if let (Some(common), Some(branch)) = (
         git(&["rev-parse", "--git-common-dir"]),
@@ -28,6 +31,9 @@ fn main() {
     ) {
         let common = Path::new(&common);
         println!("cargo:rerun-if-changed={}", common.join(&branch).display());
-        println!("cargo:rerun-if-changed={}", common.join("packed-refs").display());
+        println!(
+            "cargo:rerun-if-changed={}",
+            common.join("packed-refs").display()
+        );
     }
 }

@@ -49,6 +49,8 @@ pub(crate) struct Params {
     pub(crate) noise: f64,
     /// Penalty per change; None = max(2 ln n, 9).
     pub(crate) penalty: Option<f64>,
+    /// Points with a run stalled for a CPU beyond this share of its time are left out.
+    pub(crate) max_contention: f64,
 }
 
 impl Default for Params {
@@ -56,6 +58,7 @@ impl Default for Params {
         Params {
             noise: DEFAULT_NOISE,
             penalty: None,
+            max_contention: crate::model::history::MAX_CONTENTION,
         }
     }
 }
@@ -232,7 +235,7 @@ pub(crate) fn series_steps(series: &Series, params: &Params) -> Vec<Step> {
         .points
         .iter()
         .enumerate()
-        .filter(|(_, p)| p.clean())
+        .filter(|(_, p)| p.clean_at(params.max_contention))
         .map(|(i, p)| {
             (
                 i,
@@ -308,7 +311,7 @@ mod tests {
         assert!(detect(&obs(&m), &Params::default()).is_empty());
         let tight = Params {
             noise: 0.005,
-            penalty: None,
+            ..Params::default()
         };
         let steps = detect(&obs(&m), &tight);
         assert_eq!(steps.len(), 1, "{steps:?}");

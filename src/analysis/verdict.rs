@@ -84,6 +84,9 @@ pub(crate) fn meaningful(i: Interval) -> bool {
     i.lo.is_finite() && i.hi.is_finite() && i.lo > 1.0 / MAX_SPAN - 1.0 && i.hi < MAX_SPAN - 1.0
 }
 
+/// How the reason "the interval crosses the band" begins.
+const CROSSES: &str = "the verdict interval";
+
 /// The widest ratio (either way) an interval of a change may span and still be printed.
 pub(crate) const MAX_SPAN: f64 = 10.0;
 
@@ -340,14 +343,20 @@ pub(crate) fn judge_all(rows: &[Evidence], m: usize, threshold: f64) -> (f64, Ve
             let (v, why) = match judge(&e.a, &e.b, wide, threshold) {
                 (Change::NoChange, why) => (Change::NoChange, why),
                 _ if e.caveat.is_some() => (Change::NotJudged, e.caveat.clone()),
-                (Change::NoClearDifference, _) if !meaningful(wide) => (
-                    Change::NotJudged,
-                    Some(format!(
-                        "too few rounds ({} repeat(s) × {} timed rounds per side leave the verdict interval wider than ×{MAX_SPAN:.0} either way; add [rounds] timed or [run] repeats)",
-                        e.a.len().min(e.b.len()),
-                        e.fewest_rounds
-                    )),
-                ),
+                // Only an interval that would be printed ("crosses the band") is replaced; the
+                // reason "the repeats overlap" prints none.
+                (Change::NoClearDifference, Some(w))
+                    if !meaningful(wide) && w.starts_with(CROSSES) =>
+                {
+                    (
+                        Change::NotJudged,
+                        Some(format!(
+                            "too few rounds ({} repeat(s) × {} timed rounds per side leave the verdict interval wider than ×{MAX_SPAN:.0} either way; add [rounds] timed or [run] repeats)",
+                            e.a.len().min(e.b.len()),
+                            e.fewest_rounds
+                        )),
+                    )
+                }
                 other => other,
             };
             (v, why, wide)
@@ -394,7 +403,7 @@ fn judge(a: &[f64], b: &[f64], wide: Interval, threshold: f64) -> (Change, Optio
         return (
             Change::NoClearDifference,
             Some(format!(
-                "the verdict interval [{:+.1} %, {:+.1} %] crosses the ±{:.1} % noise band",
+                "{CROSSES} [{:+.1} %, {:+.1} %] crosses the ±{:.1} % noise band",
                 wide.lo * 100.0,
                 wide.hi * 100.0,
                 threshold * 100.0
@@ -563,8 +572,16 @@ mod tests {
     #[test]
     fn an_interval_without_meaning_is_not_judged_and_not_printed() {
         let e = Evidence::new(
-            &[vec![1.0, 1.0, 1.0], vec![1.0, 1.0, 1.0], vec![9.0, 9.0, 9.0]],
-            &[vec![1.0, 1.0, 1.0], vec![30.0, 30.0, 30.0], vec![1.1, 1.1, 1.1]],
+            &[
+                vec![1.0, 1.0, 1.0],
+                vec![1.0, 1.0, 1.0],
+                vec![9.0, 9.0, 9.0],
+            ],
+            &[
+                vec![1.0, 1.0, 1.0],
+                vec![30.0, 30.0, 30.0],
+                vec![1.1, 1.1, 1.1],
+            ],
             None,
             || wide(0.0, 0.0),
         );
@@ -572,7 +589,10 @@ mod tests {
         let (v, why, interval) = &judged[0];
         assert!(!meaningful(*interval), "{interval:?}");
         let text = v.words(why.as_deref());
-        assert!(text.starts_with("not judged: too few rounds (3 repeat(s) × 3 timed rounds"), "{text}");
+        assert!(
+            text.starts_with("not judged: too few rounds (3 repeat(s) × 3 timed rounds"),
+            "{text}"
+        );
         assert!(!text.contains(" %"), "{text}");
         assert!(meaningful(wide(-0.5, 2.0)));
         assert!(!meaningful(wide(f64::NEG_INFINITY, 0.1)));

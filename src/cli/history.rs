@@ -279,6 +279,8 @@ fn regressions(args: &HistoryRegressionsArgs) -> Result<i32> {
     let params = Params {
         noise: parse_noise(&args.noise)?,
         penalty: args.penalty,
+        max_contention: crate::analysis::compare::parse_max_contention(&args.max_contention)
+            .map_err(Error::Usage)?,
     };
     if let Some(p) = params.penalty {
         if !(p.is_finite() && p > 0.0) {

@@ -53,7 +53,12 @@ pub const MAX_CONTENTION: f64 = 0.10;
 impl Point {
     /// Neither contended nor oversubscribed: its median is the stack's, not the machine's.
     pub fn clean(&self) -> bool {
-        !self.oversubscribed && !self.cpu_contention.is_some_and(|c| c > MAX_CONTENTION)
+        self.clean_at(MAX_CONTENTION)
+    }
+
+    /// Neither oversubscribed nor stalled for a CPU more than `max_contention` of its time.
+    pub fn clean_at(&self, max_contention: f64) -> bool {
+        !self.oversubscribed && !self.cpu_contention.is_some_and(|c| c > max_contention)
     }
 }
 

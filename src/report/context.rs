@@ -308,7 +308,7 @@ pub(crate) fn build(results: &ResultSet, a: &Analysis, title: Option<&str>) -> C
                     stack: k.clone(),
                     path: v.path.clone(),
                     git_commit: v.git_commit.clone(),
-                    built_in: v.path.is_none() && k == crate::store::provenance::BUILT_IN,
+                    built_in: v.path.is_none() && k == crate::model::results::BUILT_IN_STACK,
                     program: v.program.clone(),
                 })
                 .collect(),
@@ -459,11 +459,7 @@ impl Context {
 /// results.csv holds —, the worst of them, and what that means for their numbers.
 fn contention_note(results: &ResultSet) -> Option<String> {
     let limit = crate::analysis::verdict::DEFAULT_MAX_CONTENTION;
-    let contended: Vec<_> = results
-        .runs
-        .iter()
-        .filter(|r| r.contended(limit))
-        .collect();
+    let contended: Vec<_> = results.runs.iter().filter(|r| r.contended(limit)).collect();
     let worst = contended.iter().max_by(|a, b| {
         a.cpu_contention
             .partial_cmp(&b.cpu_contention)

@@ -28,8 +28,7 @@ pub(crate) const ENV_PREFIXES: &[&str] = &[
     "LD_LIBRARY_PATH",
 ];
 
-/// The built-in stack (campaign's own CPU collectives), which has no root folder.
-pub(crate) const BUILT_IN: &str = "host";
+use crate::model::results::BUILT_IN_STACK as BUILT_IN;
 
 /// The git commit this campaign binary was built from (`build.rs`), when it was built in a
 /// checkout.

@@ -199,11 +199,12 @@ impl History {
             if s.key.host_fingerprint != host_fingerprint {
                 continue;
             }
-            // A point the machine distorted says nothing about the series' spread.
+            // Contended points stay: the spread they add makes a verdict more careful, never
+            // less (`regressions`, which calls steps from the points themselves, leaves them out).
             let points: Vec<Point> = s
                 .points
                 .into_iter()
-                .filter(|p| !leave_out.contains(&p.run_dir) && p.clean())
+                .filter(|p| !leave_out.contains(&p.run_dir))
                 .collect();
             if !points.is_empty() {
                 out.entry((s.case_id, s.key.stack))

@@ -262,7 +262,12 @@ fn repeats(levels: &[(f64, Option<f64>)], started: &str) -> Vec<RunResult> {
             let rounds: Vec<f64> = (0..30).map(|i| m * (1.0 + 0.002 * i as f64)).collect();
             let mut r = run("host", &rounds, started);
             if k > 0 {
-                r.case_id = format!("{}{}{}", r.case_id, crate::model::results::REPEAT_MARK, k + 1);
+                r.case_id = format!(
+                    "{}{}{}",
+                    r.case_id,
+                    crate::model::results::REPEAT_MARK,
+                    k + 1
+                );
             }
             r.cpu_contention = *contention;
             r
@@ -294,8 +299,14 @@ fn steps_of(dirs: &[(String, Vec<RunResult>)]) -> Vec<crate::model::history::Ste
 fn two_runs_six_minutes_apart_thirty_percent_apart_are_no_step() {
     let calm = |m| vec![(m, None), (m, None), (m, None)];
     let steps = steps_of(&[
-        ("20261201_100000".into(), repeats(&calm(1e-3), "2026-12-01T10:00:00Z")),
-        ("20261201_100600".into(), repeats(&calm(0.7e-3), "2026-12-01T10:06:00Z")),
+        (
+            "20261201_100000".into(),
+            repeats(&calm(1e-3), "2026-12-01T10:00:00Z"),
+        ),
+        (
+            "20261201_100600".into(),
+            repeats(&calm(0.7e-3), "2026-12-01T10:06:00Z"),
+        ),
     ]);
     assert!(steps.is_empty(), "{steps:?}");
 }
@@ -307,7 +318,11 @@ fn two_runs_six_minutes_apart_thirty_percent_apart_are_no_step() {
 #[test]
 fn one_starved_repeat_is_no_step_either_way() {
     let calm = vec![(1.3e-6, Some(0.0)), (1.31e-6, Some(0.01)), (1.29e-6, None)];
-    let starved = vec![(1.3e-6, Some(0.0)), (1.32e-6, Some(0.02)), (2.0e-3, Some(0.7))];
+    let starved = vec![
+        (1.3e-6, Some(0.0)),
+        (1.32e-6, Some(0.02)),
+        (2.0e-3, Some(0.7)),
+    ];
     let dir = |i: usize, r: &Vec<(f64, Option<f64>)>| {
         let start = format!("2026-12-01T10:{i:02}:00Z");
         (format!("20261201_10{i:02}00"), repeats(r, &start))
