@@ -348,10 +348,17 @@ pub(crate) fn judge_all(rows: &[Evidence], m: usize, threshold: f64) -> (f64, Ve
                 (Change::NoClearDifference, Some(w))
                     if !meaningful(wide) && w.starts_with(CROSSES) =>
                 {
+                    // Few rounds make each repeat's median noisy; with enough rounds it is the
+                    // spread between few repeats that leaves the interval without meaning.
+                    let cause = if e.fewest_rounds < MIN_ROUNDS {
+                        "too few rounds"
+                    } else {
+                        "too few repeats for their spread"
+                    };
                     (
                         Change::NotJudged,
                         Some(format!(
-                            "too few rounds ({} repeat(s) × {} timed rounds per side leave the verdict interval wider than ×{MAX_SPAN:.0} either way; add [rounds] timed or [run] repeats)",
+                            "{cause} ({} repeat(s) × {} timed rounds per side leave the verdict interval wider than ×{MAX_SPAN:.0} either way; add [rounds] timed or [run] repeats)",
                             e.a.len().min(e.b.len()),
                             e.fewest_rounds
                         )),

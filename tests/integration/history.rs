@@ -293,19 +293,24 @@ fn a_stack_made_twice_as_slow_in_the_third_run_is_a_regression() {
     let svg = b.dir.path().join("trend.svg");
     let out = b.history(&["trend", "--stack", "scaled", "--out", svg.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
-    assert!(std::fs::read_to_string(&svg)
-        .unwrap()
-        .contains("slower ×2.00 at #3"));
+    // The trend, like the report, leaves contended points out (see above).
+    if worst <= 0.10 {
+        assert!(std::fs::read_to_string(&svg)
+            .unwrap()
+            .contains("slower ×2.00 at #3"));
+    }
     // The same trend as one self-contained page: the series, its change point, hover values.
     let html = b.dir.path().join("trend.html");
     let out = b.history(&["trend", "--out", html.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
     let page = std::fs::read_to_string(&html).unwrap();
-    assert!(page.contains("<strong>slower ×2.00 ["), "{page:.3000}");
-    assert!(
-        page.contains("change point: slower ×2.00"),
-        "no hover value at the step"
-    );
+    if worst <= 0.10 {
+        assert!(page.contains("<strong>slower ×2.00 ["), "{page:.3000}");
+        assert!(
+            page.contains("change point: slower ×2.00"),
+            "no hover value at the step"
+        );
+    }
     assert!(page.contains("<svg") && !page.contains("src=\"http"));
     let out = b.history(&["trend", "--out", "t.jpg"]);
     assert_eq!(out.status.code(), Some(2), "{}", show(&out));
