@@ -14,12 +14,13 @@ use crate::report::summary::Analysis;
 type Key = SeriesKey;
 /// (x, busbw at the CI's slow end, median busbw, at its fast end).
 type Bar = (f64, f64, f64, f64);
+/// (x, busbw, distorted: oversubscribed or contended) of one measured point.
+type Measured = (f64, f64, bool);
 /// (x, busbw, hover text) of one measured point.
 type HoverAt = (f64, f64, String);
 
 pub(crate) fn build(a: &Analysis, results: &ResultSet) -> Result<Panels, String> {
-    // (x, busbw, distorted: oversubscribed or contended) per series.
-    let mut g: BTreeMap<u32, BTreeMap<Key, Vec<(f64, f64, bool)>>> = BTreeMap::new();
+    let mut g: BTreeMap<u32, BTreeMap<Key, Vec<Measured>>> = BTreeMap::new();
     let mut texts: BTreeMap<(u32, Key), Vec<HoverAt>> = BTreeMap::new();
     let mut bars: BTreeMap<(u32, Key), Vec<Bar>> = BTreeMap::new();
     for s in a.stats.values() {
