@@ -93,6 +93,10 @@ pub(crate) fn add_stack_facts(
 ) {
     let entry = provenance.stack_roots.entry(stack.to_string()).or_default();
     entry.env = env.clone();
+    // The built-in stack has no root (so `collect` never saw it): its commit is the build's.
+    if stack == BUILT_IN && entry.path.is_none() && entry.git_commit.is_none() {
+        entry.git_commit = BUILD_COMMIT.map(String::from);
+    }
     if let Some(path) = program.and_then(resolve_program) {
         // Only interpreters and launchers are asked for their version: any other program
         // might take `--version` for work to do.
@@ -407,8 +411,13 @@ mod tests {
         let mut roots = BTreeMap::new();
         roots.insert("host".to_string(), None);
         roots.insert("mpi".to_string(), None);
-        let p = collect(None, None, &roots, None);
+        let mut p = collect(None, None, &roots, None);
         let built = BUILD_COMMIT.expect("this crate is built in a git checkout");
+        // As the engine records it: `host` is not among the roots, only its facts are added.
+        let mut q = collect(None, None, &BTreeMap::new(), None);
+        add_stack_facts(&mut q, "host", None, &BTreeMap::new());
+        assert_eq!(q.stack_roots["host"].git_commit.as_deref(), Some(built));
+        add_stack_facts(&mut p, "host", None, &BTreeMap::new());
         assert_eq!(built.len(), 40, "{built}");
         assert_eq!(p.stack_roots["host"].git_commit.as_deref(), Some(built));
         assert_eq!(p.stack_roots["host"].path, None);
