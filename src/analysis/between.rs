@@ -91,6 +91,8 @@ mod tests {
             ci_lo_s: estimate * (-half).exp(),
             ci_hi_s: estimate * half.exp(),
             n: 10,
+            cpu_contention: None,
+            oversubscribed: false,
         }
     }
 

@@ -14,6 +14,14 @@
 //! eight or more points the series' own run-to-run scatter (median absolute difference of
 //! neighbours) raises τ when the machine is noisier than the floor says.
 //!
+//! A step found is kept only when the series can tell it from its own between-campaign noise:
+//! the old level has at least `MIN_LEVEL_POINTS` points, and the new level lies outside the 95 %
+//! prediction interval of one more campaign at the old level (Student's t over the old level's
+//! log medians, never narrower than the noise floor). Two runs of the same code six minutes
+//! apart on a busy machine differ by 30 %; one earlier point cannot say whether that is the
+//! machine or the code. Points whose runs were contended or oversubscribed (`Point::clean`) are
+//! left out of a stored series before detection: their medians are the machine's.
+//!
 //! Pure: no I/O, no knowledge of stores or series keys. Owns the numbers, not the verdicts
 //! shown to users.
 
@@ -41,6 +49,8 @@ pub(crate) struct Params {
     pub(crate) noise: f64,
     /// Penalty per change; None = max(2 ln n, 9).
     pub(crate) penalty: Option<f64>,
+    /// Points with a run stalled for a CPU beyond this share of its time are left out.
+    pub(crate) max_contention: f64,
 }
 
 impl Default for Params {
@@ -48,6 +58,7 @@ impl Default for Params {
         Params {
             noise: DEFAULT_NOISE,
             penalty: None,
+            max_contention: crate::model::history::MAX_CONTENTION,
         }
     }
 }
@@ -159,8 +170,28 @@ fn segment_starts(p: &Prefix, n: usize, beta: f64) -> Vec<usize> {
     starts
 }
 
+/// Points the old level needs before a step from it is reported: with fewer, the series'
+/// campaign-to-campaign noise is not measured.
+pub(crate) const MIN_LEVEL_POINTS: usize = 2;
+
+/// Is the level change `delta` (log) beyond what one more campaign at the old level, whose log
+/// medians are `old`, would show by chance (a two-sided 95 % prediction interval), and beyond
+/// the noise floor?
+fn beyond_noise(old: &[f64], delta: f64, noise: f64) -> bool {
+    let n = old.len();
+    if n < MIN_LEVEL_POINTS {
+        return false;
+    }
+    let mean = old.iter().sum::<f64>() / n as f64;
+    let var = old.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+    let t = distrs::StudentsT::ppf(0.975, (n - 1) as f64);
+    let bound = (t * (var * (1.0 + 1.0 / n as f64)).sqrt()).max((1.0 + noise.max(0.0)).ln());
+    delta.abs() > bound
+}
+
 /// The steps of a series, oldest first. Points with a non-positive or non-finite median must
-/// be left out by the caller. Fewer than two points have no steps.
+/// be left out by the caller. Fewer than two points have no steps; a step is kept only beyond
+/// the old level's own noise (`beyond_noise`).
 pub(crate) fn detect(obs: &[Observation], params: &Params) -> Vec<Step> {
     let n = obs.len();
     if n < 2 {
@@ -176,6 +207,10 @@ pub(crate) fn detect(obs: &[Observation], params: &Params) -> Vec<Step> {
         let (before, wb) = prefix.level(bounds[k - 1], bounds[k]);
         let (after, wa) = prefix.level(bounds[k], bounds[k + 1]);
         let delta = after - before;
+        let old: Vec<f64> = x[bounds[k - 1]..bounds[k]].to_vec();
+        if !beyond_noise(&old, delta, params.noise) {
+            continue;
+        }
         let se = (1.0 / wa + 1.0 / wb).sqrt();
         steps.push(Step {
             at: bounds[k],
@@ -193,18 +228,30 @@ pub(crate) fn detect(obs: &[Observation], params: &Params) -> Vec<Step> {
     steps
 }
 
-/// The steps of a stored series (its points are passing runs with positive medians).
+/// The steps of a stored series (its points are passing runs with positive medians), found
+/// over its clean points only (`Point::clean`); each step's `at` indexes `series.points`.
 pub(crate) fn series_steps(series: &Series, params: &Params) -> Vec<Step> {
-    let obs: Vec<Observation> = series
+    let (index, obs): (Vec<usize>, Vec<Observation>) = series
         .points
         .iter()
-        .map(|p| Observation {
-            median: p.median_s,
-            lo: p.ci_lo_s,
-            hi: p.ci_hi_s,
+        .enumerate()
+        .filter(|(_, p)| p.clean_at(params.max_contention))
+        .map(|(i, p)| {
+            (
+                i,
+                Observation {
+                    median: p.median_s,
+                    lo: p.ci_lo_s,
+                    hi: p.ci_hi_s,
+                },
+            )
         })
-        .collect();
-    detect(&obs, params)
+        .unzip();
+    let mut steps = detect(&obs, params);
+    for s in &mut steps {
+        s.at = index[s.at];
+    }
+    steps
 }
 
 #[cfg(test)]
@@ -264,7 +311,7 @@ mod tests {
         assert!(detect(&obs(&m), &Params::default()).is_empty());
         let tight = Params {
             noise: 0.005,
-            penalty: None,
+            ..Params::default()
         };
         let steps = detect(&obs(&m), &tight);
         assert_eq!(steps.len(), 1, "{steps:?}");

@@ -312,7 +312,7 @@ pub fn compare_with(
             .filter(|_| metric == Metric::ExecuteS);
         let (change, ci, verdict, why) = match (comparable, too_few) {
             (false, _) => (None, None, Change::NotComparable, None),
-            (true, Some(why)) => (change, None, Change::TooFewSamples, Some(why)),
+            (true, Some(why)) => (change, None, Change::NotJudged, Some(why)),
             (true, None) => {
                 let k = format!("{}/{}/compare", key.0, key.1);
                 let da = boot.hierarchical_draws(&sa.sorted, &format!("{k}/a"));
@@ -325,8 +325,9 @@ pub fn compare_with(
                     })
                     .caveat(caveat),
                 );
-                let ci = shift(ratio_interval(&db, &da));
-                (change, Some(ci), Change::NoClearDifference, None)
+                // An interval that spans more than ×10 either way says nothing: not printed.
+                let ci = Some(shift(ratio_interval(&db, &da))).filter(|i| verdict::meaningful(*i));
+                (change, ci, Change::NoClearDifference, None)
             }
         };
         rows.push(CompareRow {
@@ -409,10 +410,7 @@ pub fn to_markdown(c: &Comparison, name_a: &str, name_b: &str) -> String {
             (Some(ch), None) => format!("{} (no CI)", pct(ch)),
             _ => "–".into(),
         };
-        let verdict = match &r.why {
-            Some(why) => format!("{} ({why})", r.verdict.as_str()),
-            None => r.verdict.as_str().to_string(),
-        };
+        let verdict = r.verdict.words(r.why.as_deref());
         out.push_str(&format!(
             "| `{}` | {} | {} | {} | {} | {} | {} | {} |\n",
             r.case_id,
@@ -452,12 +450,12 @@ pub fn to_markdown(c: &Comparison, name_a: &str, name_b: &str) -> String {
         }
     }
     out.push_str(&format!(
-        "\n{} slower, {} faster, {} no change, {} no clear difference, {} too few samples, {} not comparable\n",
+        "\n{} slower, {} faster, {} no change, {} no clear difference, {} not judged, {} not comparable\n",
         c.count(Change::Slower),
         c.count(Change::Faster),
         c.count(Change::NoChange),
         c.count(Change::NoClearDifference),
-        c.count(Change::TooFewSamples),
+        c.count(Change::NotJudged),
         c.count(Change::NotComparable)
     ));
     out
@@ -623,13 +621,13 @@ mod tests {
             &Bootstrap::default(),
         );
         let r = &c.rows[0];
-        assert_eq!(r.verdict, Change::TooFewSamples);
+        assert_eq!(r.verdict, Change::NotJudged);
         assert!(r.ci.is_none());
         assert!(r
             .why
             .as_deref()
             .unwrap()
-            .starts_with("n=3 timed rounds in 1 repeat"));
+            .starts_with("too few rounds (n=3 timed rounds in 1 repeat"));
         assert!(!c.regressed());
     }
 
@@ -643,7 +641,8 @@ mod tests {
         );
         let r = &c.rows[0];
         assert!(r.ci.unwrap().lo > 0.5);
-        assert_eq!(r.verdict, Change::NoClearDifference);
+        assert_eq!(r.verdict, Change::NotJudged);
+        assert!(r.why.as_deref().unwrap().starts_with("one repeat"));
         assert!(r
             .why
             .as_deref()
@@ -698,7 +697,7 @@ mod tests {
         let c = compare(&a, &b, 0.05, &Bootstrap::default());
         let r = &c.rows[0];
         assert!(r.b.conditions.oversubscribed && !r.a.conditions.oversubscribed);
-        assert_eq!(r.verdict, Change::NoClearDifference);
+        assert_eq!(r.verdict, Change::NotJudged);
         assert!(
             r.why
                 .as_deref()

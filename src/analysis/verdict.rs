@@ -40,11 +40,14 @@ pub enum Change {
     Slower,
     /// The whole verdict interval lies inside the noise band.
     NoChange,
-    /// The interval crosses the noise band's edge, or the evidence cannot carry a verdict (too
-    /// few repeats, overlapping repeats): the reason says which.
+    /// The interval crosses the noise band's edge, or the repeats overlap: the evidence was
+    /// weighed and does not carry a verdict; the reason says which.
     NoClearDifference,
-    /// Too few timed rounds in a single repeat for an interval.
-    TooFewSamples,
+    /// The evidence was not weighed: the runs were contended or oversubscribed, a side has
+    /// fewer than `MIN_REPEATS` repeats, or too few timed rounds for an interval that means
+    /// anything. The reason starts with the short cause ("contended", "one repeat", "too few
+    /// rounds") that `words` prints after "not judged: ".
+    NotJudged,
     /// One side did not pass (or has no timed samples).
     NotComparable,
 }
@@ -56,11 +59,36 @@ impl Change {
             Change::Slower => "slower",
             Change::NoChange => "no change",
             Change::NoClearDifference => "no clear difference",
-            Change::TooFewSamples => "too few samples",
+            Change::NotJudged => "not judged",
             Change::NotComparable => "not comparable",
         }
     }
 }
+
+impl Change {
+    /// The verdict as a reader sees it: "not judged: contended (B): …", "no clear difference
+    /// (the repeats overlap: …)", "slower".
+    pub(crate) fn words(self, why: Option<&str>) -> String {
+        match (self, why) {
+            (Change::NotJudged, Some(w)) => format!("not judged: {w}"),
+            (v, Some(w)) => format!("{} ({w})", v.as_str()),
+            (v, None) => v.as_str().to_string(),
+        }
+    }
+}
+
+/// An interval of a change (`median_b / median_a − 1`) that says something: finite, and within
+/// a factor of `MAX_SPAN` either way. A wider one (Welch's t with 2 degrees of freedom at a
+/// family-wise level over a handful of starved rounds reaches +10²¹ %) is not printed.
+pub(crate) fn meaningful(i: Interval) -> bool {
+    i.lo.is_finite() && i.hi.is_finite() && i.lo > 1.0 / MAX_SPAN - 1.0 && i.hi < MAX_SPAN - 1.0
+}
+
+/// How the reason "the interval crosses the band" begins.
+const CROSSES: &str = "the verdict interval";
+
+/// The widest ratio (either way) an interval of a change may span and still be printed.
+pub(crate) const MAX_SPAN: f64 = 10.0;
 
 /// The confidence level of each verdict interval when `m` rows carry one and none is known
 /// to have changed (Bonferroni): the level of rows judged on their rounds alone.
@@ -94,7 +122,7 @@ pub(crate) fn too_few(repeats: &[Vec<f64>]) -> Option<String> {
     let rounds = repeats.iter().map(Vec::len).min().unwrap_or(0);
     (repeats.len() == 1 && rounds < MIN_ROUNDS).then(|| {
         format!(
-            "n={rounds} timed rounds in 1 repeat; an interval needs >= {MIN_ROUNDS} rounds or >= 2 repeats"
+            "too few rounds (n={rounds} timed rounds in 1 repeat; an interval needs >= {MIN_ROUNDS} rounds or >= 2 repeats)"
         )
     })
 }
@@ -191,6 +219,8 @@ impl RepeatStats {
 pub(crate) struct Evidence {
     a: Vec<f64>,
     b: Vec<f64>,
+    /// Timed rounds of the smallest repeat of either side (named when the interval is too wide).
+    fewest_rounds: usize,
     stats: Option<RepeatStats>,
     rounds: Option<Interval>,
     /// Why these timings cannot carry a faster/slower verdict whatever they say (runs with more
@@ -208,12 +238,14 @@ impl Evidence {
         between: Option<Between>,
         rounds: impl FnOnce() -> Interval,
     ) -> Evidence {
+        let fewest_rounds = a.iter().chain(b).map(Vec::len).min().unwrap_or(0);
         let (a, b) = (medians(a), medians(b));
         let stats = RepeatStats::of(&a, &b, between);
         let rounds = stats.is_none().then(rounds);
         Evidence {
             a,
             b,
+            fewest_rounds,
             stats,
             rounds,
             caveat: None,
@@ -231,7 +263,7 @@ impl Evidence {
 /// waiting while others held the CPUs: its cgroup's "full" CPU pressure) was measured on a busy
 /// machine: its row gets no faster/slower verdict. Medians shrug off a few stalled rounds; a
 /// tenth of the run is no longer a few.
-pub const DEFAULT_MAX_CONTENTION: f64 = 0.10;
+pub const DEFAULT_MAX_CONTENTION: f64 = crate::model::history::MAX_CONTENTION;
 
 /// How the machine treated one side's runs: what can keep its timings from carrying a verdict.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
@@ -306,9 +338,31 @@ pub(crate) fn judge_all(rows: &[Evidence], m: usize, threshold: f64) -> (f64, Ve
                     hi: f64::INFINITY,
                 },
             };
+            // The machine's part comes first: a contended or oversubscribed row is not judged,
+            // whatever its interval says (only "no change" stands: the runs agreed anyway).
             let (v, why) = match judge(&e.a, &e.b, wide, threshold) {
-                (Change::Faster | Change::Slower, _) if e.caveat.is_some() => {
-                    (Change::NoClearDifference, e.caveat.clone())
+                (Change::NoChange, why) => (Change::NoChange, why),
+                _ if e.caveat.is_some() => (Change::NotJudged, e.caveat.clone()),
+                // Only an interval that would be printed ("crosses the band") is replaced; the
+                // reason "the repeats overlap" prints none.
+                (Change::NoClearDifference, Some(w))
+                    if !meaningful(wide) && w.starts_with(CROSSES) =>
+                {
+                    // Few rounds make each repeat's median noisy; with enough rounds it is the
+                    // spread between few repeats that leaves the interval without meaning.
+                    let cause = if e.fewest_rounds < MIN_ROUNDS {
+                        "too few rounds"
+                    } else {
+                        "too few repeats for their spread"
+                    };
+                    (
+                        Change::NotJudged,
+                        Some(format!(
+                            "{cause} ({} repeat(s) × {} timed rounds per side leave the verdict interval wider than ×{MAX_SPAN:.0} either way; add [rounds] timed or [run] repeats)",
+                            e.a.len().min(e.b.len()),
+                            e.fewest_rounds
+                        )),
+                    )
                 }
                 other => other,
             };
@@ -340,10 +394,15 @@ fn judge(a: &[f64], b: &[f64], wide: Interval, threshold: f64) -> (Change, Optio
     let slower = wide.lo > threshold;
     let repeats = a.len().min(b.len());
     if repeats < MIN_REPEATS {
+        let count = if repeats == 1 {
+            "one repeat".to_string()
+        } else {
+            format!("{repeats} repeats")
+        };
         return (
-            Change::NoClearDifference,
+            Change::NotJudged,
             Some(format!(
-                "{repeats} repeat(s): run-to-run variance is not measured; a verdict needs >= {MIN_REPEATS} repeats per side ([run] repeats)"
+                "{count} (run-to-run variance is not measured; a verdict needs >= {MIN_REPEATS} repeats per side, [run] repeats)"
             )),
         );
     }
@@ -351,7 +410,7 @@ fn judge(a: &[f64], b: &[f64], wide: Interval, threshold: f64) -> (Change, Optio
         return (
             Change::NoClearDifference,
             Some(format!(
-                "the verdict interval [{:+.1} %, {:+.1} %] crosses the ±{:.1} % noise band",
+                "{CROSSES} [{:+.1} %, {:+.1} %] crosses the ±{:.1} % noise band",
                 wide.lo * 100.0,
                 wide.hi * 100.0,
                 threshold * 100.0
@@ -400,8 +459,11 @@ mod tests {
     #[test]
     fn fewer_than_three_repeats_or_overlapping_repeats_or_a_straddling_interval_give_no_verdict() {
         let (v, why) = judge(&[1.0], &[2.0], wide(0.9, 1.1), 0.05);
-        assert_eq!(v, Change::NoClearDifference);
-        assert!(why.unwrap().contains("1 repeat(s)"));
+        assert_eq!(v, Change::NotJudged);
+        assert_eq!(
+            v.words(why.as_deref()),
+            "not judged: one repeat (run-to-run variance is not measured; a verdict needs >= 3 repeats per side, [run] repeats)"
+        );
         let (a, b) = ([1.0, 1.3, 0.98], [1.2, 1.25, 1.22]);
         let (v, why) = judge(&a, &b, wide(0.06, 0.3), 0.05);
         assert_eq!(v, Change::NoClearDifference);
@@ -468,7 +530,7 @@ mod tests {
     fn only_a_short_single_repeat_is_too_few() {
         assert!(too_few(&[vec![1.0; 9]])
             .unwrap()
-            .starts_with("n=9 timed rounds in 1 repeat"));
+            .starts_with("too few rounds (n=9 timed rounds in 1 repeat"));
         assert!(too_few(&[vec![1.0; 10]]).is_none());
         assert!(too_few(&[vec![1.0; 3], vec![1.0; 3]]).is_none());
     }
@@ -490,6 +552,57 @@ mod tests {
         let df = st.se.powi(4) / (2.0 * side * side / 2.0 + 0.02f64.powi(2) / 10.0);
         assert!((st.df - df).abs() < 1e-9, "{st:?}");
         assert!(st.interval(0.95).lo < plain.interval(0.95).lo);
+    }
+
+    /// A 10× gap on a contended side is "not judged: contended", not "no clear difference"
+    /// (host_vs_mpi on a loaded machine printed the latter for 0.107 [0.089, 0.126]).
+    #[test]
+    fn a_contended_gap_is_not_judged_whatever_its_interval() {
+        let hot = Conditions {
+            oversubscribed: false,
+            cpu_contention: Some(0.45),
+        };
+        let e = Evidence::new(
+            &[vec![1.0], vec![1.3], vec![0.7]],
+            &[vec![0.1], vec![0.11], vec![0.2]],
+            None,
+            || wide(0.0, 0.0),
+        )
+        .caveat(caveat(Conditions::default(), hot, DEFAULT_MAX_CONTENTION));
+        let (_, judged) = judge_all(&[e], 1, 0.05);
+        let text = judged[0].0.words(judged[0].1.as_deref());
+        assert!(text.starts_with("not judged: contended (B)"), "{text}");
+    }
+
+    /// Three repeats of three starved rounds give Welch's t few degrees of freedom: the
+    /// interval reaches +10²¹ %; it is "not judged: too few rounds" and never printed.
+    #[test]
+    fn an_interval_without_meaning_is_not_judged_and_not_printed() {
+        let e = Evidence::new(
+            &[
+                vec![1.0, 1.0, 1.0],
+                vec![1.0, 1.0, 1.0],
+                vec![9.0, 9.0, 9.0],
+            ],
+            &[
+                vec![1.0, 1.0, 1.0],
+                vec![30.0, 30.0, 30.0],
+                vec![1.1, 1.1, 1.1],
+            ],
+            None,
+            || wide(0.0, 0.0),
+        );
+        let (_, judged) = judge_all(&[e], 18, 0.05);
+        let (v, why, interval) = &judged[0];
+        assert!(!meaningful(*interval), "{interval:?}");
+        let text = v.words(why.as_deref());
+        assert!(
+            text.starts_with("not judged: too few rounds (3 repeat(s) × 3 timed rounds"),
+            "{text}"
+        );
+        assert!(!text.contains(" %"), "{text}");
+        assert!(meaningful(wide(-0.5, 2.0)));
+        assert!(!meaningful(wide(f64::NEG_INFINITY, 0.1)));
     }
 
     const OVER: Conditions = Conditions {
@@ -515,12 +628,11 @@ mod tests {
         )
         .caveat(caveat(Conditions::default(), OVER, DEFAULT_MAX_CONTENTION));
         let (_, judged) = judge_all(&[slow, same], 2, 0.05);
-        assert_eq!(judged[0].0, Change::NoClearDifference);
+        assert_eq!(judged[0].0, Change::NotJudged);
         assert!(judged[0]
-            .1
-            .as_deref()
-            .unwrap()
-            .starts_with("oversubscribed (both sides)"));
+            .0
+            .words(judged[0].1.as_deref())
+            .starts_with("not judged: oversubscribed (both sides)"));
         assert_eq!(judged[1].0, Change::NoChange);
         let calm = Conditions::default();
         assert_eq!(caveat(calm, calm, DEFAULT_MAX_CONTENTION), None);

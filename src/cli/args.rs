@@ -380,6 +380,10 @@ pub(crate) struct HistoryRegressionsArgs {
     /// Penalty per change point (default: max(2 ln n, 9)).
     #[arg(long)]
     pub(crate) penalty: Option<f64>,
+    /// Leave out points with a run that had no CPU for more than this share of its time
+    /// (contended; oversubscribed points are always left out); `100%` keeps every point.
+    #[arg(long, value_name = "SHARE", default_value = "10%")]
+    pub(crate) max_contention: String,
     /// Output format: an aligned table, JSON, JUnit XML or a CI job summary (Markdown).
     #[arg(long, value_enum, default_value_t = RegressionsFormat::Table)]
     pub(crate) format: RegressionsFormat,

@@ -166,13 +166,22 @@ fn show(args: &HistoryShowArgs) -> Result<i32> {
         let _ = writeln!(out, "{}", series_title(s));
         let _ = writeln!(
             out,
-            "  {:>3}  {:<19}  {:<24}  {:<10}  {:>10}  {:<23}  {:>4}",
+            "  {:>3}  {:<19}  {:<24}  {:<10}  {:>10}  {:<23}  {:>4}  machine",
             "#", "date (UTC)", "run", "commit", "median", "95% CI", "n"
         );
         for (i, p) in s.points.iter().enumerate() {
+            // What the machine did to the point: `regressions` leaves such points out.
+            let machine = match (p.oversubscribed, p.clean()) {
+                (true, _) => "oversubscribed (left out)".to_string(),
+                (false, false) => format!(
+                    "contended {:.0} % (left out)",
+                    p.cpu_contention.unwrap_or(0.0) * 100.0
+                ),
+                (false, true) => "ok".to_string(),
+            };
             let _ = writeln!(
                 out,
-                "  {:>3}  {:<19}  {:<24}  {:<10}  {:>10}  {:<23}  {:>4}",
+                "  {:>3}  {:<19}  {:<24}  {:<10}  {:>10}  {:<23}  {:>4}  {}",
                 i + 1,
                 short_date(&p.date),
                 run_name(&p.run_dir),
@@ -183,7 +192,8 @@ fn show(args: &HistoryShowArgs) -> Result<i32> {
                     format_seconds(p.ci_lo_s),
                     format_seconds(p.ci_hi_s)
                 ),
-                p.n
+                p.n,
+                machine
             );
         }
         let _ = writeln!(out);
@@ -269,6 +279,8 @@ fn regressions(args: &HistoryRegressionsArgs) -> Result<i32> {
     let params = Params {
         noise: parse_noise(&args.noise)?,
         penalty: args.penalty,
+        max_contention: crate::analysis::compare::parse_max_contention(&args.max_contention)
+            .map_err(Error::Usage)?,
     };
     if let Some(p) = params.penalty {
         if !(p.is_finite() && p > 0.0) {

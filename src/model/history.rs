@@ -38,6 +38,28 @@ pub struct Point {
     pub ci_hi_s: f64,
     /// Timed samples behind the median.
     pub n: usize,
+    /// The largest share of its time any repeat of the point waited for a CPU (null: not
+    /// measured, or stored by a campaign that did not record it).
+    pub cpu_contention: Option<f64>,
+    /// Some repeat had more ranks than the CPUs it received.
+    pub oversubscribed: bool,
+}
+
+/// A run that waited for a CPU more than this share of its time is contended (its cgroup's
+/// "full" CPU pressure): `analysis::verdict::DEFAULT_MAX_CONTENTION` is this value, so the
+/// report, `compare` and the history draw the line in one place.
+pub const MAX_CONTENTION: f64 = 0.10;
+
+impl Point {
+    /// Neither contended nor oversubscribed: its median is the stack's, not the machine's.
+    pub fn clean(&self) -> bool {
+        self.clean_at(MAX_CONTENTION)
+    }
+
+    /// Neither oversubscribed nor stalled for a CPU more than `max_contention` of its time.
+    pub fn clean_at(&self, max_contention: f64) -> bool {
+        !self.oversubscribed && !self.cpu_contention.is_some_and(|c| c > max_contention)
+    }
 }
 
 /// A series with its points, oldest first.

@@ -166,6 +166,9 @@ impl RunStatus {
 /// id names the run's bundle folder (`cases/<run id>/<stack>`) and its journal step.
 pub(crate) const REPEAT_MARK: &str = "~r";
 
+/// The built-in stack (campaign's own CPU collectives): no root folder, its commit the build's.
+pub(crate) const BUILT_IN_STACK: &str = "host";
+
 /// The run id of repeat `repeat` (1-based) of `case_id`.
 pub(crate) fn run_id(case_id: &str, repeat: u32) -> String {
     if repeat <= 1 {

@@ -38,6 +38,8 @@ pub(crate) struct Context {
     /// The paired verdicts' noise band in percent, and the repeats a verdict needs per stack.
     pub(crate) noise_band_pct: f64,
     pub(crate) min_repeats: usize,
+    /// What each cell's headline number is (`analysis::stats::hierarchical::NAME`).
+    pub(crate) headline_statistic: String,
     /// Runs whose ranks outnumbered the CPUs they received, and what that means; none if none.
     pub(crate) oversubscribed_note: Option<String>,
     /// Runs stalled for a CPU beyond `analysis::verdict::DEFAULT_MAX_CONTENTION`.
@@ -81,8 +83,14 @@ pub(crate) struct StackMetric {
 #[derive(Debug, Serialize)]
 pub(crate) struct StackRootRow {
     pub(crate) stack: String,
+    /// Null for a stack that needs no root folder (its programs come from PATH) and for the
+    /// built-in stack.
     pub(crate) path: Option<String>,
     pub(crate) git_commit: Option<String>,
+    /// The built-in `host` stack: campaign's own code, `git_commit` the build's.
+    pub(crate) built_in: bool,
+    /// The program the stack's command runs, resolved on PATH, when known.
+    pub(crate) program: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -141,6 +149,9 @@ pub(crate) struct Cell {
     pub(crate) rounds: usize,
     /// Some repeat ran with more ranks than CPUs it received (the text ends in "⚠ oversubscribed").
     pub(crate) oversubscribed: bool,
+    /// Some repeat waited for a CPU beyond `analysis::verdict::DEFAULT_MAX_CONTENTION` of its
+    /// time (the text ends in "⚠ contended").
+    pub(crate) contended: bool,
     /// "14.2 µs [13.9 µs, 14.8 µs] (3×10)" for a passing run, else the status in capitals.
     pub(crate) text: String,
 }
@@ -154,6 +165,10 @@ pub(crate) struct RunRow {
     pub(crate) metric: String,
     /// Some repeat had more ranks than CPUs received.
     pub(crate) oversubscribed: bool,
+    /// Some repeat waited for a CPU beyond the verdict rule's limit.
+    pub(crate) contended: bool,
+    /// " ⚠ oversubscribed", " ⚠ contended", both, or empty: printed after the median.
+    pub(crate) marks: String,
     pub(crate) bundle: String,
     /// Timed rounds over every repeat.
     pub(crate) n: usize,
@@ -218,7 +233,8 @@ pub(crate) struct ModelRow {
     pub(crate) p: u32,
     pub(crate) dtype: String,
     pub(crate) core_num: u32,
-    pub(crate) overhead_us: f64,
+    /// Null when the model does not fit (`fits` false): no number is given for it.
+    pub(crate) overhead_us: Option<f64>,
     pub(crate) bandwidth_gb_s: Option<f64>,
     pub(crate) r2: f64,
     pub(crate) n_points: usize,
@@ -292,6 +308,8 @@ pub(crate) fn build(results: &ResultSet, a: &Analysis, title: Option<&str>) -> C
                     stack: k.clone(),
                     path: v.path.clone(),
                     git_commit: v.git_commit.clone(),
+                    built_in: v.path.is_none() && k == crate::model::results::BUILT_IN_STACK,
+                    program: v.program.clone(),
                 })
                 .collect(),
             env: name_values(p.env.iter()),
@@ -330,6 +348,7 @@ pub(crate) fn build(results: &ResultSet, a: &Analysis, title: Option<&str>) -> C
         paired_judged: a.paired_judged,
         noise_band_pct: a.noise_band * 100.0,
         min_repeats: crate::analysis::verdict::MIN_REPEATS,
+        headline_statistic: crate::analysis::stats::hierarchical::NAME.to_string(),
         oversubscribed_note: oversubscribed_note(results),
         contention_note: contention_note(results),
         baseline: a.baseline.clone(),
@@ -364,8 +383,12 @@ pub(crate) fn build(results: &ResultSet, a: &Analysis, title: Option<&str>) -> C
                 p: f.key.p,
                 dtype: f.key.dtype.to_string(),
                 core_num: f.key.core_num,
-                overhead_us: f.fit.overhead_s * 1e6,
-                bandwidth_gb_s: f.fit.bandwidth_bytes_per_s.map(|b| b / 1e9),
+                overhead_us: f.fit.fits.then_some(f.fit.overhead_s * 1e6),
+                bandwidth_gb_s: f
+                    .fit
+                    .bandwidth_bytes_per_s
+                    .filter(|_| f.fit.fits)
+                    .map(|b| b / 1e9),
                 r2: f.fit.r2,
                 n_points: f.fit.n_points,
                 max_rel_residual: f.fit.max_rel_residual,
@@ -383,12 +406,17 @@ pub(crate) fn build(results: &ResultSet, a: &Analysis, title: Option<&str>) -> C
                 } else {
                     "all sizes".into()
                 },
-                overhead: format_seconds(f.fit.overhead_s),
-                bandwidth: f
-                    .fit
-                    .bandwidth_bytes_per_s
-                    .map(format_bandwidth)
-                    .unwrap_or_else(|| "– (time does not grow with size)".into()),
+                // A model that does not describe its points has no O or B worth reading.
+                overhead: if f.fit.fits {
+                    format_seconds(f.fit.overhead_s)
+                } else {
+                    "–".into()
+                },
+                bandwidth: match f.fit.bandwidth_bytes_per_s {
+                    _ if !f.fit.fits => "–".into(),
+                    Some(b) => format_bandwidth(b),
+                    None => "– (time does not grow with size)".into(),
+                },
             })
             .collect(),
         b_star: a
@@ -426,26 +454,30 @@ impl Context {
     }
 }
 
-/// How many runs were stalled for a CPU beyond the verdict rule's limit, the worst of them, and
-/// what that means for their numbers.
+/// How many runs were stalled for a CPU beyond the verdict rule's limit — every one whose
+/// results row has `cpu_contention` above it, oversubscribed or not, so the count is what
+/// results.csv holds —, the worst of them, and what that means for their numbers.
 fn contention_note(results: &ResultSet) -> Option<String> {
     let limit = crate::analysis::verdict::DEFAULT_MAX_CONTENTION;
-    let contended: Vec<_> = results
-        .runs
-        .iter()
-        .filter(|r| r.contended(limit) && !r.oversubscribed())
-        .collect();
+    let contended: Vec<_> = results.runs.iter().filter(|r| r.contended(limit)).collect();
     let worst = contended.iter().max_by(|a, b| {
         a.cpu_contention
             .partial_cmp(&b.cpu_contention)
             .unwrap_or(std::cmp::Ordering::Equal)
     })?;
+    let also = contended.iter().filter(|r| r.oversubscribed()).count();
+    let also = match also {
+        0 => String::new(),
+        n => format!(" ({n} of them also oversubscribed)"),
+    };
     Some(format!(
-        "{} run(s) had no CPU for more than {:.0} % of their time while other processes held \
-         them (worst: `{}` on {}, {:.0} %), so their times are partly the machine's. \
-         Their results rows carry `cpu_contention`, and paired comparisons involving them give \
-         no faster/slower verdict",
+        "{} of {} run(s){also} had no CPU for more than {:.0} % of their time while other \
+         processes held them (worst: `{}` on {}, {:.0} %), so their times are partly the \
+         machine's. Their cells are marked ⚠ contended, their results rows carry \
+         `cpu_contention`, the figures draw them hollow, and paired comparisons involving them \
+         are not judged",
         contended.len(),
+        results.runs.len(),
         limit * 100.0,
         worst.base_case_id(),
         worst.stack,
@@ -457,11 +489,12 @@ fn oversubscribed_note(results: &ResultSet) -> Option<String> {
     let over: Vec<_> = results.runs.iter().filter(|r| r.oversubscribed()).collect();
     let first = over.first()?;
     Some(format!(
-        "{} run(s) had more ranks than the CPUs they received (e.g. `{}` on {}: P = {} on {} CPU(s)); \
+        "{} of {} run(s) had more ranks than the CPUs they received (e.g. `{}` on {}: P = {} on {} CPU(s)); \
          their ranks time-shared cores, so their times say as much about the scheduler as about \
          the algorithm. Their cells are marked ⚠ oversubscribed, their results rows say \
-         `oversubscribed: true`, and the scaling figures draw them hollow on dashed lines",
+         `oversubscribed: true`, and the figures draw them hollow on dashed lines",
         over.len(),
+        results.runs.len(),
         first.base_case_id(),
         first.stack,
         first.case.p,
@@ -521,6 +554,7 @@ fn case_rows(results: &ResultSet, a: &Analysis) -> Vec<CaseRow> {
                         repeats: 0,
                         rounds: 0,
                         oversubscribed: false,
+                        contended: false,
                         text: "—".into(),
                     })
                     .collect(),
@@ -554,21 +588,41 @@ fn case_rows(results: &ResultSet, a: &Analysis) -> Vec<CaseRow> {
         cell.ci_hi_s = Some(m.median_ci.hi);
         cell.repeats = s.runs.len();
         cell.rounds = s.rounds;
-        cell.oversubscribed = s.runs.iter().any(|&i| results.runs[i].oversubscribed());
+        let (over, contended) = conditions(results, s);
+        (cell.oversubscribed, cell.contended) = (over, contended);
         cell.text = format!(
             "{} {} ({}×{}){}",
             format_seconds(m.median),
             ci_text(m.median_ci.lo, m.median_ci.hi),
             s.runs.len(),
             s.rounds,
-            if cell.oversubscribed {
-                " ⚠ oversubscribed"
-            } else {
-                ""
-            }
+            marks(over, contended)
         );
     }
     rows
+}
+
+/// Whether some repeat of `s` was oversubscribed, and whether some repeat was contended
+/// (waited for a CPU beyond the verdict rule's limit).
+pub(crate) fn conditions(results: &ResultSet, s: &RunStats) -> (bool, bool) {
+    let limit = crate::analysis::verdict::DEFAULT_MAX_CONTENTION;
+    let runs = || s.runs.iter().map(|&i| &results.runs[i]);
+    (
+        runs().any(|r| r.oversubscribed()),
+        runs().any(|r| r.contended(limit)),
+    )
+}
+
+/// The marks after a number whose runs the machine distorted.
+pub(crate) fn marks(oversubscribed: bool, contended: bool) -> String {
+    let mut out = String::new();
+    if oversubscribed {
+        out.push_str(" ⚠ oversubscribed");
+    }
+    if contended {
+        out.push_str(" ⚠ contended");
+    }
+    out
 }
 
 fn ci_text(lo: f64, hi: f64) -> String {
@@ -582,11 +636,14 @@ fn opt_seconds(v: Option<f64>) -> String {
 fn run_row(results: &ResultSet, s: &RunStats) -> RunRow {
     let r = &results.runs[s.index];
     let m = &s.summary;
+    let (oversubscribed, contended) = conditions(results, s);
     RunRow {
         case_id: r.base_case_id().to_string(),
         stack: r.stack.clone(),
         metric: s.metric.to_string(),
-        oversubscribed: s.runs.iter().any(|&i| results.runs[i].oversubscribed()),
+        oversubscribed,
+        contended,
+        marks: marks(oversubscribed, contended),
         bundle: r.bundle.display().to_string(),
         n: m.n,
         repeats: s.runs.len(),

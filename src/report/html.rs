@@ -383,7 +383,7 @@ fn table(results: &ResultSet, ctx: &Context, run_dir: &Path) -> Table {
         let e = runs
             .entry((r.base_case_id(), r.stack.as_str()))
             .or_insert_with(|| (r.bundle.display().to_string(), false));
-        e.1 |= r.contended(limit) && !r.oversubscribed();
+        e.1 |= r.contended(limit);
     }
     let case_values: Vec<serde_json::Map<String, serde_json::Value>> = ctx
         .cases
@@ -453,7 +453,7 @@ fn table(results: &ResultSet, ctx: &Context, run_dir: &Path) -> Table {
                 status.push_str(" ⚠ oversubscribed");
             }
             if contended {
-                status.push_str(" ⚠ CPU contention");
+                status.push_str(" ⚠ contended");
             }
             let num = |v: Option<f64>| v.map(|x| x.to_string()).unwrap_or_default();
             let seconds = |v: Option<f64>| {

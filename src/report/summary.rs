@@ -100,7 +100,7 @@ fn judge_pairs(paired: &mut [Paired], judged: usize) -> f64 {
 
 impl Paired {
     /// "1.80× faster than mpi", "2.10× slower than mpi", "on par with mpi (within ±5.0 %)",
-    /// "no clear difference from mpi (…why…)" or "too few samples (…)".
+    /// "no clear difference from mpi (…why…)" or "not judged: contended (…)".
     pub(crate) fn label(&self) -> String {
         let why = |text: String| match &self.why {
             Some(w) => format!("{text} ({w})"),
@@ -115,7 +115,7 @@ impl Paired {
                 verdict::DEFAULT_THRESHOLD * 100.0
             ),
             Change::NoClearDifference => why(format!("no clear difference from {}", self.baseline)),
-            Change::TooFewSamples | Change::NotComparable => why(self.verdict.as_str().to_string()),
+            Change::NotJudged | Change::NotComparable => self.verdict.words(self.why.as_deref()),
         }
     }
 }
@@ -595,11 +595,18 @@ fn summarize_case(
                     verdict::DEFAULT_MAX_CONTENTION,
                 ))
             });
+            // An interval wider than ×10 either way says nothing: not printed.
             let ci = pending
                 .is_some()
-                .then(|| bootstrap::ratio_interval(own.draws, base.draws));
+                .then(|| bootstrap::ratio_interval(own.draws, base.draws))
+                .filter(|i| {
+                    verdict::meaningful(Interval {
+                        lo: i.lo - 1.0,
+                        hi: i.hi - 1.0,
+                    })
+                });
             let (verdict, why) = match too_few {
-                Some(why) => (Change::TooFewSamples, Some(why)),
+                Some(why) => (Change::NotJudged, Some(why)),
                 None => (Change::NoClearDifference, None),
             };
             paired.push(Paired {

@@ -28,6 +28,12 @@ pub(crate) const ENV_PREFIXES: &[&str] = &[
     "LD_LIBRARY_PATH",
 ];
 
+use crate::model::results::BUILT_IN_STACK as BUILT_IN;
+
+/// The git commit this campaign binary was built from (`build.rs`), when it was built in a
+/// checkout.
+pub(crate) const BUILD_COMMIT: Option<&str> = option_env!("CAMPAIGN_GIT_COMMIT");
+
 /// Collect provenance. `roots` maps stack name → root folder (resolved by the caller).
 pub(crate) fn collect(
     plan_hash: Option<&str>,
@@ -53,11 +59,15 @@ pub(crate) fn collect(
             .iter()
             .map(|(stack, root)| {
                 let root = root.as_ref();
+                // The built-in `host` stack is campaign's own code: its commit is the build's.
+                let built_in = (stack == BUILT_IN && root.is_none())
+                    .then(|| BUILD_COMMIT.map(String::from))
+                    .flatten();
                 (
                     stack.clone(),
                     StackRoot {
                         path: root.map(|r| r.display().to_string()),
-                        git_commit: root.and_then(|r| git_commit(r)),
+                        git_commit: root.and_then(|r| git_commit(r)).or(built_in),
                         nested_git: root.map(|r| nested_git(r)).unwrap_or_default(),
                         dirty: root.map(|r| dirty_files(r)).unwrap_or_default(),
                         ..StackRoot::default()
@@ -83,6 +93,10 @@ pub(crate) fn add_stack_facts(
 ) {
     let entry = provenance.stack_roots.entry(stack.to_string()).or_default();
     entry.env = env.clone();
+    // The built-in stack has no root (so `collect` never saw it): its commit is the build's.
+    if stack == BUILT_IN && entry.path.is_none() && entry.git_commit.is_none() {
+        entry.git_commit = BUILD_COMMIT.map(String::from);
+    }
     if let Some(path) = program.and_then(resolve_program) {
         // Only interpreters and launchers are asked for their version: any other program
         // might take `--version` for work to do.
@@ -389,6 +403,25 @@ mod tests {
         let c = git_commit(&here).expect("the crate is in a git checkout");
         assert_eq!(c.len(), 40, "{c}");
         assert!(c.chars().all(|ch| ch.is_ascii_hexdigit()));
+    }
+
+    /// `history show` gave `–` as the commit of the built-in stack from a git checkout.
+    #[test]
+    fn the_built_in_stack_carries_the_commit_of_the_build() {
+        let mut roots = BTreeMap::new();
+        roots.insert("host".to_string(), None);
+        roots.insert("mpi".to_string(), None);
+        let mut p = collect(None, None, &roots, None);
+        let built = BUILD_COMMIT.expect("this crate is built in a git checkout");
+        // As the engine records it: `host` is not among the roots, only its facts are added.
+        let mut q = collect(None, None, &BTreeMap::new(), None);
+        add_stack_facts(&mut q, "host", None, &BTreeMap::new());
+        assert_eq!(q.stack_roots["host"].git_commit.as_deref(), Some(built));
+        add_stack_facts(&mut p, "host", None, &BTreeMap::new());
+        assert_eq!(built.len(), 40, "{built}");
+        assert_eq!(p.stack_roots["host"].git_commit.as_deref(), Some(built));
+        assert_eq!(p.stack_roots["host"].path, None);
+        assert_eq!(p.stack_roots["mpi"].git_commit, None);
     }
 
     #[test]

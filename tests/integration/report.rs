@@ -243,7 +243,7 @@ fn report_reads_an_old_harness_run_dir() {
     assert!(md.contains("old Python harness"));
     // One repeat of 5 timed rounds per stack: the ratio, but no CI and no verdict.
     assert!(
-        md.contains("| 5.874 (no CI) | too few samples (n=5 timed rounds in 1 repeat;"),
+        md.contains("| 5.874 (no CI) | not judged: too few rounds (n=5 timed rounds in 1 repeat;"),
         "{md}"
     );
     assert!(!md.contains("slower than hccl"), "{md}");
@@ -316,10 +316,12 @@ fn compare_of_single_short_repeats_shows_numbers_without_a_verdict() {
     );
     assert!(text.contains("+100.0 % (no CI)"), "{text}");
     assert!(
-        text.contains("too few samples (n=5 timed rounds in 1 repeat; an interval needs >= 10"),
+        text.contains(
+            "not judged: too few rounds (n=5 timed rounds in 1 repeat; an interval needs >= 10"
+        ),
         "{text}"
     );
-    assert!(text.contains("0 slower, 0 faster, 0 no change, 0 no clear difference, 5 too few samples, 1 not comparable"), "{text}");
+    assert!(text.contains("0 slower, 0 faster, 0 no change, 0 no clear difference, 5 not judged, 1 not comparable"), "{text}");
     let out = run(&same, "csv");
     assert_eq!(out.status.code(), Some(0), "{}", crate::util::stdout(&out));
     let csv = crate::util::stdout(&out);
@@ -329,7 +331,7 @@ fn compare_of_single_short_repeats_shows_numbers_without_a_verdict() {
         ),
         "{csv}"
     );
-    assert_eq!(csv.matches(",too few samples,").count(), 5, "{csv}");
+    assert_eq!(csv.matches(",not judged,").count(), 5, "{csv}");
     assert_eq!(csv.matches(",not comparable,").count(), 1, "{csv}");
     let bad = crate::util::run(&[
         "compare",
@@ -440,11 +442,9 @@ fn paired_verdicts_need_three_repeats_and_separated_repeats() {
     let once = verdicts(&one);
     assert_eq!(once.len(), 24);
     for (v, label) in &once {
-        assert_eq!(v, "no_clear_difference", "{label}");
+        assert_eq!(v, "not_judged", "{label}");
         assert!(
-            label.starts_with(
-                "no clear difference from mpi (1 repeat(s): run-to-run variance is not measured"
-            ),
+            label.starts_with("not judged: one repeat (run-to-run variance is not measured"),
             "{label}"
         );
     }
@@ -468,8 +468,12 @@ fn paired_verdicts_need_three_repeats_and_separated_repeats() {
     }
     let wandering = verdicts(&wander);
     assert!(
-        wandering.iter().all(|(v, l)| v == "no_clear_difference"
-            && (l.contains("crosses the ±5.0 % noise band") || l.contains("the repeats overlap"))),
+        wandering.iter().all(|(v, l)| (v == "no_clear_difference"
+            && (l.contains("crosses the ±5.0 % noise band") || l.contains("the repeats overlap")))
+            || (v == "not_judged"
+                && l.starts_with(
+                    "not judged: too few repeats for their spread (3 repeat(s) × 30"
+                ))),
         "{wandering:?}"
     );
 }
@@ -549,7 +553,7 @@ fn same_distribution_is_no_change() {
     assert!(one
         .rows
         .iter()
-        .all(|r| matches!(r.verdict, Change::NoClearDifference | Change::TooFewSamples)));
+        .all(|r| matches!(r.verdict, Change::NoClearDifference | Change::NotJudged)));
 }
 
 /// A 1,000-run campaign's HTML page is one file small enough to mail: every figure and script
@@ -618,4 +622,95 @@ fn the_html_page_of_a_thousand_runs_stays_small_enough_to_mail() {
         let _ = std::fs::remove_dir_all(&keep);
         std::fs::rename(dir.path(), keep).unwrap();
     }
+}
+
+/// The loaded-machine report: three repeats of each stack, one host repeat starved of
+/// CPU (1500× slower, `cpu_contention` 0.7) and one oversubscribed, contended mpi repeat. The
+/// cell is the median of the repeats' medians (µs, not the ms a mean would give), both cells are
+/// marked, the note counts every contended run (the oversubscribed one too) of all runs, and the
+/// pair is "not judged: contended", with no meaningless interval.
+#[test]
+fn one_starved_repeat_moves_no_cell_and_every_distorted_run_is_marked_and_counted() {
+    let dir = crate::util::tempdir();
+    let mut spec = Spec::small();
+    spec.variants = vec![campaign::model::case::Variant::Mesh];
+    spec.ps = vec![2];
+    spec.counts = vec![256];
+    spec.timed = 30;
+    let one = result_set(&spec);
+    let mut rs = one.clone();
+    rs.runs.clear();
+    for repeat in 1..=3 {
+        for r in &one.runs {
+            let mut r = r.clone();
+            if repeat > 1 {
+                r.case_id = format!("{}~r{repeat}", r.case_id);
+            }
+            if r.stack == "host" && repeat == 3 {
+                for s in &mut r.samples {
+                    s.execute_s = s.execute_s.map(|t| t * 1500.0);
+                }
+                r.cpu_contention = Some(0.7);
+            }
+            if r.stack == "mpi" && repeat == 2 {
+                r.cpus = Some(vec![0]);
+                r.cpu_contention = Some(0.3);
+            }
+            rs.runs.push(r);
+        }
+    }
+    let opts = ReportOptions {
+        baseline: Some("mpi".into()),
+        figures: vec!["message_size_bw".into()],
+        ..ReportOptions::default()
+    };
+    render_all(&rs, &opts, dir.path()).unwrap();
+    let md = std::fs::read_to_string(dir.path().join("reports/summary.md")).unwrap();
+    assert!(
+        md.contains("## Median time per case (median of the repeats' medians)"),
+        "{md}"
+    );
+    let row = md
+        .lines()
+        .find(|l| l.starts_with("| `mesh_p2_count256_fp32_host_d0-1` | 1 KiB |"))
+        .expect("the case's row");
+    let cells: Vec<&str> = row.split(" | ").collect();
+    // Columns: case, bytes, mpi, host.
+    assert!(
+        cells[3].contains(" µs [") && !cells[3].contains(" ms ["),
+        "{row}"
+    );
+    assert!(cells[3].ends_with("(3×30) ⚠ contended |"), "{row}");
+    assert!(
+        cells[2].ends_with("(3×30) ⚠ oversubscribed ⚠ contended"),
+        "{row}"
+    );
+    let contended = rs
+        .runs
+        .iter()
+        .filter(|r| r.cpu_contention > Some(0.1))
+        .count();
+    assert_eq!(contended, 2);
+    assert!(
+        md.contains(
+            "⚠ 2 of 6 run(s) (1 of them also oversubscribed) had no CPU for more than 10 %"
+        ),
+        "{md}"
+    );
+    assert!(
+        md.contains("⚠ 1 of 6 run(s) had more ranks than the CPUs"),
+        "{md}"
+    );
+    let paired = md
+        .lines()
+        .find(|l| l.starts_with("| `mesh_p2_count256_fp32_host_d0-1` | host |"))
+        .expect("the paired row");
+    assert!(
+        paired.contains("| not judged: oversubscribed (A):"),
+        "{paired}"
+    );
+    assert!(
+        !paired.contains("e+") && !paired.contains("inf"),
+        "{paired}"
+    );
 }

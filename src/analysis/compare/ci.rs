@@ -44,7 +44,7 @@ pub(crate) fn to_junit(c: &Comparison, name_a: &str, name_b: &str) -> String {
                     ),
                     detail: format!("{}: {nums}", r.case_id),
                 },
-                Change::TooFewSamples | Change::NotComparable => Outcome::Skipped {
+                Change::NotJudged | Change::NotComparable => Outcome::Skipped {
                     message: match &r.why {
                         Some(why) => format!("{}: {why}", r.verdict.as_str()),
                         None => r.verdict.as_str().to_string(),
@@ -96,7 +96,7 @@ pub(crate) fn to_summary(c: &Comparison, name_a: &str, name_b: &str) -> String {
         Change::Faster,
         Change::NoChange,
         Change::NoClearDifference,
-        Change::TooFewSamples,
+        Change::NotJudged,
         Change::NotComparable,
     ] {
         out.push_str(&format!("| {} | {} |\n", v.as_str(), c.count(v)));

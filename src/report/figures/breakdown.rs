@@ -23,7 +23,7 @@ pub(crate) fn phases(a: &Analysis, results: &ResultSet) -> Result<Panels, String
         .stats
         .values()
         .filter(|s| !s.phase_means.is_empty())
-        .map(|s| (run_label(results, s.index), ordered(&s.phase_means)))
+        .map(|s| (run_label(results, s.index), with_collective(s)))
         .collect();
     if bars.is_empty() {
         return Err("no passing run recorded phases".into());
@@ -31,7 +31,10 @@ pub(crate) fn phases(a: &Analysis, results: &ResultSet) -> Result<Panels, String
     Ok(stacked(
         "Phase breakdown per run (mean of timed rounds)",
         "seconds (mean of timed rounds)",
-        "segments are the phases in the order the stack goes through them",
+        "the first segment is the collective itself — the mean of the stack's headline metric \
+         over the timed rounds, unless the stack reports an `execute` phase of its own —, then \
+         the phases the stack reported in the order it goes through them (the host stack's \
+         `check` is the golden check after each round, outside the timed window)",
         bars,
     ))
 }
@@ -68,6 +71,17 @@ pub(crate) fn compile(a: &Analysis, results: &ResultSet) -> Result<Panels, Strin
 fn run_label(results: &ResultSet, index: usize) -> String {
     let r = &results.runs[index];
     format!("{} {}", r.stack, r.case_id)
+}
+
+/// The collective first, then the stack's phases: a stack that reports only its correctness
+/// check (the host stack) would otherwise show that and not the collective being measured.
+fn with_collective(s: &crate::report::summary::RunStats) -> Vec<(String, f64)> {
+    let mut out = Vec::new();
+    if !s.phase_means.contains_key("execute") {
+        out.push((format!("collective ({})", s.metric), s.summary.mean));
+    }
+    out.extend(ordered(&s.phase_means));
+    out
 }
 
 fn ordered(m: &BTreeMap<String, f64>) -> Vec<(String, f64)> {

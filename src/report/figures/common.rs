@@ -23,8 +23,11 @@ pub(crate) enum Style {
     Points,
     /// A fitted or reference line, dashed, no markers.
     Dashed,
-    /// Points that the machine distorted (oversubscribed CPUs): hollow markers on a dashed line.
+    /// Points that the machine distorted (oversubscribed or contended CPUs): hollow markers on
+    /// a dashed line, drawn the same way in the legend.
     HollowDashed,
+    /// Rings around points drawn by another series (distorted points of a solid line).
+    Hollow,
     /// A reference line (parity), thin, dashed and black whatever its palette index.
     Reference,
 }
@@ -277,10 +280,9 @@ pub(crate) fn stat_text(
         format_seconds(m.median_ci.hi),
         s.runs.len(),
         s.rounds,
-        if s.runs.iter().any(|&i| results.runs[i].oversubscribed()) {
-            " ⚠ oversubscribed"
-        } else {
-            ""
+        {
+            let (over, contended) = crate::report::context::conditions(results, s);
+            crate::report::context::marks(over, contended)
         }
     )
 }
@@ -352,7 +354,8 @@ pub(crate) struct Panels {
     pub(crate) size: Option<(u32, u32)>,
 }
 
-pub(crate) const PANEL_W: u32 = 760;
+/// A panel's width without the legend (which the figure draws once, at its right edge).
+pub(crate) const PANEL_W: u32 = 560;
 pub(crate) const LABEL_FONT: u32 = 12;
 const Y_LABEL_W: u32 = 70;
 pub(crate) const LEGEND_W: u32 = 220;
@@ -384,7 +387,10 @@ impl Figure for Panels {
             return size;
         }
         let (rows, cols) = self.grid();
-        (PANEL_W * cols as u32, PANEL_H * rows as u32 + TITLE_H)
+        (
+            PANEL_W * cols as u32 + self.legend_width(),
+            PANEL_H * rows as u32 + TITLE_H,
+        )
     }
 
     fn draw<DB: DrawingBackend>(
@@ -396,13 +402,143 @@ impl Figure for Panels {
         let body = root
             .titled(&self.title, (FAMILY, 26).into_font().style(FontStyle::Bold))
             .map_err(err)?;
+        let (width, _) = body.dim_in_pixel();
+        // One legend for the whole figure, in a column of its own at the right edge: the same
+        // entry in several panels is listed once.
+        let legend_w = self.legend_width();
+        let (plots, legend_area) = body.split_horizontally(width.saturating_sub(legend_w));
         let (rows, cols) = self.grid();
-        let areas = body.split_evenly((rows, cols));
+        let areas = plots.split_evenly((rows, cols));
+        let mut legend: Vec<LegendEntry> = Vec::new();
         for (panel, area) in self.panels.iter().zip(areas.iter()) {
-            draw_panel(panel, area, hover)?;
+            for entry in draw_panel(panel, area, hover)? {
+                if !legend.contains(&entry) {
+                    legend.push(entry);
+                }
+            }
         }
-        Ok(())
+        draw_legend(&legend, &legend_area, legend_w)
     }
+}
+
+/// One line of a figure's legend: its text, colour and how its sample is drawn.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct LegendEntry {
+    pub(crate) label: String,
+    pub(crate) color: RGBColor,
+    pub(crate) swatch: Swatch,
+}
+
+/// How a legend entry's sample looks: like the series it names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Swatch {
+    Line,
+    Rect,
+    /// A hollow marker on a dashed line: points the machine distorted.
+    Hollow,
+    /// A hollow marker alone: rings around distorted points of a solid line.
+    Ring,
+    Dashed,
+}
+
+/// Widest legend text a figure makes room for; longer labels end in "…" (inside the image).
+const LEGEND_TEXT_MAX: u32 = 420;
+
+/// Width of `text` in the legend's font, in pixels.
+fn text_width(text: &str) -> u32 {
+    (FAMILY, LEGEND_FONT)
+        .into_font()
+        .box_size(text)
+        .map(|(w, _)| w)
+        .unwrap_or(text.chars().count() as u32 * LEGEND_FONT)
+}
+
+/// `text` shortened with "…" to fit `max` pixels.
+fn fit_text(text: &str, max: u32) -> String {
+    if text_width(text) <= max {
+        return text.to_string();
+    }
+    let mut chars: Vec<char> = text.chars().collect();
+    while !chars.is_empty() {
+        chars.pop();
+        let t: String = chars.iter().collect::<String>() + "…";
+        if text_width(&t) <= max {
+            return t;
+        }
+    }
+    "…".into()
+}
+
+const LEGEND_FONT: u32 = 12;
+/// Room left of a legend entry's text for its sample.
+const SWATCH_W: u32 = 30;
+
+impl Panels {
+    /// Every legend entry of every panel, once each, in order of first appearance.
+    pub(crate) fn legend_entries(&self) -> Vec<LegendEntry> {
+        let mut out: Vec<LegendEntry> = Vec::new();
+        for p in &self.panels {
+            for e in panel_legend(p) {
+                if !out.contains(&e) {
+                    out.push(e);
+                }
+            }
+        }
+        out
+    }
+
+    /// The legend column's width: the longest entry's text (at most `LEGEND_TEXT_MAX`) and its
+    /// sample; a figure whose size is fixed by its content keeps `LEGEND_W`.
+    fn legend_width(&self) -> u32 {
+        if self.size.is_some() {
+            return LEGEND_W;
+        }
+        let widest = self
+            .legend_entries()
+            .iter()
+            .map(|e| text_width(&e.label))
+            .max()
+            .unwrap_or(0);
+        (widest.min(LEGEND_TEXT_MAX) + SWATCH_W + 12).max(LEGEND_W / 2)
+    }
+}
+
+/// The legend entries of one panel, in drawing order: its reference line, its rectangles'
+/// colours, then its labelled series.
+fn panel_legend(panel: &Panel) -> Vec<LegendEntry> {
+    let mut legend = Vec::new();
+    if let Some((_, label)) = &panel.hline {
+        legend.push(LegendEntry {
+            label: label.clone(),
+            color: BLACK,
+            swatch: Swatch::Line,
+        });
+    }
+    for (label, c) in &panel.rect_legend {
+        legend.push(LegendEntry {
+            label: label.clone(),
+            color: color(*c),
+            swatch: Swatch::Rect,
+        });
+    }
+    for s in &panel.series {
+        if s.label.is_empty() {
+            continue;
+        }
+        let (color, swatch) = match s.style {
+            Style::Reference => (BLACK, Swatch::Dashed),
+            Style::Dashed => (color(s.color), Swatch::Dashed),
+            Style::HollowDashed => (color(s.color), Swatch::Hollow),
+            Style::Hollow => (color(s.color), Swatch::Ring),
+            Style::LineAndPoints | Style::Points => (color(s.color), Swatch::Line),
+        };
+        legend.push(LegendEntry {
+            label: s.label.clone(),
+            color,
+            swatch,
+        });
+    }
+    legend
 }
 
 /// The series a run belongs to in the scaling and message-size figures: one line per
@@ -455,18 +591,16 @@ pub(crate) fn err(e: impl std::fmt::Display) -> String {
     e.to_string()
 }
 
+/// Draw one panel; returns its legend entries (the figure draws one legend for all panels).
 fn draw_panel<DB: DrawingBackend>(
     panel: &Panel,
     area: &DrawingArea<DB, Shift>,
     hover: &mut Vec<HoverPoint>,
-) -> Result<(), String> {
+) -> Result<Vec<LegendEntry>, String> {
     let Some(((x0, x1), (y0, y1))) = panel.bounds() else {
-        return Ok(());
+        return Ok(Vec::new());
     };
-    let width = area.dim_in_pixel().0;
-    let (plot_area, legend_area) = area.split_horizontally(width.saturating_sub(LEGEND_W));
-    let legend_area = &legend_area;
-    let mut chart = ChartBuilder::on(&plot_area);
+    let mut chart = ChartBuilder::on(area);
     if !panel.title.is_empty() {
         chart.caption(&panel.title, (FAMILY, 16));
     }
@@ -494,13 +628,11 @@ fn draw_panel<DB: DrawingBackend>(
         .light_line_style(WHITE.mix(0.0))
         .draw()
         .map_err(err)?;
-    let mut legend: Vec<(String, RGBColor, bool)> = Vec::new();
-    if let Some((y, label)) = &panel.hline {
+    if let Some((y, _)) = &panel.hline {
         let y = *y;
         chart
             .draw_series(LineSeries::new([(x0, y), (x1, y)], BLACK.stroke_width(1)))
             .map_err(err)?;
-        legend.push((label.clone(), BLACK, false));
     }
     for (x0, y0, x1, y1, c) in &panel.rects {
         chart
@@ -509,9 +641,6 @@ fn draw_panel<DB: DrawingBackend>(
                 color(*c).filled(),
             )))
             .map_err(err)?;
-    }
-    for (label, c) in &panel.rect_legend {
-        legend.push((label.clone(), color(*c), true));
     }
     for (x, lo, mid, hi, c) in &panel.error_bars {
         chart
@@ -553,6 +682,11 @@ fn draw_panel<DB: DrawingBackend>(
                     .draw_series(DashedLineSeries::new(pts, 6, 4, BLACK.stroke_width(1)))
                     .map_err(err)?;
             }
+            Style::Hollow => {
+                chart
+                    .draw_series(pts.map(|p| Circle::new(p, 6, col.stroke_width(2))))
+                    .map_err(err)?;
+            }
             Style::HollowDashed => {
                 chart
                     .draw_series(pts.clone().map(|p| Circle::new(p, 4, col.stroke_width(2))))
@@ -561,14 +695,6 @@ fn draw_panel<DB: DrawingBackend>(
                     .draw_series(DashedLineSeries::new(pts, 6, 4, style))
                     .map_err(err)?;
             }
-        }
-        if !s.label.is_empty() {
-            let col = if s.style == Style::Reference {
-                BLACK
-            } else {
-                col
-            };
-            legend.push((s.label.clone(), col, false));
         }
     }
     // Where each hover value landed, in the figure's pixels (the SVG's user units).
@@ -586,34 +712,55 @@ fn draw_panel<DB: DrawingBackend>(
             text: h.text.clone(),
         });
     }
-    draw_legend(&legend, legend_area)
+    Ok(panel_legend(panel))
 }
 
-/// The legend beside the plot (never over the data): a colour sample and a label per entry.
+/// The figure's legend in its own column (never over the data, never past the image's edge):
+/// a sample drawn like the series and its text per entry.
 fn draw_legend<DB: DrawingBackend>(
-    entries: &[(String, RGBColor, bool)],
+    entries: &[LegendEntry],
     area: &DrawingArea<DB, Shift>,
+    width: u32,
 ) -> Result<(), String> {
-    const ROW: i32 = 15;
+    const ROW: i32 = 16;
     let (_, h) = area.dim_in_pixel();
     let fits = ((h as i32 - 40) / ROW).max(1) as usize;
-    let style = TextStyle::from((FAMILY, 12).into_font()).color(&BLACK);
-    for (i, (label, col, filled)) in entries.iter().take(fits).enumerate() {
+    let style = TextStyle::from((FAMILY, LEGEND_FONT).into_font()).color(&BLACK);
+    let max_text = width.saturating_sub(SWATCH_W + 8);
+    for (i, e) in entries.iter().take(fits).enumerate() {
         let y = 34 + i as i32 * ROW;
-        if *filled {
-            area.draw(&Rectangle::new([(4, y - 5), (18, y + 5)], col.filled()))
-                .map_err(err)?;
-        } else {
-            area.draw(&PathElement::new([(2, y), (20, y)], col.stroke_width(2)))
-                .map_err(err)?;
+        let col = e.color;
+        match e.swatch {
+            Swatch::Rect => area
+                .draw(&Rectangle::new([(4, y - 5), (18, y + 5)], col.filled()))
+                .map_err(err)?,
+            Swatch::Line => {
+                area.draw(&PathElement::new([(2, y), (22, y)], col.stroke_width(2)))
+                    .map_err(err)?;
+            }
+            Swatch::Ring => {
+                area.draw(&Circle::new((12, y), 5, col.stroke_width(2)))
+                    .map_err(err)?;
+            }
+            Swatch::Dashed | Swatch::Hollow => {
+                for x in [2, 10, 18] {
+                    area.draw(&PathElement::new([(x, y), (x + 5, y)], col.stroke_width(2)))
+                        .map_err(err)?;
+                }
+                if e.swatch == Swatch::Hollow {
+                    area.draw(&Circle::new((12, y), 4, col.stroke_width(2)))
+                        .map_err(err)?;
+                }
+            }
         }
-        area.draw(&Text::new(label.clone(), (26, y - 6), style.clone()))
+        let text = fit_text(&e.label, max_text);
+        area.draw(&Text::new(text, (SWATCH_W as i32, y - 6), style.clone()))
             .map_err(err)?;
     }
     if entries.len() > fits {
         let y = 34 + fits as i32 * ROW;
         let more = format!("… and {} more", entries.len() - fits);
-        area.draw(&Text::new(more, (26, y - 6), style))
+        area.draw(&Text::new(more, (SWATCH_W as i32, y - 6), style))
             .map_err(err)?;
     }
     Ok(())

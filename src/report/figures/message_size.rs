@@ -14,11 +14,13 @@ use crate::report::summary::Analysis;
 type Key = SeriesKey;
 /// (x, busbw at the CI's slow end, median busbw, at its fast end).
 type Bar = (f64, f64, f64, f64);
+/// (x, busbw, distorted: oversubscribed or contended) of one measured point.
+type Measured = (f64, f64, bool);
 /// (x, busbw, hover text) of one measured point.
 type HoverAt = (f64, f64, String);
 
 pub(crate) fn build(a: &Analysis, results: &ResultSet) -> Result<Panels, String> {
-    let mut g: BTreeMap<u32, BTreeMap<Key, Vec<(f64, f64)>>> = BTreeMap::new();
+    let mut g: BTreeMap<u32, BTreeMap<Key, Vec<Measured>>> = BTreeMap::new();
     let mut texts: BTreeMap<(u32, Key), Vec<HoverAt>> = BTreeMap::new();
     let mut bars: BTreeMap<(u32, Key), Vec<Bar>> = BTreeMap::new();
     for s in a.stats.values() {
@@ -44,11 +46,12 @@ pub(crate) fn build(a: &Analysis, results: &ResultSet) -> Result<Panels, String>
                 crate::model::units::format_bandwidth(bw)
             ),
         ));
+        let (over, contended) = crate::report::context::conditions(results, s);
         g.entry(r.case.p)
             .or_default()
             .entry(key)
             .or_default()
-            .push((x, bw / 1e9));
+            .push((x, bw / 1e9, over || contended));
     }
     let swept = g
         .values()
@@ -67,6 +70,7 @@ pub(crate) fn build(a: &Analysis, results: &ResultSet) -> Result<Panels, String>
             .collect::<Vec<_>>(),
     );
     let mut panels = Vec::new();
+    let mut any_distorted = false;
     for (p, series) in g {
         let mut panel = Panel::new(
             format!("P = {p}"),
@@ -89,23 +93,42 @@ pub(crate) fn build(a: &Analysis, results: &ResultSet) -> Result<Panels, String>
                     text,
                 });
             }
+            let distorted: Vec<(f64, f64)> =
+                pts.iter().filter(|q| q.2).map(|q| (q.0, q.1)).collect();
             panel.series.push(Series {
                 label: names[i].clone(),
                 color,
                 style: Style::LineAndPoints,
-                points: pts,
+                points: pts.iter().map(|q| (q.0, q.1)).collect(),
             });
+            if !distorted.is_empty() {
+                any_distorted = true;
+                panel.series.push(Series {
+                    label: format!("{} (oversubscribed or contended)", names[i]),
+                    color,
+                    style: Style::Hollow,
+                    points: distorted,
+                });
+            }
         }
         panels.push(panel);
+    }
+    let mut caption = "Bus bandwidth (nccl-tests convention: n / T · 2(P−1)/P) from the median \
+                  time, with the 95 % CI of the median as a bar; one colour per (stack, variant) \
+                  in every figure. Message sizes on a log axis ticked at powers of two in binary \
+                  units (1 KiB = 1024 B), the sizes nccl-tests and OSU sweep."
+        .to_string();
+    if any_distorted {
+        caption.push_str(
+            " Ringed points (a hollow marker, as in the legend) are runs the machine distorted: \
+             oversubscribed (more ranks than CPUs) or contended (waiting for a CPU beyond 10 % \
+             of the run).",
+        );
     }
     Ok(Panels {
         title: "Bus bandwidth vs message size".into(),
         panels,
-        caption: "Bus bandwidth (nccl-tests convention: n / T · 2(P−1)/P) from the median time, \
-                  with the 95 % CI of the median as a bar; one colour per (stack, variant) in \
-                  every figure. Message sizes on a log axis ticked at powers of two in binary \
-                  units (1 KiB = 1024 B), the sizes nccl-tests and OSU sweep."
-            .into(),
+        caption,
         size: None,
     })
 }

@@ -82,8 +82,9 @@ pub(crate) fn build(a: &Analysis) -> Result<Panels, String> {
                     ),
                 });
             }
+            // One legend serves every panel: each entry says which panel (P) its fit is of.
             panel.series.push(Series {
-                label: format!("{} ({how})", names[i]),
+                label: format!("P = {}: {} ({how})", f.key.p, names[i]),
                 color,
                 style: Style::Points,
                 points: measured,

@@ -32,7 +32,9 @@ fn groups(a: &Analysis, results: &ResultSet) -> ByCount {
     let mut g: ByCount = BTreeMap::new();
     for s in a.stats.values() {
         let r = &results.runs[s.index];
-        let over = s.runs.iter().any(|&i| results.runs[i].oversubscribed());
+        // Oversubscribed or contended: the machine's time as much as the stack's.
+        let (over, contended) = crate::report::context::conditions(results, s);
+        let over = over || contended;
         g.entry(r.case.count)
             .or_default()
             .entry(series_key(r))
@@ -72,9 +74,17 @@ fn p_axis(measured: BTreeSet<u32>) -> Axis {
     Axis::at("P (ranks)", at, |v| format!("{}", v.round()))
 }
 
-const OVERSUBSCRIBED: &str = "Hollow markers on dashed lines are oversubscribed runs: more ranks \
-    than CPUs received, so ranks time-share cores and the time measures the scheduler as much as \
-    the algorithm (results.json `oversubscribed`).";
+const OVERSUBSCRIBED: &str = "Hollow markers on dashed lines (and in the legend) are runs the \
+    machine distorted: oversubscribed (more ranks than CPUs received, so ranks time-share cores \
+    and the time measures the scheduler as much as the algorithm; results.json \
+    `oversubscribed`) or contended (waiting for a CPU beyond 10 % of the run; `cpu_contention`).";
+
+/// Said under the efficiency figure when some E(P) is above 1.
+const ABOVE_ONE: &str = "E above 1 is not better than ideal: it means the reference point \
+    (the smallest P) ran slower than the larger P could, usually because its own run was \
+    disturbed (a contended or oversubscribed run, a cold cache, a frequency change) or because \
+    the larger P's message fits a faster path (cache, shared memory); read such points against \
+    the time figure before drawing conclusions.";
 
 /// How one of the two scaling figures looks.
 struct Look {
@@ -184,7 +194,7 @@ fn build(a: &Analysis, results: &ResultSet, look: Look) -> Result<Panels, String
                     .collect();
                 line.extend(bad);
                 panel.series.push(Series {
-                    label: format!("{} (oversubscribed)", names[i]),
+                    label: format!("{} (oversubscribed or contended)", names[i]),
                     color,
                     style: Style::HollowDashed,
                     points: line,
@@ -205,6 +215,29 @@ fn build(a: &Analysis, results: &ResultSet, look: Look) -> Result<Panels, String
     if any_over {
         text.push(' ');
         text.push_str(OVERSUBSCRIBED);
+    }
+    // An efficiency above 1 carries its caveat (only the efficiency figure has the line at 1).
+    // A dashed part repeats the last honest point it joins: each (panel, colour, P) once.
+    let above: BTreeSet<(usize, usize, u64, u64)> = panels
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.hline.is_some())
+        .flat_map(|(k, p)| {
+            p.series.iter().flat_map(move |s| {
+                s.points
+                    .iter()
+                    .filter(|q| q.1 > 1.0 + 1e-9)
+                    .map(move |q| (k, s.color, q.0.to_bits(), q.1.to_bits()))
+            })
+        })
+        .collect();
+    let above: Vec<f64> = above.iter().map(|a| f64::from_bits(a.3)).collect();
+    if let Some(max) = above.iter().copied().reduce(f64::max) {
+        text.push_str(&format!(
+            " ⚠ {} point(s) above 1 (up to {:.0} %). {ABOVE_ONE}",
+            above.len(),
+            max * 100.0
+        ));
     }
     Ok(Panels {
         title: title.to_string(),

@@ -360,8 +360,9 @@ fn write_run(
     tx.execute(
         "INSERT INTO runs (run_dir_id, case_id, case_key, equivalence_hash, case_json,
              stack, status, reason, attempt, started, ended, timing_source, stack_commit,
-             n_timed, median_s, ci_lo_s, ci_hi_s, mean_s)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+             n_timed, median_s, ci_lo_s, ci_hi_s, mean_s, cpu_contention, oversubscribed)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,
+                 ?19, ?20)",
         params![
             dir_id,
             run.case_id,
@@ -381,6 +382,8 @@ fn write_run(
             s.map(|s| s.1),
             s.map(|s| s.2),
             s.map(|s| s.3),
+            run.cpu_contention.filter(|c| c.is_finite()),
+            run.oversubscribed(),
         ],
     )?;
     let run_id = tx.last_insert_rowid();

@@ -99,7 +99,7 @@ impl History {
             .prepare(
                 "SELECT r.case_key, r.stack, d.host_fingerprint, r.case_id, d.host, d.id, d.path,
                         d.stamp, d.sort_time, r.stack_commit, r.median_s,
-                        r.ci_lo_s, r.ci_hi_s, r.n_timed
+                        r.ci_lo_s, r.ci_hi_s, r.n_timed, r.cpu_contention, r.oversubscribed
                  FROM runs r JOIN run_dirs d ON d.id = r.run_dir_id
                  WHERE r.status = 'pass' AND r.median_s > 0
                    AND (?1 IS NULL OR r.stack = ?1)
@@ -132,6 +132,8 @@ impl History {
                     ci_lo_s: r.get(11)?,
                     ci_hi_s: r.get(12)?,
                     n: r.get::<_, i64>(13)? as usize,
+                    cpu_contention: r.get(14)?,
+                    oversubscribed: r.get(15)?,
                 };
                 Ok((key, case_id, host, point))
             })
@@ -150,8 +152,17 @@ impl History {
                     // old harness.
                     s.case_id = case_id;
                     match s.points.last_mut() {
-                        // Repeats of one run dir share its point; their rounds add up.
-                        Some(last) if last.run_dir_id == point.run_dir_id => last.n += point.n,
+                        // Repeats of one run dir share its point; their rounds add up, and what
+                        // the machine did to any of them is the point's.
+                        Some(last) if last.run_dir_id == point.run_dir_id => {
+                            last.n += point.n;
+                            last.oversubscribed |= point.oversubscribed;
+                            last.cpu_contention = match (last.cpu_contention, point.cpu_contention)
+                            {
+                                (Some(x), Some(y)) => Some(x.max(y)),
+                                (x, y) => x.or(y),
+                            };
+                        }
                         _ => s.points.push(point),
                     }
                 }
@@ -188,6 +199,8 @@ impl History {
             if s.key.host_fingerprint != host_fingerprint {
                 continue;
             }
+            // Contended points stay: the spread they add makes a verdict more careful, never
+            // less (`regressions`, which calls steps from the points themselves, leaves them out).
             let points: Vec<Point> = s
                 .points
                 .into_iter()

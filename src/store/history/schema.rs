@@ -75,6 +75,12 @@ CREATE TABLE samples (
     PRIMARY KEY (run_id, seq)
 );
 "#,
+    // 2: what the machine did to each run, so `history regressions` can leave distorted points
+    // out: its share of time stalled for a CPU and whether it had more ranks than CPUs.
+    r#"
+ALTER TABLE runs ADD COLUMN cpu_contention REAL;
+ALTER TABLE runs ADD COLUMN oversubscribed INTEGER NOT NULL DEFAULT 0;
+"#,
 ];
 
 /// The version a store has once every migration is applied.

@@ -75,7 +75,10 @@ fn migrates_to_the_latest_version_and_refuses_a_newer_store() {
     assert_eq!(h.version().unwrap(), schema::latest());
     drop(h);
     // Reopening applies nothing twice.
-    assert_eq!(History::open(&path).unwrap().version().unwrap(), 1);
+    assert_eq!(
+        History::open(&path).unwrap().version().unwrap(),
+        schema::latest()
+    );
     let c = rusqlite::Connection::open(&path).unwrap();
     c.pragma_update(None, "user_version", 99).unwrap();
     drop(c);
@@ -248,4 +251,114 @@ fn a_time_that_cannot_be_one_never_reaches_the_series() {
     let points = &series[0].points;
     assert_eq!(points.len(), 1, "{points:?}");
     assert!(points[0].median_s.is_finite() && points[0].median_s <= 1.0);
+}
+
+/// Three repeats of one (case, stack): each `(level, cpu_contention)` is one repeat's 30 rounds.
+fn repeats(levels: &[(f64, Option<f64>)], started: &str) -> Vec<RunResult> {
+    levels
+        .iter()
+        .enumerate()
+        .map(|(k, (m, contention))| {
+            let rounds: Vec<f64> = (0..30).map(|i| m * (1.0 + 0.002 * i as f64)).collect();
+            let mut r = run("host", &rounds, started);
+            if k > 0 {
+                r.case_id = format!(
+                    "{}{}{}",
+                    r.case_id,
+                    crate::model::results::REPEAT_MARK,
+                    k + 1
+                );
+            }
+            r.cpu_contention = *contention;
+            r
+        })
+        .collect()
+}
+
+/// Ingest one run dir per entry (its stamp, start time and repeats) and return the steps of
+/// the one series, as `history regressions` finds them.
+fn steps_of(dirs: &[(String, Vec<RunResult>)]) -> Vec<crate::model::history::Step> {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut h = History::open(&tmp.path().join("history.sqlite")).unwrap();
+    for (stamp, runs) in dirs {
+        let dir = tmp.path().join(format!("run_{stamp}"));
+        h.ingest(&dir, &set(stamp, runs.clone())).unwrap();
+    }
+    let series = h.series(&SeriesFilter::default()).unwrap();
+    assert_eq!(series.len(), 1, "{series:?}");
+    assert_eq!(series[0].points.len(), dirs.len());
+    crate::analysis::changepoint::series_steps(
+        &series[0],
+        &crate::analysis::changepoint::Params::default(),
+    )
+}
+
+/// The first false alarm: two runs of identical code six minutes apart, the second
+/// 30 % faster (a busy machine). One earlier point cannot measure the series' noise: no step.
+#[test]
+fn two_runs_six_minutes_apart_thirty_percent_apart_are_no_step() {
+    let calm = |m| vec![(m, None), (m, None), (m, None)];
+    let steps = steps_of(&[
+        (
+            "20261201_100000".into(),
+            repeats(&calm(1e-3), "2026-12-01T10:00:00Z"),
+        ),
+        (
+            "20261201_100600".into(),
+            repeats(&calm(0.7e-3), "2026-12-01T10:06:00Z"),
+        ),
+    ]);
+    assert!(steps.is_empty(), "{steps:?}");
+}
+
+/// The second false alarm: one repeat starved of CPU (2 ms where its siblings took
+/// 1.3 µs) made its point 695 µs and the next run a −99.8 % step; the same the other way round
+/// is a false regression with exit 1. Neither is a step now: the point is the median of its
+/// repeats, and a contended point is left out.
+#[test]
+fn one_starved_repeat_is_no_step_either_way() {
+    let calm = vec![(1.3e-6, Some(0.0)), (1.31e-6, Some(0.01)), (1.29e-6, None)];
+    let starved = vec![
+        (1.3e-6, Some(0.0)),
+        (1.32e-6, Some(0.02)),
+        (2.0e-3, Some(0.7)),
+    ];
+    let dir = |i: usize, r: &Vec<(f64, Option<f64>)>| {
+        let start = format!("2026-12-01T10:{i:02}:00Z");
+        (format!("20261201_10{i:02}00"), repeats(r, &start))
+    };
+    // Starved in the newest run: would be "REGRESSION slower ×500".
+    let newest: Vec<_> = (0..4)
+        .map(|i| dir(i, if i == 3 { &starved } else { &calm }))
+        .collect();
+    assert!(steps_of(&newest).is_empty());
+    // Starved in the first run, calm after: would be "faster −99.8 %".
+    let first: Vec<_> = (0..4)
+        .map(|i| dir(i, if i == 0 { &starved } else { &calm }))
+        .collect();
+    assert!(steps_of(&first).is_empty());
+}
+
+/// A point whose every repeat was slow because the machine was busy (contended) is left out;
+/// the same point measured on a calm machine is a regression.
+#[test]
+fn a_contended_point_is_left_out_and_the_same_point_calm_is_a_regression() {
+    let level = |m: f64, c: Option<f64>| vec![(m, c), (m * 1.01, c), (m * 0.99, c)];
+    let dirs = |newest_contention: Option<f64>| -> Vec<(String, Vec<RunResult>)> {
+        (0..4)
+            .map(|i| {
+                let start = format!("2026-12-01T1{i}:00:00Z");
+                let r = if i == 3 {
+                    level(2e-3, newest_contention)
+                } else {
+                    level(1e-3, Some(0.0))
+                };
+                (format!("20261201_1{i}0000"), repeats(&r, &start))
+            })
+            .collect()
+    };
+    assert!(steps_of(&dirs(Some(0.45))).is_empty());
+    let calm = steps_of(&dirs(Some(0.01)));
+    assert_eq!(calm.len(), 1, "{calm:?}");
+    assert!(calm[0].current && calm[0].at == 3, "{calm:?}");
 }
