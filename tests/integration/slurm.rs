@@ -110,6 +110,7 @@ fn job(bundle: &Path, test: &str, devices: u32, script: &str) -> BatchJob {
         case_id: format!("allreduce_p{devices}_{test}"),
         stack: "host".into(),
         devices,
+        layout: Default::default(),
         kind: DeviceKind::Npu,
         process: ProcessSpec {
             argv: vec!["sh".into(), "-c".into(), script.into()],

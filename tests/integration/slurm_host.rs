@@ -122,6 +122,7 @@ async fn host_cases_pass_the_same_through_slurm_as_locally() {
             case_id: case.case_id(),
             stack: "host".into(),
             devices: case.p,
+            layout: Default::default(),
             kind: DeviceKind::Cpu,
             process: spec(case, &bundle),
             bundle_dir: bundle,
