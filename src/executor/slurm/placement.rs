@@ -68,7 +68,13 @@ pub(crate) fn parse(text: &str) -> Placement {
             continue;
         };
         match key {
-            "nodes" => out.nodes = value.split(',').filter(|n| !n.is_empty()).map(String::from).collect(),
+            "nodes" => {
+                out.nodes = value
+                    .split(',')
+                    .filter(|n| !n.is_empty())
+                    .map(String::from)
+                    .collect()
+            }
             "master_addr" if !value.is_empty() => out.master_addr = Some(value.to_string()),
             "problem" if !value.is_empty() => out.problem = Some(value.to_string()),
             "rank" => out.ranks.extend(parse_rank(line)),
@@ -213,13 +219,19 @@ mod tests {
             judge(Verdict::Timeout("t".into()), Some(&bad)),
             Verdict::Timeout("t".into())
         );
-        assert_eq!(judge(Verdict::Parse, Some(&Placement::default())), Verdict::Parse);
+        assert_eq!(
+            judge(Verdict::Parse, Some(&Placement::default())),
+            Verdict::Parse
+        );
         assert_eq!(judge(Verdict::Parse, None), Verdict::Parse);
     }
 
     #[test]
     fn tokens_are_found_in_order() {
-        assert_eq!(next_token("a${CAMPAIGN_MASTER_ADDR}:${CAMPAIGN_NODE_LIST}"), Some((1, MASTER_ADDR_TOKEN)));
+        assert_eq!(
+            next_token("a${CAMPAIGN_MASTER_ADDR}:${CAMPAIGN_NODE_LIST}"),
+            Some((1, MASTER_ADDR_TOKEN))
+        );
         assert_eq!(next_token("plain"), None);
     }
 }

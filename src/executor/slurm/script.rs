@@ -79,6 +79,9 @@ pub fn sbatch_command(config: &SlurmConfig, job: &BatchJob) -> Result<Vec<String
         format!("--job-name={}", job.name()),
         format!("--output={}", job.process.log_path.display()),
         format!("--chdir={}", job.bundle_dir.display()),
+        // A job Slurm re-queued on its own (after a node failure) would run the stack again
+        // behind campaign's back; the run fails instead, and `resume --retry-failed` re-runs it.
+        "--no-requeue".to_string(),
     ];
     if let Some(time) = time_limit(config, job.process.timeout) {
         argv.push(format!("--time={time}"));
@@ -212,7 +215,10 @@ pub fn render_script(job: &BatchJob) -> String {
     s.push_str(&format!(
         "}} > \"$bundle/{DEVICES_FILE}.tmp\" && mv -f \"$bundle/{DEVICES_FILE}.tmp\" \"$bundle/{DEVICES_FILE}\"\n"
     ));
-    s.push_str(&crate::executor::slurm::placement::allocation_lines(job.layout, job.devices));
+    s.push_str(&crate::executor::slurm::placement::allocation_lines(
+        job.layout,
+        job.devices,
+    ));
     // `KEY=value` quoted as one word: whatever a key holds (plans refuse keys that are not
     // POSIX names, `model::stack::is_env_name`), it can only ever be an assignment.
     for (key, value) in &job.process.env {
@@ -228,7 +234,12 @@ pub fn render_script(job: &BatchJob) -> String {
         "cd {cwd} || {{ echo \"campaign: cannot enter \"{cwd} >&2; exit {NO_CWD_EXIT}; }}\n"
     ));
     s.push_str("started=$(date +%s%N)\n");
-    let argv: Vec<String> = job.process.argv.iter().map(|a| quote_allocation(a)).collect();
+    let argv: Vec<String> = job
+        .process
+        .argv
+        .iter()
+        .map(|a| quote_allocation(a))
+        .collect();
     s.push_str(&argv.join(" "));
     s.push('\n');
     s.push_str("code=$?\n");

@@ -391,7 +391,9 @@ impl Case {
         } else {
             1 + self.placement.as_str().len()
         };
-        nodes + placement + self.variant.as_str().len()
+        nodes
+            + placement
+            + self.variant.as_str().len()
             + "_p".len()
             + digits(u64::from(self.p))
             + "_count".len()

@@ -46,6 +46,7 @@ fn sbatch_command_carries_name_output_time_and_devices() {
             "--job-name=campaign:demo:allreduce_p2_c256_fp32:host",
             "--output=/runs/b/run.log",
             "--chdir=/runs/b",
+            "--no-requeue",
             "--time=0:02:00",
             "--nodes=1",
             "--gres=gpu:2",
@@ -65,7 +66,7 @@ fn a_multi_node_job_asks_for_its_shape_and_devices_per_node() {
     };
     let argv = sbatch_command(&SlurmConfig::default(), &j).unwrap();
     assert_eq!(
-        argv[6..].to_vec(),
+        argv[7..].to_vec(),
         vec![
             "--nodes=2",
             "--ntasks-per-node=2",
@@ -76,7 +77,10 @@ fn a_multi_node_job_asks_for_its_shape_and_devices_per_node() {
     );
     j.kind = DeviceKind::Cpu;
     let argv = sbatch_command(&SlurmConfig::default(), &j).unwrap();
-    assert!(!argv.iter().any(|a| a.starts_with("--cpus-per-task")), "{argv:?}");
+    assert!(
+        !argv.iter().any(|a| a.starts_with("--cpus-per-task")),
+        "{argv:?}"
+    );
 }
 
 #[test]
@@ -98,7 +102,10 @@ fn allocation_placeholders_are_expanded_and_nothing_else() {
         .output()
         .unwrap();
     let log = String::from_utf8_lossy(&out.stdout);
-    assert!(log.contains("at=nodeA:29500|$HOME nodeA"), "{log}\n{script}");
+    assert!(
+        log.contains("at=nodeA:29500|$HOME nodeA"),
+        "{log}\n{script}"
+    );
     let hostfile = std::fs::read_to_string(dir.path().join("hostfile")).unwrap();
     assert_eq!(hostfile, "nodeA slots=2\n");
 }
@@ -117,7 +124,7 @@ fn sbatch_command_uses_every_slurm_key() {
     };
     let argv = sbatch_command(&config, &job(Path::new("/b"))).unwrap();
     assert_eq!(
-        argv[5..].to_vec(),
+        argv[6..].to_vec(),
         vec![
             "--time=00:10:00",
             "--partition=ascend",
