@@ -271,7 +271,7 @@ fn dry_run_executor_slurm_prints_one_sbatch_per_run() {
         .iter()
         .all(|l| l.starts_with("sbatch --parsable --job-name=campaign:slurm-e2e:")));
     assert!(
-        lines[0].contains("--time=0:01:00 --cpus-per-task=2 "),
+        lines[0].contains("--time=0:01:00 --nodes=1 --cpus-per-task=2 "),
         "{}",
         lines[0]
     );

@@ -887,6 +887,60 @@ mod tests {
     }
 
     #[test]
+    fn single_node_cases_keep_their_seed_hash_and_multi_node_ones_differ() {
+        let single = vector_case();
+        assert_eq!(single.equivalence_hash(), "4ca59d34ec615378");
+        assert!(!single.to_pretty_json().contains("nodes"));
+        let mut two = vector_case();
+        two.nodes = 2;
+        two.complete_layout(true, true);
+        assert_eq!(two.ranks_per_node, 1);
+        assert_eq!(two.case_id(), "mesh_p2_count256_fp32_a2a3_d0-1_n2");
+        assert_eq!(two.case_id().len(), two.case_id_len());
+        assert_ne!(two.equivalence_hash(), single.equivalence_hash());
+        assert_ne!(two.case_key(), single.case_key());
+        assert_eq!(two.equivalence_hash(), two.equivalence_hash_reference());
+        assert!(two.problems().is_empty(), "{:?}", two.problems());
+        two.placement = RankPlacement::Spread;
+        assert_eq!(two.case_id(), "mesh_p2_count256_fp32_a2a3_d0-1_n2_spread");
+        assert_eq!(two.case_id().len(), two.case_id_len());
+        assert_eq!(two.equivalence_hash(), two.equivalence_hash_reference());
+        let mut fast = crate::model::case::fast::Hasher::default();
+        assert_eq!(fast.case_id(&two), two.case_id());
+    }
+
+    #[test]
+    fn p_must_be_nodes_times_ranks_per_node() {
+        let mut c = Case::new(Variant::Mesh, 6, 256);
+        c.nodes = 2;
+        c.ranks_per_node = 2;
+        let problems = c.problems();
+        assert!(
+            problems.iter().any(|(f, m)| f == "ranks_per_node" && m.contains("p = 6 is not nodes × ranks_per_node (2 × 2)")),
+            "{problems:?}"
+        );
+        // ranks_per_node without p makes p; one_per_node without nodes makes nodes = p.
+        let mut c = Case::new(Variant::Mesh, 2, 256);
+        c.nodes = 2;
+        c.ranks_per_node = 4;
+        c.complete_layout(false, true);
+        assert_eq!(c.p, 8);
+        let mut c = Case::new(Variant::Mesh, 4, 256);
+        c.placement = RankPlacement::OnePerNode;
+        c.complete_layout(true, false);
+        assert_eq!((c.nodes, c.ranks_per_node()), (4, 1));
+        assert!(c.problems().is_empty());
+        c.nodes = 2;
+        c.ranks_per_node = 2;
+        assert!(c.problems().iter().any(|(f, _)| f == "placement"));
+        // One node drops the layout: the case is the single-node case it always was.
+        let mut c = Case::new(Variant::Mesh, 4, 256);
+        c.ranks_per_node = 4;
+        c.complete_layout(true, false);
+        assert_eq!(c, Case::new(Variant::Mesh, 4, 256));
+    }
+
+    #[test]
     fn case_id_len_is_the_length_of_case_id() {
         for (p, count, core_num, first) in [
             (2, 0, 1, 0),
