@@ -227,12 +227,22 @@ mod tests {
         // mpi: the per-rank wrapper and round-robin mapping for `spread`.
         ctx.case.placement = RankPlacement::Spread;
         let r = render("mpi", &all["mpi"], &ctx).unwrap();
-        assert!(r.argv.contains(&"/r/cases/c/s/rank.sh".to_string()), "{:?}", r.argv);
-        assert_eq!(r.argv[r.argv.iter().position(|a| a == "--map-by").unwrap() + 1], "node");
+        assert!(
+            r.argv.contains(&"/r/cases/c/s/rank.sh".to_string()),
+            "{:?}",
+            r.argv
+        );
+        assert_eq!(
+            r.argv[r.argv.iter().position(|a| a == "--map-by").unwrap() + 1],
+            "node"
+        );
         // On one node nothing changes: -p is p, the wrapper is `env`.
         ctx.case = Case::new(Variant::Mesh, 4, 1024);
         let r = render("hccl_test", &all["hccl_test"], &ctx).unwrap();
-        assert_eq!(r.argv[r.argv.iter().position(|a| a == "-p").unwrap() + 1], "4");
+        assert_eq!(
+            r.argv[r.argv.iter().position(|a| a == "-p").unwrap() + 1],
+            "4"
+        );
         let r = render("mpi", &all["mpi"], &ctx).unwrap();
         assert!(r.argv.contains(&"env".to_string()), "{:?}", r.argv);
     }

@@ -307,3 +307,92 @@ max_nodes = 2
     assert_eq!(m["status"], "pass", "{m}");
     assert_eq!(m["attempt"], 2, "{m}");
 }
+
+#[test]
+fn ranks_that_ran_elsewhere_than_asked_fail_the_run_with_the_reason() {
+    let Some(conf) = cluster() else { return };
+    let _serial = serial();
+    let tmp = util::tempdir();
+    let name = format!("misplaced-{}", std::process::id());
+    // The case asks for 2 nodes × 2 ranks in blocks (`pack`); the stack starts its 4 ranks
+    // round-robin instead (and says its run passed): the placement check must fail the run.
+    let stacks = format!(
+        r#"[stacks.lopsided]
+command = ["sh", "-c", "srun --distribution=cyclic \"$0\" true && exec sh {fixture} /dev/null", "{{{{ rank_wrap }}}}"]
+resource = "none"
+max_nodes = 2
+"#,
+        fixture = util::root()
+            .join("tests/integration/fixtures/resume/counting.sh")
+            .display(),
+    );
+    let plan = plan(
+        tmp.path(),
+        &name,
+        "nodes = [2]\nranks_per_node = [2]\nstacks = [\"lopsided\"]",
+        &stacks,
+    );
+    let out = campaign(
+        tmp.path(),
+        &conf,
+        &["run", plan.to_str().unwrap(), "--executor", "slurm"],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    let run = run_dir(tmp.path(), &name).unwrap();
+    let m = manifest(&run, "mesh_p4_count256_fp32_host_d0-1-2-3_n2", "lopsided");
+    assert_eq!(m["status"], "fail", "{m}");
+    assert_eq!(
+        m["reason"], "placement: rank 1 ran on node 1 (n2), expected node 0",
+        "{m}"
+    );
+}
+
+#[test]
+fn multi_node_cases_are_planned_skips_where_runs_stay_on_one_machine() {
+    let tmp = util::tempdir();
+    let plan = plan(
+        tmp.path(),
+        "one-machine",
+        "p = [2]\nnodes = [1, 2]\nstacks = [\"host\", \"mpi\"]",
+        "",
+    );
+    let out = campaign(
+        tmp.path(),
+        Path::new("/nonexistent"),
+        &["run", plan.to_str().unwrap(), "--repeats", "1"],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let run = run_dir(tmp.path(), "one-machine").unwrap();
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("results.json")).unwrap()).unwrap();
+    let runs = results["runs"].as_array().unwrap();
+    let find = |case: &str, stack: &str| {
+        runs.iter()
+            .find(|r| r["case_id"] == case && r["stack"] == stack)
+            .unwrap_or_else(|| panic!("no run {case}/{stack}: {results}"))
+            .clone()
+    };
+    let one = "mesh_p2_count256_fp32_host_d0-1";
+    let two = "mesh_p2_count256_fp32_host_d0-1_n2";
+    assert_eq!(find(one, "host")["status"], "pass");
+    assert_eq!(find(one, "mpi")["status"], "pass");
+    let host = find(two, "host");
+    assert_eq!(host["status"], "skipped");
+    assert_eq!(
+        host["reason"],
+        "nodes = 2 above this stack's max_nodes = 1 (a stack that does not declare max_nodes runs on one node)"
+    );
+    let mpi = find(two, "mpi");
+    assert_eq!(mpi["status"], "skipped");
+    assert!(
+        mpi["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("nodes = 2: this executor runs every run on this one machine"),
+        "{mpi}"
+    );
+}

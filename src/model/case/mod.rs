@@ -916,7 +916,8 @@ mod tests {
         c.ranks_per_node = 2;
         let problems = c.problems();
         assert!(
-            problems.iter().any(|(f, m)| f == "ranks_per_node" && m.contains("p = 6 is not nodes × ranks_per_node (2 × 2)")),
+            problems.iter().any(|(f, m)| f == "ranks_per_node"
+                && m.contains("p = 6 is not nodes × ranks_per_node (2 × 2)")),
             "{problems:?}"
         );
         // ranks_per_node without p makes p; one_per_node without nodes makes nodes = p.
