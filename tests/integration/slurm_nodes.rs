@@ -137,6 +137,22 @@ fn mpi_runs_span_both_nodes_in_the_asked_layout() {
     .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
     let run = run_dir(tmp.path(), &name).expect("run dir");
+    // The results rows say the runs were inter-node, with their layout.
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("results.json")).unwrap()).unwrap();
+    let layouts: Vec<(u64, u64)> = (results["runs"].as_array().unwrap().iter())
+        .map(|r| {
+            (
+                r["nodes"].as_u64().unwrap(),
+                r["ranks_per_node"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(layouts.len(), 2, "{results}");
+    assert!(
+        layouts.contains(&(2, 1)) && layouts.contains(&(2, 2)),
+        "{layouts:?}"
+    );
     for (case_id, want) in [
         ("mesh_p2_count256_fp32_host_d0-1_n2", vec!["n1", "n2"]),
         (
