@@ -3,8 +3,8 @@
 #
 # Usage: scripts/slurm-down.sh [DIR]    (DIR default: $CAMPAIGN_SLURM_DIR or /tmp/campaign-slurm)
 #
-# Cancels the cluster's jobs, then stops slurmd, slurmctld and munged (munged only when
-# slurm-up.sh started it) by the pids recorded under DIR/run: SIGTERM, then SIGKILL after 5 s.
+# Cancels the cluster's jobs, then stops every slurmd (one per node), slurmctld and munged
+# (munged only when slurm-up.sh started it) by the pids recorded under DIR/run: SIGTERM, then SIGKILL after 5 s.
 # Quiet and successful when nothing runs. DIR itself is kept (logs, jobcomp file).
 set -uo pipefail
 
@@ -24,8 +24,8 @@ fi
 
 # All daemons at once: each takes about 2 s to shut down, in parallel the whole stop does too.
 pids=()
-for name in slurmd slurmctld munged; do
-  pidfile="$DIR/run/$name.pid"
+for pidfile in "$DIR"/run/slurmd*.pid "$DIR/run/slurmctld.pid" "$DIR/run/munged.pid"; do
+  name=$(basename "$pidfile" .pid)
   if alive "$pidfile"; then
     pid=$(cat "$pidfile")
     kill -TERM "$pid" 2>/dev/null && pids+=("$name:$pid")

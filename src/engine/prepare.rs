@@ -191,6 +191,8 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
             ),
         ));
     }
+    let nodes = backend.nodes();
+    check_nodes(&plan, &cases, &case_ids, nodes)?;
     let (runs, plans) = plan_runs(
         &plan,
         &cases,
@@ -198,7 +200,7 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
         &names,
         &stacks,
         &pool,
-        granted,
+        (granted, nodes),
         (repeats, seed),
     )?;
     interrupt::check_preparation()?;
@@ -225,7 +227,7 @@ fn plan_runs(
     names: &[String],
     stacks: &[Arc<EngineStack>],
     pool: &Pool,
-    granted: bool,
+    (granted, nodes): (bool, Option<u32>),
     (repeats, seed): (u32, u64),
 ) -> Result<(Vec<PlannedRun>, Vec<RunPlan>)> {
     let n_runs = cases.len() * repeats as usize * names.len();
@@ -257,6 +259,7 @@ fn plan_runs(
             let preset = stack
                 .def
                 .unsupported_reason(case)
+                .or_else(|| one_machine_reason(case, nodes))
                 .or_else(|| {
                     stack.def.placement_reason(
                         case,
@@ -315,6 +318,36 @@ fn plan_runs(
         return Err(Error::Invalid(refused));
     }
     Ok((runs, plans))
+}
+
+/// Why a multi-node case cannot run where every run stays on this machine (a planned skip).
+fn one_machine_reason(case: &Case, nodes: Option<u32>) -> Option<String> {
+    (nodes.is_none() && case.nodes > 1).then(|| {
+        format!(
+            "nodes = {}: this executor runs every run on this one machine (a multi-node case needs an executor whose runs span nodes)",
+            case.nodes
+        )
+    })
+}
+
+/// Cases asking for more nodes than the cluster has are refused in one message, before
+/// anything is submitted (the cluster would otherwise hold them pending forever).
+fn check_nodes(plan: &Plan, cases: &[Case], ids: &[String], nodes: Option<u32>) -> Result<()> {
+    let Some(have) = nodes else { return Ok(()) };
+    let over: Vec<(&String, u32)> = (cases.iter().zip(ids))
+        .filter(|(c, _)| c.nodes > have)
+        .map(|(c, id)| (id, c.nodes))
+        .collect();
+    let Some(&(first, most)) = over.iter().max_by_key(|(_, n)| *n) else {
+        return Ok(());
+    };
+    Err(Error::invalid(
+        &plan.source,
+        format!(
+            "{} case(s) ask for more nodes than the cluster has ({have}): e.g. case {first} asks for {most} nodes; nothing was submitted (lower `nodes`, or run where the partition has enough nodes)",
+            over.len()
+        ),
+    ))
 }
 
 /// What one run of `stack` on `case` leases.

@@ -62,6 +62,8 @@ pub(crate) struct ProcessRequest<'a> {
     /// Devices the process needs (a backend that grants devices grants them; locally they are
     /// already leased).
     pub(crate) devices: u32,
+    /// Nodes and ranks per node the run spans.
+    pub(crate) layout: crate::executor::NodeLayout,
     /// The run's bundle folder (work outside campaign leaves its result files there).
     pub(crate) bundle: &'a Path,
     /// Work an earlier session started for this attempt: watch it instead of starting anew.
@@ -146,6 +148,13 @@ pub(crate) trait Backend: Send + Sync {
     /// True when the backend places runs and grants devices itself: nothing is leased or probed
     /// on this machine, and a run larger than its pool is fine.
     fn grants_devices(&self) -> bool;
+
+    /// How many nodes one run may span here: `None` on one machine (a multi-node run is a
+    /// planned skip), else the cluster's node count (a run asking for more is refused before
+    /// anything is submitted).
+    fn nodes(&self) -> Option<u32> {
+        None
+    }
 
     /// Runs in flight at once when `--jobs` does not say (None: as many as the pool allows).
     fn max_in_flight(&self) -> Option<usize>;

@@ -24,6 +24,37 @@ pub(crate) use backend::{
 };
 pub use process::{KillReason, ProcessOutcome, ProcessSpec, GRACE};
 
+/// How one run lays its ranks over nodes (from the case): what a backend that spans nodes asks
+/// its cluster for and checks afterwards. One node (the default) is every local run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NodeLayout {
+    pub nodes: u32,
+    pub ranks_per_node: u32,
+    /// Ranks round-robin over the nodes (rank r on node r mod N) instead of in blocks.
+    pub spread: bool,
+}
+
+impl Default for NodeLayout {
+    fn default() -> Self {
+        NodeLayout {
+            nodes: 1,
+            ranks_per_node: 1,
+            spread: false,
+        }
+    }
+}
+
+impl NodeLayout {
+    /// The layout `case` asks for.
+    pub(crate) fn of(case: &crate::model::case::Case) -> NodeLayout {
+        NodeLayout {
+            nodes: case.nodes.max(1),
+            ranks_per_node: case.ranks_per_node(),
+            spread: case.placement == crate::model::case::RankPlacement::Spread,
+        }
+    }
+}
+
 /// Every backend by kind, with the name the journal header and `--executor` use.
 const KINDS: &[(ExecutorKind, &str)] = &[
     (ExecutorKind::Local, "local"),

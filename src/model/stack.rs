@@ -151,6 +151,10 @@ pub struct StackDef {
     /// Most ranks the stack runs with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) max_p: Option<u32>,
+    /// Most nodes one run may span (default 1: a stack that does not say runs on one node; the
+    /// `mpi` stack spans many). A case over it is `skipped` at plan time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) max_nodes: Option<u32>,
     /// P must be a multiple of this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) p_multiple_of: Option<u32>,
@@ -227,6 +231,7 @@ impl StackDef {
             ready,
             min_p,
             max_p,
+            max_nodes,
             p_multiple_of,
             constraints,
             metric,
@@ -300,6 +305,18 @@ impl StackDef {
         }
         if let Some(max) = self.max_p.filter(|m| case.p > *m) {
             return Some(format!("p = {} above this stack's max_p = {max}", case.p));
+        }
+        let max_nodes = self.max_nodes.unwrap_or(1);
+        if case.nodes > max_nodes {
+            return Some(format!(
+                "nodes = {} above this stack's max_nodes = {max_nodes}{}",
+                case.nodes,
+                if self.max_nodes.is_none() {
+                    " (a stack that does not declare max_nodes runs on one node)"
+                } else {
+                    ""
+                }
+            ));
         }
         if let Some(k) = self
             .p_multiple_of

@@ -367,10 +367,12 @@ pub(crate) fn read_case_files(
     }
 }
 
-/// variant, p and count must come from [case] or [axes] (a bad value there is reported already).
+/// variant, p and count must come from [case] or [axes] (a bad value there is reported already);
+/// `ranks_per_node` stands in for p (p = nodes × ranks_per_node).
 pub(crate) fn require_case_shape(cx: &mut Ctx<'_>, spans: &Spans, axes: Option<&Range<usize>>) {
     for field in ["variant", "p", "count"] {
-        if !spans.fields.contains_key(field) {
+        let derived = field == "p" && spans.fields.contains_key("ranks_per_node");
+        if !spans.fields.contains_key(field) && !derived {
             let msg = format!(
                 "no value for `{field}`: give it as an axis in [axes] or a default in [case]"
             );

@@ -162,6 +162,9 @@ where
         "warmup_rounds" => c.warmup_rounds.into(),
         "timed_rounds" => c.timed_rounds.into(),
         "measure" => c.measure.as_str().into(),
+        "nodes" => c.nodes.into(),
+        "ranks_per_node" => c.ranks_per_node().into(),
+        "placement" => c.placement.as_str().into(),
         _ => return None,
     })
 }
@@ -185,6 +188,9 @@ fn copy_field(dst: &mut Case, src: &Case, field: &str) {
         "core_num" => dst.core_num = src.core_num,
         "warmup_rounds" => dst.warmup_rounds = src.warmup_rounds,
         "timed_rounds" => dst.timed_rounds = src.timed_rounds,
+        "nodes" => dst.nodes = src.nodes,
+        "ranks_per_node" => dst.ranks_per_node = src.ranks_per_node,
+        "placement" => dst.placement = src.placement,
         _ => dst.measure.clone_from(&src.measure),
     }
 }
@@ -264,6 +270,8 @@ enum Points<'p> {
         explicit_devices: bool,
         explicit_warmup: bool,
         explicit_timed: bool,
+        explicit_p: bool,
+        explicit_nodes: bool,
         rounds: crate::model::plan::Rounds,
     },
     Files {
@@ -330,6 +338,8 @@ pub(crate) fn cases<'p>(plan: &'p Plan, extra_filter: Option<&str>) -> Result<Ca
             explicit_devices: given("device_ids"),
             explicit_warmup: given("warmup_rounds"),
             explicit_timed: given("timed_rounds"),
+            explicit_p: given("p"),
+            explicit_nodes: given("nodes"),
             rounds: plan.rounds,
         }
     } else {
@@ -371,6 +381,8 @@ impl Points<'_> {
                 explicit_devices,
                 explicit_warmup,
                 explicit_timed,
+                explicit_p,
+                explicit_nodes,
                 rounds,
             } => {
                 if *done || *next >= *end {
@@ -403,6 +415,7 @@ impl Points<'_> {
                         copy_field(case, &values[index[j]], field);
                     }
                 }
+                case.complete_layout(*explicit_p, *explicit_nodes);
                 if !*explicit_devices {
                     case.device_ids.clear();
                     case.device_ids.extend(0..case.p);

@@ -27,6 +27,10 @@ const ID_FIELDS: &[&str] = &[
     "platform",
     "device_ids",
     "core_num",
+    "nodes",
+    "placement",
+    // p and nodes are in case_id, so ranks_per_node (p / nodes) is too.
+    "ranks_per_node",
 ];
 
 /// Problems of one kind: the first, located, and how many more cases had it.

@@ -198,6 +198,56 @@ mod tests {
     }
 
     #[test]
+    fn multi_node_cases_render_per_node_values_for_hccl_test_and_mpi() {
+        use crate::model::case::{Case, RankPlacement, Variant};
+        use crate::stack::render::{render, RenderContext};
+        let mut case = Case::new(Variant::Mesh, 16, 1024);
+        case.nodes = 2;
+        case.complete_layout(true, true);
+        assert_eq!(case.ranks_per_node(), 8);
+        let mut ctx = RenderContext {
+            case: case.clone(),
+            devices: (0..16).collect(),
+            warmup: 2,
+            timed: 5,
+            case_file: "/r/cases/c.json".into(),
+            bundle_dir: "/r/cases/c/s".into(),
+            run_dir: "/r".into(),
+            root: Some("/root-dir".into()),
+            campaign_exe: "/bin/campaign".into(),
+        };
+        let all = try_shipped().unwrap();
+        let r = render("hccl_test", &all["hccl_test"], &ctx).unwrap();
+        let at = |flag: &str| r.argv[r.argv.iter().position(|a| a == flag).unwrap() + 1].clone();
+        // hccl_test's -p is NPUs per node: mpirun -n 16 … -p 8.
+        assert_eq!(r.argv[..4], ["mpirun", "--allow-run-as-root", "-n", "16"]);
+        assert_eq!(at("-p"), "8");
+        let visible = r.env.iter().find(|(k, _)| k == "ASCEND_RT_VISIBLE_DEVICES");
+        assert_eq!(visible.unwrap().1, "0,1,2,3,4,5,6,7");
+        // mpi: the per-rank wrapper and round-robin mapping for `spread`.
+        ctx.case.placement = RankPlacement::Spread;
+        let r = render("mpi", &all["mpi"], &ctx).unwrap();
+        assert!(
+            r.argv.contains(&"/r/cases/c/s/rank.sh".to_string()),
+            "{:?}",
+            r.argv
+        );
+        assert_eq!(
+            r.argv[r.argv.iter().position(|a| a == "--map-by").unwrap() + 1],
+            "node"
+        );
+        // On one node nothing changes: -p is p, the wrapper is `env`.
+        ctx.case = Case::new(Variant::Mesh, 4, 1024);
+        let r = render("hccl_test", &all["hccl_test"], &ctx).unwrap();
+        assert_eq!(
+            r.argv[r.argv.iter().position(|a| a == "-p").unwrap() + 1],
+            "4"
+        );
+        let r = render("mpi", &all["mpi"], &ctx).unwrap();
+        assert!(r.argv.contains(&"env".to_string()), "{:?}", r.argv);
+    }
+
+    #[test]
     fn every_shipped_stack_renders_for_a_case() {
         use crate::model::case::{Case, Variant};
         use crate::stack::render::{render, render_build, RenderContext};

@@ -198,7 +198,38 @@ pub(crate) fn run_scope(ctx: &RenderContext) -> Value {
     if let Some(root) = &ctx.root {
         scope.insert("root".into(), path_value(root));
     }
+    layout_scope(&mut scope, ctx);
     Value::Object(scope)
+}
+
+/// The node layout: `nodes`, `ranks_per_node`, `placement`, and what a launcher inside a
+/// multi-node allocation needs. `hostfile` is a file the executor writes into the bundle from
+/// the allocation; on several nodes `node_list` and `master_addr` are placeholders the running
+/// job fills in and `rank_wrap` is the bundle's per-rank wrapper (it records each rank's node);
+/// on one node they are `localhost`, `127.0.0.1` and `env` (a wrapper that changes nothing).
+fn layout_scope(scope: &mut Map<String, Value>, ctx: &RenderContext) {
+    use crate::model::nodes as place;
+    let case = &ctx.case;
+    let multi = case.nodes > 1;
+    scope.insert("nodes".into(), json!(case.nodes.max(1)));
+    scope.insert("ranks_per_node".into(), json!(case.ranks_per_node()));
+    scope.insert("placement".into(), json!(case.placement.as_str()));
+    scope.insert(
+        "hostfile".into(),
+        path_value(&ctx.bundle_dir.join(place::HOSTFILE)),
+    );
+    let (list, addr, wrap) = if multi {
+        (
+            place::NODE_LIST_TOKEN.to_string(),
+            place::MASTER_ADDR_TOKEN.to_string(),
+            path_string(&ctx.bundle_dir.join(place::RANK_WRAPPER)),
+        )
+    } else {
+        ("localhost".into(), "127.0.0.1".into(), "env".into())
+    };
+    scope.insert("node_list".into(), json!(list));
+    scope.insert("master_addr".into(), json!(addr));
+    scope.insert("rank_wrap".into(), json!(wrap));
 }
 
 /// `0-3` for ascending contiguous ids (the form `simpler -d` takes), else `0,2,5`.

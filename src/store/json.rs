@@ -213,8 +213,14 @@ pub(crate) mod tests {
                 "repeat",
                 "attempt",
                 "timing_source",
-                "cpu_contention"
+                "cpu_contention",
+                "nodes",
+                "ranks_per_node"
             ]
+        );
+        assert_eq!(
+            (v["nodes"].as_u64(), v["ranks_per_node"].as_u64()),
+            (Some(1), Some(2))
         );
         assert_eq!(v["oversubscribed"], json!(false), "always present");
         assert_eq!(

@@ -58,6 +58,10 @@ pub(crate) struct Row {
     pub(crate) timing_source: Option<String>,
     /// Share of the run's time it was stalled for a CPU held by others (`null`: not measured).
     pub(crate) cpu_contention: Option<f64>,
+    /// Nodes the run spanned (1: intra-node) and ranks on each: a multi-node case is its own
+    /// case (`_n<nodes>` in its id), never pooled with a single-node one.
+    pub(crate) nodes: u32,
+    pub(crate) ranks_per_node: u32,
 }
 
 fn means(
@@ -125,6 +129,8 @@ impl Row {
             attempt: r.attempt,
             timing_source: r.timing_source.clone(),
             cpu_contention: r.cpu_contention,
+            nodes: c.nodes.max(1),
+            ranks_per_node: c.ranks_per_node(),
         };
         if r.status != RunStatus::Pass {
             return row;

@@ -19,6 +19,7 @@ mod run;
 mod slurm;
 mod slurm_campaign;
 mod slurm_host;
+mod slurm_nodes;
 mod slurm_preflight;
 mod stacks;
 mod standin;

@@ -1,4 +1,4 @@
-//! The Slurm executor against a real single-node Slurm (scripts/slurm-up.sh, started once per
+//! The Slurm executor against a real Slurm (scripts/slurm-up.sh's two-node cluster, started once per
 //! test binary when `SLURM_CONF` does not already point at a live cluster): jobs complete with
 //! the devices Slurm granted recorded, failures carry Slurm's state and reason, a job over its
 //! time limit is a timeout with Slurm's reason, cancel and re-attach work without duplicates.
@@ -110,6 +110,7 @@ fn job(bundle: &Path, test: &str, devices: u32, script: &str) -> BatchJob {
         case_id: format!("allreduce_p{devices}_{test}"),
         stack: "host".into(),
         devices,
+        layout: Default::default(),
         kind: DeviceKind::Npu,
         process: ProcessSpec {
             argv: vec!["sh".into(), "-c".into(), script.into()],

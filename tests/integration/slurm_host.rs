@@ -122,6 +122,7 @@ async fn host_cases_pass_the_same_through_slurm_as_locally() {
             case_id: case.case_id(),
             stack: "host".into(),
             devices: case.p,
+            layout: Default::default(),
             kind: DeviceKind::Cpu,
             process: spec(case, &bundle),
             bundle_dir: bundle,
@@ -270,7 +271,7 @@ fn dry_run_executor_slurm_prints_one_sbatch_per_run() {
         .iter()
         .all(|l| l.starts_with("sbatch --parsable --job-name=campaign:slurm-e2e:")));
     assert!(
-        lines[0].contains("--time=0:01:00 --cpus-per-task=2 "),
+        lines[0].contains("--time=0:01:00 --nodes=1 --cpus-per-task=2 "),
         "{}",
         lines[0]
     );

@@ -27,6 +27,8 @@ pub(super) struct Row<'p> {
     pub(super) case_id: String,
     pub(super) variant: &'static str,
     pub(super) p: u32,
+    /// Nodes and ranks per node (what `--executor slurm` asks the cluster for).
+    pub(super) layout: crate::executor::NodeLayout,
     pub(super) count: u64,
     pub(super) dtype: &'static str,
     pub(super) bytes: u64,
@@ -113,6 +115,7 @@ impl<'p> Rows<'p> {
             case_id: self.hasher.case_id(case).to_string(),
             variant: case.variant.as_str(),
             p: case.p,
+            layout: crate::executor::NodeLayout::of(case),
             count: case.count,
             dtype: case.dtype.as_str(),
             bytes: case.n_bytes(),

@@ -145,6 +145,7 @@ fn write_sbatch(
                 case_id: row.case_id.clone(),
                 stack: stack.clone(),
                 devices: row.p,
+                layout: row.layout,
                 kind: plan.devices.kind,
                 process: crate::executor::ProcessSpec {
                     argv: Vec::new(),

@@ -70,6 +70,7 @@ pub(super) async fn run_rounds(
             case_id: &job.case_id,
             stack: &stack.name,
             devices: case.p,
+            layout: crate::executor::NodeLayout::of(case),
             bundle,
             // Only the first process of a run can be the one an earlier session left.
             reattach: reattach.take(),

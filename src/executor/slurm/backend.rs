@@ -31,6 +31,8 @@ pub(crate) struct Slurm {
     campaign: String,
     kind: DeviceKind,
     on_interrupt: InterruptPolicy,
+    /// Nodes of the partition the jobs go to (`sinfo`), when Slurm said.
+    nodes: Option<u32>,
     /// `None` until the campaign is interrupted (or fails) and has decided about its jobs;
     /// every run waiting on a job watches it.
     decision: watch::Sender<Option<Decision>>,
@@ -43,6 +45,7 @@ impl Slurm {
     pub(crate) fn new(plan: &Plan, on_interrupt: InterruptPolicy) -> Result<Slurm> {
         super::preflight::check_reachable()?;
         Ok(Slurm {
+            nodes: super::preflight::node_count(plan.slurm.partition.as_deref()),
             config: plan.slurm.clone(),
             campaign: plan.campaign.name.clone(),
             kind: plan.devices.kind,
@@ -84,6 +87,11 @@ impl Backend for Slurm {
 
     fn grants_devices(&self) -> bool {
         true
+    }
+
+    fn nodes(&self) -> Option<u32> {
+        // Unknown (sinfo did not answer): the cluster refuses what it cannot place itself.
+        Some(self.nodes.unwrap_or(u32::MAX))
     }
 
     fn max_in_flight(&self) -> Option<usize> {

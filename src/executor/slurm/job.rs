@@ -246,6 +246,7 @@ fn batch_job(slurm: &SlurmRun, req: &ProcessRequest<'_>) -> BatchJob {
         case_id: req.case_id.to_string(),
         stack: req.stack.to_string(),
         devices: req.devices,
+        layout: req.layout,
         kind: slurm.kind,
         process: req.spec.clone(),
         bundle_dir: req.bundle.to_path_buf(),
@@ -264,6 +265,8 @@ fn manifest_entry(id: JobId, end: &JobEnd) -> serde_json::Value {
         "granted": devices.map(|d| d.granted.clone()),
         "variables": devices.map(|d| d.variables.clone()),
         "source": end.source,
+        "nodes": end.placement.as_ref().map(|p| p.nodes.clone()),
+        "ranks": end.placement.as_ref().map(|p| p.ranks.clone()),
     })
 }
 
@@ -280,6 +283,7 @@ mod tests {
             verdict,
             outcome: None,
             devices: None,
+            placement: None,
             source,
         };
         assert!(lost(&end(

@@ -11,6 +11,7 @@
 pub mod backend;
 pub mod bundle;
 pub mod job;
+pub mod placement;
 pub mod poll;
 pub mod preflight;
 pub mod script;
@@ -60,6 +61,8 @@ pub struct JobEnd {
     pub outcome: Option<ProcessOutcome>,
     /// What Slurm granted (record in the manifest's `devices`).
     pub devices: Option<GrantedDevices>,
+    /// Where the job ran: its nodes and each rank's node, when the job got that far.
+    pub placement: Option<placement::Placement>,
     /// Where the final state came from: `squeue`, `scontrol`, `jobcomp` or `bundle`.
     pub source: &'static str,
 }
@@ -313,6 +316,7 @@ impl SlurmExecutor {
             .unwrap_or_default();
         let outcome = bundle::read_result(&bundle_dir);
         let devices = bundle::read_devices(&bundle_dir);
+        let placement = placement::read(&bundle_dir);
         let cancelled_by_us = self.cancelled.contains(&id);
         let Some((mut record, source)) = record else {
             // Slurm forgot the job (purged after MinJobAge, no jobcomp file): the bundle is
@@ -328,9 +332,10 @@ impl SlurmExecutor {
                 state: JobState::Other("UNKNOWN".into()),
                 reason: None,
                 slurm_exit: None,
-                verdict,
+                verdict: placement::judge(verdict, placement.as_ref()),
                 outcome,
                 devices,
+                placement,
                 source: "bundle",
             };
         };
@@ -356,9 +361,10 @@ impl SlurmExecutor {
             state: record.state,
             reason: record.reason,
             slurm_exit: record.exit_code,
-            verdict,
+            verdict: placement::judge(verdict, placement.as_ref()),
             outcome,
             devices,
+            placement,
             source,
         }
     }

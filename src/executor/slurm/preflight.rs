@@ -35,6 +35,34 @@ pub(crate) fn check_reachable() -> Result<()> {
     }
 }
 
+/// How many nodes the partition has (`sinfo -h -o %D`, the default partition when none is
+/// named), so a run asking for more is refused before anything is submitted. `None` when
+/// sinfo does not answer with a number.
+pub(crate) fn node_count(partition: Option<&str>) -> Option<u32> {
+    let mut cmd = Command::new("timeout");
+    cmd.arg(TOOL_TIMEOUT.as_secs().max(1).to_string());
+    cmd.args(["sinfo", "-h", "-o", "%P %D"]);
+    if let Some(p) = partition {
+        cmd.arg(format!("--partition={p}"));
+    }
+    let out = cmd.stdin(Stdio::null()).output().ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    parse_node_count(&String::from_utf8_lossy(&out.stdout), partition.is_some())
+}
+
+/// `campaign* 2` lines: the named partition's nodes, else the default one's (marked `*`).
+fn parse_node_count(text: &str, named: bool) -> Option<u32> {
+    let mut lines = text.lines().filter_map(|l| l.split_once(' '));
+    let (_, count) = if named {
+        lines.next()?
+    } else {
+        lines.find(|(p, _)| p.ends_with('*'))?
+    };
+    count.trim().parse().ok()
+}
+
 fn ping(limit: Duration) -> std::result::Result<(), String> {
     let mut child = Command::new("scontrol")
         .arg("ping")

@@ -14,7 +14,7 @@ use minijinja::{context, Environment, UndefinedBehavior};
 
 use crate::error::{Error, Result};
 use crate::executor::slurm::bundle::{DEVICES_FILE, RESULT_FILE, SCRIPT_FILE};
-use crate::executor::ProcessSpec;
+use crate::executor::{NodeLayout, ProcessSpec};
 use crate::model::plan::{DeviceKind, SlurmConfig};
 
 /// Devices request when `[slurm] devices_arg` is not set: a `gpu`-type GRES, the kind for which
@@ -36,6 +36,8 @@ pub struct BatchJob {
     pub stack: String,
     /// Devices the run needs (the case's P).
     pub devices: u32,
+    /// Nodes and ranks per node (`--nodes`, `--ntasks-per-node`, checked after start).
+    pub layout: NodeLayout,
     pub kind: DeviceKind,
     /// argv, env, cwd, timeout and `log_path` (the job's stdout and stderr). The no-output
     /// timeout and grace do not apply under Slurm (Slurm's KillWait is the grace).
@@ -77,6 +79,9 @@ pub fn sbatch_command(config: &SlurmConfig, job: &BatchJob) -> Result<Vec<String
         format!("--job-name={}", job.name()),
         format!("--output={}", job.process.log_path.display()),
         format!("--chdir={}", job.bundle_dir.display()),
+        // A job Slurm re-queued on its own (after a node failure) would run the stack again
+        // behind campaign's back; the run fails instead, and `resume --retry-failed` re-runs it.
+        "--no-requeue".to_string(),
     ];
     if let Some(time) = time_limit(config, job.process.timeout) {
         argv.push(format!("--time={time}"));
@@ -90,10 +95,32 @@ pub fn sbatch_command(config: &SlurmConfig, job: &BatchJob) -> Result<Vec<String
             argv.push(format!("{flag}={value}"));
         }
     }
-    argv.extend(devices_args(config, job.devices, job.kind)?);
+    argv.extend(layout_args(job.layout));
+    // Devices are asked per node (`--gres` counts per node): P on one node, K on each of many.
+    let per_node = if job.layout.nodes > 1 {
+        job.layout.ranks_per_node
+    } else {
+        job.devices
+    };
+    if job.layout.nodes <= 1 || job.kind != DeviceKind::Cpu || config.devices_arg.is_some() {
+        argv.extend(devices_args(config, per_node, job.kind)?);
+    }
     argv.extend(config.extra_args.iter().cloned());
     argv.push(job.script_path().display().to_string());
     Ok(argv)
+}
+
+/// Always `--nodes`, so Slurm cannot give a case another shape; on several nodes also one task
+/// per rank on each node, in round-robin order for `spread`.
+pub(crate) fn layout_args(layout: NodeLayout) -> Vec<String> {
+    let mut argv = vec![format!("--nodes={}", layout.nodes.max(1))];
+    if layout.nodes > 1 {
+        argv.push(format!("--ntasks-per-node={}", layout.ranks_per_node));
+        if layout.spread {
+            argv.push("--distribution=cyclic".into());
+        }
+    }
+    argv
 }
 
 /// `[slurm] time_limit` as written, else the run's timeout rounded up to whole minutes (Slurm's
@@ -188,10 +215,17 @@ pub fn render_script(job: &BatchJob) -> String {
     s.push_str(&format!(
         "}} > \"$bundle/{DEVICES_FILE}.tmp\" && mv -f \"$bundle/{DEVICES_FILE}.tmp\" \"$bundle/{DEVICES_FILE}\"\n"
     ));
+    s.push_str(&crate::executor::slurm::placement::allocation_lines(
+        job.layout,
+        job.devices,
+    ));
     // `KEY=value` quoted as one word: whatever a key holds (plans refuse keys that are not
     // POSIX names, `model::stack::is_env_name`), it can only ever be an assignment.
     for (key, value) in &job.process.env {
-        s.push_str(&format!("export {}\n", quote(&format!("{key}={value}"))));
+        s.push_str(&format!(
+            "export {}\n",
+            quote_allocation(&format!("{key}={value}"))
+        ));
     }
     s.push_str("# The devices Slurm granted replace the ones campaign rendered.\n");
     s.push_str("if [ -n \"$granted\" ]; then export CAMPAIGN_DEVICES=\"$granted\"; fi\n");
@@ -200,10 +234,19 @@ pub fn render_script(job: &BatchJob) -> String {
         "cd {cwd} || {{ echo \"campaign: cannot enter \"{cwd} >&2; exit {NO_CWD_EXIT}; }}\n"
     ));
     s.push_str("started=$(date +%s%N)\n");
-    let argv: Vec<String> = job.process.argv.iter().map(|a| quote(a)).collect();
+    let argv: Vec<String> = job
+        .process
+        .argv
+        .iter()
+        .map(|a| quote_allocation(a))
+        .collect();
     s.push_str(&argv.join(" "));
     s.push('\n');
     s.push_str("code=$?\n");
+    s.push_str(&crate::executor::slurm::placement::rank_check_lines(
+        job.layout,
+        job.devices,
+    ));
     s.push_str("ended=$(date +%s%N)\n");
     s.push_str(&format!(
         "printf 'exit_code=%s\\nstarted_ns=%s\\nended_ns=%s\\n' \"$code\" \"$started\" \"$ended\" \
@@ -227,6 +270,27 @@ pub fn shell_line(argv: &[String]) -> String {
         })
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// Like [`quote`], except that the allocation's words a template rendered as placeholders
+/// (`${CAMPAIGN_NODE_LIST}`, `${CAMPAIGN_MASTER_ADDR}`, known only once the job runs) are left
+/// for the shell to expand, each in double quotes. Nothing else is ever expanded.
+fn quote_allocation(value: &str) -> String {
+    let mut out = String::new();
+    let mut rest = value;
+    while let Some((at, token)) = crate::executor::slurm::placement::next_token(rest) {
+        if at > 0 {
+            out.push_str(&quote(&rest[..at]));
+        }
+        out.push('"');
+        out.push_str(token);
+        out.push('"');
+        rest = &rest[at + token.len()..];
+    }
+    if !rest.is_empty() || out.is_empty() {
+        out.push_str(&quote(rest));
+    }
+    out
 }
 
 /// Single-quote for sh: `it's` → `'it'\''s'`.

@@ -199,6 +199,7 @@ mod tests {
             verdict,
             outcome,
             devices: None,
+            placement: None,
             source: "squeue",
         }
     }

@@ -48,6 +48,14 @@ impl Hasher {
             id.extend_from_slice("_cn".as_bytes());
             push_u64(id, u64::from(c.core_num));
         }
+        if c.nodes != 1 {
+            id.extend_from_slice("_n".as_bytes());
+            push_u64(id, u64::from(c.nodes));
+        }
+        if !c.placement.is_pack() {
+            id.push(b'_');
+            id.extend_from_slice(c.placement.as_str().as_bytes());
+        }
         // Only ASCII was written (enum spellings, digits, separators).
         std::str::from_utf8(id).unwrap_or_default()
     }
@@ -153,14 +161,27 @@ fn write_canonical(out: &mut Vec<u8>, c: &Case) {
     string(out, &c.measure);
     out.extend_from_slice(br#","n_bytes":"#);
     num(out, c.n_bytes());
+    // Layout fields only off their defaults (as the serde form leaves them out).
+    if c.nodes != 1 {
+        out.extend_from_slice(br#","nodes":"#);
+        num(out, c.nodes);
+    }
     out.extend_from_slice(br#","orch_profile":"#);
     string(out, &c.orch_profile);
     out.extend_from_slice(br#","orch_tier":"#);
     string(out, &c.orch_tier);
     out.extend_from_slice(br#","p":"#);
     num(out, c.p);
+    if !c.placement.is_pack() {
+        out.extend_from_slice(br#","placement":"#);
+        string(out, c.placement.as_str());
+    }
     out.extend_from_slice(br#","platform":"#);
     string(out, c.platform.as_str());
+    if c.ranks_per_node != 0 {
+        out.extend_from_slice(br#","ranks_per_node":"#);
+        num(out, c.ranks_per_node);
+    }
     out.extend_from_slice(br#","runtime":"#);
     string(out, &c.runtime);
     out.extend_from_slice(br#","size_tier":"#);

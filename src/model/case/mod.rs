@@ -128,6 +128,29 @@ string_enum!(
     Dtype { Fp32 => "fp32", Fp16 => "fp16", Bf16 => "bf16", Int32 => "int32" }
 );
 string_enum!(
+    /// How a multi-node case lays its ranks over the nodes: `pack` = block order (ranks
+    /// 0..K-1 on the first node), `spread` = round-robin (rank r on node r mod N),
+    /// `one_per_node` = one rank per node (nodes = p). Meaningless on one node.
+    RankPlacement { Pack => "pack", Spread => "spread", OnePerNode => "one_per_node" }
+);
+impl RankPlacement {
+    pub(crate) fn is_pack(&self) -> bool {
+        *self == RankPlacement::Pack
+    }
+}
+fn is_one(n: &u32) -> bool {
+    *n == 1
+}
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+fn one() -> u32 {
+    1
+}
+fn pack() -> RankPlacement {
+    RankPlacement::Pack
+}
+string_enum!(
     /// Target platform (`host` is campaign's CPU platform).
     Platform { A2a3 => "a2a3", A2a3sim => "a2a3sim", A5 => "a5", A5sim => "a5sim", Host => "host" }
 );
@@ -190,6 +213,16 @@ pub struct Case {
     pub warmup_rounds: u32,
     pub timed_rounds: u32,
     pub(crate) measure: String,
+    /// Nodes the run spans (campaign's own; left out of the JSON, and so of both hashes, on
+    /// one node, so every single-node case keeps its seed identity).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub nodes: u32,
+    /// Ranks on each node (0 on one node; p = nodes × ranks_per_node otherwise).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub ranks_per_node: u32,
+    /// Rank order over the nodes (only written when not `pack`).
+    #[serde(default = "pack", skip_serializing_if = "RankPlacement::is_pack")]
+    pub placement: RankPlacement,
 }
 
 /// Names of the primary fields, in seed order.
@@ -211,6 +244,9 @@ pub(crate) const CASE_FIELDS: &[&str] = &[
     "warmup_rounds",
     "timed_rounds",
     "measure",
+    "nodes",
+    "ranks_per_node",
+    "placement",
 ];
 
 /// Names of the derived fields, written after the primary ones.
@@ -242,6 +278,39 @@ impl Case {
             warmup_rounds: 3,
             timed_rounds: 20,
             measure: "execute_only".into(),
+            nodes: 1,
+            ranks_per_node: 0,
+            placement: RankPlacement::Pack,
+        }
+    }
+
+    /// Ranks on each node: `ranks_per_node`, or p on one node.
+    pub fn ranks_per_node(&self) -> u32 {
+        if self.nodes <= 1 {
+            self.p
+        } else if self.ranks_per_node > 0 {
+            self.ranks_per_node
+        } else {
+            self.p / self.nodes
+        }
+    }
+
+    /// Complete the node layout of a sweep point: `ranks_per_node` given without `p` makes
+    /// p = nodes × ranks_per_node; `one_per_node` without `nodes` makes nodes = p; one node
+    /// drops the other layout fields (so the case is the single-node case it always was), more
+    /// fill in `ranks_per_node`.
+    pub(crate) fn complete_layout(&mut self, p_given: bool, nodes_given: bool) {
+        if self.ranks_per_node > 0 && !p_given {
+            self.p = self.nodes.saturating_mul(self.ranks_per_node);
+        }
+        if self.placement == RankPlacement::OnePerNode && !nodes_given {
+            self.nodes = self.p;
+        }
+        if self.nodes <= 1 {
+            self.ranks_per_node = 0;
+            self.placement = RankPlacement::Pack;
+        } else if self.ranks_per_node == 0 {
+            self.ranks_per_node = self.p / self.nodes;
         }
     }
 
@@ -290,6 +359,13 @@ impl Case {
         if self.core_num != 1 {
             id.push_str(&format!("_cn{}", self.core_num));
         }
+        if self.nodes != 1 {
+            id.push_str(&format!("_n{}", self.nodes));
+        }
+        if !self.placement.is_pack() {
+            id.push('_');
+            id.push_str(self.placement.as_str());
+        }
         id
     }
 
@@ -305,7 +381,19 @@ impl Case {
         } else {
             0
         };
-        self.variant.as_str().len()
+        let nodes = if self.nodes != 1 {
+            "_n".len() + digits(u64::from(self.nodes))
+        } else {
+            0
+        };
+        let placement = if self.placement.is_pack() {
+            0
+        } else {
+            1 + self.placement.as_str().len()
+        };
+        nodes
+            + placement
+            + self.variant.as_str().len()
             + "_p".len()
             + digits(u64::from(self.p))
             + "_count".len()
@@ -501,10 +589,40 @@ impl Case {
         if self.timed_rounds < 1 {
             bad("timed_rounds", "timed_rounds must be >= 1".into());
         }
+        self.layout_problems(&mut bad);
         if let Some(msg) = crate::model::case::golden::range_problem(self) {
             bad("dtype", msg);
         }
         out
+    }
+
+    /// P = nodes × ranks_per_node, and `one_per_node` means nodes = p.
+    fn layout_problems(&self, bad: &mut impl FnMut(&str, String)) {
+        if self.nodes == 0 {
+            bad("nodes", "nodes must be >= 1".into());
+            return;
+        }
+        if self.nodes > 1 && self.ranks_per_node.saturating_mul(self.nodes) != self.p {
+            bad(
+                "ranks_per_node",
+                format!(
+                    "p = {} is not nodes × ranks_per_node ({} × {}); expected p = {}",
+                    self.p,
+                    self.nodes,
+                    self.ranks_per_node(),
+                    self.nodes.saturating_mul(self.ranks_per_node())
+                ),
+            );
+        }
+        if self.placement == RankPlacement::OnePerNode && self.nodes != self.p {
+            bad(
+                "placement",
+                format!(
+                    "placement one_per_node needs nodes = p, got nodes = {} and p = {}",
+                    self.nodes, self.p
+                ),
+            );
+        }
     }
 
     /// Does [`Case::warnings`] have anything to say? The same rule, without formatting a
@@ -574,6 +692,7 @@ impl Case {
         if !diags.is_empty() {
             return Err(Error::Invalid(diags));
         }
+        case.complete_layout(true, obj.contains_key("nodes"));
         let problems = case.problems();
         if !problems.is_empty() {
             return Err(Error::Invalid(
@@ -698,6 +817,19 @@ pub(crate) fn set_field(
         "warmup_rounds" => case.warmup_rounds = rounds(v, field, 0)?,
         "timed_rounds" => case.timed_rounds = rounds(v, field, 1)?,
         "measure" => case.measure = string(v, field)?,
+        "nodes" => {
+            if v.as_i64().is_some_and(|n| n < 1) {
+                return Err(format!("nodes must be >= 1, got {v}"));
+            }
+            case.nodes = u32_of(v, field)?
+        }
+        "ranks_per_node" => {
+            if v.as_i64().is_some_and(|n| n < 1) {
+                return Err(format!("ranks_per_node must be >= 1, got {v}"));
+            }
+            case.ranks_per_node = u32_of(v, field)?
+        }
+        "placement" => case.placement = string(v, field)?.parse()?,
         other => return Err(format!("`{other}` is not a case field")),
     }
     Ok(())
@@ -752,6 +884,61 @@ mod tests {
         c.warmup_rounds = 3;
         c.timed_rounds = 50;
         c
+    }
+
+    #[test]
+    fn single_node_cases_keep_their_seed_hash_and_multi_node_ones_differ() {
+        let single = vector_case();
+        assert_eq!(single.equivalence_hash(), "4ca59d34ec615378");
+        assert!(!single.to_pretty_json().contains("nodes"));
+        let mut two = vector_case();
+        two.nodes = 2;
+        two.complete_layout(true, true);
+        assert_eq!(two.ranks_per_node, 1);
+        assert_eq!(two.case_id(), "mesh_p2_count256_fp32_a2a3_d0-1_n2");
+        assert_eq!(two.case_id().len(), two.case_id_len());
+        assert_ne!(two.equivalence_hash(), single.equivalence_hash());
+        assert_ne!(two.case_key(), single.case_key());
+        assert_eq!(two.equivalence_hash(), two.equivalence_hash_reference());
+        assert!(two.problems().is_empty(), "{:?}", two.problems());
+        two.placement = RankPlacement::Spread;
+        assert_eq!(two.case_id(), "mesh_p2_count256_fp32_a2a3_d0-1_n2_spread");
+        assert_eq!(two.case_id().len(), two.case_id_len());
+        assert_eq!(two.equivalence_hash(), two.equivalence_hash_reference());
+        let mut fast = crate::model::case::fast::Hasher::default();
+        assert_eq!(fast.case_id(&two), two.case_id());
+    }
+
+    #[test]
+    fn p_must_be_nodes_times_ranks_per_node() {
+        let mut c = Case::new(Variant::Mesh, 6, 256);
+        c.nodes = 2;
+        c.ranks_per_node = 2;
+        let problems = c.problems();
+        assert!(
+            problems.iter().any(|(f, m)| f == "ranks_per_node"
+                && m.contains("p = 6 is not nodes × ranks_per_node (2 × 2)")),
+            "{problems:?}"
+        );
+        // ranks_per_node without p makes p; one_per_node without nodes makes nodes = p.
+        let mut c = Case::new(Variant::Mesh, 2, 256);
+        c.nodes = 2;
+        c.ranks_per_node = 4;
+        c.complete_layout(false, true);
+        assert_eq!(c.p, 8);
+        let mut c = Case::new(Variant::Mesh, 4, 256);
+        c.placement = RankPlacement::OnePerNode;
+        c.complete_layout(true, false);
+        assert_eq!((c.nodes, c.ranks_per_node()), (4, 1));
+        assert!(c.problems().is_empty());
+        c.nodes = 2;
+        c.ranks_per_node = 2;
+        assert!(c.problems().iter().any(|(f, _)| f == "placement"));
+        // One node drops the layout: the case is the single-node case it always was.
+        let mut c = Case::new(Variant::Mesh, 4, 256);
+        c.ranks_per_node = 4;
+        c.complete_layout(true, false);
+        assert_eq!(c, Case::new(Variant::Mesh, 4, 256));
     }
 
     #[test]

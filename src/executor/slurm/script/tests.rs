@@ -3,6 +3,7 @@
 use std::process::Command;
 
 use super::*;
+use crate::executor::NodeLayout;
 
 fn job(dir: &Path) -> BatchJob {
     BatchJob {
@@ -10,6 +11,7 @@ fn job(dir: &Path) -> BatchJob {
         case_id: "allreduce_p2_c256_fp32".into(),
         stack: "host".into(),
         devices: 2,
+        layout: Default::default(),
         kind: DeviceKind::Npu,
         process: ProcessSpec {
             argv: vec![
@@ -44,11 +46,68 @@ fn sbatch_command_carries_name_output_time_and_devices() {
             "--job-name=campaign:demo:allreduce_p2_c256_fp32:host",
             "--output=/runs/b/run.log",
             "--chdir=/runs/b",
+            "--no-requeue",
             "--time=0:02:00",
+            "--nodes=1",
             "--gres=gpu:2",
             "/runs/b/slurm.sh",
         ]
     );
+}
+
+#[test]
+fn a_multi_node_job_asks_for_its_shape_and_devices_per_node() {
+    let mut j = job(Path::new("/runs/b"));
+    j.devices = 4;
+    j.layout = NodeLayout {
+        nodes: 2,
+        ranks_per_node: 2,
+        spread: true,
+    };
+    let argv = sbatch_command(&SlurmConfig::default(), &j).unwrap();
+    assert_eq!(
+        argv[7..].to_vec(),
+        vec![
+            "--nodes=2",
+            "--ntasks-per-node=2",
+            "--distribution=cyclic",
+            "--gres=gpu:2",
+            "/runs/b/slurm.sh",
+        ]
+    );
+    j.kind = DeviceKind::Cpu;
+    let argv = sbatch_command(&SlurmConfig::default(), &j).unwrap();
+    assert!(
+        !argv.iter().any(|a| a.starts_with("--cpus-per-task")),
+        "{argv:?}"
+    );
+}
+
+#[test]
+fn allocation_placeholders_are_expanded_and_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut j = job(dir.path());
+    j.process.argv = vec![
+        "sh".into(),
+        "-c".into(),
+        "echo \"$0|$1\"".into(),
+        "at=${CAMPAIGN_MASTER_ADDR}:29500".into(),
+        "$HOME ${CAMPAIGN_NODE_LIST}".into(),
+    ];
+    let script = render_script(&j);
+    std::fs::write(dir.path().join("s.sh"), &script).unwrap();
+    let out = Command::new("sh")
+        .arg(dir.path().join("s.sh"))
+        .env("SLURMD_NODENAME", "nodeA")
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        log.contains("at=nodeA:29500|$HOME nodeA"),
+        "{log}\n{script}"
+    );
+    let hostfile = std::fs::read_to_string(dir.path().join("hostfile")).unwrap();
+    assert_eq!(hostfile, "nodeA slots=2\n");
 }
 
 #[test]
@@ -65,12 +124,13 @@ fn sbatch_command_uses_every_slurm_key() {
     };
     let argv = sbatch_command(&config, &job(Path::new("/b"))).unwrap();
     assert_eq!(
-        argv[5..].to_vec(),
+        argv[6..].to_vec(),
         vec![
             "--time=00:10:00",
             "--partition=ascend",
             "--account=perf",
             "--qos=high",
+            "--nodes=1",
             "--gres=npu:2",
             "--ntasks=2",
             "--exclusive",

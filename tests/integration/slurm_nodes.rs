@@ -1,0 +1,414 @@
+//! Runs that span several Slurm nodes, on the two-node test cluster of scripts/slurm-up.sh (n1
+//! and n2, two slurmd on 127.0.0.1): the `mpi` stack's 2 × 2 and 2 × 1 runs really run their
+//! ranks on both nodes in the asked layout (read from the records), a case asking for more
+//! nodes than the cluster has is refused before anything is submitted, and a job whose node dies
+//! mid-run ends as a failed run with Slurm's reason, which `resume --retry-failed` runs again
+//! once the node is back.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::slurm::cluster;
+use crate::util;
+
+/// Longest wait for one event (a job to start, a node to be declared down, a campaign to end).
+const GUARD: Duration = Duration::from_secs(180);
+
+/// OpenMPI across two "nodes" that share one host: TCP on loopback only (its shared-memory
+/// transport crashes there, docs/slurm.md).
+const MPI_ENV: &str = r#"env = { OMPI_MCA_btl = "self,tcp", OMPI_MCA_btl_tcp_if_include = "lo", OMPI_MCA_oob_tcp_if_include = "lo", OMPI_MCA_mpi_yield_when_idle = "1" }"#;
+
+/// The tests of this file one at a time: OpenMPI jobs whose "nodes" share one host can collide
+/// in OpenMPI's session dir (both nodes' daemons name it after the same host name) when a
+/// second multi-node job starts beside them; on a real cluster each node has its own /tmp.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn plan(dir: &Path, name: &str, axes: &str, stacks: &str) -> PathBuf {
+    let text = format!(
+        r#"[campaign]
+name = "{name}"
+
+[case]
+platform = "host"
+variant = "mesh"
+count = 256
+
+[axes]
+{axes}
+
+[rounds]
+warmup = 1
+timed = 2
+
+[run]
+timeout = "5m"
+repeats = 1
+
+[devices]
+kind = "cpu"
+
+[slurm]
+poll_interval = "200ms"
+# One job at a time (see ONE_AT_A_TIME).
+max_jobs = 1
+
+{stacks}
+"#
+    );
+    let path = dir.join("plan.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn campaign(dir: &Path, conf: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(util::exe());
+    c.current_dir(dir)
+        .args(args)
+        .args(["--results-dir", dir.join("results").to_str().unwrap(), "-q"])
+        .env("SLURM_CONF", conf)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    c
+}
+
+fn show(out: &Output) -> String {
+    format!(
+        "stdout:\n{}\nstderr:\n{}",
+        util::stdout(out),
+        util::stderr(out)
+    )
+}
+
+/// The one run dir of campaign `name` under `dir/results`.
+fn run_dir(dir: &Path, name: &str) -> Option<PathBuf> {
+    std::fs::read_dir(dir.join("results").join(name))
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.join("journal.jsonl").is_file())
+}
+
+fn manifest(run: &Path, case_id: &str, stack: &str) -> Value {
+    let path = run
+        .join("cases")
+        .join(case_id)
+        .join(stack)
+        .join("manifest.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap()
+}
+
+/// Each rank's node, in rank order, from the manifest's Slurm record.
+fn rank_nodes(m: &Value) -> Vec<String> {
+    m["slurm"]["ranks"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no ranks recorded: {m}"))
+        .iter()
+        .map(|r| r["node"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn mpi_runs_span_both_nodes_in_the_asked_layout() {
+    let Some(conf) = cluster() else { return };
+    let _serial = serial();
+    let tmp = util::tempdir();
+    let name = format!("nodes-{}", std::process::id());
+    let stacks = format!("[stacks.mpi]\n{MPI_ENV}\n");
+    let plan = plan(
+        tmp.path(),
+        &name,
+        "nodes = [2]\nranks_per_node = [1, 2]\nstacks = [\"mpi\"]",
+        &stacks,
+    );
+    let out = campaign(
+        tmp.path(),
+        &conf,
+        &["run", plan.to_str().unwrap(), "--executor", "slurm"],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let run = run_dir(tmp.path(), &name).expect("run dir");
+    // The results rows say the runs were inter-node, with their layout.
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("results.json")).unwrap()).unwrap();
+    let layouts: Vec<(u64, u64)> = (results["runs"].as_array().unwrap().iter())
+        .map(|r| {
+            (
+                r["nodes"].as_u64().unwrap(),
+                r["ranks_per_node"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(layouts.len(), 2, "{results}");
+    assert!(
+        layouts.contains(&(2, 1)) && layouts.contains(&(2, 2)),
+        "{layouts:?}"
+    );
+    for (case_id, want) in [
+        ("mesh_p2_count256_fp32_host_d0-1_n2", vec!["n1", "n2"]),
+        (
+            "mesh_p4_count256_fp32_host_d0-1-2-3_n2",
+            vec!["n1", "n1", "n2", "n2"],
+        ),
+    ] {
+        let m = manifest(&run, case_id, "mpi");
+        assert_eq!(m["status"], "pass", "{m}");
+        assert_eq!(m["case"]["nodes"], 2, "{m}");
+        assert_eq!(m["slurm"]["nodes"], serde_json::json!(["n1", "n2"]), "{m}");
+        assert_eq!(rank_nodes(&m), want, "{case_id}: {m}");
+        // The job asked Slurm for exactly this shape, always with --nodes.
+        let script_dir = run.join("cases").join(case_id).join("mpi");
+        let hostfile = std::fs::read_to_string(script_dir.join("hostfile")).unwrap();
+        let k = want.len() / 2;
+        assert_eq!(hostfile, format!("n1 slots={k}\nn2 slots={k}\n"));
+    }
+}
+
+#[test]
+fn a_case_asking_for_more_nodes_than_the_cluster_has_is_refused_before_submission() {
+    let Some(conf) = cluster() else { return };
+    let _serial = serial();
+    let tmp = util::tempdir();
+    let name = format!("too-many-{}", std::process::id());
+    let stacks = format!("[stacks.mpi]\n{MPI_ENV}\n");
+    let plan = plan(
+        tmp.path(),
+        &name,
+        "nodes = [2, 3]\nranks_per_node = [1]\nstacks = [\"mpi\"]",
+        &stacks,
+    );
+    let out = campaign(
+        tmp.path(),
+        &conf,
+        &["run", plan.to_str().unwrap(), "--executor", "slurm"],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+    let err = util::stderr(&out);
+    assert_eq!(
+        err.matches("more nodes than the cluster has").count(),
+        1,
+        "{err}"
+    );
+    assert!(
+        err.contains("asks for 3 nodes") && err.contains("has (2)"),
+        "{err}"
+    );
+    assert!(err.contains("nothing was submitted"), "{err}");
+    // Nothing reached Slurm: no journal with a submitted job, no run dir at all.
+    assert!(run_dir(tmp.path(), &name).is_none());
+}
+
+/// Restarts every slurmd of the test cluster when dropped, so a test that kills one never
+/// leaves the cluster broken for the tests after it.
+struct RestoreNodes(PathBuf);
+
+impl Drop for RestoreNodes {
+    fn drop(&mut self) {
+        let out = Command::new("bash")
+            .arg(util::root().join("scripts/slurm-up.sh"))
+            .arg(&self.0)
+            .output();
+        if let Ok(out) = out {
+            if !out.status.success() {
+                eprintln!("restoring the test cluster failed: {}", util::stderr(&out));
+            }
+        }
+    }
+}
+
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < GUARD, "gave up waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_job_whose_node_dies_fails_with_the_reason_and_resume_runs_it_again() {
+    let Some(conf) = cluster() else { return };
+    let _serial = serial();
+    let cluster_dir = conf.parent().unwrap().to_path_buf();
+    let tmp = util::tempdir();
+    let name = format!("node-dies-{}", std::process::id());
+    let hold = tmp.path().join("hold");
+    std::fs::write(&hold, "").unwrap();
+    // Each rank (one per node, started by srun inside the allocation) says it started, then
+    // waits while the hold file exists; with it gone the run passes at once (the fixture speaks
+    // the native protocol).
+    let stacks = format!(
+        r#"[stacks.spans]
+command = ["sh", "-c", "srun --ntasks-per-node=1 \"$0\" sh -c 'touch \"$CAMPAIGN_BUNDLE_DIR/started.$SLURM_NODEID\"; while [ -e {hold} ]; do sleep 0.2; done' && exec sh {fixture} /dev/null", "{{{{ rank_wrap }}}}"]
+resource = "none"
+max_nodes = 2
+"#,
+        hold = hold.display(),
+        fixture = util::root()
+            .join("tests/integration/fixtures/resume/counting.sh")
+            .display(),
+    );
+    let plan = plan(
+        tmp.path(),
+        &name,
+        "nodes = [2]\nranks_per_node = [1]\nstacks = [\"spans\"]",
+        &stacks,
+    );
+    let _restore = RestoreNodes(cluster_dir.clone());
+    let mut child = campaign(
+        tmp.path(),
+        &conf,
+        &["run", plan.to_str().unwrap(), "--executor", "slurm"],
+    )
+    .spawn()
+    .unwrap();
+    let bundle = |tmp: &Path| {
+        run_dir(tmp, &name).map(|r| r.join("cases/mesh_p2_count256_fp32_host_d0-1_n2/spans"))
+    };
+    wait_for("the rank on n2 to start", || {
+        bundle(tmp.path()).is_some_and(|b| b.join("started.1").exists())
+    });
+    let pid = std::fs::read_to_string(cluster_dir.join("run/slurmd-n2.pid")).unwrap();
+    let killed = Command::new("kill")
+        .args(["-KILL", pid.trim()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            start.elapsed() < GUARD,
+            "the campaign never saw node n2 die"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(1), "{err}");
+    let b = bundle(tmp.path()).unwrap();
+    let m: Value =
+        serde_json::from_str(&std::fs::read_to_string(b.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(m["status"], "fail", "{m}");
+    assert!(
+        m["reason"].as_str().unwrap_or("").contains("NODE_FAIL"),
+        "{m}"
+    );
+    // The node comes back; the run runs again and passes.
+    drop(_restore);
+    std::fs::remove_file(&hold).unwrap();
+    let run = run_dir(tmp.path(), &name).unwrap();
+    let out = campaign(
+        tmp.path(),
+        &conf,
+        &["resume", run.to_str().unwrap(), "--retry-failed"],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let m: Value =
+        serde_json::from_str(&std::fs::read_to_string(b.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(m["status"], "pass", "{m}");
+    assert_eq!(m["attempt"], 2, "{m}");
+}
+
+#[test]
+fn ranks_that_ran_elsewhere_than_asked_fail_the_run_with_the_reason() {
+    let Some(conf) = cluster() else { return };
+    let _serial = serial();
+    let tmp = util::tempdir();
+    let name = format!("misplaced-{}", std::process::id());
+    // The case asks for 2 nodes × 2 ranks in blocks (`pack`); the stack starts its 4 ranks
+    // round-robin instead (and says its run passed): the placement check must fail the run.
+    let stacks = format!(
+        r#"[stacks.lopsided]
+command = ["sh", "-c", "srun --distribution=cyclic \"$0\" true && exec sh {fixture} /dev/null", "{{{{ rank_wrap }}}}"]
+resource = "none"
+max_nodes = 2
+"#,
+        fixture = util::root()
+            .join("tests/integration/fixtures/resume/counting.sh")
+            .display(),
+    );
+    let plan = plan(
+        tmp.path(),
+        &name,
+        "nodes = [2]\nranks_per_node = [2]\nstacks = [\"lopsided\"]",
+        &stacks,
+    );
+    let out = campaign(
+        tmp.path(),
+        &conf,
+        &["run", plan.to_str().unwrap(), "--executor", "slurm"],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    let run = run_dir(tmp.path(), &name).unwrap();
+    let m = manifest(&run, "mesh_p4_count256_fp32_host_d0-1-2-3_n2", "lopsided");
+    assert_eq!(m["status"], "fail", "{m}");
+    assert_eq!(
+        m["reason"], "placement: rank 1 ran on node 1 (n2), expected node 0",
+        "{m}"
+    );
+}
+
+#[test]
+fn multi_node_cases_are_planned_skips_where_runs_stay_on_one_machine() {
+    let tmp = util::tempdir();
+    let plan = plan(
+        tmp.path(),
+        "one-machine",
+        "p = [2]\nnodes = [1, 2]\nstacks = [\"host\", \"mpi\"]",
+        "",
+    );
+    let out = campaign(
+        tmp.path(),
+        Path::new("/nonexistent"),
+        &["run", plan.to_str().unwrap(), "--repeats", "1"],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let run = run_dir(tmp.path(), "one-machine").unwrap();
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("results.json")).unwrap()).unwrap();
+    let runs = results["runs"].as_array().unwrap();
+    let find = |case: &str, stack: &str| {
+        runs.iter()
+            .find(|r| r["case_id"] == case && r["stack"] == stack)
+            .unwrap_or_else(|| panic!("no run {case}/{stack}: {results}"))
+            .clone()
+    };
+    let one = "mesh_p2_count256_fp32_host_d0-1";
+    let two = "mesh_p2_count256_fp32_host_d0-1_n2";
+    assert_eq!(find(one, "host")["status"], "pass");
+    assert_eq!(find(one, "mpi")["status"], "pass");
+    let host = find(two, "host");
+    assert_eq!(host["status"], "skipped");
+    assert_eq!(
+        host["reason"],
+        "nodes = 2 above this stack's max_nodes = 1 (a stack that does not declare max_nodes runs on one node)"
+    );
+    let mpi = find(two, "mpi");
+    assert_eq!(mpi["status"], "skipped");
+    assert!(
+        mpi["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("nodes = 2: this executor runs every run on this one machine"),
+        "{mpi}"
+    );
+}
