@@ -162,6 +162,11 @@ where
         "warmup_rounds" => c.warmup_rounds.into(),
         "timed_rounds" => c.timed_rounds.into(),
         "measure" => c.measure.as_str().into(),
+        "op" => c.op.as_str().into(),
+        "root" => match c.root {
+            Some(r) => r.into(),
+            None => None::<i64>.into(),
+        },
         _ => return None,
     })
 }
@@ -185,6 +190,8 @@ fn copy_field(dst: &mut Case, src: &Case, field: &str) {
         "core_num" => dst.core_num = src.core_num,
         "warmup_rounds" => dst.warmup_rounds = src.warmup_rounds,
         "timed_rounds" => dst.timed_rounds = src.timed_rounds,
+        "op" => dst.op = src.op,
+        "root" => dst.root = src.root,
         _ => dst.measure.clone_from(&src.measure),
     }
 }
@@ -202,6 +209,8 @@ fn field_eq(a: &Case, b: &Case, field: &str) -> bool {
         "timed_rounds" => a.timed_rounds == b.timed_rounds,
         "block_dim" => a.block_dim == b.block_dim,
         "aicpu_thread_num" => a.aicpu_thread_num == b.aicpu_thread_num,
+        "op" => a.op == b.op,
+        "root" => a.root == b.root,
         other => field_value(a, other) == field_value(b, other),
     }
 }
@@ -265,6 +274,11 @@ enum Points<'p> {
         explicit_warmup: bool,
         explicit_timed: bool,
         rounds: crate::model::plan::Rounds,
+        /// `root` and `golden` before normalization (`[case]` or the default): normalizing a
+        /// point to its op rewrites them, so each point starts again from these (or from its
+        /// axis value).
+        base_root: Option<u32>,
+        base_golden: String,
     },
     Files {
         files: &'p [PathBuf],
@@ -331,6 +345,8 @@ pub(crate) fn cases<'p>(plan: &'p Plan, extra_filter: Option<&str>) -> Result<Ca
             explicit_warmup: given("warmup_rounds"),
             explicit_timed: given("timed_rounds"),
             rounds: plan.rounds,
+            base_root: current.root,
+            base_golden: current.golden.clone(),
         }
     } else {
         Points::Files {
@@ -372,6 +388,8 @@ impl Points<'_> {
                 explicit_warmup,
                 explicit_timed,
                 rounds,
+                base_root,
+                base_golden,
             } => {
                 if *done || *next >= *end {
                     return None;
@@ -414,6 +432,14 @@ impl Points<'_> {
                 if !*explicit_timed {
                     case.timed_rounds = t;
                 }
+                case.root = *base_root;
+                case.golden.clone_from(base_golden);
+                for ((field, values), &i) in axes.iter().zip(index.iter()) {
+                    if matches!(*field, "root" | "golden") {
+                        copy_field(case, &values[i], field);
+                    }
+                }
+                case.normalize_op();
                 Some(Ok(()))
             }
         }
