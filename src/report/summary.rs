@@ -9,7 +9,6 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 
 use crate::analysis::stats::bandwidth;
-use crate::analysis::stats::bandwidth::Collective;
 use crate::analysis::stats::bootstrap;
 use crate::analysis::stats::bootstrap::{Bootstrap, Interval};
 use crate::analysis::stats::fit;
@@ -338,7 +337,7 @@ fn run_stats(
         runs: used,
         n_bytes,
         algbw: bandwidth::algbw(n_bytes, m),
-        busbw: bandwidth::busbw(Collective::AllReduce, run.case.p, n_bytes, m),
+        busbw: bandwidth::busbw(run.case.op, run.case.p, n_bytes, m),
         bw_execute_mb_s: bandwidth::bw_execute_mb_s(n_bytes, m),
         device_wall_median: med(timed.iter().filter_map(|s| s.device_wall_s).collect()),
         setup_s: runs.iter().flat_map(|r| &r.samples).find_map(|s| s.setup_s),

@@ -58,6 +58,13 @@ pub(crate) struct Row {
     pub(crate) timing_source: Option<String>,
     /// Share of the run's time it was stalled for a CPU held by others (`null`: not measured).
     pub(crate) cpu_contention: Option<f64>,
+    /// The collective (`allreduce` for every seed case).
+    pub(crate) op: &'static str,
+    /// What the bandwidth columns count: `n_bytes`, described for this op.
+    pub(crate) bytes_counted: &'static str,
+    /// `n_bytes / execute_s_median` in GB/s (1e9), and × the op's nccl-tests factor.
+    pub(crate) algbw_gb_s: Option<f64>,
+    pub(crate) busbw_gb_s: Option<f64>,
 }
 
 fn means(
@@ -125,6 +132,10 @@ impl Row {
             attempt: r.attempt,
             timing_source: r.timing_source.clone(),
             cpu_contention: r.cpu_contention,
+            op: c.op.as_str(),
+            bytes_counted: stats::bandwidth::bytes_counted(c.op),
+            algbw_gb_s: None,
+            busbw_gb_s: None,
         };
         if r.status != RunStatus::Pass {
             return row;
@@ -146,6 +157,10 @@ impl Row {
             .filter(|t| *t > 0.0)
             .map(|t| c.n_bytes() as f64 / t / 1e6);
         row.execute_spread_ratio = spread(&exec);
+        if let Some(t) = row.execute_s_median {
+            row.algbw_gb_s = stats::bandwidth::algbw(c.n_bytes(), t).map(|b| b / 1e9);
+            row.busbw_gb_s = stats::bandwidth::busbw(c.op, c.p, c.n_bytes(), t).map(|b| b / 1e9);
+        }
         row.phase_means = means(&timed, |s| &s.phases);
         row.compile_profile_means = means(&timed, |s| &s.compile_profile);
         row
