@@ -44,10 +44,7 @@ pub(crate) fn human(case: &Case, timed_execute_s: &[f64], outcome: &Outcome) -> 
         format_seconds(max)
     ));
     let bytes = case.n_bytes();
-    if let (Some(bus), Some(alg)) = (
-        busbw(case.op, case.p, bytes, mid),
-        algbw(bytes, mid),
-    ) {
+    if let (Some(bus), Some(alg)) = (busbw(case.op, case.p, bytes, mid), algbw(bytes, mid)) {
         out.push_str(&format!(
             "  busbw    {} at the median  (algbw {}, {} over p = {})\n",
             format_bandwidth(bus),

@@ -45,7 +45,6 @@ pub(crate) fn check_stacks(plan: &Plan, names: &[String]) -> Result<()> {
         let pctx = ParseContext {
             n_bytes: case.n_bytes(),
             p: case.p,
-            op: case.op,
             warmup: case.warmup_rounds,
             timed: case.timed_rounds,
             argv: Vec::new(),

@@ -213,9 +213,14 @@ pub(crate) mod tests {
                 "repeat",
                 "attempt",
                 "timing_source",
-                "cpu_contention"
+                "cpu_contention",
+                "op",
+                "bytes_counted",
+                "algbw_gb_s",
+                "busbw_gb_s"
             ]
         );
+        assert_eq!(v["op"], json!("allreduce"));
         assert_eq!(v["oversubscribed"], json!(false), "always present");
         assert_eq!(
             v["cpu_contention"],

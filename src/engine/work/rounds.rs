@@ -60,7 +60,6 @@ pub(super) async fn run_rounds(
         let pctx = ParseContext {
             n_bytes: case.n_bytes(),
             p: case.p,
-            op: case.op,
             warmup: w,
             timed: t,
             argv: spec.argv.clone(),

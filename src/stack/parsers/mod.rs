@@ -27,9 +27,6 @@ pub struct Parsed {
 pub struct ParseContext {
     pub n_bytes: u64,
     pub p: u32,
-    /// The case's collective (a tool's rows may count another size than `n_bytes`, e.g.
-    /// osu_allgather's per-rank block).
-    pub op: crate::model::case::Op,
     pub warmup: u32,
     pub timed: u32,
     /// The rendered argv of this process (a parser may name what it selected, e.g. pytest's
