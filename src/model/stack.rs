@@ -285,9 +285,8 @@ impl StackDef {
         }
         match self.variants_by_op.get(&case.op) {
             Some(v) if !v.contains(&case.variant) => Some(format!(
-                "variant {} is not a {} algorithm of this stack ({}: {})",
+                "variant {} is not one of this stack's {} algorithms ({})",
                 case.variant,
-                case.op,
                 case.op,
                 join(v.iter().map(|v| v.as_str()).collect())
             )),

@@ -116,6 +116,9 @@ pub(crate) struct StatusCount {
 #[derive(Debug, Serialize)]
 pub(crate) struct CaseRow {
     pub(crate) case_id: String,
+    /// The collective, absent for allreduce (tables then read as before).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) op: Option<String>,
     pub(crate) variant: String,
     pub(crate) p: u32,
     pub(crate) count: u64,
@@ -360,7 +363,7 @@ pub(crate) fn build(results: &ResultSet, a: &Analysis, title: Option<&str>) -> C
             .iter()
             .map(|f| ModelRow {
                 stack: f.key.stack.clone(),
-                variant: f.key.variant.to_string(),
+                variant: label(f.key.op, f.key.variant),
                 p: f.key.p,
                 dtype: f.key.dtype.to_string(),
                 core_num: f.key.core_num,
@@ -396,7 +399,7 @@ pub(crate) fn build(results: &ResultSet, a: &Analysis, title: Option<&str>) -> C
             .iter()
             .map(|b| BStarRow {
                 stack: b.stack.clone(),
-                variant: b.variant.to_string(),
+                variant: label(b.op, b.variant),
                 p: b.p,
                 dtype: b.dtype.to_string(),
                 core_num: b.core_num,
@@ -491,6 +494,13 @@ fn figure_row(d: &Drawn) -> FigureRow {
     }
 }
 
+/// A variant as report tables name it (`ring`, or `allgather ring` for another op).
+fn label(op: crate::model::case::Op, variant: crate::model::case::Variant) -> String {
+    crate::model::case::Case::new(variant, 2, 1)
+        .with_op(op)
+        .series_label()
+}
+
 fn case_rows(results: &ResultSet, a: &Analysis) -> Vec<CaseRow> {
     // The first run of each planned case describes it; its repeats share the row.
     let mut rows: Vec<CaseRow> = Vec::with_capacity(a.cases.len());
@@ -501,6 +511,7 @@ fn case_rows(results: &ResultSet, a: &Analysis) -> Vec<CaseRow> {
             index.insert(case_id.to_string(), rows.len());
             rows.push(CaseRow {
                 case_id: case_id.to_string(),
+                op: (!r.case.op.is_allreduce()).then(|| r.case.op.to_string()),
                 variant: r.case.variant.to_string(),
                 p: r.case.p,
                 count: r.case.count,

@@ -123,6 +123,8 @@ impl Paired {
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) struct FitKey {
     pub(crate) stack: String,
+    /// Fits are per op: one op's sizes never feed another's model.
+    pub(crate) op: crate::model::case::Op,
     pub(crate) variant: Variant,
     pub(crate) p: u32,
     pub(crate) dtype: Dtype,
@@ -142,6 +144,7 @@ pub struct ModelFit {
 #[derive(Debug, Clone)]
 pub(crate) struct BStar {
     pub(crate) stack: String,
+    pub(crate) op: crate::model::case::Op,
     pub(crate) variant: Variant,
     pub(crate) p: u32,
     pub(crate) dtype: Dtype,
@@ -258,7 +261,7 @@ impl Analysis {
                 let mut c: Vec<(String, String)> = results
                     .runs
                     .iter()
-                    .map(|r| (r.stack.clone(), r.case.variant.to_string()))
+                    .map(|r| (r.stack.clone(), r.case.series_label()))
                     .collect();
                 c.sort();
                 c.dedup();
@@ -710,6 +713,7 @@ fn fits(results: &ResultSet, stats: &BTreeMap<usize, RunStats>) -> Vec<ModelFit>
         let r = &results.runs[s.index];
         let key = FitKey {
             stack: r.stack.clone(),
+            op: r.case.op,
             variant: r.case.variant,
             p: r.case.p,
             dtype: r.case.dtype,
@@ -731,24 +735,25 @@ fn fits(results: &ResultSet, stats: &BTreeMap<usize, RunStats>) -> Vec<ModelFit>
 }
 
 fn b_stars(fits: &[ModelFit]) -> Vec<BStar> {
-    type Group = (String, Variant, u32, Dtype);
+    type Group = (String, crate::model::case::Op, Variant, u32, Dtype);
     let mut groups: BTreeMap<Group, Vec<(u32, f64)>> = BTreeMap::new();
     for f in fits {
         if let Some(b) = f.fit.bandwidth_bytes_per_s {
             let k = &f.key;
             groups
-                .entry((k.stack.clone(), k.variant, k.p, k.dtype))
+                .entry((k.stack.clone(), k.op, k.variant, k.p, k.dtype))
                 .or_default()
                 .push((k.core_num, b));
         }
     }
     groups
         .into_iter()
-        .filter_map(|((stack, variant, p, dtype), pts)| {
+        .filter_map(|((stack, op, variant, p, dtype), pts)| {
             let core_num = fit::b_star(&pts)?;
             let best = pts.iter().map(|p| p.1).fold(f64::NEG_INFINITY, f64::max);
             Some(BStar {
                 stack,
+                op,
                 variant,
                 p,
                 dtype,

@@ -296,6 +296,16 @@ impl Case {
         }
     }
 
+    /// The variant as report series and tables name it: `ring` for allreduce, `allgather ring`
+    /// for another op, so series of different ops never share a line, colour or fit.
+    pub(crate) fn series_label(&self) -> String {
+        if self.op.is_allreduce() {
+            self.variant.to_string()
+        } else {
+            format!("{} {}", self.op, self.variant)
+        }
+    }
+
     /// This case with another op (root and golden normalized).
     pub fn with_op(mut self, op: Op) -> Case {
         self.op = op;
