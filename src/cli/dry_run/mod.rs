@@ -447,6 +447,8 @@ mod tests {
         let reasons = vec!["p = 32 > max_p \"16\"\n(limit)".to_string()];
         let row = JsonRow {
             case_id: "ring_p32_count64_fp16_a2a3_d0-31",
+            op: "allreduce",
+            root: None,
             variant: "ring",
             p: 32,
             count: 64,
