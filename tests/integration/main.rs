@@ -2,6 +2,7 @@
 
 mod architecture;
 mod bench;
+mod collectives;
 mod browser;
 mod containment;
 mod executor;
