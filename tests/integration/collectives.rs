@@ -67,7 +67,11 @@ fn every_op_runs_for_real_on_host_and_mpi_with_its_golden_and_bus_factor() {
     assert_eq!(o.status.code(), Some(0), "{}", util::stderr(&o));
     let results = results_of(tmp.path());
     let rows = results["runs"].as_array().unwrap();
-    assert_eq!(rows.len(), 6 * 2 * 2 * 2, "ops × variants × counts × stacks");
+    assert_eq!(
+        rows.len(),
+        6 * 2 * 2 * 2,
+        "ops × variants × counts × stacks"
+    );
     // nccl-tests' factors at P = 2.
     let factor = |op: &str| match op {
         "allreduce" | "broadcast" | "reduce" => 1.0,
@@ -90,7 +94,10 @@ fn every_op_runs_for_real_on_host_and_mpi_with_its_golden_and_bus_factor() {
                 assert!((bus / alg - factor(op.as_str())).abs() < 1e-9, "{r}");
                 let median = r["execute_s_median"].as_f64().unwrap();
                 let bytes = r["n_bytes"].as_f64().unwrap();
-                assert!((alg - bytes / median / 1e9).abs() <= 1e-9 * alg.max(1.0), "{r}");
+                assert!(
+                    (alg - bytes / median / 1e9).abs() <= 1e-9 * alg.max(1.0),
+                    "{r}"
+                );
                 assert!(r["bytes_counted"].as_str().unwrap().contains("n_bytes"));
             }
         }
@@ -134,8 +141,14 @@ fn the_shipped_collectives_plan_lists_every_op_on_host_and_mpi() {
             .count();
         assert_eq!(n, 6, "{op}: two algorithms × three sizes\n{out}");
     }
-    assert!(out.contains("36 cases × 2 stacks × 1 repeat = 72 runs"), "{out}");
-    assert!(!out.contains("skip"), "every listed point runs on both stacks: {out}");
+    assert!(
+        out.contains("36 cases × 2 stacks × 1 repeat = 72 runs"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("skip"),
+        "every listed point runs on both stacks: {out}"
+    );
 }
 
 #[test]
@@ -166,9 +179,10 @@ fn unsupported_ops_and_algorithms_are_planned_skips_naming_the_reason() {
         .filter(|r| r["status"] == "skipped")
         .collect();
     assert_eq!(skipped.len(), 4, "{}", util::stderr(&o));
-    assert!(skipped
-        .iter()
-        .any(|r| r["reason"].as_str().unwrap().contains("op broadcast not supported")));
+    assert!(skipped.iter().any(|r| r["reason"]
+        .as_str()
+        .unwrap()
+        .contains("op broadcast not supported")));
 }
 
 /// A case file of `op` for the host stack.
@@ -196,7 +210,14 @@ fn host_golden_failures_of_every_op_are_caught() {
         let o = util::run(&["bench", "allreduce", "--case-file", f]);
         assert_eq!(o.status.code(), Some(0), "{op}: {}", util::stderr(&o));
         // Reduce checks the root (0) only.
-        let o = util::run(&["bench", "allreduce", "--case-file", f, "--inject-fault", "0:2"]);
+        let o = util::run(&[
+            "bench",
+            "allreduce",
+            "--case-file",
+            f,
+            "--inject-fault",
+            "0:2",
+        ]);
         assert_eq!(o.status.code(), Some(1), "{op}: a spoiled result must fail");
         assert!(
             util::stderr(&o).contains("golden mismatch in timed round 2"),
@@ -243,7 +264,11 @@ fn case_files_of_other_ops_are_checked_for_their_own_rules() {
         std::fs::write(&path, json).unwrap();
         let o = util::run(&["bench", "allreduce", "--case-file", path.to_str().unwrap()]);
         assert_eq!(o.status.code(), Some(2), "{json}");
-        assert!(util::stderr(&o).contains(needle), "{needle}: {}", util::stderr(&o));
+        assert!(
+            util::stderr(&o).contains(needle),
+            "{needle}: {}",
+            util::stderr(&o)
+        );
     }
 }
 
@@ -259,8 +284,12 @@ fn feed(mut parser: Box<dyn Parser>, text: &str) -> Parsed {
 }
 
 fn fixture(name: &str) -> String {
-    std::fs::read_to_string(util::root().join("tests/integration/fixtures/stacks").join(name))
-        .unwrap()
+    std::fs::read_to_string(
+        util::root()
+            .join("tests/integration/fixtures/stacks")
+            .join(name),
+    )
+    .unwrap()
 }
 
 fn ctx(n_bytes: u64, argv: &[&str]) -> ParseContext {
@@ -282,21 +311,27 @@ fn recorded_outputs_of_the_other_ops_tools_give_the_case_row() {
         ("nccl_all_gather.txt", 11.84e-6),
         ("nccl_broadcast.txt", 13.07e-6),
     ] {
-        let p = feed(
-            nccl_tests::parser(&def, &ctx(16384, &[])),
-            &fixture(file),
-        );
+        let p = feed(nccl_tests::parser(&def, &ctx(16384, &[])), &fixture(file));
         assert_eq!(p.correctness, Some(true), "{file}: {:?}", p.warnings);
         assert_eq!(p.samples.len(), 1, "{file}");
-        assert!((p.samples[0].execute_s.unwrap() - time).abs() < 1e-12, "{file}");
+        assert!(
+            (p.samples[0].execute_s.unwrap() - time).abs() < 1e-12,
+            "{file}"
+        );
     }
     // osu_allgather counts the block each rank sends: a 8 KiB case (P = 2) is its 4096 row,
     // and the sample's bandwidth still counts the case's 8 KiB.
     let argv = ["mpirun", "-np", "2", "osu_allgather", "-f"];
-    let p = feed(osu::parser(&def, &ctx(8192, &argv)), &fixture("osu_allgather.txt"));
+    let p = feed(
+        osu::parser(&def, &ctx(8192, &argv)),
+        &fixture("osu_allgather.txt"),
+    );
     assert_eq!(p.samples.len(), 1, "{:?}", p.warnings);
     let s = &p.samples[0];
-    assert!((s.execute_s.unwrap() - 2.97e-6).abs() < 1e-12, "Max Latency");
+    assert!(
+        (s.execute_s.unwrap() - 2.97e-6).abs() < 1e-12,
+        "Max Latency"
+    );
     assert!((s.bw_execute_mb_s.unwrap() - 8192.0 / 2.97e-6 / 1e6).abs() < 1e-6);
     // The same text for a benchmark of whole messages (osu_bcast) reads the 8192 row.
     let p = feed(
@@ -310,4 +345,63 @@ fn recorded_outputs_of_the_other_ops_tools_give_the_case_row() {
     );
     assert_eq!(p.correctness, Some(true));
     assert!((p.samples[0].execute_s.unwrap() - 41.26e-6).abs() < 1e-12);
+}
+
+#[test]
+fn ecosystem_stacks_run_the_tool_of_the_op_and_skip_what_it_cannot() {
+    use campaign::stack::render::{render, RenderContext};
+    let defs = campaign::stack::registry::try_shipped().unwrap();
+    let argv_for = |stack: &str, op: Op, root: Option<u32>| {
+        let mut case = Case::new(Variant::Mesh, 2, 1024).with_op(op);
+        if root.is_some() {
+            case.root = root;
+        }
+        let ctx = RenderContext {
+            case,
+            devices: vec![0, 1],
+            warmup: 1,
+            timed: 2,
+            case_file: "/r/case.json".into(),
+            bundle_dir: "/r/b".into(),
+            run_dir: "/r".into(),
+            root: Some("/opt/cann".into()),
+            campaign_exe: "/usr/bin/campaign".into(),
+        };
+        render(stack, &defs[stack], &ctx).unwrap().argv.join(" ")
+    };
+    let nccl = argv_for("nccl-tests", Op::Allgather, None);
+    assert!(nccl.contains(" all_gather_perf -g 1"), "{nccl}");
+    assert!(nccl.contains("-b 4096 -e 4096"), "the whole buffer: {nccl}");
+    let nccl = argv_for("nccl-tests", Op::Broadcast, Some(1));
+    assert!(
+        nccl.contains(" broadcast_perf ") && nccl.contains("-r 1"),
+        "{nccl}"
+    );
+    let osu = argv_for("osu", Op::Allgather, None);
+    assert!(
+        osu.contains("osu_allgather -f -m 2048:2048"),
+        "per block: {osu}"
+    );
+    let osu = argv_for("osu", Op::Broadcast, None);
+    assert!(osu.contains("osu_bcast -f -m 4096:4096"), "{osu}");
+    let hccl = argv_for("hccl_test", Op::Alltoall, None);
+    assert!(hccl.contains("/bin/alltoall_test -p 2"), "{hccl}");
+    // OSU's broadcast and reduce always use root 0: another root is a planned skip.
+    let mut case = Case::new(Variant::Mesh, 2, 1024).with_op(Op::Reduce);
+    assert_eq!(defs["osu"].unsupported_reason(&case), None);
+    case.root = Some(1);
+    let why = defs["osu"].unsupported_reason(&case).unwrap();
+    assert!(why.contains("root == 0"), "{why}");
+    // Every shipped peer declares its ops; the simpler/pypto/pto-isa stacks run allreduce only.
+    let ag = Case::new(Variant::Mesh, 2, 1024).with_op(Op::Allgather);
+    for stack in ["mpi", "nccl-tests", "osu", "hccl_test", "hccl"] {
+        assert!(
+            defs[stack]
+                .unsupported_reason(&ag)
+                .is_none_or(|w| !w.contains("op ")),
+            "{stack}"
+        );
+    }
+    let why = defs["pto-isa"].unsupported_reason(&ag).unwrap();
+    assert!(why.contains("op allgather not supported"), "{why}");
 }

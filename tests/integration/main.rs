@@ -2,8 +2,8 @@
 
 mod architecture;
 mod bench;
-mod collectives;
 mod browser;
+mod collectives;
 mod containment;
 mod executor;
 mod exit_codes;
