@@ -47,6 +47,9 @@ pub(crate) struct Context {
     pub(crate) cases: Vec<CaseRow>,
     pub(crate) runs: Vec<RunRow>,
     pub(crate) failures: Vec<Failure>,
+    /// The collectives of the result set, in `Op::EVERY` order; empty when every case is an
+    /// allreduce (the report then reads as before the op axis).
+    pub(crate) ops: Vec<OpRow>,
     pub(crate) paired: Vec<PairedRow>,
     pub(crate) models: Vec<ModelRow>,
     pub(crate) b_star: Vec<BStarRow>,
@@ -55,6 +58,44 @@ pub(crate) struct Context {
     pub(crate) quarantined: Vec<NameValue>,
     /// Earlier runs of the same series (set by `render_all` when the history store has some).
     pub(crate) history: Option<super::history::HistoryCtx>,
+}
+
+/// One collective of the report: its cases and what its bandwidth figures count.
+#[derive(Debug, Serialize)]
+pub(crate) struct OpRow {
+    pub(crate) op: String,
+    pub(crate) cases: usize,
+    pub(crate) busbw_factor: &'static str,
+    pub(crate) bytes_counted: &'static str,
+}
+
+/// The ops of `results` with their case counts; empty for an allreduce-only result set.
+fn op_rows(results: &ResultSet) -> Vec<OpRow> {
+    use crate::model::case::Op;
+    let mut cases: std::collections::BTreeMap<Op, std::collections::BTreeSet<&str>> =
+        Default::default();
+    for r in &results.runs {
+        cases.entry(r.case.op).or_default().insert(r.base_case_id());
+    }
+    if cases.keys().all(|op| *op == Op::Allreduce) {
+        return Vec::new();
+    }
+    Op::EVERY
+        .iter()
+        .filter_map(|op| {
+            let n = cases.get(op)?.len();
+            Some(OpRow {
+                op: op.to_string(),
+                cases: n,
+                busbw_factor: match op {
+                    Op::Allreduce => "2(P−1)/P",
+                    Op::Allgather | Op::ReduceScatter | Op::Alltoall => "(P−1)/P",
+                    Op::Broadcast | Op::Reduce => "1",
+                },
+                bytes_counted: crate::analysis::stats::bandwidth::bytes_counted(*op),
+            })
+        })
+        .collect()
 }
 
 #[derive(Debug, Serialize)]
@@ -338,6 +379,7 @@ pub(crate) fn build(results: &ResultSet, a: &Analysis, title: Option<&str>) -> C
         baseline: a.baseline.clone(),
         baseline_note: a.baseline_note.clone(),
         cases: case_rows(results, a),
+        ops: op_rows(results),
         runs: a.stats.values().map(|s| run_row(results, s)).collect(),
         failures: a.failures.clone(),
         paired: a

@@ -123,6 +123,11 @@ fn every_op_runs_for_real_on_host_and_mpi_with_its_golden_and_bus_factor() {
     let summary = std::fs::read_to_string(run.join("reports/summary.md")).unwrap();
     assert!(summary.contains("`alltoall_pairwise_p2_count4096_fp32_host_d0-1`"));
     assert!(summary.contains("allgather, reduce_scatter, alltoall (P−1)/P"));
+    assert!(summary.contains("## Collectives"), "{summary}");
+    assert!(
+        summary.contains("| allgather | 4 | (P−1)/P | n_bytes = the whole gathered buffer"),
+        "{summary}"
+    );
 }
 
 #[test]
