@@ -247,6 +247,20 @@ fn host_golden_failures_of_every_op_are_caught() {
 #[test]
 fn case_files_of_other_ops_are_checked_for_their_own_rules() {
     let tmp = util::tempdir();
+    let good = tmp.path().join("good.json");
+    std::fs::write(
+        &good,
+        r#"{"op": "reduce", "root": 1, "variant": "tree", "p": 4, "count": 8}"#,
+    )
+    .unwrap();
+    let o = util::run(&["validate", good.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", util::stderr(&o));
+    let out = util::stdout(&o);
+    assert!(
+        out.contains("case_id=reduce_tree_p4_count8_fp32_a2a3_d0-1-2-3_root1\n"),
+        "{out}"
+    );
+    assert!(out.contains("op=reduce\nroot=1\n"), "{out}");
     for (json, needle) in [
         (
             r#"{"op": "allgather", "variant": "ring", "p": 2, "count": 7}"#,
