@@ -1,5 +1,9 @@
-// campaign's HCCL allreduce helper: one process, one thread per rank, HcclAllReduce timed per
-// rank per round, golden-checked, printing the HCCL_* lines campaign's `hccl` parser reads:
+// campaign's HCCL collective helper: one process, one thread per rank, the case's op
+// (--op: HcclAllReduce by default, HcclAllGather, HcclReduceScatter, HcclBroadcast, HcclReduce,
+// HcclAlltoAll) timed per rank per round, golden-checked with campaign's golden of that op
+// (src/model/case/golden.rs; --count is the op's whole buffer per rank, the chunked ops move
+// count / P per block), printing the HCCL_* lines campaign's `hccl` parser reads (their names
+// are the seed's, `HCCL_ALLREDUCE_OK` for every op):
 //
 //   HCCL_COMM_SETUP_OK world_size=2 setup_s=1.281130
 //   HCCL_WARMUP round=1 per_rank=[0.032622000, 0.032635000]
@@ -57,14 +61,22 @@ struct Options {
     double barrier_timeout_s = 120.0;
     // HCCL_ALGO to set for this process (empty: leave HCCL's own choice).
     std::string algo;
+    std::string op = "allreduce";
+    int root = 0;
 };
+
+bool chunked(const std::string& op) {
+    return op == "allgather" || op == "reduce_scatter" || op == "alltoall";
+}
+
 
 [[noreturn]] void usage(const std::string& why) {
     std::fprintf(stderr,
                  "hccl_allreduce: %s\n"
                  "usage: hccl_allreduce --count N [--dtype fp32|fp16|bf16|int32] --devices 0,1[,…]\n"
                  "       [--warmup-rounds W] [--timed-rounds T] [--input-formula rank_linear_v1|rank_mod16_v1]\n"
-                 "       [--barrier-timeout-s S]\n",
+                 "       [--barrier-timeout-s S] [--op allreduce|allgather|reduce_scatter|broadcast|reduce|alltoall]\n"
+                 "       [--root R]\n",
                  why.c_str());
     std::exit(2);
 }
@@ -99,6 +111,8 @@ Options parse_args(int argc, char** argv) {
         else if (a == "--input-formula") o.input_formula = value();
         else if (a == "--barrier-timeout-s") o.barrier_timeout_s = std::atof(value().c_str());
         else if (a == "--algo") o.algo = value();
+        else if (a == "--op") o.op = value();
+        else if (a == "--root") o.root = std::atoi(value().c_str());
         else usage("unknown argument " + a);
     }
     if (o.count == 0) usage("--count must be > 0");
@@ -109,6 +123,13 @@ Options parse_args(int argc, char** argv) {
     if (o.input_formula != "rank_linear_v1" && o.input_formula != "rank_mod16_v1")
         usage("unknown --input-formula " + o.input_formula);
     if (!(o.barrier_timeout_s > 0)) usage("--barrier-timeout-s must be > 0");
+    if (o.op != "allreduce" && o.op != "allgather" && o.op != "reduce_scatter" &&
+        o.op != "broadcast" && o.op != "reduce" && o.op != "alltoall")
+        usage("unknown --op " + o.op);
+    if (o.root < 0 || o.root >= static_cast<int>(o.devices.size()))
+        usage("--root must be a rank 0..P-1");
+    if (chunked(o.op) && o.count % o.devices.size() != 0)
+        usage("--op " + o.op + " needs --count divisible by P");
     return o;
 }
 
@@ -344,34 +365,57 @@ std::string per_rank_list(const std::vector<double>& v) {
         }                                                                                        \
     } while (0)
 
+// x(r, i) as the device holds it (rounded to the dtype).
+double rounded_input(const Options& o, int r, uint64_t i) {
+    uint8_t tmp[4];
+    encode(o.dtype, input_value(o.input_formula, r, i), tmp);
+    return decode(o.dtype, tmp);
+}
+
+// campaign's golden of the op for element k of rank's output (c = count / P).
+double golden_at(const Options& o, int p, int rank, uint64_t k) {
+    const uint64_t c = o.count / p;
+    auto sum = [&](uint64_t i) {
+        double s = 0;
+        for (int r = 0; r < p; ++r) s += rounded_input(o, r, i);
+        return s;
+    };
+    if (o.op == "allgather") return rounded_input(o, static_cast<int>(k / c), k % c);
+    if (o.op == "reduce_scatter") return sum(rank * c + k);
+    if (o.op == "broadcast") return rounded_input(o, o.root, k);
+    if (o.op == "alltoall") return rounded_input(o, static_cast<int>(k / c), rank * c + k % c);
+    return sum(k);  // allreduce, reduce (root only)
+}
+
 void rank_body(Shared& sh, int rank) {
     const Options& o = sh.opt;
     const int p = static_cast<int>(o.devices.size());
+    const uint64_t c = o.count / p;
+    // Elements of this rank's send and receive buffers for the op.
+    const uint64_t in_n = o.op == "allgather" ? c : o.count;
+    const uint64_t out_n = o.op == "reduce_scatter" ? c : o.count;
     const size_t nbytes = o.count * sh.dt.bytes;
+    const size_t in_bytes = in_n * sh.dt.bytes, out_bytes = out_n * sh.dt.bytes;
+    const bool checked = o.op != "reduce" || rank == o.root;
 
     ACL_OR_FAIL(aclrtSetDevice(sh.logical[rank]));
     aclrtStream stream = nullptr;
     ACL_OR_FAIL(aclrtCreateStream(&stream));
     void* send = nullptr;
     void* recv = nullptr;
-    ACL_OR_FAIL(aclrtMalloc(&send, nbytes, ACL_MEM_MALLOC_HUGE_FIRST));
-    ACL_OR_FAIL(aclrtMalloc(&recv, nbytes, ACL_MEM_MALLOC_HUGE_FIRST));
+    ACL_OR_FAIL(aclrtMalloc(&send, in_bytes, ACL_MEM_MALLOC_HUGE_FIRST));
+    ACL_OR_FAIL(aclrtMalloc(&recv, out_bytes, ACL_MEM_MALLOC_HUGE_FIRST));
     std::vector<uint8_t> host(nbytes);
-    for (uint64_t i = 0; i < o.count; ++i)
+    for (uint64_t i = 0; i < in_n; ++i)
         encode(o.dtype, input_value(o.input_formula, rank, i), host.data() + i * sh.dt.bytes);
-    ACL_OR_FAIL(aclrtMemcpy(send, nbytes, host.data(), nbytes, ACL_MEMCPY_HOST_TO_DEVICE));
+    ACL_OR_FAIL(aclrtMemcpy(send, in_bytes, host.data(), in_bytes, ACL_MEMCPY_HOST_TO_DEVICE));
+    // HcclBroadcast works in place on one buffer: the root's holds its input.
+    if (o.op == "broadcast" && rank == o.root)
+        ACL_OR_FAIL(aclrtMemcpy(recv, out_bytes, host.data(), out_bytes, ACL_MEMCPY_HOST_TO_DEVICE));
 
-    // Expected output from the dtype-rounded inputs (what the device actually sums).
-    std::vector<double> expected(o.count);
-    for (uint64_t i = 0; i < o.count; ++i) {
-        double s = 0;
-        for (int r = 0; r < p; ++r) {
-            uint8_t tmp[4];
-            encode(o.dtype, input_value(o.input_formula, r, i), tmp);
-            s += decode(o.dtype, tmp);
-        }
-        expected[i] = s;
-    }
+    // Expected output from the dtype-rounded inputs (what the device actually moves or sums).
+    std::vector<double> expected(checked ? out_n : 0);
+    for (uint64_t k = 0; k < expected.size(); ++k) expected[k] = golden_at(o, p, rank, k);
 
     // The rank — not the device id — identifies this member of the communicator.
     HcclComm comm = nullptr;
@@ -390,14 +434,26 @@ void rank_body(Shared& sh, int rank) {
         const bool timed = round >= o.warmup;
         if (!sh.barrier.wait(rank)) return;
         auto t0 = Clock::now();
-        HCCL_OR_FAIL(HcclAllReduce(send, recv, o.count, sh.dt.hccl, HCCL_REDUCE_SUM, comm, stream));
+        if (o.op == "allgather")
+            HCCL_OR_FAIL(HcclAllGather(send, recv, c, sh.dt.hccl, comm, stream));
+        else if (o.op == "reduce_scatter")
+            HCCL_OR_FAIL(HcclReduceScatter(send, recv, c, sh.dt.hccl, HCCL_REDUCE_SUM, comm, stream));
+        else if (o.op == "broadcast")
+            HCCL_OR_FAIL(HcclBroadcast(recv, o.count, sh.dt.hccl, static_cast<uint32_t>(o.root), comm, stream));
+        else if (o.op == "reduce")
+            HCCL_OR_FAIL(HcclReduce(send, recv, o.count, sh.dt.hccl, HCCL_REDUCE_SUM,
+                                    static_cast<uint32_t>(o.root), comm, stream));
+        else if (o.op == "alltoall")
+            HCCL_OR_FAIL(HcclAlltoAll(send, c, sh.dt.hccl, recv, c, sh.dt.hccl, comm, stream));
+        else
+            HCCL_OR_FAIL(HcclAllReduce(send, recv, o.count, sh.dt.hccl, HCCL_REDUCE_SUM, comm, stream));
         ACL_OR_FAIL(aclrtSynchronizeStream(stream));
         sh.round_s[rank] = seconds_since(t0);
         sh.mismatch[rank].clear();
         if (timed) {
             // Outside the timed region: every timed round is checked on every rank.
-            ACL_OR_FAIL(aclrtMemcpy(host.data(), nbytes, recv, nbytes, ACL_MEMCPY_DEVICE_TO_HOST));
-            for (uint64_t i = 0; i < o.count; ++i) {
+            ACL_OR_FAIL(aclrtMemcpy(host.data(), out_bytes, recv, out_bytes, ACL_MEMCPY_DEVICE_TO_HOST));
+            for (uint64_t i = 0; i < expected.size(); ++i) {
                 double got = decode(o.dtype, host.data() + i * sh.dt.bytes);
                 double want = expected[i];
                 if (!(std::fabs(got - want) <= sh.dt.atol + sh.dt.rtol * std::fabs(want))) {

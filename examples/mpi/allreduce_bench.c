@@ -1,15 +1,19 @@
 /*
- * allreduce_bench — OpenMPI's MPI_Allreduce as a campaign stack.
+ * allreduce_bench — OpenMPI's collectives as a campaign stack.
  *
  * Runs one campaign case (P ranks = the MPI world, `count` elements of `dtype` per rank,
- * warmup + timed rounds) and speaks campaign's native stack protocol on rank 0's stdout:
+ * warmup + timed rounds) of the case's `op` — MPI_Allreduce (default), MPI_Allgather,
+ * MPI_Reduce_scatter_block, MPI_Bcast, MPI_Reduce or MPI_Alltoall (count is the op's whole
+ * buffer per rank; the chunked ops move count / P per block, as campaign's docs/plan-format.md
+ * defines) — and speaks campaign's native stack protocol on rank 0's stdout:
  *
  *   CAMPAIGN_SAMPLE {"phase":"warmup"|"timed","round":n,"execute_s":…,
  *                    "per_rank_execute_s":[…],"setup_s":… (first sample only),"ok":true|false,
  *                    "checked":true|false}
  *   CAMPAIGN_DONE {"correctness":"pass"|"fail","error":"…" (on failure)}
  *
- * A round is: MPI_Barrier, then MPI_Allreduce timed with MPI_Wtime on every rank — exactly what
+ * A round is: MPI_Barrier, then the collective (MPI_Allreduce below stands for any op) timed
+ * with MPI_Wtime on every rank — exactly what
  * a bare `MPI_Barrier; t = MPI_Wtime(); MPI_Allreduce; slowest rank` loop times. The round's
  * execute_s is the slowest rank's time (the collective is done when the last rank is done).
  * The golden check (every rank compares its whole output with allreduce_sum_v1 of the case's
@@ -69,7 +73,18 @@ struct bench_case {
     char golden[32];
     long long fault_rank; /* --inject-fault: this rank spoils one output element per timed round */
     int check_every;      /* --check every: golden check after every round, not first + last */
+    char op[32];          /* allreduce (default), allgather, reduce_scatter, broadcast, ... */
+    long long root;       /* broadcast / reduce root, default 0 */
 };
+
+enum op_kind { OP_ALLREDUCE, OP_ALLGATHER, OP_REDUCE_SCATTER, OP_BROADCAST, OP_REDUCE, OP_ALLTOALL };
+static const char *const OP_NAMES[] = {"allreduce", "allgather", "reduce_scatter",
+                                       "broadcast", "reduce",    "alltoall"};
+static const char *const OP_GOLDENS[] = {"allreduce_sum_v1",      "allgather_concat_v1",
+                                         "reduce_scatter_sum_v1", "broadcast_copy_v1",
+                                         "reduce_sum_v1",         "alltoall_transpose_v1"};
+static enum op_kind g_op = OP_ALLREDUCE;
+static int g_root = 0;
 
 /* One rank's report of a round, gathered to rank 0 in one MPI_Gather of doubles. */
 enum { R_EXEC, R_CHECKED, R_WRONG, R_INDEX, R_VALUE, R_EXPECTED, R_FIELDS };
@@ -302,6 +317,8 @@ static int read_case_file(const char *path, struct bench_case *c) {
             else if (!strcmp(key, "input_formula"))
                 rc = json_str_key(&j, key, c->input_formula, sizeof c->input_formula);
             else if (!strcmp(key, "golden")) rc = json_str_key(&j, key, c->golden, sizeof c->golden);
+            else if (!strcmp(key, "op")) rc = json_str_key(&j, key, c->op, sizeof c->op);
+            else if (!strcmp(key, "root")) rc = json_int(&j, key, &c->root);
             else rc = json_value(&j, 1);
             if (rc) goto done;
             json_ws(&j);
@@ -333,7 +350,8 @@ static void usage(FILE *to) {
             "usage: mpirun -np P allreduce_bench [--case-file FILE] [--p P] [--count N]\n"
             "           [--dtype fp32|fp16|int32] [--warmup N] [--timed N]\n"
             "           [--input-formula rank_linear_v1|rank_mod16_v1] [--inject-fault RANK]\n"
-            "           [--check ends|every]\n"
+            "           [--check ends|every] [--op OP] [--root RANK]\n"
+            "OP: allreduce (default), allgather, reduce_scatter, broadcast, reduce, alltoall.\n"
             "The case file defaults to $CAMPAIGN_CASE_FILE; arguments override its values.\n"
             "Defaults: dtype fp32, warmup 3, timed 20, rank_linear_v1. P must equal the MPI world.\n"
             "--inject-fault RANK spoils one output element on RANK after every timed round\n"
@@ -401,6 +419,8 @@ static int parse_args(int argc, char **argv, struct bench_case *c) {
         else if (!strcmp(flag, "--timed")) rc = parse_ll(flag, val, &c->timed);
         else if (!strcmp(flag, "--inject-fault")) rc = parse_ll(flag, val, &c->fault_rank);
         else if (!strcmp(flag, "--check")) rc = parse_check(flag, val, &c->check_every);
+        else if (!strcmp(flag, "--root")) rc = parse_ll(flag, val, &c->root);
+        else if (!strcmp(flag, "--op")) snprintf(c->op, sizeof c->op, "%s", val);
         else if (!strcmp(flag, "--dtype")) snprintf(c->dtype, sizeof c->dtype, "%s", val);
         else if (!strcmp(flag, "--input-formula"))
             snprintf(c->input_formula, sizeof c->input_formula, "%s", val);
@@ -427,6 +447,27 @@ static double expected_value(int p, long long i) {
     double rank_sum = (double)p * (p - 1) / 2.0;
     return mod16_formula ? (double)p * (double)(i % 16) + rank_sum
                          : (double)p * (double)i + 100.0 * rank_sum;
+}
+
+/* Elements of one rank's send and receive buffers (see the top comment). */
+static long long send_len(long long count, int p) { return g_op == OP_ALLGATHER ? count / p : count; }
+static long long recv_len(long long count, int p) {
+    return g_op == OP_REDUCE_SCATTER ? count / p : count;
+}
+
+/* Is rank's output defined by the op (reduce: only the root's)? */
+static int checks_rank(int rank) { return g_op != OP_REDUCE || rank == g_root; }
+
+/* campaign's golden of the op (src/model/case/golden.rs): element k of rank's output. */
+static double golden_at(int p, long long count, int rank, long long k) {
+    long long c = count / p;
+    switch (g_op) {
+    case OP_ALLGATHER: return input_value((int)(k / c), k % c);
+    case OP_REDUCE_SCATTER: return expected_value(p, (long long)rank * c + k);
+    case OP_BROADCAST: return input_value(g_root, k);
+    case OP_ALLTOALL: return input_value((int)(k / c), (long long)rank * c + k % c);
+    default: return expected_value(p, k);
+    }
 }
 
 /* Checks and completes the case; the message names the field and what was expected. */
@@ -475,12 +516,38 @@ static int validate(struct bench_case *c, int world, enum dtype *dt) {
         set_error("--inject-fault %lld: no such rank (expected 0 .. %d)", c->fault_rank, world - 1);
         return -1;
     }
-    if (c->golden[0] && strcmp(c->golden, "allreduce_sum_v1")) {
-        set_error("golden \"%s\" unknown (expected allreduce_sum_v1)", c->golden);
+    if (!c->op[0]) strcpy(c->op, "allreduce");
+    int known = 0;
+    for (int k = 0; k < 6; k++)
+        if (!strcmp(c->op, OP_NAMES[k])) g_op = (enum op_kind)k, known = 1;
+    if (!known) {
+        set_error("op \"%s\" unknown (expected allreduce, allgather, reduce_scatter, broadcast, "
+                  "reduce or alltoall)", c->op);
+        return -1;
+    }
+    if (c->root < 0) c->root = 0;
+    if (c->root >= world) {
+        set_error("root %lld is not a rank (expected 0 .. %d)", c->root, world - 1);
+        return -1;
+    }
+    g_root = (int)c->root;
+    int chunked = g_op == OP_ALLGATHER || g_op == OP_REDUCE_SCATTER || g_op == OP_ALLTOALL;
+    if (chunked && c->count % world) {
+        set_error("%s needs count divisible by p: count %lld, p %d", c->op, c->count, world);
+        return -1;
+    }
+    /* The seed's default golden stands for "the op's own" (campaign writes the op's). */
+    if (c->golden[0] && strcmp(c->golden, OP_GOLDENS[g_op]) && strcmp(c->golden, OP_GOLDENS[0])) {
+        set_error("golden \"%s\" unknown for %s (expected %s)", c->golden, c->op, OP_GOLDENS[g_op]);
         return -1;
     }
     long long last = mod16_formula ? (c->count - 1 < 15 ? c->count - 1 : 15) : c->count - 1;
     double largest = expected_value(world, last);
+    if (g_op == OP_ALLGATHER || g_op == OP_BROADCAST || g_op == OP_ALLTOALL) {
+        long long in_last = send_len(c->count, world) - 1;
+        if (mod16_formula && in_last > 15) in_last = 15;
+        largest = input_value(world - 1, in_last);
+    }
     double limit = *dt == DT_FP16 ? FP16_MAX : *dt == DT_INT32 ? (double)INT32_MAX : 3.4e38;
     if (largest > limit) {
         set_error("the largest expected value %.0f exceeds %s's maximum %.0f; use "
@@ -572,13 +639,15 @@ static double element(const void *buf, enum dtype dt, long long i) {
 }
 
 /* Fills report[R_WRONG..R_EXPECTED]: number of wrong elements and the first one. */
-static void check_golden(const void *out, enum dtype dt, int p, long long count, double *report) {
+static void check_golden(const void *out, enum dtype dt, int p, int rank, long long count,
+                         double *report) {
     double atol = dt == DT_FP32 ? 1e-3 : dt == DT_FP16 ? 2e-2 : 0.0;
     double rtol = atol;
     long long wrong = 0;
     report[R_INDEX] = report[R_VALUE] = report[R_EXPECTED] = 0.0;
-    for (long long i = 0; i < count; i++) {
-        double e = expected_value(p, i);
+    long long n = checks_rank(rank) ? recv_len(count, p) : 0;
+    for (long long i = 0; i < n; i++) {
+        double e = golden_at(p, count, rank, i);
         double a = element(out, dt, i);
         /* written so that NaN counts as wrong */
         if (!(fabs(a - e) <= atol + rtol * fabs(e))) {
@@ -657,7 +726,7 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &world);
 
-    struct bench_case c = {-1, -1, "", -1, -1, "", "", -1, 0};
+    struct bench_case c = {-1, -1, "", -1, -1, "", "", -1, 0, "", -1};
     enum dtype dt = DT_FP32;
     int parsed = parse_args(argc, argv, &c);
     if (parsed == 1) {
@@ -667,11 +736,12 @@ int main(int argc, char **argv) {
     }
     if (parsed != 0 || validate(&c, world, &dt) != 0) return bad_input(rank);
 
+    long long in_n = send_len(c.count, world), out_n = recv_len(c.count, world);
     size_t bytes = (size_t)c.count * elem_bytes(dt);
-    void *send = malloc(bytes);
-    void *recv = malloc(bytes);
+    void *send = malloc((size_t)in_n * elem_bytes(dt));
+    void *recv = malloc((size_t)out_n * elem_bytes(dt));
     /* --check ends: the last round's output buffer (poisoned once, here) */
-    void *last = c.check_every ? NULL : malloc(bytes);
+    void *last = c.check_every ? NULL : malloc((size_t)out_n * elem_bytes(dt));
     long long rounds = c.warmup + c.timed;
     /* Every round's report of this rank; gathered to rank 0 after the last round. */
     double *mine = malloc(sizeof(double) * R_FIELDS * (size_t)rounds);
@@ -682,9 +752,15 @@ int main(int argc, char **argv) {
         set_error("rank %d: cannot allocate 2 x %zu bytes", rank, bytes);
         return bad_input(rank);
     }
-    fill_input(send, dt, rank, c.count);
-    poison(recv, dt, c.count);
-    if (last) poison(last, dt, c.count);
+    fill_input(send, dt, rank, in_n);
+    /* MPI_Bcast works in place: the root's buffer is its input, the others' are poisoned. */
+    int bcast_root = g_op == OP_BROADCAST && rank == g_root;
+    if (bcast_root) fill_input(recv, dt, rank, out_n);
+    else poison(recv, dt, out_n);
+    if (last) {
+        if (bcast_root) fill_input(last, dt, rank, out_n);
+        else poison(last, dt, out_n);
+    }
 
     MPI_Datatype type = dt == DT_FP32 ? MPI_FLOAT : dt == DT_INT32 ? MPI_INT32_T : MPI_UINT16_T;
     MPI_Op op = MPI_SUM;
@@ -703,17 +779,36 @@ int main(int argc, char **argv) {
         void *out = is_last && last && rounds > 1 ? last : recv;
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = MPI_Wtime();
-        MPI_Allreduce(send, out, (int)c.count, type, op, MPI_COMM_WORLD);
+        switch (g_op) {
+        case OP_ALLGATHER:
+            MPI_Allgather(send, (int)in_n, type, out, (int)in_n, type, MPI_COMM_WORLD);
+            break;
+        case OP_REDUCE_SCATTER:
+            MPI_Reduce_scatter_block(send, out, (int)out_n, type, op, MPI_COMM_WORLD);
+            break;
+        case OP_BROADCAST: MPI_Bcast(out, (int)out_n, type, g_root, MPI_COMM_WORLD); break;
+        case OP_REDUCE:
+            MPI_Reduce(send, out, (int)c.count, type, op, g_root, MPI_COMM_WORLD);
+            break;
+        case OP_ALLTOALL:
+            MPI_Alltoall(send, (int)(c.count / world), type, out, (int)(c.count / world), type,
+                         MPI_COMM_WORLD);
+            break;
+        default: MPI_Allreduce(send, out, (int)c.count, type, op, MPI_COMM_WORLD);
+        }
         double t1 = MPI_Wtime();
 
         report[R_EXEC] = t1 - t0;
         report[R_CHECKED] = check;
         report[R_WRONG] = report[R_INDEX] = report[R_VALUE] = report[R_EXPECTED] = 0.0;
         if (n >= c.warmup && rank == c.fault_rank)
-            poison((char *)out + (size_t)(c.count / 2) * elem_bytes(dt), dt, 1);
+            poison((char *)out + (size_t)(out_n / 2) * elem_bytes(dt), dt, 1);
         if (!check) continue;
-        check_golden(out, dt, world, c.count, report);
-        if (c.check_every) poison(recv, dt, c.count);
+        check_golden(out, dt, world, rank, c.count, report);
+        if (c.check_every) {
+            if (bcast_root) fill_input(recv, dt, rank, out_n);
+            else poison(recv, dt, out_n);
+        }
     }
     MPI_Gather(mine, (int)(R_FIELDS * rounds), MPI_DOUBLE, reports, (int)(R_FIELDS * rounds),
                MPI_DOUBLE, 0, MPI_COMM_WORLD);
@@ -737,7 +832,7 @@ int main(int argc, char **argv) {
                 first_failure_noted = 1;
                 set_error("golden mismatch in %s round %lld: rank %d has %.0f of %lld elements "
                           "wrong; first at index %.0f: got %.9g, expected %.9g",
-                          timed ? "timed" : "warmup", round, r, rr[R_WRONG], c.count,
+                          timed ? "timed" : "warmup", round, r, rr[R_WRONG], out_n,
                           rr[R_INDEX], rr[R_VALUE], rr[R_EXPECTED]);
             }
         }

@@ -1,27 +1,36 @@
-//! The built-in `host` stack: a real allreduce among P ranks on CPU threads.
+//! The built-in `host` stack: a real collective among P ranks on CPU threads.
 //!
-//! Owns the three algorithms (mesh, ring, twophase) over shared windows, their timing, the
-//! golden check of every timed round, and the native protocol lines they are reported in. The
-//! command (`campaign bench allreduce`) is glue around [`run`]. This module must not read files,
+//! Owns the algorithms of every op over shared windows (allreduce: mesh, ring, twophase;
+//! allgather and reduce_scatter: ring, direct; broadcast: tree, scatter_allgather; reduce: tree,
+//! direct; alltoall: pairwise, direct — `Op::host_variants`), their timing, the golden check of
+//! every timed round, and the native protocol lines they are reported in. The command
+//! (`campaign bench allreduce`, which runs whatever op its case file names) is glue around
+//! [`run`]. This module must not read files,
 //! parse arguments or print: rounds are handed to a caller-supplied sink as they end.
 //!
 //! Submodules: `affinity` (binding ranks to cores), `chunks` (uneven split), `element` (dtype
 //! arithmetic, kernels), `region` (huge-page aligned window memory), `window` (shared buffers,
 //! the unsafe contract), `barrier` (spin-then-yield sync), `mesh`/`ring`/`twophase` (one rank's
-//! part of one round), `check` (golden, fault injection), `runner` (rank threads, rounds,
+//! part of one allreduce round), `gather`/`scatter`/`broadcast`/`reduce`/`alltoall` (the other
+//! ops' algorithms), `check` (golden, fault injection), `runner` (rank threads, rounds,
 //! timing), `protocol` (the `CAMPAIGN_SAMPLE`/`CAMPAIGN_DONE` lines), `summary` (the human
 //! summary the command prints at a terminal).
 
 pub mod affinity;
+mod alltoall;
 pub mod barrier;
+mod broadcast;
 pub mod check;
 pub mod chunks;
 pub mod element;
+mod gather;
 pub mod mesh;
 pub mod protocol;
+mod reduce;
 pub mod region;
 pub mod ring;
 mod runner;
+mod scatter;
 pub(crate) mod summary;
 pub mod twophase;
 pub mod window;
@@ -157,16 +166,45 @@ pub(crate) struct RankCtx<'a, T> {
     pub(crate) rank: usize,
     pub(crate) p: usize,
     pub(crate) count: usize,
+    /// Broadcast's and reduce's root (0 for the other ops).
+    pub(crate) root: usize,
     pub(crate) windows: &'a window::Windows<T>,
     pub(crate) sync: &'a barrier::Barrier,
     /// Ring progress steps this rank completed in earlier rounds.
     pub(crate) ring_steps: u64,
 }
 
-/// Does the host stack implement `variant`? (`mesh`, `ring`, `twophase`; other variant names
+/// Does the host stack implement `variant` for `op`? (`Op::host_variants`; other variant names
 /// belong to other stacks.)
-pub fn implements(variant: crate::model::case::Variant) -> bool {
-    crate::model::case::Variant::ALL.contains(&variant.as_str())
+pub fn implements(op: crate::model::case::Op, variant: crate::model::case::Variant) -> bool {
+    op.host_variants().contains(&variant)
+}
+
+/// One rank's part of one round of an algorithm.
+type Algorithm<T> = fn(&mut RankCtx<'_, T>);
+
+/// The algorithm of `(op, variant)`, when the host stack has it.
+pub(crate) fn algorithm<T: element::Element>(
+    op: crate::model::case::Op,
+    variant: crate::model::case::Variant,
+) -> Option<Algorithm<T>> {
+    use crate::model::case::{Op, Variant as V};
+    Some(match (op, variant) {
+        (Op::Allreduce, V::Mesh) => mesh::allreduce::<T>,
+        (Op::Allreduce, V::Ring) => ring::allreduce::<T>,
+        (Op::Allreduce, V::Twophase) => twophase::allreduce::<T>,
+        (Op::Allgather, V::Ring) => gather::ring::<T>,
+        (Op::Allgather, V::Direct) => gather::direct::<T>,
+        (Op::ReduceScatter, V::Ring) => scatter::ring::<T>,
+        (Op::ReduceScatter, V::Direct) => scatter::direct::<T>,
+        (Op::Broadcast, V::Tree) => broadcast::tree::<T>,
+        (Op::Broadcast, V::ScatterAllgather) => broadcast::scatter_allgather::<T>,
+        (Op::Reduce, V::Tree) => reduce::tree::<T>,
+        (Op::Reduce, V::Direct) => reduce::direct::<T>,
+        (Op::Alltoall, V::Pairwise) => alltoall::pairwise::<T>,
+        (Op::Alltoall, V::Direct) => alltoall::direct::<T>,
+        _ => return None,
+    })
 }
 
 /// Run `case` with `opts`: P rank threads, warmup then timed rounds, every timed round checked.

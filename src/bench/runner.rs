@@ -17,9 +17,9 @@ use super::check::{self, RankCheck, POISON};
 use super::element::Element;
 use super::region::Region;
 use super::window::{Side, Windows};
-use super::{mesh, ring, twophase, Mismatch, Options, Outcome, RankCtx, RoundReport};
-use crate::model::case::golden;
-use crate::model::case::{Case, Variant};
+use super::{mesh, Mismatch, Options, Outcome, RankCtx, RoundReport};
+use crate::model::case::golden::{self, Golden};
+use crate::model::case::{Case, Op};
 
 /// What one rank measured in one round, read by rank 0 after the end barrier.
 #[derive(Debug, Clone, Copy, Default)]
@@ -44,6 +44,7 @@ struct Shared<'a, T> {
     cpus: Vec<usize>,
     first_cpu: usize,
     algorithm: fn(&mut RankCtx<'_, T>),
+    golden: Golden,
 }
 
 fn lock(slot: &Mutex<RankRound>) -> MutexGuard<'_, RankRound> {
@@ -58,13 +59,9 @@ pub(super) fn run<T: Element>(
 ) -> Outcome {
     let started = Instant::now();
     let p = case.p as usize;
-    let algorithm: fn(&mut RankCtx<'_, T>) = match case.variant {
-        Variant::Mesh => mesh::allreduce::<T>,
-        Variant::Ring => ring::allreduce::<T>,
-        Variant::Twophase => twophase::allreduce::<T>,
-        // `bench::implements` is checked when the case is loaded; a stray one runs mesh.
-        _ => mesh::allreduce::<T>,
-    };
+    // `bench::implements` is checked when the case is loaded; a stray one runs mesh (and
+    // fails the golden of any op but allreduce).
+    let algorithm = super::algorithm::<T>(case.op, case.variant).unwrap_or(mesh::allreduce::<T>);
     let cpus = affinity::allowed_cpus();
     let shared = Shared {
         case,
@@ -77,6 +74,7 @@ pub(super) fn run<T: Element>(
         first_cpu: affinity::current_index(&cpus),
         cpus,
         algorithm,
+        golden: Golden::of(case),
     };
     std::thread::scope(|s| {
         for rank in 1..p {
@@ -89,9 +87,11 @@ pub(super) fn run<T: Element>(
     })
 }
 
-/// Allocate `rank`'s windows: its input from the case's formula, its output poisoned.
+/// Allocate `rank`'s windows: its input (the op's input length) from the case's formula, its
+/// output (`count`: reduce_scatter keeps its ring's partial sums beside its block) poisoned.
 fn fresh_buffers<T: Element>(case: &Case, rank: usize, count: usize) -> (Region<T>, Region<T>) {
-    let input = Region::filled(count, |i| {
+    let in_len = usize::try_from(case.op.input_len(case.count, case.p)).unwrap_or(count);
+    let input = Region::filled(in_len, |i| {
         T::from_f64(golden::input_value(
             &case.input_formula,
             rank as u32,
@@ -101,6 +101,18 @@ fn fresh_buffers<T: Element>(case: &Case, rank: usize, count: usize) -> (Region<
     let poison = T::from_f64(POISON);
     let output = Region::filled(count, |_| poison);
     (input, output)
+}
+
+/// Where `rank`'s result lies in its output window: its own block for reduce_scatter, the
+/// whole window for every other op.
+fn result_range(case: &Case, rank: usize, count: usize) -> std::ops::Range<usize> {
+    match case.op {
+        Op::ReduceScatter => {
+            let c = usize::try_from(case.op.output_len(case.count, case.p)).unwrap_or(0);
+            rank * c..(rank + 1) * c
+        }
+        _ => 0..count,
+    }
 }
 
 /// One rank's whole run. Rank 0 also aggregates and reports; it returns the outcome.
@@ -118,6 +130,7 @@ fn rank_main<T: Element>(
         rank,
         p: sh.p,
         count: sh.count,
+        root: sh.case.root.unwrap_or(0) as usize,
         windows: &sh.windows,
         sync: &sh.sync,
         ring_steps: 0,
@@ -180,13 +193,14 @@ fn rank_main<T: Element>(
             let t = Instant::now();
             // SAFETY: after the done-barrier no peer reads this rank's output until the next
             // round's start barrier, so this rank has it to itself.
-            let out = unsafe { sh.windows.write(rank, Side::Output, 0..sh.count) };
+            let result = result_range(sh.case, rank, sh.count);
+            let out = unsafe { sh.windows.write(rank, Side::Output, result) };
             if let Some(f) = sh.opts.fault {
                 if f.rank as usize == rank && f.timed_round == n {
                     check::corrupt(out);
                 }
             }
-            mine.result = check::check(out, &sh.case.input_formula, sh.case.p);
+            mine.result = check::check(out, &sh.golden, rank as u32);
             mine.check = t.elapsed();
         }
         if !sh.opts.persistent {

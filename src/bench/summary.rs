@@ -5,7 +5,7 @@
 //! bandwidth at the median (nccl-tests' convention, recomputed from bytes and time). It only
 //! formats; the command decides whether to print it (stdout a terminal).
 
-use crate::analysis::stats::bandwidth::{algbw, busbw, Collective};
+use crate::analysis::stats::bandwidth::{algbw, busbw};
 use crate::analysis::stats::median;
 use crate::model::case::Case;
 use crate::model::units::{format_bandwidth, format_bytes, format_seconds};
@@ -44,10 +44,7 @@ pub(crate) fn human(case: &Case, timed_execute_s: &[f64], outcome: &Outcome) -> 
         format_seconds(max)
     ));
     let bytes = case.n_bytes();
-    if let (Some(bus), Some(alg)) = (
-        busbw(Collective::AllReduce, case.p, bytes, mid),
-        algbw(bytes, mid),
-    ) {
+    if let (Some(bus), Some(alg)) = (busbw(case.op, case.p, bytes, mid), algbw(bytes, mid)) {
         out.push_str(&format!(
             "  busbw    {} at the median  (algbw {}, {} over p = {})\n",
             format_bandwidth(bus),

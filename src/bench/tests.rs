@@ -162,3 +162,83 @@ fn the_calling_thread_is_not_left_bound_to_a_core_after_a_run() {
     assert_passes(&case(Variant::Ring, p, 64, Dtype::Fp32), &opts(1, 1));
     assert_eq!(affinity::allowed_cpus(), before);
 }
+
+/// A case of another op than allreduce (count a multiple of p, as the chunked ops need).
+fn op_case(op: Op, variant: Variant, p: u32, count: u64, dtype: Dtype) -> Case {
+    let mut c = case(variant, p, count, dtype).with_op(op);
+    if crate::model::case::golden::range_problem(&c).is_some() {
+        c.input_formula = "rank_mod16_v1".into();
+    }
+    assert!(c.problems().is_empty(), "{:?}", c.problems());
+    c
+}
+
+use crate::model::case::Op;
+
+#[test]
+fn every_op_and_host_algorithm_passes_its_golden_in_every_dtype_and_p() {
+    for op in &Op::EVERY[1..] {
+        for &variant in op.host_variants() {
+            for p in [2u32, 3, 4, 5, 8] {
+                for dtype in DTYPES {
+                    for count in [u64::from(p), 37 * u64::from(p), 4099 * u64::from(p)] {
+                        assert_passes(&op_case(*op, variant, p, count, dtype), &opts(1, 2));
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn every_root_of_broadcast_and_reduce_passes() {
+    for op in [Op::Broadcast, Op::Reduce] {
+        for &variant in op.host_variants() {
+            for p in [2u32, 3, 6] {
+                for root in 0..p {
+                    let mut c = op_case(op, variant, p, 1000, Dtype::Fp32);
+                    c.root = Some(root);
+                    assert_passes(&c, &opts(1, 3));
+                }
+            }
+        }
+    }
+}
+
+/// A corrupted element of a checked rank's result fails the round, for every op and
+/// algorithm; the message names the rank.
+#[test]
+fn a_corrupted_result_is_caught_for_every_op() {
+    for op in &Op::EVERY[1..] {
+        for &variant in op.host_variants() {
+            let c = op_case(*op, variant, 4, 64, Dtype::Fp32);
+            // Reduce checks only the root (0); every other op checks rank 2.
+            let rank = if *op == Op::Reduce { 0 } else { 2 };
+            let o = Options {
+                fault: Some(Fault {
+                    rank,
+                    timed_round: 2,
+                }),
+                ..opts(0, 3)
+            };
+            let (outcome, _) = run_case(&c, &o);
+            assert_eq!(outcome.failed_rounds, 1, "{}", c.case_id());
+            let msg = outcome.error().unwrap();
+            assert!(msg.contains(&format!("rank {rank}")), "{msg}");
+        }
+    }
+}
+
+/// The allreduce algorithms run where another op is asked fail that op's golden: the check is
+/// the op's, not allreduce's. (Reduce and the host's reduce_scatter, whose result is the rank's
+/// own block of its output window, are right by definition when given an allreduce.)
+#[test]
+fn an_allreduce_where_another_op_is_asked_fails() {
+    for op in [Op::Broadcast, Op::Alltoall] {
+        let mut c = op_case(op, Variant::Ring, 2, 64, Dtype::Fp32);
+        // No host algorithm for (op, mesh): the runner falls back to the mesh allreduce.
+        c.variant = Variant::Mesh;
+        let (outcome, _) = run_case(&c, &opts(0, 1));
+        assert!(!outcome.passed(), "{}: an allreduce passed", c.case_id());
+    }
+}

@@ -77,13 +77,19 @@ fn load_case(args: &AllreduceArgs) -> Result<Case> {
         }
         other => other,
     })?;
-    if !crate::bench::implements(case.variant) {
+    if !crate::bench::implements(case.op, case.variant) {
         return Err(Error::invalid(
             &args.case_file,
             format!(
-                "variant `{}`: the host allreduce implements {}",
+                "variant `{}`: the host {} implements {}",
                 case.variant,
-                crate::model::case::Variant::ALL.join(", ")
+                case.op,
+                case.op
+                    .host_variants()
+                    .iter()
+                    .map(|v| v.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         ));
     }

@@ -47,6 +47,13 @@ fn validate_one(file: &Path, many: bool) -> Result<()> {
             }
             crate::say!("case_id={}", case.case_id());
             crate::say!("equivalence_hash={}", case.equivalence_hash());
+            // Allreduce case files print as before the op axis.
+            if !case.op.is_allreduce() {
+                crate::say!("op={}", case.op);
+            }
+            if let Some(root) = case.root {
+                crate::say!("root={root}");
+            }
             Ok(())
         }
         Some("toml") => {

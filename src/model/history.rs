@@ -68,6 +68,9 @@ pub struct Series {
     pub key: SeriesKey,
     /// The planned case id (readable name of the case key).
     pub case_id: String,
+    /// The collective, from the stored case (`allreduce` when the case has no `op`: every
+    /// series stored before the op axis). The case key already tells ops apart.
+    pub op: String,
     /// The host name behind the fingerprint (empty when unknown, e.g. old harness dirs).
     pub host: String,
     pub points: Vec<Point>,

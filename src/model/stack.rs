@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::case::{Dtype, Platform, Variant};
+use crate::model::case::{Dtype, Op, Platform, Variant};
 
 mod constraint;
 mod domain;
@@ -99,6 +99,15 @@ pub struct StackDef {
     pub resource: Option<Resource>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) variants: Option<Vec<Variant>>,
+    /// The collectives the stack runs; absent = `["allreduce"]` (every stack before the op
+    /// axis). A case of another op is a planned `skipped` run naming the ops it has.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) ops: Option<Vec<Op>>,
+    /// Variants valid for one op, where they differ from `variants` (e.g. the host stack's
+    /// allgather has `ring` and `direct`, not `mesh`); a case whose (op, variant) is not listed
+    /// is a planned `skipped` run naming the op's variants.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) variants_by_op: BTreeMap<Op, Vec<Variant>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dtypes: Option<Vec<Dtype>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -219,6 +228,7 @@ impl StackDef {
             parser,
             resource,
             variants,
+            ops,
             dtypes,
             platforms,
             counts,
@@ -258,6 +268,35 @@ impl StackDef {
         for (k, v) in &other.requires_on {
             self.requires_on.insert(*k, v.clone());
         }
+        for (k, v) in &other.variants_by_op {
+            self.variants_by_op.insert(*k, v.clone());
+        }
+    }
+
+    /// The ops this stack runs (`ops`, default allreduce).
+    pub(crate) fn ops(&self) -> &[Op] {
+        self.ops.as_deref().unwrap_or(&[Op::Allreduce])
+    }
+
+    /// Why this stack cannot run `case`'s op, or its (op, variant), if it cannot.
+    fn op_reason(&self, case: &crate::model::case::Case) -> Option<String> {
+        let join = |items: Vec<&str>| items.join(", ");
+        if !self.ops().contains(&case.op) {
+            return Some(format!(
+                "op {} not supported by this stack (it runs: {})",
+                case.op,
+                join(self.ops().iter().map(|o| o.as_str()).collect())
+            ));
+        }
+        match self.variants_by_op.get(&case.op) {
+            Some(v) if !v.contains(&case.variant) => Some(format!(
+                "variant {} is not one of this stack's {} algorithms ({})",
+                case.variant,
+                case.op,
+                join(v.iter().map(|v| v.as_str()).collect())
+            )),
+            _ => None,
+        }
     }
 
     pub(crate) fn shape(&self) -> Shape {
@@ -274,6 +313,9 @@ impl StackDef {
 
     /// Why this stack cannot run `case`, if it cannot (the reason of a `skipped` run).
     pub fn unsupported_reason(&self, case: &crate::model::case::Case) -> Option<String> {
+        if let Some(reason) = self.op_reason(case) {
+            return Some(reason);
+        }
         if let Some(v) = &self.variants {
             if !v.contains(&case.variant) {
                 return Some(format!(

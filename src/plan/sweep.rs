@@ -165,6 +165,11 @@ where
         "nodes" => c.nodes.into(),
         "ranks_per_node" => c.ranks_per_node().into(),
         "placement" => c.placement.as_str().into(),
+        "op" => c.op.as_str().into(),
+        "root" => match c.root {
+            Some(r) => r.into(),
+            None => None::<i64>.into(),
+        },
         _ => return None,
     })
 }
@@ -191,6 +196,8 @@ fn copy_field(dst: &mut Case, src: &Case, field: &str) {
         "nodes" => dst.nodes = src.nodes,
         "ranks_per_node" => dst.ranks_per_node = src.ranks_per_node,
         "placement" => dst.placement = src.placement,
+        "op" => dst.op = src.op,
+        "root" => dst.root = src.root,
         _ => dst.measure.clone_from(&src.measure),
     }
 }
@@ -208,6 +215,8 @@ fn field_eq(a: &Case, b: &Case, field: &str) -> bool {
         "timed_rounds" => a.timed_rounds == b.timed_rounds,
         "block_dim" => a.block_dim == b.block_dim,
         "aicpu_thread_num" => a.aicpu_thread_num == b.aicpu_thread_num,
+        "op" => a.op == b.op,
+        "root" => a.root == b.root,
         other => field_value(a, other) == field_value(b, other),
     }
 }
@@ -273,6 +282,11 @@ enum Points<'p> {
         explicit_p: bool,
         explicit_nodes: bool,
         rounds: crate::model::plan::Rounds,
+        /// `root` and `golden` before normalization (`[case]` or the default): normalizing a
+        /// point to its op rewrites them, so each point starts again from these (or from its
+        /// axis value).
+        base_root: Option<u32>,
+        base_golden: String,
     },
     Files {
         files: &'p [PathBuf],
@@ -341,6 +355,8 @@ pub(crate) fn cases<'p>(plan: &'p Plan, extra_filter: Option<&str>) -> Result<Ca
             explicit_p: given("p"),
             explicit_nodes: given("nodes"),
             rounds: plan.rounds,
+            base_root: current.root,
+            base_golden: current.golden.clone(),
         }
     } else {
         Points::Files {
@@ -384,6 +400,8 @@ impl Points<'_> {
                 explicit_p,
                 explicit_nodes,
                 rounds,
+                base_root,
+                base_golden,
             } => {
                 if *done || *next >= *end {
                     return None;
@@ -427,6 +445,14 @@ impl Points<'_> {
                 if !*explicit_timed {
                     case.timed_rounds = t;
                 }
+                case.root = *base_root;
+                case.golden.clone_from(base_golden);
+                for ((field, values), &i) in axes.iter().zip(index.iter()) {
+                    if matches!(*field, "root" | "golden") {
+                        copy_field(case, &values[i], field);
+                    }
+                }
+                case.normalize_op();
                 Some(Ok(()))
             }
         }

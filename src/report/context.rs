@@ -49,6 +49,9 @@ pub(crate) struct Context {
     pub(crate) cases: Vec<CaseRow>,
     pub(crate) runs: Vec<RunRow>,
     pub(crate) failures: Vec<Failure>,
+    /// The collectives of the result set, in `Op::EVERY` order; empty when every case is an
+    /// allreduce (the report then reads as before the op axis).
+    pub(crate) ops: Vec<OpRow>,
     pub(crate) paired: Vec<PairedRow>,
     pub(crate) models: Vec<ModelRow>,
     pub(crate) b_star: Vec<BStarRow>,
@@ -57,6 +60,44 @@ pub(crate) struct Context {
     pub(crate) quarantined: Vec<NameValue>,
     /// Earlier runs of the same series (set by `render_all` when the history store has some).
     pub(crate) history: Option<super::history::HistoryCtx>,
+}
+
+/// One collective of the report: its cases and what its bandwidth figures count.
+#[derive(Debug, Serialize)]
+pub(crate) struct OpRow {
+    pub(crate) op: String,
+    pub(crate) cases: usize,
+    pub(crate) busbw_factor: &'static str,
+    pub(crate) bytes_counted: &'static str,
+}
+
+/// The ops of `results` with their case counts; empty for an allreduce-only result set.
+fn op_rows(results: &ResultSet) -> Vec<OpRow> {
+    use crate::model::case::Op;
+    let mut cases: std::collections::BTreeMap<Op, std::collections::BTreeSet<&str>> =
+        Default::default();
+    for r in &results.runs {
+        cases.entry(r.case.op).or_default().insert(r.base_case_id());
+    }
+    if cases.keys().all(|op| *op == Op::Allreduce) {
+        return Vec::new();
+    }
+    Op::EVERY
+        .iter()
+        .filter_map(|op| {
+            let n = cases.get(op)?.len();
+            Some(OpRow {
+                op: op.to_string(),
+                cases: n,
+                busbw_factor: match op {
+                    Op::Allreduce => "2(P−1)/P",
+                    Op::Allgather | Op::ReduceScatter | Op::Alltoall => "(P−1)/P",
+                    Op::Broadcast | Op::Reduce => "1",
+                },
+                bytes_counted: crate::analysis::stats::bandwidth::bytes_counted(*op),
+            })
+        })
+        .collect()
 }
 
 #[derive(Debug, Serialize)]
@@ -124,6 +165,9 @@ pub(crate) struct StatusCount {
 #[derive(Debug, Serialize)]
 pub(crate) struct CaseRow {
     pub(crate) case_id: String,
+    /// The collective, absent for allreduce (tables then read as before).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) op: Option<String>,
     pub(crate) variant: String,
     pub(crate) p: u32,
     pub(crate) count: u64,
@@ -354,6 +398,7 @@ pub(crate) fn build(results: &ResultSet, a: &Analysis, title: Option<&str>) -> C
         baseline: a.baseline.clone(),
         baseline_note: a.baseline_note.clone(),
         cases: case_rows(results, a),
+        ops: op_rows(results),
         runs: a.stats.values().map(|s| run_row(results, s)).collect(),
         failures: a.failures.clone(),
         paired: a
@@ -379,7 +424,7 @@ pub(crate) fn build(results: &ResultSet, a: &Analysis, title: Option<&str>) -> C
             .iter()
             .map(|f| ModelRow {
                 stack: f.key.stack.clone(),
-                variant: f.key.variant.to_string(),
+                variant: label(f.key.op, f.key.variant),
                 p: f.key.p,
                 dtype: f.key.dtype.to_string(),
                 core_num: f.key.core_num,
@@ -424,7 +469,7 @@ pub(crate) fn build(results: &ResultSet, a: &Analysis, title: Option<&str>) -> C
             .iter()
             .map(|b| BStarRow {
                 stack: b.stack.clone(),
-                variant: b.variant.to_string(),
+                variant: label(b.op, b.variant),
                 p: b.p,
                 dtype: b.dtype.to_string(),
                 core_num: b.core_num,
@@ -524,6 +569,13 @@ fn figure_row(d: &Drawn) -> FigureRow {
     }
 }
 
+/// A variant as report tables name it (`ring`, or `allgather ring` for another op).
+fn label(op: crate::model::case::Op, variant: crate::model::case::Variant) -> String {
+    crate::model::case::Case::new(variant, 2, 1)
+        .with_op(op)
+        .series_label()
+}
+
 fn case_rows(results: &ResultSet, a: &Analysis) -> Vec<CaseRow> {
     // The first run of each planned case describes it; its repeats share the row.
     let mut rows: Vec<CaseRow> = Vec::with_capacity(a.cases.len());
@@ -534,6 +586,7 @@ fn case_rows(results: &ResultSet, a: &Analysis) -> Vec<CaseRow> {
             index.insert(case_id.to_string(), rows.len());
             rows.push(CaseRow {
                 case_id: case_id.to_string(),
+                op: (!r.case.op.is_allreduce()).then(|| r.case.op.to_string()),
                 variant: r.case.variant.to_string(),
                 p: r.case.p,
                 count: r.case.count,

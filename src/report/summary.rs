@@ -9,7 +9,6 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 
 use crate::analysis::stats::bandwidth;
-use crate::analysis::stats::bandwidth::Collective;
 use crate::analysis::stats::bootstrap;
 use crate::analysis::stats::bootstrap::{Bootstrap, Interval};
 use crate::analysis::stats::fit;
@@ -124,6 +123,8 @@ impl Paired {
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) struct FitKey {
     pub(crate) stack: String,
+    /// Fits are per op: one op's sizes never feed another's model.
+    pub(crate) op: crate::model::case::Op,
     pub(crate) variant: Variant,
     pub(crate) p: u32,
     pub(crate) dtype: Dtype,
@@ -143,6 +144,7 @@ pub struct ModelFit {
 #[derive(Debug, Clone)]
 pub(crate) struct BStar {
     pub(crate) stack: String,
+    pub(crate) op: crate::model::case::Op,
     pub(crate) variant: Variant,
     pub(crate) p: u32,
     pub(crate) dtype: Dtype,
@@ -259,7 +261,7 @@ impl Analysis {
                 let mut c: Vec<(String, String)> = results
                     .runs
                     .iter()
-                    .map(|r| (r.stack.clone(), r.case.variant.to_string()))
+                    .map(|r| (r.stack.clone(), r.case.series_label()))
                     .collect();
                 c.sort();
                 c.dedup();
@@ -338,7 +340,7 @@ fn run_stats(
         runs: used,
         n_bytes,
         algbw: bandwidth::algbw(n_bytes, m),
-        busbw: bandwidth::busbw(Collective::AllReduce, run.case.p, n_bytes, m),
+        busbw: bandwidth::busbw(run.case.op, run.case.p, n_bytes, m),
         bw_execute_mb_s: bandwidth::bw_execute_mb_s(n_bytes, m),
         device_wall_median: med(timed.iter().filter_map(|s| s.device_wall_s).collect()),
         setup_s: runs.iter().flat_map(|r| &r.samples).find_map(|s| s.setup_s),
@@ -718,6 +720,7 @@ fn fits(results: &ResultSet, stats: &BTreeMap<usize, RunStats>) -> Vec<ModelFit>
         let r = &results.runs[s.index];
         let key = FitKey {
             stack: r.stack.clone(),
+            op: r.case.op,
             variant: r.case.variant,
             p: r.case.p,
             dtype: r.case.dtype,
@@ -739,24 +742,25 @@ fn fits(results: &ResultSet, stats: &BTreeMap<usize, RunStats>) -> Vec<ModelFit>
 }
 
 fn b_stars(fits: &[ModelFit]) -> Vec<BStar> {
-    type Group = (String, Variant, u32, Dtype);
+    type Group = (String, crate::model::case::Op, Variant, u32, Dtype);
     let mut groups: BTreeMap<Group, Vec<(u32, f64)>> = BTreeMap::new();
     for f in fits {
         if let Some(b) = f.fit.bandwidth_bytes_per_s {
             let k = &f.key;
             groups
-                .entry((k.stack.clone(), k.variant, k.p, k.dtype))
+                .entry((k.stack.clone(), k.op, k.variant, k.p, k.dtype))
                 .or_default()
                 .push((k.core_num, b));
         }
     }
     groups
         .into_iter()
-        .filter_map(|((stack, variant, p, dtype), pts)| {
+        .filter_map(|((stack, op, variant, p, dtype), pts)| {
             let core_num = fit::b_star(&pts)?;
             let best = pts.iter().map(|p| p.1).fold(f64::NEG_INFINITY, f64::max);
             Some(BStar {
                 stack,
+                op,
                 variant,
                 p,
                 dtype,

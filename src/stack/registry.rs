@@ -31,10 +31,20 @@ struct StackFile {
     stacks: BTreeMap<String, StackDef>,
 }
 
-/// The built-in `host` stack: this binary's `bench allreduce`, leasing CPU cores.
+/// The built-in `host` stack: this binary's `bench allreduce` (which runs the case file's op),
+/// leasing CPU cores. Its ops and each op's algorithms are `Op::host_variants`.
 pub fn host() -> StackDef {
+    use crate::model::case::Op;
+    let mut variants: Vec<crate::model::case::Variant> = Vec::new();
+    for op in Op::EVERY {
+        for v in op.host_variants() {
+            if !variants.contains(v) {
+                variants.push(*v);
+            }
+        }
+    }
     StackDef {
-        description: Some("campaign's built-in CPU allreduce (threads as ranks)".into()),
+        description: Some("campaign's built-in CPU collectives (threads as ranks)".into()),
         command: Some(CommandSpec::Argv(vec![
             "{{ campaign_exe }}".into(),
             "bench".into(),
@@ -45,11 +55,12 @@ pub fn host() -> StackDef {
         parser: Some("native".into()),
         resource: Some(Resource::Cpu),
         // What `bench allreduce` implements; other variant names belong to other stacks.
-        variants: Some(vec![
-            crate::model::case::Variant::Mesh,
-            crate::model::case::Variant::Ring,
-            crate::model::case::Variant::Twophase,
-        ]),
+        variants: Some(variants),
+        ops: Some(Op::EVERY.to_vec()),
+        variants_by_op: Op::EVERY
+            .iter()
+            .map(|op| (*op, op.host_variants().to_vec()))
+            .collect(),
         ..StackDef::default()
     }
 }

@@ -185,6 +185,9 @@ pub(crate) fn run_scope(ctx: &RenderContext) -> Value {
     scope.insert("count".into(), json!(ctx.case.count));
     scope.insert("dtype".into(), json!(ctx.case.dtype.as_str()));
     scope.insert("variant".into(), json!(ctx.case.variant.as_str()));
+    // The collective and its root rank (`root` is the stack's root directory).
+    scope.insert("op".into(), json!(ctx.case.op.as_str()));
+    scope.insert("root_rank".into(), json!(ctx.case.root.unwrap_or(0)));
     scope.insert("platform".into(), json!(ctx.case.platform.as_str()));
     scope.insert("devices".into(), json!(ctx.devices));
     scope.insert("devices_csv".into(), json!(devices_csv));

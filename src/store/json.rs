@@ -215,13 +215,18 @@ pub(crate) mod tests {
                 "timing_source",
                 "cpu_contention",
                 "nodes",
-                "ranks_per_node"
+                "ranks_per_node",
+                "op",
+                "bytes_counted",
+                "algbw_gb_s",
+                "busbw_gb_s"
             ]
         );
         assert_eq!(
             (v["nodes"].as_u64(), v["ranks_per_node"].as_u64()),
             (Some(1), Some(2))
         );
+        assert_eq!(v["op"], json!("allreduce"));
         assert_eq!(v["oversubscribed"], json!(false), "always present");
         assert_eq!(
             v["cpu_contention"],

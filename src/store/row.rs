@@ -62,6 +62,13 @@ pub(crate) struct Row {
     /// case (`_n<nodes>` in its id), never pooled with a single-node one.
     pub(crate) nodes: u32,
     pub(crate) ranks_per_node: u32,
+    /// The collective (`allreduce` for every seed case).
+    pub(crate) op: &'static str,
+    /// What the bandwidth columns count: `n_bytes`, described for this op.
+    pub(crate) bytes_counted: &'static str,
+    /// `n_bytes / execute_s_median` in GB/s (1e9), and × the op's nccl-tests factor.
+    pub(crate) algbw_gb_s: Option<f64>,
+    pub(crate) busbw_gb_s: Option<f64>,
 }
 
 fn means(
@@ -131,6 +138,10 @@ impl Row {
             cpu_contention: r.cpu_contention,
             nodes: c.nodes.max(1),
             ranks_per_node: c.ranks_per_node(),
+            op: c.op.as_str(),
+            bytes_counted: stats::bandwidth::bytes_counted(c.op),
+            algbw_gb_s: None,
+            busbw_gb_s: None,
         };
         if r.status != RunStatus::Pass {
             return row;
@@ -152,6 +163,10 @@ impl Row {
             .filter(|t| *t > 0.0)
             .map(|t| c.n_bytes() as f64 / t / 1e6);
         row.execute_spread_ratio = spread(&exec);
+        if let Some(t) = row.execute_s_median {
+            row.algbw_gb_s = stats::bandwidth::algbw(c.n_bytes(), t).map(|b| b / 1e9);
+            row.busbw_gb_s = stats::bandwidth::busbw(c.op, c.p, c.n_bytes(), t).map(|b| b / 1e9);
+        }
         row.phase_means = means(&timed, |s| &s.phases);
         row.compile_profile_means = means(&timed, |s| &s.compile_profile);
         row

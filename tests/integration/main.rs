@@ -3,6 +3,7 @@
 mod architecture;
 mod bench;
 mod browser;
+mod collectives;
 mod containment;
 mod executor;
 mod exit_codes;

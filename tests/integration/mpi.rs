@@ -517,3 +517,33 @@ fn mpi_without_mpicc_is_unavailable_with_the_hint_while_host_passes() {
         }
     }
 }
+
+/// Every other op through the shipped command on its case file: passes its own golden (fp32,
+/// fp16, int32; broadcast and reduce from root 1 too), and a spoiled element of a checked rank's
+/// result fails it with exit 1 naming the rank (issue 27).
+#[test]
+fn mpi_runs_every_op_and_catches_its_golden_failures() {
+    use campaign::model::case::Op;
+    for op in &Op::EVERY[1..] {
+        for dtype in [Dtype::Fp32, Dtype::Fp16, Dtype::Int32] {
+            let mut c = case(3, 600, dtype, 1, 2).with_op(*op);
+            c.input_formula = "rank_mod16_v1".into();
+            assert_passing_run(&c);
+        }
+        if op.to_string() == "broadcast" || op.to_string() == "reduce" {
+            let mut c = case(3, 600, Dtype::Fp32, 1, 2).with_op(*op);
+            c.root = Some(1);
+            assert_passing_run(&c);
+        }
+        let c = case(2, 64, Dtype::Fp32, 1, 2).with_op(*op);
+        let out = run_case(&c, &["--inject-fault", "0"]);
+        assert_eq!(out.status.code(), Some(1), "{op}: {}", util::stderr(&out));
+        let lines = protocol(&out);
+        let done = &lines.last().unwrap().1;
+        assert_eq!(done["correctness"], "fail", "{op}");
+        assert!(
+            done["error"].as_str().unwrap().contains("rank 0 has 1 of"),
+            "{op}: {done}"
+        );
+    }
+}

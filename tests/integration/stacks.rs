@@ -951,3 +951,67 @@ fn hccl_helper_speaks_the_hccl_lines_and_fails_loudly() {
     );
     assert_eq!(code, Some(2), "bad arguments");
 }
+
+/// The HCCL helper runs every op (HcclAllGather, HcclReduceScatter, HcclBroadcast, HcclReduce,
+/// HcclAlltoAll against the fake CANN's documented signatures) with campaign's golden of that
+/// op, and a spoiled element fails it (issue 27).
+#[test]
+fn hccl_helper_runs_every_op_with_its_golden() {
+    let tmp = util::tempdir();
+    let Some(bin) = build_helper(tmp.path()) else {
+        return;
+    };
+    for op in [
+        "allgather",
+        "reduce_scatter",
+        "broadcast",
+        "reduce",
+        "alltoall",
+    ] {
+        let base = [
+            "--count",
+            "300",
+            "--devices",
+            "4,5,6",
+            "--warmup-rounds",
+            "1",
+            "--timed-rounds",
+            "2",
+            "--op",
+            op,
+            "--root",
+            "2",
+        ];
+        let (code, p) = run_helper(&bin, &[], &base, ctx(1200, 3, 1, 2));
+        assert_eq!(code, Some(0), "{op}: {:?}", p.error);
+        assert_eq!(p.correctness, Some(true), "{op}");
+        assert_eq!(p.samples.len(), 3, "{op}");
+        // Reduce checks only its root (2); every op checks rank 2.
+        let (code, p) = run_helper(
+            &bin,
+            &[("FAKE_HCCL_CORRUPT_RANK", "2")],
+            &base,
+            ctx(1200, 3, 1, 2),
+        );
+        assert_eq!(code, Some(1), "{op}");
+        assert_eq!(p.correctness, Some(false), "{op}");
+    }
+    // The shipped definition passes the case's op and root.
+    use campaign::stack::render::{render, RenderContext};
+    let case = campaign::model::case::Case::new("mesh".parse().unwrap(), 2, 256)
+        .with_op(campaign::model::case::Op::Reduce);
+    let ctx = RenderContext {
+        case,
+        devices: vec![0, 1],
+        warmup: 1,
+        timed: 2,
+        case_file: "/runs/r/case.json".into(),
+        bundle_dir: "/runs/r/b".into(),
+        run_dir: "/runs/r".into(),
+        root: Some("/usr/local/Ascend/latest".into()),
+        campaign_exe: "/usr/bin/campaign".into(),
+    };
+    let argv = render("hccl", &def("hccl"), &ctx).unwrap().argv;
+    let joined = argv.join(" ");
+    assert!(joined.contains("--op reduce --root 0"), "{joined}");
+}

@@ -4,31 +4,29 @@
 //! busbw compares with the link's peak whatever the algorithm. Pure arithmetic; bandwidth is
 //! always recomputed from bytes and time, never taken from a stack's output.
 
-/// A collective operation, for its bus-bandwidth factor. The table is nccl-tests' whole one:
-/// only allreduce is benchmarked yet, the other collectives are the next stacks' (and tested).
-#[allow(dead_code)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Collective {
-    AllReduce,
-    ReduceScatter,
-    AllGather,
-    AllToAll,
-    Broadcast,
-    Reduce,
+pub(crate) use crate::model::case::Op as Collective;
+
+/// nccl-tests' busbw factor for `n` ranks: allreduce 2(n−1)/n; reduce_scatter, allgather,
+/// alltoall (n−1)/n; broadcast and reduce 1. The bytes are always the case's `n_bytes`
+/// (`count` × element size, the op's whole buffer per rank — nccl-tests' "size").
+pub(crate) fn bus_factor(op: Collective, n: u32) -> f64 {
+    let n = f64::from(n.max(1));
+    match op {
+        Collective::Allreduce => 2.0 * (n - 1.0) / n,
+        Collective::ReduceScatter | Collective::Allgather | Collective::Alltoall => (n - 1.0) / n,
+        Collective::Broadcast | Collective::Reduce => 1.0,
+    }
 }
 
-impl Collective {
-    /// nccl-tests' busbw factor for `n` ranks: allreduce 2(n−1)/n; reduce-scatter, allgather,
-    /// alltoall (n−1)/n; broadcast and reduce 1.
-    pub(crate) fn bus_factor(self, n: u32) -> f64 {
-        let n = f64::from(n.max(1));
-        match self {
-            Collective::AllReduce => 2.0 * (n - 1.0) / n,
-            Collective::ReduceScatter | Collective::AllGather | Collective::AllToAll => {
-                (n - 1.0) / n
-            }
-            Collective::Broadcast | Collective::Reduce => 1.0,
-        }
+/// What the bytes of a bandwidth figure are, for reports and results rows.
+pub(crate) fn bytes_counted(op: Collective) -> &'static str {
+    match op {
+        Collective::Allreduce => "n_bytes = count × element size per rank (in = out)",
+        Collective::Allgather => "n_bytes = the whole gathered buffer per rank (p blocks)",
+        Collective::ReduceScatter => "n_bytes = each rank's whole input (p blocks)",
+        Collective::Broadcast => "n_bytes = the broadcast message",
+        Collective::Reduce => "n_bytes = the reduced message",
+        Collective::Alltoall => "n_bytes = each rank's whole send buffer (p blocks)",
     }
 }
 
@@ -39,7 +37,7 @@ pub(crate) fn algbw(bytes: u64, seconds: f64) -> Option<f64> {
 
 /// Bus bandwidth in bytes per second.
 pub(crate) fn busbw(op: Collective, ranks: u32, bytes: u64, seconds: f64) -> Option<f64> {
-    algbw(bytes, seconds).map(|a| a * op.bus_factor(ranks))
+    algbw(bytes, seconds).map(|a| a * bus_factor(op, ranks))
 }
 
 /// The seed's `bw_execute_mb_s = n_bytes / execute_s / 1e6`.
@@ -53,10 +51,13 @@ mod tests {
 
     #[test]
     fn nccl_tests_factors() {
-        assert_eq!(Collective::AllReduce.bus_factor(2), 1.0);
-        assert_eq!(Collective::AllReduce.bus_factor(8), 1.75);
-        assert_eq!(Collective::AllGather.bus_factor(4), 0.75);
-        assert_eq!(Collective::Broadcast.bus_factor(8), 1.0);
+        assert_eq!(bus_factor(Collective::Allreduce, 2), 1.0);
+        assert_eq!(bus_factor(Collective::Allreduce, 8), 1.75);
+        assert_eq!(bus_factor(Collective::Allgather, 4), 0.75);
+        assert_eq!(bus_factor(Collective::ReduceScatter, 4), 0.75);
+        assert_eq!(bus_factor(Collective::Alltoall, 8), 0.875);
+        assert_eq!(bus_factor(Collective::Broadcast, 8), 1.0);
+        assert_eq!(bus_factor(Collective::Reduce, 2), 1.0);
     }
 
     #[test]
@@ -65,7 +66,7 @@ mod tests {
         let bytes = 4 * 1024 * 1024;
         assert_eq!(algbw(bytes, 0.002), Some(2_097_152_000.0));
         assert_eq!(
-            busbw(Collective::AllReduce, 4, bytes, 0.002),
+            busbw(Collective::Allreduce, 4, bytes, 0.002),
             Some(2_097_152_000.0 * 1.5)
         );
         assert_eq!(

@@ -26,6 +26,9 @@ const BLOCK_POINTS: u64 = 2048;
 pub(super) struct Row<'p> {
     pub(super) case_id: String,
     pub(super) variant: &'static str,
+    /// The collective and its root (broadcast, reduce).
+    pub(super) op: &'static str,
+    pub(super) root: Option<u32>,
     pub(super) p: u32,
     /// Nodes and ranks per node (what `--executor slurm` asks the cluster for).
     pub(super) layout: crate::executor::NodeLayout,
@@ -114,6 +117,8 @@ impl<'p> Rows<'p> {
         Ok(Some(Row {
             case_id: self.hasher.case_id(case).to_string(),
             variant: case.variant.as_str(),
+            op: case.op.as_str(),
+            root: case.root,
             p: case.p,
             layout: crate::executor::NodeLayout::of(case),
             count: case.count,

@@ -189,16 +189,25 @@ fn write_table(
     // rows at most, against holding them).
     let mut sizing = source.rows().map_err(Failure::Plan)?;
     let (mut id_w, mut count_w, mut bytes_w) = (HEADERS[0].len(), 5, 5);
+    let mut variant_w = 8;
+    // An `op` column only for plans that name the op (allreduce listings stay as they were).
+    let show_op = names_op(source.plan);
+    let mut op_w = 2;
     for _ in 0..TABLE_SIZING_ROWS {
         let Some(r) = sizing.next_row()? else { break };
         id_w = id_w.max(r.case_id.len());
+        variant_w = variant_w.max(r.variant.len());
+        op_w = op_w.max(op_text(&r).len());
         count_w = count_w.max(digits(r.count));
         bytes_w = bytes_w.max(digits(r.bytes));
     }
     drop(sizing);
+    if show_op {
+        write!(out, "{:<op_w$}  ", "op")?;
+    }
     writeln!(
         out,
-        "{:<id_w$}  {:<8}  {:>3}  {:>count_w$}  {:<5}  {:>bytes_w$}  {:>6}  {:>5}  {:<16}  {}",
+        "{:<id_w$}  {:<variant_w$}  {:>3}  {:>count_w$}  {:<5}  {:>bytes_w$}  {:>6}  {:>5}  {:<16}  {}",
         HEADERS[0],
         HEADERS[1],
         HEADERS[2],
@@ -223,9 +232,12 @@ fn write_table(
         } else {
             rows.stacks_text(r, ",")
         };
+        if show_op {
+            write!(block.bytes, "{:<op_w$}  ", op_text(r))?;
+        }
         writeln!(
             block.bytes,
-            "{:<id_w$}  {:<8}  {:>3}  {:>count_w$}  {:<5}  {:>bytes_w$}  {:>6}  {:>5}  {:<16}  {}",
+            "{:<id_w$}  {:<variant_w$}  {:>3}  {:>count_w$}  {:<5}  {:>bytes_w$}  {:>6}  {:>5}  {:<16}  {}",
             r.case_id, r.variant, r.p, r.count, r.dtype, r.bytes, r.warmup, r.timed, r.hash, stacks
         )
     };
@@ -277,6 +289,19 @@ fn write_table(
     Ok(())
 }
 
+/// Does the plan name the op (an `op` axis or `[case] op`)?
+fn names_op(plan: &crate::model::plan::Plan) -> bool {
+    plan.case_defaults.contains_key("op") || plan.axes.iter().any(|a| a.name == "op")
+}
+
+/// The op column: `broadcast`, or `broadcast@1` for root 1.
+fn op_text(r: &Row<'_>) -> String {
+    match r.root.filter(|x| *x != 0) {
+        Some(root) => format!("{}@{root}", r.op),
+        None => r.op.to_string(),
+    }
+}
+
 fn digits(n: u64) -> usize {
     n.to_string().len()
 }
@@ -294,6 +319,11 @@ fn plural(n: u64, one: &'static str, many: &'static str) -> &'static str {
 #[derive(serde::Serialize)]
 struct JsonRow<'a> {
     case_id: &'a str,
+    /// Absent for allreduce (as in case files).
+    #[serde(skip_serializing_if = "is_allreduce")]
+    op: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    root: Option<u32>,
     variant: &'a str,
     p: u32,
     count: u64,
@@ -305,6 +335,10 @@ struct JsonRow<'a> {
     stacks: &'a [&'a str],
     skipped_stacks: &'a [&'a str],
     skip_reasons: &'a [String],
+}
+
+fn is_allreduce(op: &&str) -> bool {
+    *op == "allreduce"
 }
 
 fn write_json(out: &mut impl Write, source: Source<'_>) -> std::result::Result<(), Failure> {
@@ -327,6 +361,8 @@ fn write_json(out: &mut impl Write, source: Source<'_>) -> std::result::Result<(
         };
         let row = JsonRow {
             case_id: &r.case_id,
+            op: r.op,
+            root: r.root,
             variant: r.variant,
             p: r.p,
             count: r.count,
@@ -359,10 +395,18 @@ fn write_json(out: &mut impl Write, source: Source<'_>) -> std::result::Result<(
 /// CSV without quoting: every field is a number, an enum spelling, a case_id or stack names,
 /// all from `[a-z0-9_-]` (names are validated), so none needs quotes.
 fn write_csv(out: &mut impl Write, source: Source<'_>) -> std::result::Result<(), Failure> {
+    let show_op = names_op(source.plan);
+    if show_op {
+        out.write_all(b"op,")?;
+    }
     writeln!(out, "{}", HEADERS.join(","))?;
     let all = source.stacks.join(";");
     let row = |rows: &Rows<'_>, r: &Row<'_>, block: &mut Block| -> io::Result<()> {
         let line = &mut block.bytes;
+        if show_op {
+            line.extend_from_slice(op_text(r).as_bytes());
+            line.push(b',');
+        }
         for (i, field) in [r.case_id.as_str(), r.variant].into_iter().enumerate() {
             if i > 0 {
                 line.push(b',');
@@ -404,6 +448,8 @@ mod tests {
         let reasons = vec!["p = 32 > max_p \"16\"\n(limit)".to_string()];
         let row = JsonRow {
             case_id: "ring_p32_count64_fp16_a2a3_d0-31",
+            op: "allreduce",
+            root: None,
             variant: "ring",
             p: 32,
             count: 64,

@@ -28,6 +28,10 @@ impl Hasher {
     pub(crate) fn case_id(&mut self, c: &Case) -> &str {
         let id = &mut self.id;
         id.clear();
+        if !c.op.is_allreduce() {
+            id.extend_from_slice(c.op.as_str().as_bytes());
+            id.push(b'_');
+        }
         id.extend_from_slice(c.variant.as_str().as_bytes());
         id.extend_from_slice("_p".as_bytes());
         push_u64(id, u64::from(c.p));
@@ -55,6 +59,10 @@ impl Hasher {
         if !c.placement.is_pack() {
             id.push(b'_');
             id.extend_from_slice(c.placement.as_str().as_bytes());
+        }
+        if let Some(root) = c.root.filter(|r| *r != 0) {
+            id.extend_from_slice("_root".as_bytes());
+            push_u64(id, u64::from(root));
         }
         // Only ASCII was written (enum spellings, digits, separators).
         std::str::from_utf8(id).unwrap_or_default()
@@ -166,6 +174,11 @@ fn write_canonical(out: &mut Vec<u8>, c: &Case) {
         out.extend_from_slice(br#","nodes":"#);
         num(out, c.nodes);
     }
+    // Absent for allreduce (the seed's bytes); present for every other op.
+    if !c.op.is_allreduce() {
+        out.extend_from_slice(br#","op":"#);
+        string(out, c.op.as_str());
+    }
     out.extend_from_slice(br#","orch_profile":"#);
     string(out, &c.orch_profile);
     out.extend_from_slice(br#","orch_tier":"#);
@@ -181,6 +194,10 @@ fn write_canonical(out: &mut Vec<u8>, c: &Case) {
     if c.ranks_per_node != 0 {
         out.extend_from_slice(br#","ranks_per_node":"#);
         num(out, c.ranks_per_node);
+    }
+    if let Some(root) = c.root {
+        out.extend_from_slice(br#","root":"#);
+        num(out, root);
     }
     out.extend_from_slice(br#","runtime":"#);
     string(out, &c.runtime);
@@ -282,6 +299,7 @@ mod tests {
             v in 0usize..3, p in 2u32..40, count in 1u64..5_000_000, d in 0usize..4, pl in 0usize..5,
             runtime in "\\PC{0,12}", measure in "[ -~]{0,8}", block in proptest::option::of(-5i64..1000),
             core in 1u32..4, ids in proptest::collection::vec(0u32..100, 0..10), w in 0u32..9, t in 1u32..60,
+            op in 0usize..6, root in proptest::option::of(0u32..5),
         ) {
             let variants = [Variant::Mesh, Variant::Ring, Variant::Twophase];
             let dtypes = [Dtype::Fp32, Dtype::Fp16, Dtype::Bf16, Dtype::Int32];
@@ -296,6 +314,10 @@ mod tests {
             c.device_ids = ids;
             c.warmup_rounds = w;
             c.timed_rounds = t;
+            c = c.with_op(crate::model::case::Op::EVERY[op]);
+            if c.root.is_some() {
+                c.root = root.or(c.root);
+            }
             let mut h = Hasher::default();
             prop_assert_eq!(h.equivalence_hash(&c), c.equivalence_hash_reference());
             prop_assert_eq!(c.equivalence_hash(), c.equivalence_hash_reference());

@@ -6,6 +6,9 @@
 
 pub mod fast;
 pub mod golden;
+pub mod op;
+
+pub use op::Op;
 
 use std::fmt;
 use std::path::Path;
@@ -60,8 +63,21 @@ impl Variant {
     pub const Mesh: Variant = Variant("mesh");
     pub const Ring: Variant = Variant("ring");
     pub const Twophase: Variant = Variant("twophase");
-    /// The variants campaign itself implements (the `host` stack), in documentation order.
-    pub(crate) const ALL: &'static [&'static str] = &["mesh", "ring", "twophase"];
+    pub const Direct: Variant = Variant("direct");
+    pub const Tree: Variant = Variant("tree");
+    pub const ScatterAllgather: Variant = Variant("scatter_allgather");
+    pub const Pairwise: Variant = Variant("pairwise");
+    /// The variants campaign itself implements (the `host` stack), in documentation order;
+    /// which of them each op has is [`Op::host_variants`].
+    pub(crate) const ALL: &'static [&'static str] = &[
+        "mesh",
+        "ring",
+        "twophase",
+        "direct",
+        "tree",
+        "scatter_allgather",
+        "pairwise",
+    ];
 
     pub(crate) fn as_str(self) -> &'static str {
         self.0
@@ -188,14 +204,29 @@ pub(crate) const MAX_CASE_ID_BYTES: usize = 255;
 pub(crate) const ORCH_PROFILES: &[&str] = &["mesh_l3_host_domain_v1", "mesh_l3_host_builtin_v1"];
 /// Input formulas campaign knows (see `golden.rs`).
 pub(crate) const INPUT_FORMULAS: &[&str] = &["rank_linear_v1", "rank_mod16_v1"];
-/// Golden definitions campaign knows.
-pub(crate) const GOLDENS: &[&str] = &["allreduce_sum_v1"];
+/// Golden definitions campaign knows, one per op (see `golden.rs`).
+pub(crate) const GOLDENS: &[&str] = &[
+    "allreduce_sum_v1",
+    "allgather_concat_v1",
+    "reduce_scatter_sum_v1",
+    "broadcast_copy_v1",
+    "reduce_sum_v1",
+    "alltoall_transpose_v1",
+];
 /// Orchestration tiers.
 pub(crate) const ORCH_TIERS: &[&str] = &["logical", "strict_window"];
 
 /// One benchmark case, field names and order as in the seed's EquivalenceCase.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Case {
+    /// The collective; allreduce (the seed's only op) is never written, so seed cases stay
+    /// byte-identical. See `op.rs` for what `count` and `root` mean per op.
+    #[serde(default, skip_serializing_if = "Op::is_allreduce")]
+    pub op: Op,
+    /// Broadcast's source / reduce's destination rank; `Some` exactly for those ops
+    /// ([`Case::normalize_op`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root: Option<u32>,
     pub(crate) variant: Variant,
     pub p: u32,
     pub count: u64,
@@ -247,6 +278,9 @@ pub(crate) const CASE_FIELDS: &[&str] = &[
     "nodes",
     "ranks_per_node",
     "placement",
+    // campaign's own, after the seed's: absent from allreduce cases (see `op.rs`).
+    "op",
+    "root",
 ];
 
 /// Names of the derived fields, written after the primary ones.
@@ -261,6 +295,8 @@ impl Case {
     /// A case with every field but the required ones at its seed default.
     pub fn new(variant: Variant, p: u32, count: u64) -> Case {
         Case {
+            op: Op::Allreduce,
+            root: None,
             variant,
             p,
             count,
@@ -314,6 +350,38 @@ impl Case {
         }
     }
 
+    /// Make `root` and `golden` agree with `op`: a rooted op gets root 0 unless one was given,
+    /// a rootless op has none (so `[case] root = 1` beside an `op` axis applies where it means
+    /// something), and the seed's default golden becomes the op's own. Called once a case's
+    /// fields are all set (sweep points, case files).
+    pub(crate) fn normalize_op(&mut self) {
+        if self.op.has_root() {
+            self.root.get_or_insert(0);
+        } else {
+            self.root = None;
+        }
+        if self.golden == "allreduce_sum_v1" {
+            self.golden = golden::golden_name(self.op).into();
+        }
+    }
+
+    /// The variant as report series and tables name it: `ring` for allreduce, `allgather ring`
+    /// for another op, so series of different ops never share a line, colour or fit.
+    pub(crate) fn series_label(&self) -> String {
+        if self.op.is_allreduce() {
+            self.variant.to_string()
+        } else {
+            format!("{} {}", self.op, self.variant)
+        }
+    }
+
+    /// This case with another op (root and golden normalized).
+    pub fn with_op(mut self, op: Op) -> Case {
+        self.op = op;
+        self.normalize_op();
+        self
+    }
+
     /// `count * elem_bytes` (saturating: a case over [`MAX_N_BYTES`] is refused by
     /// [`Case::problems`], but nothing may wrap before that check has run).
     pub fn n_bytes(&self) -> u64 {
@@ -344,10 +412,16 @@ impl Case {
         }
     }
 
-    /// `{variant}_p{p}_count{count}_{dtype}_{platform}_d{ids}` plus `_cn{core_num}` when != 1.
+    /// `{variant}_p{p}_count{count}_{dtype}_{platform}_d{ids}` plus `_cn{core_num}` when != 1;
+    /// other ops than allreduce are prefixed `{op}_`, and a root other than 0 adds `_root{r}`.
     pub fn case_id(&self) -> String {
         let ids: Vec<String> = self.device_ids.iter().map(|d| d.to_string()).collect();
-        let mut id = format!(
+        let mut id = String::new();
+        if !self.op.is_allreduce() {
+            id.push_str(self.op.as_str());
+            id.push('_');
+        }
+        id += &format!(
             "{}_p{}_count{}_{}_{}_d{}",
             self.variant,
             self.p,
@@ -365,6 +439,9 @@ impl Case {
         if !self.placement.is_pack() {
             id.push('_');
             id.push_str(self.placement.as_str());
+        }
+        if let Some(root) = self.root.filter(|r| *r != 0) {
+            id.push_str(&format!("_root{root}"));
         }
         id
     }
@@ -391,8 +468,19 @@ impl Case {
         } else {
             1 + self.placement.as_str().len()
         };
+        let op = if self.op.is_allreduce() {
+            0
+        } else {
+            self.op.as_str().len() + 1
+        };
+        let root = match self.root.filter(|r| *r != 0) {
+            Some(r) => "_root".len() + digits(u64::from(r)),
+            None => 0,
+        };
         nodes
             + placement
+            + op
+            + root
             + self.variant.as_str().len()
             + "_p".len()
             + digits(u64::from(self.p))
@@ -555,6 +643,7 @@ impl Case {
                 ),
             );
         }
+        self.op_problems(&mut bad);
         if !GOLDENS.contains(&self.golden.as_str()) {
             bad(
                 "golden",
@@ -625,10 +714,51 @@ impl Case {
         }
     }
 
+    /// The op's own rules: equal blocks for the chunked ops, a root inside `0..p`, the op's
+    /// golden.
+    fn op_problems(&self, bad: &mut impl FnMut(&str, String)) {
+        if self.op.chunked() && self.p > 0 && !self.count.is_multiple_of(u64::from(self.p)) {
+            bad(
+                "count",
+                format!(
+                    "{} needs count divisible by p (count is the whole buffer, p equal blocks of count / p); count {} is not a multiple of p {}",
+                    self.op, self.count, self.p
+                ),
+            );
+        }
+        match self.root {
+            Some(r) if !self.op.has_root() => bad(
+                "root",
+                format!(
+                    "root = {r} is only for broadcast and reduce, not {}",
+                    self.op
+                ),
+            ),
+            Some(r) if r >= self.p => bad(
+                "root",
+                format!("root = {r} is not a rank of p = {} (0..{})", self.p, self.p),
+            ),
+            _ => {}
+        }
+        let own = golden::golden_name(self.op);
+        if GOLDENS.contains(&self.golden.as_str()) && self.golden != own {
+            bad(
+                "golden",
+                format!(
+                    "golden `{}` is not {}'s; an {} case checks `{own}`",
+                    self.golden, self.op, self.op
+                ),
+            );
+        }
+    }
+
     /// Does [`Case::warnings`] have anything to say? The same rule, without formatting a
     /// message (the plan-time check pass asks for every case of a million).
     pub(crate) fn warns(&self) -> bool {
-        self.variant != Variant::Mesh && self.p > 0 && !self.count.is_multiple_of(u64::from(self.p))
+        self.variant != Variant::Mesh
+            && !self.op.chunked()
+            && self.p > 0
+            && !self.count.is_multiple_of(u64::from(self.p))
     }
 
     /// Seed warnings (not errors): ring/twophase with count not divisible by p.
@@ -693,6 +823,7 @@ impl Case {
             return Err(Error::Invalid(diags));
         }
         case.complete_layout(true, obj.contains_key("nodes"));
+        case.normalize_op();
         let problems = case.problems();
         if !problems.is_empty() {
             return Err(Error::Invalid(
@@ -830,6 +961,14 @@ pub(crate) fn set_field(
             case.ranks_per_node = u32_of(v, field)?
         }
         "placement" => case.placement = string(v, field)?.parse()?,
+        "op" => case.op = string(v, field)?.parse()?,
+        "root" => {
+            let r = u32_of(v, field)?;
+            if r >= MAX_P {
+                return Err(format!("root = {r} is above the maximum of {MAX_P} ranks"));
+            }
+            case.root = Some(r)
+        }
         other => return Err(format!("`{other}` is not a case field")),
     }
     Ok(())

@@ -44,7 +44,12 @@ pub(crate) fn compile(text: &str) -> Result<Compiled, String> {
 /// field that is no case field, a type error).
 pub(crate) fn holds(text: &str, case: &Case) -> Result<bool, String> {
     let expr = compile(text)?;
-    let fields = minijinja::Value::from(minijinja::value::Serde(case.to_json()));
+    let mut json = case.to_json();
+    // Allreduce cases do not write `op` (seed format); constraints may still name it.
+    if let Some(map) = json.as_object_mut() {
+        map.entry("op").or_insert_with(|| case.op.as_str().into());
+    }
+    let fields = minijinja::Value::from(minijinja::value::Serde(json));
     expr.eval(fields)
         .map(|v| v.is_true())
         .map_err(|e| format!("constraint `{text}` cannot be evaluated: {e}"))

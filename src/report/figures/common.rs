@@ -542,14 +542,15 @@ fn panel_legend(panel: &Panel) -> Vec<LegendEntry> {
 }
 
 /// The series a run belongs to in the scaling and message-size figures: one line per
-/// (stack, variant, dtype, core_num), so different variants or core counts never share a line.
+/// (stack, op + variant, dtype, core_num), so different ops, variants or core counts never
+/// share a line.
 pub(crate) type SeriesKey = (String, String, String, u32);
 
 /// The [`SeriesKey`] of a run.
 pub(crate) fn series_key(r: &crate::model::results::RunResult) -> SeriesKey {
     (
         r.stack.clone(),
-        r.case.variant.to_string(),
+        r.case.series_label(),
         r.case.dtype.to_string(),
         r.case.core_num,
     )

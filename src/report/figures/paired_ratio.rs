@@ -30,7 +30,7 @@ pub(crate) fn build(a: &Analysis, results: &ResultSet) -> Result<Panels, String>
     for r in &results.runs {
         variants
             .entry(r.base_case_id())
-            .or_insert_with(|| r.case.variant.to_string());
+            .or_insert_with(|| r.case.series_label());
     }
     let mut panels = Vec::new();
     for stack in a.stacks.iter().filter(|s| *s != baseline) {

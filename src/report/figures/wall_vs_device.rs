@@ -26,8 +26,8 @@ pub(crate) fn build(a: &Analysis, results: &ResultSet) -> Result<Panels, String>
             panel.hover.push(Hover {
                 x: wall.log10(),
                 y: s.summary.median.log10(),
-                color: a.color_of(&r.stack, &r.case.variant.to_string()),
-                series: format!("{} {}", r.stack, r.case.variant),
+                color: a.color_of(&r.stack, &r.case.series_label()),
+                series: format!("{} {}", r.stack, r.case.series_label()),
                 text: format!(
                     "{}; device wall {}",
                     stat_text(results, s),
@@ -35,7 +35,7 @@ pub(crate) fn build(a: &Analysis, results: &ResultSet) -> Result<Panels, String>
                 ),
             });
             by_pair
-                .entry((r.stack.clone(), r.case.variant.to_string()))
+                .entry((r.stack.clone(), r.case.series_label()))
                 .or_default()
                 .push((wall.log10(), s.summary.median.log10()));
         }

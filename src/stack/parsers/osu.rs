@@ -22,8 +22,24 @@ pub fn rows(text: &str) -> (Vec<TableRow>, Vec<String>) {
     collect_rows(Osu::new(), text)
 }
 
+/// The size OSU prints for a case of `n_bytes` (campaign's `count` is the whole buffer), by
+/// the benchmark the argv runs: osu_allgather and osu_alltoall count the block each rank sends
+/// to each rank (`n_bytes / p`), every other benchmark the whole message.
+pub(crate) fn row_bytes(argv: &[String], n_bytes: u64, p: u32) -> u64 {
+    let per_block = argv.iter().any(|a| {
+        let name = a.rsplit('/').next().unwrap_or(a);
+        name == "osu_allgather" || name == "osu_alltoall"
+    });
+    if per_block {
+        n_bytes / u64::from(p.max(1))
+    } else {
+        n_bytes
+    }
+}
+
 pub fn parser(_def: &StackDef, ctx: &ParseContext) -> Box<dyn Parser> {
-    TableParser::boxed(Box::new(Osu::new()), ctx)
+    let rows = row_bytes(&ctx.argv, ctx.n_bytes, ctx.p);
+    TableParser::boxed_rows(Box::new(Osu::new()), ctx, rows)
 }
 
 pub(crate) struct Osu {

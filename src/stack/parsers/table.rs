@@ -61,6 +61,8 @@ fn row_sample(r: &TableRow, n: u32) -> Sample {
 /// The streaming parser over a [`RowSource`].
 pub(crate) struct TableParser {
     ctx: ParseContext,
+    /// The size the tool prints in the case's row (`n_bytes` unless the tool counts a block).
+    row_bytes: u64,
     source: Box<dyn RowSource>,
     rows: Vec<TableRow>,
     warnings: Vec<String>,
@@ -68,7 +70,18 @@ pub(crate) struct TableParser {
 
 impl TableParser {
     pub(crate) fn boxed(source: Box<dyn RowSource>, ctx: &ParseContext) -> Box<dyn Parser> {
+        TableParser::boxed_rows(source, ctx, ctx.n_bytes)
+    }
+
+    /// A table parser whose tool prints the case's row as `row_bytes` (samples still count the
+    /// case's `n_bytes`).
+    pub(crate) fn boxed_rows(
+        source: Box<dyn RowSource>,
+        ctx: &ParseContext,
+        row_bytes: u64,
+    ) -> Box<dyn Parser> {
         Box::new(TableParser {
+            row_bytes,
             ctx: ctx.clone(),
             source,
             rows: Vec::new(),
@@ -98,6 +111,7 @@ impl Parser for TableParser {
     fn finish(self: Box<Self>) -> Parsed {
         let TableParser {
             ctx,
+            row_bytes,
             mut source,
             mut rows,
             mut warnings,
@@ -109,7 +123,7 @@ impl Parser for TableParser {
         }
         let mine: Vec<TableRow> = rows
             .iter()
-            .filter(|r| ctx.n_bytes == 0 || r.bytes == ctx.n_bytes)
+            .filter(|r| row_bytes == 0 || r.bytes == row_bytes)
             .cloned()
             .collect();
         let mut out = Parsed {
@@ -122,7 +136,7 @@ impl Parser for TableParser {
             } else {
                 format!(
                     "no row for {} bytes (sizes seen: {})",
-                    ctx.n_bytes,
+                    row_bytes,
                     rows.iter()
                         .map(|r| r.bytes.to_string())
                         .collect::<Vec<_>>()
@@ -145,7 +159,13 @@ impl Parser for TableParser {
         out.samples = mine
             .iter()
             .enumerate()
-            .map(|(i, r)| row_sample(r, i as u32 + 1))
+            .map(|(i, r)| {
+                let mut s = row_sample(r, i as u32 + 1);
+                if row_bytes != ctx.n_bytes && ctx.n_bytes > 0 {
+                    s.bw_execute_mb_s = bandwidth(ctx.n_bytes, r.time_s);
+                }
+                s
+            })
             .collect();
         out
     }

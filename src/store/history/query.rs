@@ -99,7 +99,8 @@ impl History {
             .prepare(
                 "SELECT r.case_key, r.stack, d.host_fingerprint, r.case_id, d.host, d.id, d.path,
                         d.stamp, d.sort_time, r.stack_commit, r.median_s,
-                        r.ci_lo_s, r.ci_hi_s, r.n_timed, r.cpu_contention, r.oversubscribed
+                        r.ci_lo_s, r.ci_hi_s, r.n_timed, r.cpu_contention, r.oversubscribed,
+                        COALESCE(json_extract(r.case_json, '$.op'), 'allreduce')
                  FROM runs r JOIN run_dirs d ON d.id = r.run_dir_id
                  WHERE r.status = 'pass' AND r.median_s > 0
                    AND (?1 IS NULL OR r.stack = ?1)
@@ -135,12 +136,13 @@ impl History {
                     cpu_contention: r.get(14)?,
                     oversubscribed: r.get(15)?,
                 };
-                Ok((key, case_id, host, point))
+                let op: String = r.get(16)?;
+                Ok(((key, op), case_id, host, point))
             })
             .map_err(e)?;
         let mut out: Vec<Series> = Vec::new();
         for row in rows {
-            let (key, case_id, host, point) = row.map_err(e)?;
+            let ((key, op), case_id, host, point) = row.map_err(e)?;
             if let Some(g) = &filter.case_glob {
                 if !g.matches(&case_id) {
                     continue;
@@ -169,13 +171,26 @@ impl History {
                 _ => out.push(Series {
                     key,
                     case_id,
+                    op,
                     host,
                     points: vec![point],
                 }),
             }
         }
+        // Grouped by op (allreduce first, as `Op::EVERY`), then by name.
+        let rank = |op: &str| {
+            crate::model::case::Op::EVERY
+                .iter()
+                .position(|o| o.as_str() == op)
+                .unwrap_or(usize::MAX)
+        };
         out.sort_by(|a, b| {
-            (&a.case_id, &a.key.stack, &a.host).cmp(&(&b.case_id, &b.key.stack, &b.host))
+            (rank(&a.op), &a.case_id, &a.key.stack, &a.host).cmp(&(
+                rank(&b.op),
+                &b.case_id,
+                &b.key.stack,
+                &b.host,
+            ))
         });
         Ok(out)
     }

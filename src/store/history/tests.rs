@@ -362,3 +362,39 @@ fn a_contended_point_is_left_out_and_the_same_point_calm_is_a_regression() {
     assert_eq!(calm.len(), 1, "{calm:?}");
     assert!(calm[0].current && calm[0].at == 3, "{calm:?}");
 }
+
+/// Series are keyed by op: an allgather of the same shape is its own series, and a stored case
+/// without `op` (every store before the op axis) reads as allreduce, listed first.
+#[test]
+fn series_are_keyed_by_op_and_old_cases_are_allreduce() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut h = History::open(&tmp.path().join("history.sqlite")).unwrap();
+    let mut gather = run("host", &[2.0, 2.1, 1.9], "2026-01-01T00:00:02+00:00");
+    gather.case = gather
+        .case
+        .clone()
+        .with_op(crate::model::case::Op::Allgather);
+    gather.case_id = gather.case.case_id();
+    let rs = set(
+        "20260101_000000",
+        vec![
+            gather,
+            run("host", &[1.0, 1.1, 0.9], "2026-01-01T00:00:01+00:00"),
+        ],
+    );
+    h.ingest(&tmp.path().join("c/20260101_000000"), &rs)
+        .unwrap();
+    let series = h.series(&SeriesFilter::default()).unwrap();
+    let names: Vec<(&str, &str)> = series
+        .iter()
+        .map(|s| (s.op.as_str(), s.case_id.as_str()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("allreduce", "mesh_p2_count256_fp32_a2a3_d0-1"),
+            ("allgather", "allgather_mesh_p2_count256_fp32_a2a3_d0-1"),
+        ]
+    );
+    assert_ne!(series[0].key.case_key, series[1].key.case_key);
+}

@@ -1,0 +1,426 @@
+//! Every collective, not only allreduce (issue 27): each op end to end on the `host` and `mpi`
+//! stacks (real runs), golden failures of every op caught, planned skips of unsupported
+//! (stack, op) and (op, variant) pairs, and the recorded outputs of the other ops' tools.
+
+use std::path::Path;
+use std::time::Duration;
+
+use campaign::model::case::{Case, Op, Variant};
+use campaign::model::output::{OutputLine, Stream};
+use campaign::stack::parsers::{hccl_test, nccl_tests, osu, ParseContext, Parsed, Parser};
+use serde_json::Value;
+
+use crate::util;
+
+/// Every op with the host stack's two algorithms of it, P = 2, two sizes, one repeat.
+const PLAN: &str = r#"
+[campaign]
+name = "ops"
+[case]
+platform = "host"
+dtype = "fp32"
+p = 2
+[axes]
+op = ["allreduce", "allgather", "reduce_scatter", "broadcast", "reduce", "alltoall"]
+variant = ["ring", "twophase", "direct", "tree", "scatter_allgather", "pairwise"]
+count = [64, 4096]
+stacks = ["host", "mpi"]
+[filter]
+where = "(op == 'allreduce' and variant in ['ring', 'twophase']) or (op in ['allgather', 'reduce_scatter'] and variant in ['ring', 'direct']) or (op == 'broadcast' and variant in ['tree', 'scatter_allgather']) or (op == 'reduce' and variant in ['tree', 'direct']) or (op == 'alltoall' and variant in ['pairwise', 'direct'])"
+[rounds]
+warmup = 1
+timed = 3
+[run]
+exclusive = true
+repeats = 1
+[devices]
+kind = "cpu"
+ids = "0-1"
+"#;
+
+fn results_of(dir: &Path) -> Value {
+    let campaigns = dir.join("results/campaigns");
+    let run = std::fs::read_dir(campaigns.join("ops"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    serde_json::from_str(&std::fs::read_to_string(run.join("results.json")).unwrap()).unwrap()
+}
+
+fn run_dir_of(dir: &Path) -> std::path::PathBuf {
+    std::fs::read_dir(dir.join("results/campaigns/ops"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+}
+
+#[test]
+fn every_op_runs_for_real_on_host_and_mpi_with_its_golden_and_bus_factor() {
+    let tmp = util::tempdir();
+    let plan = tmp.path().join("ops.toml");
+    std::fs::write(&plan, PLAN).unwrap();
+    let o = util::run_in(tmp.path(), &["run", plan.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", util::stderr(&o));
+    let results = results_of(tmp.path());
+    let rows = results["runs"].as_array().unwrap();
+    assert_eq!(
+        rows.len(),
+        6 * 2 * 2 * 2,
+        "ops × variants × counts × stacks"
+    );
+    // nccl-tests' factors at P = 2.
+    let factor = |op: &str| match op {
+        "allreduce" | "broadcast" | "reduce" => 1.0,
+        _ => 0.5,
+    };
+    for op in Op::EVERY {
+        for stack in ["host", "mpi"] {
+            let mine: Vec<&Value> = rows
+                .iter()
+                .filter(|r| r["op"] == op.as_str() && r["stack"] == stack)
+                .collect();
+            assert_eq!(mine.len(), 4, "{op} on {stack}");
+            for r in mine {
+                assert_eq!(r["status"], "pass", "{r}");
+                assert_eq!(r["correctness"], "pass", "{r}");
+                let (alg, bus) = (
+                    r["algbw_gb_s"].as_f64().unwrap(),
+                    r["busbw_gb_s"].as_f64().unwrap(),
+                );
+                assert!((bus / alg - factor(op.as_str())).abs() < 1e-9, "{r}");
+                let median = r["execute_s_median"].as_f64().unwrap();
+                let bytes = r["n_bytes"].as_f64().unwrap();
+                assert!(
+                    (alg - bytes / median / 1e9).abs() <= 1e-9 * alg.max(1.0),
+                    "{r}"
+                );
+                assert!(r["bytes_counted"].as_str().unwrap().contains("n_bytes"));
+            }
+        }
+    }
+    // Case files: allreduce ones are the seed format (no op, no root); the others say theirs.
+    let run = run_dir_of(tmp.path());
+    let case = |id: &str| -> Value {
+        serde_json::from_str(
+            &std::fs::read_to_string(run.join("cases").join(id).join("case.json")).unwrap(),
+        )
+        .unwrap()
+    };
+    let ar = case("ring_p2_count64_fp32_host_d0-1");
+    assert!(ar.get("op").is_none() && ar.get("root").is_none(), "{ar}");
+    assert_eq!(ar["golden"], "allreduce_sum_v1");
+    let bc = case("broadcast_tree_p2_count64_fp32_host_d0-1");
+    assert_eq!(bc["op"], "broadcast");
+    assert_eq!(bc["root"], 0);
+    assert_eq!(bc["golden"], "broadcast_copy_v1");
+    let ag = case("allgather_direct_p2_count4096_fp32_host_d0-1");
+    assert!(ag.get("root").is_none(), "{ag}");
+    // The report tells ops apart and says what busbw counts.
+    let summary = std::fs::read_to_string(run.join("reports/summary.md")).unwrap();
+    assert!(summary.contains("`alltoall_pairwise_p2_count4096_fp32_host_d0-1`"));
+    assert!(summary.contains("allgather, reduce_scatter, alltoall (P−1)/P"));
+    assert!(summary.contains("## Collectives"), "{summary}");
+    assert!(
+        summary.contains("| allgather | 4 | (P−1)/P | n_bytes = the whole gathered buffer"),
+        "{summary}"
+    );
+}
+
+#[test]
+fn the_shipped_collectives_plan_lists_every_op_on_host_and_mpi() {
+    let plan = util::root().join("plans/collectives.toml");
+    let o = util::run(&["validate", plan.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", util::stderr(&o));
+    let o = util::run(&["dry-run", plan.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", util::stderr(&o));
+    let out = util::stdout(&o);
+    assert!(out.starts_with("op "), "an op column: {out}");
+    for op in Op::EVERY {
+        let n = out
+            .lines()
+            .filter(|l| l.starts_with(&format!("{} ", op.as_str())))
+            .count();
+        assert_eq!(n, 6, "{op}: two algorithms × three sizes\n{out}");
+    }
+    assert!(
+        out.contains("36 cases × 2 stacks × 1 repeat = 72 runs"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("skip"),
+        "every listed point runs on both stacks: {out}"
+    );
+}
+
+#[test]
+fn unsupported_ops_and_algorithms_are_planned_skips_naming_the_reason() {
+    let tmp = util::tempdir();
+    let plan = tmp.path().join("ops.toml");
+    std::fs::write(
+        &plan,
+        "[campaign]\nname = \"ops\"\n[case]\nplatform = \"host\"\np = 2\ncount = 64\n[axes]\nop = [\"allreduce\", \"broadcast\"]\nvariant = [\"ring\", \"tree\"]\nstacks = [\"host\", \"mine\"]\n[rounds]\nwarmup = 0\ntimed = 1\n[run]\nrepeats = 1\n[stacks.mine]\ncommand = [\"true\"]\nresource = \"cpu\"\n[devices]\nkind = \"cpu\"\nids = \"0-1\"\n",
+    )
+    .unwrap();
+    let o = util::run_in(tmp.path(), &["dry-run", plan.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", util::stderr(&o));
+    let out = util::stdout(&o);
+    for reason in [
+        "skipped host: variant ring is not one of this stack's broadcast algorithms (tree, scatter_allgather) (1 run)",
+        "skipped host: variant tree is not one of this stack's allreduce algorithms (mesh, ring, twophase) (1 run)",
+        "skipped mine: op broadcast not supported by this stack (it runs: allreduce) (2 runs)",
+    ] {
+        assert!(out.contains(reason), "{reason}\n{out}");
+    }
+    let o = util::run_in(tmp.path(), &["run", plan.to_str().unwrap()]);
+    let results = results_of(tmp.path());
+    let skipped: Vec<&Value> = results["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["status"] == "skipped")
+        .collect();
+    assert_eq!(skipped.len(), 4, "{}", util::stderr(&o));
+    assert!(skipped.iter().any(|r| r["reason"]
+        .as_str()
+        .unwrap()
+        .contains("op broadcast not supported")));
+}
+
+/// A case file of `op` for the host stack.
+fn case_file(dir: &Path, op: Op, variant: Variant) -> std::path::PathBuf {
+    let mut case = Case::new(variant, 3, 96).with_op(op);
+    case.warmup_rounds = 0;
+    case.timed_rounds = 2;
+    let path = dir.join(format!("{}.json", case.case_id()));
+    std::fs::write(&path, case.to_pretty_json()).unwrap();
+    path
+}
+
+#[test]
+fn host_golden_failures_of_every_op_are_caught() {
+    let tmp = util::tempdir();
+    for (op, variant) in [
+        (Op::Allgather, Variant::Ring),
+        (Op::ReduceScatter, Variant::Ring),
+        (Op::Broadcast, Variant::Tree),
+        (Op::Reduce, Variant::Tree),
+        (Op::Alltoall, Variant::Pairwise),
+    ] {
+        let file = case_file(tmp.path(), op, variant);
+        let f = file.to_str().unwrap();
+        let o = util::run(&["bench", "allreduce", "--case-file", f]);
+        assert_eq!(o.status.code(), Some(0), "{op}: {}", util::stderr(&o));
+        // Reduce checks the root (0) only.
+        let o = util::run(&[
+            "bench",
+            "allreduce",
+            "--case-file",
+            f,
+            "--inject-fault",
+            "0:2",
+        ]);
+        assert_eq!(o.status.code(), Some(1), "{op}: a spoiled result must fail");
+        assert!(
+            util::stderr(&o).contains("golden mismatch in timed round 2"),
+            "{op}: {}",
+            util::stderr(&o)
+        );
+        // An algorithm of another op is refused up front, naming the op's own.
+        let mut wrong = Case::new(Variant::Mesh, 3, 96).with_op(op);
+        wrong.timed_rounds = 1;
+        let path = tmp.path().join("wrong.json");
+        std::fs::write(&path, wrong.to_pretty_json()).unwrap();
+        let o = util::run(&["bench", "allreduce", "--case-file", path.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2), "{op}");
+        assert!(
+            util::stderr(&o).contains(&format!("the host {op} implements")),
+            "{}",
+            util::stderr(&o)
+        );
+    }
+}
+
+#[test]
+fn case_files_of_other_ops_are_checked_for_their_own_rules() {
+    let tmp = util::tempdir();
+    let good = tmp.path().join("good.json");
+    std::fs::write(
+        &good,
+        r#"{"op": "reduce", "root": 1, "variant": "tree", "p": 4, "count": 8}"#,
+    )
+    .unwrap();
+    let o = util::run(&["validate", good.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", util::stderr(&o));
+    let out = util::stdout(&o);
+    assert!(
+        out.contains("case_id=reduce_tree_p4_count8_fp32_a2a3_d0-1-2-3_root1\n"),
+        "{out}"
+    );
+    assert!(out.contains("op=reduce\nroot=1\n"), "{out}");
+    for (json, needle) in [
+        (
+            r#"{"op": "allgather", "variant": "ring", "p": 2, "count": 7}"#,
+            "allgather needs count divisible by p",
+        ),
+        (
+            r#"{"op": "broadcast", "root": 2, "variant": "tree", "p": 2, "count": 8}"#,
+            "root = 2 is not a rank of p = 2",
+        ),
+        (
+            r#"{"op": "gather", "variant": "ring", "p": 2, "count": 8}"#,
+            "unknown op `gather`",
+        ),
+        (
+            r#"{"op": "alltoall", "golden": "broadcast_copy_v1", "variant": "direct", "p": 2, "count": 8}"#,
+            "golden `broadcast_copy_v1` is not alltoall's",
+        ),
+    ] {
+        let path = tmp.path().join("c.json");
+        std::fs::write(&path, json).unwrap();
+        let o = util::run(&["bench", "allreduce", "--case-file", path.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2), "{json}");
+        assert!(
+            util::stderr(&o).contains(needle),
+            "{needle}: {}",
+            util::stderr(&o)
+        );
+    }
+}
+
+fn feed(mut parser: Box<dyn Parser>, text: &str) -> Parsed {
+    for (i, line) in text.lines().enumerate() {
+        parser.feed(&OutputLine {
+            stream: Stream::Stdout,
+            at: Duration::from_millis(10 * (i as u64 + 1)),
+            text: line.to_string(),
+        });
+    }
+    parser.finish()
+}
+
+fn fixture(name: &str) -> String {
+    std::fs::read_to_string(
+        util::root()
+            .join("tests/integration/fixtures/stacks")
+            .join(name),
+    )
+    .unwrap()
+}
+
+fn ctx(n_bytes: u64, argv: &[&str]) -> ParseContext {
+    ParseContext {
+        n_bytes,
+        p: 2,
+        warmup: 5,
+        timed: 20,
+        argv: argv.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+#[test]
+fn recorded_outputs_of_the_other_ops_tools_give_the_case_row() {
+    let def = campaign::model::stack::StackDef::default();
+    // nccl-tests prints the whole buffer as `size` for every op (allgather's count column is
+    // per rank), and `none` / a root for the ops without a reduction or with a root.
+    for (file, time) in [
+        ("nccl_all_gather.txt", 11.84e-6),
+        ("nccl_broadcast.txt", 13.07e-6),
+    ] {
+        let p = feed(nccl_tests::parser(&def, &ctx(16384, &[])), &fixture(file));
+        assert_eq!(p.correctness, Some(true), "{file}: {:?}", p.warnings);
+        assert_eq!(p.samples.len(), 1, "{file}");
+        assert!(
+            (p.samples[0].execute_s.unwrap() - time).abs() < 1e-12,
+            "{file}"
+        );
+    }
+    // osu_allgather counts the block each rank sends: a 8 KiB case (P = 2) is its 4096 row,
+    // and the sample's bandwidth still counts the case's 8 KiB.
+    let argv = ["mpirun", "-np", "2", "osu_allgather", "-f"];
+    let p = feed(
+        osu::parser(&def, &ctx(8192, &argv)),
+        &fixture("osu_allgather.txt"),
+    );
+    assert_eq!(p.samples.len(), 1, "{:?}", p.warnings);
+    let s = &p.samples[0];
+    assert!(
+        (s.execute_s.unwrap() - 2.97e-6).abs() < 1e-12,
+        "Max Latency"
+    );
+    assert!((s.bw_execute_mb_s.unwrap() - 8192.0 / 2.97e-6 / 1e6).abs() < 1e-6);
+    // The same text for a benchmark of whole messages (osu_bcast) reads the 8192 row.
+    let p = feed(
+        osu::parser(&def, &ctx(8192, &["osu_bcast"])),
+        &fixture("osu_allgather.txt"),
+    );
+    assert!((p.samples[0].execute_s.unwrap() - 4.30e-6).abs() < 1e-12);
+    let p = feed(
+        hccl_test::parser(&def, &ctx(16384, &[])),
+        &fixture("hccl_test_all_gather.txt"),
+    );
+    assert_eq!(p.correctness, Some(true));
+    assert!((p.samples[0].execute_s.unwrap() - 41.26e-6).abs() < 1e-12);
+}
+
+#[test]
+fn ecosystem_stacks_run_the_tool_of_the_op_and_skip_what_it_cannot() {
+    use campaign::stack::render::{render, RenderContext};
+    let defs = campaign::stack::registry::try_shipped().unwrap();
+    let argv_for = |stack: &str, op: Op, root: Option<u32>| {
+        let mut case = Case::new(Variant::Mesh, 2, 1024).with_op(op);
+        if root.is_some() {
+            case.root = root;
+        }
+        let ctx = RenderContext {
+            case,
+            devices: vec![0, 1],
+            warmup: 1,
+            timed: 2,
+            case_file: "/r/case.json".into(),
+            bundle_dir: "/r/b".into(),
+            run_dir: "/r".into(),
+            root: Some("/opt/cann".into()),
+            campaign_exe: "/usr/bin/campaign".into(),
+        };
+        render(stack, &defs[stack], &ctx).unwrap().argv.join(" ")
+    };
+    let nccl = argv_for("nccl-tests", Op::Allgather, None);
+    assert!(nccl.contains(" all_gather_perf -g 1"), "{nccl}");
+    assert!(nccl.contains("-b 4096 -e 4096"), "the whole buffer: {nccl}");
+    let nccl = argv_for("nccl-tests", Op::Broadcast, Some(1));
+    assert!(
+        nccl.contains(" broadcast_perf ") && nccl.contains("-r 1"),
+        "{nccl}"
+    );
+    let osu = argv_for("osu", Op::Allgather, None);
+    assert!(
+        osu.contains("osu_allgather -f -m 2048:2048"),
+        "per block: {osu}"
+    );
+    let osu = argv_for("osu", Op::Broadcast, None);
+    assert!(osu.contains("osu_bcast -f -m 4096:4096"), "{osu}");
+    let hccl = argv_for("hccl_test", Op::Alltoall, None);
+    assert!(hccl.contains("/bin/alltoall_test -p 2"), "{hccl}");
+    // OSU's broadcast and reduce always use root 0: another root is a planned skip.
+    let mut case = Case::new(Variant::Mesh, 2, 1024).with_op(Op::Reduce);
+    assert_eq!(defs["osu"].unsupported_reason(&case), None);
+    case.root = Some(1);
+    let why = defs["osu"].unsupported_reason(&case).unwrap();
+    assert!(why.contains("root == 0"), "{why}");
+    // Every shipped peer declares its ops; the simpler/pypto/pto-isa stacks run allreduce only.
+    let ag = Case::new(Variant::Mesh, 2, 1024).with_op(Op::Allgather);
+    for stack in ["mpi", "nccl-tests", "osu", "hccl_test", "hccl"] {
+        assert!(
+            defs[stack]
+                .unsupported_reason(&ag)
+                .is_none_or(|w| !w.contains("op ")),
+            "{stack}"
+        );
+    }
+    let why = defs["pto-isa"].unsupported_reason(&ag).unwrap();
+    assert!(why.contains("op allgather not supported"), "{why}");
+}
