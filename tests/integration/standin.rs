@@ -863,41 +863,125 @@ fn simpler_scene_runs_all_rounds_in_one_process_with_strace_rounds() {
     assert_eq!(log.matches("=== Runtime").count(), 1, "{log}");
 }
 
+/// A PATH whose `python3` runs the real interpreter with `inner` prepended to its PATH, the way
+/// simpler-sim-setup.sh's shim runs python inside a chroot that has its own PATH: what that
+/// python finds is what the stack's compiles find.
+fn shim_path(dir: &Path, inner: &Path) -> String {
+    let bin = dir.join("bin-shim");
+    std::fs::create_dir_all(&bin).unwrap();
+    let python = std::env::var("PATH")
+        .unwrap_or_default()
+        .split(':')
+        .map(|d| Path::new(d).join("python3"))
+        .find(|p| p.is_file())
+        .expect("python3 on PATH");
+    let shim = bin.join("python3");
+    std::fs::write(
+        &shim,
+        format!(
+            "#!/bin/sh\nPATH={}:$PATH exec {} \"$@\"\n",
+            inner.display(),
+            python.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&shim, std::fs::Permissions::from_mode(0o755)).unwrap();
+    format!("{}:/usr/bin:/bin", bin.display())
+}
+
+/// A folder holding a `g++-15` whose `-dumpversion` says `version`.
+fn gxx15_dir(dir: &Path, version: &str) -> PathBuf {
+    let bin = dir.join(format!("gxx-{version}"));
+    std::fs::create_dir_all(&bin).unwrap();
+    let gxx = bin.join("g++-15");
+    std::fs::write(&gxx, format!("#!/bin/sh\necho {version}\n")).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&gxx, std::fs::Permissions::from_mode(0o755)).unwrap();
+    bin
+}
+
 #[test]
 fn sim_runs_without_gxx15_are_unavailable_with_the_reason() {
     let tmp = util::tempdir();
     let root = fake_simpler_root(tmp.path());
     let plan = simpler_plan(tmp.path(), "nogxx", "ids = [0, 1]", "2", "");
-    let path = sim_path(tmp.path(), false);
-    let (_, dir) = run_plan(tmp.path(), &plan, &root, &[("PATH", path.as_str())]);
-    let r = &rows(&dir)[0];
-    assert_eq!(r["status"], "unavailable", "{r}");
-    assert!(
-        r["reason"]
-            .as_str()
+    let reason_with = |path: &str, name: &str| {
+        let text = std::fs::read_to_string(&plan)
             .unwrap()
-            .starts_with("g++-15 not found (needed on a2a3sim)"),
+            .replace("name = \"nogxx\"", &format!("name = \"{name}\""));
+        let plan = tmp.path().join(format!("{name}.toml"));
+        std::fs::write(&plan, text).unwrap();
+        let (out, dir) = run_plan(tmp.path(), &plan, &root, &[("PATH", path)]);
+        let r = rows(&dir)[0].clone();
+        (out, r, dir)
+    };
+    // No g++-15 where the stack's python3 looks: every sim run is unavailable, naming it.
+    let path = sim_path(tmp.path(), false);
+    let (out, r, dir) = reason_with(&path, "none");
+    assert_eq!(r["status"], "unavailable", "{r}");
+    let reason = r["reason"].as_str().unwrap();
+    assert!(reason.starts_with("on a2a3sim: readiness probe"), "{r}");
+    assert!(
+        reason.contains("g++-15 not found on the PATH of this python3"),
         "{r}"
     );
-    // doctor says which platform's runs it makes unavailable.
+    assert!(reason.contains("GCC >= 13"), "{r}");
+    assert!(
+        dir.join("builds/simpler/ready-a2a3sim.log").is_file(),
+        "the probe's output is kept"
+    );
+    assert_ne!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    // doctor (with the root's own simpler and a torch importable) says which platform's runs
+    // it makes unavailable.
+    let site = tmp.path().join("site");
+    for m in [root.join("simpler"), site.join("torch")] {
+        std::fs::create_dir_all(&m).unwrap();
+        std::fs::write(m.join("__init__.py"), "").unwrap();
+    }
     let doctor = util::campaign()
         .arg("doctor")
         .current_dir(tmp.path())
         .env("PATH", &path)
         .env("SIMPLER_ROOT", &root)
+        .env(
+            "PYTHONPATH",
+            format!("{}:{}", root.display(), site.display()),
+        )
         .output()
         .unwrap();
     let text = util::stdout(&doctor);
+    assert!(text.contains("  simpler          ready"), "{text}");
     assert!(
-        text.contains("on a2a3sim: runs unavailable: g++-15 not found (needed on a2a3sim)"),
+        text.contains("on a2a3sim: runs unavailable: readiness probe")
+            && text.contains("g++-15 not found on the PATH of this python3"),
         "{text}"
     );
+    // A g++-15 that is an older GCC is refused with its version.
+    let old = gxx15_dir(tmp.path(), "12.2.0");
+    let path = format!("{}:{}", old.display(), sim_path(tmp.path(), false));
+    let (_, r, _) = reason_with(&path, "old");
+    assert_eq!(r["status"], "unavailable", "{r}");
+    assert!(
+        r["reason"]
+            .as_str()
+            .unwrap()
+            .contains("is GCC 12.2.0: the sim platforms need GCC >= 13"),
+        "{r}"
+    );
+    // g++-15 only on the PATH the stack's python3 gives its children (a chroot's): ready,
+    // though this PATH has none.
+    let inner = gxx15_dir(tmp.path(), "15.2.0");
+    let path = shim_path(tmp.path(), &inner);
+    let (_, r, _) = reason_with(&path, "shim");
+    assert_eq!(r["status"], "pass", "{r}");
     // Hardware platforms never need it.
     let text = std::fs::read_to_string(&plan)
         .unwrap()
         .replace("a2a3sim", "a2a3");
     let plan = tmp.path().join("hw.toml");
     std::fs::write(&plan, text.replace("name = \"nogxx\"", "name = \"hw\"")).unwrap();
+    let path = sim_path(tmp.path(), false);
     let (_, dir) = run_plan(tmp.path(), &plan, &root, &[("PATH", path.as_str())]);
     assert_eq!(rows(&dir)[0]["status"], "pass", "{}", rows(&dir)[0]);
 }
