@@ -206,6 +206,38 @@ fn render_ready_probe(
     })
 }
 
+/// What `def` gives every run of `variant`, whatever else the run is: its templated `env`
+/// entries and argv flag values whose templates use only `variant` (hccl's
+/// `HCCL_OP_EXPANSION_MODE` and `--algo`), rendered; an argv value is keyed by the flag before
+/// it. Recorded per variant in provenance: what each variant set, by name.
+pub(crate) fn variant_settings(
+    name: &str,
+    def: &StackDef,
+    variant: &str,
+) -> std::collections::BTreeMap<String, String> {
+    let renderer = Renderer::new(name, json!({ "variant": variant }));
+    let templated = |t: &str| t.contains("{{") || t.contains("{%");
+    let mut out = std::collections::BTreeMap::new();
+    for (key, template) in &def.env {
+        if templated(template) && renderer.uses_only_scope(template) {
+            if let Ok(v) = renderer.render(&format!("env.{key}"), template) {
+                out.insert(key.clone(), v);
+            }
+        }
+    }
+    if let Some(CommandSpec::Argv(argv)) = &def.command {
+        for (i, arg) in argv.iter().enumerate().skip(1) {
+            let flag = &argv[i - 1];
+            if flag.starts_with('-') && templated(arg) && renderer.uses_only_scope(arg) {
+                if let Ok(v) = renderer.render(&format!("command[{i}]"), arg) {
+                    out.insert(flag.clone(), v);
+                }
+            }
+        }
+    }
+    out
+}
+
 /// The run scope as a JSON object (also what `requires` and docs describe).
 pub(crate) fn run_scope(ctx: &RenderContext) -> Value {
     let devices_csv = join_ids(&ctx.devices);

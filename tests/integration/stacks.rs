@@ -864,6 +864,89 @@ fn hccl_variants_are_hccls_expansion_modes_and_algorithms() {
 }
 
 #[test]
+fn hccl_runs_record_each_variants_expansion_mode_and_algo_in_provenance() {
+    // The shipped hccl definition end to end, its helper built against the fake CANN.
+    let tmp = util::tempdir();
+    let Some(bin) = build_helper(tmp.path()) else {
+        return;
+    };
+    let cann = tmp.path().join("cann");
+    std::fs::create_dir_all(&cann).unwrap();
+    let plan = tmp.path().join("modes.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            "[campaign]\nname = \"modes\"\n\n[case]\nplatform = \"a2a3\"\n\n[axes]\np = [2]\ncount = [256]\nvariant = [\"aiv\", \"algo_ring\"]\ndtype = [\"fp32\"]\nstacks = [\"hccl\"]\n\n[rounds]\nwarmup = 0\ntimed = 1\n\n[devices]\nkind = \"npu\"\nids = [0, 1]\n\n[stacks.hccl]\nready = [\"true\"]\nbuild = \"mkdir -p {{{{ run_dir }}}}/bin && cp {} {{{{ run_dir }}}}/bin/hccl_allreduce\"\n",
+            bin.display()
+        ),
+    )
+    .unwrap();
+    let results = tmp.path().join("results");
+    let o = util::campaign()
+        .current_dir(tmp.path())
+        .args(["run", plan.to_str().unwrap(), "-q", "--results-dir"])
+        .arg(&results)
+        .env("ASCEND_HOME_PATH", &cann)
+        .env_remove("HCCL_ALGO")
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}{}",
+        util::stdout(&o),
+        util::stderr(&o)
+    );
+    let run_dir = std::fs::read_dir(results.join("modes"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("results.json")).unwrap())
+            .unwrap();
+    let variants = &v["provenance"]["stack_roots"]["hccl"]["variants"];
+    assert_eq!(
+        variants["aiv"]["HCCL_OP_EXPANSION_MODE"], "AIV",
+        "{variants}"
+    );
+    assert_eq!(
+        variants["aiv"]["--algo"], "",
+        "HCCL's own algorithm: {variants}"
+    );
+    assert_eq!(
+        variants["algo_ring"]["HCCL_OP_EXPANSION_MODE"], "AI_CPU",
+        "{variants}"
+    );
+    assert_eq!(
+        variants["algo_ring"]["--algo"], "level0:NA;level1:ring",
+        "{variants}"
+    );
+    // Only the variants that ran, and nothing that depends on the run (the devices).
+    assert_eq!(variants.as_object().unwrap().len(), 2, "{variants}");
+    assert!(variants["aiv"].get("ASCEND_RT_VISIBLE_DEVICES").is_none());
+    // What the helper printed agrees with what provenance says.
+    let ring = v["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["variant"] == "algo_ring")
+        .unwrap()
+        .clone();
+    let log = std::fs::read_to_string(
+        run_dir
+            .join(ring["artifact_bundle"].as_str().unwrap())
+            .join("run.log"),
+    )
+    .unwrap();
+    assert!(
+        log.contains("HCCL_CONFIG op_expansion_mode=AI_CPU algo=level0:NA;level1:ring"),
+        "{log}"
+    );
+}
+
+#[test]
 fn hccl_helper_speaks_the_hccl_lines_and_fails_loudly() {
     let tmp = util::tempdir();
     let Some(bin) = build_helper(tmp.path()) else {
