@@ -800,11 +800,20 @@ fn simpler_scene_runs_all_rounds_in_one_process_with_strace_rounds() {
     let root = fake_simpler_root(tmp.path());
     let dir = root.join("tests/st/worker/collectives/allreduce");
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::copy(
-        util::root().join("tests/integration/fixtures/standin/scene_test.py"),
+    // As upstream's, the test file cannot run as a script (its relative import): only pytest
+    // (the stand-in, `python3 -m pytest` in the root) runs it.
+    std::fs::write(
         dir.join("test_allreduce.py"),
+        "from .._helpers import allreduce_orch_fn\n",
     )
     .unwrap();
+    std::fs::create_dir_all(root.join("pytest")).unwrap();
+    std::fs::copy(
+        util::root().join("tests/integration/fixtures/standin/scene_pytest.py"),
+        root.join("pytest/__main__.py"),
+    )
+    .unwrap();
+    std::fs::write(root.join("pytest/__init__.py"), "").unwrap();
     let text = "[campaign]\nname = \"scene\"\n\n[case]\nplatform = \"a2a3sim\"\n\n[axes]\nvariant = [\"mesh\", \"ibing\", \"bidirectional_ring\"]\np = [2, 4]\ncount = [256]\ndtype = [\"fp32\"]\nstacks = [\"simpler-scene\"]\n\n[rounds]\nwarmup = 1\ntimed = 2\n\n[run]\ntimeout = \"2m\"\nrepeats = 1\n\n[devices]\nkind = \"npu\"\nids = \"0-3\"\n\n[stacks.simpler-scene]\nready = [\"python3\", \"-c\", \"pass\"]\n";
     let plan = tmp.path().join("scene.toml");
     std::fs::write(&plan, text).unwrap();
@@ -857,10 +866,34 @@ fn simpler_scene_runs_all_rounds_in_one_process_with_strace_rounds() {
     )
     .unwrap();
     assert!(
-        log.contains("TestAllreduceBidirectionalRingP4::bidirectional_ring PASSED"),
+        log.contains("test_allreduce.py::TestAllreduceBidirectionalRingP4::test_run PASSED"),
         "{log}"
     );
-    assert_eq!(log.matches("=== Runtime").count(), 1, "{log}");
+    assert_eq!(log.matches("test session starts").count(), 1, "{log}");
+
+    // A failing class: pytest's AssertionError is the run's golden mismatch, with its line.
+    let text = std::fs::read_to_string(&plan)
+        .unwrap()
+        .replace("name = \"scene\"", "name = \"scenefail\"")
+        .replace(
+            "[\"mesh\", \"ibing\", \"bidirectional_ring\"]",
+            "[\"ring\"]",
+        )
+        .replace("p = [2, 4]", "p = [2]");
+    let plan = tmp.path().join("scenefail.toml");
+    std::fs::write(&plan, text).unwrap();
+    let (out, run_dir) = run_plan(tmp.path(), &plan, &root, &[("STANDIN_SCENE_FAIL", "1")]);
+    assert_ne!(out.status.code(), Some(0));
+    let r = &rows(&run_dir)[0];
+    assert_eq!(r["status"], "fail", "{r}");
+    assert_eq!(r["correctness"], "fail", "{r}");
+    assert!(
+        r["reason"]
+            .as_str()
+            .unwrap()
+            .contains("rank 1 output mismatch"),
+        "{r}"
+    );
 }
 
 /// A PATH whose `python3` runs the real interpreter with `inner` prepended to its PATH, the way
