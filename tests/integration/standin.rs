@@ -1020,6 +1020,33 @@ fn sim_runs_without_gxx15_are_unavailable_with_the_reason() {
 }
 
 #[test]
+fn requires_on_makes_only_that_platforms_runs_unavailable() {
+    let tmp = util::tempdir();
+    let root = fake_simpler_root(tmp.path());
+    let extra = "requires_on = { a2a3sim = [\"campaign-no-such-tool\"] }";
+    let plan = simpler_plan(tmp.path(), "reqon", "ids = [0, 1]", "2", extra);
+    let (_, dir) = run_plan(tmp.path(), &plan, &root, &[]);
+    let r = &rows(&dir)[0];
+    assert_eq!(r["status"], "unavailable", "{r}");
+    assert!(
+        r["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("campaign-no-such-tool not found (needed on a2a3sim)"),
+        "{r}"
+    );
+    let text = std::fs::read_to_string(&plan)
+        .unwrap()
+        .replace("a2a3sim", "a2a3")
+        .replace("a2a3 = [", "a2a3sim = [")
+        .replace("name = \"reqon\"", "name = \"reqonhw\"");
+    let plan = tmp.path().join("reqonhw.toml");
+    std::fs::write(&plan, text).unwrap();
+    let (_, dir) = run_plan(tmp.path(), &plan, &root, &[]);
+    assert_eq!(rows(&dir)[0]["status"], "pass", "{}", rows(&dir)[0]);
+}
+
+#[test]
 fn the_readiness_probe_wants_simpler_from_the_stacks_own_root() {
     let tmp = util::tempdir();
     let root = fake_simpler_root(tmp.path());
