@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use crate::cli::args::DoctorArgs;
 use crate::error::{exit, Error, Result};
+use crate::model::case::Platform;
 use crate::model::stack::StackDef;
 use crate::stack::availability::{self, find_program};
 use crate::stack::registry;
@@ -80,10 +81,19 @@ fn assess(
     defs.iter()
         .map(|(name, def)| {
             let mut a = availability::check(name, def, resolver);
+            let root = a.root.as_ref().map(|r| r.path.clone());
             if a.ready() && def.ready.is_some() {
-                if let Err(why) = readiness(name, def, a.root.as_ref().map(|r| r.path.as_path())) {
+                if let Err(why) = readiness(name, def, None, root.as_deref()) {
                     a.problems.push(why);
                     a.hint = def.hint.clone();
+                }
+            }
+            // One platform's own probe (`ready_on`), e.g. g++-15 for the sim platforms.
+            if a.ready() {
+                for platform in def.ready_on.keys() {
+                    if let Err(why) = readiness(name, def, Some(*platform), root.as_deref()) {
+                        a.on.entry(*platform).or_default().push(why);
+                    }
                 }
             }
             (name.clone(), a)
@@ -153,14 +163,22 @@ pub(crate) fn report(
                 out.push_str(&format!("  {:<16}   hint: {h}\n", ""));
             }
         }
-        // What one platform alone needs (`requires_on`), e.g. g++-15 for the sim platforms.
-        for platform in defs[name].requires_on.keys() {
+        // What one platform alone needs (`requires_on`, `ready_on`), e.g. g++-15 for the sim
+        // platforms.
+        let def = &defs[name];
+        let platforms: std::collections::BTreeSet<_> =
+            def.requires_on.keys().chain(def.ready_on.keys()).collect();
+        for platform in platforms {
             let root = a.root.as_ref().map(|r| r.path.as_path());
-            let missing = availability::missing_on(&defs[name], *platform, root);
-            let state = if missing.is_empty() {
-                "ok".to_string()
-            } else {
+            let mut missing = availability::missing_on(def, *platform, root);
+            missing.extend(a.on.get(platform).into_iter().flatten().cloned());
+            let state = if !missing.is_empty() {
                 format!("runs unavailable: {}", missing.join(", "))
+            } else if !a.ready() && def.ready_on.contains_key(platform) {
+                // Its probe runs only once the stack itself is ready.
+                "not checked (the stack is not ready)".to_string()
+            } else {
+                "ok".to_string()
             };
             out.push_str(&format!("  {:<16}   on {platform}: {state}\n", ""));
         }
@@ -181,7 +199,13 @@ pub(crate) fn report(
 }
 
 /// Run `def`'s readiness probe now (its output goes to a temporary log, removed afterwards).
-fn readiness(name: &str, def: &StackDef, root: Option<&Path>) -> std::result::Result<(), String> {
+/// `platform`: its `ready_on.<platform>` probe instead of `ready`.
+fn readiness(
+    name: &str,
+    def: &StackDef,
+    platform: Option<Platform>,
+    root: Option<&Path>,
+) -> std::result::Result<(), String> {
     let log =
         std::env::temp_dir().join(format!("campaign-ready-{}-{name}.log", std::process::id()));
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -189,7 +213,9 @@ fn readiness(name: &str, def: &StackDef, root: Option<&Path>) -> std::result::Re
         .build()
         .map_err(|e| format!("readiness probe: cannot start a runtime: {e}"))?;
     let (_tx, cancel) = tokio::sync::watch::channel(false);
-    let result = runtime.block_on(crate::engine::work::ready(name, def, root, &log, cancel));
+    let result = runtime.block_on(crate::engine::work::ready(
+        name, def, platform, root, &log, cancel,
+    ));
     let _ = std::fs::remove_file(&log);
     result
 }
@@ -262,7 +288,9 @@ fn check_item(
         .build()
         .map_err(|e| format!("cannot start a runtime: {e}"))?;
     let (_tx, cancel) = tokio::sync::watch::channel(false);
-    let ran = runtime.block_on(crate::engine::work::ready(name, &probe, root, &log, cancel));
+    let ran = runtime.block_on(crate::engine::work::ready(
+        name, &probe, None, root, &log, cancel,
+    ));
     let output = std::fs::read_to_string(&log).unwrap_or_default();
     let _ = std::fs::remove_file(&log);
     // `readiness probe `argv` failed (exit code 4): ERROR: …` → `exit code 4: ERROR: …`.

@@ -162,6 +162,22 @@ fn provenance(prep: &Prepared) -> Provenance {
             &stack.def.env,
         );
     }
+    // Per (stack, variant) run: the variant's settings by name (hccl's expansion mode).
+    let pairs: std::collections::BTreeSet<(usize, &str)> = prep
+        .runs
+        .iter()
+        .map(|r| (r.stack, prep.cases[r.case_index].variant.as_str()))
+        .collect();
+    for (si, variant) in pairs {
+        let stack = &prep.stacks[si];
+        let settings = crate::stack::render::variant_settings(&stack.name, &stack.def, variant);
+        crate::store::provenance::add_variant_settings(
+            &mut provenance,
+            &stack.name,
+            variant,
+            settings,
+        );
+    }
     provenance
 }
 

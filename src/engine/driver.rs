@@ -154,6 +154,18 @@ impl EngineDriver {
         self.plan.stacks.iter().find(|s| s.name == name).cloned()
     }
 
+    /// The platforms this campaign runs `stack` on (whose `ready_on` probes its pre-flight runs).
+    fn platforms_of(&self, stack: &str) -> Vec<crate::model::case::Platform> {
+        let set: std::collections::BTreeSet<_> = self
+            .plan
+            .runs
+            .iter()
+            .filter(|r| self.plan.stacks[r.stack].name == stack)
+            .map(|r| self.plan.cases[r.case_index].platform)
+            .collect();
+        set.into_iter().collect()
+    }
+
     /// The result set in plan order.
     pub(crate) fn result_set(&self, results: &[RunResult]) -> ResultSet {
         let order: BTreeMap<(&str, &str), usize> = self
@@ -387,7 +399,9 @@ impl Driver for EngineDriver {
                 let Some(s) = self.stack_by_name(stack) else {
                     return send(Outcome::StackUnavailable(format!("unknown stack {stack}")));
                 };
-                if s.def.ready.is_none() {
+                let platforms = self.platforms_of(stack);
+                let probes_on = platforms.iter().any(|p| s.def.ready_on.contains_key(p));
+                if s.def.ready.is_none() && !probes_on {
                     // Nothing to run: answer at once, as before readiness probes existed.
                     return send(match work::probe(&s) {
                         Ok(()) => Outcome::Done,
@@ -396,7 +410,7 @@ impl Driver for EngineDriver {
                 }
                 let (rd, cancel) = (self.plan.run_dir.clone(), self.stop.cancel.clone());
                 tokio::spawn(async move {
-                    let outcome = match work::preflight(rd, s, cancel).await {
+                    let outcome = match work::preflight(rd, s, platforms, cancel).await {
                         Ok(()) => Outcome::Done,
                         Err(why) => Outcome::StackUnavailable(why),
                     };

@@ -252,16 +252,21 @@ pub(crate) const READY_TIMEOUT: std::time::Duration = std::time::Duration::from_
 /// Run the stack's readiness probe (`ready`), if it declares one, in its own containment unit
 /// with its output in `log`. `Err` is the reason the stack is `unavailable`: the probe's command,
 /// how it ended and its most telling output line.
+/// `platform`: run its `ready_on.<platform>` probe instead of `ready`.
 pub(crate) async fn ready(
     name: &str,
     def: &crate::model::stack::StackDef,
+    platform: Option<crate::model::case::Platform>,
     root: Option<&Path>,
     log: &Path,
     cancel: watch::Receiver<bool>,
 ) -> Result<(), String> {
     let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
-    let rendered = crate::stack::render::render_ready(name, def, root, &here)
-        .map_err(|e| format!("readiness probe: {e}"))?;
+    let rendered = match platform {
+        None => crate::stack::render::render_ready(name, def, root, &here),
+        Some(p) => crate::stack::render::render_ready_on(name, def, p, root, &here),
+    }
+    .map_err(|e| format!("readiness probe: {e}"))?;
     let Some(rendered) = rendered else {
         return Ok(());
     };
@@ -290,25 +295,52 @@ pub(crate) async fn ready(
 }
 
 /// The pre-flight of a stack (the `probe:<stack>` step): availability (root, `requires`,
-/// program), then the readiness probe with its log in `builds/<stack>/ready.log`.
+/// program), then the readiness probe with its log in `builds/<stack>/ready.log`, then the
+/// probe of each of `platforms` (those the campaign runs it on) that declares one in
+/// `ready_on`, its log in `builds/<stack>/ready-<platform>.log`.
 pub(crate) async fn preflight(
     run_dir: Arc<RunDir>,
     stack: Arc<EngineStack>,
+    platforms: Vec<crate::model::case::Platform>,
     cancel: watch::Receiver<bool>,
 ) -> Result<(), String> {
     probe(&stack)?;
     let root = stack.root.clone()?;
-    let log = run_dir
-        .path
-        .join("builds")
-        .join(&stack.name)
-        .join("ready.log");
-    ready(&stack.name, &stack.def, root.as_deref(), &log, cancel)
+    let logs = run_dir.path.join("builds").join(&stack.name);
+    let hinted = |why: String| match &stack.def.hint {
+        Some(hint) => format!("{why} ({hint})"),
+        None => why,
+    };
+    let log = logs.join("ready.log");
+    ready(
+        &stack.name,
+        &stack.def,
+        None,
+        root.as_deref(),
+        &log,
+        cancel.clone(),
+    )
+    .await
+    .map_err(hinted)?;
+    for platform in platforms {
+        if !stack.def.ready_on.contains_key(&platform) {
+            continue;
+        }
+        let log = logs.join(format!("ready-{platform}.log"));
+        let def = &stack.def;
+        ready(
+            &stack.name,
+            def,
+            Some(platform),
+            root.as_deref(),
+            &log,
+            cancel.clone(),
+        )
         .await
-        .map_err(|why| match &stack.def.hint {
-            Some(hint) => format!("{why} ({hint})"),
-            None => why,
-        })
+        // The stack's hint is about its root, not this platform's needs: the probe says.
+        .map_err(|why| format!("on {platform}: {why}"))?;
+    }
+    Ok(())
 }
 
 /// Is the stack available here (root, `requires`, program)? `Err` is the reason.

@@ -349,6 +349,10 @@ pub struct StackRoot {
     /// --porcelain` lines such as ` M src/a.cpp`, `?? build/`), at most 50 then a count.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) dirty: Vec<String>,
+    /// Per variant run: what the definition set for it by name (`HCCL_OP_EXPANSION_MODE`,
+    /// `--algo`), see `stack::render::variant_settings`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) variants: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 /// All runs of one run dir.

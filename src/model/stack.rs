@@ -154,6 +154,12 @@ pub struct StackDef {
     /// reason (e.g. `python3 -c "import simpler, torch"`). Scope: `root`, `campaign_exe`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) ready: Option<CommandSpec>,
+    /// Readiness probes of one platform only (same forms and scope as `ready`), run after
+    /// `ready` for each platform the campaign runs the stack on, e.g. simpler's sim platforms
+    /// need a GCC >= 13 named `g++-15` where the stack's interpreter looks for it. A failure makes
+    /// the stack `unavailable` with the platform and the probe's output as the reason.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) ready_on: BTreeMap<Platform, CommandSpec>,
     /// Fewest ranks the stack runs with; a case below is `skipped` at plan time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) min_p: Option<u32>,
@@ -270,6 +276,9 @@ impl StackDef {
         }
         for (k, v) in &other.variants_by_op {
             self.variants_by_op.insert(*k, v.clone());
+        }
+        for (k, v) in &other.ready_on {
+            self.ready_on.insert(*k, v.clone());
         }
     }
 

@@ -19,6 +19,9 @@ pub(crate) struct Availability {
     pub(crate) problems: Vec<String>,
     /// The stack's hint, shown after the reason.
     pub(crate) hint: Option<String>,
+    /// What failed for one platform only (its `ready_on` probe, filled in by whoever runs
+    /// it): runs on the other platforms are not concerned.
+    pub(crate) on: std::collections::BTreeMap<crate::model::case::Platform, Vec<String>>,
 }
 
 impl Availability {
@@ -86,6 +89,7 @@ pub(crate) fn check(name: &str, def: &StackDef, resolver: &Resolver) -> Availabi
         root,
         problems,
         hint: def.hint.clone(),
+        on: Default::default(),
     }
 }
 

@@ -154,25 +154,88 @@ pub fn render_ready(
     root: Option<&Path>,
     cwd: &Path,
 ) -> Result<Option<Rendered>> {
-    let Some(ready) = &def.ready else {
+    match &def.ready {
+        Some(ready) => render_ready_probe(name, "ready", ready, None, def, root, cwd).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// Render `def`'s readiness probe of one platform, `ready_on.<platform>` (the scope of `ready`
+/// plus `platform`). `None` when the definition declares none for it.
+pub fn render_ready_on(
+    name: &str,
+    def: &StackDef,
+    platform: crate::model::case::Platform,
+    root: Option<&Path>,
+    cwd: &Path,
+) -> Result<Option<Rendered>> {
+    let Some(spec) = def.ready_on.get(&platform) else {
         return Ok(None);
     };
+    let key = format!("ready_on.{platform}");
+    render_ready_probe(name, &key, spec, Some(platform), def, root, cwd).map(Some)
+}
+
+fn render_ready_probe(
+    name: &str,
+    key: &str,
+    spec: &CommandSpec,
+    platform: Option<crate::model::case::Platform>,
+    def: &StackDef,
+    root: Option<&Path>,
+    cwd: &Path,
+) -> Result<Rendered> {
     let exe = campaign_exe();
     let mut scope = Map::new();
     scope.insert("campaign_exe".into(), path_value(&exe));
     if let Some(root) = root {
         scope.insert("root".into(), path_value(root));
     }
+    if let Some(platform) = platform {
+        scope.insert("platform".into(), json!(platform.as_str()));
+    }
     let renderer = Renderer::new(name, Value::Object(scope));
     let mut env = scoped_env(&renderer, def)?;
     if let Some(root) = root {
         env.push(("CAMPAIGN_ROOT".into(), path_string(root)));
     }
-    Ok(Some(Rendered {
-        argv: free_argv(&renderer, "ready", ready)?,
+    Ok(Rendered {
+        argv: free_argv(&renderer, key, spec)?,
         env,
         cwd: root.unwrap_or(cwd).to_path_buf(),
-    }))
+    })
+}
+
+/// What `def` gives every run of `variant`, whatever else the run is: its templated `env`
+/// entries and argv flag values whose templates use only `variant` (hccl's
+/// `HCCL_OP_EXPANSION_MODE` and `--algo`), rendered; an argv value is keyed by the flag before
+/// it. Recorded per variant in provenance: what each variant set, by name.
+pub(crate) fn variant_settings(
+    name: &str,
+    def: &StackDef,
+    variant: &str,
+) -> std::collections::BTreeMap<String, String> {
+    let renderer = Renderer::new(name, json!({ "variant": variant }));
+    let templated = |t: &str| t.contains("{{") || t.contains("{%");
+    let mut out = std::collections::BTreeMap::new();
+    for (key, template) in &def.env {
+        if templated(template) && renderer.uses_only_scope(template) {
+            if let Ok(v) = renderer.render(&format!("env.{key}"), template) {
+                out.insert(key.clone(), v);
+            }
+        }
+    }
+    if let Some(CommandSpec::Argv(argv)) = &def.command {
+        for (i, arg) in argv.iter().enumerate().skip(1) {
+            let flag = &argv[i - 1];
+            if flag.starts_with('-') && templated(arg) && renderer.uses_only_scope(arg) {
+                if let Ok(v) = renderer.render(&format!("command[{i}]"), arg) {
+                    out.insert(flag.clone(), v);
+                }
+            }
+        }
+    }
+    out
 }
 
 /// The run scope as a JSON object (also what `requires` and docs describe).

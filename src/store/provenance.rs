@@ -7,7 +7,9 @@
 //! for a root that is a checkout, with a 10 s limit (a root on a slow filesystem gives nothing).
 //! Per stack ([`add_stack_facts`]): git commits of checkouts nested under its root
 //! (`build/pto-isa`), the program its command runs resolved on PATH with the first line of its
-//! `--version` (with a time limit), and its `env` table.
+//! `--version` (with a time limit), and its `env` table; per variant run, what the definition
+//! sets for it by name (`add_variant_settings`: hccl's `HCCL_OP_EXPANSION_MODE` and `--algo`,
+//! which the helper turns into `HCCL_ALGO`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -106,6 +108,21 @@ pub(crate) fn add_stack_facts(
         }
         entry.program = Some(path.display().to_string());
     }
+}
+
+/// Record what the stack's definition set for runs of `variant` (`settings`: names → values,
+/// e.g. `HCCL_OP_EXPANSION_MODE = AIV`, `--algo = level0:NA;level1:ring`); nothing when empty.
+pub(crate) fn add_variant_settings(
+    provenance: &mut Provenance,
+    stack: &str,
+    variant: &str,
+    settings: BTreeMap<String, String>,
+) {
+    if settings.is_empty() {
+        return;
+    }
+    let entry = provenance.stack_roots.entry(stack.to_string()).or_default();
+    entry.variants.insert(variant.to_string(), settings);
 }
 
 /// Programs whose `--version` is known to only print a version.

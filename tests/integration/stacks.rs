@@ -864,6 +864,89 @@ fn hccl_variants_are_hccls_expansion_modes_and_algorithms() {
 }
 
 #[test]
+fn hccl_runs_record_each_variants_expansion_mode_and_algo_in_provenance() {
+    // The shipped hccl definition end to end, its helper built against the fake CANN.
+    let tmp = util::tempdir();
+    let Some(bin) = build_helper(tmp.path()) else {
+        return;
+    };
+    let cann = tmp.path().join("cann");
+    std::fs::create_dir_all(&cann).unwrap();
+    let plan = tmp.path().join("modes.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            "[campaign]\nname = \"modes\"\n\n[case]\nplatform = \"a2a3\"\n\n[axes]\np = [2]\ncount = [256]\nvariant = [\"aiv\", \"algo_ring\"]\ndtype = [\"fp32\"]\nstacks = [\"hccl\"]\n\n[rounds]\nwarmup = 0\ntimed = 1\n\n[devices]\nkind = \"npu\"\nids = [0, 1]\n\n[stacks.hccl]\nready = [\"true\"]\nbuild = \"mkdir -p {{{{ run_dir }}}}/bin && cp {} {{{{ run_dir }}}}/bin/hccl_allreduce\"\n",
+            bin.display()
+        ),
+    )
+    .unwrap();
+    let results = tmp.path().join("results");
+    let o = util::campaign()
+        .current_dir(tmp.path())
+        .args(["run", plan.to_str().unwrap(), "-q", "--results-dir"])
+        .arg(&results)
+        .env("ASCEND_HOME_PATH", &cann)
+        .env_remove("HCCL_ALGO")
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}{}",
+        util::stdout(&o),
+        util::stderr(&o)
+    );
+    let run_dir = std::fs::read_dir(results.join("modes"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("results.json")).unwrap())
+            .unwrap();
+    let variants = &v["provenance"]["stack_roots"]["hccl"]["variants"];
+    assert_eq!(
+        variants["aiv"]["HCCL_OP_EXPANSION_MODE"], "AIV",
+        "{variants}"
+    );
+    assert_eq!(
+        variants["aiv"]["--algo"], "",
+        "HCCL's own algorithm: {variants}"
+    );
+    assert_eq!(
+        variants["algo_ring"]["HCCL_OP_EXPANSION_MODE"], "AI_CPU",
+        "{variants}"
+    );
+    assert_eq!(
+        variants["algo_ring"]["--algo"], "level0:NA;level1:ring",
+        "{variants}"
+    );
+    // Only the variants that ran, and nothing that depends on the run (the devices).
+    assert_eq!(variants.as_object().unwrap().len(), 2, "{variants}");
+    assert!(variants["aiv"].get("ASCEND_RT_VISIBLE_DEVICES").is_none());
+    // What the helper printed agrees with what provenance says.
+    let ring = v["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["variant"] == "algo_ring")
+        .unwrap()
+        .clone();
+    let log = std::fs::read_to_string(
+        run_dir
+            .join(ring["artifact_bundle"].as_str().unwrap())
+            .join("run.log"),
+    )
+    .unwrap();
+    assert!(
+        log.contains("HCCL_CONFIG op_expansion_mode=AI_CPU algo=level0:NA;level1:ring"),
+        "{log}"
+    );
+}
+
+#[test]
 fn hccl_helper_speaks_the_hccl_lines_and_fails_loudly() {
     let tmp = util::tempdir();
     let Some(bin) = build_helper(tmp.path()) else {
@@ -1014,4 +1097,99 @@ fn hccl_helper_runs_every_op_with_its_golden() {
     let argv = render("hccl", &def("hccl"), &ctx).unwrap().argv;
     let joined = argv.join(" ");
     assert!(joined.contains("--op reduce --root 0"), "{joined}");
+}
+
+// ------------------------------------------------------------------ the real simulator
+
+/// Opt-in (ignored by default): the shipped `simpler` and `simpler-scene` stacks end to end on
+/// simpler's real a2a3sim, through `campaign run examples/simpler/sim.toml`. Needs a built
+/// simulator (`../shared/tools/simpler-sim-setup.sh SIMPLER_GIT PTO_ISA_GIT /tmp/sim`), then:
+///
+/// ```text
+/// PATH=/tmp/sim/shim:$PATH SIMPLER_ROOT=/tmp/sim/simpler \
+///   cargo test --test integration -- --ignored real_simulator
+/// ```
+///
+/// Run with `--ignored` but without SIMPLER_ROOT (or with a simpler that is not ready) it fails,
+/// saying what is missing: it never passes without running. ~5–10 min on 2 cores.
+#[test]
+#[ignore = "needs a built simpler a2a3sim: PATH=/tmp/sim/shim:$PATH SIMPLER_ROOT=/tmp/sim/simpler cargo test --test integration -- --ignored real_simulator"]
+fn real_simulator_runs_simpler_and_simpler_scene_end_to_end() {
+    let Some(root) = std::env::var_os("SIMPLER_ROOT") else {
+        panic!("SIMPLER_ROOT is not set: point it at a simpler built for a2a3sim (simpler-sim-setup.sh makes /tmp/sim/simpler) and put its python3 first on PATH");
+    };
+    let tmp = util::tempdir();
+    // Both stacks ready here, their g++-15 probe on a2a3sim included.
+    for stack in ["simpler", "simpler-scene"] {
+        let o = util::campaign()
+            .args(["doctor", "--require", stack])
+            .env("SIMPLER_ROOT", &root)
+            .output()
+            .unwrap();
+        let text = util::stdout(&o);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{stack} is not ready on this machine:\n{text}{}",
+            util::stderr(&o)
+        );
+        let line = text
+            .lines()
+            .skip_while(|l| !l.starts_with(&format!("  {stack} ")))
+            .find(|l| l.contains("on a2a3sim:"))
+            .unwrap_or_default();
+        assert!(line.ends_with("on a2a3sim: ok"), "{line}\n{text}");
+    }
+    let results = tmp.path().join("results");
+    let o = util::campaign()
+        .arg("run")
+        .arg(util::root().join("examples/simpler/sim.toml"))
+        .arg("--results-dir")
+        .arg(&results)
+        .arg("-q")
+        .env("SIMPLER_ROOT", &root)
+        .output()
+        .unwrap();
+    let run_dir = std::fs::read_dir(results.join("simpler_sim"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("results.json")).unwrap())
+            .unwrap();
+    let runs = v["runs"].as_array().unwrap();
+    let table: Vec<String> = runs
+        .iter()
+        .map(|r| {
+            format!(
+                "{} {} p={} {} device_wall_s_median={} {}",
+                r["stack"],
+                r["variant"],
+                r["p"],
+                r["status"],
+                r["device_wall_s_median"],
+                r["reason"]
+            )
+        })
+        .collect();
+    let table = table.join("\n");
+    assert_eq!(o.status.code(), Some(0), "{table}\n{}", util::stderr(&o));
+    assert_eq!(runs.len(), 20, "{table}");
+    let ran: Vec<_> = runs.iter().filter(|r| r["status"] != "skipped").collect();
+    // simpler: mesh at P 2 and 4; simpler-scene: five modes at P 2, four at P 4.
+    assert_eq!(ran.len(), 11, "{table}");
+    for r in ran {
+        assert_eq!(r["status"], "pass", "{r}\n{table}");
+        assert_eq!(r["correctness"], "pass", "{r}");
+        assert_eq!(r["n_timed"], 3, "{r}");
+        let dw = r["device_wall_s_median"].as_f64().unwrap_or(0.0);
+        assert!(dw > 0.0 && dw < 60.0, "{r}");
+    }
+    let ibing4 = runs
+        .iter()
+        .find(|r| r["stack"] == "simpler-scene" && r["variant"] == "ibing" && r["p"] == 4)
+        .unwrap();
+    assert_eq!(ibing4["status"], "skipped", "{ibing4}");
 }

@@ -800,11 +800,20 @@ fn simpler_scene_runs_all_rounds_in_one_process_with_strace_rounds() {
     let root = fake_simpler_root(tmp.path());
     let dir = root.join("tests/st/worker/collectives/allreduce");
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::copy(
-        util::root().join("tests/integration/fixtures/standin/scene_test.py"),
+    // As upstream's, the test file cannot run as a script (its relative import): only pytest
+    // (the stand-in, `python3 -m pytest` in the root) runs it.
+    std::fs::write(
         dir.join("test_allreduce.py"),
+        "from .._helpers import allreduce_orch_fn\n",
     )
     .unwrap();
+    std::fs::create_dir_all(root.join("pytest")).unwrap();
+    std::fs::copy(
+        util::root().join("tests/integration/fixtures/standin/scene_pytest.py"),
+        root.join("pytest/__main__.py"),
+    )
+    .unwrap();
+    std::fs::write(root.join("pytest/__init__.py"), "").unwrap();
     let text = "[campaign]\nname = \"scene\"\n\n[case]\nplatform = \"a2a3sim\"\n\n[axes]\nvariant = [\"mesh\", \"ibing\", \"bidirectional_ring\"]\np = [2, 4]\ncount = [256]\ndtype = [\"fp32\"]\nstacks = [\"simpler-scene\"]\n\n[rounds]\nwarmup = 1\ntimed = 2\n\n[run]\ntimeout = \"2m\"\nrepeats = 1\n\n[devices]\nkind = \"npu\"\nids = \"0-3\"\n\n[stacks.simpler-scene]\nready = [\"python3\", \"-c\", \"pass\"]\n";
     let plan = tmp.path().join("scene.toml");
     std::fs::write(&plan, text).unwrap();
@@ -857,10 +866,72 @@ fn simpler_scene_runs_all_rounds_in_one_process_with_strace_rounds() {
     )
     .unwrap();
     assert!(
-        log.contains("TestAllreduceBidirectionalRingP4::bidirectional_ring PASSED"),
+        log.contains("test_allreduce.py::TestAllreduceBidirectionalRingP4::test_run PASSED"),
         "{log}"
     );
-    assert_eq!(log.matches("=== Runtime").count(), 1, "{log}");
+    assert_eq!(log.matches("test session starts").count(), 1, "{log}");
+
+    // A failing class: pytest's AssertionError is the run's golden mismatch, with its line.
+    let text = std::fs::read_to_string(&plan)
+        .unwrap()
+        .replace("name = \"scene\"", "name = \"scenefail\"")
+        .replace(
+            "[\"mesh\", \"ibing\", \"bidirectional_ring\"]",
+            "[\"ring\"]",
+        )
+        .replace("p = [2, 4]", "p = [2]");
+    let plan = tmp.path().join("scenefail.toml");
+    std::fs::write(&plan, text).unwrap();
+    let (out, run_dir) = run_plan(tmp.path(), &plan, &root, &[("STANDIN_SCENE_FAIL", "1")]);
+    assert_ne!(out.status.code(), Some(0));
+    let r = &rows(&run_dir)[0];
+    assert_eq!(r["status"], "fail", "{r}");
+    assert_eq!(r["correctness"], "fail", "{r}");
+    assert!(
+        r["reason"]
+            .as_str()
+            .unwrap()
+            .contains("rank 1 output mismatch"),
+        "{r}"
+    );
+}
+
+/// A PATH whose `python3` runs the real interpreter with `inner` prepended to its PATH, the way
+/// simpler-sim-setup.sh's shim runs python inside a chroot that has its own PATH: what that
+/// python finds is what the stack's compiles find.
+fn shim_path(dir: &Path, inner: &Path) -> String {
+    let bin = dir.join("bin-shim");
+    std::fs::create_dir_all(&bin).unwrap();
+    let python = std::env::var("PATH")
+        .unwrap_or_default()
+        .split(':')
+        .map(|d| Path::new(d).join("python3"))
+        .find(|p| p.is_file())
+        .expect("python3 on PATH");
+    let shim = bin.join("python3");
+    std::fs::write(
+        &shim,
+        format!(
+            "#!/bin/sh\nPATH={}:$PATH exec {} \"$@\"\n",
+            inner.display(),
+            python.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&shim, std::fs::Permissions::from_mode(0o755)).unwrap();
+    format!("{}:/usr/bin:/bin", bin.display())
+}
+
+/// A folder holding a `g++-15` whose `-dumpversion` says `version`.
+fn gxx15_dir(dir: &Path, version: &str) -> PathBuf {
+    let bin = dir.join(format!("gxx-{version}"));
+    std::fs::create_dir_all(&bin).unwrap();
+    let gxx = bin.join("g++-15");
+    std::fs::write(&gxx, format!("#!/bin/sh\necho {version}\n")).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&gxx, std::fs::Permissions::from_mode(0o755)).unwrap();
+    bin
 }
 
 #[test]
@@ -868,37 +939,110 @@ fn sim_runs_without_gxx15_are_unavailable_with_the_reason() {
     let tmp = util::tempdir();
     let root = fake_simpler_root(tmp.path());
     let plan = simpler_plan(tmp.path(), "nogxx", "ids = [0, 1]", "2", "");
-    let path = sim_path(tmp.path(), false);
-    let (_, dir) = run_plan(tmp.path(), &plan, &root, &[("PATH", path.as_str())]);
-    let r = &rows(&dir)[0];
-    assert_eq!(r["status"], "unavailable", "{r}");
-    assert!(
-        r["reason"]
-            .as_str()
+    let reason_with = |path: &str, name: &str| {
+        let text = std::fs::read_to_string(&plan)
             .unwrap()
-            .starts_with("g++-15 not found (needed on a2a3sim)"),
+            .replace("name = \"nogxx\"", &format!("name = \"{name}\""));
+        let plan = tmp.path().join(format!("{name}.toml"));
+        std::fs::write(&plan, text).unwrap();
+        let (out, dir) = run_plan(tmp.path(), &plan, &root, &[("PATH", path)]);
+        let r = rows(&dir)[0].clone();
+        (out, r, dir)
+    };
+    // No g++-15 where the stack's python3 looks: every sim run is unavailable, naming it.
+    let path = sim_path(tmp.path(), false);
+    let (out, r, dir) = reason_with(&path, "none");
+    assert_eq!(r["status"], "unavailable", "{r}");
+    let reason = r["reason"].as_str().unwrap();
+    assert!(reason.starts_with("on a2a3sim: readiness probe"), "{r}");
+    assert!(
+        reason.contains("g++-15 not found on the PATH of this python3"),
         "{r}"
     );
-    // doctor says which platform's runs it makes unavailable.
+    assert!(reason.contains("GCC >= 13"), "{r}");
+    assert!(
+        dir.join("builds/simpler/ready-a2a3sim.log").is_file(),
+        "the probe's output is kept"
+    );
+    assert_ne!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    // doctor (with the root's own simpler and a torch importable) says which platform's runs
+    // it makes unavailable.
+    let site = tmp.path().join("site");
+    for m in [root.join("simpler"), site.join("torch")] {
+        std::fs::create_dir_all(&m).unwrap();
+        std::fs::write(m.join("__init__.py"), "").unwrap();
+    }
     let doctor = util::campaign()
         .arg("doctor")
         .current_dir(tmp.path())
         .env("PATH", &path)
         .env("SIMPLER_ROOT", &root)
+        .env(
+            "PYTHONPATH",
+            format!("{}:{}", root.display(), site.display()),
+        )
         .output()
         .unwrap();
     let text = util::stdout(&doctor);
+    assert!(text.contains("  simpler          ready"), "{text}");
     assert!(
-        text.contains("on a2a3sim: runs unavailable: g++-15 not found (needed on a2a3sim)"),
+        text.contains("on a2a3sim: runs unavailable: readiness probe")
+            && text.contains("g++-15 not found on the PATH of this python3"),
         "{text}"
     );
+    // A g++-15 that is an older GCC is refused with its version.
+    let old = gxx15_dir(tmp.path(), "12.2.0");
+    let path = format!("{}:{}", old.display(), sim_path(tmp.path(), false));
+    let (_, r, _) = reason_with(&path, "old");
+    assert_eq!(r["status"], "unavailable", "{r}");
+    assert!(
+        r["reason"]
+            .as_str()
+            .unwrap()
+            .contains("is GCC 12.2.0: the sim platforms need GCC >= 13"),
+        "{r}"
+    );
+    // g++-15 only on the PATH the stack's python3 gives its children (a chroot's): ready,
+    // though this PATH has none.
+    let inner = gxx15_dir(tmp.path(), "15.2.0");
+    let path = shim_path(tmp.path(), &inner);
+    let (_, r, _) = reason_with(&path, "shim");
+    assert_eq!(r["status"], "pass", "{r}");
     // Hardware platforms never need it.
     let text = std::fs::read_to_string(&plan)
         .unwrap()
         .replace("a2a3sim", "a2a3");
     let plan = tmp.path().join("hw.toml");
     std::fs::write(&plan, text.replace("name = \"nogxx\"", "name = \"hw\"")).unwrap();
+    let path = sim_path(tmp.path(), false);
     let (_, dir) = run_plan(tmp.path(), &plan, &root, &[("PATH", path.as_str())]);
+    assert_eq!(rows(&dir)[0]["status"], "pass", "{}", rows(&dir)[0]);
+}
+
+#[test]
+fn requires_on_makes_only_that_platforms_runs_unavailable() {
+    let tmp = util::tempdir();
+    let root = fake_simpler_root(tmp.path());
+    let extra = "requires_on = { a2a3sim = [\"campaign-no-such-tool\"] }";
+    let plan = simpler_plan(tmp.path(), "reqon", "ids = [0, 1]", "2", extra);
+    let (_, dir) = run_plan(tmp.path(), &plan, &root, &[]);
+    let r = &rows(&dir)[0];
+    assert_eq!(r["status"], "unavailable", "{r}");
+    assert!(
+        r["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("campaign-no-such-tool not found (needed on a2a3sim)"),
+        "{r}"
+    );
+    let text = std::fs::read_to_string(&plan)
+        .unwrap()
+        .replace("a2a3sim", "a2a3")
+        .replace("a2a3 = [", "a2a3sim = [")
+        .replace("name = \"reqon\"", "name = \"reqonhw\"");
+    let plan = tmp.path().join("reqonhw.toml");
+    std::fs::write(&plan, text).unwrap();
+    let (_, dir) = run_plan(tmp.path(), &plan, &root, &[]);
     assert_eq!(rows(&dir)[0]["status"], "pass", "{}", rows(&dir)[0]);
 }
 

@@ -71,13 +71,20 @@ impl StackDef {
                 out.push((key, format!("template refused: {why}")));
             }
         };
-        let commands = [
+        let mut commands: Vec<(String, Option<&CommandSpec>)> = [
             ("command", &self.command),
             ("build", &self.build),
             ("probe", &self.probe),
             ("ready", &self.ready),
-        ];
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.as_ref()))
+        .collect();
+        for (platform, spec) in &self.ready_on {
+            commands.push((format!("ready_on.{platform}"), Some(spec)));
+        }
         for (key, spec) in commands {
+            let key = key.as_str();
             match spec {
                 Some(CommandSpec::Argv(argv)) => {
                     for (i, arg) in argv.iter().enumerate() {
