@@ -212,8 +212,8 @@ fn dry_run_json_is_only_json_and_follows_axis_order() {
     assert_eq!(ids[1], "mesh_p2_count1000_fp32_host_d0-1");
     assert_eq!(ids[3], "mesh_p3_count64_fp32_host_d0-1-2");
     assert_eq!(ids[6], "ring_p2_count64_fp32_host_d0-1");
-    assert_eq!(rows[0]["warmup"], 1);
-    assert_eq!(rows[0]["timed"], 3);
+    assert_eq!(rows[0]["warmup"], 3);
+    assert_eq!(rows[0]["timed"], 30);
     assert_eq!(rows[0]["stacks"], serde_json::json!(["host"]));
 }
 

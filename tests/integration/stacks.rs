@@ -1193,3 +1193,83 @@ fn real_simulator_runs_simpler_and_simpler_scene_end_to_end() {
         .unwrap();
     assert_eq!(ibing4["status"], "skipped", "{ibing4}");
 }
+
+/// `simpler-scene` runs upstream's other collective scene tests (allgather, reduce_scatter,
+/// broadcast, alltoall: one class per (op, P), the `direct` kernel), each only at the fixed shape
+/// it has upstream (64 elements per rank); reduce (no upstream test), another count, another
+/// root or algorithm are planned skips with the reason (issue 27).
+#[test]
+fn simpler_scene_selects_the_scene_test_of_each_op_at_its_fixed_shape() {
+    use campaign::model::case::{Case, Op};
+    use campaign::stack::render::{render, RenderContext};
+    let scene = def("simpler-scene");
+    let case = |op: Op, p: u32, count: u64| {
+        let mut c = Case::new("direct".parse().unwrap(), p, count).with_op(op);
+        c.platform = "a2a3sim".parse().unwrap();
+        c
+    };
+    for (op, p, count, node) in [
+        (
+            Op::Allgather,
+            2,
+            128,
+            "allgather/test_allgather.py::TestAllgatherP2",
+        ),
+        (
+            Op::ReduceScatter,
+            4,
+            256,
+            "reduce_scatter/test_reduce_scatter.py::TestReduceScatterP4",
+        ),
+        (
+            Op::Broadcast,
+            2,
+            64,
+            "broadcast/test_broadcast.py::TestBroadcastP2",
+        ),
+        (
+            Op::Alltoall,
+            4,
+            256,
+            "all_to_all/test_all_to_all.py::TestAllToAllP4",
+        ),
+    ] {
+        let c = case(op, p, count);
+        assert_eq!(
+            scene.unsupported_reason(&c),
+            None,
+            "{op} p={p} count={count}"
+        );
+        let ctx = RenderContext {
+            case: c,
+            devices: (0..p).collect(),
+            warmup: 1,
+            timed: 3,
+            case_file: "/runs/r/case.json".into(),
+            bundle_dir: "/runs/r/b".into(),
+            run_dir: "/runs/r".into(),
+            root: Some("/opt/simpler".into()),
+            campaign_exe: "/usr/bin/campaign".into(),
+        };
+        let argv = render("simpler-scene", &scene, &ctx).unwrap().argv;
+        let want = format!("tests/st/worker/collectives/{node}");
+        assert!(argv.contains(&want), "{op}: {argv:?}");
+        assert!(argv.windows(2).any(|w| w == ["--rounds", "4"]), "{argv:?}");
+    }
+    // Not the shape upstream's test runs: a planned skip naming the constraint.
+    let why = scene
+        .unsupported_reason(&case(Op::Allgather, 2, 256))
+        .expect("allgather at count 256 is not upstream's shape");
+    assert!(why.contains("count =="), "{why}");
+    let why = scene
+        .unsupported_reason(&case(Op::Reduce, 2, 64))
+        .expect("upstream has no reduce scene test");
+    assert!(why.contains("op reduce not supported"), "{why}");
+    let mut ring = Case::new("ring".parse().unwrap(), 2, 128).with_op(Op::Allgather);
+    ring.platform = "a2a3sim".parse().unwrap();
+    let why = scene.unsupported_reason(&ring).unwrap_or_default();
+    assert!(
+        why.contains("not one of this stack's allgather algorithms"),
+        "{why}"
+    );
+}
