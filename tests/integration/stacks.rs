@@ -1273,3 +1273,67 @@ fn simpler_scene_selects_the_scene_test_of_each_op_at_its_fixed_shape() {
         "{why}"
     );
 }
+
+/// pypto's other collectives: `pypto-composite` selects the op's intrinsic test and `pypto-host`
+/// its host tensor test, by node id with P as the parameter, at SIZE = 64 per rank; what upstream
+/// does not parametrize (reduce_scatter and broadcast host tests at P = 4, fp16, reduce) is a
+/// planned skip (issue 27).
+#[test]
+fn pypto_stacks_select_the_test_of_each_op_by_node_id() {
+    use campaign::model::case::{Case, Op};
+    use campaign::stack::render::{render, RenderContext};
+    let case = |op: Op, p: u32, count: u64| {
+        let mut c = Case::new("direct".parse().unwrap(), p, count).with_op(op);
+        c.platform = "a2a3".parse().unwrap();
+        c
+    };
+    let node = |stack: &str, c: Case| -> String {
+        let p = c.p;
+        let ctx = RenderContext {
+            case: c,
+            devices: (0..p).collect(),
+            warmup: 1,
+            timed: 3,
+            case_file: "/runs/r/case.json".into(),
+            bundle_dir: "/runs/r/b".into(),
+            run_dir: "/runs/r".into(),
+            root: Some("/opt/pypto".into()),
+            campaign_exe: "/usr/bin/campaign".into(),
+        };
+        render(stack, &def(stack), &ctx).unwrap().argv[3].clone()
+    };
+    let composite = def("pypto-composite");
+    let host = def("pypto-host");
+    for (op, p, count, intrinsic, host_test) in [
+        (Op::Allgather, 4, 256, "test_l3_tensor_allgather_intrinsic.py::TestL3TensorAllGatherIntrinsic::test_allgather_intrinsic[4]", Some("test_l3_host_tensor_allgather.py::TestL3HostTensorAllGather::test_host_tensor_allgather[4]")),
+        (Op::ReduceScatter, 2, 128, "test_l3_tensor_reduce_scatter_intrinsic.py::TestL3TensorReduceScatterIntrinsic::test_reduce_scatter_intrinsic[2]", Some("test_l3_host_tensor_reduce_scatter.py::TestL3HostTensorReduceScatter::test_host_tensor_reduce_scatter[2]")),
+        (Op::Broadcast, 4, 64, "test_l3_tensor_broadcast_intrinsic.py::TestL3TensorBroadcastIntrinsic::test_broadcast_intrinsic[4]", None),
+        (Op::Alltoall, 2, 128, "test_l3_tensor_all_to_all_intrinsic.py::TestL3TensorAllToAllIntrinsic::test_all_to_all_intrinsic[2]", Some("test_l3_host_tensor_all_to_all.py::TestL3HostTensorAllToAll::test_host_tensor_all_to_all[2]")),
+    ] {
+        let c = case(op, p, count);
+        assert_eq!(composite.unsupported_reason(&c), None, "{op} p={p}");
+        assert_eq!(
+            node("pypto-composite", c.clone()),
+            format!("tests/st/distributed/collectives/{intrinsic}")
+        );
+        match host_test {
+            Some(t) => {
+                assert_eq!(host.unsupported_reason(&c), None, "{op} p={p}");
+                assert_eq!(node("pypto-host", c), format!("tests/st/distributed/{t}"));
+            }
+            // Upstream's host broadcast test is parametrized for P = 2 only.
+            None => assert!(host.unsupported_reason(&c).is_some(), "{op} p={p}"),
+        }
+    }
+    assert!(composite
+        .unsupported_reason(&case(Op::Allgather, 2, 256))
+        .is_some());
+    assert!(composite
+        .unsupported_reason(&case(Op::Reduce, 2, 64))
+        .is_some());
+    // Allreduce keeps its own node ids.
+    let mut ar = Case::new("ring".parse().unwrap(), 2, 17);
+    ar.platform = "a2a3".parse().unwrap();
+    assert_eq!(composite.unsupported_reason(&ar), None);
+    assert!(node("pypto-composite", ar).ends_with("test_ring_allreduce_intrinsic[2-17]"));
+}
