@@ -258,10 +258,15 @@ fn load(dir: &Path, mut unreadable: Option<&mut Vec<(PathBuf, Error)>>) -> Resul
             dir.display()
         )));
     }
+    // Nothing is read outside the run dir: a case folder or file linked elsewhere is refused.
+    crate::store::lock::refuse_links(dir)?;
     let results_path = dir.join("results.json");
     let head: ResultsHead = if results_path.is_file() {
-        let text =
-            std::fs::read_to_string(&results_path).map_err(|e| Error::io(&results_path, e))?;
+        let text = crate::model::file::read_regular_text(
+            &results_path,
+            crate::store::journal::MAX_JOURNAL_BYTES,
+        )
+        .map_err(|e| Error::io(&results_path, e))?;
         match serde_json::from_str(&text) {
             Ok(head) => head,
             // Valid JSON of another shape (a list, say) says nothing about the run dir.

@@ -626,3 +626,26 @@ fn a_journal_that_is_not_a_file_or_holds_a_monster_line_is_refused_without_hangi
         "campaign writes journal lines of at most",
     );
 }
+
+/// `report` (and `compare`, `history ingest`, which read run dirs the same way) never reads
+/// through a link: a case folder replaced by a link to a folder outside the run dir is refused,
+/// naming it (issue 31, item 2).
+#[test]
+fn report_refuses_a_case_folder_linked_outside_the_run_dir() {
+    let tmp = util::tempdir();
+    let (_, run_dir) = finished_run(tmp.path());
+    let cases = run_dir.join("cases");
+    let case = std::fs::read_dir(&cases)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let outside = tmp.path().join("outside_case");
+    std::fs::rename(&case, &outside).unwrap();
+    std::os::unix::fs::symlink(&outside, &case).unwrap();
+    let out = run_capped(&["report", run_dir.to_str().unwrap()]).expect("report hung");
+    let err = util::stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("is a symbolic link"), "{err}");
+}

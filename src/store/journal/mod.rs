@@ -23,7 +23,7 @@ mod replay;
 
 #[cfg(test)]
 pub(crate) use replay::SlurmJob;
-pub(crate) use replay::{header, replay, Finished, Replay, StepState, TornLine};
+pub(crate) use replay::{header, replay, Finished, Replay, StepState, TornLine, MAX_JOURNAL_BYTES};
 
 /// File name of the journal inside a run dir.
 pub(crate) const FILE_NAME: &str = "journal.jsonl";
