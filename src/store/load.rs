@@ -96,9 +96,15 @@ fn sorted_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
     for e in entries {
         let e = e.map_err(|e| Error::io(dir, e))?;
         // The entry's type comes with the listing (no stat per folder, 12,500 of them in a
-        // 10,000-run dir); only a symlink is followed to see whether it points at a folder.
+        // 10,000-run dir). A link is never followed: campaign makes none in a run dir, and
+        // following one would read results from outside it.
         let is_dir = match e.file_type() {
-            Ok(t) if t.is_symlink() => e.path().is_dir(),
+            Ok(t) if t.is_symlink() => {
+                return Err(Error::invalid(
+                    &e.path(),
+                    "is a symbolic link; a run dir's case and bundle folders must be its own (campaign never makes links there), so it is not read",
+                ))
+            }
             Ok(t) => t.is_dir(),
             Err(_) => e.path().is_dir(),
         };

@@ -648,4 +648,15 @@ fn report_refuses_a_case_folder_linked_outside_the_run_dir() {
     let err = util::stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("is a symbolic link"), "{err}");
+    // One level down: a bundle folder inside a real case folder, linked elsewhere.
+    std::fs::remove_file(&case).unwrap();
+    std::fs::rename(&outside, &case).unwrap();
+    let bundle = case.join("host");
+    let elsewhere = tmp.path().join("outside_bundle");
+    std::fs::rename(&bundle, &elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &bundle).unwrap();
+    let out = run_capped(&["report", run_dir.to_str().unwrap()]).expect("report hung");
+    let err = util::stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("host: is a symbolic link"), "{err}");
 }
