@@ -101,7 +101,7 @@ fn sorted_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
         let is_dir = match e.file_type() {
             Ok(t) if t.is_symlink() => {
                 return Err(Error::invalid(
-                    &e.path(),
+                    e.path(),
                     "is a symbolic link; a run dir's case and bundle folders must be its own (campaign never makes links there), so it is not read",
                 ))
             }
