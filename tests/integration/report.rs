@@ -661,11 +661,21 @@ fn one_starved_repeat_moves_no_cell_and_every_distorted_run_is_marked_and_counte
     }
     let opts = ReportOptions {
         baseline: Some("mpi".into()),
-        figures: vec!["message_size_bw".into()],
+        figures: vec!["message_size_bw".into(), "paired_stack_ratio".into()],
         ..ReportOptions::default()
     };
     render_all(&rs, &opts, dir.path()).unwrap();
     let md = std::fs::read_to_string(dir.path().join("reports/summary.md")).unwrap();
+    // The paired-ratio figure marks the distorted case on its axis and says why in its caption.
+    let svg = std::fs::read_to_string(dir.path().join("figures/paired_stack_ratio.svg")).unwrap();
+    assert!(
+        svg.contains("mesh p2 count256 fp32 ⚠"),
+        "no ⚠ on the distorted bar's label"
+    );
+    assert!(
+        md.contains("Cases marked ⚠ had runs the machine distorted"),
+        "{md}"
+    );
     assert!(
         md.contains("## Median time per case (median of the repeats' medians)"),
         "{md}"

@@ -23,7 +23,7 @@ pub(crate) fn phases(a: &Analysis, results: &ResultSet) -> Result<Panels, String
         .stats
         .values()
         .filter(|s| !s.phase_means.is_empty())
-        .map(|s| (run_label(results, s.index), with_collective(s)))
+        .map(|s| (run_label(results, s), with_collective(s)))
         .collect();
     if bars.is_empty() {
         return Err("no passing run recorded phases".into());
@@ -54,7 +54,7 @@ pub(crate) fn compile(a: &Analysis, results: &ResultSet) -> Result<Panels, Strin
                 ("codegen".to_string(), codegen),
                 ("other".to_string(), (total - passes - codegen).max(0.0)),
             ];
-            (run_label(results, s.index), parts)
+            (run_label(results, s), parts)
         })
         .collect();
     if bars.is_empty() {
@@ -68,9 +68,17 @@ pub(crate) fn compile(a: &Analysis, results: &ResultSet) -> Result<Panels, Strin
     ))
 }
 
-fn run_label(results: &ResultSet, index: usize) -> String {
-    let r = &results.runs[index];
-    format!("{} {}", r.stack, r.case_id)
+/// `stack case_id`, with the report's marks when the machine distorted its runs (the bar's
+/// times are then the machine's as much as the stack's).
+fn run_label(results: &ResultSet, s: &crate::report::summary::RunStats) -> String {
+    let r = &results.runs[s.index];
+    let (over, contended) = crate::report::context::conditions(results, s);
+    format!(
+        "{} {}{}",
+        r.stack,
+        r.case_id,
+        crate::report::context::marks(over, contended)
+    )
 }
 
 /// The collective first, then the stack's phases: a stack that reports only its correctness

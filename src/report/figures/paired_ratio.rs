@@ -32,13 +32,32 @@ pub(crate) fn build(a: &Analysis, results: &ResultSet) -> Result<Panels, String>
             .entry(r.base_case_id())
             .or_insert_with(|| r.case.series_label());
     }
+    // (case, stack) pairs whose runs the machine distorted: their bars are marked "⚠".
+    let limit = crate::analysis::verdict::DEFAULT_MAX_CONTENTION;
+    let distorted: std::collections::HashSet<(&str, &str)> = results
+        .runs
+        .iter()
+        .filter(|r| r.oversubscribed() || r.contended(limit))
+        .map(|r| (r.base_case_id(), r.stack.as_str()))
+        .collect();
+    let is_distorted = |case: &str, stack: &str| {
+        distorted.contains(&(case, stack)) || distorted.contains(&(case, baseline.as_str()))
+    };
+    let mut any_distorted = false;
     let mut panels = Vec::new();
     for stack in a.stacks.iter().filter(|s| *s != baseline) {
         let rows: Vec<_> = a.paired.iter().filter(|p| &p.stack == stack).collect();
         if rows.is_empty() {
             continue;
         }
-        let names: Vec<String> = rows.iter().map(|p| short(&p.case_id)).collect();
+        let names: Vec<String> = rows
+            .iter()
+            .map(|p| match is_distorted(&p.case_id, stack) {
+                true => format!("{} ⚠", short(&p.case_id)),
+                false => short(&p.case_id),
+            })
+            .collect();
+        any_distorted |= rows.iter().any(|p| is_distorted(&p.case_id, stack));
         let x = Axis::categories("case", names);
         let mut panel = Panel::new(
             format!("{stack} / {baseline}"),
@@ -79,7 +98,11 @@ pub(crate) fn build(a: &Analysis, results: &ResultSet) -> Result<Panels, String>
                     crate::model::units::format_seconds(p.stack_median),
                     crate::model::units::format_seconds(p.baseline_median),
                     p.label()
-                ),
+                ) + if is_distorted(&p.case_id, stack) {
+                    " ⚠ oversubscribed or contended"
+                } else {
+                    ""
+                },
             });
         }
         panels.push(panel);
@@ -90,7 +113,14 @@ pub(crate) fn build(a: &Analysis, results: &ResultSet) -> Result<Panels, String>
         caption: format!(
             "Median of the stack divided by the median of {baseline} on the same case, on the \
              metric they are paired on (never pooled over cases); black whiskers: 95 % CI of \
-             the ratio; one colour per (stack, variant) in every figure."
+             the ratio; one colour per (stack, variant) in every figure.{}",
+            if any_distorted {
+                " Cases marked ⚠ had runs the machine distorted (oversubscribed: more ranks \
+                 than CPUs; or contended: waiting for a CPU beyond 10 % of the run): their \
+                 ratio measures the machine as much as the stacks."
+            } else {
+                ""
+            }
         ),
         size: None,
     })

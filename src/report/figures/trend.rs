@@ -64,6 +64,21 @@ pub(crate) fn build(series: &[Series], steps: &[Vec<Step>]) -> Panels {
                     .map(|(x, p)| (x as f64, p.median_s))
                     .collect(),
             });
+            // Runs the machine distorted (oversubscribed, or contended beyond compare's
+            // default): ringed, as in the report's other figures, and said in their hover.
+            let limit = crate::analysis::verdict::DEFAULT_MAX_CONTENTION;
+            let distorted: Vec<(f64, f64)> = (s.points.iter().enumerate())
+                .filter(|(_, p)| !p.clean_at(limit))
+                .map(|(x, p)| (x as f64, p.median_s))
+                .collect();
+            if !distorted.is_empty() {
+                panel.series.push(Line {
+                    label: "oversubscribed or contended (left out of regressions)".into(),
+                    color: i,
+                    style: Style::Hollow,
+                    points: distorted,
+                });
+            }
             panel.error_bars = s
                 .points
                 .iter()
@@ -115,6 +130,9 @@ fn point_text(x: usize, p: &crate::model::history::Point, step: Option<&Step>) -
         format_seconds(p.ci_hi_s),
         p.n
     );
+    if !p.clean_at(crate::analysis::verdict::DEFAULT_MAX_CONTENTION) {
+        text.push_str(" ⚠ oversubscribed or contended");
+    }
     if let Some(step) = step {
         text.push_str(&format!(
             "; change point: {} ×{:.2} [{:.2}, {:.2}]{}",
@@ -190,4 +208,58 @@ pub(crate) fn draw(series: &[Series], steps: &[Vec<Step>], out: &Path) -> Result
         root.present().map_err(|e| failed(e.to_string()))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::history::{Point, SeriesKey};
+
+    fn point(i: i64, median_s: f64, cpu_contention: Option<f64>) -> Point {
+        Point {
+            run_dir_id: i,
+            run_dir: format!("/r/run_{i}"),
+            stamp: format!("2026010{i}_000000"),
+            date: format!("2026-01-0{i}T00:00:00Z"),
+            commit: None,
+            median_s,
+            ci_lo_s: median_s * 0.9,
+            ci_hi_s: median_s * 1.1,
+            n: 30,
+            cpu_contention,
+            oversubscribed: false,
+        }
+    }
+
+    #[test]
+    fn contended_points_are_ringed_and_said_in_their_hover() {
+        let series = Series {
+            key: SeriesKey {
+                case_key: "k".into(),
+                stack: "host".into(),
+                host_fingerprint: "h".into(),
+            },
+            case_id: "mesh_p2_count256_fp32_host_d0-1".into(),
+            op: "allreduce".into(),
+            host: "vm".into(),
+            points: vec![
+                point(1, 1e-3, Some(0.0)),
+                point(2, 3e-3, Some(0.6)),
+                point(3, 1e-3, None),
+            ],
+        };
+        let panels = build(std::slice::from_ref(&series), &[Vec::new()]);
+        let panel = &panels.panels[0];
+        let ringed: Vec<&Line> = panel
+            .series
+            .iter()
+            .filter(|l| l.style == Style::Hollow)
+            .collect();
+        assert_eq!(ringed.len(), 1);
+        assert_eq!(ringed[0].points, vec![(1.0, 3e-3)]);
+        assert!(panel.hover[1]
+            .text
+            .contains("⚠ oversubscribed or contended"));
+        assert!(!panel.hover[0].text.contains('⚠'));
+    }
 }
