@@ -54,6 +54,26 @@ fn def(name: &str) -> StackDef {
     registry::try_shipped().unwrap()[name].clone()
 }
 
+/// What `render` gets for `case` on devices 0..p (1 warmup and `timed` rounds), with the stack
+/// root at `root`.
+fn render_ctx(
+    case: campaign::model::case::Case,
+    timed: u32,
+    root: &str,
+) -> campaign::stack::render::RenderContext {
+    campaign::stack::render::RenderContext {
+        devices: (0..case.p).collect(),
+        case,
+        warmup: 1,
+        timed,
+        case_file: "/runs/r/case.json".into(),
+        bundle_dir: "/runs/r/b".into(),
+        run_dir: "/runs/r".into(),
+        root: Some(root.into()),
+        campaign_exe: "/usr/bin/campaign".into(),
+    }
+}
+
 fn ctx(n_bytes: u64, p: u32, warmup: u32, timed: u32) -> ParseContext {
     ParseContext {
         n_bytes,
@@ -797,22 +817,12 @@ fn run_helper(
 
 #[test]
 fn hccl_variants_are_hccls_expansion_modes_and_algorithms() {
-    use campaign::stack::render::{render, RenderContext};
+    use campaign::stack::render::render;
     use std::collections::BTreeMap;
     let def = def("hccl");
     let render_for = |variant: &str| {
         let case = campaign::model::case::Case::new(variant.parse().unwrap(), 2, 256);
-        let ctx = RenderContext {
-            case,
-            devices: vec![0, 1],
-            warmup: 1,
-            timed: 2,
-            case_file: "/runs/r/case.json".into(),
-            bundle_dir: "/runs/r/b".into(),
-            run_dir: "/runs/r".into(),
-            root: Some("/usr/local/Ascend/latest".into()),
-            campaign_exe: "/usr/bin/campaign".into(),
-        };
+        let ctx = render_ctx(case, 2, "/usr/local/Ascend/latest");
         let r = render("hccl", &def, &ctx).unwrap();
         (r.argv, r.env.into_iter().collect::<BTreeMap<_, _>>())
     };
@@ -1080,20 +1090,10 @@ fn hccl_helper_runs_every_op_with_its_golden() {
         assert_eq!(p.correctness, Some(false), "{op}");
     }
     // The shipped definition passes the case's op and root.
-    use campaign::stack::render::{render, RenderContext};
+    use campaign::stack::render::render;
     let case = campaign::model::case::Case::new("mesh".parse().unwrap(), 2, 256)
         .with_op(campaign::model::case::Op::Reduce);
-    let ctx = RenderContext {
-        case,
-        devices: vec![0, 1],
-        warmup: 1,
-        timed: 2,
-        case_file: "/runs/r/case.json".into(),
-        bundle_dir: "/runs/r/b".into(),
-        run_dir: "/runs/r".into(),
-        root: Some("/usr/local/Ascend/latest".into()),
-        campaign_exe: "/usr/bin/campaign".into(),
-    };
+    let ctx = render_ctx(case, 2, "/usr/local/Ascend/latest");
     let argv = render("hccl", &def("hccl"), &ctx).unwrap().argv;
     let joined = argv.join(" ");
     assert!(joined.contains("--op reduce --root 0"), "{joined}");
@@ -1201,7 +1201,7 @@ fn real_simulator_runs_simpler_and_simpler_scene_end_to_end() {
 #[test]
 fn simpler_scene_selects_the_scene_test_of_each_op_at_its_fixed_shape() {
     use campaign::model::case::{Case, Op};
-    use campaign::stack::render::{render, RenderContext};
+    use campaign::stack::render::render;
     let scene = def("simpler-scene");
     let case = |op: Op, p: u32, count: u64| {
         let mut c = Case::new("direct".parse().unwrap(), p, count).with_op(op);
@@ -1240,17 +1240,7 @@ fn simpler_scene_selects_the_scene_test_of_each_op_at_its_fixed_shape() {
             None,
             "{op} p={p} count={count}"
         );
-        let ctx = RenderContext {
-            case: c,
-            devices: (0..p).collect(),
-            warmup: 1,
-            timed: 3,
-            case_file: "/runs/r/case.json".into(),
-            bundle_dir: "/runs/r/b".into(),
-            run_dir: "/runs/r".into(),
-            root: Some("/opt/simpler".into()),
-            campaign_exe: "/usr/bin/campaign".into(),
-        };
+        let ctx = render_ctx(c, 3, "/opt/simpler");
         let argv = render("simpler-scene", &scene, &ctx).unwrap().argv;
         let want = format!("tests/st/worker/collectives/{node}");
         assert!(argv.contains(&want), "{op}: {argv:?}");
@@ -1281,25 +1271,14 @@ fn simpler_scene_selects_the_scene_test_of_each_op_at_its_fixed_shape() {
 #[test]
 fn pypto_stacks_select_the_test_of_each_op_by_node_id() {
     use campaign::model::case::{Case, Op};
-    use campaign::stack::render::{render, RenderContext};
+    use campaign::stack::render::render;
     let case = |op: Op, p: u32, count: u64| {
         let mut c = Case::new("direct".parse().unwrap(), p, count).with_op(op);
         c.platform = "a2a3".parse().unwrap();
         c
     };
     let node = |stack: &str, c: Case| -> String {
-        let p = c.p;
-        let ctx = RenderContext {
-            case: c,
-            devices: (0..p).collect(),
-            warmup: 1,
-            timed: 3,
-            case_file: "/runs/r/case.json".into(),
-            bundle_dir: "/runs/r/b".into(),
-            run_dir: "/runs/r".into(),
-            root: Some("/opt/pypto".into()),
-            campaign_exe: "/usr/bin/campaign".into(),
-        };
+        let ctx = render_ctx(c, 3, "/opt/pypto");
         render(stack, &def(stack), &ctx).unwrap().argv[3].clone()
     };
     let composite = def("pypto-composite");
