@@ -60,11 +60,7 @@ fn fingerprint_context(prep: &Prepared, run_dir: &Path) -> String {
         put(&mut w, &run.stack);
         put(&mut w, &prep.cases[run.case_index]);
     }
-    w.0.finalize()
-        .iter()
-        .take(16)
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::model::digest::hex_prefix(&w.0.finalize(), 16)
 }
 
 /// The context the journal's run fingerprints were all computed in: the latest resume's

@@ -7,6 +7,7 @@
 //! Nothing here reads files, spawns processes or knows about another room but `error`.
 
 pub mod case;
+pub(crate) mod digest;
 pub(crate) mod file;
 pub mod history;
 pub(crate) mod limits;
