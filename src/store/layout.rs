@@ -14,8 +14,14 @@ use crate::error::{Error, Result};
 use crate::model::results::{RunResult, Sample};
 use crate::store::atomic::{replace_all_prepared, write_atomic};
 
-/// Where run dirs go when `--results-dir` is not given.
+/// Where run dirs go when `--results-dir` is not given (the one spelling of the default; read
+/// it through [`results_dir`]).
 pub(crate) const DEFAULT_RESULTS_DIR: &str = "results/campaigns";
+
+/// The results dir a command works in: `given` (`--results-dir`), else the default.
+pub(crate) fn results_dir(given: Option<&Path>) -> PathBuf {
+    given.map_or_else(|| PathBuf::from(DEFAULT_RESULTS_DIR), Path::to_path_buf)
+}
 
 /// One campaign run's folder.
 #[derive(Debug, Clone, PartialEq)]
