@@ -15,5 +15,6 @@ pub(crate) mod nodes;
 pub mod output;
 pub mod plan;
 pub mod results;
+pub(crate) mod shell;
 pub mod stack;
 pub mod units;
