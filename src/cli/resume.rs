@@ -168,10 +168,7 @@ pub(crate) fn locate(target: &Path, results_dir: Option<&Path>) -> Result<PathBu
         )));
     }
     let name = campaign_name(target)?;
-    let root = results_dir.map_or_else(
-        || PathBuf::from(crate::store::layout::DEFAULT_RESULTS_DIR),
-        Path::to_path_buf,
-    );
+    let root = crate::store::layout::results_dir(results_dir);
     let folder = root.join(&name);
     newest_run_dir(&folder).ok_or_else(|| {
         Error::Usage(format!(

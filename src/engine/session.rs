@@ -60,11 +60,7 @@ fn fingerprint_context(prep: &Prepared, run_dir: &Path) -> String {
         put(&mut w, &run.stack);
         put(&mut w, &prep.cases[run.case_index]);
     }
-    w.0.finalize()
-        .iter()
-        .take(16)
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::model::digest::hex_prefix(&w.0.finalize(), 16)
 }
 
 /// The context the journal's run fingerprints were all computed in: the latest resume's
@@ -183,10 +179,7 @@ pub(crate) fn with_selection(
 /// A new run dir `<results>/<campaign>/run_<stamp>`, locked, with its frozen plan and a fresh
 /// journal.
 pub(crate) fn claim_new(prep: &Prepared, opts: &Options) -> Result<Claimed> {
-    let results_dir = opts
-        .results_dir
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(crate::store::layout::DEFAULT_RESULTS_DIR));
+    let results_dir = crate::store::layout::results_dir(opts.results_dir.as_deref());
     let campaign = &prep.plan.campaign.name;
     let stamp = chrono::Local::now().format("%Y%m%d_%H%M%S").to_string();
     let run_dir = Arc::new(RunDir::create(&results_dir, campaign, &stamp)?);

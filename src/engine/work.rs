@@ -379,11 +379,6 @@ pub(crate) fn fingerprint(
 
 /// Fingerprint of a build or probe step: the stack's definition.
 pub(crate) fn stack_fingerprint(stack: &EngineStack) -> String {
-    use sha2::{Digest, Sha256};
     let text = serde_json::to_string(&stack.def).unwrap_or_default();
-    Sha256::digest(text.as_bytes())
-        .iter()
-        .take(8)
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::model::digest::sha256_hex(text.as_bytes(), 8)
 }

@@ -124,13 +124,8 @@ pub fn helper_main(args: &[std::ffi::OsString]) -> Option<i32> {
 /// The unit id of attempt `attempt` of step `step` in `run_dir`: stable, so the journal can
 /// name it before the process starts and a resume can find it.
 pub fn id_for(run_dir: &Path, step: &str, attempt: u32) -> String {
-    use sha2::{Digest, Sha256};
     let text = format!("{}\0{step}\0{attempt}", run_dir.display());
-    let hash: String = Sha256::digest(text.as_bytes())
-        .iter()
-        .take(8)
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let hash = crate::model::digest::sha256_hex(text.as_bytes(), 8);
     format!("{hash}-{attempt}")
 }
 

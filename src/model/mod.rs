@@ -7,6 +7,7 @@
 //! Nothing here reads files, spawns processes or knows about another room but `error`.
 
 pub mod case;
+pub(crate) mod digest;
 pub(crate) mod file;
 pub mod history;
 pub(crate) mod limits;
@@ -14,5 +15,6 @@ pub(crate) mod nodes;
 pub mod output;
 pub mod plan;
 pub mod results;
+pub(crate) mod shell;
 pub mod stack;
 pub mod units;

@@ -47,17 +47,52 @@ pub(crate) struct Plan {
     pub(crate) warnings: Vec<crate::error::Diagnostic>,
 }
 
-/// Figures `[report] figures` may name: exactly the ones the report draws.
-pub(crate) const KNOWN_FIGURES: &[&str] = &[
-    "strong_scaling_t_total",
-    "strong_scaling_efficiency",
-    "message_size_bw",
-    "paired_stack_ratio",
-    "phase_breakdown",
-    "compile_breakdown",
-    "wall_vs_device",
-    "bw_model_fit",
-];
+/// The figure registry, written once: each row makes a `FigureKind` variant, its entry in
+/// `FigureKind::ALL` (report order) and its name in `KNOWN_FIGURES`, so the three cannot drift.
+/// `report::figures::build` matches every variant without a catch-all: a figure named here
+/// without a builder there does not compile.
+macro_rules! figures {
+    ($($variant:ident => $name:literal,)*) => {
+        /// A figure the report draws.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub(crate) enum FigureKind {
+            $($variant,)*
+        }
+
+        impl FigureKind {
+            /// Every figure, in report order.
+            pub(crate) const ALL: &'static [FigureKind] = &[$(FigureKind::$variant,)*];
+
+            /// Its name in `[report] figures` and in `figures/<name>.png`.
+            pub(crate) const fn name(self) -> &'static str {
+                match self {
+                    $(FigureKind::$variant => $name,)*
+                }
+            }
+        }
+
+        /// Figures `[report] figures` may name: exactly the ones the report draws.
+        pub(crate) const KNOWN_FIGURES: &[&str] = &[$($name,)*];
+    };
+}
+
+figures! {
+    StrongScalingTTotal => "strong_scaling_t_total",
+    StrongScalingEfficiency => "strong_scaling_efficiency",
+    MessageSizeBw => "message_size_bw",
+    PairedStackRatio => "paired_stack_ratio",
+    PhaseBreakdown => "phase_breakdown",
+    CompileBreakdown => "compile_breakdown",
+    WallVsDevice => "wall_vs_device",
+    BwModelFit => "bw_model_fit",
+}
+
+impl FigureKind {
+    /// The figure called `name`, if there is one.
+    pub(crate) fn parse(name: &str) -> Option<FigureKind> {
+        FigureKind::ALL.iter().copied().find(|f| f.name() == name)
+    }
+}
 
 /// Plan warnings `[campaign] allow` may silence, for plans that mean what would otherwise be
 /// a slip: `uneven-chunks` (a ring/twophase count not divisible by p).

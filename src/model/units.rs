@@ -79,7 +79,7 @@ pub(crate) fn format_seconds(s: f64) -> String {
     }
     // Pick the unit from the value as it will be shown (3 significant digits), so 999.96 µs
     // becomes 1.00 ms rather than 1000 µs.
-    let a = round_sig3(s.abs());
+    let a = round_sig(s.abs(), 3);
     let (v, unit) = if a == 0.0 {
         (0.0, "s")
     } else if a < 1e-6 {
@@ -120,13 +120,15 @@ pub(crate) fn format_bytes(b: u64) -> String {
     }
 }
 
-/// `v` rounded to three significant digits.
-fn round_sig3(v: f64) -> f64 {
-    if v == 0.0 || !v.is_finite() {
-        return v;
+/// `x` rounded to `digits` significant digits; zero, infinities and NaN unchanged. The one
+/// significant-digit rounding: stored timing floats (6 digits, `store::layout::round_sample`),
+/// durations and bandwidths as shown (3) and figure ticks (3) all round here.
+pub(crate) fn round_sig(x: f64, digits: i32) -> f64 {
+    if x == 0.0 || !x.is_finite() {
+        return x;
     }
-    let factor = 10f64.powf(2.0 - v.abs().log10().floor());
-    (v * factor).round() / factor
+    let factor = 10f64.powi(digits - 1 - x.abs().log10().floor() as i32);
+    (x * factor).round() / factor
 }
 
 /// Three significant digits, no trailing exponent. Rounds first so that 9.9996 prints as
@@ -135,7 +137,7 @@ fn sig3(v: f64) -> String {
     if v == 0.0 {
         return "0".into();
     }
-    let r = round_sig3(v);
+    let r = round_sig(v, 3);
     let a = r.abs();
     if a >= 99.95 {
         format!("{r:.0}")
@@ -149,6 +151,37 @@ fn sig3(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The one rounding gives what each of its three former copies gave: the stored 6-digit
+    /// floats and the shown 3-digit ones (whose copy used `powf`) on values across 40 decades.
+    #[test]
+    fn round_sig_matches_the_copies_it_replaced() {
+        let old_sig6 = |x: f64| {
+            let factor = 10f64.powi(5 - x.abs().log10().floor() as i32);
+            (x * factor).round() / factor
+        };
+        let old_sig3_powf = |v: f64| {
+            let factor = 10f64.powf(2.0 - v.abs().log10().floor());
+            (v * factor).round() / factor
+        };
+        let mut x = 1.234_567_891e-20_f64;
+        while x < 1e20 {
+            for v in [x, -x, x * 9.999_6, x * 1.000_5] {
+                assert_eq!(round_sig(v, 6).to_bits(), old_sig6(v).to_bits(), "{v:e}");
+                assert_eq!(
+                    round_sig(v, 3).to_bits(),
+                    old_sig3_powf(v).to_bits(),
+                    "{v:e}"
+                );
+            }
+            x *= 1.37;
+        }
+        assert_eq!(round_sig(8.4e-6, 6), 8.4e-6);
+        assert_eq!(round_sig(9.9996, 3), 10.0);
+        assert_eq!(round_sig(0.0, 3), 0.0);
+        assert!(round_sig(f64::NAN, 3).is_nan());
+        assert_eq!(round_sig(f64::INFINITY, 6), f64::INFINITY);
+    }
 
     #[test]
     fn durations() {

@@ -8,7 +8,6 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use sha2::{Digest, Sha256};
 use toml::de::DeTable;
 
 use super::diag::{Source, Spans};
@@ -166,8 +165,7 @@ pub(crate) fn parse_with(text: &str, path: &Path, executor: Option<ExecutorKind>
 }
 
 fn hash16(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+    crate::model::digest::sha256_hex(bytes, 8)
 }
 
 fn read_campaign(cx: &mut Ctx<'_>, item: Option<&Item<'_>>, plan: &mut Plan) {

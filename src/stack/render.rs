@@ -472,19 +472,8 @@ fn literal(source: &str) -> bool {
     !source.contains('{') && !source.ends_with('\n')
 }
 
-/// Quote `text` as one word for `sh`: unchanged when it holds only characters no shell treats
-/// specially, else in single quotes (a `'` inside becomes `'\''`).
-pub(crate) fn shell_quote(text: &str) -> String {
-    let plain = !text.is_empty()
-        && text
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"_@%+=:,./-".contains(&b));
-    if plain {
-        text.to_string()
-    } else {
-        format!("'{}'", text.replace('\'', "'\\''"))
-    }
-}
+/// Quote `text` as one word for `sh` (the one quoter, `model::shell`).
+pub(crate) use crate::model::shell::quote_word as shell_quote;
 
 impl<'n> Renderer<'n> {
     pub(crate) fn new(name: &'n str, scope: Value) -> Self {

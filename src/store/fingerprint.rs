@@ -81,8 +81,7 @@ pub(crate) fn run_fingerprint(
         "argv": argv,
         "env": env,
     });
-    let digest = Sha256::digest(canonical_json(&doc).as_bytes());
-    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+    crate::model::digest::sha256_hex(canonical_json(&doc).as_bytes(), 8)
 }
 
 /// `(value, placeholder)` pairs, longest value first so a bundle dir is masked before the run

@@ -14,8 +14,14 @@ use crate::error::{Error, Result};
 use crate::model::results::{RunResult, Sample};
 use crate::store::atomic::{replace_all_prepared, write_atomic};
 
-/// Where run dirs go when `--results-dir` is not given.
+/// Where run dirs go when `--results-dir` is not given (the one spelling of the default; read
+/// it through [`results_dir`]).
 pub(crate) const DEFAULT_RESULTS_DIR: &str = "results/campaigns";
+
+/// The results dir a command works in: `given` (`--results-dir`), else the default.
+pub(crate) fn results_dir(given: Option<&Path>) -> PathBuf {
+    given.map_or_else(|| PathBuf::from(DEFAULT_RESULTS_DIR), Path::to_path_buf)
+}
 
 /// One campaign run's folder.
 #[derive(Debug, Clone, PartialEq)]
@@ -132,21 +138,15 @@ pub(crate) fn pretty(value: &Value) -> String {
     text
 }
 
-/// Round to 6 significant digits. The seed's `timing.json` rounded to 6 decimals, which keeps
+/// Significant digits of every stored timing float. The seed's `timing.json` rounded to 6 decimals, which keeps
 /// only 1 µs of resolution: a 8.4 µs host allreduce would be stored as 8 µs (a 5 % error).
 /// Six significant digits keep relative precision at every scale and still read as plain floats
 /// in the old scripts.
-pub(crate) fn round_sig6(x: f64) -> f64 {
-    if x.is_finite() && x != 0.0 {
-        let factor = 10f64.powi(5 - x.abs().log10().floor() as i32);
-        (x * factor).round() / factor
-    } else {
-        x
-    }
-}
+const TIMING_DIGITS: i32 = 6;
 
 /// Round every float of a sample (so what is in memory equals what is on disk).
 pub(crate) fn round_sample(s: &mut Sample) {
+    let round_sig6 = |x: f64| crate::model::units::round_sig(x, TIMING_DIGITS);
     let r = |o: &mut Option<f64>| *o = o.map(round_sig6);
     r(&mut s.wall_s);
     r(&mut s.execute_s);

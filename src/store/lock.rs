@@ -14,6 +14,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
+use crate::store::host::hostname;
 
 /// File name of the lock inside a run dir.
 pub(crate) const FILE_NAME: &str = ".lock";
@@ -212,17 +213,6 @@ fn locked_message(run_dir: &Path, holder: &str) -> String {
         run_dir.display(),
         run_dir.display()
     )
-}
-
-fn hostname() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: buf is valid for buf.len() bytes; gethostname writes at most that many.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    if rc != 0 {
-        return "unknown-host".into();
-    }
-    let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
-    String::from_utf8_lossy(&buf[..end]).into_owned()
 }
 
 #[cfg(test)]

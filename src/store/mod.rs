@@ -11,6 +11,7 @@ pub mod atomic;
 pub mod csv;
 pub mod fingerprint;
 pub mod history;
+pub(crate) mod host;
 pub mod journal;
 pub mod json;
 pub mod layout;

@@ -54,7 +54,7 @@ pub(crate) fn collect(
                 .display()
                 .to_string()
         }),
-        host: hostname(),
+        host: crate::store::host::hostname(),
         kernel: kernel(),
         cpu: cpu_model(),
         stack_roots: roots
@@ -287,15 +287,6 @@ fn read_trim(path: &str) -> String {
     std::fs::read_to_string(path)
         .map(|s| s.trim().to_string())
         .unwrap_or_default()
-}
-
-fn hostname() -> String {
-    let h = read_trim("/proc/sys/kernel/hostname");
-    if h.is_empty() {
-        std::env::var("HOSTNAME").unwrap_or_default()
-    } else {
-        h
-    }
 }
 
 fn kernel() -> String {

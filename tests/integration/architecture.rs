@@ -344,3 +344,100 @@ fn stdout_is_written_only_through_say() {
         found.join("\n")
     );
 }
+
+/// Helpers kept once (docs/architecture.md, "Registries"): the code that makes each lives in
+/// one file; a copy anywhere else in src/ — outside unit tests — fails here.
+const ONE_COPY: &[(&str, &str, &str)] = &[
+    ("02x}", "model/digest.rs", "a hex loop (use model::digest)"),
+    (
+        "gethostname",
+        "store/host.rs",
+        "a hostname (use store::host)",
+    ),
+    (
+        "kernel/hostname",
+        "store/host.rs",
+        "a hostname (use store::host)",
+    ),
+    (
+        "replace('\\''",
+        "model/shell.rs",
+        "a shell quoter (use model::shell)",
+    ),
+    (
+        "fn round_sig",
+        "model/units.rs",
+        "a significant-digit rounding (use model::units::round_sig)",
+    ),
+    (
+        "\"results/campaigns\"",
+        "store/layout.rs",
+        "the default results dir (use store::layout::results_dir)",
+    ),
+];
+
+/// The part of a source file that is not unit tests: a `tests.rs` has none, any other file
+/// stops at its `#[cfg(test)]` module.
+fn non_test_code(rel: &Path, text: &str) -> String {
+    if rel.file_name().is_some_and(|f| f == "tests.rs") {
+        return String::new();
+    }
+    let end = text.find("#[cfg(test)]\nmod ").unwrap_or(text.len());
+    text[..end].to_string()
+}
+
+fn copies_outside_their_home(src: &Path) -> Vec<String> {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    let mut found = Vec::new();
+    for file in &files {
+        let rel = file.strip_prefix(src).unwrap();
+        let code = non_test_code(rel, &std::fs::read_to_string(file).unwrap());
+        for (n, line) in code.lines().enumerate() {
+            let line = line.split("//").next().unwrap_or("");
+            for (needle, home, what) in ONE_COPY {
+                if line.contains(needle) && rel != Path::new(home) {
+                    found.push(format!("src/{}:{}: {what}", rel.display(), n + 1));
+                }
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn shared_helpers_have_one_copy() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let found = copies_outside_their_home(&src);
+    assert!(
+        found.is_empty(),
+        "copies of one-copy helpers:\n{}",
+        found.join("\n")
+    );
+    // Each home really holds its helper, so a renamed home cannot make the check vacuous.
+    for (needle, home, _) in ONE_COPY {
+        let text = std::fs::read_to_string(src.join(home)).unwrap();
+        let home_code = non_test_code(Path::new(home), &text);
+        let present = home_code.contains(needle)
+            || (*needle == "02x}" && home_code.contains("hex::encode"))
+            || (needle.contains("hostname") && home_code.contains("uname()"));
+        assert!(present, "src/{home} no longer holds `{needle}`");
+    }
+}
+
+#[test]
+fn the_copy_checker_sees_a_copy() {
+    let dir = crate::util::tempdir();
+    let src = dir.path();
+    std::fs::create_dir_all(src.join("engine")).unwrap();
+    std::fs::write(
+        src.join("engine/x.rs"),
+        "fn h(d: &[u8]) -> String { d.iter().map(|b| format!(\"{b:02x}\")).collect() }\n\
+         #[cfg(test)]\nmod tests { const R: &str = \"results/campaigns\"; }\n",
+    )
+    .unwrap();
+    assert_eq!(
+        copies_outside_their_home(src),
+        ["src/engine/x.rs:1: a hex loop (use model::digest)"]
+    );
+}

@@ -126,7 +126,7 @@ fn write_sbatch(
 ) -> std::result::Result<(), Failure> {
     let mut rows = source.rows().map_err(Failure::Plan)?;
     use crate::executor::slurm::{sbatch_command, shell_line, BatchJob};
-    let run_dir = std::path::Path::new(crate::store::layout::DEFAULT_RESULTS_DIR)
+    let run_dir = crate::store::layout::results_dir(None)
         .join(&plan.campaign.name)
         .join("run_<timestamp>");
     while let Some(row) = rows.next_row()? {

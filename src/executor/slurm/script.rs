@@ -16,6 +16,8 @@ use crate::error::{Error, Result};
 use crate::executor::slurm::bundle::{DEVICES_FILE, RESULT_FILE, SCRIPT_FILE};
 use crate::executor::{NodeLayout, ProcessSpec};
 use crate::model::plan::{DeviceKind, SlurmConfig};
+// Single-quote for sh: `it's` → `'it'\''s'` (the one quoter).
+use crate::model::shell::quote;
 
 /// Devices request when `[slurm] devices_arg` is not set: a `gpu`-type GRES, the kind for which
 /// Slurm sets visible-device variables (CUDA_VISIBLE_DEVICES, SLURM_JOB_GPUS) for the job.
@@ -257,19 +259,9 @@ pub fn render_script(job: &BatchJob) -> String {
 }
 
 /// `argv` as one line a user can paste into a shell (what `dry-run` prints): words made only
-/// of safe characters stay bare, others are single-quoted.
+/// of safe characters stay bare, others are single-quoted (`model::shell`).
 pub fn shell_line(argv: &[String]) -> String {
-    let safe = |c: char| c.is_ascii_alphanumeric() || "-_./:=,+@%".contains(c);
-    argv.iter()
-        .map(|a| {
-            if !a.is_empty() && a.chars().all(safe) {
-                a.clone()
-            } else {
-                quote(a)
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
+    crate::model::shell::line(argv)
 }
 
 /// Like [`quote`], except that the allocation's words a template rendered as placeholders
@@ -291,11 +283,6 @@ fn quote_allocation(value: &str) -> String {
         out.push_str(&quote(rest));
     }
     out
-}
-
-/// Single-quote for sh: `it's` → `'it'\''s'`.
-pub(crate) fn quote(value: &str) -> String {
-    format!("'{}'", value.replace('\'', r"'\''"))
 }
 
 fn quote_path(path: &Path) -> String {

@@ -175,9 +175,7 @@ pub(crate) fn is_slot_name(run_dir: &Path, name: &str) -> bool {
 
 /// The run dir's part of its slots' names.
 pub(crate) fn tag(run_dir: &Path) -> String {
-    use sha2::{Digest, Sha256};
-    let digest = Sha256::digest(run_dir.as_os_str().as_encoded_bytes());
-    digest.iter().take(6).map(|b| format!("{b:02x}")).collect()
+    crate::model::digest::sha256_hex(run_dir.as_os_str().as_encoded_bytes(), 6)
 }
 
 #[cfg(test)]

@@ -1008,9 +1008,7 @@ pub(crate) fn canonical_json(value: &Value) -> String {
 
 /// The first `digits` hex digits of SHA-256 over `text`.
 fn hash_hex(text: &str, digits: usize) -> String {
-    use sha2::{Digest, Sha256};
-    let digest = Sha256::digest(text.as_bytes());
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    let hex = crate::model::digest::sha256_hex(text.as_bytes(), digits.div_ceil(2));
     hex[..digits].to_string()
 }
 

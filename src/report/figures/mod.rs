@@ -11,6 +11,7 @@ use plotters::prelude::*;
 
 use super::summary::Analysis;
 use crate::error::{Error, Result};
+use crate::model::plan::FigureKind;
 use crate::model::results::ResultSet;
 
 mod breakdown;
@@ -89,49 +90,68 @@ pub(crate) fn plan_all<'a>(
     wanted: &[String],
     dir: &Path,
 ) -> Result<(Vec<Planned<'a>>, Vec<Skipped>)> {
-    if let Some(bad) = wanted.iter().find(|w| !ALL.contains(&w.as_str())) {
-        return Err(Error::Usage(format!(
-            "[report] figures: unknown figure `{bad}` (expected any of: {})",
-            ALL.join(", ")
-        )));
+    let mut kinds = Vec::new();
+    for w in wanted {
+        let Some(kind) = FigureKind::parse(w) else {
+            return Err(Error::Usage(format!(
+                "[report] figures: unknown figure `{w}` (expected any of: {})",
+                ALL.join(", ")
+            )));
+        };
+        kinds.push(kind);
     }
     super::font::ensure_registered().map_err(Error::Environment)?;
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     let mut planned = Vec::new();
     let mut skipped = Vec::new();
-    for name in ALL {
-        if !wanted.is_empty() && !wanted.iter().any(|w| w == name) {
+    for &kind in FigureKind::ALL {
+        if !kinds.is_empty() && !kinds.contains(&kind) {
             continue;
         }
-        let outcome = match *name {
-            "strong_scaling_t_total" => {
-                strong_scaling::total(analysis, results).map(|f| plan(f, name, dir))
-            }
-            "strong_scaling_efficiency" => {
-                strong_scaling::efficiency(analysis, results).map(|f| plan(f, name, dir))
-            }
-            "message_size_bw" => message_size::build(analysis, results).map(|f| plan(f, name, dir)),
-            "paired_stack_ratio" => {
-                paired_ratio::build(analysis, results).map(|f| plan(f, name, dir))
-            }
-            "phase_breakdown" => breakdown::phases(analysis, results).map(|f| plan(f, name, dir)),
-            "compile_breakdown" => {
-                breakdown::compile(analysis, results).map(|f| plan(f, name, dir))
-            }
-            "wall_vs_device" => {
-                wall_vs_device::build(analysis, results).map(|f| plan(f, name, dir))
-            }
-            _ => model_fit::build(analysis).map(|f| plan(f, name, dir)),
-        };
-        match outcome {
+        match build(kind, analysis, results, dir) {
             Ok(p) => planned.push(p),
             Err(reason) => skipped.push(Skipped {
-                name: name.to_string(),
+                name: kind.name().to_string(),
                 reason,
             }),
         }
     }
     Ok((planned, skipped))
+}
+
+/// The builder of each figure: every `FigureKind` has exactly one arm (no catch-all), so a
+/// figure cannot be named without being built. `Err` is why it is skipped.
+fn build<'a>(
+    kind: FigureKind,
+    analysis: &'a Analysis,
+    results: &'a ResultSet,
+    dir: &Path,
+) -> Result<Planned<'a>, String> {
+    let name = kind.name();
+    match kind {
+        FigureKind::StrongScalingTTotal => {
+            strong_scaling::total(analysis, results).map(|f| plan(f, name, dir))
+        }
+        FigureKind::StrongScalingEfficiency => {
+            strong_scaling::efficiency(analysis, results).map(|f| plan(f, name, dir))
+        }
+        FigureKind::MessageSizeBw => {
+            message_size::build(analysis, results).map(|f| plan(f, name, dir))
+        }
+        FigureKind::PairedStackRatio => {
+            paired_ratio::build(analysis, results).map(|f| plan(f, name, dir))
+        }
+        FigureKind::PhaseBreakdown => {
+            breakdown::phases(analysis, results).map(|f| plan(f, name, dir))
+        }
+        FigureKind::CompileBreakdown => {
+            breakdown::compile(analysis, results).map(|f| plan(f, name, dir))
+        }
+        FigureKind::WallVsDevice => {
+            wall_vs_device::build(analysis, results).map(|f| plan(f, name, dir))
+        }
+        FigureKind::BwModelFit => model_fit::build(analysis).map(|f| plan(f, name, dir)),
+    }
 }
 
 /// Draw every planned figure, in order; the first failure stops the drawing and is returned.
@@ -207,4 +227,40 @@ fn render<F: Figure>(fig: &F, name: &str, png: &Path, svg: &Path) -> Result<Vec<
         root.present().map_err(|e| failed(svg, e.to_string()))?;
     }
     Ok(hover)
+}
+
+#[cfg(test)]
+mod registry_tests {
+    use super::*;
+
+    /// The names `[report] figures` accepts are exactly the figures, each once, and each
+    /// name parses back to its own figure.
+    #[test]
+    fn every_known_figure_name_is_one_figure() {
+        assert_eq!(ALL.len(), FigureKind::ALL.len());
+        for (name, kind) in ALL.iter().zip(FigureKind::ALL) {
+            assert_eq!(*name, kind.name());
+            assert_eq!(FigureKind::parse(name), Some(*kind));
+        }
+        let mut names = ALL.to_vec();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), ALL.len(), "a figure name is registered twice");
+        assert_eq!(FigureKind::parse("strong_scaling"), None);
+    }
+
+    /// An unknown name is a usage error naming it and the known ones, never another figure.
+    #[test]
+    fn an_unknown_figure_is_refused_not_drawn_as_another() {
+        let rs = ResultSet::default();
+        let analysis = Analysis::new(&rs, None, Default::default());
+        let dir = std::env::temp_dir().join(format!("campaign-figures-{}", std::process::id()));
+        let Err(e) = plan_all(&analysis, &rs, &["nope".to_string()], &dir) else {
+            panic!("an unknown figure was accepted");
+        };
+        let text = e.to_string();
+        assert!(text.contains("unknown figure `nope`"), "{text}");
+        assert!(text.contains("bw_model_fit"), "{text}");
+        assert!(!dir.exists(), "nothing is written for a refused list");
+    }
 }

@@ -8,6 +8,8 @@
 //! out (only 1×10^k, then every other decade …), never to more than [`MAX_TICKS`] labels. Pure
 //! functions; nothing here draws.
 
+use crate::model::units::round_sig;
+
 /// The most labelled ticks on one axis (a 760 px panel fits about ten labels side by side).
 pub(crate) const MAX_TICKS: usize = 10;
 
@@ -115,7 +117,7 @@ pub(crate) fn seconds_label(s: f64) -> String {
     if !s.is_finite() {
         return String::new();
     }
-    let a = round_sig3(s.abs());
+    let a = round_sig(s.abs(), 3);
     if a == 0.0 {
         return "0".into();
     }
@@ -128,7 +130,7 @@ pub(crate) fn seconds_label(s: f64) -> String {
     } else {
         (1.0, "s")
     };
-    format!("{} {unit}", trimmed(round_sig3(s * scale)))
+    format!("{} {unit}", trimmed(round_sig(s * scale, 3)))
 }
 
 /// A byte tick at a power of two in binary units: `512 B`, `1 KiB`, `4 MiB`.
@@ -137,15 +139,6 @@ pub(crate) fn bytes_label(exponent: i32) -> String {
         return String::new();
     }
     crate::model::units::format_bytes(1u64 << exponent)
-}
-
-/// `v` rounded to three significant digits.
-fn round_sig3(v: f64) -> f64 {
-    if v == 0.0 || !v.is_finite() {
-        return v;
-    }
-    let factor = 10f64.powi(2 - v.abs().log10().floor() as i32);
-    (v * factor).round() / factor
 }
 
 /// A number with at most two decimals and no trailing zeros (`2`, `2.5`, `0.25`).

@@ -55,21 +55,65 @@ pub mod simpler_scene;
 pub mod strace;
 pub mod table;
 
-/// Parser names `make` knows, in documentation order.
-pub(crate) const KNOWN: &[&str] = &[
-    "native",
-    "regex",
-    "hccl",
-    "markers",
-    "pytest",
-    "pypto-harness",
-    "simpler-own",
-    "simpler-scene",
-    "gtest",
-    "nccl-tests",
-    "osu",
-    "hccl_test",
+/// How one parser is made for one process (before the `strace` wrap).
+type Make =
+    fn(&crate::model::stack::StackDef, &ParseContext) -> crate::error::Result<Box<dyn Parser>>;
+
+/// One registered parser: the `parser` name a stack definition gives, how it is made, and
+/// whether `make` wraps it so STRACE `device_wall` spans fill `device_wall_s`.
+struct Registered {
+    name: &'static str,
+    make: Make,
+    strace_wrapped: bool,
+}
+
+/// Every parser, in documentation order: the one list `make` looks names up in and an unknown
+/// name's error lists. A new parser is one row here.
+const PARSERS: &[Registered] = &[
+    wrapped("native", |_, ctx| {
+        Ok(Box::new(native::NativeParser::new(ctx.clone())))
+    }),
+    wrapped("regex", |def, ctx| {
+        Ok(Box::new(regex::RegexParser::new(
+            &def.patterns,
+            ctx.clone(),
+        )?))
+    }),
+    wrapped("hccl", |def, ctx| Ok(hccl::parser(def, ctx))),
+    wrapped("markers", |def, ctx| {
+        // A bad `builtin` name is a definition error, not a run-time warning.
+        markers::MarkerSet::from_table(&def.markers)
+            .map_err(|e| config_error("markers.builtin", e))?;
+        Ok(markers::parser(def, ctx))
+    }),
+    wrapped("pytest", |def, ctx| Ok(pytest::parser(def, ctx))),
+    wrapped("pypto-harness", |def, ctx| Ok(pypto::parser(def, ctx))),
+    wrapped("simpler-own", |def, ctx| Ok(simpler_own::parser(def, ctx))),
+    // Reads the STRACE rounds itself (grouped by pid and inv): not wrapped.
+    Registered {
+        name: "simpler-scene",
+        make: |def, ctx| Ok(simpler_scene::parser(def, ctx)),
+        strace_wrapped: false,
+    },
+    wrapped("gtest", |def, ctx| Ok(gtest::parser(def, ctx))),
+    wrapped("nccl-tests", |def, ctx| Ok(nccl_tests::parser(def, ctx))),
+    wrapped("osu", |def, ctx| Ok(osu::parser(def, ctx))),
+    wrapped("hccl_test", |def, ctx| Ok(hccl_test::parser(def, ctx))),
 ];
+
+/// A parser whose output `make` wraps with `strace`.
+const fn wrapped(name: &'static str, make: Make) -> Registered {
+    Registered {
+        name,
+        make,
+        strace_wrapped: true,
+    }
+}
+
+/// Parser names `make` knows, in documentation order.
+pub(crate) fn known() -> impl Iterator<Item = &'static str> {
+    PARSERS.iter().map(|p| p.name)
+}
 
 /// The parser `def` asks for (`parser`, default `native`), configured for one process, wrapped
 /// so that STRACE `device_wall` spans on any stack's output fill `device_wall_s` (see `strace`).
@@ -77,33 +121,20 @@ pub fn make(
     def: &crate::model::stack::StackDef,
     ctx: &ParseContext,
 ) -> crate::error::Result<Box<dyn Parser>> {
-    let inner: Box<dyn Parser> = match def.parser() {
-        "native" => Box::new(native::NativeParser::new(ctx.clone())),
-        "regex" => Box::new(regex::RegexParser::new(&def.patterns, ctx.clone())?),
-        "hccl" => hccl::parser(def, ctx),
-        "markers" => {
-            // A bad `builtin` name is a definition error, not a run-time warning.
-            markers::MarkerSet::from_table(&def.markers)
-                .map_err(|e| config_error("markers.builtin", e))?;
-            markers::parser(def, ctx)
-        }
-        "pytest" => pytest::parser(def, ctx),
-        "pypto-harness" => pypto::parser(def, ctx),
-        "simpler-own" => simpler_own::parser(def, ctx),
-        // Reads the STRACE rounds itself (grouped by pid and inv): not wrapped.
-        "simpler-scene" => return Ok(simpler_scene::parser(def, ctx)),
-        "gtest" => gtest::parser(def, ctx),
-        "nccl-tests" => nccl_tests::parser(def, ctx),
-        "osu" => osu::parser(def, ctx),
-        "hccl_test" => hccl_test::parser(def, ctx),
-        other => {
-            return Err(config_error(
-                "parser",
-                format!("unknown parser `{other}` (known: {})", KNOWN.join(", ")),
-            ))
-        }
+    let name = def.parser();
+    let Some(registered) = PARSERS.iter().find(|p| p.name == name) else {
+        let known: Vec<&str> = known().collect();
+        return Err(config_error(
+            "parser",
+            format!("unknown parser `{name}` (known: {})", known.join(", ")),
+        ));
     };
-    Ok(strace::wrap(inner))
+    let parser = (registered.make)(def, ctx)?;
+    Ok(if registered.strace_wrapped {
+        strace::wrap(parser)
+    } else {
+        parser
+    })
 }
 
 /// An error in a stack definition's parser keys (the caller knows which stack).
@@ -116,4 +147,42 @@ pub(crate) fn config_error(field: &str, message: String) -> crate::error::Error 
         message,
         snippet: None,
     }])
+}
+
+#[cfg(test)]
+mod registry_tests {
+    use super::*;
+
+    /// Every registered name is unique, makes its parser, and is documented where a stack
+    /// author looks it up (the `parser` row of docs/stack-definitions.md).
+    #[test]
+    fn every_registered_parser_is_made_and_documented() {
+        let doc = include_str!("../../../docs/stack-definitions.md");
+        let row = doc
+            .lines()
+            .find(|l| l.starts_with("| `parser` |"))
+            .expect("docs/stack-definitions.md has a `parser` row");
+        let names: Vec<&str> = known().collect();
+        for (i, name) in names.iter().enumerate() {
+            assert!(
+                !names[..i].contains(name),
+                "parser `{name}` registered twice"
+            );
+            assert!(
+                row.contains(&format!("`{name}`")),
+                "parser `{name}` is not in the docs row"
+            );
+            let def = crate::model::stack::StackDef {
+                parser: Some(name.to_string()),
+                ..Default::default()
+            };
+            if let Err(e) = make(&def, &ParseContext::default()) {
+                // Only a parser that needs configuration may refuse an empty definition.
+                assert!(
+                    !e.to_string().contains("unknown parser"),
+                    "`{name}` is registered but not made: {e}"
+                );
+            }
+        }
+    }
 }

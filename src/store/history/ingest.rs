@@ -53,11 +53,7 @@ pub fn host_fingerprint(host: &str, cpu: &str) -> String {
     if host.is_empty() && cpu.is_empty() {
         return "unknown".to_string();
     }
-    hex(&Sha256::digest(format!("{host}\n{cpu}").as_bytes()))[..12].to_string()
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    crate::model::digest::sha256_hex(format!("{host}\n{cpu}").as_bytes(), 6)
 }
 
 /// Where a run dir came from.
@@ -229,7 +225,7 @@ impl History {
         let mut hasher = HashWriter(Sha256::new());
         serde_json::to_writer(&mut hasher, results)
             .map_err(|e| Error::Environment(format!("{path}: cannot serialise results: {e}")))?;
-        let content_hash = hex(&hasher.0.finalize());
+        let content_hash = crate::model::digest::hex_prefix(&hasher.0.finalize(), 32);
         let store = self.path.clone();
         let e = |err| db_error(&store, err);
         let tx = self

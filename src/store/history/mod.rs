@@ -38,7 +38,7 @@ pub struct History {
 /// (`results/campaigns`, or any `…/results/campaigns`) keeps it one level up, at
 /// `results/history.sqlite`, beside the campaigns rather than among them.
 pub fn store_path(results_dir: Option<&Path>) -> PathBuf {
-    let dir = results_dir.unwrap_or(Path::new(DEFAULT_RESULTS_DIR));
+    let dir = crate::store::layout::results_dir(results_dir);
     if dir.ends_with(DEFAULT_RESULTS_DIR) {
         if let Some(parent) = dir.parent() {
             return parent.join(FILE_NAME);
