@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use crate::model::plan::ExecutorKind;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// Declarative, crash-proof benchmark campaigns for collective communication.
@@ -64,11 +65,11 @@ pub(crate) enum ListFormat {
     Csv,
 }
 
-/// Executor choice on the command line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum ExecutorArg {
-    Local,
-    Slurm,
+/// `--executor NAME`: one of `ExecutorKind::ALL`'s names (the one list of executor kinds).
+fn executor_parser() -> impl clap::builder::TypedValueParser<Value = ExecutorKind> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(ExecutorKind::names())
+        .map(|name| ExecutorKind::named(&name).unwrap_or_default())
 }
 
 /// Options shared by `run` and `resume`.
@@ -87,8 +88,8 @@ pub(crate) struct ExecOptions {
     #[arg(long, value_name = "DIR")]
     pub(crate) results_dir: Option<PathBuf>,
     /// Where processes run.
-    #[arg(long, value_enum)]
-    pub(crate) executor: Option<ExecutorArg>,
+    #[arg(long, value_parser = executor_parser())]
+    pub(crate) executor: Option<ExecutorKind>,
     /// On Ctrl-C, cancel Slurm jobs without asking.
     #[arg(long)]
     pub(crate) cancel_on_interrupt: bool,
@@ -146,8 +147,8 @@ pub(crate) struct DryRunArgs {
     #[arg(long, value_delimiter = ',')]
     pub(crate) stacks: Vec<String>,
     /// Show the schedule for this executor (slurm: the sbatch commands).
-    #[arg(long, value_enum)]
-    pub(crate) executor: Option<ExecutorArg>,
+    #[arg(long, value_parser = executor_parser())]
+    pub(crate) executor: Option<ExecutorKind>,
     /// Count each (case, stack) N times, as `run --repeats N` would (replaces `[run] repeats`).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub(crate) repeats: Option<u32>,

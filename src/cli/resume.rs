@@ -92,13 +92,9 @@ fn prepare_from_header(
 ) -> Result<Session> {
     // The executor the campaign ran with (the command line's wins): under Slurm the local
     // device pool does not bound the cases.
-    let executor = args
-        .exec
-        .executor
-        .map(super::run::executor_kind)
-        .or_else(|| {
-            (header.get("executor").and_then(|e| e.as_str())).and_then(crate::executor::kind_named)
-        });
+    let executor = args.exec.executor.or_else(|| {
+        (header.get("executor").and_then(|e| e.as_str())).and_then(crate::executor::kind_named)
+    });
     let mut plan = load_frozen_plan(plan_path, header, executor)?;
     // Same seed, same stack order as the first session.
     if plan.run.seed.is_none() {

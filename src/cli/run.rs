@@ -23,16 +23,6 @@ pub(crate) fn options(args: &RunArgs) -> Options {
     }
 }
 
-/// The plan's executor kind for a `--executor` argument.
-pub(crate) fn executor_kind(
-    arg: crate::cli::args::ExecutorArg,
-) -> crate::model::plan::ExecutorKind {
-    match arg {
-        crate::cli::args::ExecutorArg::Local => crate::model::plan::ExecutorKind::Local,
-        crate::cli::args::ExecutorArg::Slurm => crate::model::plan::ExecutorKind::Slurm,
-    }
-}
-
 /// What `run` and `resume` share: `--jobs`, `--exclusive`, `-q`, `--results-dir`, `--executor`.
 pub(crate) fn exec_options(exec: &crate::cli::args::ExecOptions) -> Options {
     Options {
@@ -40,7 +30,7 @@ pub(crate) fn exec_options(exec: &crate::cli::args::ExecOptions) -> Options {
         exclusive: exec.exclusive,
         quiet: exec.quiet,
         results_dir: exec.results_dir.clone(),
-        executor: exec.executor.map(executor_kind),
+        executor: exec.executor,
         cancel_on_interrupt: exec.cancel_on_interrupt,
         ask_cancel: std::io::IsTerminal::is_terminal(&std::io::stdin())
             .then_some(crate::cli::prompt::ask_cancel as crate::executor::AskCancel),
@@ -55,11 +45,11 @@ pub(crate) fn run(args: &RunArgs) -> Result<i32> {
     // From here a Ctrl-C is honoured even while a big plan is read and prepared.
     crate::engine::interrupt::listen_during_preparation();
     let plan = match &args.plan {
-        Some(p) => crate::plan::load_with(p, args.exec.executor.map(executor_kind))?,
+        Some(p) => crate::plan::load_with(p, args.exec.executor)?,
         None => crate::plan::parse_with(
             SMOKE_PLAN,
             Path::new("plans/smoke.toml"),
-            args.exec.executor.map(executor_kind),
+            args.exec.executor,
         )?,
     };
     // A report template that cannot render fails now, not after every run has been paid for.

@@ -55,22 +55,15 @@ impl NodeLayout {
     }
 }
 
-/// Every backend by kind, with the name the journal header and `--executor` use.
-const KINDS: &[(ExecutorKind, &str)] = &[
-    (ExecutorKind::Local, "local"),
-    (ExecutorKind::Slurm, "slurm"),
-];
-
-/// The name of a backend kind (the journal header's `executor`, each backend's `name`).
+/// The name of a backend kind (the journal header's `executor`, each backend's `name`): the
+/// names are `ExecutorKind::ALL`'s, the one list of kinds.
 pub(crate) fn kind_name(kind: ExecutorKind) -> &'static str {
-    (KINDS.iter())
-        .find(|(k, _)| *k == kind)
-        .map_or("local", |(_, name)| name)
+    kind.name()
 }
 
 /// The backend kind a journal header names (None: unknown or absent).
 pub(crate) fn kind_named(name: &str) -> Option<ExecutorKind> {
-    KINDS.iter().find(|(_, n)| *n == name).map(|(k, _)| *k)
+    ExecutorKind::named(name)
 }
 
 /// The backend of `kind` for a session of `plan`, its preflight passed (one clear environment

@@ -189,6 +189,33 @@ pub(crate) enum ExecutorKind {
     Slurm,
 }
 
+impl ExecutorKind {
+    /// Every executor kind with its name: the one list `[run] executor`, `--executor`, the
+    /// journal header and `executor::kind_name` are made from (`executor::backend_for` picks each
+    /// kind's backend).
+    pub(crate) const ALL: &'static [(ExecutorKind, &'static str)] = &[
+        (ExecutorKind::Local, "local"),
+        (ExecutorKind::Slurm, "slurm"),
+    ];
+
+    /// Its name (`local`, `slurm`).
+    pub(crate) fn name(self) -> &'static str {
+        (Self::ALL.iter())
+            .find(|(k, _)| *k == self)
+            .map_or("local", |(_, n)| n)
+    }
+
+    /// The kind called `name`, if any.
+    pub(crate) fn named(name: &str) -> Option<ExecutorKind> {
+        Self::ALL.iter().find(|(_, n)| *n == name).map(|(k, _)| *k)
+    }
+
+    /// Every name, in order.
+    pub(crate) fn names() -> Vec<&'static str> {
+        Self::ALL.iter().map(|(_, n)| *n).collect()
+    }
+}
+
 /// `[run]`.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct RunConfig {
@@ -327,5 +354,25 @@ pub(crate) fn check_campaign_name(name: &str) -> std::result::Result<(), String>
         ))
     } else {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ExecutorKind;
+
+    /// Every kind has exactly one name and the name leads back to it; the match fails to compile
+    /// when a kind is added without deciding its name here too.
+    #[test]
+    fn every_executor_kind_has_one_name() {
+        for (kind, name) in ExecutorKind::ALL {
+            match kind {
+                ExecutorKind::Local | ExecutorKind::Slurm => {}
+            }
+            assert_eq!(ExecutorKind::named(name), Some(*kind));
+            assert_eq!(kind.name(), *name);
+        }
+        assert_eq!(ExecutorKind::names(), ["local", "slurm"]);
+        assert_eq!(ExecutorKind::named("flux"), None);
     }
 }

@@ -92,10 +92,10 @@ pub(crate) fn read_run(cx: &mut Ctx<'_>, item: &Item<'_>) -> RunConfig {
                 None => {}
             },
             "executor" => {
-                run.executor = match cx.choice(it, &path, &["local", "slurm"]).as_deref() {
-                    Some("slurm") => ExecutorKind::Slurm,
-                    _ => ExecutorKind::Local,
-                }
+                let names = ExecutorKind::names();
+                run.executor = (cx.choice(it, &path, &names).as_deref())
+                    .and_then(ExecutorKind::named)
+                    .unwrap_or_default()
             }
             _ => {
                 run.quarantine_after = cx

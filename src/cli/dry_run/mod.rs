@@ -10,7 +10,7 @@ mod blocks;
 use std::collections::BTreeMap;
 use std::io::{self, BufWriter, Write};
 
-use crate::cli::args::{DryRunArgs, ExecutorArg, ListFormat};
+use crate::cli::args::{DryRunArgs, ListFormat};
 use crate::error::{Error, Result};
 use crate::model::case::fast::push_u64;
 use crate::plan;
@@ -20,7 +20,7 @@ use blocks::{each_block, Block, Row, Rows, Source};
 const TABLE_SIZING_ROWS: usize = 1000;
 
 pub(crate) fn run(args: &DryRunArgs) -> Result<i32> {
-    let plan = plan::load_with(&args.plan, args.executor.map(super::run::executor_kind))?;
+    let plan = plan::load_with(&args.plan, args.executor)?;
     for w in &plan.warnings {
         eprintln!("warning: {w}");
     }
@@ -47,7 +47,7 @@ pub(crate) fn list(
         stacks: &stacks,
         defs: &defs,
     };
-    let slurm = args.executor == Some(ExecutorArg::Slurm)
+    let slurm = args.executor == Some(crate::model::plan::ExecutorKind::Slurm)
         || (args.executor.is_none()
             && plan.run.executor == crate::model::plan::ExecutorKind::Slurm);
     let result = match args.format {
