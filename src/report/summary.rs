@@ -831,6 +831,7 @@ mod tests {
             timing_source: Some("stack".into()),
             cpus: None,
             cpu_contention: None,
+            rank_nodes: None,
         }
     }
 

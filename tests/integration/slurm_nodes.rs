@@ -170,7 +170,25 @@ fn mpi_runs_span_both_nodes_in_the_asked_layout() {
         let hostfile = std::fs::read_to_string(script_dir.join("hostfile")).unwrap();
         let k = want.len() / 2;
         assert_eq!(hostfile, format!("n1 slots={k}\nn2 slots={k}\n"));
+        // Every sample names its ranks' nodes, in rank order beside their times.
+        assert_eq!(m["rank_nodes"], serde_json::json!(want), "{m}");
+        let samples = std::fs::read_to_string(run.join("samples.csv")).unwrap();
+        let mut rd = csv::Reader::from_reader(samples.as_bytes());
+        let header = rd.headers().unwrap().clone();
+        let col = |name: &str| header.iter().position(|h| h == name);
+        let (id, node) = (col("case_id").unwrap(), col("node").expect("a node column"));
+        let rows: Vec<_> = rd.records().map(|r| r.unwrap()).collect();
+        let mine: Vec<_> = rows.iter().filter(|r| &r[id] == case_id).collect();
+        assert_eq!(mine.len(), 3, "{samples}");
+        assert!(mine.iter().all(|r| r[node] == want.join(";")), "{samples}");
     }
+    // Provenance names the nodes the runs spanned.
+    assert_eq!(
+        results["provenance"]["nodes"],
+        serde_json::json!(["n1", "n2"]),
+        "{}",
+        results["provenance"]
+    );
 }
 
 #[test]

@@ -891,6 +891,7 @@ fn hccl_runs_record_each_variants_expansion_mode_and_algo_in_provenance() {
         .arg(&results)
         .env("ASCEND_HOME_PATH", &cann)
         .env_remove("HCCL_ALGO")
+        .env("TMPDIR", tmp.path())
         .output()
         .unwrap();
     assert_eq!(
