@@ -854,6 +854,7 @@ fn hccl_variants_are_hccls_expansion_modes_and_algorithms() {
             "1",
         ])
         .args(["--algo", "level0:NA;level1:ring"])
+        .env("TMPDIR", tmp.path())
         .env("HCCL_OP_EXPANSION_MODE", "AIV")
         .env("ASCEND_RT_VISIBLE_DEVICES", "0,1")
         .output()
