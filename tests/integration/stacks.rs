@@ -752,7 +752,7 @@ fn doctor_with_a_plan_shows_its_stacks_and_overrides() {
 // ------------------------------------------------------------------------ the HCCL helper
 
 /// Compile examples/hccl/hccl_allreduce.cpp against the fake CANN headers (None without g++).
-fn build_helper(dir: &Path) -> Option<PathBuf> {
+pub(crate) fn build_helper(dir: &Path) -> Option<PathBuf> {
     let out = dir.join("hccl_allreduce");
     let root = util::root();
     let status = std::process::Command::new("g++")
