@@ -20,12 +20,24 @@
 // - Every host barrier has a deadline: when a rank fails or hangs, the others stop waiting,
 //   the helper prints HCCL_ALLREDUCE_FAIL naming the rank and exits 1 instead of hanging.
 //
+//
+// Across nodes (--root-info-file PATH): one process per rank, started by srun (or any launcher
+// that sets SLURM_PROCID/SLURM_LOCALID, OMPI_COMM_WORLD_RANK/_LOCAL_RANK or PMI_RANK), no MPI.
+// Rank 0 calls HcclGetRootInfo and writes the root info to PATH (a file in the run's shared
+// bundle dir) atomically; the other ranks wait for it (--barrier-timeout-s) and every rank
+// calls HcclCommInitRootInfo with its global rank on its node-local device (the local rank:
+// logical id after ASCEND_RT_VISIBLE_DEVICES). Each round's per-rank times and golden verdicts
+// are gathered to rank 0 with an HcclAllGather outside the timed region; rank 0 prints the
+// lines above, any rank prints HCCL_ALLREDUCE_FAIL for its own failure.
+//
 // Build: see build.sh (g++ -std=c++17 -O2 -pthread … -lhccl -lascendcl).
 
 #include <acl/acl.h>
 #include <hccl/hccl.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <initializer_list>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -34,6 +46,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <mutex>
 #include <sstream>
 #include <string>
@@ -63,6 +76,10 @@ struct Options {
     std::string algo;
     std::string op = "allreduce";
     int root = 0;
+    // Across nodes: one process per rank, the root info handed over through this file.
+    std::string root_info_file;
+    int rank = -1;          // --rank, else from the launcher's environment
+    int local_device = -1;  // --local-device, else the launcher's local rank
 };
 
 bool chunked(const std::string& op) {
@@ -76,7 +93,7 @@ bool chunked(const std::string& op) {
                  "usage: hccl_allreduce --count N [--dtype fp32|fp16|bf16|int32] --devices 0,1[,…]\n"
                  "       [--warmup-rounds W] [--timed-rounds T] [--input-formula rank_linear_v1|rank_mod16_v1]\n"
                  "       [--barrier-timeout-s S] [--op allreduce|allgather|reduce_scatter|broadcast|reduce|alltoall]\n"
-                 "       [--root R]\n",
+                 "       [--root R] [--root-info-file PATH [--rank R] [--local-device L]]\n",
                  why.c_str());
     std::exit(2);
 }
@@ -113,6 +130,9 @@ Options parse_args(int argc, char** argv) {
         else if (a == "--algo") o.algo = value();
         else if (a == "--op") o.op = value();
         else if (a == "--root") o.root = std::atoi(value().c_str());
+        else if (a == "--root-info-file") o.root_info_file = value();
+        else if (a == "--rank") o.rank = std::atoi(value().c_str());
+        else if (a == "--local-device") o.local_device = std::atoi(value().c_str());
         else usage("unknown argument " + a);
     }
     if (o.count == 0) usage("--count must be > 0");
@@ -387,6 +407,57 @@ double golden_at(const Options& o, int p, int rank, uint64_t k) {
     return sum(k);  // allreduce, reduce (root only)
 }
 
+// The case's collective on this rank's buffers (c = count / P per block).
+HcclResult run_op(const Options& o, const Dtype& dt, void* send, void* recv, HcclComm comm,
+                  aclrtStream stream) {
+    const uint64_t c = o.count / static_cast<uint64_t>(o.devices.size());
+    const uint32_t root = static_cast<uint32_t>(o.root);
+    if (o.op == "allgather") return HcclAllGather(send, recv, c, dt.hccl, comm, stream);
+    if (o.op == "reduce_scatter")
+        return HcclReduceScatter(send, recv, c, dt.hccl, HCCL_REDUCE_SUM, comm, stream);
+    if (o.op == "broadcast") return HcclBroadcast(recv, o.count, dt.hccl, root, comm, stream);
+    if (o.op == "reduce")
+        return HcclReduce(send, recv, o.count, dt.hccl, HCCL_REDUCE_SUM, root, comm, stream);
+    if (o.op == "alltoall") return HcclAlltoAll(send, c, dt.hccl, recv, c, dt.hccl, comm, stream);
+    return HcclAllReduce(send, recv, o.count, dt.hccl, HCCL_REDUCE_SUM, comm, stream);
+}
+
+// The HCCL call behind `op`, as error messages name it.
+std::string hccl_call(const std::string& op) {
+    if (op == "allgather") return "HcclAllGather";
+    if (op == "reduce_scatter") return "HcclReduceScatter";
+    if (op == "broadcast") return "HcclBroadcast";
+    if (op == "reduce") return "HcclReduce";
+    if (op == "alltoall") return "HcclAlltoAll";
+    return "HcclAllReduce";
+}
+
+// The first element of `host` (the rank's output, copied back) that misses the golden.
+struct Mismatch {
+    long long index = -1;  // -1: none
+    double got = 0;
+    std::string text;      // "" when none
+};
+
+Mismatch first_mismatch(const Options& o, const Dtype& dt, int rank, const std::vector<uint8_t>& host,
+                        const std::vector<double>& expected) {
+    Mismatch m;
+    for (uint64_t i = 0; i < expected.size(); ++i) {
+        double got = decode(o.dtype, host.data() + i * dt.bytes);
+        double want = expected[i];
+        if (!(std::fabs(got - want) <= dt.atol + dt.rtol * std::fabs(want))) {
+            char buf[160];
+            std::snprintf(buf, sizeof buf, "rank=%d index=%llu got=%.9g expected=%.9g", rank,
+                          static_cast<unsigned long long>(i), got, want);
+            m.index = static_cast<long long>(i);
+            m.got = got;
+            m.text = buf;
+            break;
+        }
+    }
+    return m;
+}
+
 void rank_body(Shared& sh, int rank) {
     const Options& o = sh.opt;
     const int p = static_cast<int>(o.devices.size());
@@ -434,36 +505,18 @@ void rank_body(Shared& sh, int rank) {
         const bool timed = round >= o.warmup;
         if (!sh.barrier.wait(rank)) return;
         auto t0 = Clock::now();
-        if (o.op == "allgather")
-            HCCL_OR_FAIL(HcclAllGather(send, recv, c, sh.dt.hccl, comm, stream));
-        else if (o.op == "reduce_scatter")
-            HCCL_OR_FAIL(HcclReduceScatter(send, recv, c, sh.dt.hccl, HCCL_REDUCE_SUM, comm, stream));
-        else if (o.op == "broadcast")
-            HCCL_OR_FAIL(HcclBroadcast(recv, o.count, sh.dt.hccl, static_cast<uint32_t>(o.root), comm, stream));
-        else if (o.op == "reduce")
-            HCCL_OR_FAIL(HcclReduce(send, recv, o.count, sh.dt.hccl, HCCL_REDUCE_SUM,
-                                    static_cast<uint32_t>(o.root), comm, stream));
-        else if (o.op == "alltoall")
-            HCCL_OR_FAIL(HcclAlltoAll(send, c, sh.dt.hccl, recv, c, sh.dt.hccl, comm, stream));
-        else
-            HCCL_OR_FAIL(HcclAllReduce(send, recv, o.count, sh.dt.hccl, HCCL_REDUCE_SUM, comm, stream));
+        if (HcclResult r_ = run_op(o, sh.dt, send, recv, comm, stream); r_ != HCCL_SUCCESS) {
+            sh.barrier.abort("rank " + std::to_string(rank) + ": " + hccl_call(o.op) + " failed with HCCL error " +
+                             std::to_string(static_cast<int>(r_)));
+            return;
+        }
         ACL_OR_FAIL(aclrtSynchronizeStream(stream));
         sh.round_s[rank] = seconds_since(t0);
         sh.mismatch[rank].clear();
         if (timed) {
             // Outside the timed region: every timed round is checked on every rank.
             ACL_OR_FAIL(aclrtMemcpy(host.data(), out_bytes, recv, out_bytes, ACL_MEMCPY_DEVICE_TO_HOST));
-            for (uint64_t i = 0; i < expected.size(); ++i) {
-                double got = decode(o.dtype, host.data() + i * sh.dt.bytes);
-                double want = expected[i];
-                if (!(std::fabs(got - want) <= sh.dt.atol + sh.dt.rtol * std::fabs(want))) {
-                    char buf[160];
-                    std::snprintf(buf, sizeof buf, "rank=%d index=%llu got=%.9g expected=%.9g", rank,
-                                  static_cast<unsigned long long>(i), got, want);
-                    sh.mismatch[rank] = buf;
-                    break;
-                }
-            }
+            sh.mismatch[rank] = first_mismatch(o, sh.dt, rank, host, expected).text;
         }
         if (!sh.barrier.wait(rank)) return;
         if (rank == 0) {
@@ -492,10 +545,279 @@ void rank_body(Shared& sh, int rank) {
     sh.done_cv.notify_all();
 }
 
+// ---------------------------------------------------------------- one process per rank
+
+// The first of `names` set to a non-negative integer, else -1.
+int env_first(std::initializer_list<const char*> names) {
+    for (const char* n : names) {
+        const char* v = std::getenv(n);
+        if (v == nullptr || *v == '\0') continue;
+        char* end = nullptr;
+        long x = std::strtol(v, &end, 10);
+        if (*end == '\0' && x >= 0) return static_cast<int>(x);
+    }
+    return -1;
+}
+
+// Names the job step whose ranks share one root info: a file an earlier job or attempt left in
+// the bundle dir is never taken for this one's.
+std::string job_tag() {
+    const char* job = std::getenv("SLURM_JOB_ID");
+    const char* step = std::getenv("SLURM_STEP_ID");
+    return std::string(job ? job : "") + "." + (step ? step : "");
+}
+
+const char kRootInfoHeader[] = "campaign-hccl-root-info v1 job=";
+
+// Rank 0: the header line, then the 4108 bytes; written to a temporary name, synced, renamed.
+bool write_root_info(const std::string& path, const HcclRootInfo& info, int p, std::string& why) {
+    const std::string tmp = path + ".tmp." + std::to_string(getpid());
+    FILE* f = std::fopen(tmp.c_str(), "wb");
+    if (f == nullptr) {
+        why = "cannot write " + tmp + ": " + std::strerror(errno);
+        return false;
+    }
+    std::fprintf(f, "%s%s world=%d\n", kRootInfoHeader, job_tag().c_str(), p);
+    bool ok = std::fwrite(&info, 1, sizeof info, f) == sizeof info;
+    ok = std::fflush(f) == 0 && ok;
+    ok = fsync(fileno(f)) == 0 && ok;
+    ok = std::fclose(f) == 0 && ok;
+    if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+        why = "cannot write the root info to " + path + ": " + std::strerror(errno);
+        return false;
+    }
+    return true;
+}
+
+enum class Handover { Got, Timeout, Bad };
+
+// The other ranks: wait for this job's root info in `path`.
+Handover read_root_info(const std::string& path, int p, double timeout_s, HcclRootInfo& info,
+                        std::string& why) {
+    const std::string mine = std::string(kRootInfoHeader) + job_tag() + " world=";
+    const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                             std::chrono::duration<double>(timeout_s));
+    for (;;) {
+        std::ifstream in(path, std::ios::binary);
+        std::string header;
+        if (in && std::getline(in, header) && header.rfind(mine, 0) == 0) {
+            int world = std::atoi(header.c_str() + mine.size());
+            if (world != p) {
+                why = "the root info in " + path + " is for " + std::to_string(world) +
+                      " ranks, this run has " + std::to_string(p);
+                return Handover::Bad;
+            }
+            in.read(info.internal, sizeof info.internal);
+            if (in.gcount() == static_cast<std::streamsize>(sizeof info.internal)) return Handover::Got;
+            why = "the root info in " + path + " is truncated";
+            return Handover::Bad;
+        }
+        if (Clock::now() > deadline) return Handover::Timeout;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+}
+
+// One int32 record per rank per round, gathered to every rank outside the timed region: the
+// round's time in ns (two 31-bit halves), the first mismatching index (-1: none) and its value.
+constexpr int kRecord = 4;
+
+int32_t value_bits(const std::string& dtype, double got) {
+    int32_t bits;
+    if (dtype == "int32") return static_cast<int32_t>(got);
+    float f = static_cast<float>(got);
+    std::memcpy(&bits, &f, 4);
+    return bits;
+}
+
+double bits_value(const std::string& dtype, int32_t bits) {
+    if (dtype == "int32") return bits;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+}
+
+#define PROC_ACL(call)                                                                          \
+    do {                                                                                        \
+        aclError e_ = (call);                                                                   \
+        if (e_ != ACL_SUCCESS) return fail(#call " failed with ACL error " + std::to_string(e_)); \
+    } while (0)
+
+#define PROC_HCCL(call)                                                                         \
+    do {                                                                                        \
+        HcclResult r_ = (call);                                                                 \
+        if (r_ != HCCL_SUCCESS)                                                                 \
+            return fail(#call " failed with HCCL error " + std::to_string(static_cast<int>(r_))); \
+    } while (0)
+
+// This process is one rank of P on its node's local device; rank 0 prints the round lines.
+int run_rank_process(const Options& o) {
+    const int p = static_cast<int>(o.devices.size());
+    const int rank = o.rank >= 0 ? o.rank
+                                 : env_first({"SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"});
+    const int local = o.local_device >= 0
+                          ? o.local_device
+                          : env_first({"SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"});
+    if (rank < 0)
+        usage("--root-info-file needs this process's rank: --rank R, or a launcher that sets "
+              "SLURM_PROCID (srun), OMPI_COMM_WORLD_RANK or PMI_RANK");
+    if (rank >= p) usage("rank " + std::to_string(rank) + " is not below P = " + std::to_string(p));
+    if (local < 0)
+        usage("--root-info-file needs this rank's local device: --local-device L, or a launcher "
+              "that sets SLURM_LOCALID (srun) or OMPI_COMM_WORLD_LOCAL_RANK");
+    auto fail = [&](const std::string& why) {
+        std::printf("HCCL_ALLREDUCE_FAIL rank %d: %s\n", rank, why.c_str());
+        std::fflush(stdout);
+        return 1;
+    };
+    const int ntasks = env_first({"SLURM_NTASKS"});
+    if (ntasks > 0 && ntasks != p)
+        return fail("the launcher started " + std::to_string(ntasks) + " ranks (SLURM_NTASKS), the case has P = " +
+                    std::to_string(p));
+
+    if (!o.algo.empty()) setenv("HCCL_ALGO", o.algo.c_str(), 1);
+    if (rank == 0) {
+        const char* mode = std::getenv("HCCL_OP_EXPANSION_MODE");
+        const char* algo = std::getenv("HCCL_ALGO");
+        std::printf("HCCL_CONFIG op_expansion_mode=%s algo=%s\n", mode ? mode : "(unset)",
+                    algo ? algo : "(unset)");
+        std::fflush(stdout);
+    }
+    const Dtype dt = dtype_of(o.dtype);
+    const auto start = Clock::now();
+    PROC_ACL(aclInit(nullptr));
+    PROC_ACL(aclrtSetDevice(local));
+    HcclRootInfo info;
+    std::string why;
+    if (rank == 0) {
+        PROC_HCCL(HcclGetRootInfo(&info));
+        if (!write_root_info(o.root_info_file, info, p, why)) return fail(why);
+    } else {
+        Handover h = read_root_info(o.root_info_file, p, o.barrier_timeout_s, info, why);
+        if (h == Handover::Timeout)
+            return fail("no root info in " + o.root_info_file + " after " + std::to_string(o.barrier_timeout_s) +
+                        "s: rank 0 did not start, or failed before HcclGetRootInfo");
+        if (h == Handover::Bad) return fail(why);
+    }
+
+    // The watchdog: a peer that died leaves this rank inside a collective for good.
+    static std::atomic<int64_t> last_progress{0};
+    auto touch = [&] { last_progress = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count(); };
+    touch();
+    std::thread([&o, rank, start] {
+        for (;;) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+            int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
+            if ((now - last_progress.load()) * 1e-9 > o.barrier_timeout_s) {
+                std::printf("HCCL_ALLREDUCE_FAIL rank %d: no progress for %gs: stuck in HCCL or the runtime "
+                            "(a peer rank died or hangs)\n", rank, o.barrier_timeout_s);
+                std::fflush(stdout);
+                _exit(1);
+            }
+        }
+    }).detach();
+
+    const uint64_t c = o.count / p;
+    const uint64_t in_n = o.op == "allgather" ? c : o.count;
+    const uint64_t out_n = o.op == "reduce_scatter" ? c : o.count;
+    const size_t in_bytes = in_n * dt.bytes, out_bytes = out_n * dt.bytes;
+    const bool checked = o.op != "reduce" || rank == o.root;
+    aclrtStream stream = nullptr;
+    PROC_ACL(aclrtCreateStream(&stream));
+    void *send = nullptr, *recv = nullptr, *rec_send = nullptr, *rec_all = nullptr;
+    PROC_ACL(aclrtMalloc(&send, in_bytes, ACL_MEM_MALLOC_HUGE_FIRST));
+    PROC_ACL(aclrtMalloc(&recv, out_bytes, ACL_MEM_MALLOC_HUGE_FIRST));
+    PROC_ACL(aclrtMalloc(&rec_send, kRecord * 4, ACL_MEM_MALLOC_HUGE_FIRST));
+    PROC_ACL(aclrtMalloc(&rec_all, kRecord * 4 * p, ACL_MEM_MALLOC_HUGE_FIRST));
+    std::vector<uint8_t> host(o.count * dt.bytes);
+    for (uint64_t i = 0; i < in_n; ++i)
+        encode(o.dtype, input_value(o.input_formula, rank, i), host.data() + i * dt.bytes);
+    PROC_ACL(aclrtMemcpy(send, in_bytes, host.data(), in_bytes, ACL_MEMCPY_HOST_TO_DEVICE));
+    if (o.op == "broadcast" && rank == o.root)
+        PROC_ACL(aclrtMemcpy(recv, out_bytes, host.data(), out_bytes, ACL_MEMCPY_HOST_TO_DEVICE));
+    std::vector<double> expected(checked ? out_n : 0);
+    for (uint64_t k = 0; k < expected.size(); ++k) expected[k] = golden_at(o, p, rank, k);
+
+    // The global rank identifies this member of the communicator.
+    HcclComm comm = nullptr;
+    PROC_HCCL(HcclCommInitRootInfo(static_cast<uint32_t>(p), &info, static_cast<uint32_t>(rank), &comm));
+    touch();
+
+    std::vector<int32_t> all(static_cast<size_t>(kRecord) * p);
+    std::vector<double> per_rank(p);
+    // Gather every rank's record: also where the ranks meet before the next round.
+    auto gather = [&](double seconds, const Mismatch& m) -> HcclResult {
+        int64_t ns = static_cast<int64_t>(seconds * 1e9);
+        int32_t rec[kRecord] = {static_cast<int32_t>(ns >> 31), static_cast<int32_t>(ns & 0x7fffffff),
+                                static_cast<int32_t>(m.index), value_bits(o.dtype, m.got)};
+        if (aclrtMemcpy(rec_send, sizeof rec, rec, sizeof rec, ACL_MEMCPY_HOST_TO_DEVICE) != ACL_SUCCESS)
+            return HCCL_E_PARA;
+        HcclResult r = HcclAllGather(rec_send, rec_all, kRecord, HCCL_DATA_TYPE_INT32, comm, stream);
+        if (r != HCCL_SUCCESS) return r;
+        if (aclrtSynchronizeStream(stream) != ACL_SUCCESS ||
+            aclrtMemcpy(all.data(), all.size() * 4, rec_all, all.size() * 4, ACL_MEMCPY_DEVICE_TO_HOST) != ACL_SUCCESS)
+            return HCCL_E_PARA;
+        for (int r2 = 0; r2 < p; ++r2)
+            per_rank[r2] = ((static_cast<int64_t>(all[r2 * kRecord]) << 31) | all[r2 * kRecord + 1]) * 1e-9;
+        touch();
+        return HCCL_SUCCESS;
+    };
+    PROC_HCCL(gather(seconds_since(start), Mismatch{}));
+    const double setup_s = *std::max_element(per_rank.begin(), per_rank.end());
+    if (rank == 0) {
+        std::printf("HCCL_COMM_SETUP_OK world_size=%d setup_s=%.6f\n", p, setup_s);
+        std::fflush(stdout);
+    }
+    const int total = o.warmup + o.timed;
+    for (int round = 0; round < total; ++round) {
+        const bool timed = round >= o.warmup;
+        auto t0 = Clock::now();
+        if (HcclResult r_ = run_op(o, dt, send, recv, comm, stream); r_ != HCCL_SUCCESS)
+            return fail(hccl_call(o.op) + " failed with HCCL error " + std::to_string(static_cast<int>(r_)));
+        PROC_ACL(aclrtSynchronizeStream(stream));
+        const double took = seconds_since(t0);
+        Mismatch m;
+        if (timed) {
+            PROC_ACL(aclrtMemcpy(host.data(), out_bytes, recv, out_bytes, ACL_MEMCPY_DEVICE_TO_HOST));
+            m = first_mismatch(o, dt, rank, host, expected);
+        }
+        PROC_HCCL(gather(took, m));
+        const int n = timed ? round - o.warmup + 1 : round + 1;
+        if (rank == 0) {
+            std::printf("%s round=%d per_rank=%s\n", timed ? "HCCL_TIMED" : "HCCL_WARMUP", n,
+                        per_rank_list(per_rank).c_str());
+            std::fflush(stdout);
+        }
+        for (int r2 = 0; r2 < p; ++r2) {
+            const int32_t index = all[r2 * kRecord + 2];
+            if (index < 0) continue;
+            if (rank == 0) {
+                std::printf("HCCL_ALLREDUCE_FAIL golden mismatch round=%d rank=%d index=%d got=%.9g expected=%.9g\n", n,
+                            r2, index, bits_value(o.dtype, all[r2 * kRecord + 3]), golden_at(o, p, r2, index));
+                std::fflush(stdout);
+            }
+            _exit(1);
+        }
+    }
+    HcclCommDestroy(comm);
+    aclrtFree(send);
+    aclrtFree(recv);
+    aclrtFree(rec_send);
+    aclrtFree(rec_all);
+    aclrtDestroyStream(stream);
+    aclrtResetDevice(local);
+    aclFinalize();
+    if (rank == 0) {
+        std::printf("HCCL_ALLREDUCE_OK setup_s=%.6f\n", setup_s);
+        std::fflush(stdout);
+    }
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     Options opt = parse_args(argc, argv);
+    if (!opt.root_info_file.empty()) return run_rank_process(opt);
     const int p = static_cast<int>(opt.devices.size());
     Shared sh(opt, p);
 

@@ -604,6 +604,7 @@ mod tests {
                 timing_source: None,
                 cpus: None,
                 cpu_contention: None,
+                rank_nodes: None,
             })
             .collect();
         ResultSet {

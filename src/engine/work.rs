@@ -74,6 +74,7 @@ pub(crate) fn unrun(
         timing_source: None,
         cpus: None,
         cpu_contention: None,
+        rank_nodes: None,
     }
 }
 
@@ -149,6 +150,7 @@ pub(crate) async fn execute(job: RunJob) -> crate::error::Result<Executed> {
         ),
     };
     result.started = Some(started);
+    result.rank_nodes = facts.rank_nodes.clone();
     result.ended = Some(now());
     facts.attempt_logs = attempt_logs(&bundle, job.attempt);
     write_bundle(&job.run_dir, &result, &facts)?;

@@ -83,6 +83,8 @@ pub(crate) struct BackendEnd {
     /// The backend stopped the process itself (a time limit, a node failure): this status and
     /// reason are the run's, whatever its partial output says.
     pub(crate) verdict: Option<(RunStatus, String)>,
+    /// Each rank's node, in rank order, when the backend knows it (a run over several nodes).
+    pub(crate) rank_nodes: Option<Vec<String>>,
 }
 
 /// How one process of a run ended.

@@ -237,6 +237,10 @@ pub struct RunResult {
     /// CPU pressure stall time over its wall time). `None` where it was not measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_contention: Option<f64>,
+    /// Each rank's node, in rank order, where the backend recorded it (a run that spans
+    /// several Slurm nodes, from its ranks' own records); `None` on one node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank_nodes: Option<Vec<String>>,
 }
 
 fn one() -> u32 {
@@ -327,6 +331,10 @@ pub struct Provenance {
     pub seed: Option<u64>,
     #[serde(default)]
     pub executor: Option<String>,
+    /// The nodes the runs that spanned several nodes ran on (their ranks' records), sorted;
+    /// empty when every run stayed on one node. Filled in when results.json is written.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -353,6 +361,22 @@ pub struct StackRoot {
     /// `--algo`), see `stack::render::variant_settings`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub(crate) variants: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+impl ResultSet {
+    /// The provenance with `nodes`: every node a run over several nodes had a rank on.
+    pub(crate) fn provenance_with_nodes(&self) -> Provenance {
+        let mut provenance = self.provenance.clone();
+        let nodes: std::collections::BTreeSet<&String> = (self.runs.iter())
+            .filter(|r| r.case.nodes > 1)
+            .filter_map(|r| r.rank_nodes.as_ref())
+            .flatten()
+            .collect();
+        if !nodes.is_empty() {
+            provenance.nodes = nodes.into_iter().cloned().collect();
+        }
+        provenance
+    }
 }
 
 /// All runs of one run dir.

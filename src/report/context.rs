@@ -47,6 +47,8 @@ pub(crate) struct Context {
     pub(crate) baseline: Option<String>,
     pub(crate) baseline_note: Option<String>,
     pub(crate) cases: Vec<CaseRow>,
+    /// Some case ran over several nodes (the case table explains its `inter-node` mark).
+    pub(crate) inter_node: bool,
     pub(crate) runs: Vec<RunRow>,
     pub(crate) failures: Vec<Failure>,
     /// The collectives of the result set, in `Op::EVERY` order; empty when every case is an
@@ -175,6 +177,9 @@ pub(crate) struct CaseRow {
     pub(crate) core_num: u32,
     pub(crate) n_bytes: u64,
     pub(crate) bytes: String,
+    /// `inter-node 2x4` for a case whose ranks spanned several nodes; absent on one node.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) nodes: Option<String>,
     pub(crate) cells: Vec<Cell>,
 }
 
@@ -398,6 +403,7 @@ pub(crate) fn build(results: &ResultSet, a: &Analysis, title: Option<&str>) -> C
         baseline: a.baseline.clone(),
         baseline_note: a.baseline_note.clone(),
         cases: case_rows(results, a),
+        inter_node: results.runs.iter().any(|r| r.case.nodes > 1),
         ops: op_rows(results),
         runs: a.stats.values().map(|s| run_row(results, s)).collect(),
         failures: a.failures.clone(),
@@ -424,7 +430,7 @@ pub(crate) fn build(results: &ResultSet, a: &Analysis, title: Option<&str>) -> C
             .iter()
             .map(|f| ModelRow {
                 stack: f.key.stack.clone(),
-                variant: label(f.key.op, f.key.variant),
+                variant: f.key.series_label(),
                 p: f.key.p,
                 dtype: f.key.dtype.to_string(),
                 core_num: f.key.core_num,
@@ -594,6 +600,7 @@ fn case_rows(results: &ResultSet, a: &Analysis) -> Vec<CaseRow> {
                 core_num: r.case.core_num,
                 n_bytes: r.case.n_bytes(),
                 bytes: format_bytes(r.case.n_bytes()),
+                nodes: r.case.layout_label(),
                 cells: a
                     .stacks
                     .iter()

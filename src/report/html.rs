@@ -393,16 +393,23 @@ fn table(results: &ResultSet, ctx: &Context, run_dir: &Path) -> Table {
             _ => serde_json::Map::new(),
         })
         .collect();
-    let keys = case_values.first().map(case_keys).unwrap_or_default();
+    // Every field any case has (an `op` or `nodes` that only some cases carry gets a column;
+    // the others show –), in the order the cases first give them.
+    let mut union = serde_json::Map::new();
+    for m in &case_values {
+        for (k, v) in m {
+            if !union.contains_key(k) {
+                union.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    let keys = case_keys(&union);
     let mut columns: Vec<Column> = keys
         .iter()
         .map(|k| Column {
             key: k.clone(),
             label: label(k),
-            numeric: case_values
-                .first()
-                .and_then(|m| m.get(k))
-                .is_some_and(|v| v.is_number() || k == "bytes"),
+            numeric: union.get(k).is_some_and(|v| v.is_number() || k == "bytes"),
         })
         .collect();
     for (key, numeric) in [

@@ -129,6 +129,7 @@ fn run(case: &Case, stack: &str, repeat: u32, status: RunStatus, level: f64) -> 
         timing_source: Some("stack".into()),
         cpus: None,
         cpu_contention: None,
+        rank_nodes: None,
     }
 }
 

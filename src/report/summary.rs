@@ -129,6 +129,17 @@ pub(crate) struct FitKey {
     pub(crate) p: u32,
     pub(crate) dtype: Dtype,
     pub(crate) core_num: u32,
+    /// Nodes the ranks spanned (1: intra-node): inter-node sizes never feed a one-node model.
+    pub(crate) nodes: u32,
+}
+
+impl FitKey {
+    /// The series label of the fit's runs (op, variant and, over several nodes, the layout).
+    pub(crate) fn series_label(&self) -> String {
+        let mut case = crate::model::case::Case::new(self.variant, self.p, 1).with_op(self.op);
+        case.nodes = self.nodes;
+        case.series_label()
+    }
 }
 
 /// One fitted model with the points it was fitted on.
@@ -725,6 +736,7 @@ fn fits(results: &ResultSet, stats: &BTreeMap<usize, RunStats>) -> Vec<ModelFit>
             p: r.case.p,
             dtype: r.case.dtype,
             core_num: r.case.core_num,
+            nodes: r.case.nodes.max(1),
         };
         groups
             .entry(key)
@@ -831,6 +843,7 @@ mod tests {
             timing_source: Some("stack".into()),
             cpus: None,
             cpu_contention: None,
+            rank_nodes: None,
         }
     }
 

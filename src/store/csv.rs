@@ -107,7 +107,9 @@ pub(crate) fn write_results_csv(set: &ResultSet, out: impl Write) -> std::io::Re
     w.flush()
 }
 
-/// One row per round of every run (warmup and timed, any status: the raw data).
+/// One row per round of every run (warmup and timed, any status: the raw data). `node` is the
+/// ranks' nodes in rank order (`;`-joined like `per_rank_execute_s`, so the two line up) for a
+/// run over several nodes whose ranks recorded where they ran; empty on one node.
 pub(crate) fn write_samples_csv(set: &ResultSet, out: impl Write) -> std::io::Result<()> {
     let phases: BTreeSet<String> = set
         .runs
@@ -129,6 +131,7 @@ pub(crate) fn write_samples_csv(set: &ResultSet, out: impl Write) -> std::io::Re
         "setup_s",
         "bw_execute_mb_s",
         "per_rank_execute_s",
+        "node",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -136,6 +139,10 @@ pub(crate) fn write_samples_csv(set: &ResultSet, out: impl Write) -> std::io::Re
     header.extend(phases.iter().map(|p| format!("phase_{p}_s")));
     w.write_record(&header)?;
     for r in &set.runs {
+        let nodes = match &r.rank_nodes {
+            Some(nodes) if r.case.nodes > 1 => nodes.join(";"),
+            _ => String::new(),
+        };
         for s in &r.samples {
             let per_rank: Vec<String> =
                 s.per_rank_execute_s.iter().map(|x| x.to_string()).collect();
@@ -153,6 +160,7 @@ pub(crate) fn write_samples_csv(set: &ResultSet, out: impl Write) -> std::io::Re
                 cell(s.setup_s),
                 cell(s.bw_execute_mb_s),
                 per_rank.join(";"),
+                nodes.clone(),
             ];
             rec.extend(phases.iter().map(|p| cell(s.phases.get(p).copied())));
             w.write_record(&rec)?;
@@ -201,5 +209,27 @@ mod tests {
             .nth(1)
             .unwrap()
             .contains(",1,warmup-1,false,true,9,18,"));
+    }
+
+    #[test]
+    fn samples_name_each_ranks_node_on_several_nodes_only() {
+        let mut multi = result(RunStatus::Pass);
+        multi.case.p = 4;
+        multi.case.nodes = 2;
+        multi.case.ranks_per_node = 2;
+        multi.rank_nodes = Some(vec!["n1".into(), "n1".into(), "n2".into(), "n2".into()]);
+        let single = result(RunStatus::Pass);
+        let set = ResultSet {
+            runs: vec![multi, single],
+            ..ResultSet::default()
+        };
+        let text = samples_csv(&set);
+        let mut rd = csv::Reader::from_reader(text.as_bytes());
+        let col = rd.headers().unwrap().iter().position(|x| x == "node");
+        let col = col.expect("a node column");
+        let rows: Vec<csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();
+        assert_eq!(rows.len(), 8);
+        assert!(rows[..4].iter().all(|r| &r[col] == "n1;n1;n2;n2"));
+        assert!(rows[4..].iter().all(|r| r[col].is_empty()));
     }
 }

@@ -82,7 +82,7 @@ impl Serialize for Document<'_> {
             &Each(|| cases(set).into_iter().map(|(_, c)| c.to_json())),
         )?;
         m.serialize_entry("runs", &Each(|| set.runs.iter().map(Row::of)))?;
-        m.serialize_entry("provenance", &set.provenance)?;
+        m.serialize_entry("provenance", &set.provenance_with_nodes())?;
         if !set.quarantined.is_empty() {
             m.serialize_entry("quarantined", &set.quarantined)?;
         }
@@ -102,7 +102,7 @@ pub(crate) fn document(set: &ResultSet) -> Value {
     m.insert("runs".into(), Value::Array(runs));
     m.insert(
         "provenance".into(),
-        serde_json::to_value(&set.provenance).unwrap_or(Value::Null),
+        serde_json::to_value(set.provenance_with_nodes()).unwrap_or(Value::Null),
     );
     if !set.quarantined.is_empty() {
         m.insert("quarantined".into(), json!(set.quarantined));
@@ -149,6 +149,7 @@ pub(crate) mod tests {
             timing_source: Some("stack".into()),
             cpus: None,
             cpu_contention: None,
+            rank_nodes: None,
         }
     }
 
@@ -277,6 +278,25 @@ pub(crate) mod tests {
             json!("not_checked"),
             "no golden check failed"
         );
+    }
+
+    #[test]
+    fn provenance_names_the_nodes_of_runs_over_several_nodes() {
+        let single = result(RunStatus::Pass);
+        let mut set = ResultSet {
+            runs: vec![single.clone()],
+            ..ResultSet::default()
+        };
+        assert!(document(&set)["provenance"].get("nodes").is_none());
+        let mut multi = single;
+        multi.case.p = 2;
+        multi.case.nodes = 2;
+        multi.case.ranks_per_node = 1;
+        multi.rank_nodes = Some(vec!["n2".into(), "n1".into()]);
+        set.runs.push(multi);
+        assert_eq!(document(&set)["provenance"]["nodes"], json!(["n1", "n2"]));
+        let written: Value = serde_json::from_str(&document_text(&set)).unwrap();
+        assert_eq!(written["provenance"]["nodes"], json!(["n1", "n2"]));
     }
 
     #[test]

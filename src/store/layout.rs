@@ -189,6 +189,8 @@ pub(crate) struct ProcessFacts {
     /// What the run's backend recorded about its job, as the manifest key and value it is
     /// written under (`slurm`: job id, final state, node, granted devices).
     pub(crate) backend: Option<(&'static str, Value)>,
+    /// Each rank's node, in rank order, as the backend recorded it (several nodes only).
+    pub(crate) rank_nodes: Option<Vec<String>>,
 }
 
 /// `manifest.json`: the seed's keys first, then campaign's.
@@ -228,6 +230,10 @@ pub(crate) fn manifest(result: &RunResult, facts: &ProcessFacts) -> Value {
     if let Some(share) = result.cpu_contention {
         // Share of the run's time it had no CPU while others held them (cgroup cpu.pressure).
         m.insert("cpu_contention".into(), json!(share));
+    }
+    if let Some(nodes) = &result.rank_nodes {
+        // Where each rank ran (a run over several nodes): what samples.csv's `node` says.
+        m.insert("rank_nodes".into(), json!(nodes));
     }
     m.insert("started".into(), json!(result.started));
     m.insert("ended".into(), json!(result.ended));

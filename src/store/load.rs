@@ -223,6 +223,9 @@ fn load_bundle(
             .get("cpu_contention")
             .and_then(Value::as_f64)
             .filter(|c| c.is_finite() && *c >= 0.0),
+        rank_nodes: m
+            .get("rank_nodes")
+            .and_then(|n| serde_json::from_value(n.clone()).ok()),
     })
 }
 

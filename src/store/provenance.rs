@@ -82,6 +82,7 @@ pub(crate) fn collect(
             .collect(),
         seed,
         executor: Some("local".into()),
+        nodes: Vec::new(),
     }
 }
 

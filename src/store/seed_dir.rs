@@ -156,6 +156,7 @@ fn load_row(
         timing_source: Some("stack".into()),
         cpus: None,
         cpu_contention: None,
+        rank_nodes: None,
     })
 }
 

@@ -724,3 +724,74 @@ fn one_starved_repeat_moves_no_cell_and_every_distorted_run_is_marked_and_counte
         "{paired}"
     );
 }
+
+/// Runs whose ranks spanned two nodes are marked inter-node in the case table and drawn and
+/// fitted as series of their own, never pooled with the same case on one node (issue 30 item 3).
+#[test]
+fn inter_node_cases_are_marked_and_drawn_apart_from_one_node() {
+    let dir = crate::util::tempdir();
+    let mut spec = Spec::small();
+    spec.variants = vec![campaign::model::case::Variant::Mesh];
+    spec.ps = vec![2];
+    let one = result_set(&spec);
+    let mut rs = one.clone();
+    for r in &one.runs {
+        let mut r = r.clone();
+        r.case.nodes = 2;
+        r.case.ranks_per_node = 1;
+        r.case_id = format!("{}_n2", r.case_id);
+        r.rank_nodes = Some(vec!["n1".into(), "n2".into()]);
+        // Ten times slower across nodes: pooled, the one-node line would move.
+        for s in &mut r.samples {
+            s.execute_s = s.execute_s.map(|t| t * 10.0);
+        }
+        rs.runs.push(r);
+    }
+    let opts = ReportOptions {
+        figures: vec!["message_size_bw".into(), "bw_model_fit".into()],
+        ..ReportOptions::default()
+    };
+    render_all(&rs, &opts, dir.path()).unwrap();
+    let md = std::fs::read_to_string(dir.path().join("reports/summary.md")).unwrap();
+    assert!(
+        md.contains("A case marked `inter-node NxK` ran its ranks on N"),
+        "{md}"
+    );
+    let row = |id: &str| {
+        md.lines()
+            .find(|l| l.starts_with(&format!("| `{id}`")))
+            .unwrap_or_else(|| panic!("no row of {id}: {md}"))
+            .to_string()
+    };
+    let base = "mesh_p2_count256_fp32_host_d0-1";
+    assert!(
+        row(&format!("{base}_n2"))
+            .starts_with(&format!("| `{base}_n2` (inter-node 2x1) | 1 KiB |")),
+        "{}",
+        row(&format!("{base}_n2"))
+    );
+    assert!(
+        row(base).starts_with(&format!("| `{base}` | 1 KiB |")),
+        "{}",
+        row(base)
+    );
+    // One series per layout in the figures, labelled so.
+    let svg = std::fs::read_to_string(dir.path().join("figures/message_size_bw.svg")).unwrap();
+    let labels: Vec<String> = svg_texts(&svg).into_iter().map(|(t, _)| t).collect();
+    assert!(
+        labels.iter().any(|t| t.contains("mesh inter-node 2x1")),
+        "{labels:?}"
+    );
+    assert!(labels.iter().any(|t| t.ends_with("mesh")), "{labels:?}");
+    // The fits: one per layout, each over its own four sizes.
+    let fits: Vec<&str> = md
+        .lines()
+        .filter(|l| l.starts_with("| host | mesh"))
+        .collect();
+    assert_eq!(fits.len(), 2, "{md}");
+    assert!(
+        fits.iter()
+            .any(|l| l.starts_with("| host | mesh inter-node 2x1 |")),
+        "{fits:?}"
+    );
+}

@@ -170,7 +170,25 @@ fn mpi_runs_span_both_nodes_in_the_asked_layout() {
         let hostfile = std::fs::read_to_string(script_dir.join("hostfile")).unwrap();
         let k = want.len() / 2;
         assert_eq!(hostfile, format!("n1 slots={k}\nn2 slots={k}\n"));
+        // Every sample names its ranks' nodes, in rank order beside their times.
+        assert_eq!(m["rank_nodes"], serde_json::json!(want), "{m}");
+        let samples = std::fs::read_to_string(run.join("samples.csv")).unwrap();
+        let mut rd = csv::Reader::from_reader(samples.as_bytes());
+        let header = rd.headers().unwrap().clone();
+        let col = |name: &str| header.iter().position(|h| h == name);
+        let (id, node) = (col("case_id").unwrap(), col("node").expect("a node column"));
+        let rows: Vec<_> = rd.records().map(|r| r.unwrap()).collect();
+        let mine: Vec<_> = rows.iter().filter(|r| &r[id] == case_id).collect();
+        assert_eq!(mine.len(), 3, "{samples}");
+        assert!(mine.iter().all(|r| r[node] == want.join(";")), "{samples}");
     }
+    // Provenance names the nodes the runs spanned.
+    assert_eq!(
+        results["provenance"]["nodes"],
+        serde_json::json!(["n1", "n2"]),
+        "{}",
+        results["provenance"]
+    );
 }
 
 #[test]
@@ -410,5 +428,92 @@ fn multi_node_cases_are_planned_skips_where_runs_stay_on_one_machine() {
             .unwrap()
             .starts_with("nodes = 2: this executor runs every run on this one machine"),
         "{mpi}"
+    );
+}
+
+/// The shipped `hccl` stack over both nodes (its helper built against the fake CANN): srun
+/// starts one helper process per rank through `rank.sh`, they form one communicator from the
+/// root info rank 0 wrote into the bundle, and the run passes with every rank's time and node.
+#[test]
+fn hccl_runs_one_process_per_rank_over_both_nodes_from_a_root_info_file() {
+    let Some(conf) = cluster() else { return };
+    let _serial = serial();
+    let tmp = util::tempdir();
+    let Some(bin) = crate::stacks::build_helper(tmp.path()) else {
+        return;
+    };
+    let cann = tmp.path().join("cann");
+    std::fs::create_dir_all(&cann).unwrap();
+    let name = format!("hccl-nodes-{}", std::process::id());
+    let text = format!(
+        r#"[campaign]
+name = "{name}"
+
+[case]
+platform = "a2a3"
+variant = "mesh"
+count = 256
+
+[axes]
+nodes = [2]
+ranks_per_node = [1]
+stacks = ["hccl"]
+
+[rounds]
+warmup = 1
+timed = 2
+
+[run]
+timeout = "5m"
+
+[devices]
+kind = "npu"
+ids = [0, 1]
+
+[slurm]
+poll_interval = "200ms"
+max_jobs = 1
+
+[stacks.hccl]
+ready = ["true"]
+build = "mkdir -p {{{{ run_dir }}}}/bin && cp {bin} {{{{ run_dir }}}}/bin/hccl_allreduce"
+env = {{ TMPDIR = "{tmp}" }}
+"#,
+        bin = bin.display(),
+        tmp = tmp.path().display(),
+    );
+    let plan = tmp.path().join("plan.toml");
+    std::fs::write(&plan, text).unwrap();
+    let out = campaign(
+        tmp.path(),
+        &conf,
+        &["run", plan.to_str().unwrap(), "--executor", "slurm"],
+    )
+    .env("ASCEND_HOME_PATH", &cann)
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let run = run_dir(tmp.path(), &name).expect("run dir");
+    let case_id = "mesh_p2_count256_fp32_a2a3_d0-1_n2";
+    let m = manifest(&run, case_id, "hccl");
+    assert_eq!(m["status"], "pass", "{m}");
+    assert_eq!(rank_nodes(&m), vec!["n1", "n2"], "{m}");
+    let root_info = run.join("cases").join(case_id).join("hccl/hccl_root_info");
+    let head = std::fs::read(&root_info).unwrap();
+    assert!(
+        head.starts_with(b"campaign-hccl-root-info v1 job="),
+        "{head:?}"
+    );
+    let timing: Value = serde_json::from_str(
+        &std::fs::read_to_string(run.join("cases").join(case_id).join("hccl/timing.json")).unwrap(),
+    )
+    .unwrap();
+    let samples = timing.as_array().unwrap();
+    assert_eq!(samples.len(), 3, "{timing}");
+    assert!(
+        samples
+            .iter()
+            .all(|s| s["per_rank_execute_s"].as_array().map(Vec::len) == Some(2)),
+        "{timing}"
     );
 }

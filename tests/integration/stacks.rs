@@ -772,7 +772,7 @@ fn doctor_with_a_plan_shows_its_stacks_and_overrides() {
 // ------------------------------------------------------------------------ the HCCL helper
 
 /// Compile examples/hccl/hccl_allreduce.cpp against the fake CANN headers (None without g++).
-fn build_helper(dir: &Path) -> Option<PathBuf> {
+pub(crate) fn build_helper(dir: &Path) -> Option<PathBuf> {
     let out = dir.join("hccl_allreduce");
     let root = util::root();
     let status = std::process::Command::new("g++")
@@ -802,7 +802,10 @@ fn run_helper(
     ctx: ParseContext,
 ) -> (Option<i32>, Parsed) {
     let mut c = std::process::Command::new(bin);
-    c.args(args).env("ASCEND_RT_VISIBLE_DEVICES", "4,5,6");
+    // The fake HCCL's rendezvous dirs go beside the helper, not into /tmp.
+    c.args(args)
+        .env("ASCEND_RT_VISIBLE_DEVICES", "4,5,6")
+        .env("TMPDIR", bin.parent().unwrap());
     for (k, v) in env {
         c.env(k, v);
     }
@@ -861,6 +864,7 @@ fn hccl_variants_are_hccls_expansion_modes_and_algorithms() {
             "1",
         ])
         .args(["--algo", "level0:NA;level1:ring"])
+        .env("TMPDIR", tmp.path())
         .env("HCCL_OP_EXPANSION_MODE", "AIV")
         .env("ASCEND_RT_VISIBLE_DEVICES", "0,1")
         .output()
@@ -898,6 +902,7 @@ fn hccl_runs_record_each_variants_expansion_mode_and_algo_in_provenance() {
         .arg(&results)
         .env("ASCEND_HOME_PATH", &cann)
         .env_remove("HCCL_ALGO")
+        .env("TMPDIR", tmp.path())
         .output()
         .unwrap();
     assert_eq!(
@@ -1097,6 +1102,250 @@ fn hccl_helper_runs_every_op_with_its_golden() {
     let argv = render("hccl", &def("hccl"), &ctx).unwrap().argv;
     let joined = argv.join(" ");
     assert!(joined.contains("--op reduce --root 0"), "{joined}");
+}
+
+/// One helper process per rank, as `srun` starts them across nodes: rank `r` of `p` with the
+/// launcher's variables (SLURM_PROCID, SLURM_LOCALID, SLURM_JOB_ID), the root info handed over
+/// through `root_info` (a file in the shared bundle dir). Returns each rank's exit code and
+/// output, in rank order.
+fn run_ranks(
+    bin: &Path,
+    root_info: &Path,
+    p: usize,
+    job: &str,
+    env: &[(&str, &str)],
+    args: &[&str],
+) -> Vec<(Option<i32>, String)> {
+    let children: Vec<_> = (0..p)
+        .map(|r| {
+            let mut c = std::process::Command::new(bin);
+            c.args(args)
+                .arg("--root-info-file")
+                .arg(root_info)
+                .env("TMPDIR", bin.parent().unwrap())
+                .env("ASCEND_RT_VISIBLE_DEVICES", "0,1")
+                .env("SLURM_PROCID", r.to_string())
+                .env("SLURM_LOCALID", (r % 2).to_string())
+                .env("SLURM_NTASKS", p.to_string())
+                .env("SLURM_JOB_ID", job)
+                .env("SLURM_STEP_ID", "0")
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped());
+            for (k, v) in env {
+                c.env(k, v);
+            }
+            c.spawn().unwrap()
+        })
+        .collect();
+    children
+        .into_iter()
+        .map(|c| {
+            let o = c.wait_with_output().unwrap();
+            (
+                o.status.code(),
+                format!("{}{}", util::stdout(&o), util::stderr(&o)),
+            )
+        })
+        .collect()
+}
+
+/// Across nodes the helper runs one process per rank and forms its communicator from root info
+/// rank 0 writes into a file (issue 30 item 4): the ranks agree, rank 0 prints every rank's
+/// time per round, a stale root info file of an earlier job is not taken, a spoiled rank fails
+/// the run naming it, and a rank whose rank 0 never comes stops with the reason.
+#[test]
+fn hccl_helper_forms_its_communicator_across_processes_from_a_root_info_file() {
+    let tmp = util::tempdir();
+    let Some(bin) = build_helper(tmp.path()) else {
+        return;
+    };
+    let root_info = tmp.path().join("hccl_root_info");
+    // An earlier job's file (another SLURM_JOB_ID, garbage behind its header): taking it would
+    // make HcclCommInitRootInfo refuse the root info.
+    let mut stale = b"campaign-hccl-root-info v1 job=41.0 world=2\n".to_vec();
+    stale.extend(vec![7u8; 4108]);
+    std::fs::write(&root_info, &stale).unwrap();
+    let args = [
+        "--count",
+        "300",
+        "--devices",
+        "0,1,2,3",
+        "--warmup-rounds",
+        "1",
+        "--timed-rounds",
+        "3",
+    ];
+    let ranks = run_ranks(&bin, &root_info, 4, "42", &[], &args);
+    for (r, (code, out)) in ranks.iter().enumerate() {
+        assert_eq!(*code, Some(0), "rank {r}: {out}");
+    }
+    let parsed = feed(
+        hccl::parser(&def("hccl"), &ctx(1200, 4, 1, 3)),
+        &ranks[0].1,
+        "",
+    );
+    assert_eq!(parsed.correctness, Some(true), "{}", ranks[0].1);
+    assert_eq!(parsed.samples.len(), 4);
+    assert!(parsed
+        .samples
+        .iter()
+        .all(|s| s.per_rank_execute_s.len() == 4 && s.per_rank_execute_s.iter().all(|t| *t > 0.0)));
+    assert!(parsed.samples[0].setup_s.is_some());
+    assert!(parsed.warnings.is_empty(), "{:?}", parsed.warnings);
+    assert!(
+        ranks[1..].iter().all(|(_, out)| out.is_empty()),
+        "only rank 0 prints the round lines: {ranks:?}"
+    );
+    let header = std::fs::read(&root_info).unwrap();
+    assert!(header.starts_with(b"campaign-hccl-root-info v1 job=42.0 world=4\n"));
+
+    // Every op, and a spoiled rank (1) named by rank 0.
+    for op in ["allgather", "reduce_scatter", "broadcast", "alltoall"] {
+        let mut a = args.to_vec();
+        a.extend(["--op", op, "--root", "1"]);
+        let ranks = run_ranks(&bin, &root_info, 4, &format!("43{op}"), &[], &a);
+        assert!(ranks.iter().all(|(c, _)| *c == Some(0)), "{op}: {ranks:?}");
+    }
+    let ranks = run_ranks(
+        &bin,
+        &root_info,
+        2,
+        "44",
+        &[("FAKE_HCCL_CORRUPT_RANK", "1")],
+        &[
+            "--count",
+            "300",
+            "--devices",
+            "0,1",
+            "--warmup-rounds",
+            "0",
+            "--timed-rounds",
+            "2",
+        ],
+    );
+    assert!(ranks.iter().all(|(c, _)| *c == Some(1)), "{ranks:?}");
+    let parsed = feed(
+        hccl::parser(&def("hccl"), &ctx(1200, 2, 0, 2)),
+        &ranks[0].1,
+        "",
+    );
+    assert_eq!(parsed.correctness, Some(false));
+    assert_eq!(
+        parsed.error.as_deref(),
+        Some("golden mismatch round=1 rank=1 index=299 got=705 expected=698")
+    );
+
+    // Rank 1 alone: rank 0 never writes this job's root info.
+    let lonely = tmp.path().join("never");
+    let mut c = std::process::Command::new(&bin);
+    let o = c
+        .args([
+            "--count",
+            "8",
+            "--devices",
+            "0,1",
+            "--barrier-timeout-s",
+            "1",
+        ])
+        .arg("--root-info-file")
+        .arg(&lonely)
+        .args(["--rank", "1", "--local-device", "1"])
+        .env_remove("SLURM_NTASKS")
+        .env("TMPDIR", tmp.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        util::stdout(&o).starts_with(&format!(
+            "HCCL_ALLREDUCE_FAIL rank 1: no root info in {} after 1",
+            lonely.display()
+        )),
+        "{}",
+        util::stdout(&o)
+    );
+    // Launched with the wrong number of ranks, and without a rank at all.
+    let ranks = run_ranks(
+        &bin,
+        &root_info,
+        3,
+        "45",
+        &[],
+        &["--count", "8", "--devices", "0,1"],
+    );
+    assert!(
+        ranks[0]
+            .1
+            .contains("the launcher started 3 ranks (SLURM_NTASKS), the case has P = 2"),
+        "{ranks:?}"
+    );
+    let o = std::process::Command::new(&bin)
+        .args(["--count", "8", "--devices", "0,1", "--root-info-file", "x"])
+        .env_remove("SLURM_PROCID")
+        .env_remove("OMPI_COMM_WORLD_RANK")
+        .env_remove("PMI_RANK")
+        .env_remove("PMIX_RANK")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", util::stderr(&o));
+    assert!(util::stderr(&o).contains("needs this process's rank"));
+}
+
+/// The shipped hccl definition across nodes: srun starts every rank through the bundle's rank
+/// wrapper, the root info goes through the bundle dir, each node's devices are 0..K-1; on one
+/// node the helper runs as before (one process, threads).
+#[test]
+fn hccl_renders_one_process_per_rank_through_srun_across_nodes() {
+    use campaign::stack::render::{render, RenderContext};
+    use std::collections::BTreeMap;
+    let render_for = |nodes: u32, p: u32| {
+        let mut case = campaign::model::case::Case::new("mesh".parse().unwrap(), p, 256);
+        case.nodes = nodes;
+        case.ranks_per_node = if nodes > 1 { p / nodes } else { 0 };
+        let ctx = RenderContext {
+            case,
+            devices: (0..p).collect(),
+            warmup: 1,
+            timed: 2,
+            case_file: "/runs/r/case.json".into(),
+            bundle_dir: "/runs/r/b".into(),
+            run_dir: "/runs/r".into(),
+            root: Some("/usr/local/Ascend/latest".into()),
+            campaign_exe: "/usr/bin/campaign".into(),
+        };
+        let r = render("hccl", &def("hccl"), &ctx).unwrap();
+        (r.argv, r.env.into_iter().collect::<BTreeMap<_, _>>())
+    };
+    let (argv, env) = render_for(2, 16);
+    assert_eq!(
+        argv[..4],
+        [
+            "srun",
+            "--kill-on-bad-exit=1",
+            "/runs/r/b/rank.sh",
+            "/runs/r/bin/hccl_allreduce"
+        ],
+        "{argv:?}"
+    );
+    let joined = argv.join(" ");
+    assert!(
+        joined.contains("--devices 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15 "),
+        "P = 16: {joined}"
+    );
+    assert!(
+        joined.contains("--root-info-file /runs/r/b/hccl_root_info --algo"),
+        "{joined}"
+    );
+    assert_eq!(env["ASCEND_RT_VISIBLE_DEVICES"], "0,1,2,3,4,5,6,7");
+    let (argv, env) = render_for(1, 2);
+    assert_eq!(
+        argv[..4],
+        ["env", "--", "env", "/runs/r/bin/hccl_allreduce"]
+    );
+    assert!(
+        argv.join(" ").contains("--root-info-file  --algo"),
+        "{argv:?}"
+    );
+    assert_eq!(env["ASCEND_RT_VISIBLE_DEVICES"], "0,1");
 }
 
 // ------------------------------------------------------------------ the real simulator

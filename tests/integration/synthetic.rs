@@ -184,5 +184,6 @@ fn run(
         timing_source: Some("stack".into()),
         cpus: None,
         cpu_contention: None,
+        rank_nodes: None,
     }
 }

@@ -105,6 +105,7 @@ pub(super) async fn run_rounds(
                         facts.devices = ids;
                     }
                     facts.backend = Some(end.manifest);
+                    facts.rank_nodes = end.rank_nodes;
                     // The backend stopped the job (time limit, node failure, …): its verdict
                     // is the run's status, whatever the partial output says.
                     if end.verdict.is_some() {
@@ -392,6 +393,7 @@ impl Tally {
             // What the machine gave a CPU run (oversubscription is judged against it).
             cpus: (!job.lease.cpus.is_empty()).then(|| job.lease.cpus.clone()),
             cpu_contention: contention(self.waited),
+            rank_nodes: None,
         })
     }
 }

@@ -236,6 +236,11 @@ fn backend_end(id: JobId, end: &JobEnd) -> BackendEnd {
         devices: end.devices.as_ref().and_then(|d| d.ids.clone()),
         manifest: ("slurm", manifest_entry(id, end)),
         verdict: (end.verdict.status()).zip(end.verdict.reason().map(str::to_string)),
+        rank_nodes: end
+            .placement
+            .as_ref()
+            .filter(|p| p.nodes.len() > 1 && !p.ranks.is_empty())
+            .map(|p| p.ranks.iter().map(|r| r.node.clone()).collect()),
     }
 }
 

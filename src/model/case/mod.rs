@@ -366,13 +366,25 @@ impl Case {
     }
 
     /// The variant as report series and tables name it: `ring` for allreduce, `allgather ring`
-    /// for another op, so series of different ops never share a line, colour or fit.
+    /// for another op, so series of different ops never share a line, colour or fit; a case
+    /// over several nodes adds its layout (`ring inter-node 2x4`), so inter-node numbers never
+    /// share a line with one node's.
     pub(crate) fn series_label(&self) -> String {
-        if self.op.is_allreduce() {
+        let base = if self.op.is_allreduce() {
             self.variant.to_string()
         } else {
             format!("{} {}", self.op, self.variant)
+        };
+        match self.layout_label() {
+            Some(layout) => format!("{base} {layout}"),
+            None => base,
         }
+    }
+
+    /// `inter-node 2x4` (nodes x ranks per node) for a case over several nodes, else `None`
+    /// (intra-node).
+    pub(crate) fn layout_label(&self) -> Option<String> {
+        (self.nodes > 1).then(|| format!("inter-node {}x{}", self.nodes, self.ranks_per_node()))
     }
 
     /// This case with another op (root and golden normalized).

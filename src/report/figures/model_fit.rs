@@ -24,9 +24,7 @@ pub(crate) fn build(a: &Analysis) -> Result<Panels, String> {
             let k = &f.key;
             vec![
                 k.stack.clone(),
-                crate::model::case::Case::new(k.variant, 2, 1)
-                    .with_op(k.op)
-                    .series_label(),
+                k.series_label(),
                 k.dtype.to_string(),
                 format!("cn{}", k.core_num),
             ]
@@ -66,12 +64,7 @@ pub(crate) fn build(a: &Analysis) -> Result<Panels, String> {
             } else {
                 format!("fit worst {:.0} % off", fit.max_rel_residual * 100.0)
             };
-            let color = a.color_of(
-                &f.key.stack,
-                &crate::model::case::Case::new(f.key.variant, 2, 1)
-                    .with_op(f.key.op)
-                    .series_label(),
-            );
+            let color = a.color_of(&f.key.stack, &f.key.series_label());
             for p in f.points.iter().filter(|p| p.0 > 0.0 && p.1 > 0.0) {
                 let model = fit.predict(p.0);
                 panel.hover.push(Hover {

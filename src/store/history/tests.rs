@@ -38,6 +38,7 @@ fn run(stack: &str, times: &[f64], started: &str) -> RunResult {
         timing_source: Some("stack".into()),
         cpus: None,
         cpu_contention: None,
+        rank_nodes: None,
     }
 }
 

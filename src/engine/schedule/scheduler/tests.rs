@@ -49,6 +49,7 @@ impl Fake {
             timing_source: None,
             cpus: None,
             cpu_contention: None,
+            rank_nodes: None,
         }
     }
 }
