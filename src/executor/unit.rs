@@ -228,6 +228,8 @@ pub struct Unit {
     leader: i32,
     /// The limits a shepherd (cookie fallback) or the warden (cgroups) keeps if campaign dies.
     limits: shepherd::Bound,
+    /// The warden was told this unit's deadline ([`Unit::bound`]) and must hear its end.
+    watched: bool,
     /// Every pid the unit was seen to hold (zombie orphans among them are reaped).
     seen: BTreeSet<i32>,
     done: bool,
@@ -269,6 +271,7 @@ impl Unit {
             last_wait: None,
             leader: 0,
             limits: shepherd::Bound::default(),
+            watched: false,
             seen: BTreeSet::new(),
             done: false,
         })
@@ -312,6 +315,14 @@ impl Unit {
     /// (`shepherd`, `warden`); set before the process is spawned.
     pub fn bound(&mut self, limits: shepherd::Bound) {
         self.limits = limits;
+        // Told before the process exists: a campaign SIGKILLed right after the stack starts
+        // (even before `spawn` returns) still leaves the warden its deadline.
+        if self.cgroup.is_some() && !self.watched {
+            if let Some(deadline) = limits.backup_deadline() {
+                warden::watch(&self.id, deadline, limits.grace);
+                self.watched = true;
+            }
+        }
     }
 
     pub(crate) fn limits(&self) -> shepherd::Bound {
@@ -327,17 +338,11 @@ impl Unit {
         }
     }
 
-    /// The pid campaign started (it counts as a member even without the cookie). A cgroup
-    /// unit with a timeout is reported to the warden, which keeps its deadline if campaign dies.
+    /// The pid campaign started (it counts as a member even without the cookie).
     pub fn set_leader(&mut self, pid: i32) {
         self.leader = pid;
         if let Ok(mut l) = leaders().lock() {
             l.insert(pid);
-        }
-        if self.cgroup.is_some() {
-            if let Some(deadline) = self.limits.backup_deadline() {
-                warden::watch(&self.id, deadline, self.limits.grace);
-            }
         }
     }
 
@@ -480,7 +485,7 @@ impl Unit {
         if let Ok(mut l) = live().lock() {
             l.remove(&self.id);
         }
-        if self.cgroup.is_some() && self.limits.timeout.is_some() && self.leader > 0 {
+        if std::mem::take(&mut self.watched) {
             warden::done(&self.id);
         }
         if let Ok(mut l) = leaders().lock() {
