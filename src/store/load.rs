@@ -267,8 +267,9 @@ fn load(dir: &Path, mut unreadable: Option<&mut Vec<(PathBuf, Error)>>) -> Resul
             dir.display()
         )));
     }
-    // Nothing is read outside the run dir: a case folder or file linked elsewhere is refused.
-    crate::store::lock::refuse_links(dir)?;
+    // Nothing is read outside the run dir: a file or folder of it linked elsewhere is refused
+    // here, a linked case or bundle folder where `sorted_dirs` lists it (one listing of `cases/`).
+    crate::store::lock::refuse_links_in(dir)?;
     let results_path = dir.join("results.json");
     let head: ResultsHead = if results_path.is_file() {
         let text = crate::model::file::read_regular_text(

@@ -136,14 +136,30 @@ pub(crate) fn refuse_links(run_dir: &Path) -> Result<()> {
         }
         Ok(out)
     };
-    for (path, is_link) in entries(run_dir)? {
+    refuse_links_in(run_dir)?;
+    for (path, is_link) in entries(&run_dir.join("cases"))? {
         if is_link {
             return Err(link(&path));
         }
     }
-    for (path, is_link) in entries(&run_dir.join("cases"))? {
-        if is_link {
-            return Err(link(&path));
+    Ok(())
+}
+
+/// [`refuse_links`] for the run dir's own entries only (one `readdir`): what reads `cases/`
+/// itself checks its entries as it lists them (`store::load`).
+pub(crate) fn refuse_links_in(run_dir: &Path) -> Result<()> {
+    let read = match std::fs::read_dir(run_dir) {
+        Ok(read) => read,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::io(run_dir, e)),
+    };
+    for entry in read {
+        let entry = entry.map_err(|e| Error::io(run_dir, e))?;
+        if entry.file_type().is_ok_and(|t| t.is_symlink()) {
+            return Err(Error::invalid(
+                entry.path(),
+                "is a symbolic link; a run dir's files and folders must be its own (campaign never makes links there), so it is not used",
+            ));
         }
     }
     Ok(())
