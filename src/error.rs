@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 /// Process exit codes, documented in README.md and docs/architecture.md.
-pub mod exit {
+pub(crate) mod exit {
     /// Every run passed (or the command did what was asked).
     pub(crate) const OK: i32 = 0;
     /// Some run failed, timed out or was wrong; `compare` found a regression; `doctor --require`

@@ -13,7 +13,7 @@
 
 use serde::Serialize;
 
-use crate::model::history::Point;
+use crate::model::series::Point;
 
 /// Degrees of freedom the pooled variance needs (at least three earlier campaigns of one build,
 /// or two builds of two) before it is used.

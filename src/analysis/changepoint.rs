@@ -25,7 +25,7 @@
 //! Pure: no I/O, no knowledge of stores or series keys. Owns the numbers, not the verdicts
 //! shown to users.
 
-use crate::model::history::{Direction, Series, Step};
+use crate::model::series::{Direction, Series, Step};
 
 /// z of a two-sided 95 % interval.
 const Z95: f64 = 1.959_963_984_540_054;
@@ -58,7 +58,7 @@ impl Default for Params {
         Params {
             noise: DEFAULT_NOISE,
             penalty: None,
-            max_contention: crate::model::history::MAX_CONTENTION,
+            max_contention: crate::model::series::MAX_CONTENTION,
         }
     }
 }

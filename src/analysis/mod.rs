@@ -3,9 +3,9 @@
 //! a performance history (`changepoint`), and JUnit XML for CI (`junit`). Pure functions: no
 //! I/O.
 
-pub mod between;
-pub mod changepoint;
+pub(crate) mod between;
+pub(crate) mod changepoint;
 pub mod compare;
 pub(crate) mod junit;
 pub mod stats;
-pub mod verdict;
+pub(crate) mod verdict;

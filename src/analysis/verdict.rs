@@ -263,7 +263,7 @@ impl Evidence {
 /// waiting while others held the CPUs: its cgroup's "full" CPU pressure) was measured on a busy
 /// machine: its row gets no faster/slower verdict. Medians shrug off a few stalled rounds; a
 /// tenth of the run is no longer a few.
-pub const DEFAULT_MAX_CONTENTION: f64 = crate::model::history::MAX_CONTENTION;
+pub const DEFAULT_MAX_CONTENTION: f64 = crate::model::series::MAX_CONTENTION;
 
 /// How the machine treated one side's runs: what can keep its timings from carrying a verdict.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]

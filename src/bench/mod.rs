@@ -16,24 +16,24 @@
 //! timing), `protocol` (the `CAMPAIGN_SAMPLE`/`CAMPAIGN_DONE` lines), `summary` (the human
 //! summary the command prints at a terminal).
 
-pub mod affinity;
+pub(crate) mod affinity;
 mod alltoall;
-pub mod barrier;
+pub(crate) mod barrier;
 mod broadcast;
-pub mod check;
-pub mod chunks;
-pub mod element;
+pub(crate) mod check;
+pub(crate) mod chunks;
+pub(crate) mod element;
 mod gather;
-pub mod mesh;
-pub mod protocol;
+pub(crate) mod mesh;
+pub(crate) mod protocol;
 mod reduce;
 pub mod region;
-pub mod ring;
+pub(crate) mod ring;
 mod runner;
 mod scatter;
-pub(crate) mod summary;
-pub mod twophase;
-pub mod window;
+pub(crate) mod terminal;
+pub(crate) mod twophase;
+pub(crate) mod window;
 
 use half::{bf16, f16};
 

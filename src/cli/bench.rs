@@ -57,7 +57,7 @@ pub(crate) fn allreduce(args: &AllreduceArgs) -> Result<i32> {
     if std::io::IsTerminal::is_terminal(&stdout) {
         eprint!(
             "{}",
-            bench::summary::human(&case, &timed_execute_s, &outcome)
+            bench::terminal::human(&case, &timed_execute_s, &outcome)
         );
     }
     match outcome.error() {

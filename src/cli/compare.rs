@@ -1,7 +1,7 @@
 //! `campaign compare RUN_A RUN_B [--threshold 5%] [--format md|csv|json|junit|summary] [--history FILE |
 //! --no-history]`: exit 1 when any (case, stack) got slower beyond the threshold, so it can
 //! gate CI. Glue only: the verdict is `analysis::compare`'s, the campaign-to-campaign spread
-//! comes from earlier campaigns in the history store (`store::history`, `analysis::between`).
+//! comes from earlier campaigns in the history store (`store::history_db`, `analysis::between`).
 
 use std::path::{Path, PathBuf};
 
@@ -13,7 +13,7 @@ use crate::analysis::compare::{
 use crate::cli::args::{CompareArgs, CompareFormat};
 use crate::error::{exit, Error, Result};
 use crate::model::results::ResultSet;
-use crate::store::history::{self, History};
+use crate::store::history_db::{self, History};
 
 pub(crate) fn run(args: &CompareArgs) -> Result<i32> {
     let threshold = parse_threshold(&args.threshold).map_err(Error::Usage)?;
@@ -70,8 +70,8 @@ fn store_for(args: &CompareArgs, a: &ResultSet) -> Option<PathBuf> {
     if let Some(path) = &args.history {
         return Some(path.clone());
     }
-    let dir = history::results_dir_of(&args.run_a, &a.campaign)?;
-    Some(history::store_path(Some(&dir))).filter(|p| p.is_file())
+    let dir = history_db::results_dir_of(&args.run_a, &a.campaign)?;
+    Some(history_db::store_path(Some(&dir))).filter(|p| p.is_file())
 }
 
 /// Each row's campaign-to-campaign spread from the store's other campaigns on A's machine
@@ -89,7 +89,7 @@ fn spreads(args: &CompareArgs, a: &ResultSet) -> Result<(Spreads, Option<PathBuf
                 .map_err(|e| Error::io(p, e))
         };
         let leave_out = [abs(&args.run_a)?, abs(&args.run_b)?];
-        let machine = history::host_fingerprint(&a.provenance.host, &a.provenance.cpu);
+        let machine = history_db::host_fingerprint(&a.provenance.host, &a.provenance.cpu);
         let points = store.earlier_points(&machine, &leave_out)?;
         Ok(points
             .into_iter()

@@ -1,5 +1,5 @@
 //! `campaign history …`: ingest run dirs into the performance history and read it back (list,
-//! show, trend, regressions). Glue: the store is `store::history`, the change points
+//! show, trend, regressions). Glue: the store is `store::history_db`, the change points
 //! `analysis::changepoint`, the figure `report::figures::trend`; recording the run dir of `run`,
 //! `resume` and `report` (and the report's history section) is `engine::report_step`'s.
 
@@ -14,10 +14,10 @@ use crate::cli::args::{
     HistoryShowArgs, HistoryStore, HistoryTrendArgs, RegressionsFormat,
 };
 use crate::error::{exit, Error, Result};
-use crate::model::history::{Direction, Series, Step};
+use crate::model::series::{Direction, Series, Step};
 use crate::model::units::format_seconds;
-use crate::store::history::query::SeriesFilter;
-use crate::store::history::{self as store, History};
+use crate::store::history_db::query::SeriesFilter;
+use crate::store::history_db::{self as store, History};
 
 pub(crate) fn dispatch(command: HistoryCommand) -> Result<i32> {
     match command {

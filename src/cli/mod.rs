@@ -4,24 +4,24 @@
 use crate::cli::args::{BenchCommand, Command};
 use crate::error::Result;
 
-pub mod args;
-pub mod bench;
-pub mod cases;
-pub mod compare;
-pub mod docs;
-pub mod doctor;
-pub mod dry_run;
+pub(crate) mod args;
+pub(crate) mod bench;
+pub(crate) mod cases;
+pub(crate) mod compare;
+pub(crate) mod docs;
+pub(crate) mod doctor;
+pub(crate) mod dry_run;
 #[cfg(test)]
 mod fuzz_props;
 #[cfg(test)]
 mod fuzz_tests;
-pub mod history;
-pub mod prompt;
-pub mod report;
-pub mod resume;
-pub mod run;
-pub mod status;
-pub mod validate;
+pub(crate) mod history;
+pub(crate) mod prompt;
+pub(crate) mod report;
+pub(crate) mod resume;
+pub(crate) mod run;
+pub(crate) mod status;
+pub(crate) mod validate;
 
 use clap::Parser;
 

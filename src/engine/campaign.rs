@@ -1,9 +1,9 @@
 //! Building the campaign a claimed run dir runs: expected durations, the step graph (only
 //! stacks with something to execute are built), the scheduler's limits, the provenance every
-//! results file records, the results-file and case-file writers, and the [`EngineDriver`] that
+//! results file records, the results-file and case-file writers, and the [`Dispatcher`] that
 //! holds them for the session.
 //!
-//! Owns turning a `Prepared` campaign and a `Claimed` run dir into the scheduler and its driver.
+//! Owns turning a `Prepared` campaign and a `Claimed` run dir into the scheduler and its dispatcher.
 //! It must not run anything: `runtime` does, `drive` tells the story.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -13,7 +13,7 @@ use std::sync::Arc;
 use tokio::sync::watch;
 
 use crate::engine::case_files::CaseFiles;
-use crate::engine::driver::{AfterStep, CampaignPlan, EngineDriver, Outputs, RunState, Stopping};
+use crate::engine::dispatch::{AfterStep, CampaignPlan, Dispatcher, Outputs, RunState, Stopping};
 use crate::engine::estimate;
 use crate::engine::prepare::{Options, Prepared};
 use crate::engine::progress::Progress;
@@ -28,10 +28,10 @@ use crate::model::results::{Provenance, RunResult};
 use crate::model::stack::CommandSpec;
 use crate::store::layout::RunDir;
 
-/// A campaign ready to run: the scheduler and the driver it drives.
+/// A campaign ready to run: the scheduler and the dispatcher it drives.
 pub(crate) struct Campaign {
     pub(crate) scheduler: Scheduler,
-    pub(crate) driver: EngineDriver,
+    pub(crate) dispatcher: Dispatcher,
 }
 
 /// Build the campaign of `prep` in `run_dir`; `state` is what the claim found, `pending` the
@@ -71,7 +71,7 @@ pub(crate) fn build(
         provenance,
         pool_probe: prep.plan.devices.probe.clone(),
     };
-    let driver = EngineDriver {
+    let dispatcher = Dispatcher {
         plan,
         state,
         out,
@@ -83,7 +83,10 @@ pub(crate) fn build(
         },
     };
     let scheduler = Scheduler::new(dag, prep.pool, prep.plans, limits);
-    Ok(Campaign { scheduler, driver })
+    Ok(Campaign {
+        scheduler,
+        dispatcher,
+    })
 }
 
 /// Each run's expected duration, from earlier run dirs of the campaign (longest first).
@@ -192,7 +195,7 @@ fn outputs(
     pending: usize,
     quiet: bool,
 ) -> Result<Outputs> {
-    let stack_of = |r: &crate::engine::driver::PlannedRun| prep.stacks[r.stack].name.clone();
+    let stack_of = |r: &crate::engine::dispatch::PlannedRun| prep.stacks[r.stack].name.clone();
     let header = Header {
         campaign: prep.plan.campaign.name.clone(),
         timestamp: run_dir.timestamp.clone(),

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use crate::engine::campaign;
-use crate::engine::driver::{AfterStep, EngineDriver, RunState};
+use crate::engine::dispatch::{AfterStep, Dispatcher, RunState};
 use crate::engine::finished::Finished;
 use crate::engine::prepare::{Options, Prepared};
 use crate::engine::schedule::types::Summary;
@@ -79,51 +79,54 @@ fn drive(
     let ran = runtime::run(built, earlier);
     // Every run has reported: the runs' kept cgroups are empty and go.
     crate::executor::unit::slots::remove_all(&run_dir.path);
-    let (summary, driver) = ran?;
-    finish(driver, summary, &earlier_quarantine)
+    let (summary, dispatcher) = ran?;
+    finish(dispatcher, summary, &earlier_quarantine)
 }
 
 /// The end of a session: progress and case writer stopped, the interrupt journaled, the results
 /// files written, every `finished` line durable — or the fatal error, with how to go on.
 fn finish(
-    mut driver: EngineDriver,
+    mut dispatcher: Dispatcher,
     summary: Summary,
     earlier_quarantine: &BTreeMap<u32, String>,
 ) -> Result<Finished> {
-    let run_dir = driver.plan.run_dir.clone();
-    driver.out.progress.finish();
-    driver.stop_case_files();
-    record_interrupt(&mut driver);
-    let mut set = driver.result_set(&summary.results);
+    let run_dir = dispatcher.plan.run_dir.clone();
+    dispatcher.out.progress.finish();
+    dispatcher.stop_case_files();
+    record_interrupt(&mut dispatcher);
+    let mut set = dispatcher.result_set(&summary.results);
     set.quarantined = (earlier_quarantine.iter().chain(&summary.quarantined))
         .map(|(d, why)| (d.to_string(), why.clone()))
         .collect();
-    if let Some(e) = driver.stop.fatal.take() {
+    if let Some(e) = dispatcher.stop.fatal.take() {
         // Whatever can still be written helps `status`; the journal and bundles already hold
         // everything recorded, so a failure here changes nothing.
-        let _ = driver.write_results(set);
+        let _ = dispatcher.write_results(set);
         return Err(Error::Environment(format!(
             "{e}\nthe campaign stopped: everything recorded before is intact; once the problem is fixed, `campaign resume {}` continues",
             run_dir.path.display()
         )));
     }
-    let (set, written) = driver.write_results(set);
+    let (set, written) = dispatcher.write_results(set);
     written?;
     // Every `finished` line of the session on disk before campaign says it is done.
-    driver.state.journal.durable()?;
+    dispatcher.state.journal.durable()?;
     let mut finished = Finished::of(run_dir.path.clone(), &set, summary.interrupted);
-    finished.after_failed = std::mem::take(&mut driver.out.after_failed);
+    finished.after_failed = std::mem::take(&mut dispatcher.out.after_failed);
     Ok(finished)
 }
 
 /// Journal what an interrupt did to work the backend runs outside campaign, and say how to go
 /// on (the backend's words).
-fn record_interrupt(driver: &mut EngineDriver) {
-    let (detached, run_dir) = (&driver.state.jobs.detached, &driver.plan.run_dir.path);
-    let Some(note) = driver.backend.interrupt_note(detached, run_dir) else {
+fn record_interrupt(dispatcher: &mut Dispatcher) {
+    let (detached, run_dir) = (
+        &dispatcher.state.jobs.detached,
+        &dispatcher.plan.run_dir.path,
+    );
+    let Some(note) = dispatcher.backend.interrupt_note(detached, run_dir) else {
         return;
     };
-    if let Err(e) = driver.state.journal.event(note.event, note.fields) {
+    if let Err(e) = dispatcher.state.journal.event(note.event, note.fields) {
         eprintln!("warning: cannot journal the interrupt: {e}");
     }
     if let Some(message) = note.message {

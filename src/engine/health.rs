@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
+use crate::engine::run_status;
 use crate::engine::schedule::scheduler::ProbeReport;
-use crate::engine::verdict;
 use crate::executor::local::run_process;
 use crate::executor::{KillReason, ProcessSpec, GRACE};
 use crate::model::case::Case;
@@ -121,7 +121,7 @@ async fn probe_one(job: &ProbeJob, def: &StackDef, device: u32) -> Result<(), Op
     if outcome.killed == Some(KillReason::Interrupted) {
         return Err(None);
     }
-    match verdict::process_problem(&outcome, &spec) {
+    match run_status::process_problem(&outcome, &spec) {
         None => Ok(()),
         Some((_, why)) => Err(Some(why)),
     }

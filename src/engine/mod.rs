@@ -8,26 +8,26 @@
 //! `prepare`. The engine sees one backend contract (`executor::Backend`) and names none; it must
 //! not parse CLI arguments or print anything but the run dir lines and the final summary.
 
-pub mod campaign;
-pub mod case_files;
-pub mod drive;
-pub mod driver;
-pub mod estimate;
-pub mod finished;
-pub mod health;
-pub mod interrupt;
-pub mod prepare;
-pub mod progress;
-pub mod report_step;
-pub mod results_files;
-pub mod runtime;
-pub mod schedule;
-pub mod session;
-pub mod stack_check;
-pub mod verdict;
-pub mod work;
+pub(crate) mod campaign;
+pub(crate) mod case_files;
+pub(crate) mod dispatch;
+pub(crate) mod drive;
+pub(crate) mod estimate;
+pub(crate) mod finished;
+pub(crate) mod health;
+pub(crate) mod interrupt;
+pub(crate) mod prepare;
+pub(crate) mod progress;
+pub(crate) mod report_step;
+pub(crate) mod results_files;
+pub(crate) mod run_status;
+pub(crate) mod runtime;
+pub(crate) mod schedule;
+pub(crate) mod session;
+pub(crate) mod stack_check;
+pub(crate) mod work;
 
+pub(crate) use dispatch::AfterStep;
 pub(crate) use drive::{execute, resume};
-pub(crate) use driver::AfterStep;
 pub(crate) use finished::Finished;
 pub(crate) use prepare::{prepare, Options, Prepared};

@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::engine::driver::PlannedRun;
+use crate::engine::dispatch::PlannedRun;
 use crate::engine::schedule::pool::{Need, Pool};
 use crate::engine::schedule::scheduler::RunPlan;
 use crate::engine::{estimate, health, interrupt};

@@ -11,13 +11,13 @@
 use std::path::{Path, PathBuf};
 
 use crate::analysis::changepoint::{self, Params};
-use crate::engine::driver::AfterStep;
+use crate::engine::dispatch::AfterStep;
 use crate::error::{Error, Result};
-use crate::model::history::{ReportHistory, ReportHistoryRow};
 use crate::model::plan::Plan;
 use crate::model::results::ResultSet;
-use crate::store::history::query::SeriesFilter;
-use crate::store::history::{self as store, History};
+use crate::model::series::{ReportHistory, ReportHistoryRow};
+use crate::store::history_db::query::SeriesFilter;
+use crate::store::history_db::{self as store, History};
 
 /// summarize → plot → report, one step after `collect` (the report module does all three).
 /// The run dir is recorded in the history store of `results_dir` (`--results-dir`, else the

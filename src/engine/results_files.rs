@@ -2,7 +2,7 @@
 //! rewritten by a thread of their own, so serializing and syncing them never holds up the
 //! scheduler's dispatch of the next run.
 //!
-//! The driver hands over each finished run's result ([`ResultsFiles::add`]: into an inbox the
+//! The dispatcher hands over each finished run's result ([`ResultsFiles::add`]: into an inbox the
 //! thread empties when it wakes for a rewrite — a run's end wakes no thread) and returns at once.
 //! The thread keeps every result in its planned position and rewrites the three files (through
 //! `store::atomic`, synced) when new results wait and the pause since the *end* of the last write
@@ -71,7 +71,7 @@ pub(crate) struct ResultsFiles {
     /// Results handed over since the thread last looked.
     inbox: Arc<Mutex<Vec<RunResult>>>,
     thread: Option<JoinHandle<()>>,
-    /// The first failed background rewrite (the driver stops the campaign on it).
+    /// The first failed background rewrite (the dispatcher stops the campaign on it).
     failed: Arc<Mutex<Option<Error>>>,
 }
 
@@ -310,7 +310,7 @@ impl Writer {
 mod tests {
     use super::*;
     use crate::model::results::RunStatus;
-    use crate::store::json::tests::result;
+    use crate::store::results_json::tests::result;
 
     fn header() -> Header {
         Header {

@@ -7,25 +7,28 @@
 //! (the scheduler does) nor write results (`drive` finishes).
 
 use crate::engine::campaign::Campaign;
-use crate::engine::driver::EngineDriver;
+use crate::engine::dispatch::Dispatcher;
 use crate::engine::schedule::types::Summary;
 use crate::error::{Error, Result};
 use crate::executor::Earlier;
 
 /// Run `campaign` to its end; `stale` are the earlier session's jobs of runs that run again,
-/// which the backend stops before anything starts. Hands the driver back with the summary.
-pub(crate) fn run(campaign: Campaign, earlier: Earlier) -> Result<(Summary, EngineDriver)> {
+/// which the backend stops before anything starts. Hands the dispatcher back with the summary.
+pub(crate) fn run(campaign: Campaign, earlier: Earlier) -> Result<(Summary, Dispatcher)> {
     let Campaign {
         scheduler,
-        mut driver,
+        mut dispatcher,
     } = campaign;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(|e| Error::Environment(format!("cannot start the async runtime: {e}")))?;
-    let backend = driver.backend.clone();
-    let (cancel_tx, cancel) = (driver.stop.cancel_tx.clone(), driver.stop.cancel.clone());
+    let backend = dispatcher.backend.clone();
+    let (cancel_tx, cancel) = (
+        dispatcher.stop.cancel_tx.clone(),
+        dispatcher.stop.cancel.clone(),
+    );
     rt.block_on(async move {
         backend.start(earlier).await;
         // First Ctrl-C/SIGTERM: stop launching, stop running processes, record them
@@ -45,8 +48,8 @@ pub(crate) fn run(campaign: Campaign, earlier: Earlier) -> Result<(Summary, Engi
         // The scheduler runs on a worker like the runs it starts, so a finished run's report
         // wakes it on the same thread instead of crossing to the main thread and back.
         let joined = tokio::spawn(async move {
-            let summary = scheduler.run(&mut driver, cancel).await;
-            (summary, driver)
+            let summary = scheduler.run(&mut dispatcher, cancel).await;
+            (summary, dispatcher)
         })
         .await;
         joined.map_err(|e| Error::Environment(format!("the scheduler stopped: {e}")))

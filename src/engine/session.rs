@@ -505,21 +505,21 @@ fn settled_by_results<'a>(
 /// dir the run dir sits in; none for a run dir elsewhere) already holds this run dir with every
 /// planned run: a lost or older store makes the resume record it again.
 fn history_current(prep: &Prepared, run_dir: &Path, results_dir: Option<&Path>) -> bool {
-    use crate::store::history;
+    use crate::store::history_db;
     let results_dir = match results_dir {
         Some(d) => d.to_path_buf(),
-        None => match history::results_dir_of(run_dir, &prep.plan.campaign.name) {
+        None => match history_db::results_dir_of(run_dir, &prep.plan.campaign.name) {
             Some(d) => d,
             None => return true,
         },
     };
-    let store = history::store_path(Some(&results_dir));
+    let store = history_db::store_path(Some(&results_dir));
     let Ok(path) = std::path::absolute(run_dir) else {
         return false;
     };
     let path = path.display().to_string();
     store.is_file()
-        && history::History::open_existing(&store)
+        && history_db::History::open_existing(&store)
             .and_then(|h| h.run_dirs())
             .is_ok_and(|dirs| {
                 dirs.iter()

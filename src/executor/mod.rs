@@ -7,9 +7,9 @@
 //! back. `process` is the contract of one process (`ProcessSpec` in, `ProcessOutcome` out); every
 //! output line reaches the caller's `on_line`. Nothing backend-specific lives outside this room.
 
-pub mod backend;
+pub(crate) mod backend;
 pub mod local;
-pub mod process;
+pub(crate) mod process;
 pub mod slurm;
 pub(crate) mod spawn;
 pub mod unit;

@@ -9,12 +9,12 @@
 pub mod case;
 pub(crate) mod digest;
 pub(crate) mod file;
-pub mod history;
 pub(crate) mod limits;
 pub(crate) mod nodes;
 pub mod output;
 pub mod plan;
 pub mod results;
+pub(crate) mod series;
 pub(crate) mod shell;
 pub mod stack;
-pub mod units;
+pub(crate) mod units;

@@ -2,7 +2,7 @@
 //!
 //! Owns the seed-compatible `timing.json` sample shape, run statuses and the `ResultSet`
 //! (all runs of one run dir plus provenance). Writers of `results.json` / `results.csv` /
-//! `samples.csv` are `store::json` and `store::csv`, pure functions of a `ResultSet`; this file
+//! `samples.csv` are `store::results_json` and `store::results_csv`, pure functions of a `ResultSet`; this file
 //! holds the types only and must not do I/O.
 
 use std::collections::BTreeMap;

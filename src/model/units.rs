@@ -39,7 +39,7 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
 
 /// `serde(with)` for optional durations in definitions: read from a duration string or a bare
 /// number of seconds (parsed once, by [`parse_duration`]), written back as humantime text.
-pub mod duration_opt {
+pub(crate) mod duration_opt {
     use std::time::Duration;
 
     use serde::{Deserialize, Deserializer, Serializer};

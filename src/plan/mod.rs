@@ -6,12 +6,12 @@
 //! (cases from a plan) is `crate::plan::sweep`.
 
 mod config;
-pub mod diag;
+pub(crate) mod diag;
 mod load;
 mod raw;
 mod sections;
 mod stacks;
-pub mod sweep;
+pub(crate) mod sweep;
 #[cfg(test)]
 mod tests;
 mod validate;

@@ -122,7 +122,6 @@ pub(crate) fn check(cx: &mut Ctx<'_>, plan: &mut Plan, spans: &Spans) {
     } else {
         plan.devices.ids.clone()
     };
-    let pool_text = format!("devices.ids = {:?}", pool_ids);
     let pinned = plan.devices.placement == Placement::Pinned;
     if !within_case_limit(cx, plan, spans) {
         return;
@@ -193,38 +192,7 @@ pub(crate) fn check(cx: &mut Ctx<'_>, plan: &mut Plan, spans: &Spans) {
                 || at_field(cx, spans, &field, name_case(case, &msg)),
             );
         }
-        if !pool_ids.is_empty() {
-            if case.p as usize > pool_ids.len() {
-                Collector::add(&mut out.errors, format!("pool:{}", case.p), || {
-                    at_field(
-                        cx,
-                        spans,
-                        "p",
-                        format!(
-                            "case {} needs {} devices but the pool has only {} ({}); run it through Slurm (--executor slurm) or add devices",
-                            case.case_id(),
-                            case.p,
-                            pool_ids.len(),
-                            pool_text
-                        ),
-                    )
-                });
-            } else if pinned {
-                if let Some(d) = case.device_ids.iter().find(|d| !pool_ids.contains(d)) {
-                    Collector::add(&mut out.errors, "pinned", || {
-                        at_field(
-                            cx,
-                            spans,
-                            "device_ids",
-                            format!(
-                                "case {} is pinned to device {d}, which is not in the pool ({pool_text})",
-                                case.case_id()
-                            ),
-                        )
-                    });
-                }
-            }
-        }
+        check_pool(cx, spans, &mut out, case, &pool_ids, pinned);
         let warns = case.warns();
         if warns && !allow_uneven {
             Collector::add(&mut out.warnings, "uneven", || {
@@ -239,7 +207,65 @@ pub(crate) fn check(cx: &mut Ctx<'_>, plan: &mut Plan, spans: &Spans) {
     cx.diags.errors.extend(Collector::finish(out.errors));
     cx.diags.warnings.extend(Collector::finish(out.warnings));
 
-    for (i, n) in iter.excluded_by.iter().enumerate() {
+    warn_idle_excludes(cx, spans, &iter.excluded_by);
+    if count == 0 && !cx.diags.has_errors() {
+        refuse_empty(cx, spans, iter.excluded_by.iter().sum(), iter.filtered);
+    }
+    plan.case_count = count;
+    check_run_limit(cx, plan, count);
+    if plan.devices.ids.is_empty() {
+        plan.devices.ids = default_pool(plan.devices.kind, max_p, max_id);
+    }
+}
+
+/// A case's devices against a local pool: more than the pool holds, or pinned outside it.
+fn check_pool(
+    cx: &mut Ctx<'_>,
+    spans: &Spans,
+    out: &mut Collector,
+    case: &crate::model::case::Case,
+    pool_ids: &[u32],
+    pinned: bool,
+) {
+    if pool_ids.is_empty() {
+        return;
+    }
+    let pool_text = format!("devices.ids = {:?}", pool_ids);
+    if case.p as usize > pool_ids.len() {
+        Collector::add(&mut out.errors, format!("pool:{}", case.p), || {
+            at_field(
+                cx,
+                spans,
+                "p",
+                format!(
+                    "case {} needs {} devices but the pool has only {} ({}); run it through Slurm (--executor slurm) or add devices",
+                    case.case_id(),
+                    case.p,
+                    pool_ids.len(),
+                    pool_text
+                ),
+            )
+        });
+    } else if pinned {
+        if let Some(d) = case.device_ids.iter().find(|d| !pool_ids.contains(d)) {
+            Collector::add(&mut out.errors, "pinned", || {
+                at_field(
+                    cx,
+                    spans,
+                    "device_ids",
+                    format!(
+                        "case {} is pinned to device {d}, which is not in the pool ({pool_text})",
+                        case.case_id()
+                    ),
+                )
+            });
+        }
+    }
+}
+
+/// An `[[exclude]]` rule that dropped no case is probably a typo: say which.
+fn warn_idle_excludes(cx: &mut Ctx<'_>, spans: &Spans, excluded_by: &[u64]) {
+    for (i, n) in excluded_by.iter().enumerate() {
         if *n == 0 {
             if let Some(span) = spans.excludes.get(i) {
                 cx.warn(
@@ -250,23 +276,25 @@ pub(crate) fn check(cx: &mut Ctx<'_>, plan: &mut Plan, spans: &Spans) {
             }
         }
     }
-    if count == 0 && !cx.diags.has_errors() {
-        let dropped: u64 = iter.excluded_by.iter().sum();
-        let msg = format!(
-            "the plan makes no cases: [[exclude]] rules dropped {dropped} and the filter dropped {}",
-            iter.filtered
-        );
-        let span = spans
-            .filter
-            .clone()
-            .or_else(|| spans.excludes.first().cloned());
-        match span {
-            Some(s) => cx.error(&s, "exclude", msg),
-            None => cx.diags.error(cx.src.whole(None, msg)),
-        }
+}
+
+/// A plan whose rules and filter leave no case is an error, pointed at the filter or a rule.
+fn refuse_empty(cx: &mut Ctx<'_>, spans: &Spans, dropped: u64, filtered: u64) {
+    let msg = format!(
+        "the plan makes no cases: [[exclude]] rules dropped {dropped} and the filter dropped {filtered}"
+    );
+    let span = spans
+        .filter
+        .clone()
+        .or_else(|| spans.excludes.first().cloned());
+    match span {
+        Some(s) => cx.error(&s, "exclude", msg),
+        None => cx.diags.error(cx.src.whole(None, msg)),
     }
-    plan.case_count = count;
-    // The run limit `run` enforces, said at validate too (before hours of a huge sweep).
+}
+
+/// The run limit `run` enforces, said at validate too (before hours of a huge sweep).
+fn check_run_limit(cx: &mut Ctx<'_>, plan: &Plan, count: u64) {
     let runs = count
         .saturating_mul(plan.stacks.len().max(1) as u64)
         .saturating_mul(u64::from(plan.run.repeats.max(1)));
@@ -279,19 +307,19 @@ pub(crate) fn check(cx: &mut Ctx<'_>, plan: &mut Plan, spans: &Spans) {
         );
         cx.diags.error(cx.src.whole(Some("axes"), msg));
     }
+}
 
-    // Default pool: CPUs are logical slots (at least the largest P, so a P=8 plan still runs on
-    // a 2-core machine); NPUs/GPUs default to the ids the cases name.
-    if plan.devices.ids.is_empty() {
-        let n = match plan.devices.kind {
-            DeviceKind::Cpu => {
-                let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
-                cpus.max(max_p)
-            }
-            DeviceKind::Npu | DeviceKind::Gpu => max_p.max(max_id.saturating_add(1)),
-        };
-        plan.devices.ids = (0..n).collect();
-    }
+/// Default pool: CPUs are logical slots (at least the largest P, so a P=8 plan still runs on a
+/// 2-core machine); NPUs/GPUs default to the ids the cases name.
+fn default_pool(kind: DeviceKind, max_p: u32, max_id: u32) -> Vec<u32> {
+    let n = match kind {
+        DeviceKind::Cpu => {
+            let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+            cpus.max(max_p)
+        }
+        DeviceKind::Npu | DeviceKind::Gpu => max_p.max(max_id.saturating_add(1)),
+    };
+    (0..n).collect()
 }
 
 /// Refuse a product larger than [`MAX_CASES`] before walking it (a typo such as an extra zero

@@ -61,7 +61,7 @@ pub(crate) struct Context {
     pub(crate) skipped_figures: Vec<SkippedRow>,
     pub(crate) quarantined: Vec<NameValue>,
     /// Earlier runs of the same series (set by `render_all` when the history store has some).
-    pub(crate) history: Option<super::history::HistoryCtx>,
+    pub(crate) history: Option<super::history_section::HistoryCtx>,
 }
 
 /// One collective of the report: its cases and what its bandwidth figures count.
@@ -407,69 +407,8 @@ pub(crate) fn build(results: &ResultSet, a: &Analysis, title: Option<&str>) -> C
         ops: op_rows(results),
         runs: a.stats.values().map(|s| run_row(results, s)).collect(),
         failures: a.failures.clone(),
-        paired: a
-            .paired
-            .iter()
-            .map(|p| PairedRow {
-                case_id: p.case_id.clone(),
-                stack: p.stack.clone(),
-                baseline: p.baseline.clone(),
-                ratio: p.ratio,
-                ci_lo: p.ci.map(|c| c.lo),
-                ci_hi: p.ci.map(|c| c.hi),
-                verdict: p.verdict,
-                why: p.why.clone(),
-                label: p.label(),
-                stack_median: format_seconds(p.stack_median),
-                baseline_median: format_seconds(p.baseline_median),
-                metric: p.metric.to_string(),
-            })
-            .collect(),
-        models: a
-            .fits
-            .iter()
-            .map(|f| ModelRow {
-                stack: f.key.stack.clone(),
-                variant: f.key.series_label(),
-                p: f.key.p,
-                dtype: f.key.dtype.to_string(),
-                core_num: f.key.core_num,
-                overhead_us: f.fit.fits.then_some(f.fit.overhead_s * 1e6),
-                bandwidth_gb_s: f
-                    .fit
-                    .bandwidth_bytes_per_s
-                    .filter(|_| f.fit.fits)
-                    .map(|b| b / 1e9),
-                r2: f.fit.r2,
-                n_points: f.fit.n_points,
-                max_rel_residual: f.fit.max_rel_residual,
-                fits: f.fit.fits,
-                segment: f.fit.segment,
-                from_bytes: f.fit.from_bytes as u64,
-                to_bytes: f.fit.to_bytes as u64,
-                note: if !f.fit.fits {
-                    "does not fit (no curve drawn)".into()
-                } else if f.fit.segment {
-                    format!(
-                        "from {} (smaller sizes break the model)",
-                        format_bytes(f.fit.from_bytes as u64)
-                    )
-                } else {
-                    "all sizes".into()
-                },
-                // A model that does not describe its points has no O or B worth reading.
-                overhead: if f.fit.fits {
-                    format_seconds(f.fit.overhead_s)
-                } else {
-                    "–".into()
-                },
-                bandwidth: match f.fit.bandwidth_bytes_per_s {
-                    _ if !f.fit.fits => "–".into(),
-                    Some(b) => format_bandwidth(b),
-                    None => "– (time does not grow with size)".into(),
-                },
-            })
-            .collect(),
+        paired: a.paired.iter().map(paired_row).collect(),
+        models: a.fits.iter().map(model_row).collect(),
         b_star: a
             .b_star
             .iter()
@@ -487,6 +426,70 @@ pub(crate) fn build(results: &ResultSet, a: &Analysis, title: Option<&str>) -> C
         skipped_figures: Vec::new(),
         quarantined: name_values(results.quarantined.iter()),
         history: None,
+    }
+}
+
+/// One paired comparison as the template shows it.
+fn paired_row(p: &crate::report::summary::Paired) -> PairedRow {
+    PairedRow {
+        case_id: p.case_id.clone(),
+        stack: p.stack.clone(),
+        baseline: p.baseline.clone(),
+        ratio: p.ratio,
+        ci_lo: p.ci.map(|c| c.lo),
+        ci_hi: p.ci.map(|c| c.hi),
+        verdict: p.verdict,
+        why: p.why.clone(),
+        label: p.label(),
+        stack_median: format_seconds(p.stack_median),
+        baseline_median: format_seconds(p.baseline_median),
+        metric: p.metric.to_string(),
+    }
+}
+
+/// One α–β fit as the template shows it: a model that does not describe its points has no
+/// O or B worth reading.
+fn model_row(f: &crate::report::summary::ModelFit) -> ModelRow {
+    ModelRow {
+        stack: f.key.stack.clone(),
+        variant: f.key.series_label(),
+        p: f.key.p,
+        dtype: f.key.dtype.to_string(),
+        core_num: f.key.core_num,
+        overhead_us: f.fit.fits.then_some(f.fit.overhead_s * 1e6),
+        bandwidth_gb_s: f
+            .fit
+            .bandwidth_bytes_per_s
+            .filter(|_| f.fit.fits)
+            .map(|b| b / 1e9),
+        r2: f.fit.r2,
+        n_points: f.fit.n_points,
+        max_rel_residual: f.fit.max_rel_residual,
+        fits: f.fit.fits,
+        segment: f.fit.segment,
+        from_bytes: f.fit.from_bytes as u64,
+        to_bytes: f.fit.to_bytes as u64,
+        note: if !f.fit.fits {
+            "does not fit (no curve drawn)".into()
+        } else if f.fit.segment {
+            format!(
+                "from {} (smaller sizes break the model)",
+                format_bytes(f.fit.from_bytes as u64)
+            )
+        } else {
+            "all sizes".into()
+        },
+        // A model that does not describe its points has no O or B worth reading.
+        overhead: if f.fit.fits {
+            format_seconds(f.fit.overhead_s)
+        } else {
+            "–".into()
+        },
+        bandwidth: match f.fit.bandwidth_bytes_per_s {
+            _ if !f.fit.fits => "–".into(),
+            Some(b) => format_bandwidth(b),
+            None => "– (time does not grow with size)".into(),
+        },
     }
 }
 

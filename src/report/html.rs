@@ -14,7 +14,7 @@ use minijinja::syntax::SyntaxConfig;
 use minijinja::{AutoEscape, Environment, UndefinedBehavior};
 use serde::Serialize;
 
-use super::context::Context;
+use super::context::{Cell, Context};
 use super::figures::{Drawn, HoverPoint};
 use crate::error::{Error, Result};
 use crate::model::results::ResultSet;
@@ -189,11 +189,11 @@ struct TrendSeries {
 /// `campaign history trend --out FILE.html`: one self-contained page with every series' trend
 /// (the same figure as `--out FILE.svg`, with hover values) and its change points.
 pub(crate) fn write_trend_page(
-    series: &[crate::model::history::Series],
-    steps: &[Vec<crate::model::history::Step>],
+    series: &[crate::model::series::Series],
+    steps: &[Vec<crate::model::series::Step>],
     out: &Path,
 ) -> Result<()> {
-    use crate::model::history::Direction;
+    use crate::model::series::Direction;
     use crate::model::units::format_seconds;
     let (svg, hover) = super::figures::trend_svg(series, steps)?;
     let rows: Vec<TrendSeries> = series
@@ -404,32 +404,7 @@ fn table(results: &ResultSet, ctx: &Context, run_dir: &Path) -> Table {
         }
     }
     let keys = case_keys(&union);
-    let mut columns: Vec<Column> = keys
-        .iter()
-        .map(|k| Column {
-            key: k.clone(),
-            label: label(k),
-            numeric: union.get(k).is_some_and(|v| v.is_number() || k == "bytes"),
-        })
-        .collect();
-    for (key, numeric) in [
-        ("stack", false),
-        ("metric", false),
-        ("status", false),
-        ("median", true),
-        ("ci", true),
-        ("repeats × rounds", true),
-    ] {
-        columns.push(Column {
-            key: key.into(),
-            label: if key == "ci" {
-                "95 % CI".into()
-            } else {
-                key.into()
-            },
-            numeric,
-        });
-    }
+    let columns = table_columns(&keys, &union);
     let mut rows = Vec::new();
     for (case, values) in ctx.cases.iter().zip(&case_values) {
         let mut lead: Vec<TableCell> = Vec::new();
@@ -462,11 +437,6 @@ fn table(results: &ResultSet, ctx: &Context, run_dir: &Path) -> Table {
             if contended {
                 status.push_str(" ⚠ contended");
             }
-            let num = |v: Option<f64>| v.map(|x| x.to_string()).unwrap_or_default();
-            let seconds = |v: Option<f64>| {
-                v.map(crate::model::units::format_seconds)
-                    .unwrap_or_else(|| "–".into())
-            };
             let mut cells: Vec<TableCell> = lead
                 .iter()
                 .map(|c| TableCell {
@@ -474,37 +444,7 @@ fn table(results: &ResultSet, ctx: &Context, run_dir: &Path) -> Table {
                     sort: c.sort.clone(),
                 })
                 .collect();
-            cells.push(TableCell {
-                text: cell.stack.clone(),
-                sort: cell.stack.clone(),
-            });
-            cells.push(TableCell {
-                text: cell.metric.clone(),
-                sort: cell.metric.clone(),
-            });
-            cells.push(TableCell {
-                text: status.clone(),
-                sort: status.clone(),
-            });
-            cells.push(TableCell {
-                text: seconds(cell.median_s),
-                sort: num(cell.median_s),
-            });
-            cells.push(TableCell {
-                text: match (cell.ci_lo_s, cell.ci_hi_s) {
-                    (Some(lo), Some(hi)) => format!(
-                        "[{}, {}]",
-                        crate::model::units::format_seconds(lo),
-                        crate::model::units::format_seconds(hi)
-                    ),
-                    _ => "–".into(),
-                },
-                sort: num(cell.ci_hi_s.zip(cell.ci_lo_s).map(|(hi, lo)| hi - lo)),
-            });
-            cells.push(TableCell {
-                text: format!("{}×{}", cell.repeats, cell.rounds),
-                sort: (cell.repeats * 1_000_000 + cell.rounds).to_string(),
-            });
+            cells.extend(stack_cells(cell, &status));
             rows.push(TableRow {
                 cells,
                 status: cell.status.clone(),
@@ -518,6 +458,82 @@ fn table(results: &ResultSet, ctx: &Context, run_dir: &Path) -> Table {
         rows,
         same: Vec::new(),
     })
+}
+
+/// The table's columns: the case keys (numeric when their value is), then the stack's.
+fn table_columns(
+    keys: &[String],
+    union: &serde_json::Map<String, serde_json::Value>,
+) -> Vec<Column> {
+    let mut columns: Vec<Column> = keys
+        .iter()
+        .map(|k| Column {
+            key: k.clone(),
+            label: label(k),
+            numeric: union.get(k).is_some_and(|v| v.is_number() || k == "bytes"),
+        })
+        .collect();
+    for (key, numeric) in [
+        ("stack", false),
+        ("metric", false),
+        ("status", false),
+        ("median", true),
+        ("ci", true),
+        ("repeats × rounds", true),
+    ] {
+        columns.push(Column {
+            key: key.into(),
+            label: if key == "ci" {
+                "95 % CI".into()
+            } else {
+                key.into()
+            },
+            numeric,
+        });
+    }
+    columns
+}
+
+/// The cells of one stack in a row: stack, metric, status, median, CI, repeats × rounds.
+fn stack_cells(cell: &Cell, status: &str) -> Vec<TableCell> {
+    let num = |v: Option<f64>| v.map(|x| x.to_string()).unwrap_or_default();
+    let seconds = |v: Option<f64>| {
+        v.map(crate::model::units::format_seconds)
+            .unwrap_or_else(|| "–".into())
+    };
+    vec![
+        TableCell {
+            text: cell.stack.clone(),
+            sort: cell.stack.clone(),
+        },
+        TableCell {
+            text: cell.metric.clone(),
+            sort: cell.metric.clone(),
+        },
+        TableCell {
+            text: status.to_string(),
+            sort: status.to_string(),
+        },
+        TableCell {
+            text: seconds(cell.median_s),
+            sort: num(cell.median_s),
+        },
+        TableCell {
+            text: match (cell.ci_lo_s, cell.ci_hi_s) {
+                (Some(lo), Some(hi)) => format!(
+                    "[{}, {}]",
+                    crate::model::units::format_seconds(lo),
+                    crate::model::units::format_seconds(hi)
+                ),
+                _ => "–".into(),
+            },
+            sort: num(cell.ci_hi_s.zip(cell.ci_lo_s).map(|(hi, lo)| hi - lo)),
+        },
+        TableCell {
+            text: format!("{}×{}", cell.repeats, cell.rounds),
+            sort: (cell.repeats * 1_000_000 + cell.rounds).to_string(),
+        },
+    ]
 }
 
 /// Leave out the foldable columns whose text is the same in every row (two rows or more).

@@ -15,12 +15,12 @@ use crate::model::plan::ReportConfig;
 use crate::model::results::ResultSet;
 use crate::store::atomic::{write_atomic, Staged};
 
-pub mod context;
+pub(crate) mod context;
 pub mod figures;
-pub mod font;
-pub(crate) mod history;
+pub(crate) mod font;
+pub(crate) mod history_section;
 pub(crate) mod html;
-pub mod markdown;
+pub(crate) mod markdown;
 pub(crate) mod preview;
 pub mod summary;
 
@@ -39,7 +39,7 @@ pub struct ReportOptions {
     pub title: Option<String>,
     pub bootstrap: Bootstrap,
     /// Earlier points of this run's series in the history store (the "History" section).
-    pub history: Option<crate::model::history::ReportHistory>,
+    pub history: Option<crate::model::series::ReportHistory>,
     /// `[report] compare_metric`: pair every stack on this metric.
     pub compare_metric: Option<crate::model::results::Metric>,
 }
@@ -64,8 +64,8 @@ impl ReportOptions {
 /// `campaign history trend --out FILE`: the figure (`.png`, `.svg`), or the self-contained page
 /// of it and its change points (`.html`).
 pub(crate) fn draw_trend(
-    series: &[crate::model::history::Series],
-    steps: &[Vec<crate::model::history::Step>],
+    series: &[crate::model::series::Series],
+    steps: &[Vec<crate::model::series::Step>],
     out: &Path,
 ) -> Result<()> {
     let html = out
@@ -147,7 +147,7 @@ pub fn render_all(
         let texts = (|| -> Result<(String, Staged, context::Context)> {
             let mut ctx = context::build(results, &analysis, opts.title.as_deref())
                 .with_figures(&drawn, &skipped);
-            ctx.history = opts.history.as_ref().and_then(history::context);
+            ctx.history = opts.history.as_ref().and_then(history_section::context);
             let ctx_ref = &ctx;
             let (text, json) = std::thread::scope(|s| {
                 let json = s.spawn(|| {
@@ -195,7 +195,7 @@ pub(crate) fn finish_run(
     cfg: &ReportConfig,
     template: Option<&Path>,
     run_dir: &Path,
-    history: Option<crate::model::history::ReportHistory>,
+    history: Option<crate::model::series::ReportHistory>,
 ) -> Result<ReportOutput> {
     let mut opts = ReportOptions::from_config(cfg, results);
     opts.history = history;

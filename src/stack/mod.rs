@@ -7,9 +7,9 @@
 //! `executor`).
 
 pub mod assets;
-pub mod availability;
+pub(crate) mod availability;
 pub mod parsers;
 pub mod registry;
 pub mod render;
-pub mod resolve;
-pub mod roots;
+pub(crate) mod resolve;
+pub(crate) mod roots;

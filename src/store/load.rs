@@ -403,9 +403,9 @@ pub(crate) fn load_run_dir_tolerant(dir: &Path) -> Result<(ResultSet, Vec<(PathB
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::json::document;
-    use crate::store::json::tests::result;
     use crate::store::layout::{write_bundle, write_json, ProcessFacts, RunDir};
+    use crate::store::results_json::document;
+    use crate::store::results_json::tests::result;
 
     #[test]
     fn round_trip_through_bundles() {

@@ -7,20 +7,20 @@
 //! It reads and writes files; it does not run stacks, schedule, or compute statistics beyond
 //! what the results files carry.
 
-pub mod atomic;
-pub mod csv;
-pub mod fingerprint;
-pub mod history;
+pub(crate) mod atomic;
+pub(crate) mod fingerprint;
+pub(crate) mod history_db;
 pub(crate) mod host;
-pub mod journal;
-pub mod json;
-pub mod layout;
-pub mod load;
+pub(crate) mod journal;
+pub(crate) mod layout;
+pub(crate) mod load;
 pub mod lock;
-pub mod provenance;
-pub mod rebuild;
-pub mod results_check;
-pub mod resume;
-pub mod row;
-pub mod seed_dir;
-pub mod status;
+pub(crate) mod provenance;
+pub(crate) mod rebuild;
+pub(crate) mod results_check;
+pub(crate) mod results_csv;
+pub(crate) mod results_json;
+pub(crate) mod resume;
+pub(crate) mod row;
+pub(crate) mod seed_dir;
+pub(crate) mod status;

@@ -12,7 +12,7 @@ use crate::error::Result;
 use crate::model::results::{ResultSet, RunResult, RunStatus};
 use crate::store::atomic::Staged;
 use crate::store::journal::{parse_run_step, replay, FILE_NAME};
-use crate::store::{csv, json};
+use crate::store::{results_csv, results_json};
 
 /// A run the journal says finished whose bundle (manifest) is missing.
 #[derive(Debug, Clone, PartialEq)]
@@ -117,8 +117,14 @@ pub(crate) fn planned_order(dir: &Path, set: &ResultSet) -> Result<PlannedOrder>
 /// straight into its temp file (never held in memory whole), all three replaced together.
 pub(crate) fn write_results(dir: &Path, set: &ResultSet) -> Result<()> {
     let mut staged = Staged::new();
-    staged.write(&dir.join("results.json"), |w| json::write_document(set, w))?;
-    staged.write(&dir.join("results.csv"), |w| csv::write_results_csv(set, w))?;
-    staged.write(&dir.join("samples.csv"), |w| csv::write_samples_csv(set, w))?;
+    staged.write(&dir.join("results.json"), |w| {
+        results_json::write_document(set, w)
+    })?;
+    staged.write(&dir.join("results.csv"), |w| {
+        results_csv::write_results_csv(set, w)
+    })?;
+    staged.write(&dir.join("samples.csv"), |w| {
+        results_csv::write_samples_csv(set, w)
+    })?;
     staged.commit()
 }

@@ -176,7 +176,7 @@ impl Row {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::json::tests::result;
+    use crate::store::results_json::tests::result;
 
     #[test]
     fn bandwidth_comes_from_the_median() {

@@ -441,3 +441,125 @@ fn the_copy_checker_sees_a_copy() {
         ["src/engine/x.rs:1: a hex loop (use model::digest)"]
     );
 }
+
+/// Names of the crates Cargo.toml depends on, as code spells them (`-` becomes `_`).
+fn dependency_names() -> BTreeSet<String> {
+    let manifest =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml")).unwrap();
+    let mut names = BTreeSet::new();
+    let mut in_deps = false;
+    for line in manifest.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            in_deps = line.ends_with("dependencies]");
+        } else if in_deps {
+            if let Some((name, _)) = line.split_once('=') {
+                let name = name.trim();
+                if !name.is_empty() && !name.starts_with('#') {
+                    names.insert(name.replace('-', "_"));
+                }
+            }
+        }
+    }
+    names
+}
+
+/// Every module of `src/` as (its name, its file relative to src/): `a/b.rs` and `a/b/mod.rs`
+/// are both `b`; the crate roots and unit-test files are left out.
+fn module_files(src: &Path) -> Vec<(String, String)> {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    files
+        .iter()
+        .filter_map(|f| {
+            let rel = f.strip_prefix(src).unwrap();
+            let stem = rel.file_stem()?.to_str()?;
+            let name = if stem == "mod" {
+                rel.parent()?.file_name()?.to_str()?
+            } else {
+                stem
+            };
+            let root = rel.parent() == Some(Path::new("")) && (stem == "lib" || stem == "main");
+            (!root && name != "tests").then(|| (name.to_string(), rel.display().to_string()))
+        })
+        .collect()
+}
+
+/// A module named like a crate it depends on shadows it (`csv::Writer` inside `store` meant the
+/// module, not the crate) — the reader has to look up which one a path means.
+fn shadowing(modules: &[(String, String)], crates: &BTreeSet<String>) -> Vec<String> {
+    modules
+        .iter()
+        .filter(|(name, _)| crates.contains(name))
+        .map(|(name, file)| format!("src/{file}: module `{name}` shadows the crate `{name}`"))
+        .collect()
+}
+
+#[test]
+fn no_module_is_named_like_a_crate_it_depends_on() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let crates = dependency_names();
+    assert!(
+        crates.contains("csv") && crates.contains("regex"),
+        "{crates:?}"
+    );
+    let problems = shadowing(&module_files(&src), &crates);
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn the_shadow_checker_sees_a_shadowing_module() {
+    let crates: BTreeSet<String> = ["csv".to_string(), "toml".to_string()].into();
+    let modules = [
+        ("csv".to_string(), "store/csv.rs".to_string()),
+        (
+            "results_csv".to_string(),
+            "store/results_csv.rs".to_string(),
+        ),
+    ];
+    assert_eq!(
+        shadowing(&modules, &crates),
+        ["src/store/csv.rs: module `csv` shadows the crate `csv`"]
+    );
+}
+
+/// One convention for module files: a module with children is `name/mod.rs`, never `name.rs`
+/// beside a `name/` folder, so every module with children is found the same way.
+#[test]
+fn modules_with_children_live_in_mod_rs() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let problems: Vec<String> = files
+        .iter()
+        .filter(|f| f.file_stem().is_some_and(|s| s != "mod") && f.with_extension("").is_dir())
+        .map(|f| {
+            let rel = f.strip_prefix(&src).unwrap().display().to_string();
+            format!("src/{rel}: has a folder beside it; move it to its folder's mod.rs")
+        })
+        .collect();
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// One meaning per name outside `cli` (whose files are named after the subcommands): two
+/// modules of one name must be the types and the logic of one concept (`model::plan` and
+/// `plan`, `model::stack` and `stack`), the backend contract and its implementations
+/// (`executor::backend`, `executor::{local,slurm}::backend`), or the two loaders (`plan::load`
+/// reads a TOML file, `store::load` a run dir). Any other second use of a name is a new meaning.
+#[test]
+fn module_names_outside_cli_have_one_meaning() {
+    const SHARED: &[&str] = &["plan", "stack", "backend", "load"];
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut seen: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for (name, file) in module_files(&src) {
+        if !file.starts_with("cli/") {
+            seen.entry(name).or_default().push(file);
+        }
+    }
+    let problems: Vec<String> = seen
+        .iter()
+        .filter(|(name, files)| files.len() > 1 && !SHARED.contains(&name.as_str()))
+        .map(|(name, files)| format!("`{name}` names {}", files.join(", ")))
+        .collect();
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

@@ -5,13 +5,13 @@
 //! reports. Callers pass only timed rounds of passing runs (the honesty rule lives with them).
 //! The basic functions are here; the richer pieces live in submodules.
 
-pub mod bandwidth;
-pub mod bootstrap;
-pub mod fit;
-pub mod hierarchical;
-pub mod outliers;
+pub(crate) mod bandwidth;
+pub(crate) mod bootstrap;
+pub(crate) mod describe;
+pub(crate) mod fit;
+pub(crate) mod hierarchical;
+pub(crate) mod outliers;
 pub(crate) mod stream;
-pub mod summary;
 
 pub use bootstrap::Bootstrap;
 

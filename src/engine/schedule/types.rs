@@ -1,6 +1,6 @@
 //! The scheduler's vocabulary with the rest of the engine: what it knows about each planned run
 //! ([`RunPlan`]), what executors report ([`Outcome`], [`Report`], [`ProbeReport`]), what it asks
-//! of the engine ([`Driver`]) and what it returns ([`Summary`]). Types only: the logic is in
+//! of the engine ([`Dispatch`]) and what it returns ([`Summary`]). Types only: the logic is in
 //! `scheduler.rs`.
 
 use std::collections::BTreeMap;
@@ -59,7 +59,7 @@ pub enum Outcome {
     /// A build or probe failed: the stack's runs become `unavailable` with this reason.
     StackUnavailable(String),
     /// A step failed in a way that does not touch other runs (a report step), or a run could
-    /// not be recorded (its bundle could not be written: the driver stops the campaign).
+    /// not be recorded (its bundle could not be written: the dispatcher stops the campaign).
     Failed(String),
     /// A run finished (any status).
     Run(Box<RunResult>),
@@ -81,7 +81,7 @@ pub(crate) struct Report {
 }
 
 /// What the scheduler asks of the engine.
-pub(crate) trait Driver: Send {
+pub(crate) trait Dispatch: Send {
     /// Start `step` (with `lease` for runs; `attempt` counts from the run's first attempt) and
     /// send exactly one [`Report`] for `node` on `tx` when it ends. Must not block.
     fn start(

@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::engine::verdict::{self, Cause};
+use crate::engine::run_status::{self, Cause};
 use crate::engine::work::{run_unit, visible_ids, RunJob, Stop};
 use crate::executor::{ExecFailure, ProcessOutcome, ProcessRequest, ProcessSpec, Ran, GRACE};
 use crate::model::case::Case;
@@ -315,7 +315,7 @@ impl Tally {
     ) -> bool {
         self.waited = (self.waited.zip(outcome.cpu_wait))
             .map(|((wait, wall), w)| (wait + w, wall + outcome.elapsed));
-        let failed = verdict::process_problem(&outcome, limits).is_some()
+        let failed = run_status::process_problem(&outcome, limits).is_some()
             || parsed.correctness == Some(false);
         let mut got = parsed.samples.clone();
         if subprocess {
@@ -330,7 +330,7 @@ impl Tally {
                 got.iter_mut().for_each(|s| s.ok = false);
             }
             let elapsed = Some(outcome.elapsed);
-            self.engine_timed |= verdict::complete(&mut got, elapsed, case.n_bytes());
+            self.engine_timed |= run_status::complete(&mut got, elapsed, case.n_bytes());
         }
         self.samples.extend(got);
         self.merged.correctness = match (self.merged.correctness, parsed.correctness) {
@@ -353,9 +353,9 @@ impl Tally {
         cause: &Cause,
     ) -> Result<RunResult, Stop> {
         let (warmup, timed) = (case.warmup_rounds, case.timed_rounds);
-        verdict::label(&mut self.samples, warmup);
+        run_status::label(&mut self.samples, warmup);
         if !subprocess {
-            self.engine_timed = verdict::complete(&mut self.samples, None, case.n_bytes());
+            self.engine_timed = run_status::complete(&mut self.samples, None, case.n_bytes());
         }
         self.samples.iter_mut().for_each(round_sample);
         let outcome = self.last.ok_or("no process was run")?;
@@ -364,7 +364,7 @@ impl Tally {
             None => {
                 let cause = cause.text();
                 let (merged, samples) = (&self.merged, &self.samples);
-                verdict::judge(
+                run_status::judge(
                     &outcome,
                     merged,
                     samples,

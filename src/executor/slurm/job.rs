@@ -4,7 +4,7 @@
 //! caller's prompt, or leave them running for `campaign resume`).
 //!
 //! Owns the interrupt decision and the per-run job lifecycle. It does not journal (the run
-//! reports each job id to the driver, which does), does not judge or parse runs (the engine
+//! reports each job id to the dispatcher, which does), does not judge or parse runs (the engine
 //! does) and does not talk to Slurm itself (the shared `SlurmService` does).
 
 use tokio::sync::watch;

@@ -8,16 +8,16 @@
 //! job's verdict is [`Verdict::Parse`]) and never resubmits on its own. The session's backend
 //! (`backend`: preflight, start, stale-job cancel, the Ctrl-C decision) is built on it.
 
-pub mod backend;
-pub mod bundle;
-pub mod job;
-pub mod placement;
-pub mod poll;
-pub mod preflight;
-pub mod script;
-pub mod service;
-pub mod state;
-pub mod submit;
+pub(crate) mod backend;
+pub(crate) mod bundle;
+pub(crate) mod job;
+pub(crate) mod placement;
+pub(crate) mod poll;
+pub(crate) mod preflight;
+pub(crate) mod script;
+pub(crate) mod service;
+pub(crate) mod state;
+pub(crate) mod submit;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

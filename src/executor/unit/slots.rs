@@ -4,7 +4,7 @@
 //! Making a cgroup and removing it cost about as much as everything else campaign does between
 //! two runs (≈ 55 µs together here; the first process in a new cgroup costs more again), so the
 //! cgroups of a campaign's runs are made once and reused: `campaign-<tag>-s<k>`, where the tag
-//! is derived from the run dir. The driver claims one when it journals a run's start (the
+//! is derived from the run dir. The dispatcher claims one when it journals a run's start (the
 //! journal names the cgroup, so a resume after a SIGKILL reaps what it holds, `unit::reap`) and
 //! releases it when the run has reported. A slot goes back to the pool only proven empty —
 //! nothing of the last run left in it — and a slot something outlived is retired, never used

@@ -4,9 +4,9 @@
 //! `equivalence_hash` (byte-compatible with the Python harness) and campaign's own `case_key`.
 //! Reading and writing seed case JSON lives here too. It knows nothing about plans or stacks.
 
-pub mod fast;
-pub mod golden;
-pub mod op;
+pub(crate) mod fast;
+pub(crate) mod golden;
+pub(crate) mod op;
 
 pub use op::Op;
 
@@ -589,6 +589,31 @@ impl Case {
                 ),
             ),
         }
+        self.device_id_problems(&mut bad);
+        self.vocabulary_problems(&mut bad);
+        if self.core_num < 1 {
+            bad("core_num", "core_num must be >= 1".into());
+        } else if self.core_num > 1 && self.variant != Variant::Mesh {
+            bad(
+                "core_num",
+                format!(
+                    "core_num > 1 is only supported for mesh, not {}",
+                    self.variant
+                ),
+            );
+        }
+        if self.timed_rounds < 1 {
+            bad("timed_rounds", "timed_rounds must be >= 1".into());
+        }
+        self.layout_problems(&mut bad);
+        if let Some(msg) = crate::model::case::golden::range_problem(self) {
+            bad("dtype", msg);
+        }
+        out
+    }
+
+    /// `device_ids`: exactly p of them, no id twice, and a case_id that fits a folder name.
+    fn device_id_problems(&self, bad: &mut impl FnMut(&str, String)) {
         if self.device_ids.len() != self.p as usize {
             bad(
                 "device_ids",
@@ -602,12 +627,12 @@ impl Case {
             let id_len = self.case_id_len();
             if id_len > MAX_CASE_ID_BYTES {
                 bad(
-                    "device_ids",
-                    format!(
-                        "case_id would be {id_len} bytes long (p = {} device ids), more than the {MAX_CASE_ID_BYTES} bytes a folder name may have",
-                        self.p
-                    ),
-                );
+                "device_ids",
+                format!(
+                    "case_id would be {id_len} bytes long (p = {} device ids), more than the {MAX_CASE_ID_BYTES} bytes a folder name may have",
+                    self.p
+                ),
+            );
             }
         }
         // Report each repeated id once. Small lists (every real case) are checked in place with
@@ -630,6 +655,11 @@ impl Case {
                 }
             }
         }
+    }
+
+    /// The named vocabularies: orch_profile (mesh needs a mesh_l3_* one), input_formula, the
+    /// op's own fields, golden and orch_tier.
+    fn vocabulary_problems(&self, bad: &mut impl FnMut(&str, String)) {
         if !ORCH_PROFILES.contains(&self.orch_profile.as_str()) {
             bad(
                 "orch_profile",
@@ -655,7 +685,7 @@ impl Case {
                 ),
             );
         }
-        self.op_problems(&mut bad);
+        self.op_problems(bad);
         if !GOLDENS.contains(&self.golden.as_str()) {
             bad(
                 "golden",
@@ -676,25 +706,6 @@ impl Case {
                 ),
             );
         }
-        if self.core_num < 1 {
-            bad("core_num", "core_num must be >= 1".into());
-        } else if self.core_num > 1 && self.variant != Variant::Mesh {
-            bad(
-                "core_num",
-                format!(
-                    "core_num > 1 is only supported for mesh, not {}",
-                    self.variant
-                ),
-            );
-        }
-        if self.timed_rounds < 1 {
-            bad("timed_rounds", "timed_rounds must be >= 1".into());
-        }
-        self.layout_problems(&mut bad);
-        if let Some(msg) = crate::model::case::golden::range_problem(self) {
-            bad("dtype", msg);
-        }
-        out
     }
 
     /// P = nodes × ranks_per_node, and `one_per_node` means nodes = p.

@@ -162,8 +162,8 @@ pub(crate) fn draw_planned(planned: Vec<Planned<'_>>) -> Result<Vec<Vec<HoverPoi
 
 /// The history trend figure as an image (`campaign history trend --out FILE.png|svg`).
 pub(crate) fn draw_trend(
-    series: &[crate::model::history::Series],
-    steps: &[Vec<crate::model::history::Step>],
+    series: &[crate::model::series::Series],
+    steps: &[Vec<crate::model::series::Step>],
     out: &Path,
 ) -> Result<()> {
     trend::draw(series, steps, out)
@@ -171,8 +171,8 @@ pub(crate) fn draw_trend(
 
 /// The trend figure as SVG markup and its hover values.
 pub(crate) fn trend_svg(
-    series: &[crate::model::history::Series],
-    steps: &[Vec<crate::model::history::Step>],
+    series: &[crate::model::series::Series],
+    steps: &[Vec<crate::model::series::Step>],
 ) -> Result<(String, Vec<HoverPoint>)> {
     trend::svg(series, steps)
 }

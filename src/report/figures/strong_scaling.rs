@@ -203,13 +203,24 @@ fn build(a: &Analysis, results: &ResultSet, look: Look) -> Result<Panels, String
         }
         panels.push(panel);
     }
+    let text = full_caption(caption, &panels, (shown.len(), counts.len()), any_over);
+    Ok(Panels {
+        title: title.to_string(),
+        panels,
+        caption: text,
+        size: None,
+    })
+}
+
+/// The caption under the panels: which counts are drawn (`drawn`: shown of all), the
+/// oversubscription note when a dashed part exists, and the caveat of efficiencies above 1.
+fn full_caption(caption: &str, panels: &[Panel], drawn: (usize, usize), any_over: bool) -> String {
     let mut text = caption.to_string();
-    if shown.len() < counts.len() {
+    if drawn.0 < drawn.1 {
         text.push_str(&format!(
             " Only {} of the {} element counts are drawn, spread evenly from the smallest to \
              the largest; every case's median is in results.csv.",
-            shown.len(),
-            counts.len()
+            drawn.0, drawn.1
         ));
     }
     if any_over {
@@ -239,12 +250,7 @@ fn build(a: &Analysis, results: &ResultSet, look: Look) -> Result<Panels, String
             max * 100.0
         ));
     }
-    Ok(Panels {
-        title: title.to_string(),
-        panels,
-        caption: text,
-        size: None,
-    })
+    text
 }
 
 /// strong_scaling_t_total: median time vs P (log time axis).

@@ -10,12 +10,12 @@ use plotters::prelude::*;
 use super::common::{Axis, Hover, Panel, Panels, Series as Line, Style};
 use super::{Figure, HoverPoint};
 use crate::error::{Error, Result};
-use crate::model::history::{Series, Step};
+use crate::model::series::{Series, Step};
 
 /// More panels than this make an unreadable image.
 const MAX_SERIES: usize = 24;
 
-fn x_label(p: &crate::model::history::Point) -> String {
+fn x_label(p: &crate::model::series::Point) -> String {
     match &p.commit {
         Some(c) => c.get(..8).unwrap_or(c).to_string(),
         None => p
@@ -111,7 +111,7 @@ pub(crate) fn build(series: &[Series], steps: &[Vec<Step>]) -> Panels {
 
 /// What hovering over point `x` of a series shows: run, date, commit, median, CI, n, and the
 /// step that starts there.
-fn point_text(x: usize, p: &crate::model::history::Point, step: Option<&Step>) -> String {
+fn point_text(x: usize, p: &crate::model::series::Point, step: Option<&Step>) -> String {
     use crate::model::units::format_seconds;
     let mut text = format!(
         "#{} {} ({}{}): median {} [{}, {}], n = {}",
@@ -213,7 +213,7 @@ pub(crate) fn draw(series: &[Series], steps: &[Vec<Step>], out: &Path) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::history::{Point, SeriesKey};
+    use crate::model::series::{Point, SeriesKey};
 
     fn point(i: i64, median_s: f64, cpu_contention: Option<f64>) -> Point {
         Point {

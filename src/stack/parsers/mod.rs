@@ -47,11 +47,11 @@ pub mod markers;
 pub mod native;
 pub mod nccl_tests;
 pub mod osu;
+pub(crate) mod patterns;
 pub mod pypto;
-pub mod pytest;
-pub mod regex;
+pub(crate) mod pytest;
 pub mod simpler_own;
-pub mod simpler_scene;
+pub(crate) mod simpler_scene;
 pub mod strace;
 pub mod table;
 
@@ -74,7 +74,7 @@ const PARSERS: &[Registered] = &[
         Ok(Box::new(native::NativeParser::new(ctx.clone())))
     }),
     wrapped("regex", |def, ctx| {
-        Ok(Box::new(regex::RegexParser::new(
+        Ok(Box::new(patterns::RegexParser::new(
             &def.patterns,
             ctx.clone(),
         )?))

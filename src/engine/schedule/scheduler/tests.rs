@@ -1,4 +1,4 @@
-//! Unit tests of the scheduler with a driver that "runs" steps instantly and records events.
+//! Unit tests of the scheduler with a dispatcher that "runs" steps instantly and records events.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -54,7 +54,7 @@ impl Fake {
     }
 }
 
-impl Driver for Fake {
+impl Dispatch for Fake {
     fn start(
         &mut self,
         node: NodeIndex,
@@ -185,7 +185,7 @@ fn starts(fake: &Fake) -> Vec<String> {
 }
 
 #[test]
-fn nothing_more_starts_once_the_driver_stopped_even_within_one_dispatch() {
+fn nothing_more_starts_once_the_dispatcher_stopped_even_within_one_dispatch() {
     // Four P=1 runs on four devices would all start in one round of dispatching.
     let mut fake = Fake {
         runs: runs(&[("a", "s"), ("b", "s"), ("c", "s"), ("d", "s")]),

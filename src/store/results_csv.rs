@@ -173,7 +173,7 @@ pub(crate) fn write_samples_csv(set: &ResultSet, out: impl Write) -> std::io::Re
 mod tests {
     use super::*;
     use crate::model::results::RunStatus;
-    use crate::store::json::tests::result;
+    use crate::store::results_json::tests::result;
 
     #[test]
     fn failed_runs_have_empty_cells_and_samples_every_round() {
@@ -194,7 +194,7 @@ mod tests {
         assert_eq!(&rows[1][col("oversubscribed")], "false");
         assert_eq!(&rows[0][col("devices")], "0,1");
         // The same fields as results.json, minus the two maps, in the same order.
-        let json_keys: Vec<String> = crate::store::json::row(&set.runs[0])
+        let json_keys: Vec<String> = crate::store::results_json::row(&set.runs[0])
             .as_object()
             .unwrap()
             .keys()

@@ -1,5 +1,6 @@
 use std::collections::BTreeMap;
 
+use super::ingest::Ingested;
 use super::query::SeriesFilter;
 use super::*;
 use crate::model::case::{Case, Variant};
@@ -278,7 +279,7 @@ fn repeats(levels: &[(f64, Option<f64>)], started: &str) -> Vec<RunResult> {
 
 /// Ingest one run dir per entry (its stamp, start time and repeats) and return the steps of
 /// the one series, as `history regressions` finds them.
-fn steps_of(dirs: &[(String, Vec<RunResult>)]) -> Vec<crate::model::history::Step> {
+fn steps_of(dirs: &[(String, Vec<RunResult>)]) -> Vec<crate::model::series::Step> {
     let tmp = tempfile::tempdir().unwrap();
     let mut h = History::open(&tmp.path().join("history.sqlite")).unwrap();
     for (stamp, runs) in dirs {

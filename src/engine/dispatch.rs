@@ -1,4 +1,4 @@
-//! The engine's [`Driver`]: starts each step the scheduler hands over (generate, build, probe,
+//! The engine's [`Dispatch`]: starts each step the scheduler hands over (generate, build, probe,
 //! run, collect, later report steps), records runs that do not execute, and after every
 //! finished run rewrites the results files and tells progress.
 //!
@@ -23,7 +23,7 @@ use crate::engine::progress::Progress;
 use crate::engine::results_files::{self, ResultsFiles};
 use crate::engine::schedule::dag::Step;
 use crate::engine::schedule::pool::Lease;
-use crate::engine::schedule::scheduler::{Driver, Outcome, Report};
+use crate::engine::schedule::scheduler::{Dispatch, Outcome, Report};
 use crate::engine::work::{self, RunJob};
 use crate::error::Result;
 use crate::executor::{Backend, JobRef};
@@ -45,10 +45,10 @@ pub(crate) struct PlannedRun {
     pub(crate) stack: usize,
 }
 
-/// The engine's side of the scheduler's [`Driver`]: what the campaign runs, what the session
+/// The engine's side of the scheduler's [`Dispatch`]: what the campaign runs, what the session
 /// knows and journals of each run, what it writes besides the journal, where runs execute, and
 /// how it stops.
-pub(crate) struct EngineDriver {
+pub(crate) struct Dispatcher {
     pub(crate) plan: CampaignPlan,
     pub(crate) state: RunState,
     pub(crate) out: Outputs,
@@ -85,7 +85,7 @@ pub(crate) struct RunState {
     pub(crate) attempts: BTreeMap<usize, u32>,
     /// Unit id of each running run that claimed a kept cgroup (`executor::unit::slots`).
     pub(crate) claims: BTreeMap<usize, String>,
-    /// What the driver keeps about jobs left outside campaign; empty for local runs.
+    /// What the dispatcher keeps about jobs left outside campaign; empty for local runs.
     pub(crate) jobs: Jobs,
 }
 
@@ -138,7 +138,7 @@ pub(crate) struct Stopping {
 }
 
 /// Jobs of the campaign's runs that their backend runs outside campaign (batch jobs), as the
-/// driver journals them.
+/// dispatcher journals them.
 #[derive(Default)]
 pub(crate) struct Jobs {
     /// The jobs of runs an earlier session left running, by run (resume re-attaches).
@@ -149,7 +149,7 @@ pub(crate) struct Jobs {
     pub(crate) detached: Vec<JobRef>,
 }
 
-impl EngineDriver {
+impl Dispatcher {
     fn stack_by_name(&self, name: &str) -> Option<Arc<EngineStack>> {
         self.plan.stacks.iter().find(|s| s.name == name).cloned()
     }
@@ -354,7 +354,7 @@ impl EngineDriver {
     }
 }
 
-impl Driver for EngineDriver {
+impl Dispatch for Dispatcher {
     /// After the first failed write (ENOSPC, a read-only dir) no other run is launched.
     fn stopped(&self) -> bool {
         self.stop.fatal.is_some()

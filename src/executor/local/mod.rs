@@ -9,7 +9,7 @@
 //! parse output (every line goes to the caller's `on_line`) and does not decide run status (the
 //! caller reads `ProcessOutcome`). The session's backend for this machine is `backend`.
 
-pub mod backend;
+pub(crate) mod backend;
 
 use std::io::Write;
 use std::os::unix::process::ExitStatusExt;

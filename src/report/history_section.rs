@@ -1,12 +1,12 @@
 //! The report's "History" section: how this run compares with earlier runs of its series
 //! (previous median, change, whether change-point detection found a step at this run).
 //!
-//! The numbers come in ready (`model::history::ReportHistory`, filled by `engine::report_step`
+//! The numbers come in ready (`model::series::ReportHistory`, filled by `engine::report_step`
 //! from the history store); this file only words them for the template. Pure.
 
 use serde::Serialize;
 
-use crate::model::history::{Direction, ReportHistory};
+use crate::model::series::{Direction, ReportHistory};
 use crate::model::units::format_seconds;
 
 /// `history` in the template context.

@@ -9,7 +9,7 @@
 //! attempt's devices rest, failure streaks); health probes before the first run on a device and
 //! before each retry; quarantine; which runs end without executing (`skipped`, `unavailable`
 //! after a failed build or probe, `blocked`, and runs a resume keeps). It must not spawn
-//! processes, write files or draw progress: a [`Driver`] does that and reports each finished step
+//! processes, write files or draw progress: a [`Dispatch`] does that and reports each finished step
 //! on the channel.
 //!
 //! Every event costs O(log N) in the number of runs, whatever N: each step counts the
@@ -29,7 +29,7 @@ use crate::engine::schedule::faults::Streaks;
 use crate::engine::schedule::pool::{Lease, Need, Pool};
 use crate::model::results::{RunResult, RunStatus};
 
-pub(crate) use super::types::{Driver, Limits, Outcome, ProbeReport, Report, RunPlan, Summary};
+pub(crate) use super::types::{Dispatch, Limits, Outcome, ProbeReport, Report, RunPlan, Summary};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -230,43 +230,49 @@ impl Scheduler {
 
     fn settle(
         &mut self,
-        driver: &mut dyn Driver,
+        dispatcher: &mut dyn Dispatch,
         node: NodeIndex,
         status: RunStatus,
         reason: &str,
     ) {
         if let Step::Run { run, .. } = self.dag.step(node).clone() {
-            let result = driver.settle(run, status, reason);
+            let result = dispatcher.settle(run, status, reason);
             self.set(node, State::Done);
             let outcome = Outcome::Run(Box::new(result.clone()));
             self.results.push(result);
-            driver.finished(self.dag.step(node), &outcome, &self.results);
+            dispatcher.finished(self.dag.step(node), &outcome, &self.results);
         }
     }
 
     /// A run that can no longer be placed: `blocked`, unless it already has a failed attempt
     /// (waiting for a retry), which then is its result.
-    fn give_up(&mut self, driver: &mut dyn Driver, node: NodeIndex, run: usize, reason: &str) {
+    fn give_up(
+        &mut self,
+        dispatcher: &mut dyn Dispatch,
+        node: NodeIndex,
+        run: usize,
+        reason: &str,
+    ) {
         match self.last.remove(&run) {
             Some(result) => {
                 self.set(node, State::Done);
                 self.results.push(result);
             }
-            None => self.settle(driver, node, RunStatus::Blocked, reason),
+            None => self.settle(dispatcher, node, RunStatus::Blocked, reason),
         }
     }
 
-    fn quarantine(&mut self, driver: &mut dyn Driver, device: u32, reason: &str) {
+    fn quarantine(&mut self, dispatcher: &mut dyn Dispatch, device: u32, reason: &str) {
         if !self.pool.quarantined().contains_key(&device) {
             self.pool.quarantine(device, reason);
-            driver.quarantined(device, reason);
+            dispatcher.quarantined(device, reason);
         }
     }
 
     /// A run got its lease: probe the devices that need it, else start.
     fn launch(
         &mut self,
-        driver: &mut dyn Driver,
+        dispatcher: &mut dyn Dispatch,
         node: NodeIndex,
         run: usize,
         lease: Lease,
@@ -285,17 +291,17 @@ impl Scheduler {
         self.running_runs += 1;
         if to_probe.is_empty() {
             self.leases.insert(node, lease);
-            self.start_run(driver, node, run, tx);
+            self.start_run(dispatcher, node, run, tx);
         } else {
             self.set(node, State::Probing);
-            driver.probe(node, run, &lease, &to_probe, tx.clone());
+            dispatcher.probe(node, run, &lease, &to_probe, tx.clone());
             self.leases.insert(node, lease);
         }
     }
 
     fn start_run(
         &mut self,
-        driver: &mut dyn Driver,
+        dispatcher: &mut dyn Dispatch,
         node: NodeIndex,
         run: usize,
         tx: &mpsc::UnboundedSender<Report>,
@@ -305,11 +311,11 @@ impl Scheduler {
         self.set(node, State::Running);
         let step = self.dag.step(node).clone();
         let lease = self.leases.get(&node).cloned().unwrap_or_default();
-        driver.start(node, &step, &lease, attempt, tx.clone());
+        dispatcher.start(node, &step, &lease, attempt, tx.clone());
     }
 
     /// Start everything that can start; settle runs that end without executing.
-    fn dispatch(&mut self, driver: &mut dyn Driver, tx: &mpsc::UnboundedSender<Report>) {
+    fn dispatch(&mut self, dispatcher: &mut dyn Dispatch, tx: &mpsc::UnboundedSender<Report>) {
         loop {
             let mut progressed = false;
             let steps: Vec<NodeIndex> = self.ready_steps.iter().copied().collect();
@@ -325,7 +331,7 @@ impl Scheduler {
                             self.running_builds += 1;
                         }
                         self.set(node, State::Running);
-                        driver.start(node, &step, &Lease::default(), 1, tx.clone());
+                        dispatcher.start(node, &step, &Lease::default(), 1, tx.clone());
                     }
                 }
             }
@@ -334,15 +340,15 @@ impl Scheduler {
                     continue;
                 };
                 if let Some((status, reason)) = self.runs[run].preset.clone() {
-                    self.settle(driver, node, status, &reason);
+                    self.settle(dispatcher, node, status, &reason);
                 } else {
                     let reason = self.unavailable.get(&stack).cloned().unwrap_or_default();
-                    self.settle(driver, node, RunStatus::Unavailable, &reason);
+                    self.settle(dispatcher, node, RunStatus::Unavailable, &reason);
                 }
                 progressed = true;
             }
             if self.running_builds == 0 {
-                progressed |= self.place_runs(driver, tx);
+                progressed |= self.place_runs(dispatcher, tx);
             }
             if !progressed {
                 return;
@@ -354,14 +360,18 @@ impl Scheduler {
     /// now lets later (smaller) ready runs start. Once a need has failed in this pass, runs with
     /// the same need are skipped (the pool only fills up during a pass), and the pass ends when
     /// every need among the ready runs has failed. Returns whether a run was given up.
-    fn place_runs(&mut self, driver: &mut dyn Driver, tx: &mpsc::UnboundedSender<Report>) -> bool {
+    fn place_runs(
+        &mut self,
+        dispatcher: &mut dyn Dispatch,
+        tx: &mpsc::UnboundedSender<Report>,
+    ) -> bool {
         let mut gave_up = false;
         let mut failed: Vec<Need> = Vec::new();
         let mut cursor: Option<ReadyRun> = None;
         loop {
             if self.limits.jobs.is_some_and(|j| self.running_runs >= j)
                 || failed.len() >= self.ready_needs.len()
-                || driver.stopped()
+                || dispatcher.stopped()
             {
                 break;
             }
@@ -383,9 +393,9 @@ impl Scheduler {
             }
             let need = need.clone();
             if let Some(lease) = self.pool.try_lease(&need) {
-                self.launch(driver, node, run, lease, tx);
+                self.launch(dispatcher, node, run, lease, tx);
             } else if let Err(reason) = self.pool.still_possible(&need) {
-                self.give_up(driver, node, run, &reason);
+                self.give_up(dispatcher, node, run, &reason);
                 gave_up = true;
             } else {
                 failed.push(need);
@@ -396,7 +406,7 @@ impl Scheduler {
 
     fn handle(
         &mut self,
-        driver: &mut dyn Driver,
+        dispatcher: &mut dyn Dispatch,
         report: Report,
         tx: &mpsc::UnboundedSender<Report>,
     ) {
@@ -405,7 +415,7 @@ impl Scheduler {
         let outcome = report.outcome;
         if let Outcome::Submitted { job_id, reattached } = outcome {
             // News from a step still running, not its end.
-            driver.submitted(&step, job_id, reattached);
+            dispatcher.submitted(&step, job_id, reattached);
             return;
         }
         match (&step, &outcome) {
@@ -425,13 +435,13 @@ impl Scheduler {
                 }
                 for (d, detail) in &found.failed {
                     self.quarantine(
-                        driver,
+                        dispatcher,
                         *d,
                         &crate::engine::schedule::faults::probe_failed(detail),
                     );
                 }
                 if found.failed.is_empty() && !found.cancelled && !self.interrupted {
-                    self.start_run(driver, node, *run, tx);
+                    self.start_run(dispatcher, node, *run, tx);
                 } else {
                     // Back to the ready set: placement picks healthy devices, or the run is
                     // blocked when too few remain.
@@ -448,7 +458,7 @@ impl Scheduler {
                 let lease = self.leases.remove(&node).unwrap_or_default();
                 // A failure before any device was touched (argument check, import error,
                 // compile error) says nothing about the devices' health.
-                let status = if crate::engine::verdict::implicates_devices(
+                let status = if crate::engine::run_status::implicates_devices(
                     result.status,
                     result.error.as_deref(),
                 ) {
@@ -457,7 +467,7 @@ impl Scheduler {
                     RunStatus::Unavailable
                 };
                 for (d, reason) in self.streaks.record_run(&lease.devices, status) {
-                    self.quarantine(driver, d, &reason);
+                    self.quarantine(dispatcher, d, &reason);
                 }
                 let retry = if self.interrupted {
                     None
@@ -469,7 +479,7 @@ impl Scheduler {
                 if let Some(cooldown) = retry {
                     // The attempt's bundle files stay; the run goes back to the ready set once
                     // its devices rested.
-                    driver.finished(&step, &outcome, &self.results);
+                    dispatcher.finished(&step, &outcome, &self.results);
                     self.last.insert(*run, (**result).clone());
                     if cooldown.is_zero() {
                         self.pool.release(&lease);
@@ -493,7 +503,7 @@ impl Scheduler {
             _ => {}
         }
         self.set(node, State::Done);
-        driver.finished(&step, &outcome, &self.results);
+        dispatcher.finished(&step, &outcome, &self.results);
     }
 
     /// The earliest end of a cooldown.
@@ -521,7 +531,7 @@ impl Scheduler {
     /// wait for running steps to report — their executors see the same signal).
     pub(crate) async fn run(
         mut self,
-        driver: &mut dyn Driver,
+        dispatcher: &mut dyn Dispatch,
         mut cancel: watch::Receiver<bool>,
     ) -> Summary {
         let (tx, mut rx) = mpsc::unbounded_channel();
@@ -534,7 +544,7 @@ impl Scheduler {
             if self.interrupted {
                 self.end_cooldowns(true);
             } else {
-                self.dispatch(driver, &tx);
+                self.dispatch(dispatcher, &tx);
             }
             if self.active == 0 {
                 break;
@@ -547,7 +557,7 @@ impl Scheduler {
                 }
             };
             tokio::select! {
-                Some(report) = rx.recv() => self.handle(driver, report, &tx),
+                Some(report) = rx.recv() => self.handle(dispatcher, report, &tx),
                 changed = cancel.changed(), if cancel_open && !self.interrupted => {
                     // A dropped sender means nobody can interrupt any more, not an interrupt.
                     cancel_open = changed.is_ok();

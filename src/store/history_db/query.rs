@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::{db_error, History};
 use crate::error::{Error, Result};
-use crate::model::history::{Point, Series, SeriesKey};
+use crate::model::series::{Point, Series, SeriesKey};
 
 /// One run dir in the store.
 #[derive(Debug, Clone, PartialEq, Serialize)]

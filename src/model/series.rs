@@ -1,5 +1,5 @@
 //! The performance history as data: a series key, its points, and what change-point detection
-//! found. No I/O: `store::history` fills these from `history.sqlite`, `analysis::changepoint`
+//! found. No I/O: `store::history_db` fills these from `history.sqlite`, `analysis::changepoint`
 //! reads their numbers, `report` draws and summarises them, `cli::history` prints them.
 //!
 //! A series is one (case key, stack, host fingerprint): the same case on the same stack on the
@@ -14,7 +14,7 @@ pub struct SeriesKey {
     /// `Case::case_key` (every case field but the round counts).
     pub case_key: String,
     pub stack: String,
-    /// Short hash of host name and CPU model (`store::history::host_fingerprint`).
+    /// Short hash of host name and CPU model (`store::history_db::host_fingerprint`).
     pub host_fingerprint: String,
 }
 

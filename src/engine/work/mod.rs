@@ -13,8 +13,8 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
+use crate::engine::run_status;
 use crate::engine::schedule::pool::Lease;
-use crate::engine::verdict;
 use crate::executor::local::run_process;
 use crate::executor::{Backend, JobRef, OnSubmit, ProcessSpec, GRACE};
 use crate::model::case::Case;
@@ -42,7 +42,7 @@ pub(crate) struct RunJob {
     pub(crate) case_files: Arc<crate::engine::case_files::CaseFiles>,
     /// A job an earlier session started for this attempt (resume re-attaches to it).
     pub(crate) reattach: Option<JobRef>,
-    /// Told each job as soon as the backend has one (the driver journals it).
+    /// Told each job as soon as the backend has one (the dispatcher journals it).
     pub(crate) on_submit: OnSubmit,
 }
 
@@ -189,7 +189,7 @@ impl From<&str> for Stop {
     }
 }
 
-/// The containment unit of attempt `attempt` of a run (`executor::unit::id_for`): the driver
+/// The containment unit of attempt `attempt` of a run (`executor::unit::id_for`): the dispatcher
 /// journals it with `started`, so a resume after a crash can reap what the attempt left.
 pub(crate) fn run_unit(run_dir: &RunDir, case_id: &str, stack: &str, attempt: u32) -> String {
     let step = crate::store::journal::run_step(case_id, stack);
@@ -232,11 +232,11 @@ pub(crate) async fn build(
             .join("build.json"),
         &serde_json::json!({"argv": spec.argv, "cwd": spec.cwd}),
     );
-    let mut cause = verdict::Cause::default();
+    let mut cause = run_status::Cause::default();
     let outcome = run_process(&spec, &mut |line: OutputLine| cause.feed(&line), cancel)
         .await
         .map_err(|e| format!("build failed to start: {e}"))?;
-    match verdict::process_problem(&outcome, &spec) {
+    match run_status::process_problem(&outcome, &spec) {
         None => Ok(()),
         Some((_, why)) => {
             let said = cause.line().map(|c| format!(": {c}")).unwrap_or_default();
@@ -283,11 +283,11 @@ pub(crate) async fn ready(
         log_path: log.to_path_buf(),
         unit: None,
     };
-    let mut cause = verdict::Cause::default();
+    let mut cause = run_status::Cause::default();
     let outcome = run_process(&spec, &mut |line: OutputLine| cause.feed(&line), cancel)
         .await
         .map_err(|e| format!("readiness probe `{shown}` could not start: {e}"))?;
-    match verdict::process_problem(&outcome, &spec) {
+    match run_status::process_problem(&outcome, &spec) {
         None => Ok(()),
         Some((_, why)) => {
             let said = cause.line().map(|c| format!(": {c}")).unwrap_or_default();

@@ -14,8 +14,8 @@
 pub(crate) mod cgroup;
 pub(crate) mod scan;
 pub mod shepherd;
-pub mod slots;
-pub mod warden;
+pub(crate) mod slots;
+pub(crate) mod warden;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

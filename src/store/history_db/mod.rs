@@ -16,11 +16,11 @@ use rusqlite::Connection;
 use crate::error::{Error, Result};
 use crate::store::layout::DEFAULT_RESULTS_DIR;
 
-pub mod ingest;
-pub mod query;
+pub(crate) mod ingest;
+pub(crate) mod query;
 mod schema;
 
-pub use ingest::{host_fingerprint, Ingested};
+pub use ingest::host_fingerprint;
 
 /// File name of the store inside a results dir.
 pub const FILE_NAME: &str = "history.sqlite";
