@@ -14,6 +14,7 @@ pub mod job;
 pub mod placement;
 pub mod poll;
 pub mod preflight;
+pub mod rank_table;
 pub mod script;
 pub mod service;
 pub mod state;
