@@ -9,7 +9,8 @@
 //!
 //! The binary needs two entry points: [`cli::main_with_args`] (the whole command line) and
 //! [`executor::unit::helper_main`] with [`executor::unit::shepherd::enable`] (containment's
-//! helpers, recognised before parsing). Everything else public is what the integration tests
+//! helpers, recognised before parsing), and `executor::slurm::rank_table::helper_main` (the
+//! rank-table maker inside a Slurm job). Everything else public is what the integration tests
 //! and benchmarks drive below the command line, so they test the real code rather than a copy:
 //!
 //! - [`model`]'s `case`, `output`, `plan`, `results` and `stack` types (a case, output lines, a

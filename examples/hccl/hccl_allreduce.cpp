@@ -30,6 +30,13 @@
 // are gathered to rank 0 with an HcclAllGather outside the timed region; rank 0 prints the
 // lines above, any rank prints HCCL_ALLREDUCE_FAIL for its own failure.
 //
+// Or from a rank table (--rank-table FILE, the JSON of HCCL's rank-table format the Slurm job
+// writes from its allocation and each node's /etc/hccn.conf): every rank calls
+// HcclCommInitClusterInfo(FILE, rank, &comm), no root info is handed over. Given both files
+// (the shipped definition on several nodes), HCCL_INIT picks: `root_info` (the default) or
+// `rank_table`. A rank table the job could not make leaves its reason in FILE.error, which the
+// helper reports.
+//
 // Build: see build.sh (g++ -std=c++17 -O2 -pthread … -lhccl -lascendcl).
 
 #include <acl/acl.h>
@@ -78,6 +85,8 @@ struct Options {
     int root = 0;
     // Across nodes: one process per rank, the root info handed over through this file.
     std::string root_info_file;
+    // Or from HCCL's rank table in this file (HcclCommInitClusterInfo).
+    std::string rank_table;
     int rank = -1;          // --rank, else from the launcher's environment
     int local_device = -1;  // --local-device, else the launcher's local rank
 };
@@ -93,7 +102,7 @@ bool chunked(const std::string& op) {
                  "usage: hccl_allreduce --count N [--dtype fp32|fp16|bf16|int32] --devices 0,1[,…]\n"
                  "       [--warmup-rounds W] [--timed-rounds T] [--input-formula rank_linear_v1|rank_mod16_v1]\n"
                  "       [--barrier-timeout-s S] [--op allreduce|allgather|reduce_scatter|broadcast|reduce|alltoall]\n"
-                 "       [--root R] [--root-info-file PATH [--rank R] [--local-device L]]\n",
+                 "       [--root R] [--root-info-file PATH | --rank-table FILE [--rank R] [--local-device L]]\n",
                  why.c_str());
     std::exit(2);
 }
@@ -131,6 +140,7 @@ Options parse_args(int argc, char** argv) {
         else if (a == "--op") o.op = value();
         else if (a == "--root") o.root = std::atoi(value().c_str());
         else if (a == "--root-info-file") o.root_info_file = value();
+        else if (a == "--rank-table") o.rank_table = value();
         else if (a == "--rank") o.rank = std::atoi(value().c_str());
         else if (a == "--local-device") o.local_device = std::atoi(value().c_str());
         else usage("unknown argument " + a);
@@ -150,6 +160,14 @@ Options parse_args(int argc, char** argv) {
         usage("--root must be a rank 0..P-1");
     if (chunked(o.op) && o.count % o.devices.size() != 0)
         usage("--op " + o.op + " needs --count divisible by P");
+    // Both ways given: HCCL_INIT chooses one (HCCL cannot mix them).
+    if (!o.root_info_file.empty() && !o.rank_table.empty()) {
+        const char* init = std::getenv("HCCL_INIT");
+        const std::string how = init && *init ? init : "root_info";
+        if (how == "root_info") o.rank_table.clear();
+        else if (how == "rank_table") o.root_info_file.clear();
+        else usage("HCCL_INIT=" + how + ": expected root_info or rank_table");
+    }
     return o;
 }
 
@@ -658,11 +676,11 @@ int run_rank_process(const Options& o) {
                           ? o.local_device
                           : env_first({"SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"});
     if (rank < 0)
-        usage("--root-info-file needs this process's rank: --rank R, or a launcher that sets "
+        usage("one process per rank needs this process's rank: --rank R, or a launcher that sets "
               "SLURM_PROCID (srun), OMPI_COMM_WORLD_RANK or PMI_RANK");
     if (rank >= p) usage("rank " + std::to_string(rank) + " is not below P = " + std::to_string(p));
     if (local < 0)
-        usage("--root-info-file needs this rank's local device: --local-device L, or a launcher "
+        usage("one process per rank needs this rank's local device: --local-device L, or a launcher "
               "that sets SLURM_LOCALID (srun) or OMPI_COMM_WORLD_LOCAL_RANK");
     auto fail = [&](const std::string& why) {
         std::printf("HCCL_ALLREDUCE_FAIL rank %d: %s\n", rank, why.c_str());
@@ -688,7 +706,16 @@ int run_rank_process(const Options& o) {
     PROC_ACL(aclrtSetDevice(local));
     HcclRootInfo info;
     std::string why;
-    if (rank == 0) {
+    const bool from_table = !o.rank_table.empty();
+    if (from_table) {
+        if (access(o.rank_table.c_str(), R_OK) != 0) {
+            std::ifstream reason(o.rank_table + ".error");
+            std::string line;
+            if (reason && std::getline(reason, line) && !line.empty())
+                return fail("no rank table at " + o.rank_table + ": " + line);
+            return fail("no rank table at " + o.rank_table + ": " + std::strerror(errno));
+        }
+    } else if (rank == 0) {
         PROC_HCCL(HcclGetRootInfo(&info));
         if (!write_root_info(o.root_info_file, info, p, why)) return fail(why);
     } else {
@@ -739,7 +766,17 @@ int run_rank_process(const Options& o) {
 
     // The global rank identifies this member of the communicator.
     HcclComm comm = nullptr;
-    PROC_HCCL(HcclCommInitRootInfo(static_cast<uint32_t>(p), &info, static_cast<uint32_t>(rank), &comm));
+    if (from_table) {
+        PROC_HCCL(HcclCommInitClusterInfo(o.rank_table.c_str(), static_cast<uint32_t>(rank), &comm));
+        // The table decides the world; it must be the case's.
+        uint32_t world = 0;
+        PROC_HCCL(HcclGetRankSize(comm, &world));
+        if (static_cast<int>(world) != p)
+            return fail("the rank table " + o.rank_table + " has " + std::to_string(world) +
+                        " ranks, the case has P = " + std::to_string(p));
+    } else {
+        PROC_HCCL(HcclCommInitRootInfo(static_cast<uint32_t>(p), &info, static_cast<uint32_t>(rank), &comm));
+    }
     touch();
 
     std::vector<int32_t> all(static_cast<size_t>(kRecord) * p);
@@ -817,7 +854,7 @@ int run_rank_process(const Options& o) {
 
 int main(int argc, char** argv) {
     Options opt = parse_args(argc, argv);
-    if (!opt.root_info_file.empty()) return run_rank_process(opt);
+    if (!opt.root_info_file.empty() || !opt.rank_table.empty()) return run_rank_process(opt);
     const int p = static_cast<int>(opt.devices.size());
     Shared sh(opt, p);
 

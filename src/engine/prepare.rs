@@ -320,8 +320,9 @@ fn plan_runs(
     Ok((runs, plans))
 }
 
-/// Why a multi-node case cannot run where every run stays on this machine (a planned skip).
-fn one_machine_reason(case: &Case, nodes: Option<u32>) -> Option<String> {
+/// Why a multi-node case cannot run where every run stays on this machine (a planned skip;
+/// `dry-run` lists it alike).
+pub(crate) fn one_machine_reason(case: &Case, nodes: Option<u32>) -> Option<String> {
     (nodes.is_none() && case.nodes > 1).then(|| {
         format!(
             "nodes = {}: this executor runs every run on this one machine (a multi-node case needs an executor whose runs span nodes)",

@@ -85,6 +85,8 @@ pub(crate) struct BackendEnd {
     pub(crate) verdict: Option<(RunStatus, String)>,
     /// Each rank's node, in rank order, when the backend knows it (a run over several nodes).
     pub(crate) rank_nodes: Option<Vec<String>>,
+    /// The hardware of each node the process ran on, when the backend's job recorded it.
+    pub(crate) node_hardware: Vec<crate::model::nodes::NodeHardware>,
 }
 
 /// How one process of a run ended.

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::model::case::Case;
+use crate::model::nodes::NodeHardware;
 
 /// One round's measurements, in the seed's `timing.json` shape (floats rounded to 6 significant digits
 /// when written).
@@ -241,6 +242,10 @@ pub struct RunResult {
     /// several Slurm nodes, from its ranks' own records); `None` on one node.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rank_nodes: Option<Vec<String>>,
+    /// The hardware of each node the run's job ran on, as the job recorded it there (Slurm
+    /// runs, one node or several); empty where nothing recorded it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub node_hardware: Vec<NodeHardware>,
 }
 
 fn one() -> u32 {
@@ -335,6 +340,11 @@ pub struct Provenance {
     /// empty when every run stayed on one node. Filled in when results.json is written.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub nodes: Vec<String>,
+    /// Every node a run's job recorded its hardware on (Slurm runs), by node name, each with
+    /// its hardware fingerprint; a node seen with two different fingerprints is listed twice.
+    /// Filled in when results.json is written, like `nodes`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub node_hardware: Vec<NodeHardware>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -374,6 +384,11 @@ impl ResultSet {
             .collect();
         if !nodes.is_empty() {
             provenance.nodes = nodes.into_iter().cloned().collect();
+        }
+        let hardware: std::collections::BTreeSet<&NodeHardware> =
+            self.runs.iter().flat_map(|r| &r.node_hardware).collect();
+        if !hardware.is_empty() {
+            provenance.node_hardware = hardware.into_iter().cloned().collect();
         }
         provenance
     }

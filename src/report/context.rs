@@ -114,6 +114,17 @@ pub(crate) struct ProvenanceCtx {
     pub(crate) seed: Option<u64>,
     pub(crate) stack_roots: Vec<StackRootRow>,
     pub(crate) env: Vec<NameValue>,
+    /// Each node a Slurm job ran on, with its hardware (empty for local runs).
+    pub(crate) nodes: Vec<NodeRow>,
+}
+
+/// One node of the provenance: its name, host, hardware in a line, and fingerprint.
+#[derive(Debug, Serialize)]
+pub(crate) struct NodeRow {
+    pub(crate) node: String,
+    pub(crate) host: String,
+    pub(crate) hardware: String,
+    pub(crate) fingerprint: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -362,6 +373,14 @@ pub(crate) fn build(results: &ResultSet, a: &Analysis, title: Option<&str>) -> C
                 })
                 .collect(),
             env: name_values(p.env.iter()),
+            nodes: (results.provenance_with_nodes().node_hardware.iter())
+                .map(|n| NodeRow {
+                    node: n.node.clone(),
+                    host: n.host.clone(),
+                    hardware: n.summary(),
+                    fingerprint: n.fingerprint.clone(),
+                })
+                .collect(),
         },
         bootstrap: BootstrapCtx {
             resamples: a.bootstrap.resamples,

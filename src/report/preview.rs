@@ -130,6 +130,7 @@ fn run(case: &Case, stack: &str, repeat: u32, status: RunStatus, level: f64) -> 
         cpus: None,
         cpu_contention: None,
         rank_nodes: None,
+        node_hardware: Vec::new(),
     }
 }
 

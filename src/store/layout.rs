@@ -191,6 +191,8 @@ pub(crate) struct ProcessFacts {
     pub(crate) backend: Option<(&'static str, Value)>,
     /// Each rank's node, in rank order, as the backend recorded it (several nodes only).
     pub(crate) rank_nodes: Option<Vec<String>>,
+    /// The hardware of each node the backend's job ran on.
+    pub(crate) node_hardware: Vec<crate::model::nodes::NodeHardware>,
 }
 
 /// `manifest.json`: the seed's keys first, then campaign's.
@@ -234,6 +236,10 @@ pub(crate) fn manifest(result: &RunResult, facts: &ProcessFacts) -> Value {
     if let Some(nodes) = &result.rank_nodes {
         // Where each rank ran (a run over several nodes): what samples.csv's `node` says.
         m.insert("rank_nodes".into(), json!(nodes));
+    }
+    if !result.node_hardware.is_empty() {
+        // Each node's hardware as the job saw it there, with its fingerprint.
+        m.insert("node_hardware".into(), json!(result.node_hardware));
     }
     m.insert("started".into(), json!(result.started));
     m.insert("ended".into(), json!(result.ended));

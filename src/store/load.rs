@@ -226,6 +226,10 @@ fn load_bundle(
         rank_nodes: m
             .get("rank_nodes")
             .and_then(|n| serde_json::from_value(n.clone()).ok()),
+        node_hardware: m
+            .get("node_hardware")
+            .and_then(|n| serde_json::from_value(n.clone()).ok())
+            .unwrap_or_default(),
     })
 }
 

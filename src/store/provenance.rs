@@ -83,6 +83,7 @@ pub(crate) fn collect(
         seed,
         executor: Some("local".into()),
         nodes: Vec::new(),
+        node_hardware: Vec::new(),
     }
 }
 
@@ -305,11 +306,8 @@ fn cpu_model() -> String {
         .map(|(_, v)| v.trim().to_string())
         .unwrap_or_default();
     let n = std::thread::available_parallelism().map_or(0, |n| n.get());
-    if model.is_empty() {
-        format!("{n} CPUs")
-    } else {
-        format!("{model} ({n} CPUs)")
-    }
+    // The spelling a Slurm job's node records share (`model::nodes::NodeHardware::cpu`).
+    crate::model::nodes::cpu_text(&model, u32::try_from(n).unwrap_or(u32::MAX))
 }
 
 /// The commit `HEAD` points at in the repository containing `root`, read from `.git` files.

@@ -150,6 +150,7 @@ pub(crate) mod tests {
             cpus: None,
             cpu_contention: None,
             rank_nodes: None,
+            node_hardware: Vec::new(),
         }
     }
 

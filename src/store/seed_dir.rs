@@ -157,6 +157,7 @@ fn load_row(
         cpus: None,
         cpu_contention: None,
         rank_nodes: None,
+        node_hardware: Vec::new(),
     })
 }
 

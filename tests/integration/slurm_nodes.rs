@@ -189,6 +189,89 @@ fn mpi_runs_span_both_nodes_in_the_asked_layout() {
         "{}",
         results["provenance"]
     );
+    // … and each node's hardware as the job saw it there (both "nodes" are this machine).
+    let hardware = results["provenance"]["node_hardware"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no node hardware: {}", results["provenance"]));
+    let names: Vec<&str> = hardware
+        .iter()
+        .map(|n| n["node"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["n1", "n2"], "{hardware:?}");
+    let here = this_machine();
+    for node in hardware {
+        for (key, want) in &here {
+            assert_eq!(&node[key.as_str()], want, "{key} of {node}");
+        }
+        let fingerprint = node["fingerprint"].as_str().unwrap();
+        assert_eq!(fingerprint.len(), 16, "{node}");
+    }
+    assert_eq!(hardware[0]["fingerprint"], hardware[1]["fingerprint"]);
+    // Every run's manifest names the hardware of the nodes its job ran on.
+    let m = manifest(&run, "mesh_p2_count256_fp32_host_d0-1_n2", "mpi");
+    let nodes: Vec<&str> = (m["node_hardware"].as_array())
+        .unwrap_or_else(|| panic!("no node hardware: {m}"))
+        .iter()
+        .map(|n| n["node"].as_str().unwrap())
+        .collect();
+    assert_eq!(nodes, ["n1", "n2"], "{m}");
+    // The report's provenance names each node with its hardware.
+    let report = std::fs::read_to_string(run.join("reports/summary.md")).unwrap();
+    for node in ["n1", "n2"] {
+        let line = (report.lines())
+            .find(|l| l.starts_with(&format!("| node {node} |")))
+            .unwrap_or_else(|| panic!("no row for node {node}:\n{report}"));
+        assert!(line.contains(here["cpu"].as_str().unwrap()), "{line}");
+        assert!(line.contains(fingerprint_of(hardware, node)), "{line}");
+    }
+}
+
+fn fingerprint_of<'a>(hardware: &'a [Value], node: &str) -> &'a str {
+    (hardware.iter())
+        .find(|n| n["node"] == node)
+        .and_then(|n| n["fingerprint"].as_str())
+        .unwrap()
+}
+
+/// The facts a node record of this machine must hold, read from its /proc and uname.
+fn this_machine() -> std::collections::BTreeMap<String, Value> {
+    let read = |p: &str| std::fs::read_to_string(p).unwrap();
+    let cpuinfo = read("/proc/cpuinfo");
+    let cpus = cpuinfo
+        .lines()
+        .filter(|l| l.starts_with("processor"))
+        .count();
+    let model = (cpuinfo.lines())
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split_once(':'))
+        .map(|(_, m)| m.trim().to_string())
+        .unwrap_or_default();
+    let cpu = if model.is_empty() {
+        format!("{cpus} CPUs")
+    } else {
+        format!("{model} ({cpus} CPUs)")
+    };
+    let memory_kb: u64 = (read("/proc/meminfo").lines())
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap();
+    let kernel = format!(
+        "{} {}",
+        read("/proc/sys/kernel/ostype").trim(),
+        read("/proc/sys/kernel/osrelease").trim()
+    );
+    let host = read("/proc/sys/kernel/hostname").trim().to_string();
+    [
+        ("host", Value::from(host)),
+        ("kernel", Value::from(kernel)),
+        ("cpu", Value::from(cpu)),
+        ("cpus", Value::from(cpus)),
+        ("memory_kb", Value::from(memory_kb)),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
 }
 
 #[test]
@@ -508,6 +591,192 @@ env = {{ TMPDIR = "{tmp}" }}
         &std::fs::read_to_string(run.join("cases").join(case_id).join("hccl/timing.json")).unwrap(),
     )
     .unwrap();
+    let samples = timing.as_array().unwrap();
+    assert_eq!(samples.len(), 3, "{timing}");
+    assert!(
+        samples
+            .iter()
+            .all(|s| s["per_rank_execute_s"].as_array().map(Vec::len) == Some(2)),
+        "{timing}"
+    );
+}
+
+/// `dry-run` plans as `run` does: under the local executor a multi-node case is a planned skip
+/// of every stack, with the very reason `run` records (and the one-node case runs on both).
+#[test]
+fn dry_run_lists_the_multi_node_skips_that_run_applies() {
+    let tmp = util::tempdir();
+    let plan = plan(
+        tmp.path(),
+        "one-machine-dry",
+        "p = [2]\nnodes = [1, 2]\nstacks = [\"host\", \"mpi\"]",
+        "",
+    );
+    let dry_run = |args: &[&str]| {
+        Command::new(util::exe())
+            .current_dir(tmp.path())
+            .arg("dry-run")
+            .arg(&plan)
+            .args(args)
+            .env("SLURM_CONF", "/nonexistent")
+            .output()
+            .unwrap()
+    };
+    let listed = dry_run(&["--format", "json"]);
+    assert_eq!(listed.status.code(), Some(0), "{}", show(&listed));
+    let rows: Value = serde_json::from_str(&util::stdout(&listed)).unwrap();
+    let row = |case: &str| {
+        (rows.as_array().unwrap().iter())
+            .find(|r| r["case_id"] == case)
+            .unwrap_or_else(|| panic!("no row {case}: {rows}"))
+            .clone()
+    };
+    let one = row("mesh_p2_count256_fp32_host_d0-1");
+    assert_eq!(one["stacks"], serde_json::json!(["host", "mpi"]), "{one}");
+    assert_eq!(one["skipped_stacks"], serde_json::json!([]), "{one}");
+    let two = row("mesh_p2_count256_fp32_host_d0-1_n2");
+    assert_eq!(two["stacks"], serde_json::json!([]), "{two}");
+    assert_eq!(
+        two["skipped_stacks"],
+        serde_json::json!(["host", "mpi"]),
+        "{two}"
+    );
+
+    // The table says why, once per (stack, reason).
+    let table = dry_run(&[]);
+    assert_eq!(table.status.code(), Some(0), "{}", show(&table));
+    let text = util::stdout(&table);
+    assert!(
+        text.contains("  skipped mpi: nodes = 2: this executor runs every run on this one machine"),
+        "{text}"
+    );
+
+    // The reasons are the ones `run` gives the same runs.
+    let out = campaign(
+        tmp.path(),
+        Path::new("/nonexistent"),
+        &["run", plan.to_str().unwrap(), "--repeats", "1"],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let run = run_dir(tmp.path(), "one-machine-dry").unwrap();
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("results.json")).unwrap()).unwrap();
+    let skipped: Vec<(String, String, String)> = (results["runs"].as_array().unwrap().iter())
+        .filter(|r| r["status"] == "skipped")
+        .map(|r| {
+            let s = |k: &str| r[k].as_str().unwrap().to_string();
+            (s("case_id"), s("stack"), s("reason"))
+        })
+        .collect();
+    assert_eq!(skipped.len(), 2, "{results}");
+    for (case, stack, reason) in &skipped {
+        let r = row(case);
+        let at = (r["skipped_stacks"].as_array().unwrap().iter())
+            .position(|s| s == stack.as_str())
+            .unwrap_or_else(|| panic!("dry-run does not skip {case}/{stack}: {r}"));
+        assert_eq!(r["skip_reasons"][at], reason.as_str(), "{r}");
+    }
+}
+
+/// The shipped `hccl` stack over both nodes with `HCCL_INIT = "rank_table"`: the job gathers
+/// each node's hccn.conf (here one file per node through `CAMPAIGN_HCCN_CONF`'s `%n`) and makes
+/// HCCL's rank table in the bundle, every rank joins through HcclCommInitClusterInfo (the fake
+/// CANN), no root info is written, and the run passes with every rank's time.
+#[test]
+fn hccl_runs_over_both_nodes_from_the_rank_table_the_job_makes() {
+    let Some(conf) = cluster() else { return };
+    let _serial = serial();
+    let tmp = util::tempdir();
+    let Some(bin) = crate::stacks::build_helper(tmp.path()) else {
+        return;
+    };
+    let cann = tmp.path().join("cann");
+    std::fs::create_dir_all(&cann).unwrap();
+    for (node, ip) in [("n1", "192.168.100.101"), ("n2", "192.168.100.102")] {
+        std::fs::write(
+            tmp.path().join(format!("hccn-{node}.conf")),
+            format!("address_0={ip}\nnetmask_0=255.255.255.0\n"),
+        )
+        .unwrap();
+    }
+    let name = format!("hccl-table-{}", std::process::id());
+    let text = format!(
+        r#"[campaign]
+name = "{name}"
+
+[case]
+platform = "a2a3"
+variant = "mesh"
+count = 256
+
+[axes]
+nodes = [2]
+ranks_per_node = [1]
+stacks = ["hccl"]
+
+[rounds]
+warmup = 1
+timed = 2
+
+[run]
+timeout = "5m"
+
+[devices]
+kind = "npu"
+ids = [0, 1]
+
+[slurm]
+poll_interval = "200ms"
+max_jobs = 1
+
+[stacks.hccl]
+ready = ["true"]
+build = "mkdir -p {{{{ run_dir }}}}/bin && cp {bin} {{{{ run_dir }}}}/bin/hccl_allreduce"
+env = {{ TMPDIR = "{tmp}", HCCL_INIT = "rank_table", CAMPAIGN_HCCN_CONF = "{tmp}/hccn-%n.conf" }}
+"#,
+        bin = bin.display(),
+        tmp = tmp.path().display(),
+    );
+    let plan = tmp.path().join("plan.toml");
+    std::fs::write(&plan, text).unwrap();
+    let out = campaign(
+        tmp.path(),
+        &conf,
+        &["run", plan.to_str().unwrap(), "--executor", "slurm"],
+    )
+    .env("ASCEND_HOME_PATH", &cann)
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let run = run_dir(tmp.path(), &name).expect("run dir");
+    let case_id = "mesh_p2_count256_fp32_a2a3_d0-1_n2";
+    let m = manifest(&run, case_id, "hccl");
+    assert_eq!(m["status"], "pass", "{m}");
+    assert_eq!(rank_nodes(&m), vec!["n1", "n2"], "{m}");
+    let bundle = run.join("cases").join(case_id).join("hccl");
+    assert!(
+        !bundle.join("hccl_root_info").exists(),
+        "rank table, not root info"
+    );
+    let table: Value =
+        serde_json::from_str(&std::fs::read_to_string(bundle.join("rank_table.json")).unwrap())
+            .unwrap();
+    assert_eq!(table["status"], "completed", "{table}");
+    assert_eq!(table["server_count"], "2", "{table}");
+    let servers = table["server_list"].as_array().unwrap();
+    // Both nodes of the test cluster are 127.0.0.1 (their NodeAddr); each device's IP is its
+    // own node's hccn.conf's, and the ranks follow the nodes.
+    for (i, ip) in ["192.168.100.101", "192.168.100.102"].iter().enumerate() {
+        assert_eq!(servers[i]["server_id"], "127.0.0.1", "{table}");
+        let device = &servers[i]["device"][0];
+        assert_eq!(device["device_ip"], *ip, "{table}");
+        assert_eq!(device["rank_id"], i.to_string(), "{table}");
+    }
+    let timing: Value =
+        serde_json::from_str(&std::fs::read_to_string(bundle.join("timing.json")).unwrap())
+            .unwrap();
     let samples = timing.as_array().unwrap();
     assert_eq!(samples.len(), 3, "{timing}");
     assert!(

@@ -2,6 +2,7 @@
 //! stderr interleaved), `doctor` on this machine, the roots resolver through `doctor`, and
 //! campaign's HCCL helper compiled against test doubles of CANN.
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -1116,12 +1117,25 @@ fn run_ranks(
     env: &[(&str, &str)],
     args: &[&str],
 ) -> Vec<(Option<i32>, String)> {
+    let init = [OsStr::new("--root-info-file"), root_info.as_os_str()];
+    spawn_ranks(bin, &init, p, job, env, args)
+}
+
+/// `p` helper processes, rank r with SLURM_PROCID r and local rank r % 2, each given `init`
+/// (how it forms its communicator) after `args`; their exit codes and output.
+fn spawn_ranks(
+    bin: &Path,
+    init: &[&OsStr],
+    p: usize,
+    job: &str,
+    env: &[(&str, &str)],
+    args: &[&str],
+) -> Vec<(Option<i32>, String)> {
     let children: Vec<_> = (0..p)
         .map(|r| {
             let mut c = std::process::Command::new(bin);
             c.args(args)
-                .arg("--root-info-file")
-                .arg(root_info)
+                .args(init)
                 .env("TMPDIR", bin.parent().unwrap())
                 .env("ASCEND_RT_VISIBLE_DEVICES", "0,1")
                 .env("SLURM_PROCID", r.to_string())
@@ -1290,6 +1304,144 @@ fn hccl_helper_forms_its_communicator_across_processes_from_a_root_info_file() {
     assert!(util::stderr(&o).contains("needs this process's rank"));
 }
 
+/// Across nodes the helper can also form its communicator from HCCL's rank table (issue 30 item
+/// 4): `campaign __rank-table` makes it from the allocation's servers and their hccn.conf, every
+/// rank calls HcclCommInitClusterInfo on it (the fake CANN reads the JSON as documented), and
+/// the run passes with every rank's time; with both ways given HCCL_INIT picks the table (no
+/// root info is written); a table of other ranks than the case's, and a table the job could not
+/// make, fail with the reason.
+#[test]
+fn hccl_helper_forms_its_communicator_across_processes_from_a_rank_table() {
+    let tmp = util::tempdir();
+    let Some(bin) = build_helper(tmp.path()) else {
+        return;
+    };
+    let hccn = tmp.path().join("hccn");
+    std::fs::create_dir_all(&hccn).unwrap();
+    std::fs::write(hccn.join("servers"), "n1 127.0.0.1\nn2 127.0.0.2\n").unwrap();
+    std::fs::write(
+        hccn.join("n1.conf"),
+        "address_0=192.168.100.101\nnetmask_0=255.255.255.0\naddress_1=192.168.101.101\n",
+    )
+    .unwrap();
+    std::fs::write(
+        hccn.join("n2.conf"),
+        "address_0=192.168.100.102\naddress_1=192.168.101.102\n",
+    )
+    .unwrap();
+    let make = |k: &str, out: &Path| {
+        std::process::Command::new(util::exe())
+            .args([OsStr::new("__rank-table"), hccn.as_os_str(), OsStr::new(k)])
+            .args([OsStr::new("pack"), out.as_os_str()])
+            .output()
+            .unwrap()
+    };
+    let table = tmp.path().join("rank_table.json");
+    let made = make("2", &table);
+    assert_eq!(made.status.code(), Some(0), "{}", util::stderr(&made));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&table).unwrap()).unwrap();
+    assert_eq!(json["server_count"], "2", "{json}");
+    assert_eq!(
+        json["server_list"][1]["device"][0]["rank_id"], "2",
+        "{json}"
+    );
+    assert_eq!(
+        json["server_list"][1]["device"][1]["device_ip"], "192.168.101.102",
+        "{json}"
+    );
+
+    let args = [
+        "--count",
+        "300",
+        "--devices",
+        "0,1,2,3",
+        "--warmup-rounds",
+        "1",
+        "--timed-rounds",
+        "3",
+    ];
+    let init = [OsStr::new("--rank-table"), table.as_os_str()];
+    let ranks = spawn_ranks(&bin, &init, 4, "50", &[], &args);
+    for (r, (code, out)) in ranks.iter().enumerate() {
+        assert_eq!(*code, Some(0), "rank {r}: {out}");
+    }
+    let parsed = feed(
+        hccl::parser(&def("hccl"), &ctx(1200, 4, 1, 3)),
+        &ranks[0].1,
+        "",
+    );
+    assert_eq!(parsed.correctness, Some(true), "{}", ranks[0].1);
+    assert_eq!(parsed.samples.len(), 4);
+    assert!(parsed
+        .samples
+        .iter()
+        .all(|s| s.per_rank_execute_s.len() == 4 && s.per_rank_execute_s.iter().all(|t| *t > 0.0)));
+
+    // Both ways given, as the shipped definition renders them across nodes: HCCL_INIT picks.
+    let root_info = tmp.path().join("hccl_root_info");
+    let both = [
+        OsStr::new("--root-info-file"),
+        root_info.as_os_str(),
+        OsStr::new("--rank-table"),
+        table.as_os_str(),
+    ];
+    // A fresh table file (a new job's): its ranks meet anew.
+    let made = make("2", &table);
+    assert_eq!(made.status.code(), Some(0));
+    let ranks = spawn_ranks(&bin, &both, 4, "51", &[("HCCL_INIT", "rank_table")], &args);
+    assert!(ranks.iter().all(|(c, _)| *c == Some(0)), "{ranks:?}");
+    assert!(!root_info.exists(), "the rank table was used, no root info");
+    let ranks = spawn_ranks(&bin, &both, 2, "52", &[("HCCL_INIT", "bogus")], &args);
+    assert!(ranks.iter().all(|(c, _)| *c == Some(2)), "{ranks:?}");
+    assert!(ranks[0]
+        .1
+        .contains("HCCL_INIT=bogus: expected root_info or rank_table"));
+
+    // A table of one node (2 ranks) for a case of P = 4: the ranks it has say so.
+    let small = tmp.path().join("small.json");
+    std::fs::write(hccn.join("servers"), "n1 127.0.0.1\n").unwrap();
+    assert_eq!(make("2", &small).status.code(), Some(0));
+    let ranks = spawn_ranks(
+        &bin,
+        &[OsStr::new("--rank-table"), small.as_os_str()],
+        2,
+        "53",
+        &[("SLURM_NTASKS", "4")],
+        &args,
+    );
+    assert!(ranks.iter().all(|(c, _)| *c == Some(1)), "{ranks:?}");
+    assert!(
+        ranks[0].1.contains(&format!(
+            "HCCL_ALLREDUCE_FAIL rank 0: the rank table {} has 2 ranks, the case has P = 4",
+            small.display()
+        )),
+        "{ranks:?}"
+    );
+
+    // The job could not make the table (no IP for a third device): the helper reports why.
+    let missing = tmp.path().join("missing.json");
+    let made = make("3", &missing);
+    assert_eq!(made.status.code(), Some(1));
+    let ranks = spawn_ranks(
+        &bin,
+        &[OsStr::new("--rank-table"), missing.as_os_str()],
+        1,
+        "54",
+        &[("SLURM_NTASKS", "2")],
+        &["--count", "8", "--devices", "0,1"],
+    );
+    assert_eq!(ranks[0].0, Some(1), "{ranks:?}");
+    assert!(
+        ranks[0].1.contains(&format!(
+            "no rank table at {}: node n1: {} has no address_2= line",
+            missing.display(),
+            hccn.join("n1.conf").display()
+        )),
+        "{ranks:?}"
+    );
+}
+
 /// The shipped hccl definition across nodes: srun starts every rank through the bundle's rank
 /// wrapper, the root info goes through the bundle dir, each node's devices are 0..K-1; on one
 /// node the helper runs as before (one process, threads).
@@ -1332,17 +1484,22 @@ fn hccl_renders_one_process_per_rank_through_srun_across_nodes() {
         "P = 16: {joined}"
     );
     assert!(
-        joined.contains("--root-info-file /runs/r/b/hccl_root_info --algo"),
+        joined.contains(
+            "--root-info-file /runs/r/b/hccl_root_info --rank-table /runs/r/b/rank_table.json --algo"
+        ),
         "{joined}"
     );
     assert_eq!(env["ASCEND_RT_VISIBLE_DEVICES"], "0,1,2,3,4,5,6,7");
+    // Root info unless the plan asks for the rank table (`[stacks.hccl] env`).
+    assert_eq!(env["HCCL_INIT"], "root_info");
     let (argv, env) = render_for(1, 2);
     assert_eq!(
         argv[..4],
         ["env", "--", "env", "/runs/r/bin/hccl_allreduce"]
     );
     assert!(
-        argv.join(" ").contains("--root-info-file  --algo"),
+        argv.join(" ")
+            .contains("--root-info-file  --rank-table  --algo"),
         "{argv:?}"
     );
     assert_eq!(env["ASCEND_RT_VISIBLE_DEVICES"], "0,1");

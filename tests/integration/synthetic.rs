@@ -185,5 +185,6 @@ fn run(
         cpus: None,
         cpu_contention: None,
         rank_nodes: None,
+        node_hardware: Vec::new(),
     }
 }

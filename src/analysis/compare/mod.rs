@@ -605,6 +605,7 @@ mod tests {
                 cpus: None,
                 cpu_contention: None,
                 rank_nodes: None,
+                node_hardware: Vec::new(),
             })
             .collect();
         ResultSet {

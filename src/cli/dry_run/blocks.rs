@@ -53,6 +53,9 @@ pub(super) struct Source<'p> {
     pub(super) filter: Option<&'p str>,
     pub(super) stacks: &'p [String],
     pub(super) defs: &'p BTreeMap<String, StackDef>,
+    /// Every run stays on this machine (the local executor): a multi-node case is a planned
+    /// skip, with the reason `run` gives it.
+    pub(super) one_machine: bool,
 }
 
 impl<'p> Source<'p> {
@@ -63,6 +66,7 @@ impl<'p> Source<'p> {
             stacks: self.stacks,
             defs: self.defs,
             devices: &self.plan.devices,
+            one_machine: self.one_machine,
             hasher: Hasher::default(),
             cpus: crate::engine::prepare::machine_cpus(),
         })
@@ -75,6 +79,7 @@ pub(super) struct Rows<'p> {
     pub(super) stacks: &'p [String],
     pub(super) defs: &'p BTreeMap<String, StackDef>,
     devices: &'p crate::model::plan::DevicesConfig,
+    one_machine: bool,
     hasher: Hasher,
     /// The machine's CPUs (as `run` sizes its pool).
     cpus: usize,
@@ -88,18 +93,22 @@ impl<'p> Rows<'p> {
             Some(Err(e)) => return Err(Failure::Plan(e)),
         };
         let (defs, devices) = (self.defs, self.devices);
+        // As `run` plans it: the local backend knows no nodes (`Backend::nodes` is `None`).
+        let nodes = (!self.one_machine).then_some(u32::MAX);
         let (skipped, reasons): (Vec<&str>, Vec<String>) = self
             .stacks
             .iter()
             .filter_map(|s| {
                 let def = defs.get(s)?;
-                let why = def.unsupported_reason(case).or_else(|| {
-                    def.placement_reason(
-                        case,
-                        &devices.ids,
-                        devices.placement == crate::model::plan::Placement::Pinned,
-                    )
-                })?;
+                let why = (def.unsupported_reason(case))
+                    .or_else(|| crate::engine::prepare::one_machine_reason(case, nodes))
+                    .or_else(|| {
+                        def.placement_reason(
+                            case,
+                            &devices.ids,
+                            devices.placement == crate::model::plan::Placement::Pinned,
+                        )
+                    })?;
                 Some((s.as_str(), why))
             })
             .unzip();

@@ -41,15 +41,16 @@ pub(crate) fn list(
     let defs = crate::stack::registry::resolve(&plan.stack_defs, &plan.source)?;
     crate::engine::stack_check::check_stacks(plan, &stacks)?;
     crate::plan::sweep::require_some(plan, args.filter.as_deref())?;
+    let slurm = args.executor == Some(crate::model::plan::ExecutorKind::Slurm)
+        || (args.executor.is_none()
+            && plan.run.executor == crate::model::plan::ExecutorKind::Slurm);
     let rows = Source {
         plan,
         filter: args.filter.as_deref(),
         stacks: &stacks,
         defs: &defs,
+        one_machine: !slurm,
     };
-    let slurm = args.executor == Some(crate::model::plan::ExecutorKind::Slurm)
-        || (args.executor.is_none()
-            && plan.run.executor == crate::model::plan::ExecutorKind::Slurm);
     let result = match args.format {
         _ if slurm => write_sbatch(out, rows, plan),
         ListFormat::Table => write_table(
@@ -78,6 +79,7 @@ pub(crate) fn oversubscription(plan: &crate::model::plan::Plan) -> Result<Option
         filter: None,
         stacks: &plan.stacks,
         defs: &defs,
+        one_machine: plan.run.executor != crate::model::plan::ExecutorKind::Slurm,
     };
     let mut rows = source.rows()?;
     let (mut over, mut max_p, mut cases) = (0u64, 0u32, 0u64);

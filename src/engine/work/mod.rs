@@ -75,6 +75,7 @@ pub(crate) fn unrun(
         cpus: None,
         cpu_contention: None,
         rank_nodes: None,
+        node_hardware: Vec::new(),
     }
 }
 
@@ -151,6 +152,7 @@ pub(crate) async fn execute(job: RunJob) -> crate::error::Result<Executed> {
     };
     result.started = Some(started);
     result.rank_nodes = facts.rank_nodes.clone();
+    result.node_hardware = facts.node_hardware.clone();
     result.ended = Some(now());
     facts.attempt_logs = attempt_logs(&bundle, job.attempt);
     write_bundle(&job.run_dir, &result, &facts)?;

@@ -106,6 +106,7 @@ pub(super) async fn run_rounds(
                     }
                     facts.backend = Some(end.manifest);
                     facts.rank_nodes = end.rank_nodes;
+                    facts.node_hardware = end.node_hardware;
                     // The backend stopped the job (time limit, node failure, …): its verdict
                     // is the run's status, whatever the partial output says.
                     if end.verdict.is_some() {
@@ -394,6 +395,7 @@ impl Tally {
             cpus: (!job.lease.cpus.is_empty()).then(|| job.lease.cpus.clone()),
             cpu_contention: contention(self.waited),
             rank_nodes: None,
+            node_hardware: Vec::new(),
         })
     }
 }

@@ -241,6 +241,9 @@ fn backend_end(id: JobId, end: &JobEnd) -> BackendEnd {
             .as_ref()
             .filter(|p| p.nodes.len() > 1 && !p.ranks.is_empty())
             .map(|p| p.ranks.iter().map(|r| r.node.clone()).collect()),
+        node_hardware: (end.placement.as_ref())
+            .map(|p| p.hardware.clone())
+            .unwrap_or_default(),
     }
 }
 

@@ -14,6 +14,7 @@ pub(crate) mod job;
 pub(crate) mod placement;
 pub(crate) mod poll;
 pub(crate) mod preflight;
+pub mod rank_table;
 pub(crate) mod script;
 pub(crate) mod service;
 pub(crate) mod state;

@@ -3,9 +3,12 @@
 //! Owns the batch script's allocation lines (the hostfile, node list and master address written
 //! into the bundle from `SLURM_JOB_NODELIST`, the job's node count checked before the stack
 //! starts), the per-rank wrapper `rank.sh` (each rank records its rank, node, `SLURM_NODEID` and
-//! local rank under `ranks/`), the check of those records after the stack ends (ranks per node,
-//! distinct nodes, rank order), and reading the verdict back (`slurm.placement`). A placement
-//! problem turns a job that otherwise would be parsed into a failed run with the reason.
+//! local rank under `ranks/`), the record of each node's hardware under `nodes/` (by the batch
+//! script for its own node, and by the first local rank of every node through `rank.sh`), the
+//! check of the rank records after the stack ends (ranks per node, distinct nodes, rank order),
+//! and reading the verdict and the node records back (`slurm.placement`, `nodes/`). A
+//! placement problem turns a job that otherwise would be parsed into a failed run with the
+//! reason.
 
 use std::path::Path;
 
@@ -17,7 +20,10 @@ use crate::executor::NodeLayout;
 /// Written by the batch script: `nodes=`, `master_addr=`, then `problem=` or one `rank=` line
 /// per rank (`rank=R node=NAME nodeid=I localid=L`).
 pub(crate) const PLACEMENT_FILE: &str = "slurm.placement";
-pub(crate) use crate::model::nodes::{HOSTFILE, MASTER_ADDR_TOKEN, NODE_LIST_TOKEN, RANK_WRAPPER};
+use crate::model::nodes::NodeHardware;
+pub(crate) use crate::model::nodes::{
+    HCCN_DIR, HOSTFILE, MASTER_ADDR_TOKEN, NODES_DIR, NODE_LIST_TOKEN, RANK_TABLE, RANK_WRAPPER,
+};
 /// The folder of the per-rank records.
 pub(crate) const RANKS_DIR: &str = "ranks";
 /// Exit code of the batch script when the job's shape is not the case's (the stack never ran).
@@ -53,13 +59,65 @@ pub struct Placement {
     pub ranks: Vec<RankNode>,
     /// Why the placement is not the case's.
     pub problem: Option<String>,
+    /// The hardware of every node that recorded it (`nodes/<node>`), by node name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hardware: Vec<NodeHardware>,
 }
 
-/// Read `slurm.placement`; `None` when the job never got that far.
+/// Most node records read from one job's `nodes/` (a job spans at most this many nodes that
+/// campaign keeps the hardware of).
+const MAX_NODE_RECORDS: usize = 4096;
+
+/// Read `slurm.placement` and the node records; `None` when the job never got that far.
 pub(crate) fn read(bundle_dir: &Path) -> Option<Placement> {
     let text = std::fs::read_to_string(bundle_dir.join(PLACEMENT_FILE)).ok()?;
-    Some(parse(&text))
+    let mut placement = parse(&text);
+    placement.hardware = read_hardware(&bundle_dir.join(NODES_DIR));
+    Some(placement)
 }
+
+/// Every node record under `dir` (temp files of a writer that died are skipped), by node name.
+pub(crate) fn read_hardware(dir: &Path) -> Vec<NodeHardware> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut out: Vec<NodeHardware> = entries
+        .flatten()
+        .take(MAX_NODE_RECORDS)
+        .filter(|e| !e.file_name().to_string_lossy().contains(".tmp."))
+        .filter_map(|e| std::fs::read_to_string(e.path()).ok())
+        .filter_map(|text| NodeHardware::parse(&text))
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Shell lines that record the hardware of the node they run on into
+/// `$CAMPAIGN_NODES_DIR/<node>` (one `key=value` line per fact, read by
+/// [`NodeHardware::parse`]): the same facts provenance takes of campaign's own machine, read
+/// from `/proc` and `uname`, plus the accelerators `/dev` shows. A subshell, so its names and a
+/// failure stay inside; written to a temp file and renamed, so a reader never sees half.
+pub(crate) const NODE_RECORD: &str = r#"(
+  cn_node=${SLURMD_NODENAME:-$(uname -n)}
+  cn_file="$CAMPAIGN_NODES_DIR/$cn_node"
+  {
+    printf 'node=%s\n' "$cn_node"
+    printf 'host=%s\n' "$(uname -n)"
+    printf 'kernel=%s %s\n' "$(cat /proc/sys/kernel/ostype)" "$(cat /proc/sys/kernel/osrelease)"
+    printf 'cpu_model=%s\n' "$(sed -n 's/^model name[[:space:]]*:[[:space:]]*//p' /proc/cpuinfo | head -n 1)"
+    printf 'cpus=%s\n' "$(grep -c '^processor' /proc/cpuinfo)"
+    printf 'memory_kb=%s\n' "$(sed -n 's/^MemTotal:[[:space:]]*\([0-9]*\).*/\1/p' /proc/meminfo)"
+    printf 'npus=%s\n' "$(ls /dev | grep -c '^davinci[0-9][0-9]*$')"
+    printf 'gpus=%s\n' "$(ls /dev | grep -c '^nvidia[0-9][0-9]*$')"
+    printf 'tools='
+    for cn_tool in npu-smi nvidia-smi; do
+      if command -v "$cn_tool" >/dev/null 2>&1; then printf '%s ' "$cn_tool"; fi
+    done
+    printf '\n'
+  } > "$cn_file.tmp.$$" && mv -f "$cn_file.tmp.$$" "$cn_file"
+) 2>/dev/null
+"#;
 
 pub(crate) fn parse(text: &str) -> Placement {
     let mut out = Placement::default();
@@ -124,7 +182,7 @@ pub(crate) fn allocation_lines(layout: NodeLayout, p: u32) -> String {
     let k = if n > 1 { layout.ranks_per_node } else { p };
     format!(
         r#"# The allocation: where the job runs, as Slurm says (the case asked for {n} node(s) x {k} rank(s)).
-rm -rf "$bundle/{RANKS_DIR}" "$bundle/{PLACEMENT_FILE}"
+rm -rf "$bundle/{RANKS_DIR}" "$bundle/{NODES_DIR}" "$bundle/{PLACEMENT_FILE}"
 hosts=$(scontrol show hostnames "${{SLURM_JOB_NODELIST:-}}" 2>/dev/null)
 [ -n "$hosts" ] || hosts=${{SLURMD_NODENAME:-$(hostname)}}
 printf '%s\n' $hosts | sed 's/$/ slots={k}/' > "$bundle/{HOSTFILE}"
@@ -134,13 +192,18 @@ export CAMPAIGN_NODE_LIST="$(printf '%s\n' $hosts | paste -sd, -)"
 export CAMPAIGN_MASTER_ADDR="${{addr:-$first}}"
 export CAMPAIGN_HOSTFILE="$bundle/{HOSTFILE}"
 export CAMPAIGN_RANKS_DIR="$bundle/{RANKS_DIR}"
-mkdir -p "$CAMPAIGN_RANKS_DIR"
-cat > "$bundle/{RANK_WRAPPER}" <<'CAMPAIGN_RANK'
+export CAMPAIGN_NODES_DIR="$bundle/{NODES_DIR}"
+mkdir -p "$CAMPAIGN_RANKS_DIR" "$CAMPAIGN_NODES_DIR"
+# This node's hardware (the other nodes' come from their first rank, through rank.sh).
+{NODE_RECORD}cat > "$bundle/{RANK_WRAPPER}" <<'CAMPAIGN_RANK'
 #!/bin/sh
-# Records where this rank runs, then becomes the rank's program.
+# Records where this rank runs (and, for a node's first rank, the node's hardware), then
+# becomes the rank's program.
 r=${{OMPI_COMM_WORLD_RANK:-${{PMI_RANK:-${{PMIX_RANK:-${{SLURM_PROCID:-0}}}}}}}}
 l=${{OMPI_COMM_WORLD_LOCAL_RANK:-${{MPI_LOCALRANKID:-${{SLURM_LOCALID:-}}}}}}
 printf 'rank=%s node=%s nodeid=%s localid=%s\n' "$r" "${{SLURMD_NODENAME:-$(hostname)}}" "${{SLURM_NODEID:-}}" "$l" > "$CAMPAIGN_RANKS_DIR/$r"
+if [ "${{l:-0}}" = 0 ] && [ -n "${{CAMPAIGN_NODES_DIR:-}}" ]; then
+{NODE_RECORD}fi
 exec "$@"
 CAMPAIGN_RANK
 chmod +x "$bundle/{RANK_WRAPPER}"
@@ -154,6 +217,44 @@ if [ "$got" != "{n}" ]; then
   echo "campaign: placement: the job got $got node(s), the case asked for {n}" >&2
   exit {PLACEMENT_EXIT}
 fi
+"#
+    )
+}
+
+/// Batch script lines that make HCCL's rank table (`rank_table.json`) for a stack that names
+/// it: every node of the allocation with its address (`servers`), then each node's hccn.conf
+/// (`CAMPAIGN_HCCN_CONF`, `%n` the node's name, else `/etc/hccn.conf`) and the devices Slurm
+/// granted there, copied into `hccn/` by one task per node, then `campaign __rank-table`
+/// (`exe`). A table that cannot be made leaves its reason in `rank_table.json.error` (and says
+/// nothing in the run's log) and the stack runs anyway: it may form its communicator otherwise
+/// (the hccl stack's default, HCCL_INIT=root_info), and a helper that needs the table reports
+/// that reason.
+pub(crate) fn rank_table_lines(layout: NodeLayout, p: u32, exe: &str) -> String {
+    let n = layout.nodes.max(1);
+    let k = if n > 1 { layout.ranks_per_node } else { p };
+    let placement = if layout.spread { "spread" } else { "pack" };
+    let arg = crate::executor::slurm::rank_table::ARG;
+    format!(
+        r#"# HCCL's rank table (the stack names it): each node's address, hccn.conf and granted devices.
+rm -rf "$bundle/{HCCN_DIR}" "$bundle/{RANK_TABLE}" "$bundle/{RANK_TABLE}.error"
+mkdir -p "$bundle/{HCCN_DIR}"
+for h in $hosts; do
+  a=$(scontrol show node "$h" 2>/dev/null | tr ' ' '
+' | sed -n 's/^NodeAddr=//p' | head -n 1)
+  printf '%s %s
+' "$h" "${{a:-$h}}"
+done > "$bundle/{HCCN_DIR}/servers"
+hccn_copy='n=${{SLURMD_NODENAME:-$(uname -n)}}
+f=$(printf "%s" "${{CAMPAIGN_HCCN_CONF:-/etc/hccn.conf}}" | sed "s/%n/$n/g")
+if [ -r "$f" ]; then cp "$f" "$0/$n.conf"; fi
+printf "%s
+" "${{NPU_VISIBLE_DEVICES:-${{CUDA_VISIBLE_DEVICES:-${{SLURM_STEP_GPUS:-${{SLURM_JOB_GPUS:-}}}}}}}}" > "$0/$n.devices"'
+if [ {n} -gt 1 ]; then
+  srun --nodes={n} --ntasks={n} --ntasks-per-node=1 sh -c "$hccn_copy" "$bundle/{HCCN_DIR}"
+else
+  sh -c "$hccn_copy" "$bundle/{HCCN_DIR}"
+fi
+{exe} {arg} "$bundle/{HCCN_DIR}" {k} {placement} "$bundle/{RANK_TABLE}" 2>/dev/null || :
 "#
     )
 }
@@ -224,6 +325,55 @@ mod tests {
             Verdict::Parse
         );
         assert_eq!(judge(Verdict::Parse, None), Verdict::Parse);
+    }
+
+    /// The node record the job writes, run by a real `sh`, reads back as this machine's facts
+    /// in provenance's spelling.
+    #[test]
+    fn the_node_record_reads_back_as_this_machines_hardware() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = std::process::Command::new("sh")
+            .args(["-c", NODE_RECORD])
+            .env("CAMPAIGN_NODES_DIR", dir.path())
+            .env("SLURMD_NODENAME", "n7")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let hw = read_hardware(dir.path());
+        assert_eq!(hw.len(), 1, "{hw:?}");
+        let hw = &hw[0];
+        assert_eq!(hw.node, "n7");
+        let read = |p: &str| std::fs::read_to_string(p).unwrap().trim().to_string();
+        assert_eq!(hw.host, read("/proc/sys/kernel/hostname"));
+        let kernel = format!(
+            "{} {}",
+            read("/proc/sys/kernel/ostype"),
+            read("/proc/sys/kernel/osrelease")
+        );
+        assert_eq!(hw.kernel, kernel);
+        let cpuinfo = read("/proc/cpuinfo");
+        let cpus = cpuinfo
+            .lines()
+            .filter(|l| l.starts_with("processor"))
+            .count();
+        assert_eq!(hw.cpus as usize, cpus);
+        let model = (cpuinfo.lines())
+            .find(|l| l.starts_with("model name"))
+            .and_then(|l| l.split_once(':'))
+            .map_or("", |(_, m)| m.trim());
+        assert_eq!(hw.cpu, crate::model::nodes::cpu_text(model, cpus as u32));
+        let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
+        let total = meminfo
+            .lines()
+            .find_map(|l| l.strip_prefix("MemTotal:"))
+            .unwrap();
+        assert_eq!(
+            hw.memory_kb.to_string(),
+            total.trim().trim_end_matches(" kB").trim()
+        );
+        // A writer that died mid-record leaves a temp file, which is not a record.
+        std::fs::write(dir.path().join("n8.tmp.99"), "node=n8\n").unwrap();
+        assert_eq!(read_hardware(dir.path()).len(), 1);
     }
 
     #[test]

@@ -284,6 +284,11 @@ fn layout_scope(scope: &mut Map<String, Value>, ctx: &RenderContext) {
         "hostfile".into(),
         path_value(&ctx.bundle_dir.join(place::HOSTFILE)),
     );
+    // Made by the Slurm job when a command or env names it (executor::slurm::rank_table).
+    scope.insert(
+        "rank_table".into(),
+        path_value(&ctx.bundle_dir.join(place::RANK_TABLE)),
+    );
     let (list, addr, wrap) = if multi {
         (
             place::NODE_LIST_TOKEN.to_string(),

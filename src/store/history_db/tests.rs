@@ -40,6 +40,7 @@ fn run(stack: &str, times: &[f64], started: &str) -> RunResult {
         cpus: None,
         cpu_contention: None,
         rank_nodes: None,
+        node_hardware: Vec::new(),
     }
 }
 

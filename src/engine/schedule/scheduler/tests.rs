@@ -50,6 +50,7 @@ impl Fake {
             cpus: None,
             cpu_contention: None,
             rank_nodes: None,
+            node_hardware: Vec::new(),
         }
     }
 }

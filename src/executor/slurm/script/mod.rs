@@ -229,6 +229,15 @@ pub fn render_script(job: &BatchJob) -> String {
             quote_allocation(&format!("{key}={value}"))
         ));
     }
+    // After the stack's env: it may say where each node's hccn.conf is (CAMPAIGN_HCCN_CONF).
+    if names_rank_table(job) {
+        let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("campaign"));
+        s.push_str(&crate::executor::slurm::placement::rank_table_lines(
+            job.layout,
+            job.devices,
+            &quote_path(&exe),
+        ));
+    }
     s.push_str("# The devices Slurm granted replace the ones campaign rendered.\n");
     s.push_str("if [ -n \"$granted\" ]; then export CAMPAIGN_DEVICES=\"$granted\"; fi\n");
     let cwd = quote_path(&job.process.cwd);
@@ -283,6 +292,18 @@ fn quote_allocation(value: &str) -> String {
         out.push_str(&quote(rest));
     }
     out
+}
+
+/// Does the stack's command or env name the bundle's rank table (`{{ rank_table }}`)?
+fn names_rank_table(job: &BatchJob) -> bool {
+    let table = job
+        .bundle_dir
+        .join(crate::model::nodes::RANK_TABLE)
+        .display()
+        .to_string();
+    (job.process.argv.iter())
+        .chain(job.process.env.iter().map(|(_, v)| v))
+        .any(|v| v.contains(&table))
 }
 
 fn quote_path(path: &Path) -> String {

@@ -347,3 +347,57 @@ fn hostile_env_keys_and_values_stay_assignments_in_the_job_script() {
         )
     );
 }
+
+/// A stack that names the bundle's rank table gets each node's hccn.conf (`%n` the node's
+/// name) and granted devices gathered for `campaign __rank-table`; one that does not, nothing.
+#[test]
+fn a_stack_naming_the_rank_table_gets_each_nodes_hccn_conf_gathered() {
+    let tmp = tempfile::tempdir().unwrap();
+    let conf = tmp.path().join("hccn-n1.conf");
+    std::fs::write(&conf, "address_0=10.1.0.1\naddress_1=10.1.0.2\n").unwrap();
+    let mut j = job(tmp.path());
+    let plain = render_script(&j);
+    assert!(
+        !plain.contains(crate::executor::slurm::rank_table::ARG),
+        "{plain}"
+    );
+    let table = tmp.path().join("rank_table.json");
+    j.process.argv = vec![
+        "sh".into(),
+        "-c".into(),
+        "true".into(),
+        table.display().to_string(),
+    ];
+    j.process.env.push((
+        "CAMPAIGN_HCCN_CONF".into(),
+        tmp.path().join("hccn-%n.conf").display().to_string(),
+    ));
+    let text = render_script(&j);
+    assert!(
+        text.contains(&format!(
+            " {} \"$bundle/hccn\" 2 pack \"$bundle/rank_table.json\"",
+            crate::executor::slurm::rank_table::ARG
+        )),
+        "{text}"
+    );
+    let out = run_script(
+        &j,
+        &[
+            ("SLURMD_NODENAME", "n1"),
+            ("SLURM_JOB_NODELIST", "n1"),
+            ("CUDA_VISIBLE_DEVICES", "2,3"),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let hccn = tmp.path().join("hccn");
+    let servers = std::fs::read_to_string(hccn.join("servers")).unwrap();
+    assert!(servers.starts_with("n1 "), "{servers}");
+    assert_eq!(
+        std::fs::read_to_string(hccn.join("n1.conf")).unwrap(),
+        "address_0=10.1.0.1\naddress_1=10.1.0.2\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(hccn.join("n1.devices")).unwrap(),
+        "2,3\n"
+    );
+}
