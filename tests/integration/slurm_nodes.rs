@@ -522,83 +522,16 @@ fn hccl_runs_one_process_per_rank_over_both_nodes_from_a_root_info_file() {
     let Some(conf) = cluster() else { return };
     let _serial = serial();
     let tmp = util::tempdir();
-    let Some(bin) = crate::stacks::build_helper(tmp.path()) else {
+    let Some(bundle) = run_hccl_over_both_nodes(&conf, tmp.path(), "hccl-nodes", |_| String::new())
+    else {
         return;
     };
-    let cann = tmp.path().join("cann");
-    std::fs::create_dir_all(&cann).unwrap();
-    let name = format!("hccl-nodes-{}", std::process::id());
-    let text = format!(
-        r#"[campaign]
-name = "{name}"
-
-[case]
-platform = "a2a3"
-variant = "mesh"
-count = 256
-
-[axes]
-nodes = [2]
-ranks_per_node = [1]
-stacks = ["hccl"]
-
-[rounds]
-warmup = 1
-timed = 2
-
-[run]
-timeout = "5m"
-
-[devices]
-kind = "npu"
-ids = [0, 1]
-
-[slurm]
-poll_interval = "200ms"
-max_jobs = 1
-
-[stacks.hccl]
-ready = ["true"]
-build = "mkdir -p {{{{ run_dir }}}}/bin && cp {bin} {{{{ run_dir }}}}/bin/hccl_allreduce"
-env = {{ TMPDIR = "{tmp}" }}
-"#,
-        bin = bin.display(),
-        tmp = tmp.path().display(),
-    );
-    let plan = tmp.path().join("plan.toml");
-    std::fs::write(&plan, text).unwrap();
-    let out = campaign(
-        tmp.path(),
-        &conf,
-        &["run", plan.to_str().unwrap(), "--executor", "slurm"],
-    )
-    .env("ASCEND_HOME_PATH", &cann)
-    .output()
-    .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
-    let run = run_dir(tmp.path(), &name).expect("run dir");
-    let case_id = "mesh_p2_count256_fp32_a2a3_d0-1_n2";
-    let m = manifest(&run, case_id, "hccl");
-    assert_eq!(m["status"], "pass", "{m}");
-    assert_eq!(rank_nodes(&m), vec!["n1", "n2"], "{m}");
-    let root_info = run.join("cases").join(case_id).join("hccl/hccl_root_info");
-    let head = std::fs::read(&root_info).unwrap();
+    let head = std::fs::read(bundle.join("hccl_root_info")).unwrap();
     assert!(
         head.starts_with(b"campaign-hccl-root-info v1 job="),
         "{head:?}"
     );
-    let timing: Value = serde_json::from_str(
-        &std::fs::read_to_string(run.join("cases").join(case_id).join("hccl/timing.json")).unwrap(),
-    )
-    .unwrap();
-    let samples = timing.as_array().unwrap();
-    assert_eq!(samples.len(), 3, "{timing}");
-    assert!(
-        samples
-            .iter()
-            .all(|s| s["per_rank_execute_s"].as_array().map(Vec::len) == Some(2)),
-        "{timing}"
-    );
+    assert_every_round_has_both_ranks(&bundle);
 }
 
 /// `dry-run` plans as `run` does: under the local executor a multi-node case is a planned skip
@@ -689,11 +622,6 @@ fn hccl_runs_over_both_nodes_from_the_rank_table_the_job_makes() {
     let Some(conf) = cluster() else { return };
     let _serial = serial();
     let tmp = util::tempdir();
-    let Some(bin) = crate::stacks::build_helper(tmp.path()) else {
-        return;
-    };
-    let cann = tmp.path().join("cann");
-    std::fs::create_dir_all(&cann).unwrap();
     for (node, ip) in [("n1", "192.168.100.101"), ("n2", "192.168.100.102")] {
         std::fs::write(
             tmp.path().join(format!("hccn-{node}.conf")),
@@ -701,7 +629,47 @@ fn hccl_runs_over_both_nodes_from_the_rank_table_the_job_makes() {
         )
         .unwrap();
     }
-    let name = format!("hccl-table-{}", std::process::id());
+    let env = |tmp: &str| {
+        format!(r#", HCCL_INIT = "rank_table", CAMPAIGN_HCCN_CONF = "{tmp}/hccn-%n.conf""#)
+    };
+    let Some(bundle) = run_hccl_over_both_nodes(&conf, tmp.path(), "hccl-table", env) else {
+        return;
+    };
+    assert!(
+        !bundle.join("hccl_root_info").exists(),
+        "rank table, not root info"
+    );
+    let table: Value =
+        serde_json::from_str(&std::fs::read_to_string(bundle.join("rank_table.json")).unwrap())
+            .unwrap();
+    assert_eq!(table["status"], "completed", "{table}");
+    assert_eq!(table["server_count"], "2", "{table}");
+    let servers = table["server_list"].as_array().unwrap();
+    // Both nodes of the test cluster are 127.0.0.1 (their NodeAddr); each device's IP is its
+    // own node's hccn.conf's, and the ranks follow the nodes.
+    for (i, ip) in ["192.168.100.101", "192.168.100.102"].iter().enumerate() {
+        assert_eq!(servers[i]["server_id"], "127.0.0.1", "{table}");
+        let device = &servers[i]["device"][0];
+        assert_eq!(device["device_ip"], *ip, "{table}");
+        assert_eq!(device["rank_id"], i.to_string(), "{table}");
+    }
+    assert_every_round_has_both_ranks(&bundle);
+}
+
+/// Run the shipped `hccl` stack (the stand-in helper against the fake CANN) over both nodes,
+/// 2 × 1 ranks, with `extra_env(tmp)` appended to its env table; asserts the run passed with a
+/// rank on each node and returns its bundle. None when the helper cannot be built here.
+fn run_hccl_over_both_nodes(
+    conf: &Path,
+    dir: &Path,
+    prefix: &str,
+    extra_env: impl Fn(&str) -> String,
+) -> Option<PathBuf> {
+    let bin = crate::stacks::build_helper(dir)?;
+    let cann = dir.join("cann");
+    std::fs::create_dir_all(&cann).unwrap();
+    let name = format!("{prefix}-{}", std::process::id());
+    let tmp = dir.display().to_string();
     let text = format!(
         r#"[campaign]
 name = "{name}"
@@ -734,46 +702,32 @@ max_jobs = 1
 [stacks.hccl]
 ready = ["true"]
 build = "mkdir -p {{{{ run_dir }}}}/bin && cp {bin} {{{{ run_dir }}}}/bin/hccl_allreduce"
-env = {{ TMPDIR = "{tmp}", HCCL_INIT = "rank_table", CAMPAIGN_HCCN_CONF = "{tmp}/hccn-%n.conf" }}
+env = {{ TMPDIR = "{tmp}"{extra} }}
 "#,
         bin = bin.display(),
-        tmp = tmp.path().display(),
+        extra = extra_env(&tmp),
     );
-    let plan = tmp.path().join("plan.toml");
+    let plan = dir.join("plan.toml");
     std::fs::write(&plan, text).unwrap();
     let out = campaign(
-        tmp.path(),
-        &conf,
+        dir,
+        conf,
         &["run", plan.to_str().unwrap(), "--executor", "slurm"],
     )
     .env("ASCEND_HOME_PATH", &cann)
     .output()
     .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
-    let run = run_dir(tmp.path(), &name).expect("run dir");
+    let run = run_dir(dir, &name).expect("run dir");
     let case_id = "mesh_p2_count256_fp32_a2a3_d0-1_n2";
     let m = manifest(&run, case_id, "hccl");
     assert_eq!(m["status"], "pass", "{m}");
     assert_eq!(rank_nodes(&m), vec!["n1", "n2"], "{m}");
-    let bundle = run.join("cases").join(case_id).join("hccl");
-    assert!(
-        !bundle.join("hccl_root_info").exists(),
-        "rank table, not root info"
-    );
-    let table: Value =
-        serde_json::from_str(&std::fs::read_to_string(bundle.join("rank_table.json")).unwrap())
-            .unwrap();
-    assert_eq!(table["status"], "completed", "{table}");
-    assert_eq!(table["server_count"], "2", "{table}");
-    let servers = table["server_list"].as_array().unwrap();
-    // Both nodes of the test cluster are 127.0.0.1 (their NodeAddr); each device's IP is its
-    // own node's hccn.conf's, and the ranks follow the nodes.
-    for (i, ip) in ["192.168.100.101", "192.168.100.102"].iter().enumerate() {
-        assert_eq!(servers[i]["server_id"], "127.0.0.1", "{table}");
-        let device = &servers[i]["device"][0];
-        assert_eq!(device["device_ip"], *ip, "{table}");
-        assert_eq!(device["rank_id"], i.to_string(), "{table}");
-    }
+    Some(run.join("cases").join(case_id).join("hccl"))
+}
+
+/// The bundle's timing.json: one warmup and two timed rounds, each with both ranks' times.
+fn assert_every_round_has_both_ranks(bundle: &Path) {
     let timing: Value =
         serde_json::from_str(&std::fs::read_to_string(bundle.join("timing.json")).unwrap())
             .unwrap();
