@@ -1,11 +1,16 @@
 //! Numbers from result sets: descriptive statistics, bootstrap intervals, bandwidth and model
-//! fits (`stats`), the comparison of two result sets (`compare`) and change-point detection over
-//! a performance history (`changepoint`), and JUnit XML for CI (`junit`). Pure functions: no
-//! I/O.
+//! fits (`stats`); the statistics of one (case, stack) (`run_stats`), its paired comparison
+//! with the baseline stack (`pairing`) and the α–β models and B* over message size
+//! (`scaling`), which the report's summarize step gathers; the comparison of two result sets
+//! (`compare`), change-point detection over a performance history (`changepoint`), and JUnit
+//! XML for CI (`junit`). Pure functions: no I/O.
 
 pub(crate) mod between;
 pub(crate) mod changepoint;
 pub mod compare;
 pub(crate) mod junit;
+pub mod pairing;
+pub(crate) mod run_stats;
+pub mod scaling;
 pub mod stats;
 pub(crate) mod verdict;

@@ -9,7 +9,8 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::figures::{Drawn, Skipped};
-use super::summary::{Analysis, Failure, RunStats};
+use super::summary::{Analysis, Failure};
+use crate::analysis::run_stats::RunStats;
 use crate::analysis::stats::bootstrap::LEVEL;
 use crate::analysis::verdict::Change;
 use crate::model::results::{ResultSet, RunStatus};
@@ -449,7 +450,7 @@ pub(crate) fn build(results: &ResultSet, a: &Analysis, title: Option<&str>) -> C
 }
 
 /// One paired comparison as the template shows it.
-fn paired_row(p: &crate::report::summary::Paired) -> PairedRow {
+fn paired_row(p: &crate::analysis::pairing::Paired) -> PairedRow {
     PairedRow {
         case_id: p.case_id.clone(),
         stack: p.stack.clone(),
@@ -468,7 +469,7 @@ fn paired_row(p: &crate::report::summary::Paired) -> PairedRow {
 
 /// One α–β fit as the template shows it: a model that does not describe its points has no
 /// O or B worth reading.
-fn model_row(f: &crate::report::summary::ModelFit) -> ModelRow {
+fn model_row(f: &crate::analysis::scaling::ModelFit) -> ModelRow {
     ModelRow {
         stack: f.key.stack.clone(),
         variant: f.key.series_label(),

@@ -1,52 +1,24 @@
 //! The `summarize` step: everything the report and figures say, computed once from a ResultSet.
 //!
-//! Owns which runs feed statistics (timed, ok rounds of passing runs only), the failure list
-//! (every run that did not pass, or passed with no timed time), paired comparisons against the
-//! baseline stack, and the α–β fits and B*. Pure: no files, no formatting for people.
+//! Owns which runs feed statistics (timed, ok rounds of passing runs only) and the failure list
+//! (every run that did not pass, or passed with no timed time), and gathers per case, over the
+//! available cores, the statistics of `analysis::run_stats`, the paired comparisons of
+//! `analysis::pairing` and the α–β fits and B* of `analysis::scaling`. Pure: no files, no
+//! formatting for people.
 
 use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
-use crate::analysis::stats::bandwidth;
-use crate::analysis::stats::bootstrap;
-use crate::analysis::stats::bootstrap::{Bootstrap, Interval};
-use crate::analysis::stats::describe::{describe, Summary};
-use crate::analysis::stats::fit;
-use crate::analysis::stats::fit::AlphaBeta;
-use crate::analysis::stats::hierarchical;
-use crate::analysis::verdict::{self, Change, Conditions, Evidence};
-use crate::model::case::{Dtype, Variant};
+use crate::analysis::pairing::{
+    choose_baseline, judge_pairs, pair_case, paired_rows, pairing_notes, Paired,
+};
+use crate::analysis::run_stats::{run_stats, RunStats};
+pub(crate) use crate::analysis::scaling::ModelFit;
+use crate::analysis::scaling::{b_stars, fits, BStar};
+use crate::analysis::stats::bootstrap::Bootstrap;
+use crate::analysis::verdict;
 use crate::model::results::{Metric, ResultSet, RunResult, RunStatus};
-
-/// Statistics of one (case, stack): its passing repeats together (one run without repeats).
-#[derive(Debug, Clone)]
-pub(crate) struct RunStats {
-    /// Index in `ResultSet::runs` of the first passing repeat (it names the case and stack).
-    pub(crate) index: usize,
-    /// Indices of every passing repeat the numbers rest on.
-    pub(crate) runs: Vec<usize>,
-    /// Timed rounds of the smallest repeat.
-    pub(crate) rounds: usize,
-    /// The stack's declared headline metric: what `summary` describes.
-    pub(crate) metric: Metric,
-    /// Descriptive statistics of the pooled rounds; `median` and `median_ci` are the
-    /// hierarchical estimate and interval (mean of the repeats' medians; repeats, then rounds).
-    pub(crate) summary: Summary,
-    pub(crate) n_bytes: u64,
-    /// From the median time, bytes per second.
-    pub(crate) algbw: Option<f64>,
-    pub(crate) busbw: Option<f64>,
-    /// The seed's `bw_execute_mb_s`, from the median time.
-    pub(crate) bw_execute_mb_s: Option<f64>,
-    pub(crate) device_wall_median: Option<f64>,
-    /// First warmup round's setup time.
-    pub(crate) setup_s: Option<f64>,
-    /// Mean of each named phase over timed rounds.
-    pub(crate) phase_means: BTreeMap<String, f64>,
-    /// Mean of each compile-profile part over every round that reported one.
-    pub(crate) compile_means: BTreeMap<String, f64>,
-}
 
 /// A run that contributes no statistics, and why.
 #[derive(Debug, Clone, Serialize)]
@@ -57,110 +29,6 @@ pub(crate) struct Failure {
     pub(crate) status: RunStatus,
     pub(crate) reason: String,
     pub(crate) bundle: String,
-}
-
-/// One paired comparison: `ratio = median(stack) / median(baseline)` of execute time.
-#[derive(Debug, Clone)]
-pub struct Paired {
-    pub(crate) case_id: String,
-    pub(crate) stack: String,
-    pub(crate) baseline: String,
-    pub(crate) ratio: f64,
-    /// 95 % hierarchical bootstrap interval of the ratio; None when a side is a single repeat
-    /// of fewer than `verdict::MIN_ROUNDS` timed rounds (too few for an interval).
-    pub(crate) ci: Option<Interval>,
-    /// `analysis::verdict`'s rule with the baseline as A and the stack as B: the same evidence
-    /// `compare` asks for (repeats, a family-wise interval beyond the noise band, separation).
-    pub(crate) verdict: Change,
-    /// Why the verdict is not faster/slower when the ratio alone might suggest one.
-    pub(crate) why: Option<String>,
-    /// The two medians the ratio is of (on `compare_metric` when set, else the shared metric).
-    pub(crate) stack_median: f64,
-    pub(crate) baseline_median: f64,
-    pub(crate) metric: Metric,
-    /// The pair's evidence until every pair's is known (`judge_pairs`).
-    pending: Option<Evidence>,
-}
-
-/// Judge every pair with an interval together over the `judged` pairs (`verdict::judge_all`,
-/// the rule `compare` uses); returns the level of the verdict intervals of pairs with repeats.
-fn judge_pairs(paired: &mut [Paired], judged: usize) -> f64 {
-    let (rows, evidence): (Vec<usize>, Vec<Evidence>) = paired
-        .iter_mut()
-        .enumerate()
-        .filter_map(|(i, p)| p.pending.take().map(|e| (i, e)))
-        .unzip();
-    let (level, verdicts) = verdict::judge_all(&evidence, judged, verdict::DEFAULT_THRESHOLD);
-    for (i, (v, why, _)) in rows.into_iter().zip(verdicts) {
-        (paired[i].verdict, paired[i].why) = (v, why);
-    }
-    level
-}
-
-impl Paired {
-    /// "1.80× faster than mpi", "2.10× slower than mpi", "on par with mpi (within ±5.0 %)",
-    /// "no clear difference from mpi (…why…)" or "not judged: contended (…)".
-    pub(crate) fn label(&self) -> String {
-        let why = |text: String| match &self.why {
-            Some(w) => format!("{text} ({w})"),
-            None => text,
-        };
-        match self.verdict {
-            Change::Faster => format!("{:.2}× faster than {}", 1.0 / self.ratio, self.baseline),
-            Change::Slower => format!("{:.2}× slower than {}", self.ratio, self.baseline),
-            Change::NoChange => format!(
-                "on par with {} (within ±{:.1} %)",
-                self.baseline,
-                verdict::DEFAULT_THRESHOLD * 100.0
-            ),
-            Change::NoClearDifference => why(format!("no clear difference from {}", self.baseline)),
-            Change::NotJudged | Change::NotComparable => self.verdict.words(self.why.as_deref()),
-        }
-    }
-}
-
-/// Identity of an α–β fit: one (stack, variant, P) with dtype and core_num kept apart.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub(crate) struct FitKey {
-    pub(crate) stack: String,
-    /// Fits are per op: one op's sizes never feed another's model.
-    pub(crate) op: crate::model::case::Op,
-    pub(crate) variant: Variant,
-    pub(crate) p: u32,
-    pub(crate) dtype: Dtype,
-    pub(crate) core_num: u32,
-    /// Nodes the ranks spanned (1: intra-node): inter-node sizes never feed a one-node model.
-    pub(crate) nodes: u32,
-}
-
-impl FitKey {
-    /// The series label of the fit's runs (op, variant and, over several nodes, the layout).
-    pub(crate) fn series_label(&self) -> String {
-        let mut case = crate::model::case::Case::new(self.variant, self.p, 1).with_op(self.op);
-        case.nodes = self.nodes;
-        case.series_label()
-    }
-}
-
-/// One fitted model with the points it was fitted on.
-#[derive(Debug, Clone)]
-pub struct ModelFit {
-    pub(crate) key: FitKey,
-    pub(crate) fit: AlphaBeta,
-    /// (bytes, median seconds), ascending by bytes.
-    pub(crate) points: Vec<(f64, f64)>,
-}
-
-/// B* of one (stack, variant, P, dtype) whose core_num was swept.
-#[derive(Debug, Clone)]
-pub(crate) struct BStar {
-    pub(crate) stack: String,
-    pub(crate) op: crate::model::case::Op,
-    pub(crate) variant: Variant,
-    pub(crate) p: u32,
-    pub(crate) dtype: Dtype,
-    pub(crate) core_num: u32,
-    pub(crate) best_bandwidth: f64,
 }
 
 /// The summarize step's output.
@@ -290,93 +158,6 @@ impl Analysis {
     }
 }
 
-/// The timed values of one (case, stack): each passing repeat's, sorted ascending.
-type Repeats = Vec<Vec<f64>>;
-
-/// Statistics of the passing repeats `indices` of one (case, stack), their hierarchical
-/// bootstrap draws and sorted repeats (kept by the caller for paired ratios and verdicts).
-/// None when no repeat has a time.
-fn run_stats(
-    indices: &[usize],
-    results: &ResultSet,
-    boot: &Bootstrap,
-) -> Option<(RunStats, Vec<f64>, Repeats)> {
-    let metric = results.metric(&results.runs[*indices.first()?].stack);
-    let mut used = Vec::new();
-    let mut repeats: Vec<Vec<f64>> = Vec::new();
-    let mut xs = Vec::new();
-    for &i in indices {
-        let v = results.runs[i].timed(metric);
-        if v.is_empty() {
-            continue;
-        }
-        xs.extend_from_slice(&v);
-        let mut sorted = v;
-        sorted.sort_by(f64::total_cmp);
-        repeats.push(sorted);
-        used.push(i);
-    }
-    let index = *used.first()?;
-    let run = &results.runs[index];
-    let mut sorted = xs.clone();
-    sorted.sort_by(f64::total_cmp);
-    // The stream key of execute_s keeps its old name, so intervals of old runs reproduce.
-    let key = match metric {
-        Metric::ExecuteS => format!("{}/{}", run.base_case_id(), run.stack),
-        m => format!("{}/{}/{m}", run.base_case_id(), run.stack),
-    };
-    let draws = boot.hierarchical_draws(&repeats, &key);
-    let mut summary = describe(&xs, &sorted, bootstrap::interval(&draws))?;
-    summary.median = hierarchical::estimate(&repeats)?;
-    let n_bytes = run.case.n_bytes();
-    let runs: Vec<&RunResult> = used.iter().map(|&i| &results.runs[i]).collect();
-    let timed: Vec<_> = runs.iter().flat_map(|r| r.timed_ok()).collect();
-    let med = |v: Vec<f64>| crate::analysis::stats::median(&v);
-    let mut phase_sums: BTreeMap<String, (f64, usize)> = BTreeMap::new();
-    for s in &timed {
-        add_all(&mut phase_sums, &s.phases);
-    }
-    let mut compile_sums: BTreeMap<String, (f64, usize)> = BTreeMap::new();
-    for s in runs.iter().flat_map(|r| &r.samples) {
-        add_all(&mut compile_sums, &s.compile_profile);
-    }
-    let means = |m: BTreeMap<String, (f64, usize)>| {
-        m.into_iter().map(|(k, (s, n))| (k, s / n as f64)).collect()
-    };
-    let m = summary.median;
-    let stats = RunStats {
-        index,
-        rounds: repeats.iter().map(Vec::len).min().unwrap_or(0),
-        metric,
-        runs: used,
-        n_bytes,
-        algbw: bandwidth::algbw(n_bytes, m),
-        busbw: bandwidth::busbw(run.case.op, run.case.p, n_bytes, m),
-        bw_execute_mb_s: bandwidth::bw_execute_mb_s(n_bytes, m),
-        device_wall_median: med(timed.iter().filter_map(|s| s.device_wall_s).collect()),
-        setup_s: runs.iter().flat_map(|r| &r.samples).find_map(|s| s.setup_s),
-        phase_means: means(phase_sums),
-        compile_means: means(compile_sums),
-        summary,
-    };
-    Some((stats, draws, repeats))
-}
-
-/// Add each of `values` to its (sum, count) in `sums`; a name is copied only the first time
-/// it is seen, not once per sample (a 10k-run report has half a million samples).
-fn add_all(sums: &mut BTreeMap<String, (f64, usize)>, values: &BTreeMap<String, f64>) {
-    for (k, v) in values {
-        if !sums.contains_key(k) {
-            sums.insert(k.clone(), (0.0, 0));
-        }
-        // Summed onto 0.0 as before, so a first -0.0 still gives 0.0.
-        if let Some(e) = sums.get_mut(k) {
-            e.0 += v;
-            e.1 += 1;
-        }
-    }
-}
-
 fn failure(index: usize, run: &RunResult) -> Failure {
     let reason = match (&run.error, run.status) {
         (Some(e), _) if !e.trim().is_empty() => e.clone(),
@@ -393,67 +174,7 @@ fn failure(index: usize, run: &RunResult) -> Failure {
     }
 }
 
-fn choose_baseline(stacks: &[String], wanted: Option<&str>) -> (Option<String>, Option<String>) {
-    match wanted {
-        Some(b) if stacks.iter().any(|s| s == b) => (Some(b.to_string()), None),
-        Some(b) => (
-            None,
-            Some(format!(
-                "baseline stack `{b}` has no runs in this result set (stacks: {})",
-                stacks.join(", ")
-            )),
-        ),
-        None if stacks.len() < 2 => (
-            None,
-            Some("only one stack ran: nothing to compare".to_string()),
-        ),
-        None => (
-            Some(stacks[0].clone()),
-            Some(format!(
-                "no `[report] baseline` set: comparing with `{}`, the first stack run",
-                stacks[0]
-            )),
-        ),
-    }
-}
-
 type CaseOutcome = (Vec<RunStats>, Vec<Failure>, Vec<Paired>);
-
-/// How many (case, stack) pairs with the baseline the report judges at once — every other
-/// stack ran on a case the baseline ran on, on a metric it may be paired on — which sets the
-/// family-wise level of each paired verdict. Counted before the statistics, from the plan's
-/// shape, so a failing run does not loosen the others' verdicts.
-fn paired_rows(
-    results: &ResultSet,
-    groups: &[&[usize]],
-    baseline: Option<&str>,
-    compare_metric: Option<Metric>,
-) -> usize {
-    let Some(baseline) = baseline else { return 0 };
-    let mb = results.metric(baseline);
-    let mut stacks: Vec<&str> = Vec::new();
-    groups
-        .iter()
-        .map(|g| {
-            stacks.clear();
-            for &i in g.iter() {
-                let s = results.runs[i].stack.as_str();
-                if !stacks.contains(&s) {
-                    stacks.push(s);
-                }
-            }
-            if !stacks.contains(&baseline) {
-                return 0;
-            }
-            stacks
-                .iter()
-                .filter(|s| {
-                    **s != baseline && (compare_metric.is_some() || results.metric(s) == mb)
-                })
-                .count()
-        })
-        .sum()
-}
 
 /// Summarize every case (groups of run indices), spreading cases over the available cores.
 /// Each estimate has its own keyed random stream, so the result does not depend on the split.
@@ -541,246 +262,17 @@ fn summarize_case(
             sides.push(r);
         }
     }
-    let mut paired = Vec::new();
-    let base = baseline.and_then(|b| {
-        stats
-            .iter()
-            .position(|s| results.runs[s.index].stack == b && s.summary.median > 0.0)
-    });
-    if let (Some(bi), Some(baseline)) = (base, baseline) {
-        let b = &stats[bi];
-        // With `compare_metric`, both sides are re-estimated on it; else only stacks whose
-        // declared metric is the baseline's are paired (the rest get a note).
-        let on_metric = |s: &RunStats| -> Option<Estimate> {
-            let m = compare_metric?;
-            if m == s.metric {
-                return None;
-            }
-            metric_draws(results, &s.runs, m, boot)
-        };
-        let base_on = on_metric(b);
-        for ((s, d), r) in stats.iter().zip(&draws).zip(&sides) {
-            let run = &results.runs[s.index];
-            if run.stack == baseline {
-                continue;
-            }
-            let metric = match compare_metric {
-                Some(cm) => cm,
-                None if s.metric != b.metric => continue,
-                None => s.metric,
-            };
-            let own_on = on_metric(s);
-            let own = match &own_on {
-                Some(e) => e.view(),
-                None => View {
-                    median: s.summary.median,
-                    draws: d,
-                    repeats: r,
-                },
-            };
-            let base = match &base_on {
-                Some(e) => e.view(),
-                None => View {
-                    median: b.summary.median,
-                    draws: &draws[bi],
-                    repeats: &sides[bi],
-                },
-            };
-            if own.draws.is_empty() || base.draws.is_empty() || base.median <= 0.0 {
-                continue;
-            }
-            let too_few = verdict::too_few(own.repeats).or_else(|| verdict::too_few(base.repeats));
-            // A pair with an interval is judged with every other (`judge_pairs`).
-            let pending = too_few.is_none().then(|| {
-                // Both stacks ran in this campaign, interleaved: no campaign-to-campaign term.
-                let conditions =
-                    |st: &RunStats| Conditions::of(st.runs.iter().map(|&i| &results.runs[i]));
-                Evidence::new(base.repeats, own.repeats, None, || {
-                    let wide = bootstrap::ratio_interval_at(own.draws, base.draws, level);
-                    Interval {
-                        lo: wide.lo - 1.0,
-                        hi: wide.hi - 1.0,
-                    }
-                })
-                .caveat(verdict::caveat(
-                    conditions(b),
-                    conditions(s),
-                    verdict::DEFAULT_MAX_CONTENTION,
-                ))
-            });
-            // An interval wider than ×10 either way says nothing: not printed.
-            let ci = pending
-                .is_some()
-                .then(|| bootstrap::ratio_interval(own.draws, base.draws))
-                .filter(|i| {
-                    verdict::meaningful(Interval {
-                        lo: i.lo - 1.0,
-                        hi: i.hi - 1.0,
-                    })
-                });
-            let (verdict, why) = match too_few {
-                Some(why) => (Change::NotJudged, Some(why)),
-                None => (Change::NoClearDifference, None),
-            };
-            paired.push(Paired {
-                case_id: run.base_case_id().to_string(),
-                stack: run.stack.clone(),
-                baseline: baseline.to_string(),
-                ratio: own.median / base.median,
-                ci,
-                verdict,
-                why,
-                stack_median: own.median,
-                baseline_median: base.median,
-                metric,
-                pending,
-            });
-        }
-    }
+    let paired = pair_case(
+        results,
+        &stats,
+        &draws,
+        &sides,
+        baseline,
+        compare_metric,
+        level,
+        boot,
+    );
     (stats, failures, paired)
-}
-
-/// One side of a paired comparison on one metric: the hierarchical estimate, its draws and the
-/// sorted repeats it rests on.
-struct Estimate {
-    median: f64,
-    draws: Vec<f64>,
-    repeats: Repeats,
-}
-
-/// An `Estimate` borrowed (or the pieces of a stack's own `RunStats`).
-struct View<'a> {
-    median: f64,
-    draws: &'a [f64],
-    repeats: &'a [Vec<f64>],
-}
-
-impl Estimate {
-    fn view(&self) -> View<'_> {
-        View {
-            median: self.median,
-            draws: &self.draws,
-            repeats: &self.repeats,
-        }
-    }
-}
-
-/// The hierarchical estimate and draws of `metric` over the repeats `indices`.
-fn metric_draws(
-    results: &ResultSet,
-    indices: &[usize],
-    metric: Metric,
-    boot: &Bootstrap,
-) -> Option<Estimate> {
-    let repeats: Repeats = indices
-        .iter()
-        .map(|&i| {
-            let mut v = results.runs[i].timed(metric);
-            v.sort_by(f64::total_cmp);
-            v
-        })
-        .filter(|v| !v.is_empty())
-        .collect();
-    let first = &results.runs[*indices.first()?];
-    let key = format!("{}/{}/{metric}", first.base_case_id(), first.stack);
-    Some(Estimate {
-        median: hierarchical::estimate(&repeats)?,
-        draws: boot.hierarchical_draws(&repeats, &key),
-        repeats,
-    })
-}
-
-/// Why a stack is not paired with the baseline: its declared metric differs in kind.
-fn pairing_notes(
-    results: &ResultSet,
-    stacks: &[String],
-    baseline: Option<&str>,
-    compare_metric: Option<Metric>,
-) -> Vec<String> {
-    let Some(baseline) = baseline else {
-        return Vec::new();
-    };
-    let mb = results.metric(baseline);
-    match compare_metric {
-        Some(m) => {
-            let differ = stacks.iter().any(|s| results.metric(s) != mb);
-            if differ {
-                vec![format!(
-                    "stacks declare different metrics; paired comparisons all use `{m}` ([report] compare_metric)"
-                )]
-            } else {
-                Vec::new()
-            }
-        }
-        None => stacks
-            .iter()
-            .filter(|s| s.as_str() != baseline && results.metric(s) != mb)
-            .map(|s| {
-                format!(
-                    "`{s}` is not paired with `{baseline}`: `{s}` measures `{}`, `{baseline}` measures `{mb}`, which differ in kind (set [report] compare_metric to pair them on one metric)",
-                    results.metric(s)
-                )
-            })
-            .collect(),
-    }
-}
-
-fn fits(results: &ResultSet, stats: &BTreeMap<usize, RunStats>) -> Vec<ModelFit> {
-    let mut groups: BTreeMap<FitKey, Vec<(f64, f64)>> = BTreeMap::new();
-    for s in stats.values() {
-        let r = &results.runs[s.index];
-        let key = FitKey {
-            stack: r.stack.clone(),
-            op: r.case.op,
-            variant: r.case.variant,
-            p: r.case.p,
-            dtype: r.case.dtype,
-            core_num: r.case.core_num,
-            nodes: r.case.nodes.max(1),
-        };
-        groups
-            .entry(key)
-            .or_default()
-            .push((s.n_bytes as f64, s.summary.median));
-    }
-    groups
-        .into_iter()
-        .filter_map(|(key, mut points)| {
-            points.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
-            let fit = fit::fit_alpha_beta(&points)?;
-            Some(ModelFit { key, fit, points })
-        })
-        .collect()
-}
-
-fn b_stars(fits: &[ModelFit]) -> Vec<BStar> {
-    type Group = (String, crate::model::case::Op, Variant, u32, Dtype);
-    let mut groups: BTreeMap<Group, Vec<(u32, f64)>> = BTreeMap::new();
-    for f in fits {
-        if let Some(b) = f.fit.bandwidth_bytes_per_s {
-            let k = &f.key;
-            groups
-                .entry((k.stack.clone(), k.op, k.variant, k.p, k.dtype))
-                .or_default()
-                .push((k.core_num, b));
-        }
-    }
-    groups
-        .into_iter()
-        .filter_map(|((stack, op, variant, p, dtype), pts)| {
-            let core_num = fit::b_star(&pts)?;
-            let best = pts.iter().map(|p| p.1).fold(f64::NEG_INFINITY, f64::max);
-            Some(BStar {
-                stack,
-                op,
-                variant,
-                p,
-                dtype,
-                core_num,
-                best_bandwidth: best,
-            })
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 //! when present; [`load_any_run_dir`] also takes an old harness dir. Used by report, compare,
 //! history, resume and status; it must not write anything.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::model::case::{set_field, Case, Variant};
-use crate::model::results::{Provenance, ResultSet, RunResult, RunStatus, Sample};
+use crate::model::results::{Metric, Provenance, ResultSet, RunResult, RunStatus, Sample};
 
 fn read_json(path: &Path) -> Result<Value> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
@@ -264,6 +264,61 @@ pub(crate) fn load_any_run_dir(dir: &Path) -> Result<ResultSet> {
     )))
 }
 
+/// The head of `results.json` (campaign, timestamp, provenance, quarantine) without its rows;
+/// empty when the file is missing, of another shape, or — in campaign's own run dirs, where it
+/// is derived — damaged (with a warning).
+fn read_head(dir: &Path, results_path: &Path) -> Result<ResultsHead> {
+    Ok(if results_path.is_file() {
+        let text = crate::model::file::read_regular_text(
+            &results_path,
+            crate::store::journal::MAX_JOURNAL_BYTES,
+        )
+        .map_err(|e| Error::io(results_path, e))?;
+        match serde_json::from_str(&text) {
+            Ok(head) => head,
+            // Valid JSON of another shape (a list, say) says nothing about the run dir.
+            Err(e) if e.classify() == serde_json::error::Category::Data => ResultsHead::default(),
+            // In campaign's own run dirs results.json is derived — rebuilt from the journal
+            // and the bundles — so a damaged or truncated one costs nothing but its head
+            // (campaign and timestamp come from the folders; a resume collects provenance anew).
+            Err(e) if dir.join("journal.jsonl").is_file() => {
+                eprintln!(
+                "warning: {}: not valid JSON ({e}); rebuilt from the journal and the bundles (the provenance it held is not recovered)",
+                results_path.display()
+            );
+                ResultsHead::default()
+            }
+            Err(e) => {
+                return Err(Error::invalid(
+                    results_path,
+                    format!("not valid JSON at line {}:{}: {e}", e.line(), e.column()),
+                ))
+            }
+        }
+    } else {
+        ResultsHead::default()
+    })
+}
+
+/// Each stack's declared headline metric, from the resolved definitions of the run
+/// (`stacks.json`; none when the file is missing or not an object).
+fn stack_metrics(dir: &Path) -> Result<BTreeMap<String, Metric>> {
+    let stacks_json = dir.join("stacks.json");
+    if !stacks_json.is_file() {
+        return Ok(BTreeMap::new());
+    }
+    let Value::Object(defs) = read_json(&stacks_json)? else {
+        return Ok(BTreeMap::new());
+    };
+    Ok(defs
+        .iter()
+        .filter_map(|(name, def)| {
+            let m = def.get("metric")?;
+            Some((name.clone(), serde_json::from_value(m.clone()).ok()?))
+        })
+        .collect())
+}
+
 fn load(dir: &Path, mut unreadable: Option<&mut Vec<(PathBuf, Error)>>) -> Result<ResultSet> {
     if !dir.is_dir() {
         return Err(Error::Usage(format!(
@@ -275,36 +330,7 @@ fn load(dir: &Path, mut unreadable: Option<&mut Vec<(PathBuf, Error)>>) -> Resul
     // here, a linked case or bundle folder where `sorted_dirs` lists it (one listing of `cases/`).
     crate::store::lock::refuse_links_in(dir)?;
     let results_path = dir.join("results.json");
-    let head: ResultsHead = if results_path.is_file() {
-        let text = crate::model::file::read_regular_text(
-            &results_path,
-            crate::store::journal::MAX_JOURNAL_BYTES,
-        )
-        .map_err(|e| Error::io(&results_path, e))?;
-        match serde_json::from_str(&text) {
-            Ok(head) => head,
-            // Valid JSON of another shape (a list, say) says nothing about the run dir.
-            Err(e) if e.classify() == serde_json::error::Category::Data => ResultsHead::default(),
-            // In campaign's own run dirs results.json is derived — rebuilt from the journal
-            // and the bundles — so a damaged or truncated one costs nothing but its head
-            // (campaign and timestamp come from the folders; a resume collects provenance anew).
-            Err(e) if dir.join("journal.jsonl").is_file() => {
-                eprintln!(
-                    "warning: {}: not valid JSON ({e}); rebuilt from the journal and the bundles (the provenance it held is not recovered)",
-                    results_path.display()
-                );
-                ResultsHead::default()
-            }
-            Err(e) => {
-                return Err(Error::invalid(
-                    &results_path,
-                    format!("not valid JSON at line {}:{}: {e}", e.line(), e.column()),
-                ))
-            }
-        }
-    } else {
-        ResultsHead::default()
-    };
+    let head = read_head(dir, &results_path)?;
     let mut set = ResultSet {
         campaign: (head
             .campaign
@@ -335,19 +361,7 @@ fn load(dir: &Path, mut unreadable: Option<&mut Vec<(PathBuf, Error)>>) -> Resul
     {
         set.quarantined = q;
     }
-    // Each stack's declared headline metric, from the resolved definitions of the run.
-    let stacks_json = dir.join("stacks.json");
-    if stacks_json.is_file() {
-        if let Value::Object(defs) = read_json(&stacks_json)? {
-            set.metrics = defs
-                .iter()
-                .filter_map(|(name, def)| {
-                    let m = def.get("metric")?;
-                    Some((name.clone(), serde_json::from_value(m.clone()).ok()?))
-                })
-                .collect();
-        }
-    }
+    set.metrics = stack_metrics(dir)?;
     // The bundles are read on up to two threads, each a contiguous share of the case folders,
     // and put back together in folder order: the runs, the first error and the unreadable
     // bundles are those of one pass in that order.

@@ -70,7 +70,7 @@ pub(crate) fn compile(a: &Analysis, results: &ResultSet) -> Result<Panels, Strin
 
 /// `stack case_id`, with the report's marks when the machine distorted its runs (the bar's
 /// times are then the machine's as much as the stack's).
-fn run_label(results: &ResultSet, s: &crate::report::summary::RunStats) -> String {
+fn run_label(results: &ResultSet, s: &crate::analysis::run_stats::RunStats) -> String {
     let r = &results.runs[s.index];
     let (over, contended) = crate::report::context::conditions(results, s);
     format!(
@@ -83,7 +83,7 @@ fn run_label(results: &ResultSet, s: &crate::report::summary::RunStats) -> Strin
 
 /// The collective first, then the stack's phases: a stack that reports only its correctness
 /// check (the host stack) would otherwise show that and not the collective being measured.
-fn with_collective(s: &crate::report::summary::RunStats) -> Vec<(String, f64)> {
+fn with_collective(s: &crate::analysis::run_stats::RunStats) -> Vec<(String, f64)> {
     let mut out = Vec::new();
     if !s.phase_means.contains_key("execute") {
         out.push((format!("collective ({})", s.metric), s.summary.mean));

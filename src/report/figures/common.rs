@@ -266,7 +266,7 @@ pub(crate) struct Hover {
 /// (case, stack) of the analysis: what its point in a figure stands for.
 pub(crate) fn stat_text(
     results: &crate::model::results::ResultSet,
-    s: &crate::report::summary::RunStats,
+    s: &crate::analysis::run_stats::RunStats,
 ) -> String {
     use crate::model::units::format_seconds;
     let r = &results.runs[s.index];
@@ -655,7 +655,31 @@ fn draw_panel<DB: DrawingBackend>(
             )))
             .map_err(err)?;
     }
-    for s in &panel.series {
+    draw_series(&mut chart, &panel.series)?;
+    // Where each hover value landed, in the figure's pixels (the SVG's user units).
+    for h in &panel.hover {
+        if !(h.x.is_finite() && h.y.is_finite()) {
+            continue;
+        }
+        let (x, y) = chart.backend_coord(&(h.x, h.y));
+        let c = color(h.color);
+        hover.push(HoverPoint {
+            x,
+            y,
+            color: format!("#{:02X}{:02X}{:02X}", c.0, c.1, c.2),
+            series: h.series.clone(),
+            text: h.text.clone(),
+        });
+    }
+    Ok(panel_legend(panel))
+}
+
+/// Draw each series of a panel in its style (points, lines, dashes, hollow markers).
+fn draw_series<DB: DrawingBackend>(
+    chart: &mut ChartContext<'_, DB, Cartesian2d<Ticked, Ticked>>,
+    series: &[Series],
+) -> Result<(), String> {
+    for s in series {
         let col = color(s.color);
         let style = col.stroke_width(2);
         let pts = s.points.iter().copied();
@@ -698,22 +722,7 @@ fn draw_panel<DB: DrawingBackend>(
             }
         }
     }
-    // Where each hover value landed, in the figure's pixels (the SVG's user units).
-    for h in &panel.hover {
-        if !(h.x.is_finite() && h.y.is_finite()) {
-            continue;
-        }
-        let (x, y) = chart.backend_coord(&(h.x, h.y));
-        let c = color(h.color);
-        hover.push(HoverPoint {
-            x,
-            y,
-            color: format!("#{:02X}{:02X}{:02X}", c.0, c.1, c.2),
-            series: h.series.clone(),
-            text: h.text.clone(),
-        });
-    }
-    Ok(panel_legend(panel))
+    Ok(())
 }
 
 /// The figure's legend in its own column (never over the data, never past the image's edge):

@@ -8,7 +8,8 @@
 use std::collections::BTreeMap;
 
 use super::common::{labels, Axis, Hover, Panel, Panels, Series, Style};
-use crate::report::summary::{Analysis, ModelFit};
+use crate::analysis::scaling::ModelFit;
+use crate::report::summary::Analysis;
 
 /// Points on the drawn model line.
 const LINE_POINTS: usize = 48;

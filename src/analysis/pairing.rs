@@ -1,0 +1,281 @@
+//! Paired comparisons of each stack against the baseline stack on the same planned case: the
+//! ratio of hierarchical medians, its bootstrap interval, and the verdict of
+//! `analysis::verdict` (the rule `compare` uses), judged over every pair at once so the
+//! family-wise level holds. Also which baseline is chosen, how many pairs are judged together,
+//! and why a stack is not paired. Pure: no files, no formatting beyond a verdict's label.
+
+use crate::analysis::run_stats::{metric_draws, Estimate, Repeats, RunStats, View};
+use crate::analysis::stats::bootstrap::{self, Bootstrap, Interval};
+use crate::analysis::verdict::{self, Change, Conditions, Evidence};
+use crate::model::results::{Metric, ResultSet};
+
+/// One paired comparison: `ratio = median(stack) / median(baseline)` of execute time.
+#[derive(Debug, Clone)]
+pub struct Paired {
+    pub(crate) case_id: String,
+    pub(crate) stack: String,
+    pub(crate) baseline: String,
+    pub(crate) ratio: f64,
+    /// 95 % hierarchical bootstrap interval of the ratio; None when a side is a single repeat
+    /// of fewer than `verdict::MIN_ROUNDS` timed rounds (too few for an interval).
+    pub(crate) ci: Option<Interval>,
+    /// `analysis::verdict`'s rule with the baseline as A and the stack as B: the same evidence
+    /// `compare` asks for (repeats, a family-wise interval beyond the noise band, separation).
+    pub(crate) verdict: Change,
+    /// Why the verdict is not faster/slower when the ratio alone might suggest one.
+    pub(crate) why: Option<String>,
+    /// The two medians the ratio is of (on `compare_metric` when set, else the shared metric).
+    pub(crate) stack_median: f64,
+    pub(crate) baseline_median: f64,
+    pub(crate) metric: Metric,
+    /// The pair's evidence until every pair's is known (`judge_pairs`).
+    pending: Option<Evidence>,
+}
+
+/// Judge every pair with an interval together over the `judged` pairs (`verdict::judge_all`,
+/// the rule `compare` uses); returns the level of the verdict intervals of pairs with repeats.
+pub(crate) fn judge_pairs(paired: &mut [Paired], judged: usize) -> f64 {
+    let (rows, evidence): (Vec<usize>, Vec<Evidence>) = paired
+        .iter_mut()
+        .enumerate()
+        .filter_map(|(i, p)| p.pending.take().map(|e| (i, e)))
+        .unzip();
+    let (level, verdicts) = verdict::judge_all(&evidence, judged, verdict::DEFAULT_THRESHOLD);
+    for (i, (v, why, _)) in rows.into_iter().zip(verdicts) {
+        (paired[i].verdict, paired[i].why) = (v, why);
+    }
+    level
+}
+
+impl Paired {
+    /// "1.80× faster than mpi", "2.10× slower than mpi", "on par with mpi (within ±5.0 %)",
+    /// "no clear difference from mpi (…why…)" or "not judged: contended (…)".
+    pub(crate) fn label(&self) -> String {
+        let why = |text: String| match &self.why {
+            Some(w) => format!("{text} ({w})"),
+            None => text,
+        };
+        match self.verdict {
+            Change::Faster => format!("{:.2}× faster than {}", 1.0 / self.ratio, self.baseline),
+            Change::Slower => format!("{:.2}× slower than {}", self.ratio, self.baseline),
+            Change::NoChange => format!(
+                "on par with {} (within ±{:.1} %)",
+                self.baseline,
+                verdict::DEFAULT_THRESHOLD * 100.0
+            ),
+            Change::NoClearDifference => why(format!("no clear difference from {}", self.baseline)),
+            Change::NotJudged | Change::NotComparable => self.verdict.words(self.why.as_deref()),
+        }
+    }
+}
+
+pub(crate) fn choose_baseline(
+    stacks: &[String],
+    wanted: Option<&str>,
+) -> (Option<String>, Option<String>) {
+    match wanted {
+        Some(b) if stacks.iter().any(|s| s == b) => (Some(b.to_string()), None),
+        Some(b) => (
+            None,
+            Some(format!(
+                "baseline stack `{b}` has no runs in this result set (stacks: {})",
+                stacks.join(", ")
+            )),
+        ),
+        None if stacks.len() < 2 => (
+            None,
+            Some("only one stack ran: nothing to compare".to_string()),
+        ),
+        None => (
+            Some(stacks[0].clone()),
+            Some(format!(
+                "no `[report] baseline` set: comparing with `{}`, the first stack run",
+                stacks[0]
+            )),
+        ),
+    }
+}
+
+/// How many (case, stack) pairs with the baseline the report judges at once — every other
+/// stack ran on a case the baseline ran on, on a metric it may be paired on — which sets the
+/// family-wise level of each paired verdict. Counted before the statistics, from the plan's
+/// shape, so a failing run does not loosen the others' verdicts.
+pub(crate) fn paired_rows(
+    results: &ResultSet,
+    groups: &[&[usize]],
+    baseline: Option<&str>,
+    compare_metric: Option<Metric>,
+) -> usize {
+    let Some(baseline) = baseline else { return 0 };
+    let mb = results.metric(baseline);
+    let mut stacks: Vec<&str> = Vec::new();
+    groups
+        .iter()
+        .map(|g| {
+            stacks.clear();
+            for &i in g.iter() {
+                let s = results.runs[i].stack.as_str();
+                if !stacks.contains(&s) {
+                    stacks.push(s);
+                }
+            }
+            if !stacks.contains(&baseline) {
+                return 0;
+            }
+            stacks
+                .iter()
+                .filter(|s| {
+                    **s != baseline && (compare_metric.is_some() || results.metric(s) == mb)
+                })
+                .count()
+        })
+        .sum()
+}
+
+/// The paired comparisons of one planned case: every stack of `stats` (with its bootstrap
+/// `draws` and sorted repeats `sides`, index for index) against the baseline, each left
+/// pending for [`judge_pairs`]. Empty when the baseline did not pass on this case.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn pair_case(
+    results: &ResultSet,
+    stats: &[RunStats],
+    draws: &[Vec<f64>],
+    sides: &[Repeats],
+    baseline: Option<&str>,
+    compare_metric: Option<Metric>,
+    level: f64,
+    boot: &Bootstrap,
+) -> Vec<Paired> {
+    let mut paired = Vec::new();
+    let base = baseline.and_then(|b| {
+        stats
+            .iter()
+            .position(|s| results.runs[s.index].stack == b && s.summary.median > 0.0)
+    });
+    if let (Some(bi), Some(baseline)) = (base, baseline) {
+        let b = &stats[bi];
+        // With `compare_metric`, both sides are re-estimated on it; else only stacks whose
+        // declared metric is the baseline's are paired (the rest get a note).
+        let on_metric = |s: &RunStats| -> Option<Estimate> {
+            let m = compare_metric?;
+            if m == s.metric {
+                return None;
+            }
+            metric_draws(results, &s.runs, m, boot)
+        };
+        let base_on = on_metric(b);
+        for ((s, d), r) in stats.iter().zip(draws).zip(sides) {
+            let run = &results.runs[s.index];
+            if run.stack == baseline {
+                continue;
+            }
+            let metric = match compare_metric {
+                Some(cm) => cm,
+                None if s.metric != b.metric => continue,
+                None => s.metric,
+            };
+            let own_on = on_metric(s);
+            let own = match &own_on {
+                Some(e) => e.view(),
+                None => View {
+                    median: s.summary.median,
+                    draws: d,
+                    repeats: r,
+                },
+            };
+            let base = match &base_on {
+                Some(e) => e.view(),
+                None => View {
+                    median: b.summary.median,
+                    draws: &draws[bi],
+                    repeats: &sides[bi],
+                },
+            };
+            if own.draws.is_empty() || base.draws.is_empty() || base.median <= 0.0 {
+                continue;
+            }
+            let too_few = verdict::too_few(own.repeats).or_else(|| verdict::too_few(base.repeats));
+            // A pair with an interval is judged with every other (`judge_pairs`).
+            let pending = too_few.is_none().then(|| {
+                // Both stacks ran in this campaign, interleaved: no campaign-to-campaign term.
+                let conditions =
+                    |st: &RunStats| Conditions::of(st.runs.iter().map(|&i| &results.runs[i]));
+                Evidence::new(base.repeats, own.repeats, None, || {
+                    let wide = bootstrap::ratio_interval_at(own.draws, base.draws, level);
+                    Interval {
+                        lo: wide.lo - 1.0,
+                        hi: wide.hi - 1.0,
+                    }
+                })
+                .caveat(verdict::caveat(
+                    conditions(b),
+                    conditions(s),
+                    verdict::DEFAULT_MAX_CONTENTION,
+                ))
+            });
+            // An interval wider than ×10 either way says nothing: not printed.
+            let ci = pending
+                .is_some()
+                .then(|| bootstrap::ratio_interval(own.draws, base.draws))
+                .filter(|i| {
+                    verdict::meaningful(Interval {
+                        lo: i.lo - 1.0,
+                        hi: i.hi - 1.0,
+                    })
+                });
+            let (verdict, why) = match too_few {
+                Some(why) => (Change::NotJudged, Some(why)),
+                None => (Change::NoClearDifference, None),
+            };
+            paired.push(Paired {
+                case_id: run.base_case_id().to_string(),
+                stack: run.stack.clone(),
+                baseline: baseline.to_string(),
+                ratio: own.median / base.median,
+                ci,
+                verdict,
+                why,
+                stack_median: own.median,
+                baseline_median: base.median,
+                metric,
+                pending,
+            });
+        }
+    }
+    paired
+}
+
+/// Why a stack is not paired with the baseline: its declared metric differs in kind.
+pub(crate) fn pairing_notes(
+    results: &ResultSet,
+    stacks: &[String],
+    baseline: Option<&str>,
+    compare_metric: Option<Metric>,
+) -> Vec<String> {
+    let Some(baseline) = baseline else {
+        return Vec::new();
+    };
+    let mb = results.metric(baseline);
+    match compare_metric {
+        Some(m) => {
+            let differ = stacks.iter().any(|s| results.metric(s) != mb);
+            if differ {
+                vec![format!(
+                    "stacks declare different metrics; paired comparisons all use `{m}` ([report] compare_metric)"
+                )]
+            } else {
+                Vec::new()
+            }
+        }
+        None => stacks
+            .iter()
+            .filter(|s| s.as_str() != baseline && results.metric(s) != mb)
+            .map(|s| {
+                format!(
+                    "`{s}` is not paired with `{baseline}`: `{s}` measures `{}`, `{baseline}` measures `{mb}`, which differ in kind (set [report] compare_metric to pair them on one metric)",
+                    results.metric(s)
+                )
+            })
+            .collect(),
+    }
+}
