@@ -270,7 +270,7 @@ pub(crate) fn load_any_run_dir(dir: &Path) -> Result<ResultSet> {
 fn read_head(dir: &Path, results_path: &Path) -> Result<ResultsHead> {
     Ok(if results_path.is_file() {
         let text = crate::model::file::read_regular_text(
-            &results_path,
+            results_path,
             crate::store::journal::MAX_JOURNAL_BYTES,
         )
         .map_err(|e| Error::io(results_path, e))?;
