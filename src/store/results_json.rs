@@ -221,7 +221,9 @@ pub(crate) mod tests {
                 "op",
                 "bytes_counted",
                 "algbw_gb_s",
-                "busbw_gb_s"
+                "busbw_gb_s",
+                "node_list",
+                "node_fingerprints"
             ]
         );
         assert_eq!(

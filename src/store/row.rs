@@ -69,6 +69,33 @@ pub(crate) struct Row {
     /// `n_bytes / execute_s_median` in GB/s (1e9), and × the op's nccl-tests factor.
     pub(crate) algbw_gb_s: Option<f64>,
     pub(crate) busbw_gb_s: Option<f64>,
+    /// The nodes the run ran on, in rank order of first appearance (from its ranks' records on
+    /// several nodes, else from the nodes whose hardware the job recorded); empty for a local
+    /// run. `results.csv` joins them with `,`.
+    pub(crate) node_list: Vec<String>,
+    /// Each node's hardware fingerprint (`model::nodes::NodeHardware::fingerprint`), in
+    /// `node_list`'s order; empty where a node's hardware was not recorded.
+    pub(crate) node_fingerprints: Vec<String>,
+}
+
+/// The nodes of a run in rank order of first appearance, and each one's hardware fingerprint.
+fn nodes_of(r: &RunResult) -> (Vec<String>, Vec<String>) {
+    let mut nodes: Vec<String> = Vec::new();
+    let named = (r.rank_nodes.iter().flatten()).chain(r.node_hardware.iter().map(|h| &h.node));
+    for n in named {
+        if !nodes.contains(n) {
+            nodes.push(n.clone());
+        }
+    }
+    let fingerprints = (nodes.iter())
+        .map(|n| {
+            (r.node_hardware.iter())
+                .find(|h| &h.node == n)
+                .map(|h| h.fingerprint.clone())
+                .unwrap_or_default()
+        })
+        .collect();
+    (nodes, fingerprints)
 }
 
 fn means(
@@ -101,6 +128,7 @@ impl Row {
     pub(crate) fn of(r: &RunResult) -> Row {
         let c = &r.case;
         let n_timed = r.samples.iter().filter(|s| s.is_timed()).count();
+        let (node_list, node_fingerprints) = nodes_of(r);
         let mut row = Row {
             case_id: r.base_case_id().to_string(),
             stack: r.stack.clone(),
@@ -142,6 +170,8 @@ impl Row {
             bytes_counted: stats::bandwidth::bytes_counted(c.op),
             algbw_gb_s: None,
             busbw_gb_s: None,
+            node_list,
+            node_fingerprints,
         };
         if r.status != RunStatus::Pass {
             return row;
@@ -210,5 +240,42 @@ mod tests {
         assert_eq!(Row::of(&r).correctness, "not_checked");
         r.error = Some("the stack reported a golden mismatch: rank 1".into());
         assert_eq!(Row::of(&r).correctness, "fail");
+    }
+
+    #[test]
+    fn a_row_names_its_nodes_in_rank_order_with_their_fingerprints() {
+        use crate::model::nodes::NodeHardware;
+        let mut r = result(RunStatus::Pass);
+        assert!(
+            Row::of(&r).node_list.is_empty(),
+            "a local run names no node"
+        );
+        let hw = |node: &str, fingerprint: &str| NodeHardware {
+            node: node.into(),
+            fingerprint: fingerprint.into(),
+            ..NodeHardware::default()
+        };
+        // One Slurm node: only the job's hardware record names it.
+        r.node_hardware = vec![hw("n1", "00aa")];
+        let row = Row::of(&r);
+        assert_eq!(row.node_list, ["n1"]);
+        assert_eq!(row.node_fingerprints, ["00aa"]);
+        // Two nodes: rank order wins over the records' order; a node without a record has an
+        // empty fingerprint, not another node's.
+        r.rank_nodes = Some(vec!["n2".into(), "n2".into(), "n3".into(), "n1".into()]);
+        r.node_hardware = vec![hw("n1", "00aa"), hw("n2", "11bb")];
+        let row = Row::of(&r);
+        assert_eq!(row.node_list, ["n2", "n3", "n1"]);
+        assert_eq!(row.node_fingerprints, ["11bb", "", "00aa"]);
+        let csv = crate::store::results_csv::results_csv(&crate::model::results::ResultSet {
+            runs: vec![r],
+            ..Default::default()
+        });
+        let mut rd = csv::Reader::from_reader(csv.as_bytes());
+        let head = rd.headers().unwrap().clone();
+        let rec = rd.records().next().unwrap().unwrap();
+        let at = |name: &str| rec[head.iter().position(|h| h == name).unwrap()].to_string();
+        assert_eq!(at("node_list"), "n2,n3,n1");
+        assert_eq!(at("node_fingerprints"), "11bb,,00aa");
     }
 }

@@ -181,6 +181,17 @@ fn mpi_runs_span_both_nodes_in_the_asked_layout() {
         let mine: Vec<_> = rows.iter().filter(|r| &r[id] == case_id).collect();
         assert_eq!(mine.len(), 3, "{samples}");
         assert!(mine.iter().all(|r| r[node] == want.join(";")), "{samples}");
+        // The run's results row names its nodes and each one's hardware fingerprint.
+        let row = (results["runs"].as_array().unwrap().iter())
+            .find(|r| r["case_id"] == case_id)
+            .unwrap_or_else(|| panic!("no results row for {case_id}"));
+        assert_eq!(row["node_list"], serde_json::json!(["n1", "n2"]), "{row}");
+        let prints = row["node_fingerprints"].as_array().unwrap();
+        assert_eq!(prints.len(), 2, "{row}");
+        assert!(
+            prints.iter().all(|f| f.as_str().unwrap().len() == 16),
+            "{row}"
+        );
     }
     // Provenance names the nodes the runs spanned.
     assert_eq!(

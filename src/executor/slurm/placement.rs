@@ -174,6 +174,12 @@ pub(crate) fn judge(verdict: Verdict, placement: Option<&Placement>) -> Verdict 
     }
 }
 
+/// The devices Slurm granted on this node, as a shell word: the first of the variables a gres
+/// plugin sets. The rank table (`rank_table_lines`) and each rank's device variable (`rank.sh`,
+/// `CAMPAIGN_VISIBLE_DEVICES_VAR`) read the same one, so the two name the same devices.
+const NODE_GRANT: &str =
+    r#""${NPU_VISIBLE_DEVICES:-${CUDA_VISIBLE_DEVICES:-${SLURM_STEP_GPUS:-${SLURM_JOB_GPUS:-}}}}""#;
+
 /// Batch script lines run before the stack: the allocation's node list, hostfile and master
 /// address (exported as `CAMPAIGN_NODE_LIST`, `CAMPAIGN_MASTER_ADDR`, `CAMPAIGN_HOSTFILE`), the
 /// per-rank wrapper, and the check that the job got the nodes the case asked for.
@@ -204,6 +210,12 @@ l=${{OMPI_COMM_WORLD_LOCAL_RANK:-${{MPI_LOCALRANKID:-${{SLURM_LOCALID:-}}}}}}
 printf 'rank=%s node=%s nodeid=%s localid=%s\n' "$r" "${{SLURMD_NODENAME:-$(hostname)}}" "${{SLURM_NODEID:-}}" "$l" > "$CAMPAIGN_RANKS_DIR/$r"
 if [ "${{l:-0}}" = 0 ] && [ -n "${{CAMPAIGN_NODES_DIR:-}}" ]; then
 {NODE_RECORD}fi
+# A stack that names its runtime's device variable (CAMPAIGN_VISIBLE_DEVICES_VAR, e.g. HCCL's
+# ASCEND_RT_VISIBLE_DEVICES) sees this node's grant in it, the devices the rank table names.
+if [ -n "${{CAMPAIGN_VISIBLE_DEVICES_VAR:-}}" ]; then
+  g={NODE_GRANT}
+  if [ -n "$g" ]; then export "$CAMPAIGN_VISIBLE_DEVICES_VAR=$g"; fi
+fi
 exec "$@"
 CAMPAIGN_RANK
 chmod +x "$bundle/{RANK_WRAPPER}"
@@ -248,7 +260,7 @@ hccn_copy='n=${{SLURMD_NODENAME:-$(uname -n)}}
 f=$(printf "%s" "${{CAMPAIGN_HCCN_CONF:-/etc/hccn.conf}}" | sed "s/%n/$n/g")
 if [ -r "$f" ]; then cp "$f" "$0/$n.conf"; fi
 printf "%s
-" "${{NPU_VISIBLE_DEVICES:-${{CUDA_VISIBLE_DEVICES:-${{SLURM_STEP_GPUS:-${{SLURM_JOB_GPUS:-}}}}}}}}" > "$0/$n.devices"'
+" {NODE_GRANT} > "$0/$n.devices"'
 if [ {n} -gt 1 ]; then
   srun --nodes={n} --ntasks={n} --ntasks-per-node=1 sh -c "$hccn_copy" "$bundle/{HCCN_DIR}"
 else
@@ -383,5 +395,76 @@ mod tests {
             Some((1, MASTER_ADDR_TOKEN))
         );
         assert_eq!(next_token("plain"), None);
+    }
+
+    /// `rank.sh` as the batch script writes it, run by `sh` with `env` as the rank's program.
+    fn rank_env(vars: &[(&str, &str)]) -> String {
+        let lines = allocation_lines(
+            NodeLayout {
+                nodes: 2,
+                ranks_per_node: 2,
+                spread: false,
+            },
+            4,
+        );
+        let start = lines.find("<<'CAMPAIGN_RANK'\n").unwrap() + "<<'CAMPAIGN_RANK'\n".len();
+        let end = start + lines[start..].find("\nCAMPAIGN_RANK").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("rank.sh");
+        std::fs::write(&script, &lines[start..end]).unwrap();
+        let out = std::process::Command::new("sh")
+            .arg(&script)
+            .arg("env")
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("CAMPAIGN_RANKS_DIR", dir.path())
+            .env("SLURM_PROCID", "3")
+            .env("SLURM_LOCALID", "1")
+            .envs(vars.iter().copied())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        assert!(dir.path().join("3").is_file(), "the rank's record");
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    #[test]
+    fn a_rank_sees_its_nodes_grant_in_the_variable_its_stack_names() {
+        let var = ("CAMPAIGN_VISIBLE_DEVICES_VAR", "ASCEND_RT_VISIBLE_DEVICES");
+        // The stack's fallback (0..K-1) gives way to the devices Slurm granted on this node.
+        let env = rank_env(&[
+            var,
+            ("ASCEND_RT_VISIBLE_DEVICES", "0,1"),
+            ("SLURM_JOB_GPUS", "4,5"),
+        ]);
+        assert!(
+            env.lines().any(|l| l == "ASCEND_RT_VISIBLE_DEVICES=4,5"),
+            "{env}"
+        );
+        // NPU_VISIBLE_DEVICES first, as in the rank table's grant.
+        let env = rank_env(&[
+            var,
+            ("NPU_VISIBLE_DEVICES", "6,7"),
+            ("SLURM_JOB_GPUS", "4,5"),
+        ]);
+        assert!(
+            env.lines().any(|l| l == "ASCEND_RT_VISIBLE_DEVICES=6,7"),
+            "{env}"
+        );
+        // No grant: the stack's own value stands.
+        let env = rank_env(&[var, ("ASCEND_RT_VISIBLE_DEVICES", "0,1")]);
+        assert!(
+            env.lines().any(|l| l == "ASCEND_RT_VISIBLE_DEVICES=0,1"),
+            "{env}"
+        );
+        // A stack that names no variable is left alone.
+        let env = rank_env(&[
+            ("ASCEND_RT_VISIBLE_DEVICES", "0,1"),
+            ("SLURM_JOB_GPUS", "4,5"),
+        ]);
+        assert!(
+            env.lines().any(|l| l == "ASCEND_RT_VISIBLE_DEVICES=0,1"),
+            "{env}"
+        );
     }
 }
