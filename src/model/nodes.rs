@@ -52,12 +52,13 @@ pub struct NodeHardware {
 }
 
 impl NodeHardware {
-    /// Read one node's record (`node=`, `host=`, `kernel=`, `cpu_model=`, `cpus=`,
+    /// Read one node's record (`node=`, `host=`, `kernel=`, `cpu_model=`, `cpu_implementer=`,
+    /// `cpu_part=`, `cpus=`,
     /// `memory_kb=`, `npus=`, `gpus=`, `tools=` lines, as the job's script writes them);
     /// `None` without a node name. Unknown keys are ignored, unreadable numbers are 0.
     pub(crate) fn parse(text: &str) -> Option<NodeHardware> {
         let mut out = NodeHardware::default();
-        let mut model = String::new();
+        let (mut model, mut implementer, mut part) = (String::new(), String::new(), String::new());
         for (key, value) in text.lines().filter_map(|l| l.split_once('=')) {
             let value = value.trim();
             match key.trim() {
@@ -65,6 +66,8 @@ impl NodeHardware {
                 "host" => out.host = value.to_string(),
                 "kernel" => out.kernel = value.to_string(),
                 "cpu_model" => model = value.to_string(),
+                "cpu_implementer" => implementer = value.to_string(),
+                "cpu_part" => part = value.to_string(),
                 "cpus" => out.cpus = value.parse().unwrap_or(0),
                 "memory_kb" => out.memory_kb = value.parse().unwrap_or(0),
                 "npus" => out.npus = value.parse().unwrap_or(0),
@@ -76,7 +79,7 @@ impl NodeHardware {
         if out.node.is_empty() {
             return None;
         }
-        out.cpu = cpu_text(&model, out.cpus);
+        out.cpu = cpu_text(&cpu_name(&model, &implementer, &part), out.cpus);
         out.fingerprint = out.hardware_fingerprint();
         Some(out)
     }
@@ -114,6 +117,50 @@ impl NodeHardware {
 }
 
 /// Provenance's spelling of a CPU: `<model> (<n> CPUs)`, or `<n> CPUs` without a model.
+/// The CPU's name from `/proc/cpuinfo`: its `model name` (x86), else — arm64 names none, and
+/// Ascend servers are arm64 (Kunpeng) — the core its `CPU implementer` and `CPU part` identify;
+/// empty when the text says neither.
+pub(crate) fn cpu_model_of(cpuinfo: &str) -> String {
+    let field = |name: &str| {
+        (cpuinfo.lines())
+            .filter_map(|l| l.split_once(':'))
+            .find(|(k, _)| k.trim() == name)
+            .map(|(_, v)| v.trim().to_string())
+            .unwrap_or_default()
+    };
+    cpu_name(
+        &field("model name"),
+        &field("CPU implementer"),
+        &field("CPU part"),
+    )
+}
+
+/// `model` when there is one, else the arm64 core of (`implementer`, `part`) as Linux's
+/// `cputype.h` names them, else `arm64 implementer 0x.. part 0x...` for a core not in the
+/// table; empty without either.
+pub(crate) fn cpu_name(model: &str, implementer: &str, part: &str) -> String {
+    if !model.is_empty() || implementer.is_empty() || part.is_empty() {
+        return model.to_string();
+    }
+    let hex = |s: &str| u32::from_str_radix(s.trim_start_matches("0x"), 16).ok();
+    let known = match (hex(implementer), hex(part)) {
+        (Some(0x48), Some(0xd01)) => Some("HiSilicon Kunpeng 920 (TaiShan v110)"),
+        (Some(0x48), Some(0xd02)) => Some("HiSilicon HIP09"),
+        (Some(0x41), Some(0xd0c)) => Some("Arm Neoverse-N1"),
+        (Some(0x41), Some(0xd40)) => Some("Arm Neoverse-V1"),
+        (Some(0x41), Some(0xd49)) => Some("Arm Neoverse-N2"),
+        (Some(0x41), Some(0xd4f)) => Some("Arm Neoverse-V2"),
+        (Some(0x41), Some(0xd08)) => Some("Arm Cortex-A72"),
+        (Some(0x41), Some(0xd0b)) => Some("Arm Cortex-A76"),
+        (Some(0x46), Some(0x001)) => Some("Fujitsu A64FX"),
+        _ => None,
+    };
+    match known {
+        Some(name) => name.to_string(),
+        None => format!("arm64 implementer {implementer} part {part}"),
+    }
+}
+
 pub(crate) fn cpu_text(model: &str, n: u32) -> String {
     if model.is_empty() {
         format!("{n} CPUs")
@@ -147,7 +194,26 @@ mod tests {
             hw.summary(),
             "AMD EPYC 7B13 (2 CPUs), 7.8 GiB, Linux 6.8.0-45-generic"
         );
-        // No model name (aarch64 /proc/cpuinfo): the count alone, as provenance says it.
+        // arm64 names its core, not a model: the core it is, or its ids when not in the table.
+        let kunpeng = "node=k\ncpu_model=\ncpu_implementer=0x48\ncpu_part=0xd01\ncpus=192\n";
+        let kunpeng = NodeHardware::parse(kunpeng).unwrap();
+        assert_eq!(
+            kunpeng.cpu,
+            "HiSilicon Kunpeng 920 (TaiShan v110) (192 CPUs)"
+        );
+        assert_eq!(
+            cpu_name("", "0x41", "0xfff"),
+            "arm64 implementer 0x41 part 0xfff"
+        );
+        let info = "processor\t: 0\nBogoMIPS\t: 200.00\nCPU implementer\t: 0x48\n\
+                    CPU architecture: 8\nCPU variant\t: 0x1\nCPU part\t: 0xd01\n";
+        assert_eq!(cpu_model_of(info), "HiSilicon Kunpeng 920 (TaiShan v110)");
+        assert_eq!(
+            cpu_model_of("model name\t: AMD EPYC 7B13\nCPU part\t: 0xd01\n"),
+            "AMD EPYC 7B13"
+        );
+        // Neither (an old record, or a CPU that names nothing): the count alone, as provenance
+        // says it.
         let arm =
             NodeHardware::parse("node=a\ncpu_model=\ncpus=192\nnpus=8\ntools=npu-smi \n").unwrap();
         assert_eq!(arm.cpu, "192 CPUs");

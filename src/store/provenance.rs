@@ -299,12 +299,7 @@ fn kernel() -> String {
 
 fn cpu_model() -> String {
     let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let model = info
-        .lines()
-        .find(|l| l.starts_with("model name"))
-        .and_then(|l| l.split_once(':'))
-        .map(|(_, v)| v.trim().to_string())
-        .unwrap_or_default();
+    let model = crate::model::nodes::cpu_model_of(&info);
     let n = std::thread::available_parallelism().map_or(0, |n| n.get());
     // The spelling a Slurm job's node records share (`model::nodes::NodeHardware::cpu`).
     crate::model::nodes::cpu_text(&model, u32::try_from(n).unwrap_or(u32::MAX))
