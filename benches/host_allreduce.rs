@@ -12,12 +12,20 @@
 //!
 //! Run: `cargo bench --bench host_allreduce` (optional args: timed rounds, default 200; `p2` or
 //! `p4` to run only that P).
+//!
+//! `cargo bench --bench host_allreduce -- check [REPS] [TIMED] [mesh|ring|twophase]` instead
+//! compares the two placements of the golden check (`CheckMode::Ends`, the default, against
+//! `CheckMode::Every`, what every run did before issue 29) at P = 2, fp32, 1 Mi and 16 Mi
+//! elements: REPS repetitions (default 5), the two modes alternating with the order swapped
+//! every repetition, 20 warmup and TIMED timed rounds (default 200; 16 Mi runs max(TIMED/10,
+//! 20)), like benches/mpi_fairness.sh. Prints per count the median over repetitions of each
+//! mode's median execute time and the ratio every / ends.
 
 use std::hint::black_box;
 use std::time::Instant;
 
 use campaign::bench::region::Region;
-use campaign::bench::{self, Options};
+use campaign::bench::{self, CheckMode, Options};
 use campaign::model::case::{Case, Dtype, Platform, Variant};
 
 const BYTES: usize = 4 << 20;
@@ -80,14 +88,22 @@ impl Row {
     }
 }
 
-fn allreduce(variant: Variant, p: u32, timed: u32) -> Row {
-    let mut case = Case::new(variant, p, (BYTES / 4) as u64);
+/// The timed rounds' execute times of one fp32 run of `variant` at P = `p`.
+fn timed_execute_s(
+    variant: Variant,
+    p: u32,
+    count: u64,
+    (warmup, timed): (u32, u32),
+    check: CheckMode,
+) -> Vec<f64> {
+    let mut case = Case::new(variant, p, count);
     case.dtype = Dtype::Fp32;
     case.platform = Platform::Host;
     let opts = Options {
-        warmup: 5,
+        warmup,
         timed,
         persistent: true,
+        check,
         fault: None,
     };
     let mut times = Vec::new();
@@ -97,6 +113,11 @@ fn allreduce(variant: Variant, p: u32, timed: u32) -> Row {
         }
     });
     assert!(outcome.passed(), "{:?}", outcome.error());
+    times
+}
+
+fn allreduce(variant: Variant, p: u32, timed: u32) -> Row {
+    let times = timed_execute_s(variant, p, (BYTES / 4) as u64, (5, timed), CheckMode::Ends);
     let best_s = times.iter().copied().fold(f64::INFINITY, f64::min);
     Row {
         variant,
@@ -106,9 +127,64 @@ fn allreduce(variant: Variant, p: u32, timed: u32) -> Row {
     }
 }
 
+/// `check [REPS] [TIMED] [VARIANT]`: ends against every, interleaved (see the module doc).
+fn compare_check_modes(args: &[String]) {
+    let numbers: Vec<u32> = args.iter().filter_map(|a| a.parse().ok()).collect();
+    let reps = numbers.first().copied().unwrap_or(5);
+    let timed = numbers.get(1).copied().unwrap_or(200);
+    let variant = [Variant::Mesh, Variant::Ring, Variant::Twophase]
+        .into_iter()
+        .find(|v| args.iter().any(|a| *a == v.to_string()))
+        .unwrap_or(Variant::Ring);
+    let load = || std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!(
+        "host {variant} allreduce, fp32, P = 2: check ends vs every, {reps} repetitions, load before: {}",
+        load().trim()
+    );
+    println!("| count | ends (median) | every (median) | every / ends |");
+    println!("|---:|---:|---:|---:|");
+    for count in [1u64 << 20, 1 << 24] {
+        let rounds = (
+            20,
+            if count >= 1 << 24 {
+                (timed / 10).max(20)
+            } else {
+                timed
+            },
+        );
+        let (mut ends, mut every) = (Vec::new(), Vec::new());
+        for rep in 0..reps {
+            let order = if rep % 2 == 0 {
+                [CheckMode::Ends, CheckMode::Every]
+            } else {
+                [CheckMode::Every, CheckMode::Ends]
+            };
+            for mode in order {
+                let m = median(timed_execute_s(variant, 2, count, rounds, mode));
+                match mode {
+                    CheckMode::Ends => ends.push(m),
+                    CheckMode::Every => every.push(m),
+                }
+            }
+        }
+        let (e, v) = (median(ends), median(every));
+        println!(
+            "| {count} | {:.1} µs | {:.1} µs | {:.2} |",
+            e * 1e6,
+            v * 1e6,
+            v / e
+        );
+    }
+    println!("load after: {}", load().trim());
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; a bare number sets the timed rounds.
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "check") {
+        compare_check_modes(&args);
+        return;
+    }
     let timed = args
         .iter()
         .find_map(|a| a.parse::<u32>().ok())

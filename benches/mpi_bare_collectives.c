@@ -1,6 +1,6 @@
 /*
- * mpi_bare_collectives — the bare loop of any op, the reference benches/collectives.sh holds
- * the host stack and the `mpi` stack's helper to (mpi_bare_allreduce.c generalised):
+ * mpi_bare_collectives — the bare loop of any op, the reference benches/collectives.sh and
+ * benches/mpi_fairness.sh (op allreduce) hold the host stack and the `mpi` stack's helper to:
  *
  *   repeat ROUNDS: MPI_Barrier; t0 = MPI_Wtime(); <the op, fp32>; t = MPI_Wtime() - t0
  *

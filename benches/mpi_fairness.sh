@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fairness of the `mpi` stack's helper (examples/mpi/allreduce_bench.c) against a bare
-# MPI_Allreduce loop (benches/mpi_bare_allreduce.c): the same shapes, the same mpirun line as
+# MPI_Allreduce loop (benches/mpi_bare_collectives.c, op allreduce): the same shapes, the same mpirun line as
 # stacks/mpi.toml, alternating helper and bare loop REPS times so a busy moment of the shared
 # machine hits both. Prints, per (P, count), the median over repetitions of each program's
 # median round time (slowest rank) and the ratio helper / bare (target ≤ 1.1).
@@ -27,7 +27,7 @@ cleanup() {
 }
 trap cleanup EXIT
 mpicc -O2 -Wall -Wextra -o "$TMP/helper" "${HELPER_SRC:-examples/mpi/allreduce_bench.c}"
-mpicc -O2 -Wall -Wextra -o "$TMP/bare" benches/mpi_bare_allreduce.c
+mpicc -O2 -Wall -Wextra -o "$TMP/bare" benches/mpi_bare_collectives.c
 if [ -n "${OLD_SRC:-}" ]; then mpicc -O2 -Wall -Wextra -o "$TMP/old" "$OLD_SRC"; fi
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe)
 sample_median() {
@@ -62,7 +62,7 @@ for shape in "${SHAPE_LIST[@]}"; do
     fi
   }
   run_bare() {
-    "${MPIRUN[@]}" -np "$p" "$TMP/bare" "$count" "$WARMUP" "$timed" \
+    "${MPIRUN[@]}" -np "$p" "$TMP/bare" allreduce "$count" "$WARMUP" "$timed" \
       | sed -n 's/.*median_s=\([^ ]*\).*/\1/p' >> "$TMP/b"
   }
   # The order rotates every repetition: the first program of a repetition (right after the

@@ -1,4 +1,4 @@
-//! The golden check of one rank's output after a timed round, and the fault injection that
+//! The golden check of one rank's output after a checked round, and the fault injection that
 //! proves the check works.
 //!
 //! Owns comparing every element against `golden::expected_value` with the dtype's tolerance and

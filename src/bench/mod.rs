@@ -2,8 +2,9 @@
 //!
 //! Owns the algorithms of every op over shared windows (allreduce: mesh, ring, twophase;
 //! allgather and reduce_scatter: ring, direct; broadcast: tree, scatter_allgather; reduce: tree,
-//! direct; alltoall: pairwise, direct — `Op::host_variants`), their timing, the golden check of
-//! every timed round, and the native protocol lines they are reported in. The command
+//! direct; alltoall: pairwise, direct — `Op::host_variants`), their timing, the golden check
+//! (after the first round and the last timed round by default, after every round with
+//! [`CheckMode::Every`]), and the native protocol lines they are reported in. The command
 //! (`campaign bench allreduce`, which runs whatever op its case file names) is glue around
 //! [`run`]. This module must not read files,
 //! parse arguments or print: rounds are handed to a caller-supplied sink as they end.
@@ -47,27 +48,74 @@ pub struct Options {
     pub timed: u32,
     /// Allocate windows once (true) or every round.
     pub persistent: bool,
+    /// Which rounds' outputs are compared with the golden.
+    pub check: CheckMode,
     pub fault: Option<Fault>,
 }
 
 impl Options {
-    /// The case's own round counts, persistent windows, no fault.
+    /// The case's own round counts, persistent windows, the default check, no fault.
     pub(crate) fn for_case(case: &Case) -> Options {
         Options {
             warmup: case.warmup_rounds,
             timed: case.timed_rounds,
             persistent: true,
+            check: CheckMode::default(),
             fault: None,
         }
     }
 }
 
-/// Test-only corruption of one element of `rank`'s output in timed round `timed_round`
-/// (1-based), after the collective and before the check.
+/// Which rounds the golden check (and the poison fill it needs) runs around.
+///
+/// Why not every round by default: a check of a large output is a CPU burst, and the timed
+/// round after it absorbs the preemption it provokes (issue 29, docs/performance.md). With
+/// `Ends` nothing runs between timed rounds but storing each rank's time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CheckMode {
+    /// After the first round of the run (a warmup round when warmup >= 1) and after the last
+    /// timed round, which writes into a second output window poisoned at setup; samples are
+    /// printed after the last round.
+    #[default]
+    Ends,
+    /// After every round (warmup too), outside the timed region, the output poisoned again
+    /// before each; samples are printed as each round ends.
+    Every,
+}
+
+impl CheckMode {
+    /// `ends` or `every` (the `--check` / `HOST_BENCH_CHECK` values).
+    pub fn parse(text: &str) -> Option<CheckMode> {
+        match text.trim() {
+            "ends" => Some(CheckMode::Ends),
+            "every" => Some(CheckMode::Every),
+            _ => None,
+        }
+    }
+
+    /// Is round `round` (1-based over the run, of `total`) checked?
+    pub(crate) fn checks(self, round: u32, total: u32) -> bool {
+        self == CheckMode::Every || round == 1 || round == total
+    }
+}
+
+/// Test-only corruption of one element of `rank`'s output after the collective and before the
+/// check: in timed round `timed_round` (1-based), or in every timed round when `None`. Rounds
+/// that are not checked are corrupted too (a real fault does not know which rounds are looked
+/// at), which is how the tests prove what each `CheckMode` catches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Fault {
     pub(crate) rank: u32,
-    pub(crate) timed_round: u32,
+    pub(crate) timed_round: Option<u32>,
+}
+
+impl Fault {
+    /// Does this fault spoil `rank`'s output in timed round `timed_round`?
+    pub(crate) fn hits(&self, rank: usize, timed_round: Option<u32>) -> bool {
+        self.rank as usize == rank
+            && timed_round.is_some()
+            && (self.timed_round.is_none() || self.timed_round == timed_round)
+    }
 }
 
 /// A golden mismatch found after a timed round.
@@ -88,8 +136,11 @@ pub(crate) struct Mismatch {
 pub struct RoundReport {
     /// 1-based over all rounds of the run, warmup first.
     pub(crate) round: u32,
-    /// Timed (checked) or warmup.
+    /// Timed or warmup.
     pub timed: bool,
+    /// Was this round's output compared with the golden? (`ok` of an unchecked round means
+    /// only that it completed.)
+    pub(crate) checked: bool,
     /// 1-based within its phase.
     pub(crate) phase_round: u32,
     /// The slowest rank's execute time.
@@ -103,7 +154,7 @@ pub struct RoundReport {
     pub(crate) alloc_s: Option<f64>,
     /// Slowest rank's window release (non-persistent only).
     pub(crate) release_s: Option<f64>,
-    /// Slowest rank's golden check (timed rounds only).
+    /// Slowest rank's golden check (checked rounds only).
     pub(crate) check_s: Option<f64>,
     /// False when the golden check failed.
     pub(crate) ok: bool,
@@ -118,8 +169,9 @@ impl RoundReport {
     pub(crate) fn failure(&self) -> Option<String> {
         let m = self.mismatch.as_ref()?;
         Some(format!(
-            "golden mismatch in timed round {} (round {}): rank {} index {}: got {}, expected {} \
+            "golden mismatch in {} round {} (round {}): rank {} index {}: got {}, expected {} \
              (#wrong {} of {} elements on rank {}; {} wrong on {} of {} ranks)",
+            if self.timed { "timed" } else { "warmup" },
             self.phase_round,
             self.round,
             m.rank,
@@ -140,8 +192,14 @@ impl RoundReport {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Outcome {
     pub(crate) timed_rounds: u32,
-    /// Timed rounds whose golden check failed.
+    /// Every round run, warmup included.
+    pub(crate) rounds: u32,
+    /// Rounds whose output was compared with the golden.
+    pub(crate) checked_rounds: u32,
+    /// Checked rounds whose golden check failed.
     pub(crate) failed_rounds: u32,
+    /// Wrong elements over every failed round and rank.
+    pub(crate) wrong_total: u64,
     /// The first failing round's message.
     pub(crate) first_failure: Option<String>,
 }
@@ -155,8 +213,8 @@ impl Outcome {
     pub fn error(&self) -> Option<String> {
         let first = self.first_failure.as_ref()?;
         Some(format!(
-            "{first}; {} of {} timed rounds failed",
-            self.failed_rounds, self.timed_rounds
+            "{first}; {} of {} checked rounds failed, {} wrong elements in all; {} rounds run",
+            self.failed_rounds, self.checked_rounds, self.wrong_total, self.rounds
         ))
     }
 }
@@ -207,8 +265,9 @@ pub(crate) fn algorithm<T: element::Element>(
     })
 }
 
-/// Run `case` with `opts`: P rank threads, warmup then timed rounds, every timed round checked.
-/// `sink` receives each round as it ends (on rank 0's thread, outside every timed region).
+/// Run `case` with `opts`: P rank threads, warmup then timed rounds, checked as `opts.check`
+/// says. `sink` receives every round in order on rank 0's thread, outside every timed region:
+/// as each round ends with `CheckMode::Every`, after the last round with `CheckMode::Ends`.
 /// The case must be valid (`Case::problems` empty) and `opts.timed >= 1`.
 pub fn run(case: &Case, opts: &Options, sink: &mut dyn FnMut(&RoundReport)) -> Outcome {
     match case.dtype {

@@ -28,6 +28,8 @@ struct SampleLine<'a> {
     #[serde(skip_serializing_if = "Phases::is_empty")]
     phases: Phases,
     ok: bool,
+    /// False when the output of this round was not compared with the golden.
+    checked: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<String>,
 }
@@ -57,6 +59,8 @@ struct DoneLine<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     timed_rounds: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    checked_rounds: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     failed_rounds: Option<u32>,
 }
 
@@ -82,6 +86,7 @@ pub(crate) fn write_sample<W: Write>(w: &mut W, r: &RoundReport) -> io::Result<(
             release: r.release_s,
         },
         ok: r.ok,
+        checked: r.checked,
         error: r.failure(),
     };
     line(w, SAMPLE_PREFIX, &body)
@@ -94,6 +99,7 @@ pub(crate) fn write_done<W: Write>(w: &mut W, outcome: &Outcome) -> io::Result<(
         correctness: if outcome.passed() { "pass" } else { "fail" },
         error: error.as_deref(),
         timed_rounds: Some(outcome.timed_rounds),
+        checked_rounds: Some(outcome.checked_rounds),
         failed_rounds: Some(outcome.failed_rounds),
     };
     line(w, DONE_PREFIX, &body)
@@ -105,6 +111,7 @@ pub(crate) fn write_done_error<W: Write>(w: &mut W, error: &str) -> io::Result<(
         correctness: "fail",
         error: Some(error),
         timed_rounds: None,
+        checked_rounds: None,
         failed_rounds: None,
     };
     line(w, DONE_PREFIX, &body)
@@ -146,7 +153,8 @@ mod tests {
         assert_eq!(
             v,
             serde_json::json!({"phase": "warmup", "round": 1, "execute_s": 0.25,
-                "per_rank_execute_s": [0.125, 0.25], "setup_s": 0.5, "wall_s": 1.0, "ok": true})
+                "per_rank_execute_s": [0.125, 0.25], "setup_s": 0.5, "wall_s": 1.0, "ok": true,
+                "checked": false})
         );
     }
 
@@ -155,6 +163,7 @@ mod tests {
         let r = RoundReport {
             round: 5,
             timed: true,
+            checked: true,
             phase_round: 2,
             ok: false,
             check_s: Some(0.001),
@@ -178,6 +187,7 @@ mod tests {
         let v = parse(std::str::from_utf8(&out).unwrap(), SAMPLE_PREFIX);
         assert_eq!(v["ok"], Value::Bool(false));
         assert_eq!(v["phase"], "timed");
+        assert_eq!(v["checked"], true);
         assert_eq!(v["phases"]["check"], 0.001);
         let err = v["error"].as_str().unwrap();
         assert!(
@@ -188,7 +198,10 @@ mod tests {
 
         let outcome = Outcome {
             timed_rounds: 4,
+            rounds: 5,
+            checked_rounds: 2,
             failed_rounds: 1,
+            wrong_total: 1,
             first_failure: r.failure(),
         };
         let mut out = Vec::new();
@@ -198,7 +211,8 @@ mod tests {
         assert!(v["error"]
             .as_str()
             .unwrap()
-            .ends_with("1 of 4 timed rounds failed"));
+            .ends_with("1 of 2 checked rounds failed, 1 wrong elements in all; 5 rounds run"));
+        assert_eq!(v["checked_rounds"], 2);
     }
 
     #[test]
@@ -206,13 +220,15 @@ mod tests {
         let mut out = Vec::new();
         let outcome = Outcome {
             timed_rounds: 3,
+            checked_rounds: 2,
             ..Outcome::default()
         };
         write_done(&mut out, &outcome).unwrap();
         let v = parse(std::str::from_utf8(&out).unwrap(), DONE_PREFIX);
         assert_eq!(
             v,
-            serde_json::json!({"correctness": "pass", "timed_rounds": 3, "failed_rounds": 0})
+            serde_json::json!({"correctness": "pass", "timed_rounds": 3, "checked_rounds": 2,
+                "failed_rounds": 0})
         );
     }
 }

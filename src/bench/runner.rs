@@ -1,12 +1,18 @@
 //! Rank threads and rounds: setup, per-round start barrier, per-rank monotonic timing, the golden
-//! check of timed rounds, and the aggregation rank 0 hands to the sink.
+//! check, and the aggregation rank 0 hands to the sink.
 //!
 //! Owns the round structure every variant shares:
-//! `[alloc (non-persistent) | poison] → 2 barriers → timed: (inputs-ready barrier → collective →
-//! done barrier) → [fault] check [release] → barrier → rank 0 reports`. The done-barrier guarantees no peer still reads a
-//! rank's output when it is corrupted, checked or freed; the end barrier guarantees every rank's
-//! slot is written before rank 0 reads it and that no peer reads a rank's output while it
-//! poisons it for the next round. It must not print or know the protocol's text.
+//! `[alloc (non-persistent) | poison (check every)] → 2 barriers → timed: (inputs-ready barrier →
+//! collective → done barrier) → [fault] [check] [release] → store the times`, and, with
+//! `CheckMode::Every`, an end barrier after which rank 0 reports the round. With
+//! `CheckMode::Ends` (the default) only the first round and the last timed round are checked,
+//! nothing is poisoned between rounds (the last round writes into a spare output window
+//! poisoned at setup), there is no end barrier, and rank 0 reports every round after the last
+//! one: between two timed rounds a rank only stores its time. The done barrier guarantees no
+//! peer still reads a rank's output when it is corrupted, checked, swapped or freed; the end
+//! barrier (per round, or once after the last) guarantees every rank's record is written before
+//! rank 0 reads it and that no peer reads a rank's output while it poisons it for the next
+//! round. It must not print or know the protocol's text.
 
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -17,18 +23,21 @@ use super::check::{self, RankCheck, POISON};
 use super::element::Element;
 use super::region::Region;
 use super::window::{Side, Windows};
-use super::{mesh, Mismatch, Options, Outcome, RankCtx, RoundReport};
+use super::{mesh, CheckMode, Mismatch, Options, Outcome, RankCtx, RoundReport};
 use crate::model::case::golden::{self, Golden};
 use crate::model::case::{Case, Op};
 
-/// What one rank measured in one round, read by rank 0 after the end barrier.
+/// What one rank measured in one round, read by rank 0 after an end barrier.
 #[derive(Debug, Clone, Copy, Default)]
 struct RankRound {
     execute: Duration,
     alloc: Duration,
     release: Duration,
-    check: Duration,
+    /// The golden check's time; None when this round was not checked.
+    check: Option<Duration>,
     result: RankCheck,
+    /// From the round's start to the end of this rank's own work in it.
+    wall: Duration,
 }
 
 struct Shared<'a, T> {
@@ -38,7 +47,9 @@ struct Shared<'a, T> {
     count: usize,
     windows: Windows<T>,
     sync: Barrier,
-    slots: Vec<Mutex<RankRound>>,
+    /// Every round's record of each rank, in round order (reserved up front, so storing one
+    /// between timed rounds never allocates).
+    slots: Vec<Mutex<Vec<RankRound>>>,
     /// CPUs the process may use, and where in that list the run started; rank r is bound to
     /// `cpus[(first_cpu + r) mod n]` when P <= n (see `affinity.rs`).
     cpus: Vec<usize>,
@@ -47,7 +58,7 @@ struct Shared<'a, T> {
     golden: Golden,
 }
 
-fn lock(slot: &Mutex<RankRound>) -> MutexGuard<'_, RankRound> {
+fn lock(slot: &Mutex<Vec<RankRound>>) -> MutexGuard<'_, Vec<RankRound>> {
     // A poisoned slot only means a peer panicked; the barrier propagates that panic anyway.
     slot.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -57,12 +68,23 @@ pub(super) fn run<T: Element>(
     opts: &Options,
     sink: &mut dyn FnMut(&RoundReport),
 ) -> Outcome {
-    let started = Instant::now();
-    let p = case.p as usize;
     // `bench::implements` is checked when the case is loaded; a stray one runs mesh (and
     // fails the golden of any op but allreduce).
     let algorithm = super::algorithm::<T>(case.op, case.variant).unwrap_or(mesh::allreduce::<T>);
+    run_algorithm(case, opts, algorithm, sink)
+}
+
+/// `run` with `algorithm` as every rank's part of a round (the tests pass broken ones).
+pub(super) fn run_algorithm<T: Element>(
+    case: &Case,
+    opts: &Options,
+    algorithm: fn(&mut RankCtx<'_, T>),
+    sink: &mut dyn FnMut(&RoundReport),
+) -> Outcome {
+    let started = Instant::now();
+    let p = case.p as usize;
     let cpus = affinity::allowed_cpus();
+    let total = (opts.warmup + opts.timed) as usize;
     let shared = Shared {
         case,
         opts,
@@ -70,7 +92,9 @@ pub(super) fn run<T: Element>(
         count: usize::try_from(case.count).unwrap_or(usize::MAX),
         windows: Windows::new(p),
         sync: Barrier::new(p),
-        slots: (0..p).map(|_| Mutex::new(RankRound::default())).collect(),
+        slots: (0..p)
+            .map(|_| Mutex::new(Vec::with_capacity(total)))
+            .collect(),
         first_cpu: affinity::current_index(&cpus),
         cpus,
         algorithm,
@@ -87,20 +111,23 @@ pub(super) fn run<T: Element>(
     })
 }
 
-/// Allocate `rank`'s windows: its input (the op's input length) from the case's formula, its
-/// output (`count`: reduce_scatter keeps its ring's partial sums beside its block) poisoned.
-fn fresh_buffers<T: Element>(case: &Case, rank: usize, count: usize) -> (Region<T>, Region<T>) {
+/// `rank`'s input window (the op's input length), filled from the case's formula.
+fn fresh_input<T: Element>(case: &Case, rank: usize, count: usize) -> Region<T> {
     let in_len = usize::try_from(case.op.input_len(case.count, case.p)).unwrap_or(count);
-    let input = Region::filled(in_len, |i| {
+    Region::filled(in_len, |i| {
         T::from_f64(golden::input_value(
             &case.input_formula,
             rank as u32,
             i as u64,
         ))
-    });
+    })
+}
+
+/// An output window of `count` elements (reduce_scatter keeps its ring's partial sums beside
+/// its block), poisoned.
+fn poisoned_output<T: Element>(count: usize) -> Region<T> {
     let poison = T::from_f64(POISON);
-    let output = Region::filled(count, |_| poison);
-    (input, output)
+    Region::filled(count, |_| poison)
 }
 
 /// Where `rank`'s result lies in its output window: its own block for reduce_scatter, the
@@ -113,6 +140,38 @@ fn result_range(case: &Case, rank: usize, count: usize) -> std::ops::Range<usize
         }
         _ => 0..count,
     }
+}
+
+/// What round `round` does besides the collective.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct RoundPlan {
+    /// 1-based within the timed rounds; None for a warmup round.
+    timed_round: Option<u32>,
+    /// Compare the output with the golden after the round.
+    check: bool,
+    /// Poison the (persistent) output before the round.
+    poison: bool,
+    /// Install the spare output window (poisoned at setup) before the round.
+    spare: bool,
+}
+
+impl RoundPlan {
+    fn of(opts: &Options, round: u32) -> RoundPlan {
+        let total = opts.warmup + opts.timed;
+        let every = opts.check == CheckMode::Every;
+        RoundPlan {
+            timed_round: round.checked_sub(opts.warmup).filter(|n| *n > 0),
+            check: opts.check.checks(round, total),
+            // Setup poisoned the output for round 1; non-persistent windows are fresh.
+            poison: every && opts.persistent && round > 1,
+            spare: !every && opts.persistent && round > 1 && round == total,
+        }
+    }
+}
+
+/// Does `rank` need a spare output window (persistent, check ends, more than one round)?
+fn needs_spare(opts: &Options) -> bool {
+    opts.persistent && opts.check == CheckMode::Ends && opts.warmup + opts.timed > 1
 }
 
 /// One rank's whole run. Rank 0 also aggregates and reports; it returns the outcome.
@@ -136,104 +195,174 @@ fn rank_main<T: Element>(
         ring_steps: 0,
     };
     if sh.opts.persistent {
-        let (input, output) = fresh_buffers::<T>(sh.case, rank, sh.count);
+        let input = fresh_input::<T>(sh.case, rank, sh.count);
         // SAFETY: only this rank touches its slot before the setup barrier just below.
-        unsafe { sh.windows.install(rank, input, output) };
+        unsafe { sh.windows.install(rank, input, poisoned_output(sh.count)) };
     }
+    let mut spare = needs_spare(sh.opts).then(|| poisoned_output::<T>(sh.count));
+    // The output the spare replaced: kept until the run ends, since freeing a large window
+    // just before the last timed round is work that round would absorb.
+    let mut retired: Option<Region<T>> = None;
     sh.sync.wait();
     let setup = started.elapsed();
 
-    let mut report = RoundReport {
-        p: sh.case.p,
-        count: sh.case.count,
-        per_rank_execute_s: Vec::with_capacity(sh.p),
-        ..RoundReport::default()
-    };
-    let mut outcome = Outcome {
-        timed_rounds: sh.opts.timed,
-        ..Outcome::default()
-    };
+    let mut reporter = Reporter::new(sh, setup);
     let total = sh.opts.warmup + sh.opts.timed;
+    let streaming = sh.opts.check == CheckMode::Every;
     for round in 1..=total {
-        let round_start = Instant::now();
-        let timed_round = round.checked_sub(sh.opts.warmup).filter(|n| *n > 0);
-        let mut mine = RankRound::default();
-
-        if sh.opts.persistent {
-            // SAFETY: peers read this rank's output only between the start and done barriers;
-            // we are past the previous round's end barrier and before this round's start.
-            unsafe { sh.windows.write(rank, Side::Output, 0..sh.count) }.fill(T::from_f64(POISON));
-        } else {
-            let t = Instant::now();
-            let (input, output) = fresh_buffers::<T>(sh.case, rank, sh.count);
-            // SAFETY: only this rank touches its slot until the start barrier below.
-            unsafe { sh.windows.install(rank, input, output) };
-            mine.alloc = t.elapsed();
-        }
-
-        // Two barriers: the first absorbs ranks waking from a yield (slow when the machine is
-        // busy); at the second every rank is awake and spinning, so all leave it within
-        // nanoseconds of each other and no rank's execute_s includes a peer's wake-up.
-        sh.sync.wait();
-        sh.sync.wait();
-        // The timed region is what a zero-copy shared-memory allreduce call costs a caller: it
-        // must first learn that every peer's input is ready (the "inputs published" barrier —
-        // the algorithms read peers' buffers in place), and it may return only once no peer
-        // still reads its buffers (the done barrier), since the caller owns them again after
-        // the call. Leaving both outside would time mesh as a local reduction with no
-        // synchronisation at all, and make the host stack look faster than MPI_Allreduce
-        // (whose per-rank time includes its own synchronisation) for the wrong reason.
-        let t0 = Instant::now();
-        sh.sync.wait();
-        (sh.algorithm)(&mut ctx);
-        sh.sync.wait();
-        mine.execute = t0.elapsed();
-
-        if let Some(n) = timed_round {
-            let t = Instant::now();
-            // SAFETY: after the done-barrier no peer reads this rank's output until the next
-            // round's start barrier, so this rank has it to itself.
-            let result = result_range(sh.case, rank, sh.count);
-            let out = unsafe { sh.windows.write(rank, Side::Output, result) };
-            if let Some(f) = sh.opts.fault {
-                if f.rank as usize == rank && f.timed_round == n {
-                    check::corrupt(out);
-                }
+        let plan = RoundPlan::of(sh.opts, round);
+        if plan.spare {
+            if let Some(new) = spare.take() {
+                // SAFETY: we are past the previous round's done barrier (no peer reads this
+                // rank's output until the start barriers below) and only this rank swaps it.
+                retired = unsafe { sh.windows.swap_output(rank, new) };
             }
-            mine.result = check::check(out, &sh.golden, rank as u32);
-            mine.check = t.elapsed();
         }
-        if !sh.opts.persistent {
-            let t = Instant::now();
-            // SAFETY: no peer reads this rank's buffers after the done-barrier.
-            unsafe { sh.windows.release(rank) };
-            mine.release = t.elapsed();
-        }
-        *lock(&sh.slots[rank]) = mine;
-        sh.sync.wait();
-
-        if let Some(sink) = sink.as_deref_mut() {
-            fill_report(sh, &mut report, round, timed_round, round_start);
-            report.setup_s = (round == 1).then_some(setup.as_secs_f64());
-            if !report.ok {
-                outcome.failed_rounds += 1;
-                if outcome.first_failure.is_none() {
-                    outcome.first_failure = report.failure();
-                }
+        let mine = one_round(sh, &mut ctx, plan);
+        lock(&sh.slots[rank]).push(mine);
+        if streaming {
+            sh.sync.wait();
+            if let Some(sink) = sink.as_deref_mut() {
+                reporter.report(round, sink);
             }
-            sink(&report);
         }
     }
-    outcome
+    if !streaming {
+        sh.sync.wait();
+        if let Some(sink) = sink {
+            for round in 1..=total {
+                reporter.report(round, sink);
+            }
+        }
+    }
+    drop(retired);
+    reporter.outcome
 }
 
-/// Aggregate every rank's slot into `report` (rank 0, after the end barrier).
+/// One round of one rank: prepare the windows, the timed collective, then (outside the timed
+/// region) the fault, the check and the release the plan asks for.
+fn one_round<T: Element>(
+    sh: &Shared<'_, T>,
+    ctx: &mut RankCtx<'_, T>,
+    plan: RoundPlan,
+) -> RankRound {
+    let rank = ctx.rank;
+    let round_start = Instant::now();
+    let mut mine = RankRound::default();
+    if !sh.opts.persistent {
+        let t = Instant::now();
+        let (input, output) = (
+            fresh_input::<T>(sh.case, rank, sh.count),
+            poisoned_output::<T>(sh.count),
+        );
+        // SAFETY: only this rank touches its slot until the start barrier below.
+        unsafe { sh.windows.install(rank, input, output) };
+        mine.alloc = t.elapsed();
+    } else if plan.poison {
+        // SAFETY: peers read this rank's output only between the start and done barriers;
+        // we are past the previous round's end barrier and before this round's start.
+        unsafe { sh.windows.write(rank, Side::Output, 0..sh.count) }.fill(T::from_f64(POISON));
+    }
+
+    // Two barriers: the first absorbs ranks waking from a yield (slow when the machine is
+    // busy); at the second every rank is awake and spinning, so all leave it within
+    // nanoseconds of each other and no rank's execute_s includes a peer's wake-up.
+    sh.sync.wait();
+    sh.sync.wait();
+    // The timed region is what a zero-copy shared-memory allreduce call costs a caller: it
+    // must first learn that every peer's input is ready (the "inputs published" barrier —
+    // the algorithms read peers' buffers in place), and it may return only once no peer
+    // still reads its buffers (the done barrier), since the caller owns them again after
+    // the call. Leaving both outside would time mesh as a local reduction with no
+    // synchronisation at all, and make the host stack look faster than MPI_Allreduce
+    // (whose per-rank time includes its own synchronisation) for the wrong reason.
+    let t0 = Instant::now();
+    sh.sync.wait();
+    (sh.algorithm)(ctx);
+    sh.sync.wait();
+    mine.execute = t0.elapsed();
+
+    let spoiled = sh
+        .opts
+        .fault
+        .is_some_and(|f| f.hits(rank, plan.timed_round));
+    if spoiled || plan.check {
+        let t = Instant::now();
+        // SAFETY: after the done-barrier no peer reads this rank's output until the next
+        // round's start barrier, so this rank has it to itself.
+        let result = result_range(sh.case, rank, sh.count);
+        let out = unsafe { sh.windows.write(rank, Side::Output, result) };
+        if spoiled {
+            check::corrupt(out);
+        }
+        if plan.check {
+            mine.result = check::check(out, &sh.golden, rank as u32);
+            mine.check = Some(t.elapsed());
+        }
+    }
+    if !sh.opts.persistent {
+        let t = Instant::now();
+        // SAFETY: no peer reads this rank's buffers after the done-barrier.
+        unsafe { sh.windows.release(rank) };
+        mine.release = t.elapsed();
+    }
+    mine.wall = round_start.elapsed();
+    mine
+}
+
+/// Rank 0's aggregation of the ranks' records into round reports and the outcome.
+struct Reporter<'s, 'a, T> {
+    sh: &'s Shared<'a, T>,
+    setup: Duration,
+    report: RoundReport,
+    outcome: Outcome,
+}
+
+impl<'s, 'a, T> Reporter<'s, 'a, T> {
+    fn new(sh: &'s Shared<'a, T>, setup: Duration) -> Self {
+        Reporter {
+            sh,
+            setup,
+            report: RoundReport {
+                p: sh.case.p,
+                count: sh.case.count,
+                per_rank_execute_s: Vec::with_capacity(sh.p),
+                ..RoundReport::default()
+            },
+            outcome: Outcome {
+                timed_rounds: sh.opts.timed,
+                rounds: sh.opts.warmup + sh.opts.timed,
+                ..Outcome::default()
+            },
+        }
+    }
+
+    /// Aggregate round `round` (every rank's record of it is stored) and hand it to `sink`.
+    fn report(&mut self, round: u32, sink: &mut dyn FnMut(&RoundReport)) {
+        let plan = RoundPlan::of(self.sh.opts, round);
+        fill_report(self.sh, &mut self.report, round, plan.timed_round);
+        self.report.setup_s = (round == 1).then_some(self.setup.as_secs_f64());
+        let outcome = &mut self.outcome;
+        if self.report.checked {
+            outcome.checked_rounds += 1;
+        }
+        if let Some(m) = &self.report.mismatch {
+            outcome.failed_rounds += 1;
+            outcome.wrong_total += m.wrong_total;
+            if outcome.first_failure.is_none() {
+                outcome.first_failure = self.report.failure();
+            }
+        }
+        sink(&self.report);
+    }
+}
+
+/// Aggregate every rank's record of `round` into `report` (rank 0, after an end barrier).
 fn fill_report<T>(
     sh: &Shared<'_, T>,
     report: &mut RoundReport,
     round: u32,
     timed_round: Option<u32>,
-    round_start: Instant,
 ) {
     report.round = round;
     report.timed = timed_round.is_some();
@@ -241,14 +370,20 @@ fn fill_report<T>(
     report.per_rank_execute_s.clear();
     let mut alloc = Duration::ZERO;
     let mut release = Duration::ZERO;
-    let mut checked = Duration::ZERO;
+    let mut checked: Option<Duration> = None;
+    let mut wall = Duration::ZERO;
     let mut mismatch: Option<Mismatch> = None;
     for (rank, slot) in sh.slots.iter().enumerate() {
-        let r = *lock(slot);
+        let r = lock(slot)[round as usize - 1];
         report.per_rank_execute_s.push(r.execute.as_secs_f64());
         alloc = alloc.max(r.alloc);
         release = release.max(r.release);
-        checked = checked.max(r.check);
+        if let Some(c) = r.check {
+            checked = Some(checked.unwrap_or_default().max(c));
+        }
+        if rank == 0 {
+            wall = r.wall;
+        }
         if r.result.wrong == 0 {
             continue;
         }
@@ -276,9 +411,74 @@ fn fill_report<T>(
         .fold(0.0, f64::max);
     report.ok = mismatch.is_none();
     report.mismatch = mismatch;
+    report.checked = checked.is_some();
     let non_persistent = !sh.opts.persistent;
     report.alloc_s = non_persistent.then_some(alloc.as_secs_f64());
     report.release_s = non_persistent.then_some(release.as_secs_f64());
-    report.check_s = timed_round.map(|_| checked.as_secs_f64());
-    report.wall_s = round_start.elapsed().as_secs_f64();
+    report.check_s = checked.map(|c| c.as_secs_f64());
+    report.wall_s = wall.as_secs_f64();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(warmup: u32, timed: u32, check: CheckMode, persistent: bool) -> Options {
+        Options {
+            warmup,
+            timed,
+            persistent,
+            check,
+            fault: None,
+        }
+    }
+
+    /// (checked, poisoned before, spare installed before) of every round.
+    fn plans(o: &Options) -> Vec<(bool, bool, bool)> {
+        (1..=o.warmup + o.timed)
+            .map(|r| RoundPlan::of(o, r))
+            .map(|p| (p.check, p.poison, p.spare))
+            .collect()
+    }
+
+    #[test]
+    fn ends_checks_the_first_and_last_round_and_does_nothing_between_timed_rounds() {
+        let o = opts(2, 3, CheckMode::Ends, true);
+        let f = false;
+        assert_eq!(
+            plans(&o),
+            vec![
+                (true, f, f),
+                (f, f, f),
+                (f, f, f),
+                (f, f, f),
+                (true, f, true)
+            ]
+        );
+        assert!(needs_spare(&o));
+        // One round in all: it is first and last, checked once, in the setup's poisoned window.
+        let one = opts(0, 1, CheckMode::Ends, true);
+        assert_eq!(plans(&one), vec![(true, f, f)]);
+        assert!(!needs_spare(&one));
+        // Fresh windows every round need no spare and no poison.
+        let fresh = opts(1, 2, CheckMode::Ends, false);
+        assert_eq!(plans(&fresh), vec![(true, f, f), (f, f, f), (true, f, f)]);
+        assert!(!needs_spare(&fresh));
+    }
+
+    #[test]
+    fn every_checks_and_repoisons_around_every_round() {
+        let o = opts(1, 2, CheckMode::Every, true);
+        assert_eq!(
+            plans(&o),
+            vec![
+                (true, false, false),
+                (true, true, false),
+                (true, true, false)
+            ]
+        );
+        assert!(!needs_spare(&o));
+        let timed: Vec<Option<u32>> = (1..=3).map(|r| RoundPlan::of(&o, r).timed_round).collect();
+        assert_eq!(timed, vec![None, Some(1), Some(2)]);
+    }
 }

@@ -15,10 +15,15 @@ use super::Outcome;
 /// Two or three lines: the case and verdict, the timed rounds' execute times, the bandwidth.
 /// `timed_execute_s` are the slowest rank's execute times of the timed rounds, in order.
 pub(crate) fn human(case: &Case, timed_execute_s: &[f64], outcome: &Outcome) -> String {
+    // Say how many rounds were looked at: by default only the first and the last are.
+    let checked = outcome.checked_rounds;
     let verdict = if outcome.passed() {
-        "all correct".to_string()
+        format!("all correct ({checked} rounds checked)")
     } else {
-        format!("{} FAILED the golden check", outcome.failed_rounds)
+        format!(
+            "{} FAILED the golden check ({checked} rounds checked)",
+            outcome.failed_rounds
+        )
     };
     let mut out = format!(
         "{}: {} timed round{}, {verdict}\n",
@@ -64,7 +69,10 @@ mod tests {
     fn outcome(failed: u32) -> Outcome {
         Outcome {
             timed_rounds: 3,
+            rounds: 3,
+            checked_rounds: 2,
             failed_rounds: failed,
+            wrong_total: u64::from(failed),
             first_failure: (failed > 0).then(|| "rank 1 element 0".to_string()),
         }
     }
@@ -75,7 +83,7 @@ mod tests {
         let case = Case::new(Variant::Ring, 4, 262_144);
         let text = human(&case, &[0.002, 0.001, 0.0005], &outcome(0));
         assert!(text.starts_with(&format!(
-            "{}: 3 timed rounds, all correct\n",
+            "{}: 3 timed rounds, all correct (2 rounds checked)\n",
             case.case_id()
         )));
         assert!(
@@ -91,7 +99,7 @@ mod tests {
         let case = Case::new(Variant::Mesh, 2, 16);
         let text = human(&case, &[1e-6, 1e-6, 1e-6], &outcome(2));
         assert!(
-            text.contains("3 timed rounds, 2 FAILED the golden check"),
+            text.contains("3 timed rounds, 2 FAILED the golden check (2 rounds checked)"),
             "{text}"
         );
     }

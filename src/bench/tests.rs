@@ -23,7 +23,16 @@ fn opts(warmup: u32, timed: u32) -> Options {
         warmup,
         timed,
         persistent: true,
+        check: CheckMode::Ends,
         fault: None,
+    }
+}
+
+/// `opts` checking every round.
+fn every(warmup: u32, timed: u32) -> Options {
+    Options {
+        check: CheckMode::Every,
+        ..opts(warmup, timed)
     }
 }
 
@@ -34,7 +43,17 @@ fn run_case(c: &Case, o: &Options) -> (Outcome, Vec<RoundReport>) {
     (outcome, rounds)
 }
 
+/// `c` passes with `o` and with `o` checking the other way (both modes run every algorithm).
 fn assert_passes(c: &Case, o: &Options) {
+    assert_passes_with(c, o);
+    let other = match o.check {
+        CheckMode::Ends => CheckMode::Every,
+        CheckMode::Every => CheckMode::Ends,
+    };
+    assert_passes_with(c, &Options { check: other, ..*o });
+}
+
+fn assert_passes_with(c: &Case, o: &Options) {
     let (outcome, rounds) = run_case(c, o);
     assert!(
         outcome.passed(),
@@ -110,11 +129,9 @@ fn round_reports_carry_timing_for_every_rank() {
         let max = r.per_rank_execute_s.iter().copied().fold(0.0, f64::max);
         assert_eq!(r.execute_s, max, "execute_s is the slowest rank");
         assert!(r.execute_s > 0.0);
-        assert_eq!(
-            r.check_s.is_some(),
-            r.timed,
-            "only timed rounds are checked"
-        );
+        let first_or_last = r.round == 1 || r.round == 5;
+        assert_eq!(r.checked, first_or_last, "round {}", r.round);
+        assert_eq!(r.check_s.is_some(), r.checked, "round {}", r.round);
         assert_eq!((r.alloc_s, r.release_s), (None, None), "persistent");
     }
 }
@@ -127,9 +144,9 @@ fn injected_fault_is_caught_with_rank_index_value_and_count() {
             let o = Options {
                 fault: Some(Fault {
                     rank: 2,
-                    timed_round: 2,
+                    timed_round: Some(2),
                 }),
-                ..opts(1, 3)
+                ..every(1, 3)
             };
             let (outcome, rounds) = run_case(&c, &o);
             assert!(!outcome.passed(), "{}", c.case_id());
@@ -148,9 +165,110 @@ fn injected_fault_is_caught_with_rank_index_value_and_count() {
                 )),
                 "{msg}"
             );
-            assert!(msg.contains("1 of 3 timed rounds failed"), "{msg}");
+            assert!(
+                msg.contains("1 of 4 checked rounds failed, 1 wrong elements in all; 4 rounds run"),
+                "{msg}"
+            );
         }
     }
+}
+
+/// A rank spoiled in every timed round: by default only the last timed round is looked at and
+/// fails (the first round, a warmup round, is checked and right); the middle rounds say they
+/// were not checked. With `CheckMode::Every` each spoiled round fails.
+#[test]
+fn each_check_mode_catches_a_rank_spoiled_in_every_timed_round() {
+    for variant in VARIANTS {
+        for persistent in [true, false] {
+            let c = case(variant, 3, 100, Dtype::Fp32);
+            let fault = Some(Fault {
+                rank: 1,
+                timed_round: None,
+            });
+            let o = Options {
+                fault,
+                persistent,
+                ..opts(2, 3)
+            };
+            let (outcome, rounds) = run_case(&c, &o);
+            let seen: Vec<(bool, bool)> = rounds.iter().map(|r| (r.checked, r.ok)).collect();
+            let t = true;
+            let f = false;
+            assert_eq!(
+                seen,
+                vec![(t, t), (f, t), (f, t), (f, t), (t, f)],
+                "{}",
+                c.case_id()
+            );
+            assert_eq!((outcome.checked_rounds, outcome.failed_rounds), (2, 1));
+            let msg = outcome.error().unwrap();
+            assert!(
+                msg.starts_with("golden mismatch in timed round 3 (round 5): rank 1"),
+                "{msg}"
+            );
+            assert!(msg.contains("1 of 2 checked rounds failed"), "{msg}");
+
+            let o = Options {
+                fault,
+                persistent,
+                ..every(2, 3)
+            };
+            let (outcome, rounds) = run_case(&c, &o);
+            let seen: Vec<(bool, bool)> = rounds.iter().map(|r| (r.checked, r.ok)).collect();
+            assert_eq!(
+                seen,
+                vec![(t, t), (t, t), (t, f), (t, f), (t, f)],
+                "{}",
+                c.case_id()
+            );
+            let msg = outcome.error().unwrap();
+            assert!(msg.contains("timed round 1 (round 3): rank 1"), "{msg}");
+            assert!(
+                msg.contains("3 of 5 checked rounds failed, 3 wrong elements in all"),
+                "{msg}"
+            );
+        }
+    }
+}
+
+/// The last round writes into the spare window poisoned at setup: an allreduce that leaves its
+/// output alone after the first round is caught in the last round, not passed on the first
+/// round's right values still lying there.
+#[test]
+fn the_last_round_is_checked_in_a_window_it_must_write() {
+    /// Mesh in a rank's first round, nothing after (`ring_steps` counts this rank's rounds;
+    /// mesh does not use it).
+    fn first_round_only(ctx: &mut RankCtx<'_, f32>) {
+        if ctx.ring_steps == 0 {
+            mesh::allreduce(ctx);
+        }
+        ctx.ring_steps += 1;
+    }
+    let c = case(Variant::Mesh, 2, 64, Dtype::Fp32);
+    for (mode, want) in [
+        (CheckMode::Ends, vec![4]),
+        (CheckMode::Every, vec![2, 3, 4]),
+    ] {
+        let o = Options {
+            check: mode,
+            ..opts(1, 3)
+        };
+        let (outcome, rounds) = run_with(&c, &o, first_round_only);
+        let failed: Vec<u32> = rounds.iter().filter(|r| !r.ok).map(|r| r.round).collect();
+        assert_eq!(failed, want, "{mode:?}");
+        assert!(!outcome.passed());
+    }
+}
+
+/// Run `c` with `algorithm` in place of the case's own (fp32 only).
+fn run_with(
+    c: &Case,
+    o: &Options,
+    algorithm: fn(&mut RankCtx<'_, f32>),
+) -> (Outcome, Vec<RoundReport>) {
+    let mut rounds = Vec::new();
+    let outcome = runner::run_algorithm(c, o, algorithm, &mut |r| rounds.push(r.clone()));
+    (outcome, rounds)
 }
 
 #[test]
@@ -217,9 +335,9 @@ fn a_corrupted_result_is_caught_for_every_op() {
             let o = Options {
                 fault: Some(Fault {
                     rank,
-                    timed_round: 2,
+                    timed_round: Some(2),
                 }),
-                ..opts(0, 3)
+                ..every(0, 3)
             };
             let (outcome, _) = run_case(&c, &o);
             assert_eq!(outcome.failed_rounds, 1, "{}", c.case_id());

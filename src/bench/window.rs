@@ -35,19 +35,26 @@ impl<T> Buffer<T> {
         }
     }
 
-    /// Replace the buffer, freeing the old one.
+    /// Replace the buffer, handing back the old one (None when there was none).
     ///
     /// # Safety
     /// No other thread may access this buffer until a barrier after this call.
-    unsafe fn replace(&self, new: Region<T>) {
+    unsafe fn swap(&self, new: Region<T>) -> Option<Region<T>> {
         let (new_ptr, len) = new.into_raw();
         let old_ptr = self.ptr.swap(new_ptr, Ordering::Relaxed);
         let old_len = self.len.swap(len, Ordering::Relaxed);
-        if !old_ptr.is_null() {
-            // SAFETY: `old_ptr`/`old_len` came from `Region::into_raw` in an earlier `replace`,
-            // and the caller guarantees nobody else is using it.
-            drop(unsafe { Region::from_raw(old_ptr, old_len) });
-        }
+        // SAFETY: `old_ptr`/`old_len` came from `Region::into_raw` in an earlier `swap`, and
+        // the caller guarantees nobody else is using it.
+        (!old_ptr.is_null()).then(|| unsafe { Region::from_raw(old_ptr, old_len) })
+    }
+
+    /// Replace the buffer, freeing the old one.
+    ///
+    /// # Safety
+    /// As for [`Buffer::swap`].
+    unsafe fn replace(&self, new: Region<T>) {
+        // SAFETY: forwarded contract.
+        drop(unsafe { self.swap(new) });
     }
 
     fn raw(&self, range: &Range<usize>) -> *mut T {
@@ -129,6 +136,16 @@ impl<T: Copy> Windows<T> {
         }
     }
 
+    /// Install `new` as `rank`'s output and hand back the output it had, without freeing it
+    /// (freeing a large window between timed rounds is work the next round would absorb).
+    ///
+    /// # Safety
+    /// As for [`Windows::install`].
+    pub(crate) unsafe fn swap_output(&self, rank: usize, new: Region<T>) -> Option<Region<T>> {
+        // SAFETY: forwarded contract.
+        unsafe { self.output[rank].swap(new) }
+    }
+
     /// Free `rank`'s buffers.
     ///
     /// # Safety
@@ -191,6 +208,9 @@ mod tests {
             w.write(0, Side::Output, 0..2).copy_from_slice(&[7, 8]);
             assert_eq!(w.read(0, Side::Output, 0..3), &[7, 8, 0]);
             assert!(w.read(0, Side::Input, 3..3).is_empty());
+            let old = w.swap_output(0, region(&[9, 9, 9])).unwrap();
+            assert_eq!(old.as_slice(), &[7, 8, 0]);
+            assert_eq!(w.read(0, Side::Output, 0..3), &[9, 9, 9]);
             w.release(1);
             assert!(w.read(1, Side::Output, 0..0).is_empty());
         }

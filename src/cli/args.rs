@@ -268,8 +268,14 @@ pub(crate) struct AllreduceArgs {
     /// Allocate windows every round.
     #[arg(long, overrides_with = "persistent")]
     pub(crate) no_persistent: bool,
-    /// Test only: corrupt RANK's output in timed round ROUND (`RANK:ROUND`) to prove the check.
-    #[arg(long, hide = true, value_name = "RANK:ROUND")]
+    /// Which rounds to compare with the golden: `ends` (default: the first round and the last
+    /// timed round, nothing between timed rounds) or `every` (every round, outside the timed
+    /// region).
+    #[arg(long, value_name = "ends|every", env = "HOST_BENCH_CHECK")]
+    pub(crate) check: Option<String>,
+    /// Test only: corrupt RANK's output in timed round ROUND (`RANK:ROUND`), or in every timed
+    /// round (`RANK`), to prove the check.
+    #[arg(long, hide = true, value_name = "RANK[:ROUND]")]
     pub(crate) inject_fault: Option<String>,
 }
 

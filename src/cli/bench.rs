@@ -1,16 +1,17 @@
 //! `campaign bench allreduce`: the built-in `host` stack's command.
 //!
 //! Glue only: load and check the case file, turn arguments into `bench::Options`, run, and write
-//! each round's `CAMPAIGN_SAMPLE` line to stdout as it ends (flushed, so the engine sees it at
-//! once), then `CAMPAIGN_DONE`. When stdout is a terminal (a person, not the engine, is
+//! each round's `CAMPAIGN_SAMPLE` line to stdout as the runner hands it over (flushed, so the
+//! engine sees it at once: as each round ends with `--check every`, after the last round by
+//! default), then `CAMPAIGN_DONE`. When stdout is a terminal (a person, not the engine, is
 //! reading) a human summary — median time, bus bandwidth — follows on stderr; off a terminal
-//! the output is the protocol alone. Exit 0 when every timed round matched the golden, 1 when one did
-//! not (the mismatch also goes to stderr), 2 for a bad case file or option (with a
+//! the output is the protocol alone. Exit 0 when every checked round matched the golden, 1 when
+//! one did not (the mismatch also goes to stderr), 2 for a bad case file or option (with a
 //! `CAMPAIGN_DONE` line saying why), 4 when stdout cannot be written.
 
 use std::io::Write;
 
-use crate::bench::{self, protocol, Fault, Options};
+use crate::bench::{self, protocol, CheckMode, Fault, Options};
 use crate::cli::args::AllreduceArgs;
 use crate::error::{exit, Error, Result};
 use crate::model::case::Case;
@@ -110,26 +111,40 @@ fn options(args: &AllreduceArgs, case: &Case) -> Result<Options> {
         ));
     }
     opts.persistent = !args.no_persistent;
+    if let Some(text) = &args.check {
+        opts.check = CheckMode::parse(text).ok_or_else(|| {
+            Error::Usage(format!(
+                "--check `{text}` (or $HOST_BENCH_CHECK): expected `ends` or `every`"
+            ))
+        })?;
+    }
     if let Some(spec) = &args.inject_fault {
         opts.fault = Some(parse_fault(spec, case, opts.timed)?);
     }
     Ok(opts)
 }
 
-/// Parse `RANK:ROUND` (ROUND is a 1-based timed round) and check both are in range.
+/// Parse `RANK:ROUND` (ROUND is a 1-based timed round) or `RANK` (every timed round) and check
+/// both are in range.
 fn parse_fault(spec: &str, case: &Case, timed: u32) -> Result<Fault> {
     let bad = |why: String| Error::Usage(format!("--inject-fault `{spec}`: {why}"));
-    let (rank, round) = spec
-        .split_once(':')
-        .ok_or_else(|| bad("expected RANK:ROUND, e.g. 1:2".into()))?;
-    let rank: u32 = rank
-        .trim()
-        .parse()
-        .map_err(|_| bad(format!("RANK `{rank}` is not a non-negative integer")))?;
-    let round: u32 = round
-        .trim()
-        .parse()
-        .map_err(|_| bad(format!("ROUND `{round}` is not a positive integer")))?;
+    let (rank, round) = match spec.split_once(':') {
+        Some((rank, round)) => (rank, Some(round)),
+        None => (spec, None),
+    };
+    let rank: u32 = rank.trim().parse().map_err(|_| {
+        bad(format!(
+            "RANK `{rank}` is not a non-negative integer (RANK[:ROUND], e.g. 1:2)"
+        ))
+    })?;
+    let round = round
+        .map(|round| {
+            round
+                .trim()
+                .parse::<u32>()
+                .map_err(|_| bad(format!("ROUND `{round}` is not a positive integer")))
+        })
+        .transpose()?;
     if rank >= case.p {
         return Err(bad(format!(
             "RANK must be below p = {} (ranks are 0..{})",
@@ -137,7 +152,7 @@ fn parse_fault(spec: &str, case: &Case, timed: u32) -> Result<Fault> {
             case.p - 1
         )));
     }
-    if round == 0 || round > timed {
+    if round.is_some_and(|r| r == 0 || r > timed) {
         return Err(bad(format!(
             "ROUND must be a timed round, 1..={timed} (counted within the timed rounds)"
         )));
@@ -160,11 +175,19 @@ mod tests {
             parse_fault("3:2", &case, 5).unwrap(),
             Fault {
                 rank: 3,
-                timed_round: 2
+                timed_round: Some(2)
             }
         );
+        assert_eq!(
+            parse_fault("1", &case, 5).unwrap(),
+            Fault {
+                rank: 1,
+                timed_round: None
+            },
+            "RANK alone spoils every timed round"
+        );
         for (spec, needle) in [
-            ("3", "expected RANK:ROUND"),
+            ("", "RANK `` is not"),
             ("x:1", "RANK `x`"),
             ("1:y", "ROUND `y`"),
             ("4:1", "RANK must be below p = 4"),

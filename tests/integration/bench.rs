@@ -143,6 +143,8 @@ fn injected_fault_fails_the_run_naming_rank_index_and_values() {
         file.to_str().unwrap(),
         "--inject-fault",
         "1:2",
+        "--check",
+        "every",
     ])
     .output()
     .unwrap();
@@ -159,8 +161,137 @@ fn injected_fault_fails_the_run_naming_rank_index_and_values() {
     let want = "rank 1 index 5: got -1620, expected 620 (#wrong 1 of 10 elements on rank 1";
     let error = done["error"].as_str().unwrap();
     assert!(error.contains(want), "{error}");
-    assert!(error.contains("1 of 3 timed rounds failed"), "{error}");
+    assert!(
+        error.contains("1 of 4 checked rounds failed, 1 wrong elements in all; 4 rounds run"),
+        "{error}"
+    );
     assert!(util::stderr(&o).contains(want), "{}", util::stderr(&o));
+}
+
+/// (checked, ok) of every sample.
+fn checked_ok(samples: &[Value]) -> Vec<(bool, bool)> {
+    samples
+        .iter()
+        .map(|s| (s["checked"].as_bool().unwrap(), s["ok"].as_bool().unwrap()))
+        .collect()
+}
+
+/// By default only the first round and the last timed round are checked: a rank spoiled in
+/// every timed round fails the last one, the middle rounds say they were not looked at. With
+/// `--check every` (or `HOST_BENCH_CHECK=every`) each spoiled round fails. Every host op, both
+/// modes.
+#[test]
+fn each_check_mode_catches_a_rank_spoiled_in_every_timed_round() {
+    let dir = util::tempdir();
+    let (t, f) = (true, false);
+    for (op, variant) in [
+        ("allreduce", "ring"),
+        ("allgather", "direct"),
+        ("reduce_scatter", "ring"),
+        ("broadcast", "tree"),
+        ("reduce", "direct"),
+        ("alltoall", "pairwise"),
+    ] {
+        let file = case_file(
+            dir.path(),
+            &format!("{op}.json"),
+            serde_json::json!({"op": op, "variant": variant, "p": 2, "count": 64,
+                "dtype": "fp32", "warmup_rounds": 2, "timed_rounds": 3}),
+        );
+        let file = file.to_str().unwrap();
+        // Reduce checks only its root (0); the other ops check every rank.
+        let rank = if op == "reduce" { "0" } else { "1" };
+
+        let o = bench(&["--case-file", file]).output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{op}: {}", util::stderr(&o));
+        let (samples, done) = samples_and_done(&o);
+        assert_eq!(
+            checked_ok(&samples),
+            vec![(t, t), (f, t), (f, t), (f, t), (t, t)],
+            "{op}"
+        );
+        assert_eq!(done["checked_rounds"], 2, "{op}");
+
+        let o = bench(&["--case-file", file, "--inject-fault", rank])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(1), "{op}: {}", util::stderr(&o));
+        let (samples, done) = samples_and_done(&o);
+        assert_eq!(
+            checked_ok(&samples),
+            vec![(t, t), (f, t), (f, t), (f, t), (t, f)],
+            "{op}"
+        );
+        let error = done["error"].as_str().unwrap();
+        assert!(
+            error.starts_with(&format!(
+                "golden mismatch in timed round 3 (round 5): rank {rank}"
+            )),
+            "{op}: {error}"
+        );
+        assert!(
+            error.contains("1 of 2 checked rounds failed"),
+            "{op}: {error}"
+        );
+
+        for every in [
+            bench(&[
+                "--case-file",
+                file,
+                "--inject-fault",
+                rank,
+                "--check",
+                "every",
+            ]),
+            {
+                let mut c = bench(&["--case-file", file, "--inject-fault", rank]);
+                c.env("HOST_BENCH_CHECK", "every");
+                c
+            },
+        ] {
+            let o = { every }.output().unwrap();
+            assert_eq!(o.status.code(), Some(1), "{op}: {}", util::stderr(&o));
+            let (samples, done) = samples_and_done(&o);
+            assert_eq!(
+                checked_ok(&samples),
+                vec![(t, t), (t, t), (t, f), (t, f), (t, f)],
+                "{op}"
+            );
+            assert_eq!(done["checked_rounds"], 5, "{op}");
+            let error = done["error"].as_str().unwrap();
+            assert!(error.contains("timed round 1 (round 3)"), "{op}: {error}");
+            assert!(
+                error.contains("3 of 5 checked rounds failed"),
+                "{op}: {error}"
+            );
+        }
+    }
+}
+
+/// A fault in a middle timed round is not seen by default, and the samples say so honestly.
+#[test]
+fn a_fault_in_an_unchecked_round_passes_and_says_it_was_not_checked() {
+    let dir = util::tempdir();
+    let file = case_file(
+        dir.path(),
+        "mesh.json",
+        serde_json::json!({"variant": "mesh", "p": 2, "count": 100, "dtype": "fp32",
+            "warmup_rounds": 0, "timed_rounds": 3}),
+    );
+    let o = bench(&[
+        "--case-file",
+        file.to_str().unwrap(),
+        "--inject-fault",
+        "1:2",
+    ])
+    .output()
+    .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", util::stderr(&o));
+    let (samples, done) = samples_and_done(&o);
+    let (t, f) = (true, false);
+    // warmup 0: the first timed round is the first round, checked.
+    assert_eq!(checked_ok(&samples), vec![(t, t), (f, t), (t, t)]);
+    assert_eq!(done["correctness"], "pass");
 }
 
 #[test]
@@ -197,6 +328,7 @@ fn bad_case_files_and_options_exit_2_with_the_reason() {
     );
     for (args, needle) in [
         (vec!["--inject-fault", "2:1"], "RANK must be below p = 2"),
+        (vec!["--check", "some"], "expected `ends` or `every`"),
         (vec!["--timed", "0"], "--timed must be at least 1"),
     ] {
         let o = bench(&["--case-file", good.to_str().unwrap()])
@@ -284,4 +416,44 @@ fn the_native_parser_reads_host_output_as_labelled_samples() {
         .samples
         .iter()
         .all(|s| s.ok && s.per_rank_execute_s.len() == 2));
+}
+
+/// A plan chooses the host stack's check through the stack's `env`, as for the `mpi` stack:
+/// `[stacks.host] env = { HOST_BENCH_CHECK = "every" }` checks every round; without it only the
+/// first and the last are. What the run's `run.log` holds says which.
+#[test]
+fn a_plan_sets_the_host_check_through_the_stack_env() {
+    let tmp = util::tempdir();
+    for (campaign, extra, want) in [
+        ("ends", "", vec![true, false, false, true]),
+        (
+            "every",
+            "[stacks.host]\nenv = { HOST_BENCH_CHECK = \"every\" }\n",
+            vec![true; 4],
+        ),
+    ] {
+        let plan = format!(
+            "[campaign]\nname = \"{campaign}\"\n[case]\nplatform = \"host\"\n[axes]\n\
+             variant = [\"ring\"]\np = [2]\ncount = [64]\n[rounds]\nwarmup = 1\ntimed = 3\n\
+             [run]\nrepeats = 1\n{extra}"
+        );
+        let (out, dir) = crate::honest::run_plan(tmp.path(), campaign, &plan, &[]);
+        assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+        let results: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap())
+                .unwrap();
+        let row = &results["runs"][0];
+        assert_eq!(row["correctness"], "pass", "{row}");
+        let log = std::fs::read_to_string(
+            dir.join(row["artifact_bundle"].as_str().unwrap())
+                .join("run.log"),
+        )
+        .unwrap();
+        let checked: Vec<bool> = log
+            .lines()
+            .filter_map(|l| l.split_once("CAMPAIGN_SAMPLE ").map(|(_, json)| json))
+            .map(|json| serde_json::from_str::<Value>(json).unwrap()["checked"] == true)
+            .collect();
+        assert_eq!(checked, want, "{campaign}: {log}");
+    }
 }

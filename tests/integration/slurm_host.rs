@@ -59,10 +59,11 @@ fn spec(case: &Case, bundle: &Path) -> ProcessSpec {
     };
     let mut rendered = render("host", &registry::host(), &ctx).expect("render host");
     if case.count == 10 {
-        // Rank 1 writes a wrong value in timed round 2: a golden mismatch.
+        // Rank 1 writes a wrong value in timed round 3, the last (checked by default): a
+        // golden mismatch.
         rendered
             .argv
-            .extend(["--inject-fault".into(), "1:2".into()]);
+            .extend(["--inject-fault".into(), "1:3".into()]);
     }
     ProcessSpec {
         argv: rendered.argv,
