@@ -45,7 +45,7 @@ pub(crate) fn build(
     pending: usize,
 ) -> Result<Campaign> {
     estimate_runs(&mut prep, &run_dir);
-    let (dag, after) = step_graph(&prep, &state.kept, after);
+    let dag = step_graph(&prep, &state.kept);
     let limits = limits(&prep, opts);
     let provenance = provenance(&prep);
     let (cancel_tx, cancel) = watch::channel(false);
@@ -62,13 +62,11 @@ pub(crate) fn build(
     )?;
     let plan = CampaignPlan {
         run_dir,
-        campaign: prep.plan.campaign.name.clone(),
         plan_text: prep.plan.text.clone(),
         cases,
         stacks: prep.stacks,
         runs: prep.runs,
         place: prep.plan.devices.placement == Placement::Auto,
-        provenance,
         pool_probe: prep.plan.devices.probe.clone(),
     };
     let dispatcher = Dispatcher {
@@ -99,12 +97,8 @@ fn estimate_runs(prep: &mut Prepared, run_dir: &RunDir) {
     }
 }
 
-/// The step graph, and the steps after `collect` by name.
-fn step_graph(
-    prep: &Prepared,
-    kept: &BTreeMap<usize, RunResult>,
-    after: Vec<(String, AfterStep)>,
-) -> (Dag, BTreeMap<String, AfterStep>) {
+/// The step graph (the steps after `collect` run once it is done: `Dispatcher::conclude`).
+fn step_graph(prep: &Prepared, kept: &BTreeMap<usize, RunResult>) -> Dag {
     // Only stacks with something to execute are built (a resume of finished stacks skips them).
     let busy: BTreeSet<usize> = (prep.runs.iter().enumerate())
         .filter(|(i, _)| !kept.contains_key(i))
@@ -119,13 +113,7 @@ fn step_graph(
             stack: prep.stacks[r.stack].name.clone(),
         })
         .collect();
-    let mut dag = Dag::new(&has_build, &nodes);
-    let mut by_name = BTreeMap::new();
-    for (name, f) in after {
-        dag.append_after_collect(&name);
-        by_name.insert(name, f);
-    }
-    (dag, by_name)
+    Dag::new(&has_build, &nodes)
 }
 
 /// Runs in flight at once (`--exclusive`: one; else `--jobs`, else the backend's cap) and the
@@ -191,7 +179,7 @@ fn outputs(
     run_dir: &Arc<RunDir>,
     provenance: &Provenance,
     cases: &Arc<Vec<Case>>,
-    after: BTreeMap<String, AfterStep>,
+    after: Vec<(String, AfterStep)>,
     pending: usize,
     quiet: bool,
 ) -> Result<Outputs> {
@@ -204,20 +192,19 @@ fn outputs(
             .filter_map(|s| s.def.metric.map(|m| (s.name.clone(), m)))
             .collect(),
     };
-    let planned = prep.runs.iter().map(|r| (r.case_id.clone(), stack_of(r)));
-    let results_files = ResultsFiles::start(run_dir.clone(), header, planned.collect())?;
+    let results_files = ResultsFiles::start(run_dir.clone(), header, prep.runs.len())?;
     let case_files = CaseFiles::new(
         run_dir.clone(),
         cases.clone(),
         (prep.runs.iter()).map(|r| (r.case_id.clone(), r.case_index, stack_of(r))),
     );
     Ok(Outputs {
-        results_files: Some(results_files),
-        handed_over: 0,
+        results_files,
         case_files: Arc::new(case_files),
         case_thread: None,
         progress: Progress::new(pending, quiet || pending == 0),
         after,
         after_failed: Vec::new(),
+        concluded: None,
     })
 }

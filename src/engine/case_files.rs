@@ -83,6 +83,11 @@ impl CaseFiles {
         }
     }
 
+    /// No case files: what a session holds once every run ended (its index freed).
+    pub(crate) fn none(run_dir: Arc<RunDir>) -> CaseFiles {
+        CaseFiles::new(run_dir, Arc::new(Vec::new()), std::iter::empty())
+    }
+
     /// Write every case in plan order on a thread of its own; [`CaseFiles::finish`] stops it.
     pub(crate) fn start(self: &Arc<Self>) -> Result<JoinHandle<()>> {
         let me = self.clone();

@@ -18,17 +18,19 @@ use petgraph::graph::NodeIndex;
 use tokio::sync::{mpsc, watch};
 
 use crate::engine::case_files::CaseFiles;
+use crate::engine::finished::Finished;
 use crate::engine::health::{self, ProbeJob};
 use crate::engine::progress::Progress;
-use crate::engine::results_files::{self, ResultsFiles};
+use crate::engine::results_files::ResultsFiles;
 use crate::engine::schedule::dag::Step;
 use crate::engine::schedule::pool::Lease;
-use crate::engine::schedule::scheduler::{Dispatch, Outcome, Report};
+use crate::engine::schedule::scheduler::{Dispatch, Outcome, Report, Summary};
+use crate::engine::session;
 use crate::engine::work::{self, RunJob};
 use crate::error::Result;
 use crate::executor::{Backend, JobRef};
 use crate::model::case::Case;
-use crate::model::results::{Provenance, ResultSet, RunResult, RunStatus};
+use crate::model::results::{ResultSet, RunResult, RunStatus};
 use crate::stack::resolve::EngineStack;
 use crate::store::atomic::write_atomic;
 use crate::store::journal::Journal;
@@ -60,14 +62,12 @@ pub(crate) struct Dispatcher {
 /// What the campaign runs, fixed for the session.
 pub(crate) struct CampaignPlan {
     pub(crate) run_dir: Arc<RunDir>,
-    pub(crate) campaign: String,
     pub(crate) plan_text: String,
     pub(crate) cases: Arc<Vec<Case>>,
     pub(crate) stacks: Vec<Arc<EngineStack>>,
     pub(crate) runs: Vec<PlannedRun>,
     /// Write leased devices into the case (`placement = "auto"`).
     pub(crate) place: bool,
-    pub(crate) provenance: Provenance,
     /// `[devices] probe`, the health probe of stacks without their own.
     pub(crate) pool_probe: Option<Vec<String>>,
 }
@@ -87,6 +87,8 @@ pub(crate) struct RunState {
     pub(crate) claims: BTreeMap<usize, String>,
     /// What the dispatcher keeps about jobs left outside campaign; empty for local runs.
     pub(crate) jobs: Jobs,
+    /// Quarantines recorded by earlier sessions of this run dir (the results files name them).
+    pub(crate) earlier_quarantine: BTreeMap<u32, String>,
 }
 
 impl RunState {
@@ -109,24 +111,28 @@ impl RunState {
                 reattach,
                 ..Jobs::default()
             },
+            earlier_quarantine: BTreeMap::new(),
         }
     }
 }
 
 /// What the session writes besides the journal, off the dispatch path where it can.
 pub(crate) struct Outputs {
-    /// The results files' writer thread (None once stopped: later writes are synchronous).
-    pub(crate) results_files: Option<ResultsFiles>,
-    /// How many of the scheduler's results were handed to `results_files` so far.
-    pub(crate) handed_over: usize,
+    /// The results files' writer thread: it holds every run's result (the one copy) until the
+    /// campaign ends and [`Dispatcher::conclude`] takes them back as the result set.
+    pub(crate) results_files: ResultsFiles,
     /// The case files and bundle folders, written ahead of the runs.
     pub(crate) case_files: Arc<CaseFiles>,
     pub(crate) case_thread: Option<std::thread::JoinHandle<()>>,
     pub(crate) progress: Progress,
-    /// Steps after `collect`, by name.
-    pub(crate) after: BTreeMap<String, AfterStep>,
+    /// Steps after `collect` (the report), in order: they run once the scheduler is done and
+    /// its state freed ([`Dispatcher::conclude`]).
+    pub(crate) after: Vec<(String, AfterStep)>,
     /// Steps after `collect` that failed, with why (the campaign's exit code says so).
     pub(crate) after_failed: Vec<(String, String)>,
+    /// How the session ended, once [`Dispatcher::conclude`] ran: the tally, and whether the
+    /// results files and the journal were made durable.
+    pub(crate) concluded: Option<(Finished, Result<()>)>,
 }
 
 /// How the campaign stops: the cancel flag every run watches, and the failure that ended it.
@@ -166,69 +172,74 @@ impl Dispatcher {
         set.into_iter().collect()
     }
 
-    /// The result set in plan order.
-    pub(crate) fn result_set(&self, results: &[RunResult]) -> ResultSet {
-        let order: BTreeMap<(&str, &str), usize> = self
-            .plan
-            .runs
-            .iter()
-            .enumerate()
-            .map(|(i, r)| {
-                (
-                    (r.case_id.as_str(), self.plan.stacks[r.stack].name.as_str()),
-                    i,
-                )
-            })
+    /// The end of the session once the scheduler returned (its graph and run states freed):
+    /// progress and case writer stopped, the interrupt journaled, the results files written
+    /// with every result and quarantine, every `finished` line durable; then — unless the
+    /// campaign was interrupted or cannot record — the engine's per-run state is freed and the
+    /// steps after `collect` (the report) run on the one result set. The outcome is left in
+    /// `out.concluded` for `drive::finish`.
+    pub(crate) fn conclude(&mut self, summary: &mut Summary) {
+        self.out.progress.finish();
+        self.stop_case_files();
+        self.record_interrupt();
+        let quarantined = (self.state.earlier_quarantine.iter())
+            .chain(&summary.quarantined)
+            .map(|(d, why)| (d.to_string(), why.clone()))
             .collect();
-        let mut runs = results.to_vec();
-        runs.sort_by_key(|r| {
-            order
-                .get(&(r.case_id.as_str(), r.stack.as_str()))
-                .copied()
-                .unwrap_or(usize::MAX)
-        });
-        ResultSet {
-            campaign: self.plan.campaign.clone(),
-            timestamp: self.plan.run_dir.timestamp.clone(),
-            provenance: self.plan.provenance.clone(),
-            runs,
-            quarantined: BTreeMap::new(),
-            metrics: self
-                .plan
-                .stacks
-                .iter()
-                .filter_map(|s| s.def.metric.map(|m| (s.name.clone(), m)))
-                .collect(),
+        let (set, written) = self.out.results_files.finish(quarantined);
+        let recorded = written.and_then(|()| self.state.journal.durable());
+        let proceed = recorded.is_ok() && !summary.interrupted && self.stop.fatal.is_none();
+        if proceed {
+            self.free_run_state();
+            for (name, f) in &mut self.out.after {
+                // Never at the cost of what is recorded: the results files are written before;
+                // the failure is said on stderr, whatever `-q` says, and ends in the exit code.
+                if let Err(e) = f(&self.plan.run_dir, &set) {
+                    eprintln!("error: the {name} step failed: {e}");
+                    self.out.after_failed.push((name.clone(), e.to_string()));
+                }
+            }
+            // A Ctrl-C while the report rendered still counts (the campaign says so).
+            summary.interrupted |= *self.stop.cancel.borrow();
         }
+        let finished = Finished::of(self.plan.run_dir.path.clone(), &set, summary.interrupted);
+        session::drop_aside(set);
+        self.out.concluded = Some((finished, recorded));
     }
 
-    /// results.json, results.csv, samples.csv of `set` — each atomically, now (the end of a
-    /// campaign), through the writer thread; then the thread stops. Hands `set` back.
-    pub(crate) fn write_results(&mut self, set: ResultSet) -> (ResultSet, Result<()>) {
-        match self.out.results_files.take() {
-            Some(mut files) => {
-                let done = files.write_set(&self.plan.run_dir, set);
-                files.stop();
-                done
-            }
-            None => {
-                let result = results_files::write(&self.plan.run_dir, &set);
-                (set, result)
-            }
-        }
+    /// Free what the session kept per run once every run ended: fingerprints, the planned runs
+    /// and cases, the case-file index. Only the result set is left for the report.
+    fn free_run_state(&mut self) {
+        let state = &mut self.state;
+        let freed = (
+            std::mem::take(&mut state.fingerprints),
+            std::mem::take(&mut state.kept),
+            std::mem::take(&mut state.kept_runs),
+            std::mem::take(&mut self.plan.runs),
+            std::mem::take(&mut self.plan.cases),
+        );
+        drop(freed);
+        self.out.case_files = Arc::new(CaseFiles::none(self.plan.run_dir.clone()));
     }
 
-    /// Hand the results that finished since the last call to the writer thread, and stop the
-    /// campaign if a background rewrite failed.
-    fn hand_over(&mut self, results: &[RunResult]) {
-        let Some(files) = &self.out.results_files else {
+    /// Journal what an interrupt did to work the backend runs outside campaign, and say how to
+    /// go on (the backend's words).
+    fn record_interrupt(&mut self) {
+        let (detached, run_dir) = (&self.state.jobs.detached, &self.plan.run_dir.path);
+        let Some(note) = self.backend.interrupt_note(detached, run_dir) else {
             return;
         };
-        for r in results.get(self.out.handed_over..).unwrap_or_default() {
-            files.add(r.clone());
+        if let Err(e) = self.state.journal.event(note.event, note.fields) {
+            eprintln!("warning: cannot journal the interrupt: {e}");
         }
-        self.out.handed_over = results.len();
-        if let Some(e) = files.take_failure() {
+        if let Some(message) = note.message {
+            eprintln!("{message}");
+        }
+    }
+
+    /// Stop the campaign if a background rewrite of the results files failed.
+    fn check_results_files(&mut self) {
+        if let Some(e) = self.out.results_files.take_failure() {
             self.fail(e);
         }
     }
@@ -457,7 +468,7 @@ impl Dispatch for Dispatcher {
                 });
             }
             // Collect and later steps act on the finished results in `finished`.
-            Step::Collect | Step::After { .. } => send(Outcome::Done),
+            Step::Collect => send(Outcome::Done),
         }
     }
 
@@ -550,7 +561,12 @@ impl Dispatch for Dispatcher {
         result
     }
 
-    fn finished(&mut self, step: &Step, outcome: &Outcome, results: &[RunResult]) {
+    fn ended(&mut self, run: usize, result: RunResult) {
+        // Kept runs too: the results files show every planned run.
+        self.out.results_files.add(run, result);
+    }
+
+    fn finished(&mut self, step: &Step, outcome: &Outcome) {
         let key = step.key();
         if let Step::Run { run, .. } = step {
             // The run's processes are over: its cgroup serves the next run.
@@ -578,31 +594,11 @@ impl Dispatch for Dispatcher {
                 self.out
                     .progress
                     .finished(&key, Some(r.status), r.error.as_deref().unwrap_or(""));
-                self.hand_over(results);
+                self.check_results_files();
             }
             (Step::Collect, _) => {
-                self.hand_over(results);
-                let flushed = match &self.out.results_files {
-                    Some(files) => files.flush(),
-                    None => {
-                        let set = self.result_set(results);
-                        results_files::write(&self.plan.run_dir, &set)
-                    }
-                };
-                if let Err(e) = flushed {
+                if let Err(e) = self.out.results_files.flush() {
                     self.fail(e);
-                }
-            }
-            (Step::After { name }, _) => {
-                let set = self.result_set(results);
-                if let Some(f) = self.out.after.get_mut(name) {
-                    // Never at the cost of what is recorded: the results files are written
-                    // (`collect`) before; the failure is said on stderr, whatever `-q` says,
-                    // and ends in the exit code.
-                    if let Err(e) = f(&self.plan.run_dir, &set) {
-                        eprintln!("error: the {name} step failed: {e}");
-                        self.out.after_failed.push((name.clone(), e.to_string()));
-                    }
                 }
             }
             (Step::Build { .. } | Step::Probe { .. }, Outcome::StackUnavailable(why)) => {

@@ -6,13 +6,10 @@
 //! Owns the order of those steps and nothing else: it must not decide statuses or order, and
 //! it prints only the lines a session without runs answers with.
 
-use std::collections::BTreeMap;
-
 use crate::engine::campaign;
 use crate::engine::dispatch::{AfterStep, Dispatcher, RunState};
 use crate::engine::finished::Finished;
 use crate::engine::prepare::{Options, Prepared};
-use crate::engine::schedule::types::Summary;
 use crate::engine::{runtime, session};
 use crate::error::{Error, Result};
 
@@ -71,7 +68,8 @@ fn drive(
         reattach: reattach.values().copied().collect(),
         run_dir: run_dir.path.clone(),
     };
-    let state = RunState::new(journal, fingerprints, kept, reattach);
+    let mut state = RunState::new(journal, fingerprints, kept, reattach);
+    state.earlier_quarantine = earlier_quarantine;
     let built = campaign::build(prep, opts, after, run_dir.clone(), state, pending)?;
     if pending == 0 {
         crate::say!("nothing to run: every planned run is done; rebuilding results and report");
@@ -79,57 +77,31 @@ fn drive(
     let ran = runtime::run(built, earlier);
     // Every run has reported: the runs' kept cgroups are empty and go.
     crate::executor::unit::slots::remove_all(&run_dir.path);
-    let (summary, dispatcher) = ran?;
-    finish(dispatcher, summary, &earlier_quarantine)
+    let (_summary, dispatcher) = ran?;
+    finish(dispatcher)
 }
 
-/// The end of a session: progress and case writer stopped, the interrupt journaled, the results
-/// files written, every `finished` line durable — or the fatal error, with how to go on.
-fn finish(
-    mut dispatcher: Dispatcher,
-    summary: Summary,
-    earlier_quarantine: &BTreeMap<u32, String>,
-) -> Result<Finished> {
+/// The end of a session, once [`Dispatcher::conclude`] ran: how the campaign ended — or the
+/// fatal error, with how to go on.
+fn finish(mut dispatcher: Dispatcher) -> Result<Finished> {
     let run_dir = dispatcher.plan.run_dir.clone();
-    dispatcher.out.progress.finish();
-    dispatcher.stop_case_files();
-    record_interrupt(&mut dispatcher);
-    let mut set = dispatcher.result_set(&summary.results);
-    set.quarantined = (earlier_quarantine.iter().chain(&summary.quarantined))
-        .map(|(d, why)| (d.to_string(), why.clone()))
-        .collect();
+    let concluded = dispatcher.out.concluded.take();
     if let Some(e) = dispatcher.stop.fatal.take() {
-        // Whatever can still be written helps `status`; the journal and bundles already hold
-        // everything recorded, so a failure here changes nothing.
-        let _ = dispatcher.write_results(set);
+        // Whatever could still be written helps `status`; the journal and bundles already hold
+        // everything recorded, so a failure there changes nothing.
         return Err(Error::Environment(format!(
             "{e}\nthe campaign stopped: everything recorded before is intact; once the problem is fixed, `campaign resume {}` continues",
             run_dir.path.display()
         )));
     }
-    let (set, written) = dispatcher.write_results(set);
-    written?;
-    // Every `finished` line of the session on disk before campaign says it is done.
-    dispatcher.state.journal.durable()?;
-    let mut finished = Finished::of(run_dir.path.clone(), &set, summary.interrupted);
+    let Some((mut finished, recorded)) = concluded else {
+        return Err(Error::Environment(
+            "the campaign ended without its results".into(),
+        ));
+    };
+    // The results files written and every `finished` line of the session on disk before
+    // campaign says it is done.
+    recorded?;
     finished.after_failed = std::mem::take(&mut dispatcher.out.after_failed);
     Ok(finished)
-}
-
-/// Journal what an interrupt did to work the backend runs outside campaign, and say how to go
-/// on (the backend's words).
-fn record_interrupt(dispatcher: &mut Dispatcher) {
-    let (detached, run_dir) = (
-        &dispatcher.state.jobs.detached,
-        &dispatcher.plan.run_dir.path,
-    );
-    let Some(note) = dispatcher.backend.interrupt_note(detached, run_dir) else {
-        return;
-    };
-    if let Err(e) = dispatcher.state.journal.event(note.event, note.fields) {
-        eprintln!("warning: cannot journal the interrupt: {e}");
-    }
-    if let Some(message) = note.message {
-        eprintln!("{message}");
-    }
 }

@@ -13,7 +13,6 @@
 //! loses nothing that `report` or `resume` cannot rebuild. It must not decide anything about the
 //! results: the rows are `store::{json,csv}`'s.
 
-use std::collections::HashMap;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -58,30 +57,35 @@ fn release_memory() {
     }
 }
 
+/// Devices taken out of service, as the results files name them.
+type Quarantined = std::collections::BTreeMap<String, String>;
+
 enum Message {
     /// Write everything now and answer when it is on disk.
     Flush(mpsc::Sender<Result<()>>),
-    /// Write this set (the end of the campaign) and hand it back.
-    Write(Box<ResultSet>, mpsc::Sender<(Box<ResultSet>, Result<()>)>),
+    /// The end of the campaign: write every result with these quarantined devices (unless the
+    /// files already say exactly that), hand the results back as one set, and stop.
+    Finish(Quarantined, mpsc::Sender<(Box<ResultSet>, Result<()>)>),
 }
 
 /// The writer thread's handle.
 pub(crate) struct ResultsFiles {
     tx: Option<mpsc::Sender<Message>>,
     /// Results handed over since the thread last looked.
-    inbox: Arc<Mutex<Vec<RunResult>>>,
+    inbox: Arc<Mutex<Vec<(usize, RunResult)>>>,
     thread: Option<JoinHandle<()>>,
     /// The first failed background rewrite (the dispatcher stops the campaign on it).
     failed: Arc<Mutex<Option<Error>>>,
 }
 
 impl ResultsFiles {
-    /// Start the writer of `run_dir`'s results files; `planned` are the `(case_id, stack)` of
-    /// every planned run in plan order (the order of the rows).
+    /// Start the writer of `run_dir`'s results files for `planned` runs; each result comes
+    /// with its run's index in plan order (the order of the rows), so the writer holds no copy
+    /// of the runs' ids.
     pub(crate) fn start(
         run_dir: Arc<RunDir>,
         header: Header,
-        planned: Vec<(String, String)>,
+        planned: usize,
     ) -> Result<ResultsFiles> {
         let (tx, rx) = mpsc::channel();
         let failed = Arc::new(Mutex::new(None));
@@ -90,11 +94,7 @@ impl ResultsFiles {
             inbox: inbox.clone(),
             run_dir,
             header,
-            order: planned
-                .into_iter()
-                .enumerate()
-                .map(|(i, key)| (key, i))
-                .collect(),
+            planned,
             slots: Vec::new(),
             unplanned: Vec::new(),
             failed: failed.clone(),
@@ -112,13 +112,14 @@ impl ResultsFiles {
         })
     }
 
-    /// Hand over a finished run's result; the files catch up within the rewrite interval.
-    pub(crate) fn add(&self, result: RunResult) {
+    /// Hand over the result of run `run` (its index in plan order); the files catch up within
+    /// the rewrite interval.
+    pub(crate) fn add(&self, run: usize, result: RunResult) {
         if self.tx.is_some() {
             self.inbox
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .push(result);
+                .push((run, result));
         }
     }
 
@@ -130,26 +131,22 @@ impl ResultsFiles {
         answer.recv().map_err(|_| stopped())?
     }
 
-    /// Write `set` on the writer thread and hand it back with the outcome (the final write: on
-    /// the same thread as every rewrite, so the memory its serialization takes is the memory the
-    /// rewrites already took, not a second heap's worth). Without the thread, written here.
-    pub(crate) fn write_set(&self, run_dir: &RunDir, set: ResultSet) -> (ResultSet, Result<()>) {
-        let Some(tx) = &self.tx else {
-            let result = write(run_dir, &set);
-            return (set, result);
-        };
+    /// The end of the campaign: every result handed over, in plan order, as the result set
+    /// with `quarantined` — written first on the writer thread unless the files already say
+    /// exactly this (the final write on the same thread as every rewrite, so the memory its
+    /// serialization takes is the memory the rewrites already took, not a second heap's worth)
+    /// — and the thread stops. The results move out of the writer: they are held once.
+    pub(crate) fn finish(&mut self, quarantined: Quarantined) -> (ResultSet, Result<()>) {
         let (reply, answer) = mpsc::channel();
-        let sent = tx.send(Message::Write(Box::new(set), reply));
-        match sent {
-            Ok(()) => match answer.recv() {
-                Ok((set, result)) => (*set, result),
-                Err(_) => (ResultSet::default(), Err(stopped())),
-            },
-            Err(mpsc::SendError(Message::Write(set, _))) => {
-                let result = write(run_dir, &set);
-                (*set, result)
-            }
-            Err(_) => (ResultSet::default(), Err(stopped())),
+        let sent = (self.tx.as_ref()).map(|tx| tx.send(Message::Finish(quarantined, reply)));
+        let answer = match sent {
+            Some(Ok(())) => answer.recv().ok(),
+            _ => None,
+        };
+        self.stop();
+        match answer {
+            Some((set, result)) => (*set, result),
+            None => (ResultSet::default(), Err(stopped())),
         }
     }
 
@@ -179,10 +176,11 @@ fn stopped() -> Error {
 
 /// The writer thread's state: every result so far, by planned position.
 struct Writer {
-    inbox: Arc<Mutex<Vec<RunResult>>>,
+    inbox: Arc<Mutex<Vec<(usize, RunResult)>>>,
     run_dir: Arc<RunDir>,
     header: Header,
-    order: HashMap<(String, String), usize>,
+    /// How many runs are planned (a result of a larger index is unplanned).
+    planned: usize,
     slots: Vec<Option<RunResult>>,
     /// Results of runs that are not in the plan (none in practice), in arrival order.
     unplanned: Vec<RunResult>,
@@ -214,23 +212,20 @@ impl Writer {
                     dirty = false;
                     let _ = reply.send(result);
                 }
-                Some(Message::Write(set, reply)) => {
-                    // Same campaign, same planned order: when the files already hold every
-                    // result and the set has nothing more (no extra run, no quarantine), they
-                    // already say exactly this.
-                    let same = !dirty
-                        && self.written == Some(set.runs.len())
-                        && set.quarantined.is_empty();
+                Some(Message::Finish(quarantined, reply)) => {
+                    // When the files already hold every result and there is no quarantine to
+                    // add, they already say exactly this.
+                    let same = !dirty && self.written.is_some() && quarantined.is_empty();
+                    let mut set = self.take_set();
+                    set.quarantined = quarantined;
                     let result = if same {
                         Ok(())
                     } else {
                         write(&self.run_dir, &set)
                     };
                     release_memory();
-                    let _ = reply.send((set, result));
-                    // The given set is the final word: nothing is left to rewrite.
-                    dirty = false;
-                    next_due = Instant::now() + REWRITE_INTERVAL;
+                    let _ = reply.send((Box::new(set), result));
+                    return;
                 }
                 None if dirty => {
                     let (result, due) = self.write_timed();
@@ -252,23 +247,36 @@ impl Writer {
     fn take_inbox(&mut self) -> bool {
         let taken = std::mem::take(&mut *self.inbox.lock().unwrap_or_else(|e| e.into_inner()));
         let any = !taken.is_empty();
-        for result in taken {
-            self.insert(result);
+        for (run, result) in taken {
+            self.insert(run, result);
         }
         any
     }
 
-    fn insert(&mut self, result: RunResult) {
+    fn insert(&mut self, run: usize, result: RunResult) {
         self.written = None;
-        let key = (result.case_id.clone(), result.stack.clone());
-        match self.order.get(&key) {
-            Some(&i) => {
-                if self.slots.len() <= i {
-                    self.slots.resize_with(i + 1, || None);
-                }
-                self.slots[i] = Some(result);
+        if run < self.planned {
+            if self.slots.len() <= run {
+                self.slots.resize_with(run + 1, || None);
             }
-            None => self.unplanned.push(result),
+            self.slots[run] = Some(result);
+        } else {
+            self.unplanned.push(result);
+        }
+    }
+
+    /// Every result so far, moved out of the writer into a set in plan order.
+    fn take_set(&mut self) -> ResultSet {
+        let mut runs: Vec<RunResult> = Vec::with_capacity(self.slots.len() + self.unplanned.len());
+        runs.extend(self.slots.drain(..).flatten());
+        runs.append(&mut self.unplanned);
+        ResultSet {
+            campaign: self.header.campaign.clone(),
+            timestamp: self.header.timestamp.clone(),
+            provenance: self.header.provenance.clone(),
+            runs,
+            quarantined: Default::default(),
+            metrics: self.header.metrics.clone(),
         }
     }
 
@@ -332,10 +340,9 @@ mod tests {
     fn a_flush_writes_every_result_handed_over_in_plan_order() {
         let tmp = tempfile::tempdir().unwrap();
         let rd = Arc::new(RunDir::open(tmp.path()));
-        let planned = vec![("a".into(), "host".into()), ("b".into(), "host".into())];
-        let files = ResultsFiles::start(rd.clone(), header(), planned).unwrap();
-        files.add(run("b", "host"));
-        files.add(run("a", "host"));
+        let files = ResultsFiles::start(rd.clone(), header(), 2).unwrap();
+        files.add(1, run("b", "host"));
+        files.add(0, run("a", "host"));
         files.flush().unwrap();
         let doc: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(rd.file("results.json")).unwrap())
@@ -350,7 +357,7 @@ mod tests {
         let csv = std::fs::read_to_string(rd.file("results.csv")).unwrap();
         assert_eq!(csv.lines().count(), 3, "{csv}");
         // Results stay with the writer after a write: a later flush still has both.
-        files.add(run("b", "host"));
+        files.add(1, run("b", "host"));
         files.flush().unwrap();
         let doc: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(rd.file("results.json")).unwrap())
@@ -358,13 +365,38 @@ mod tests {
         assert_eq!(doc["runs"].as_array().unwrap().len(), 2);
     }
 
+    /// The end of a campaign takes the one copy of the results back, in plan order: written
+    /// again only for what the files do not say yet (here, the quarantine).
+    #[test]
+    fn finish_hands_the_results_back_in_plan_order_and_writes_the_quarantine() {
+        let tmp = tempfile::tempdir().unwrap();
+        let rd = Arc::new(RunDir::open(tmp.path()));
+        let mut files = ResultsFiles::start(rd.clone(), header(), 3).unwrap();
+        files.add(2, run("c", "host"));
+        files.add(0, run("a", "host"));
+        files.flush().unwrap();
+        files.add(1, run("b", "host"));
+        let quarantined = [("3".to_string(), "probe failed".to_string())].into();
+        let (set, written) = files.finish(quarantined);
+        written.unwrap();
+        let ids: Vec<&str> = set.runs.iter().map(|r| r.case_id.as_str()).collect();
+        assert_eq!(ids, ["a", "b", "c"]);
+        assert_eq!(set.campaign, "smoke");
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(rd.file("results.json")).unwrap())
+                .unwrap();
+        assert_eq!(doc["runs"].as_array().unwrap().len(), 3);
+        assert_eq!(doc["quarantined"]["3"], "probe failed", "{doc}");
+        // The thread is gone: a second finish has nothing to hand back.
+        assert!(files.finish(Default::default()).1.is_err());
+    }
+
     #[test]
     fn results_added_without_a_flush_reach_the_files_by_themselves() {
         let tmp = tempfile::tempdir().unwrap();
         let rd = Arc::new(RunDir::open(tmp.path()));
-        let files =
-            ResultsFiles::start(rd.clone(), header(), vec![("a".into(), "host".into())]).unwrap();
-        files.add(run("a", "host"));
+        let files = ResultsFiles::start(rd.clone(), header(), 1).unwrap();
+        files.add(0, run("a", "host"));
         // The background rewrite comes within an interval, unasked; wait on the file, capped.
         let path = rd.file("results.csv");
         let deadline = Instant::now() + Duration::from_secs(120);
@@ -381,9 +413,9 @@ mod tests {
         let blocker = tmp.path().join("blocker");
         std::fs::write(&blocker, "a file").unwrap();
         let rd = Arc::new(RunDir::open(&blocker));
-        let files = ResultsFiles::start(rd, header(), vec![("a".into(), "host".into())]).unwrap();
+        let files = ResultsFiles::start(rd, header(), 1).unwrap();
         assert!(files.flush().is_err());
-        files.add(run("a", "host"));
+        files.add(0, run("a", "host"));
         let deadline = Instant::now() + Duration::from_secs(120);
         let mut failure = None;
         while failure.is_none() && Instant::now() < deadline {

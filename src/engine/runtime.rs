@@ -48,7 +48,10 @@ pub(crate) fn run(campaign: Campaign, earlier: Earlier) -> Result<(Summary, Disp
         // The scheduler runs on a worker like the runs it starts, so a finished run's report
         // wakes it on the same thread instead of crossing to the main thread and back.
         let joined = tokio::spawn(async move {
-            let summary = scheduler.run(&mut dispatcher, cancel).await;
+            let mut summary = scheduler.run(&mut dispatcher, cancel).await;
+            // The scheduler and its graph are gone: the report renders beside the results only,
+            // and a Ctrl-C meanwhile is still heard.
+            dispatcher.conclude(&mut summary);
             (summary, dispatcher)
         })
         .await;

@@ -1,11 +1,11 @@
-//! The campaign's step graph (petgraph): generate → build → probe → run → collect → (report steps).
+//! The campaign's step graph (petgraph): generate → build → probe → run → collect.
 //!
 //! Owns which steps exist and what each waits for: `generate` (case files) first; one `build`
 //! per stack that declares a build command; one `probe` per stack (availability); one `run` per
 //! case × stack, the runs of one case chained in their (shuffled or given) stack order; `collect`
-//! (results files) after every run; later steps (`summarize`, `plot`, `report`) appended after
-//! `collect` by [`Dag::append_after_collect`]. It must not run anything or hold run state: the
-//! scheduler walks it.
+//! (results files) after every run. The report is no step of the graph: it renders once the
+//! scheduler and this graph are done and freed (`engine::dispatch::Dispatcher::conclude`). It
+//! must not run anything or hold run state: the scheduler walks it.
 
 use std::collections::BTreeMap;
 
@@ -30,15 +30,11 @@ pub(crate) enum Step {
         stack: String,
     },
     Collect,
-    /// A step after `collect` (`summarize`, `plot`, `report`, …), by name.
-    After {
-        name: String,
-    },
 }
 
 impl Step {
     /// The journal's step key: `generate`, `build:<stack>`, `probe:<stack>`,
-    /// `run:<case_id>:<stack>`, `collect`, or the later step's name.
+    /// `run:<case_id>:<stack>` or `collect`.
     pub(crate) fn key(&self) -> String {
         match self {
             Step::Generate => "generate".into(),
@@ -46,7 +42,6 @@ impl Step {
             Step::Probe { stack } => format!("probe:{stack}"),
             Step::Run { case_id, stack, .. } => format!("run:{case_id}:{stack}"),
             Step::Collect => "collect".into(),
-            Step::After { name } => name.clone(),
         }
     }
 
@@ -75,8 +70,6 @@ pub(crate) struct Dag {
     generate: NodeIndex,
     #[cfg_attr(not(test), allow(dead_code))]
     collect: NodeIndex,
-    /// The last step of the chain after `collect` (new steps go after it).
-    tail: NodeIndex,
     #[cfg_attr(not(test), allow(dead_code))]
     runs: Vec<NodeIndex>,
 }
@@ -134,19 +127,8 @@ impl Dag {
             graph,
             generate,
             collect,
-            tail: collect,
             runs: run_nodes,
         }
-    }
-
-    /// Add a step after `collect` and every step appended before it (reports slot in here).
-    pub(crate) fn append_after_collect(&mut self, name: &str) -> NodeIndex {
-        let node = self.graph.add_node(Step::After {
-            name: name.to_string(),
-        });
-        self.graph.add_edge(self.tail, node, ());
-        self.tail = node;
-        node
     }
 
     pub(crate) fn step(&self, node: NodeIndex) -> &Step {
@@ -215,7 +197,7 @@ mod tests {
     fn shape_of_a_two_stack_campaign() {
         let stacks = vec![("hccl".to_string(), true), ("host".to_string(), false)];
         let runs = vec![run("c1", "host"), run("c1", "hccl"), run("c2", "hccl")];
-        let mut dag = Dag::new(&stacks, &runs);
+        let dag = Dag::new(&stacks, &runs);
         // generate, build:hccl, probe×2, 3 runs, collect
         assert_eq!(dag.node_count(), 8);
         assert_eq!(
@@ -232,10 +214,6 @@ mod tests {
             vec!["probe:hccl"]
         );
         assert_eq!(keys(&dag, dag.predecessors(dag.collect())).len(), 3);
-        let report = dag.append_after_collect("summarize");
-        let plot = dag.append_after_collect("plot");
-        assert_eq!(keys(&dag, dag.predecessors(plot)), vec!["summarize"]);
-        assert_eq!(keys(&dag, dag.predecessors(report)), vec!["collect"]);
         let order: Vec<String> = dag
             .topological()
             .iter()
@@ -245,7 +223,7 @@ mod tests {
         assert!(pos("generate") < pos("build:hccl"));
         assert!(pos("build:hccl") < pos("probe:hccl"));
         assert!(pos("run:c1:host") < pos("run:c1:hccl"));
-        assert!(pos("collect") < pos("summarize") && pos("summarize") < pos("plot"));
+        assert!(pos("run:c2:hccl") < pos("collect"));
     }
 
     #[test]

@@ -104,8 +104,11 @@ pub(crate) trait Dispatch: Send {
     );
     /// Record run `run` that ends without executing; returns its result (bundle written).
     fn settle(&mut self, run: usize, status: RunStatus, reason: &str) -> RunResult;
-    /// A step ended. `results` holds every finished run so far, in finishing order.
-    fn finished(&mut self, step: &Step, outcome: &Outcome, results: &[RunResult]);
+    /// A step ended (for a run's final attempt, [`Dispatch::ended`] follows with its result).
+    fn finished(&mut self, step: &Step, outcome: &Outcome);
+    /// Run `run` ended for good with `result`: the dispatcher keeps it from here. The scheduler
+    /// holds no results (one copy of each, the dispatcher's, however large the campaign).
+    fn ended(&mut self, run: usize, result: RunResult);
     /// `device` left the pool for the rest of the campaign.
     fn quarantined(&mut self, device: u32, reason: &str);
     /// The running `step` submitted (or re-attached to) batch job `job_id`
@@ -127,11 +130,10 @@ pub(crate) struct Limits {
     pub(crate) faults: Policy,
 }
 
-/// The end of a campaign as the scheduler saw it.
+/// The end of a campaign as the scheduler saw it (the runs' results went to
+/// [`Dispatch::ended`]).
 #[derive(Debug, Default)]
 pub(crate) struct Summary {
-    /// Final result of every run that ended, in finishing order.
-    pub(crate) results: Vec<RunResult>,
     pub(crate) interrupted: bool,
     /// Devices taken out of service, with the reason.
     pub(crate) quarantined: BTreeMap<u32, String>,

@@ -89,36 +89,57 @@ impl Hasher {
     }
 }
 
-/// Most distinct cases one thread's memo holds before it starts over (≈ 40 MiB at the
-/// longest case texts); a campaign of more cases than this still hashes each run at most once
-/// per rewrite, as before the memo.
+/// Most distinct cases one thread's memo holds before it starts over (≈ 8 MiB: an entry is
+/// about 40 bytes); a campaign of more cases than this still hashes each run at most once per
+/// rewrite, as before the memo.
 const MEMO_CAP: usize = 200_000;
 
-/// A thread's memo: reused buffers, and canonical bytes → the hash's 16 hex digits.
-type Memo = (Hasher, std::collections::HashMap<Box<[u8]>, [u8; 16]>);
+/// What the memo keys a case's canonical text by: two independently keyed 64-bit SipHashes of
+/// it and its length — a few bytes instead of the text itself (~450 bytes, which made the memo
+/// the engine's largest per-run record). A hit is another text's hash only if two texts of the
+/// same length collide on both hashes, whose keys are random per process: about N² / 2¹²⁹ for
+/// N cases, never in practice.
+type MemoKey = (u64, u64, usize);
+
+/// A thread's memo: reused buffers, the two hash keys, and text key → the hash's 16 hex digits.
+#[derive(Default)]
+struct Memo {
+    hasher: Hasher,
+    keys: [std::hash::RandomState; 2],
+    hashes: std::collections::HashMap<MemoKey, [u8; 16]>,
+}
+
+impl Memo {
+    fn key(&self, text: &[u8]) -> MemoKey {
+        use std::hash::BuildHasher;
+        let [a, b] = &self.keys;
+        (a.hash_one(text), b.hash_one(text), text.len())
+    }
+}
 
 thread_local! {
     static MEMO: std::cell::RefCell<Memo> = std::cell::RefCell::new(Default::default());
 }
 
-/// `case.equivalence_hash()` through a per-thread memo keyed by the canonical bytes (the whole
-/// definition of the hash, so a memo hit can never be another case's hash).
+/// `case.equivalence_hash()` through a per-thread memo keyed by the canonical bytes' digest
+/// ([`MemoKey`]).
 pub(crate) fn memo_equivalence_hash(case: &Case) -> String {
     MEMO.with(|cell| {
-        let (hasher, memo) = &mut *cell.borrow_mut();
-        hasher.buf.clear();
-        write_canonical(&mut hasher.buf, case);
-        if let Some(hex) = memo.get(hasher.buf.as_slice()) {
+        let memo = &mut *cell.borrow_mut();
+        memo.hasher.buf.clear();
+        write_canonical(&mut memo.hasher.buf, case);
+        let key = memo.key(&memo.hasher.buf);
+        if let Some(hex) = memo.hashes.get(&key) {
             return String::from_utf8_lossy(hex).into_owned();
         }
-        let digest = Sha256::digest(&hasher.buf);
+        let digest = Sha256::digest(&memo.hasher.buf);
         let hex = hex16(&digest[..8]);
-        if memo.len() >= MEMO_CAP {
-            memo.clear();
+        if memo.hashes.len() >= MEMO_CAP {
+            memo.hashes.clear();
         }
-        let mut key = [0u8; 16];
-        key.copy_from_slice(hex.as_bytes());
-        memo.insert(hasher.buf.as_slice().into(), key);
+        let mut value = [0u8; 16];
+        value.copy_from_slice(hex.as_bytes());
+        memo.hashes.insert(key, value);
         hex
     })
 }
@@ -291,6 +312,27 @@ mod tests {
                 "case {i}"
             );
         }
+    }
+
+    /// The memo answers every case with its own hash, whether seen before or not: cases that
+    /// differ in one field only, asked for twice, interleaved.
+    #[test]
+    fn the_memo_gives_each_case_its_own_hash() {
+        let cases: Vec<Case> = (0..200u64)
+            .map(|i| {
+                let mut c = Case::new(Variant::Mesh, 2, 1 + i / 2);
+                c.timed_rounds = 1 + (i % 2) as u32;
+                c
+            })
+            .collect();
+        for _ in 0..2 {
+            for c in cases.iter().rev().chain(&cases) {
+                assert_eq!(memo_equivalence_hash(c), c.equivalence_hash_reference());
+            }
+        }
+        let distinct: std::collections::BTreeSet<String> =
+            cases.iter().map(memo_equivalence_hash).collect();
+        assert_eq!(distinct.len(), cases.len());
     }
 
     proptest! {

@@ -60,7 +60,6 @@ pub(crate) struct Scheduler {
     attempts: Vec<u32>,
     leases: BTreeMap<NodeIndex, Lease>,
     unavailable: BTreeMap<String, String>,
-    results: Vec<RunResult>,
     /// The failed attempt of a run waiting for its retry: its result if the retry never comes.
     last: BTreeMap<usize, RunResult>,
     streaks: Streaks,
@@ -127,7 +126,6 @@ impl Scheduler {
             attempts,
             leases: BTreeMap::new(),
             unavailable: BTreeMap::new(),
-            results: Vec::new(),
             last: BTreeMap::new(),
             streaks,
             probed: BTreeSet::new(),
@@ -238,10 +236,17 @@ impl Scheduler {
         if let Step::Run { run, .. } = self.dag.step(node).clone() {
             let result = dispatcher.settle(run, status, reason);
             self.set(node, State::Done);
-            let outcome = Outcome::Run(Box::new(result.clone()));
-            self.results.push(result);
-            dispatcher.finished(self.dag.step(node), &outcome, &self.results);
+            let outcome = Outcome::Run(Box::new(result));
+            dispatcher.finished(self.dag.step(node), &outcome);
+            if let Outcome::Run(result) = outcome {
+                self.end(dispatcher, run, *result);
+            }
         }
+    }
+
+    /// Run `run` ended for good: its result goes to the dispatcher, which keeps it.
+    fn end(&mut self, dispatcher: &mut dyn Dispatch, run: usize, result: RunResult) {
+        dispatcher.ended(run, result);
     }
 
     /// A run that can no longer be placed: `blocked`, unless it already has a failed attempt
@@ -256,7 +261,7 @@ impl Scheduler {
         match self.last.remove(&run) {
             Some(result) => {
                 self.set(node, State::Done);
-                self.results.push(result);
+                self.end(dispatcher, run, result);
             }
             None => self.settle(dispatcher, node, RunStatus::Blocked, reason),
         }
@@ -479,8 +484,10 @@ impl Scheduler {
                 if let Some(cooldown) = retry {
                     // The attempt's bundle files stay; the run goes back to the ready set once
                     // its devices rested.
-                    dispatcher.finished(&step, &outcome, &self.results);
-                    self.last.insert(*run, (**result).clone());
+                    dispatcher.finished(&step, &outcome);
+                    if let Outcome::Run(result) = outcome {
+                        self.last.insert(*run, *result);
+                    }
                     if cooldown.is_zero() {
                         self.pool.release(&lease);
                         self.set(node, State::Waiting);
@@ -492,7 +499,13 @@ impl Scheduler {
                 }
                 self.pool.release(&lease);
                 self.last.remove(run);
-                self.results.push((**result).clone());
+                let run = *run;
+                self.set(node, State::Done);
+                dispatcher.finished(&step, &outcome);
+                if let Outcome::Run(result) = outcome {
+                    self.end(dispatcher, run, *result);
+                }
+                return;
             }
             (Step::Run { .. }, _) => {
                 self.running_runs -= 1;
@@ -503,7 +516,7 @@ impl Scheduler {
             _ => {}
         }
         self.set(node, State::Done);
-        dispatcher.finished(&step, &outcome, &self.results);
+        dispatcher.finished(&step, &outcome);
     }
 
     /// The earliest end of a cooldown.
@@ -571,9 +584,10 @@ impl Scheduler {
         self.interrupted |= *cancel.borrow();
         // Runs whose retry never came (interrupted) end with their last attempt.
         let waiting = std::mem::take(&mut self.last);
-        self.results.extend(waiting.into_values());
+        for (run, result) in waiting {
+            self.end(dispatcher, run, result);
+        }
         Summary {
-            results: self.results,
             interrupted: self.interrupted,
             quarantined: self.pool.quarantined().clone(),
         }

@@ -29,6 +29,8 @@ struct Fake {
     interrupt_on_start: Option<watch::Sender<bool>>,
     /// Report `stopped` (a failed write) once this many runs have started.
     stop_after_runs: Option<usize>,
+    /// Every result handed over by `ended`, in the order they came (run, result).
+    ended: Vec<(usize, RunResult)>,
 }
 
 impl Fake {
@@ -123,8 +125,12 @@ impl Dispatch for Fake {
         self.result(run, status, Some(reason.to_string()))
     }
 
-    fn finished(&mut self, step: &Step, _outcome: &Outcome, _results: &[RunResult]) {
+    fn finished(&mut self, step: &Step, _outcome: &Outcome) {
         self.events.push(("end".into(), step.key(), Vec::new(), 0));
+    }
+
+    fn ended(&mut self, run: usize, result: RunResult) {
+        self.ended.push((run, result));
     }
 
     fn stopped(&self) -> bool {
@@ -156,7 +162,7 @@ fn go(
     plans: Vec<RunPlan>,
     pool: Pool,
     limits: Limits,
-) -> Summary {
+) -> Seen {
     let stacks: Vec<(String, bool)> = stacks.iter().map(|(s, b)| (s.to_string(), *b)).collect();
     let dag = Dag::new(&stacks, &fake.runs);
     let sched = Scheduler::new(dag, pool, plans, limits);
@@ -165,7 +171,29 @@ fn go(
         .enable_time()
         .build()
         .unwrap();
-    rt.block_on(sched.run(fake, rx))
+    let summary = rt.block_on(sched.run(fake, rx));
+    Seen::of(fake, summary)
+}
+
+/// What a campaign of the fake dispatcher ended with: the scheduler's summary and the results
+/// it handed over.
+struct Seen {
+    results: Vec<RunResult>,
+    interrupted: bool,
+    quarantined: BTreeMap<u32, String>,
+}
+
+impl Seen {
+    fn of(fake: &Fake, summary: Summary) -> Seen {
+        // Each ended run is handed over exactly once.
+        let runs: BTreeSet<usize> = fake.ended.iter().map(|(run, _)| *run).collect();
+        assert_eq!(runs.len(), fake.ended.len(), "a run ended twice");
+        Seen {
+            results: fake.ended.iter().map(|(_, r)| r.clone()).collect(),
+            interrupted: summary.interrupted,
+            quarantined: summary.quarantined,
+        }
+    }
 }
 
 fn runs(spec: &[(&str, &str)]) -> Vec<RunNode> {
@@ -384,6 +412,7 @@ fn cancelled_before_start_runs_nothing() {
         .build()
         .unwrap();
     let summary = rt.block_on(sched.run(&mut fake, rx));
+    let summary = Seen::of(&fake, summary);
     assert!(summary.interrupted);
     assert!(summary.results.is_empty());
     assert!(fake.events.is_empty());
