@@ -1,9 +1,12 @@
 //! The engine's [`Dispatch`]: starts each step the scheduler hands over (generate, build, probe,
-//! run, collect, later report steps), records runs that do not execute, and after every
-//! finished run rewrites the results files and tells progress.
+//! run, collect), records runs that do not execute, hands every ended run's result to the
+//! results files and tells progress; once the scheduler returns, [`Dispatcher::conclude`] ends
+//! the session and runs the steps after `collect` (the report).
 //!
-//! The results files are rewritten off the dispatch path by `engine::results_files`: a
-//! finished run's result is handed over and the scheduler goes on at once.
+//! The results files are rewritten off the dispatch path by `engine::results_files`, whose
+//! thread holds the one copy of every result: a finished run's result moves there and the
+//! scheduler goes on at once. The report renders from that set after the scheduler, its graph
+//! and the session's per-run records are freed, so its memory is not added to theirs.
 //!
 //! It is the journal's writer: `started` when a build, probe or run step starts, `finished`
 //! (fsynced) when it ends — step keys are `Step::key()`, runs carry their fingerprint — and

@@ -1,5 +1,6 @@
 //! The end of a campaign after `collect`: the report step (summarize → plot → report, which
-//! `run` and `resume` append to the step graph) and recording a run dir into its results dir's
+//! `run` and `resume` run once every run ended and the engine's per-run state is freed) and
+//! recording a run dir into its results dir's
 //! performance history, which gives the report its History section (`run`, `resume` and
 //! `report` record their run dir).
 //!
