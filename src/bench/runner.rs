@@ -381,9 +381,10 @@ fn fill_report<T>(
         if let Some(c) = r.check {
             checked = Some(checked.unwrap_or_default().max(c));
         }
-        if rank == 0 {
-            wall = r.wall;
-        }
+        // The slowest rank's whole round: each rank's wall holds its own execute, so the
+        // round's wall_s is never below its execute_s (rank 0's alone can be, when a peer is
+        // preempted between leaving the done barrier and reading its clock).
+        wall = wall.max(r.wall);
         if r.result.wrong == 0 {
             continue;
         }
