@@ -1,6 +1,7 @@
 //! `campaign report RUN_DIR [--template F]`: re-render statistics, figures and the report of
 //! a run dir from its bundles, without running anything: a campaign run dir's results files are
-//! rewritten from its bundles in the order `run` wrote them, runs whose bundle is missing are
+//! rewritten from its bundles in the order `run` wrote them (left untouched when they already
+//! say exactly that), runs whose bundle is missing are
 //! named, and the run dir is recorded in its results dir's history store (a run dir outside
 //! campaign's layout is not recorded). Glue only.
 
@@ -70,7 +71,8 @@ pub(crate) fn run(args: &ReportArgs) -> Result<i32> {
     }
     opts.history = history;
     // The results files are rewritten on a second core while the report is rendered (both
-    // only read `results`); a failure to write them is reported first, as before.
+    // only read `results`), unless they already hold exactly these results
+    // (`store::results_stamp`); a failure to write them is reported first, as before.
     let (written, out) = std::thread::scope(|s| {
         let writing =
             campaign_dir.then(|| s.spawn(|| rebuild::write_results(&args.run_dir, &results)));
@@ -78,6 +80,7 @@ pub(crate) fn run(args: &ReportArgs) -> Result<i32> {
         let written = writing.map_or(Ok(()), |w| {
             w.join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                .map(drop)
         });
         (written, out)
     });
