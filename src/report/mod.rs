@@ -3,12 +3,15 @@
 //! Owns `render_all`, a pure function of a `ResultSet` (plus options) that writes
 //! `<run dir>/reports/summary.md`, the template context it was rendered from as
 //! `<run dir>/reports/context.json`, the same context as one self-contained page
-//! `<run dir>/reports/index.html`, and `<run dir>/figures/<name>.png|.svg|.hover.json`. It
+//! `<run dir>/reports/index.html`, and `<run dir>/figures/<name>.png|.svg|.hover.json`, and
+//! keeps the bootstrap intervals it drew in `<run dir>/reports/.bootstrap-memo` for the next
+//! report of the same results (`analysis::stats::memo`). It
 //! never runs anything; loaders build the `ResultSet` first. Of a bundle it reads only the
 //! tail of a failed run's `run.log`, for the HTML page (`html`).
 
 use std::path::{Path, PathBuf};
 
+use crate::analysis::stats::memo::Memo;
 use crate::analysis::stats::Bootstrap;
 use crate::error::{Error, Result};
 use crate::model::plan::ReportConfig;
@@ -88,6 +91,21 @@ pub(crate) fn bootstrap_for(results: &ResultSet) -> Bootstrap {
     }
 }
 
+/// The bootstrap intervals of the run dir's last report (`analysis::stats::memo`), in
+/// `reports/`: a report of the same results takes its intervals from it instead of resampling.
+pub(crate) const MEMO_FILE: &str = ".bootstrap-memo";
+
+/// Largest memo file read (≈ 32 bytes an interval; 10,000 runs need well under 1 MiB).
+const MEMO_MAX_BYTES: u64 = 256 << 20;
+
+/// The memo at `path`; empty when there is none or it is not a memo (a damaged or foreign file
+/// is never trusted, and is replaced by this report's).
+fn read_memo(path: &Path) -> Memo {
+    crate::model::file::read_regular(path, MEMO_MAX_BYTES)
+        .map(|bytes| Memo::decode(&bytes))
+        .unwrap_or_default()
+}
+
 /// What `render_all` wrote.
 #[derive(Debug, Clone)]
 pub struct ReportOutput {
@@ -125,11 +143,14 @@ pub fn render_all(
             PathBuf::from(markdown::DEFAULT_NAME),
         ),
     };
-    let analysis = Analysis::with_compare_metric(
+    let memo_file = run_dir.join("reports").join(MEMO_FILE);
+    let memo = read_memo(&memo_file);
+    let analysis = Analysis::remembering(
         results,
         opts.baseline.as_deref(),
         opts.bootstrap,
         opts.compare_metric,
+        &memo,
     );
     let (planned, skipped) =
         figures::plan_all(&analysis, results, &opts.figures, &run_dir.join("figures"))?;
@@ -178,6 +199,11 @@ pub fn render_all(
     ctx_json.commit()?;
     write_atomic(&summary, text.as_bytes())?;
     write_atomic(&html_file, page.as_bytes())?;
+    // Kept only when this report drew an interval or left one unused: a repeated report of
+    // the same run dir rewrites nothing here.
+    if memo.changed() {
+        write_atomic(&memo_file, &memo.encode())?;
+    }
     Ok(ReportOutput {
         summary,
         context,
