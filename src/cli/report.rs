@@ -76,7 +76,9 @@ pub(crate) fn run(args: &ReportArgs) -> Result<i32> {
     let (written, out) = std::thread::scope(|s| {
         let writing =
             campaign_dir.then(|| s.spawn(|| rebuild::write_results(&args.run_dir, &results)));
-        let out = report::render_all(&results, &opts, &args.run_dir);
+        // Rendered only when the results or anything else the report reads changed.
+        let out =
+            crate::engine::report_step::render_unless_unchanged(&results, &opts, &args.run_dir);
         let written = writing.map_or(Ok(()), |w| {
             w.join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic))

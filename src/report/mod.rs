@@ -106,8 +106,69 @@ fn read_memo(path: &Path) -> Memo {
         .unwrap_or_default()
 }
 
+/// Everything a report is rendered from besides its result set: the options, the template's
+/// text, the run dir as named, and what the page reads from the bundles. The report is a pure
+/// function of these and the set (no clock, no environment), so equal inputs render equal
+/// files: `campaign report` renders nothing when they and the files are unchanged.
+#[derive(Debug, serde::Serialize)]
+pub(crate) struct Inputs {
+    baseline: Option<String>,
+    template: Option<PathBuf>,
+    /// The template's text (None: the default template of this build).
+    template_text: Option<String>,
+    figures: Vec<String>,
+    title: Option<String>,
+    seed: u64,
+    resamples: u32,
+    history: Option<crate::model::series::ReportHistory>,
+    compare_metric: Option<crate::model::results::Metric>,
+    run_dir: PathBuf,
+    bundles: Vec<String>,
+}
+
+/// The [`Inputs`] of a report of `results` with `opts` into `run_dir`. A template that cannot
+/// be read is an error here, as in `render_all`.
+pub(crate) fn inputs(results: &ResultSet, opts: &ReportOptions, run_dir: &Path) -> Result<Inputs> {
+    let template_text = match &opts.template {
+        Some(path) => Some(std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?),
+        None => None,
+    };
+    Ok(Inputs {
+        baseline: opts.baseline.clone(),
+        template: opts.template.clone(),
+        template_text,
+        figures: opts.figures.clone(),
+        title: opts.title.clone(),
+        seed: opts.bootstrap.seed,
+        resamples: opts.bootstrap.resamples,
+        history: opts.history.clone(),
+        compare_metric: opts.compare_metric,
+        run_dir: run_dir.to_path_buf(),
+        bundles: html::bundle_reads(results, run_dir),
+    })
+}
+
+impl ReportOutput {
+    /// Every file the report wrote, relative to `run_dir` (the bootstrap memo aside: a cache).
+    pub(crate) fn files(&self, run_dir: &Path) -> Vec<String> {
+        let mut paths = vec![&self.summary, &self.context, &self.html];
+        for f in &self.figures {
+            paths.extend([&f.png, &f.svg, &f.hover]);
+        }
+        paths
+            .into_iter()
+            .map(|p| {
+                p.strip_prefix(run_dir)
+                    .unwrap_or(p)
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect()
+    }
+}
+
 /// What `render_all` wrote.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct ReportOutput {
     /// `<run dir>/reports/summary.md`.
     pub summary: PathBuf,

@@ -13,6 +13,10 @@
 //!
 //! Written after the files are renamed into place: a crash between the two leaves a stamp of
 //! older files, which their hashes no longer match.
+//!
+//! The same proof keeps a repeated `campaign report` from rendering again
+//! (`reports/.report-stamp`, [`REPORT_STAMP`]): its input is the result set with everything else
+//! the report reads, its files the report's, and it carries what the command prints.
 
 use std::io::{Read, Write};
 use std::path::Path;
@@ -23,8 +27,11 @@ use sha2::{Digest, Sha256};
 
 use crate::error::Result;
 
-/// The stamp's file name in the run dir.
+/// The results files' stamp, in the run dir.
 pub(crate) const FILE_NAME: &str = ".results-stamp";
+
+/// The report's stamp, in the run dir.
+pub(crate) const REPORT_STAMP: &str = "reports/.report-stamp";
 
 /// Bumped when the stamp's meaning changes; a stamp of another format proves nothing.
 const FORMAT: u32 = 1;
@@ -43,6 +50,9 @@ struct Stamp {
     writer: String,
     input: String,
     files: Vec<FileSum>,
+    /// What the writer wants back when the files are unchanged.
+    #[serde(default)]
+    extra: serde_json::Value,
 }
 
 /// The build writing the files: the version, the commit, and the executable's length and
@@ -73,18 +83,40 @@ fn writer() -> &'static str {
 /// Do `dir`'s results files, as named in its stamp, hold exactly what this build writes for a
 /// set of digest `input`? False whenever anything cannot be read or does not match.
 pub(crate) fn unchanged(dir: &Path, input: &[u8; 32], names: &[&str]) -> bool {
-    let Ok(text) = std::fs::read(dir.join(FILE_NAME)) else {
-        return false;
-    };
-    let Ok(stamp) = serde_json::from_slice::<Stamp>(&text) else {
-        return false;
-    };
+    proven(dir, FILE_NAME, input, Some(names)).is_some()
+}
+
+/// The stamp `stamp` (relative to `dir`) when it proves its files (relative to `dir`; exactly
+/// `names` when given) hold what this build writes for input `input`: its `extra`.
+pub(crate) fn proven(
+    dir: &Path,
+    stamp: &str,
+    input: &[u8; 32],
+    names: Option<&[&str]>,
+) -> Option<serde_json::Value> {
+    let text = std::fs::read(dir.join(stamp)).ok()?;
+    let stamp = serde_json::from_slice::<Stamp>(&text).ok()?;
     let listed: Vec<&str> = stamp.files.iter().map(|f| f.name.as_str()).collect();
-    stamp.format == FORMAT
+    let holds = stamp.format == FORMAT
         && stamp.writer == writer()
         && stamp.input == hex::encode(input)
-        && listed == names
-        && stamp.files.iter().all(|f| on_disk(dir, f))
+        && names.is_none_or(|n| listed == n)
+        && stamp.files.iter().all(|f| on_disk(dir, f));
+    holds.then_some(stamp.extra)
+}
+
+/// The length and SHA-256 of the file `name` (relative to `dir`) as it is on disk.
+pub(crate) fn sum_file(dir: &Path, name: &str) -> Result<FileSum> {
+    let path = dir.join(name);
+    let mut file = std::fs::File::open(&path).map_err(|e| crate::error::Error::io(&path, e))?;
+    let mut sums = Summing::new(std::io::sink());
+    std::io::copy(&mut file, &mut sums).map_err(|e| crate::error::Error::io(&path, e))?;
+    let (bytes, sha256) = sums.finish();
+    Ok(FileSum {
+        name: name.to_string(),
+        bytes,
+        sha256,
+    })
 }
 
 /// Does the file on disk have the recorded length and SHA-256?
@@ -114,15 +146,28 @@ fn on_disk(dir: &Path, want: &FileSum) -> bool {
 /// Record that `dir`'s results files (`files`, as written) are this build's text of the set of
 /// digest `input`. Written atomically, after the files.
 pub(crate) fn record(dir: &Path, input: &[u8; 32], files: Vec<FileSum>) -> Result<()> {
-    let stamp = Stamp {
+    record_as(dir, FILE_NAME, input, files, serde_json::Value::Null)
+}
+
+/// Record the stamp `stamp` (relative to `dir`) of `files` written for input `input`, carrying
+/// `extra`. Written atomically, after the files.
+pub(crate) fn record_as(
+    dir: &Path,
+    stamp: &str,
+    input: &[u8; 32],
+    files: Vec<FileSum>,
+    extra: serde_json::Value,
+) -> Result<()> {
+    let stamp_doc = Stamp {
         format: FORMAT,
         writer: writer().to_string(),
         input: hex::encode(input),
         files,
+        extra,
     };
-    let mut text = serde_json::to_vec_pretty(&stamp).unwrap_or_default();
+    let mut text = serde_json::to_vec_pretty(&stamp_doc).unwrap_or_default();
     text.push(b'\n');
-    crate::store::atomic::write_atomic(&dir.join(FILE_NAME), &text)
+    crate::store::atomic::write_atomic(&dir.join(stamp), &text)
 }
 
 /// A writer that passes its bytes on and sums them (length and SHA-256) on the way.
