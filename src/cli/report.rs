@@ -73,12 +73,18 @@ pub(crate) fn run(args: &ReportArgs) -> Result<i32> {
     // The results files are rewritten on a second core while the report is rendered (both
     // only read `results`), unless they already hold exactly these results
     // (`store::results_stamp`); a failure to write them is reported first, as before.
+    // What both the results files and the report are a function of, worked out once.
+    let digest = crate::store::set_digest::digest(&results);
     let (written, out) = std::thread::scope(|s| {
-        let writing =
-            campaign_dir.then(|| s.spawn(|| rebuild::write_results(&args.run_dir, &results)));
+        let writing = campaign_dir
+            .then(|| s.spawn(|| rebuild::write_results_of(&args.run_dir, &results, &digest)));
         // Rendered only when the results or anything else the report reads changed.
-        let out =
-            crate::engine::report_step::render_unless_unchanged(&results, &opts, &args.run_dir);
+        let out = crate::engine::report_step::render_unless_unchanged(
+            &results,
+            &digest,
+            &opts,
+            &args.run_dir,
+        );
         let written = writing.map_or(Ok(()), |w| {
             w.join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic))

@@ -48,15 +48,16 @@ pub(crate) fn report_step(
 /// what it would render: the same result set and inputs (`report::Inputs`), the same build, and
 /// every file hashing as it was written. Then nothing is rendered and what the last render
 /// wrote is returned; otherwise the report is rendered and stamped.
+/// `set_digest` is `store::set_digest::digest(results)`.
 pub(crate) fn render_unless_unchanged(
     results: &ResultSet,
+    set_digest: &[u8; 32],
     opts: &crate::report::ReportOptions,
     run_dir: &Path,
 ) -> Result<crate::report::ReportOutput> {
     use crate::store::results_stamp::{self, REPORT_STAMP};
-    use crate::store::set_digest::digest;
     let inputs = crate::report::inputs(results, opts, run_dir)?;
-    let input = digest(&(digest(results), &inputs));
+    let input = crate::store::set_digest::digest(&(set_digest, &inputs));
     let proven = results_stamp::proven(run_dir, REPORT_STAMP, &input, None)
         .and_then(|extra| serde_json::from_value(extra).ok());
     if let Some(out) = proven {

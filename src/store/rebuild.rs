@@ -142,9 +142,14 @@ const RESULTS_FILES: [(&str, FileWriter); 3] = [
 /// run dir's results stamp proves the files on disk are already this set's text, when nothing
 /// is written (`store::results_stamp`). The stamp is recorded after every write.
 pub(crate) fn write_results(dir: &Path, set: &ResultSet) -> Result<Rewrite> {
-    let input = set_digest::digest(set);
+    write_results_of(dir, set, &set_digest::digest(set))
+}
+
+/// [`write_results`] of a set whose `store::set_digest` is `input` (worked out once by a caller
+/// that needs it too).
+pub(crate) fn write_results_of(dir: &Path, set: &ResultSet, input: &[u8; 32]) -> Result<Rewrite> {
     let names = RESULTS_FILES.map(|(name, _)| name);
-    if results_stamp::unchanged(dir, &input, &names) {
+    if results_stamp::unchanged(dir, input, &names) {
         return Ok(Rewrite::Unchanged);
     }
     let mut staged = Staged::new();
@@ -167,7 +172,7 @@ pub(crate) fn write_results(dir: &Path, set: &ResultSet) -> Result<Rewrite> {
         });
     }
     staged.commit()?;
-    results_stamp::record(dir, &input, sums)?;
+    results_stamp::record(dir, input, sums)?;
     Ok(Rewrite::Written)
 }
 

@@ -6,7 +6,9 @@
 //! Owns only the encoding's injectivity: every value carries a tag, strings, byte strings and
 //! sequences their length, structs and maps their keys (so a field skipped by
 //! `skip_serializing_if` is told apart from a present one), and a map or sequence of unknown
-//! length an end mark. Floats are hashed by their bits, so any change of a value changes the
+//! length an end mark. A struct field's name is hashed in full the first time it is met and as
+//! its number (in order of first meeting) after that — the stream still names every field, but
+//! half a million samples do not hash their ten field names each. Floats are hashed by their bits, so any change of a value changes the
 //! digest. No I/O.
 
 use serde::ser::{self, Serialize};
@@ -17,6 +19,8 @@ pub(crate) fn digest<T: Serialize + ?Sized>(value: &T) -> [u8; 32] {
     let mut h = Hasher {
         sha: Sha256::new(),
         buf: Vec::with_capacity(BUF),
+        fields: Vec::new(),
+        next: 0,
     };
     // The encoding never fails: `Error` is only named because serde requires one.
     let _ = value.serialize(&mut h);
@@ -30,6 +34,10 @@ const BUF: usize = 1 << 16;
 struct Hasher {
     sha: Sha256,
     buf: Vec<u8>,
+    /// Field names met so far, by number (`field`).
+    fields: Vec<&'static str>,
+    /// The number the next field probably has: the one after the last (fields come in order).
+    next: usize,
 }
 
 impl Hasher {
@@ -66,6 +74,28 @@ impl Hasher {
         self.put(s);
     }
 
+    /// A struct field's name (`tag` FIELD or SKIPPED): in full the first time, with the number
+    /// it gets; its number after that.
+    fn field(&mut self, tag: u8, key: &'static str) {
+        let known = match self.fields.get(self.next) {
+            Some(k) if k.as_ptr() == key.as_ptr() && k.len() == key.len() => Some(self.next),
+            _ => (self.fields.iter())
+                .position(|k| k.as_ptr() == key.as_ptr() && k.len() == key.len()),
+        };
+        let number = match known {
+            Some(n) => n,
+            None => {
+                // New (or the same text at another address: named again, still unambiguous).
+                self.text(NEW_FIELD, key.as_bytes());
+                self.fields.push(key);
+                self.fields.len() - 1
+            }
+        };
+        self.next = number + 1;
+        self.tag(tag);
+        self.put(&(number as u32).to_le_bytes());
+    }
+
     /// A container's start: its length, or the mark of an unknown one (closed by `END`).
     fn open(&mut self, tag: u8, len: Option<usize>) {
         self.tag(tag);
@@ -96,6 +126,7 @@ const SKIPPED: u8 = 15;
 const NEWTYPE: u8 = 16;
 const UNSIZED: u8 = 17;
 const END: u8 = 18;
+const NEW_FIELD: u8 = 19;
 
 #[derive(Debug)]
 struct Never(String);
@@ -337,11 +368,11 @@ impl ser::SerializeStruct for &mut Hasher {
     type Ok = ();
     type Error = Never;
     fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> R {
-        self.text(FIELD, key.as_bytes());
+        self.field(FIELD, key);
         value.serialize(&mut **self)
     }
     fn skip_field(&mut self, key: &'static str) -> R {
-        self.text(SKIPPED, key.as_bytes());
+        self.field(SKIPPED, key);
         Ok(())
     }
     fn end(self) -> R {
@@ -354,11 +385,11 @@ impl ser::SerializeStructVariant for &mut Hasher {
     type Ok = ();
     type Error = Never;
     fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> R {
-        self.text(FIELD, key.as_bytes());
+        self.field(FIELD, key);
         value.serialize(&mut **self)
     }
     fn skip_field(&mut self, key: &'static str) -> R {
-        self.text(SKIPPED, key.as_bytes());
+        self.field(SKIPPED, key);
         Ok(())
     }
     fn end(self) -> R {
