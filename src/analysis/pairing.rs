@@ -4,8 +4,9 @@
 //! family-wise level holds. Also which baseline is chosen, how many pairs are judged together,
 //! and why a stack is not paired. Pure: no files, no formatting beyond a verdict's label.
 
-use crate::analysis::run_stats::{metric_draws, Estimate, Repeats, RunStats, View};
-use crate::analysis::stats::bootstrap::{self, Bootstrap, Interval};
+use crate::analysis::run_stats::{metric_draws, Estimate, RunStats, View};
+use crate::analysis::stats::bootstrap::{Bootstrap, Interval, LEVEL};
+use crate::analysis::stats::memo::{Memo, Resampling};
 use crate::analysis::verdict::{self, Change, Conditions, Evidence};
 use crate::model::results::{Metric, ResultSet};
 
@@ -132,19 +133,20 @@ pub(crate) fn paired_rows(
         .sum()
 }
 
-/// The paired comparisons of one planned case: every stack of `stats` (with its bootstrap
-/// `draws` and sorted repeats `sides`, index for index) against the baseline, each left
-/// pending for [`judge_pairs`]. Empty when the baseline did not pass on this case.
+/// The paired comparisons of one planned case: every stack of `stats` (with its bootstrap,
+/// `sides`, index for index) against the baseline, each left pending for [`judge_pairs`]; the
+/// ratio intervals come from `memo` when it holds them. Empty when the baseline did not pass
+/// on this case.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn pair_case(
     results: &ResultSet,
     stats: &[RunStats],
-    draws: &[Vec<f64>],
-    sides: &[Repeats],
+    sides: &[Resampling],
     baseline: Option<&str>,
     compare_metric: Option<Metric>,
     level: f64,
     boot: &Bootstrap,
+    memo: &Memo,
 ) -> Vec<Paired> {
     let mut paired = Vec::new();
     let base = baseline.and_then(|b| {
@@ -164,7 +166,7 @@ pub(crate) fn pair_case(
             metric_draws(results, &s.runs, m, boot)
         };
         let base_on = on_metric(b);
-        for ((s, d), r) in stats.iter().zip(draws).zip(sides) {
+        for (s, side) in stats.iter().zip(sides) {
             let run = &results.runs[s.index];
             if run.stack == baseline {
                 continue;
@@ -179,29 +181,28 @@ pub(crate) fn pair_case(
                 Some(e) => e.view(),
                 None => View {
                     median: s.summary.median,
-                    draws: d,
-                    repeats: r,
+                    sampled: side,
                 },
             };
             let base = match &base_on {
                 Some(e) => e.view(),
                 None => View {
                     median: b.summary.median,
-                    draws: &draws[bi],
-                    repeats: &sides[bi],
+                    sampled: &sides[bi],
                 },
             };
-            if own.draws.is_empty() || base.draws.is_empty() || base.median <= 0.0 {
+            if own.sampled.is_empty() || base.sampled.is_empty() || base.median <= 0.0 {
                 continue;
             }
-            let too_few = verdict::too_few(own.repeats).or_else(|| verdict::too_few(base.repeats));
+            let (own_repeats, base_repeats) = (&own.sampled.repeats, &base.sampled.repeats);
+            let too_few = verdict::too_few(own_repeats).or_else(|| verdict::too_few(base_repeats));
             // A pair with an interval is judged with every other (`judge_pairs`).
             let pending = too_few.is_none().then(|| {
                 // Both stacks ran in this campaign, interleaved: no campaign-to-campaign term.
                 let conditions =
                     |st: &RunStats| Conditions::of(st.runs.iter().map(|&i| &results.runs[i]));
-                Evidence::new(base.repeats, own.repeats, None, || {
-                    let wide = bootstrap::ratio_interval_at(own.draws, base.draws, level);
+                Evidence::new(base_repeats, own_repeats, None, || {
+                    let wide = memo.ratio(own.sampled, base.sampled, level);
                     Interval {
                         lo: wide.lo - 1.0,
                         hi: wide.hi - 1.0,
@@ -216,7 +217,7 @@ pub(crate) fn pair_case(
             // An interval wider than ×10 either way says nothing: not printed.
             let ci = pending
                 .is_some()
-                .then(|| bootstrap::ratio_interval(own.draws, base.draws))
+                .then(|| memo.ratio(own.sampled, base.sampled, LEVEL))
                 .filter(|i| {
                     verdict::meaningful(Interval {
                         lo: i.lo - 1.0,

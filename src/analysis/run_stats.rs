@@ -7,9 +7,10 @@
 use std::collections::BTreeMap;
 
 use crate::analysis::stats::bandwidth;
-use crate::analysis::stats::bootstrap::{self, Bootstrap};
+use crate::analysis::stats::bootstrap::Bootstrap;
 use crate::analysis::stats::describe::{describe, Summary};
 use crate::analysis::stats::hierarchical;
+use crate::analysis::stats::memo::{Memo, Resampling};
 use crate::model::results::{Metric, ResultSet, RunResult};
 
 /// Statistics of one (case, stack): its passing repeats together (one run without repeats).
@@ -44,14 +45,15 @@ pub(crate) struct RunStats {
 /// The timed values of one (case, stack): each passing repeat's, sorted ascending.
 pub(crate) type Repeats = Vec<Vec<f64>>;
 
-/// Statistics of the passing repeats `indices` of one (case, stack), their hierarchical
-/// bootstrap draws and sorted repeats (kept by the caller for paired ratios and verdicts).
-/// None when no repeat has a time.
+/// Statistics of the passing repeats `indices` of one (case, stack) and their hierarchical
+/// bootstrap (sorted repeats and draws, kept by the caller for paired ratios and verdicts); the
+/// interval comes from `memo` when it holds it. None when no repeat has a time.
 pub(crate) fn run_stats(
     indices: &[usize],
     results: &ResultSet,
     boot: &Bootstrap,
-) -> Option<(RunStats, Vec<f64>, Repeats)> {
+    memo: &Memo,
+) -> Option<(RunStats, Resampling)> {
     let metric = results.metric(&results.runs[*indices.first()?].stack);
     let mut used = Vec::new();
     let mut repeats: Vec<Vec<f64>> = Vec::new();
@@ -76,9 +78,10 @@ pub(crate) fn run_stats(
         Metric::ExecuteS => format!("{}/{}", run.base_case_id(), run.stack),
         m => format!("{}/{}/{m}", run.base_case_id(), run.stack),
     };
-    let draws = boot.hierarchical_draws(&repeats, &key);
-    let mut summary = describe(&xs, &sorted, bootstrap::interval(&draws))?;
-    summary.median = hierarchical::estimate(&repeats)?;
+    let median = hierarchical::estimate(&repeats)?;
+    let sampled = Resampling::new(boot, repeats, key);
+    let mut summary = describe(&xs, &sorted, memo.interval(&sampled))?;
+    summary.median = median;
     let n_bytes = run.case.n_bytes();
     let runs: Vec<&RunResult> = used.iter().map(|&i| &results.runs[i]).collect();
     let timed: Vec<_> = runs.iter().flat_map(|r| r.timed_ok()).collect();
@@ -97,7 +100,7 @@ pub(crate) fn run_stats(
     let m = summary.median;
     let stats = RunStats {
         index,
-        rounds: repeats.iter().map(Vec::len).min().unwrap_or(0),
+        rounds: sampled.repeats.iter().map(Vec::len).min().unwrap_or(0),
         metric,
         runs: used,
         n_bytes,
@@ -110,7 +113,7 @@ pub(crate) fn run_stats(
         compile_means: means(compile_sums),
         summary,
     };
-    Some((stats, draws, repeats))
+    Some((stats, sampled))
 }
 
 /// Add each of `values` to its (sum, count) in `sums`; a name is copied only the first time
@@ -128,32 +131,29 @@ pub(crate) fn add_all(sums: &mut BTreeMap<String, (f64, usize)>, values: &BTreeM
     }
 }
 
-/// One side of a paired comparison on one metric: the hierarchical estimate, its draws and the
-/// sorted repeats it rests on.
+/// One side of a paired comparison on one metric: the hierarchical estimate and the bootstrap
+/// (sorted repeats, draws) it rests on.
 pub(crate) struct Estimate {
     pub(crate) median: f64,
-    pub(crate) draws: Vec<f64>,
-    pub(crate) repeats: Repeats,
+    pub(crate) sampled: Resampling,
 }
 
 /// An `Estimate` borrowed (or the pieces of a stack's own `RunStats`).
 pub(crate) struct View<'a> {
     pub(crate) median: f64,
-    pub(crate) draws: &'a [f64],
-    pub(crate) repeats: &'a [Vec<f64>],
+    pub(crate) sampled: &'a Resampling,
 }
 
 impl Estimate {
     pub(crate) fn view(&self) -> View<'_> {
         View {
             median: self.median,
-            draws: &self.draws,
-            repeats: &self.repeats,
+            sampled: &self.sampled,
         }
     }
 }
 
-/// The hierarchical estimate and draws of `metric` over the repeats `indices`.
+/// The hierarchical estimate and bootstrap of `metric` over the repeats `indices`.
 pub(crate) fn metric_draws(
     results: &ResultSet,
     indices: &[usize],
@@ -173,7 +173,6 @@ pub(crate) fn metric_draws(
     let key = format!("{}/{}/{metric}", first.base_case_id(), first.stack);
     Some(Estimate {
         median: hierarchical::estimate(&repeats)?,
-        draws: boot.hierarchical_draws(&repeats, &key),
-        repeats,
+        sampled: Resampling::new(boot, repeats, key),
     })
 }

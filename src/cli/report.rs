@@ -1,6 +1,7 @@
 //! `campaign report RUN_DIR [--template F]`: re-render statistics, figures and the report of
 //! a run dir from its bundles, without running anything: a campaign run dir's results files are
-//! rewritten from its bundles in the order `run` wrote them, runs whose bundle is missing are
+//! rewritten from its bundles in the order `run` wrote them (left untouched when they already
+//! say exactly that), runs whose bundle is missing are
 //! named, and the run dir is recorded in its results dir's history store (a run dir outside
 //! campaign's layout is not recorded). Glue only.
 
@@ -70,14 +71,24 @@ pub(crate) fn run(args: &ReportArgs) -> Result<i32> {
     }
     opts.history = history;
     // The results files are rewritten on a second core while the report is rendered (both
-    // only read `results`); a failure to write them is reported first, as before.
+    // only read `results`), unless they already hold exactly these results
+    // (`store::results_stamp`); a failure to write them is reported first, as before.
+    // What both the results files and the report are a function of, worked out once.
+    let digest = crate::store::set_digest::digest(&results);
     let (written, out) = std::thread::scope(|s| {
-        let writing =
-            campaign_dir.then(|| s.spawn(|| rebuild::write_results(&args.run_dir, &results)));
-        let out = report::render_all(&results, &opts, &args.run_dir);
+        let writing = campaign_dir
+            .then(|| s.spawn(|| rebuild::write_results_of(&args.run_dir, &results, &digest)));
+        // Rendered only when the results or anything else the report reads changed.
+        let out = crate::engine::report_step::render_unless_unchanged(
+            &results,
+            &digest,
+            &opts,
+            &args.run_dir,
+        );
         let written = writing.map_or(Ok(()), |w| {
             w.join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                .map(drop)
         });
         (written, out)
     });

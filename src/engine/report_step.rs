@@ -43,6 +43,35 @@ pub(crate) fn report_step(
     vec![("report".to_string(), report)]
 }
 
+/// `campaign report`'s summarize → plot → report of `results` into `run_dir`, unless the
+/// report's stamp (`store::results_stamp::REPORT_STAMP`) proves the files on disk are already
+/// what it would render: the same result set and inputs (`report::Inputs`), the same build, and
+/// every file hashing as it was written. Then nothing is rendered and what the last render
+/// wrote is returned; otherwise the report is rendered and stamped.
+/// `set_digest` is `store::set_digest::digest(results)`.
+pub(crate) fn render_unless_unchanged(
+    results: &ResultSet,
+    set_digest: &[u8; 32],
+    opts: &crate::report::ReportOptions,
+    run_dir: &Path,
+) -> Result<crate::report::ReportOutput> {
+    use crate::store::results_stamp::{self, REPORT_STAMP};
+    let inputs = crate::report::inputs(results, opts, run_dir)?;
+    let input = crate::store::set_digest::digest(&(set_digest, &inputs));
+    let proven = results_stamp::proven(run_dir, REPORT_STAMP, &input, None)
+        .and_then(|extra| serde_json::from_value(extra).ok());
+    if let Some(out) = proven {
+        return Ok(out);
+    }
+    let out = crate::report::render_all(results, opts, run_dir)?;
+    let files = (out.files(run_dir).iter())
+        .map(|name| results_stamp::sum_file(run_dir, name))
+        .collect::<Result<Vec<_>>>()?;
+    let extra = serde_json::to_value(&out).unwrap_or_default();
+    results_stamp::record_as(run_dir, REPORT_STAMP, &input, files, extra)?;
+    Ok(out)
+}
+
 /// Record a run dir of `run`, `resume` or `report` in its results dir's store and return the
 /// report's history section. History is a side record: a failure is printed as a warning and
 /// never fails the campaign. `results_dir` is `--results-dir`; without it the run dir's own

@@ -41,9 +41,10 @@ pub(crate) struct Header {
     pub(crate) metrics: std::collections::BTreeMap<String, crate::model::results::Metric>,
 }
 
-/// Write the three results files of `set`, each atomically (temp file, sync, rename).
+/// Write the three results files of `set`, each atomically (temp file, sync, rename), unless
+/// they already hold exactly this set (a resume that added nothing leaves them untouched).
 pub(crate) fn write(run_dir: &RunDir, set: &ResultSet) -> Result<()> {
-    crate::store::rebuild::write_results(&run_dir.path, set)
+    crate::store::rebuild::write_results(&run_dir.path, set).map(drop)
 }
 
 /// Give the memory a rewrite freed back to the system. glibc keeps a heap (arena) per thread and

@@ -586,6 +586,36 @@ fn bundle_links(run_dir: &Path, bundle: &str) -> Vec<Link> {
     .collect()
 }
 
+/// What the page reads from the bundles of `results`' runs — which of each bundle's files
+/// exist, and each failure's log tail as the page shows it — so a report is rendered again
+/// whenever any of it changed (`report::Inputs`). Covers every run, a superset of the rows the
+/// table links; failures are the runs with no timed value of their metric, as
+/// `report::summary` finds them, in run order.
+pub(crate) fn bundle_reads(results: &ResultSet, run_dir: &Path) -> Vec<String> {
+    let mut out = Vec::with_capacity(results.runs.len());
+    let mut failures = 0;
+    for run in &results.runs {
+        let bundle = run.bundle.display().to_string();
+        let links = bundle_links(run_dir, &bundle);
+        out.push(
+            links
+                .iter()
+                .map(|l| l.file.as_str())
+                .collect::<Vec<_>>()
+                .join(","),
+        );
+        if run.timed(results.metric(&run.stack)).is_empty() {
+            let log = failure_log(run_dir, &bundle, failures < MAX_TAILS);
+            out.push(format!(
+                "{:?} {:?} {}",
+                log.log_href, log.tail, log.tail_note
+            ));
+            failures += 1;
+        }
+    }
+    out
+}
+
 fn failure_log(run_dir: &Path, bundle: &str, with_tail: bool) -> FailureLog {
     let log = run_dir.join(bundle).join("run.log");
     if bundle.is_empty() || !log.is_file() {

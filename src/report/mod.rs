@@ -3,12 +3,15 @@
 //! Owns `render_all`, a pure function of a `ResultSet` (plus options) that writes
 //! `<run dir>/reports/summary.md`, the template context it was rendered from as
 //! `<run dir>/reports/context.json`, the same context as one self-contained page
-//! `<run dir>/reports/index.html`, and `<run dir>/figures/<name>.png|.svg|.hover.json`. It
+//! `<run dir>/reports/index.html`, and `<run dir>/figures/<name>.png|.svg|.hover.json`, and
+//! keeps the bootstrap intervals it drew in `<run dir>/reports/.bootstrap-memo` for the next
+//! report of the same results (`analysis::stats::memo`). It
 //! never runs anything; loaders build the `ResultSet` first. Of a bundle it reads only the
 //! tail of a failed run's `run.log`, for the HTML page (`html`).
 
 use std::path::{Path, PathBuf};
 
+use crate::analysis::stats::memo::Memo;
 use crate::analysis::stats::Bootstrap;
 use crate::error::{Error, Result};
 use crate::model::plan::ReportConfig;
@@ -88,8 +91,84 @@ pub(crate) fn bootstrap_for(results: &ResultSet) -> Bootstrap {
     }
 }
 
+/// The bootstrap intervals of the run dir's last report (`analysis::stats::memo`), in
+/// `reports/`: a report of the same results takes its intervals from it instead of resampling.
+pub(crate) const MEMO_FILE: &str = ".bootstrap-memo";
+
+/// Largest memo file read (≈ 32 bytes an interval; 10,000 runs need well under 1 MiB).
+const MEMO_MAX_BYTES: u64 = 256 << 20;
+
+/// The memo at `path`; empty when there is none or it is not a memo (a damaged or foreign file
+/// is never trusted, and is replaced by this report's).
+fn read_memo(path: &Path) -> Memo {
+    crate::model::file::read_regular(path, MEMO_MAX_BYTES)
+        .map(|bytes| Memo::decode(&bytes))
+        .unwrap_or_default()
+}
+
+/// Everything a report is rendered from besides its result set: the options, the template's
+/// text, the run dir as named, and what the page reads from the bundles. The report is a pure
+/// function of these and the set (no clock, no environment), so equal inputs render equal
+/// files: `campaign report` renders nothing when they and the files are unchanged.
+#[derive(Debug, serde::Serialize)]
+pub(crate) struct Inputs {
+    baseline: Option<String>,
+    template: Option<PathBuf>,
+    /// The template's text (None: the default template of this build).
+    template_text: Option<String>,
+    figures: Vec<String>,
+    title: Option<String>,
+    seed: u64,
+    resamples: u32,
+    history: Option<crate::model::series::ReportHistory>,
+    compare_metric: Option<crate::model::results::Metric>,
+    run_dir: PathBuf,
+    bundles: Vec<String>,
+}
+
+/// The [`Inputs`] of a report of `results` with `opts` into `run_dir`. A template that cannot
+/// be read is an error here, as in `render_all`.
+pub(crate) fn inputs(results: &ResultSet, opts: &ReportOptions, run_dir: &Path) -> Result<Inputs> {
+    let template_text = match &opts.template {
+        Some(path) => Some(std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?),
+        None => None,
+    };
+    Ok(Inputs {
+        baseline: opts.baseline.clone(),
+        template: opts.template.clone(),
+        template_text,
+        figures: opts.figures.clone(),
+        title: opts.title.clone(),
+        seed: opts.bootstrap.seed,
+        resamples: opts.bootstrap.resamples,
+        history: opts.history.clone(),
+        compare_metric: opts.compare_metric,
+        run_dir: run_dir.to_path_buf(),
+        bundles: html::bundle_reads(results, run_dir),
+    })
+}
+
+impl ReportOutput {
+    /// Every file the report wrote, relative to `run_dir` (the bootstrap memo aside: a cache).
+    pub(crate) fn files(&self, run_dir: &Path) -> Vec<String> {
+        let mut paths = vec![&self.summary, &self.context, &self.html];
+        for f in &self.figures {
+            paths.extend([&f.png, &f.svg, &f.hover]);
+        }
+        paths
+            .into_iter()
+            .map(|p| {
+                p.strip_prefix(run_dir)
+                    .unwrap_or(p)
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect()
+    }
+}
+
 /// What `render_all` wrote.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct ReportOutput {
     /// `<run dir>/reports/summary.md`.
     pub summary: PathBuf,
@@ -125,11 +204,14 @@ pub fn render_all(
             PathBuf::from(markdown::DEFAULT_NAME),
         ),
     };
-    let analysis = Analysis::with_compare_metric(
+    let memo_file = run_dir.join("reports").join(MEMO_FILE);
+    let memo = read_memo(&memo_file);
+    let analysis = Analysis::remembering(
         results,
         opts.baseline.as_deref(),
         opts.bootstrap,
         opts.compare_metric,
+        &memo,
     );
     let (planned, skipped) =
         figures::plan_all(&analysis, results, &opts.figures, &run_dir.join("figures"))?;
@@ -178,6 +260,11 @@ pub fn render_all(
     ctx_json.commit()?;
     write_atomic(&summary, text.as_bytes())?;
     write_atomic(&html_file, page.as_bytes())?;
+    // Kept only when this report drew an interval or left one unused: a repeated report of
+    // the same run dir rewrites nothing here.
+    if memo.changed() {
+        write_atomic(&memo_file, &memo.encode())?;
+    }
     Ok(ReportOutput {
         summary,
         context,

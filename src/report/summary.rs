@@ -17,6 +17,7 @@ use crate::analysis::run_stats::{run_stats, RunStats};
 pub(crate) use crate::analysis::scaling::ModelFit;
 use crate::analysis::scaling::{b_stars, fits, BStar};
 use crate::analysis::stats::bootstrap::Bootstrap;
+use crate::analysis::stats::memo::Memo;
 use crate::analysis::verdict;
 use crate::model::results::{Metric, ResultSet, RunResult, RunStatus};
 
@@ -78,6 +79,24 @@ impl Analysis {
         bootstrap: Bootstrap,
         compare_metric: Option<Metric>,
     ) -> Analysis {
+        Analysis::remembering(
+            results,
+            baseline,
+            bootstrap,
+            compare_metric,
+            &Memo::default(),
+        )
+    }
+
+    /// [`Analysis::with_compare_metric`] taking every bootstrap interval `memo` holds from it
+    /// (bit for bit what resampling gives) and adding the ones it draws.
+    pub(crate) fn remembering(
+        results: &ResultSet,
+        baseline: Option<&str>,
+        bootstrap: Bootstrap,
+        compare_metric: Option<Metric>,
+        memo: &Memo,
+    ) -> Analysis {
         let mut stacks: Vec<String> = Vec::new();
         let mut cases: Vec<String> = Vec::new();
         let mut by_case: HashMap<&str, Vec<usize>> = HashMap::new();
@@ -102,10 +121,13 @@ impl Analysis {
         let per_case = summarize_cases(
             results,
             &groups,
-            baseline.as_deref(),
-            compare_metric,
-            verdict::family_level(judged),
+            Pairing {
+                baseline: baseline.as_deref(),
+                compare_metric,
+                level: verdict::family_level(judged),
+            },
             &bootstrap,
+            memo,
         );
         let mut stats = BTreeMap::new();
         let mut failures = Vec::new();
@@ -176,28 +198,27 @@ fn failure(index: usize, run: &RunResult) -> Failure {
 
 type CaseOutcome = (Vec<RunStats>, Vec<Failure>, Vec<Paired>);
 
+/// How the stacks of a case are paired: with which baseline, on which metric, at which level.
+#[derive(Debug, Clone, Copy)]
+struct Pairing<'a> {
+    baseline: Option<&'a str>,
+    compare_metric: Option<Metric>,
+    level: f64,
+}
+
 /// Summarize every case (groups of run indices), spreading cases over the available cores.
 /// Each estimate has its own keyed random stream, so the result does not depend on the split.
 fn summarize_cases(
     results: &ResultSet,
     groups: &[&[usize]],
-    baseline: Option<&str>,
-    compare_metric: Option<Metric>,
-    level: f64,
+    pairing: Pairing<'_>,
     boot: &Bootstrap,
+    memo: &Memo,
 ) -> Vec<CaseOutcome> {
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(8);
-    summarize_cases_on(
-        threads,
-        results,
-        groups,
-        baseline,
-        compare_metric,
-        level,
-        boot,
-    )
+    summarize_cases_on(threads, results, groups, pairing, boot, memo)
 }
 
 /// [`summarize_cases`] on `threads` threads, each a contiguous share of the cases.
@@ -205,10 +226,9 @@ fn summarize_cases_on(
     threads: usize,
     results: &ResultSet,
     groups: &[&[usize]],
-    baseline: Option<&str>,
-    compare_metric: Option<Metric>,
-    level: f64,
+    pairing: Pairing<'_>,
     boot: &Bootstrap,
+    memo: &Memo,
 ) -> Vec<CaseOutcome> {
     let chunk = groups.len().div_ceil(threads.max(1)).max(1);
     std::thread::scope(|scope| {
@@ -217,7 +237,7 @@ fn summarize_cases_on(
             .map(|part| {
                 scope.spawn(move || {
                     part.iter()
-                        .map(|g| summarize_case(results, g, baseline, compare_metric, level, boot))
+                        .map(|g| summarize_case(results, g, pairing, boot, memo))
                         .collect::<Vec<_>>()
                 })
             })
@@ -233,13 +253,11 @@ fn summarize_cases_on(
 fn summarize_case(
     results: &ResultSet,
     runs: &[usize],
-    baseline: Option<&str>,
-    compare_metric: Option<Metric>,
-    level: f64,
+    pairing: Pairing<'_>,
     boot: &Bootstrap,
+    memo: &Memo,
 ) -> CaseOutcome {
     let mut stats = Vec::new();
-    let mut draws = Vec::new();
     let mut sides = Vec::new();
     let mut failures = Vec::new();
     // The repeats of each stack together, stacks in order of first appearance.
@@ -256,21 +274,20 @@ fn summarize_case(
         }
     }
     for (_, indices) in &by_stack {
-        if let Some((s, d, r)) = run_stats(indices, results, boot) {
+        if let Some((s, side)) = run_stats(indices, results, boot, memo) {
             stats.push(s);
-            draws.push(d);
-            sides.push(r);
+            sides.push(side);
         }
     }
     let paired = pair_case(
         results,
         &stats,
-        &draws,
         &sides,
-        baseline,
-        compare_metric,
-        level,
+        pairing.baseline,
+        pairing.compare_metric,
+        pairing.level,
         boot,
+        memo,
     );
     (stats, failures, paired)
 }
@@ -391,8 +408,13 @@ mod tests {
             ..Bootstrap::default()
         };
         let level = verdict::family_level(paired_rows(&results, &groups, Some("s1"), None));
+        let pairing = Pairing {
+            baseline: Some("s1"),
+            compare_metric: None,
+            level,
+        };
         let summarize = |threads| {
-            summarize_cases_on(threads, &results, &groups, Some("s1"), None, level, &boot)
+            summarize_cases_on(threads, &results, &groups, pairing, &boot, &Memo::default())
         };
         // `{:?}` prints every f64 exactly (shortest round-trip form), so equal text is equal bits.
         let sequential = format!("{:?}", summarize(1));
@@ -414,6 +436,58 @@ mod tests {
         assert_eq!(
             format!("{:?}", analysis.stats.values().collect::<Vec<_>>()),
             format!("{stats:?}")
+        );
+    }
+
+    /// A repeated report takes every interval from the memo of the first: the same bits, and no
+    /// resampling; a damaged memo is ignored and everything is drawn again, to the same bits.
+    #[test]
+    fn intervals_from_the_memo_are_bit_identical_to_resampled_ones() {
+        let results = synthetic();
+        let boot = Bootstrap {
+            resamples: 200,
+            ..Bootstrap::default()
+        };
+        let analyse = |memo: &Memo| {
+            let a = Analysis::remembering(&results, Some("s1"), boot, None, memo);
+            // `{:?}` prints every f64 exactly, so equal text is equal bits.
+            format!("{a:?}")
+        };
+        let first = Memo::default();
+        let want = analyse(&first);
+        assert!(
+            want.contains("median_ci") && want.contains("ci: Some"),
+            "{want:.300}"
+        );
+        assert!(first.drawn() > 300, "{}", first.drawn());
+        assert_eq!(want, analyse(&Memo::default()));
+        let bytes = first.encode();
+        let again = Memo::decode(&bytes);
+        assert_eq!(analyse(&again), want);
+        assert_eq!(again.drawn(), 0, "a repeated report resampled");
+        assert!(!again.changed());
+        // One flipped bit anywhere: the memo is ignored, not half-trusted.
+        for at in [0, bytes.len() / 2, bytes.len() - 1] {
+            let mut damaged = bytes.clone();
+            damaged[at] ^= 0x10;
+            let memo = Memo::decode(&damaged);
+            assert_eq!(analyse(&memo), want);
+            assert_eq!(memo.drawn(), first.drawn(), "byte {at}");
+        }
+        // Other data: a changed round misses its own intervals and keeps the others.
+        let mut changed = results.clone();
+        let run = changed
+            .runs
+            .iter_mut()
+            .find(|r| r.samples.len() > 10)
+            .unwrap();
+        run.samples[3].execute_s = run.samples[3].execute_s.map(|x| x * 1.5);
+        let memo = Memo::decode(&bytes);
+        let a = Analysis::remembering(&changed, Some("s1"), boot, None, &memo);
+        assert!(memo.drawn() > 0 && memo.drawn() < first.drawn());
+        assert_eq!(
+            format!("{a:?}"),
+            format!("{:?}", Analysis::new(&changed, Some("s1"), boot))
         );
     }
 }

@@ -12,7 +12,8 @@ use crate::error::Result;
 use crate::model::results::{ResultSet, RunResult, RunStatus};
 use crate::store::atomic::Staged;
 use crate::store::journal::{parse_run_step, replay, FILE_NAME};
-use crate::store::{results_csv, results_json};
+use crate::store::results_stamp::{self, FileSum, Summing};
+use crate::store::{results_csv, results_json, set_digest};
 
 /// A run the journal says finished whose bundle (manifest) is missing.
 #[derive(Debug, Clone, PartialEq)]
@@ -113,18 +114,128 @@ pub(crate) fn planned_order(dir: &Path, set: &ResultSet) -> Result<PlannedOrder>
     })
 }
 
-/// Rewrite `results.json`, `results.csv` and `samples.csv` of `dir` from `set`, each written
-/// straight into its temp file (never held in memory whole), all three replaced together.
-pub(crate) fn write_results(dir: &Path, set: &ResultSet) -> Result<()> {
-    let mut staged = Staged::new();
-    staged.write(&dir.join("results.json"), |w| {
+/// What [`write_results`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Rewrite {
+    /// The files were written from the set.
+    Written,
+    /// The files already held exactly what the set gives (`store::results_stamp`): untouched.
+    Unchanged,
+}
+
+/// The results files, in the order they are written, and their writers.
+type FileWriter = fn(&ResultSet, &mut dyn std::io::Write) -> std::io::Result<()>;
+const RESULTS_FILES: [(&str, FileWriter); 3] = [
+    ("results.json", |set, w| {
         results_json::write_document(set, w)
-    })?;
-    staged.write(&dir.join("results.csv"), |w| {
+    }),
+    ("results.csv", |set, w| {
         results_csv::write_results_csv(set, w)
-    })?;
-    staged.write(&dir.join("samples.csv"), |w| {
+    }),
+    ("samples.csv", |set, w| {
         results_csv::write_samples_csv(set, w)
-    })?;
-    staged.commit()
+    }),
+];
+
+/// Write `results.json`, `results.csv` and `samples.csv` of `dir` from `set`, each straight
+/// into its temp file (never held in memory whole), all three replaced together — unless the
+/// run dir's results stamp proves the files on disk are already this set's text, when nothing
+/// is written (`store::results_stamp`). The stamp is recorded after every write.
+pub(crate) fn write_results(dir: &Path, set: &ResultSet) -> Result<Rewrite> {
+    write_results_of(dir, set, &set_digest::digest(set))
+}
+
+/// [`write_results`] of a set whose `store::set_digest` is `input` (worked out once by a caller
+/// that needs it too).
+pub(crate) fn write_results_of(dir: &Path, set: &ResultSet, input: &[u8; 32]) -> Result<Rewrite> {
+    let names = RESULTS_FILES.map(|(name, _)| name);
+    if results_stamp::unchanged(dir, input, &names) {
+        return Ok(Rewrite::Unchanged);
+    }
+    let mut staged = Staged::new();
+    let mut sums = Vec::with_capacity(RESULTS_FILES.len());
+    for (name, write) in RESULTS_FILES {
+        let mut sum = None;
+        staged.write(&dir.join(name), |w| {
+            // Summed in 64 KiB pieces, not the writers' many small ones.
+            let mut out = std::io::BufWriter::with_capacity(1 << 16, Summing::new(w));
+            write(set, &mut out)?;
+            let summing = out.into_inner().map_err(|e| e.into_error())?;
+            sum = Some(summing.finish());
+            Ok(())
+        })?;
+        let (bytes, sha256) = sum.unwrap_or_default();
+        sums.push(FileSum {
+            name: name.to_string(),
+            bytes,
+            sha256,
+        });
+    }
+    staged.commit()?;
+    results_stamp::record(dir, input, sums)?;
+    Ok(Rewrite::Written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::results_json::tests::result;
+    use std::os::unix::fs::MetadataExt;
+
+    /// (inode, mtime in ns) of each results file.
+    fn identity(dir: &Path) -> Vec<(u64, i64, i64)> {
+        RESULTS_FILES
+            .iter()
+            .map(|(name, _)| {
+                let m = std::fs::metadata(dir.join(name)).unwrap();
+                (m.ino(), m.mtime(), m.mtime_nsec())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_same_set_leaves_the_files_untouched_and_a_change_rewrites_them() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let mut set = ResultSet {
+            campaign: "smoke".into(),
+            runs: vec![result(RunStatus::Pass), result(RunStatus::Fail)],
+            ..ResultSet::default()
+        };
+        assert_eq!(write_results(dir, &set).unwrap(), Rewrite::Written);
+        let before = identity(dir);
+        let text = std::fs::read(dir.join("samples.csv")).unwrap();
+        assert_eq!(write_results(dir, &set).unwrap(), Rewrite::Unchanged);
+        assert_eq!(identity(dir), before);
+        // One sample's value changed: every file is written again, with the new value.
+        set.runs[0].samples[1].execute_s = Some(1.5);
+        assert_eq!(write_results(dir, &set).unwrap(), Rewrite::Written);
+        assert_ne!(std::fs::read(dir.join("samples.csv")).unwrap(), text);
+        assert_eq!(write_results(dir, &set).unwrap(), Rewrite::Unchanged);
+    }
+
+    #[test]
+    fn a_hand_edited_or_removed_results_file_is_written_again() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let set = ResultSet {
+            campaign: "smoke".into(),
+            runs: vec![result(RunStatus::Pass)],
+            ..ResultSet::default()
+        };
+        write_results(dir, &set).unwrap();
+        let want = std::fs::read_to_string(dir.join("results.csv")).unwrap();
+        // Same length: one letter swapped for another.
+        let edited = want.replacen("host", "hoxt", 1);
+        assert_eq!(edited.len(), want.len());
+        std::fs::write(dir.join("results.csv"), &edited).unwrap();
+        assert_eq!(write_results(dir, &set).unwrap(), Rewrite::Written);
+        assert_eq!(
+            std::fs::read_to_string(dir.join("results.csv")).unwrap(),
+            want
+        );
+        std::fs::remove_file(dir.join("samples.csv")).unwrap();
+        assert_eq!(write_results(dir, &set).unwrap(), Rewrite::Written);
+        assert!(dir.join("samples.csv").is_file());
+    }
 }

@@ -795,3 +795,105 @@ fn inter_node_cases_are_marked_and_drawn_apart_from_one_node() {
         "{fits:?}"
     );
 }
+
+/// Two stacks of fixed, distinct times (so the report pairs them and draws intervals).
+const TWO_STACKS: &str = r#"[campaign]
+name = "again"
+[case]
+platform = "host"
+[axes]
+variant = ["mesh"]
+p = [2]
+count = [64, 4096]
+stacks = ["a", "b"]
+[rounds]
+warmup = 1
+timed = 12
+[run]
+repeats = 1
+[stacks.a]
+command = ["sh", "-c", "for i in 1 2 3 4 5 6 7 8 9 10 11 12 13; do echo \"CAMPAIGN_SAMPLE {\\\"execute_s\\\":0.00$i,\\\"ok\\\":true}\"; done; echo 'CAMPAIGN_DONE {\"correctness\":\"pass\"}'"]
+resource = "none"
+[stacks.b]
+command = ["sh", "-c", "for i in 1 2 3 4 5 6 7 8 9 10 11 12 13; do echo \"CAMPAIGN_SAMPLE {\\\"execute_s\\\":0.02$i,\\\"ok\\\":true}\"; done; echo 'CAMPAIGN_DONE {\"correctness\":\"pass\"}'"]
+resource = "none"
+"#;
+
+/// (inode, mtime) of each file, to tell a file left alone from one written again.
+fn identities(dir: &Path, names: &[&str]) -> Vec<(u64, i64, i64)> {
+    use std::os::unix::fs::MetadataExt;
+    names
+        .iter()
+        .map(|n| {
+            let m = std::fs::metadata(dir.join(n)).unwrap_or_else(|e| panic!("{n}: {e}"));
+            (m.ino(), m.mtime(), m.mtime_nsec())
+        })
+        .collect()
+}
+
+fn report_of(cwd: &Path, dir: &Path) {
+    let out = crate::util::run_in(cwd, &["report", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", crate::util::stderr(&out));
+}
+
+#[test]
+fn a_repeated_report_leaves_the_results_files_alone_and_a_changed_bundle_rewrites_them() {
+    const RESULTS: &[&str] = &["results.json", "results.csv", "samples.csv"];
+    let tmp = crate::util::tempdir();
+    let (out, dir) = crate::honest::run_plan(tmp.path(), "again", TWO_STACKS, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", crate::util::stderr(&out));
+    report_of(tmp.path(), &dir);
+    let files = identities(&dir, RESULTS);
+    let memo = identities(&dir, &["reports/.bootstrap-memo"]);
+    const REPORT: &[&str] = &[
+        "reports/summary.md",
+        "reports/index.html",
+        "reports/context.json",
+    ];
+    let rendered = identities(&dir, REPORT);
+    let read = |n: &str| std::fs::read(dir.join(n)).unwrap();
+    let (summary, context) = (read("reports/summary.md"), read("reports/context.json"));
+    let text = String::from_utf8(summary.clone()).unwrap();
+    // Intervals were drawn (and remembered): each cell carries one.
+    assert!(
+        text.contains(" ms [") && text.contains("bootstrap CI"),
+        "{text}"
+    );
+    report_of(tmp.path(), &dir);
+    assert_eq!(
+        identities(&dir, RESULTS),
+        files,
+        "unchanged results were rewritten"
+    );
+    assert_eq!(identities(&dir, &["reports/.bootstrap-memo"]), memo);
+    assert_eq!(
+        identities(&dir, REPORT),
+        rendered,
+        "an unchanged report was rendered again"
+    );
+    assert_eq!(read("reports/summary.md"), summary);
+    assert_eq!(read("reports/context.json"), context);
+
+    // One round of one bundle changed: every results file is written again and says so.
+    let cases = std::fs::read_dir(dir.join("cases")).unwrap();
+    let case = cases.map(|e| e.unwrap().path()).min().unwrap();
+    let timing = case.join("a/timing.json");
+    let old = std::fs::read_to_string(&timing).unwrap();
+    let new = old.replacen("\"execute_s\": 0.003", "\"execute_s\": 0.0035", 1);
+    assert_ne!(new, old);
+    std::fs::write(&timing, new).unwrap();
+    report_of(tmp.path(), &dir);
+    let rewritten = identities(&dir, RESULTS);
+    for (i, name) in RESULTS.iter().enumerate() {
+        assert_ne!(rewritten[i], files[i], "{name} was not rewritten");
+    }
+    let samples = String::from_utf8(read("samples.csv")).unwrap();
+    assert!(samples.contains(",0.0035,"), "{samples}");
+    assert_ne!(read("reports/context.json"), context);
+
+    // A hand edit of a results file (same length) is undone by the next report.
+    let csv = String::from_utf8(read("results.csv")).unwrap();
+    std::fs::write(dir.join("results.csv"), csv.replacen("mesh", "hsem", 1)).unwrap();
+    report_of(tmp.path(), &dir);
+    assert_eq!(String::from_utf8(read("results.csv")).unwrap(), csv);
+}

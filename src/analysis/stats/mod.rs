@@ -10,6 +10,7 @@ pub(crate) mod bootstrap;
 pub(crate) mod describe;
 pub(crate) mod fit;
 pub(crate) mod hierarchical;
+pub(crate) mod memo;
 pub(crate) mod outliers;
 pub(crate) mod stream;
 

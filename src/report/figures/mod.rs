@@ -57,7 +57,7 @@ pub struct HoverPoint {
 }
 
 /// A figure that was written.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Drawn {
     pub(crate) name: String,
     pub(crate) title: String,
@@ -69,7 +69,7 @@ pub struct Drawn {
 }
 
 /// A figure that was not drawn, and why (no data for it, or not asked for).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Skipped {
     pub(crate) name: String,
     pub(crate) reason: String,
