@@ -23,39 +23,59 @@ pub(crate) struct MissingRun {
     pub(crate) status: RunStatus,
 }
 
-/// Where the runs of a loaded set go in planned order, and the finished runs that have no
-/// bundle: worked out from the journal while the set is still read in loaded order (the
-/// history records it so), applied after.
+/// A run whose bundle reads back with another number of samples than its journal `finished`
+/// line recorded: the bundle was damaged or replaced after the run finished.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Recounted {
+    pub(crate) case_id: String,
+    pub(crate) stack: String,
+    /// The `finished` line's sample count.
+    pub(crate) journal: u64,
+    /// The samples the bundle holds.
+    pub(crate) bundle: usize,
+}
+
+/// What the journal says of the bundles that [`PlannedOrder::apply`] hands back: the finished
+/// runs with no bundle, and those whose bundle holds another sample count.
+#[derive(Debug, Default)]
+pub(crate) struct Disagreements {
+    pub(crate) missing: Vec<MissingRun>,
+    pub(crate) recounted: Vec<Recounted>,
+}
+
+/// Where the runs of a loaded set go in planned order, and the finished runs whose bundle is
+/// gone or disagrees with the journal: worked out from the journal while the set is still read
+/// in loaded order (the history records it so), applied after.
 #[derive(Debug)]
 pub(crate) struct PlannedOrder {
     /// Each run's rank in the plan, by index in the loaded set; None: keep the loaded order.
     ranks: Option<Vec<usize>>,
-    missing: Vec<MissingRun>,
+    found: Disagreements,
 }
 
 impl PlannedOrder {
     /// Sort `set.runs` (the set this order was worked out for) in planned order — runs the plan
-    /// did not list go last, in bundle order — and return the finished runs with no bundle.
-    pub(crate) fn apply(self, set: &mut ResultSet) -> Vec<MissingRun> {
+    /// did not list go last, in bundle order — and return what the journal disagrees with.
+    pub(crate) fn apply(self, set: &mut ResultSet) -> Disagreements {
         if let Some(ranks) = self.ranks {
             let mut runs: Vec<(usize, RunResult)> = set.runs.drain(..).enumerate().collect();
             // Stable, like sorting the runs themselves by their rank.
             runs.sort_by_key(|(i, _)| ranks.get(*i).copied().unwrap_or(usize::MAX));
             set.runs = runs.into_iter().map(|(_, r)| r).collect();
         }
-        self.missing
+        self.found
     }
 }
 
-/// The planned order of `set.runs` (the journal header's `steps`) and the finished runs that
-/// have no bundle. A run dir without a journal keeps its bundle order and reports nothing
-/// missing.
+/// The planned order of `set.runs` (the journal header's `steps`), the finished runs that
+/// have no bundle, and those whose bundle holds another number of samples than their latest
+/// `finished` line. A run dir without a journal keeps its bundle order and reports nothing.
 pub(crate) fn planned_order(dir: &Path, set: &ResultSet) -> Result<PlannedOrder> {
     let path = dir.join(FILE_NAME);
     if !path.is_file() {
         return Ok(PlannedOrder {
             ranks: None,
-            missing: Vec::new(),
+            found: Disagreements::default(),
         });
     }
     let journal = replay(&path)?;
@@ -107,9 +127,25 @@ pub(crate) fn planned_order(dir: &Path, set: &ResultSet) -> Result<PlannedOrder>
         })
         .collect();
     missing.sort_by_key(|(at, _)| *at);
+    // In bundle order, as they were read.
+    let recounted = (set.runs.iter())
+        .filter_map(|r| {
+            let step = crate::store::journal::run_step(&r.case_id, &r.stack);
+            let recorded = journal.step(&step)?.last_finished.as_ref()?.samples?;
+            (recorded != r.samples.len() as u64).then(|| Recounted {
+                case_id: r.case_id.clone(),
+                stack: r.stack.clone(),
+                journal: recorded,
+                bundle: r.samples.len(),
+            })
+        })
+        .collect();
     Ok(PlannedOrder {
         ranks: Some(ranks),
-        missing: missing.into_iter().map(|(_, m)| m).collect(),
+        found: Disagreements {
+            missing: missing.into_iter().map(|(_, m)| m).collect(),
+            recounted,
+        },
     })
 }
 
