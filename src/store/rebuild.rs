@@ -164,3 +164,50 @@ pub(crate) fn write_results(dir: &Path, set: &ResultSet) -> Result<()> {
     })?;
     staged.commit()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::journal::Journal;
+    use crate::store::results_json::tests::result;
+    use serde_json::{json, Map};
+
+    /// A bundle that reads back with another sample count than its latest `finished` line is
+    /// named; one that agrees, or whose line does not say (older journals), is not.
+    #[test]
+    fn a_bundle_holding_another_sample_count_than_its_finished_line_is_named() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut journal = Journal::create(tmp.path(), json!({"campaign": "c"})).unwrap();
+        let mut runs = Vec::new();
+        for (case, recorded) in [("a", Some(4)), ("b", Some(3)), ("c", None)] {
+            let mut run = result(RunStatus::Pass);
+            run.case_id = case.into();
+            let step = crate::store::journal::run_step(case, "host");
+            let mut extra = Map::new();
+            if let Some(n) = recorded {
+                extra.insert("samples".into(), json!(n));
+            }
+            journal
+                .finished(&step, 1, "f", RunStatus::Pass, None, extra)
+                .unwrap();
+            runs.push(run);
+        }
+        journal.durable().unwrap();
+        // Each run's bundle holds 4 samples (1 warmup + 3 timed).
+        let mut set = ResultSet {
+            runs,
+            ..ResultSet::default()
+        };
+        let found = planned_order(tmp.path(), &set).unwrap().apply(&mut set);
+        assert!(found.missing.is_empty(), "{:?}", found.missing);
+        assert_eq!(
+            found.recounted,
+            vec![Recounted {
+                case_id: "b".into(),
+                stack: "host".into(),
+                journal: 3,
+                bundle: 4,
+            }]
+        );
+    }
+}
