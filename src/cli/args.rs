@@ -129,6 +129,11 @@ pub(crate) struct ResumeArgs {
     /// Also re-run failed and timed-out runs.
     #[arg(long)]
     pub(crate) retry_failed: bool,
+    /// Read every done run's bundle back instead of trusting the journal: a bundle that does
+    /// not read back, or holds another number of samples than the journal recorded, is named
+    /// and its run runs again.
+    #[arg(long)]
+    pub(crate) verify: bool,
     #[command(flatten)]
     pub(crate) exec: ExecOptions,
 }

@@ -49,12 +49,26 @@ pub(crate) fn run(args: &ReportArgs) -> Result<i32> {
         (history, order)
     });
     if let Some(order) = order {
-        let missing = order?.apply(&mut results);
-        for m in &missing {
+        let found = order?.apply(&mut results);
+        for m in &found.missing {
             eprintln!(
                 "warning: run {} {} finished ({}) in the journal but its bundle \
                  (cases/{}/{}/manifest.json) is missing: it is not in the results files or the report",
                 m.case_id, m.stack, m.status, m.case_id, m.stack
+            );
+        }
+        for r in &found.recounted {
+            eprintln!(
+                "warning: run {} {} finished with {} samples in the journal but its bundle \
+                 (cases/{}/{}) holds {}: the report shows what the bundle holds; \
+                 `campaign resume --verify {}` runs it again",
+                r.case_id,
+                r.stack,
+                r.journal,
+                r.case_id,
+                r.stack,
+                r.bundle,
+                args.run_dir.display()
             );
         }
     }

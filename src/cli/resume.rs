@@ -26,8 +26,8 @@ pub(crate) fn run(args: &ResumeArgs) -> Result<i32> {
             "the run dir has no frozen plan.toml, so it cannot be resumed (was it written by `campaign run`?)",
         ));
     }
-    // Reading results.csv and stat'ing every bundle it names (is the run dir already up to
-    // date?) goes on while the journal is replayed and the plan prepared, on another core.
+    // Reading results.csv (is the run dir already up to date?) goes on while the journal is
+    // replayed and the plan prepared, on another core.
     let results_check =
         (args.exec.template.is_none()).then(|| crate::store::results_check::start(&run_dir));
     // Reopening cuts off a torn last line (a crash mid-write) so new lines start clean.
@@ -70,6 +70,7 @@ pub(crate) fn run(args: &ResumeArgs) -> Result<i32> {
         replay,
         retry_failed: args.retry_failed,
         rerender_report: args.exec.template.is_some(),
+        verify: args.verify,
         results_check,
     };
     let done = engine::resume(prepared, &opts, after, state)?;

@@ -85,6 +85,9 @@ pub(crate) struct Resume {
     /// The report is rendered again even when it is up to date (`resume --template`: a
     /// template the report was not made with).
     pub(crate) rerender_report: bool,
+    /// `resume --verify`: every done run's bundle is read back even when the journal and the
+    /// results files agree; one that does not read back as its `finished` line says runs again.
+    pub(crate) verify: bool,
     /// The check of the results files against the bundles, started before the journal was
     /// replayed (`store::results_check`); none with `rerender_report`.
     pub(crate) results_check: Option<crate::store::results_check::Check>,
@@ -243,6 +246,7 @@ pub(crate) fn claim_resume(
         replay,
         retry_failed,
         rerender_report,
+        verify,
         results_check,
     } = resume;
     let run_dir = Arc::new(RunDir::open(&run_dir));
@@ -264,7 +268,12 @@ pub(crate) fn claim_resume(
     );
     let nothing_to_run =
         decided.to_run.is_empty() && decided.changed.is_empty() && decided.to_retry.is_empty();
-    let settled = (nothing_to_run && !rerender_report)
+    // --verify: every done run's bundle is read back before anything is trusted.
+    let verified = verify
+        .then(|| keep_done(prep, &run_dir.path, &keys, &states, &decided.done))
+        .transpose()?;
+    let all_read_back = (verified.as_ref()).is_none_or(|(_, lost)| lost.is_empty());
+    let settled = (nothing_to_run && !rerender_report && all_read_back)
         .then(|| settled_by_results(prep, &run_dir.path, &states, results_check, results_dir))
         .flatten()
         .map(|runs| {
@@ -274,10 +283,16 @@ pub(crate) fn claim_resume(
             crate::engine::finished::Finished::tally(run_dir.path.clone(), runs, quarantined, false)
         });
     let (reattach, stale_jobs) = open_jobs(prep, &states, &fingerprints);
+    let verify_note =
+        (verified.as_ref()).map(|(kept, lost)| verify_summary(kept.len(), lost.len()));
     // Settled: nothing runs and nothing is rebuilt, so no run needs a preset.
-    let (kept, lost) = match settled {
-        Some(_) => Default::default(),
-        None => keep_done(prep, &run_dir.path, &keys, &states, &decided.done)?,
+    let (kept, lost) = match (&settled, verified) {
+        (Some(_), verified) => {
+            drop_aside(verified);
+            Default::default()
+        }
+        (None, Some(verified)) => verified,
+        (None, None) => keep_done(prep, &run_dir.path, &keys, &states, &decided.done)?,
     };
     if !lost.is_empty() {
         decided.done.retain(|i| !lost.contains(i));
@@ -285,6 +300,9 @@ pub(crate) fn claim_resume(
     }
     crate::say!("run dir: {}", run_dir.path.display());
     crate::say!("resume: {decided}");
+    if let Some(note) = verify_note {
+        crate::say!("{note}");
+    }
     for note in prep.backend.resume_notes(reattach.len(), &stale_jobs) {
         crate::say!("{note}");
     }
@@ -327,6 +345,25 @@ pub(crate) fn claim_resume(
         stale_jobs,
         settled,
     })
+}
+
+/// What `resume --verify` found: how many done runs' bundles read back as their `finished`
+/// lines say, and how many did not (each named above it) and run again.
+fn verify_summary(read_back: usize, damaged: usize) -> String {
+    let runs = |n: usize| format!("{n} run{}", if n == 1 { "" } else { "s" });
+    if damaged == 0 {
+        format!(
+            "verify: the bundles of all {} done read back as the journal recorded them",
+            runs(read_back)
+        )
+    } else {
+        format!(
+            "verify: {} of {} done had a bundle that does not match the journal; {} again",
+            runs(damaged),
+            read_back + damaged,
+            if damaged == 1 { "it runs" } else { "they run" }
+        )
+    }
 }
 
 /// Each planned run's fingerprint: the journal's when it was written in this very context
@@ -383,7 +420,9 @@ fn open_jobs(
 }
 
 /// The done runs whose bundles read back as the journal recorded them: kept, their results
-/// preset (run → result). The others are lost and run again; each says why.
+/// preset (run → result). The others are lost and run again; each says why. Every session that
+/// reads or writes bundles comes through here first, so the case folders are checked for links
+/// here.
 fn keep_done(
     prep: &mut Prepared,
     run_dir: &Path,
@@ -391,6 +430,8 @@ fn keep_done(
     states: &[Option<&StepState>],
     done: &[usize],
 ) -> Result<(BTreeMap<usize, RunResult>, Vec<usize>)> {
+    // Before a bundle is read or written: no case folder may lead out of the run dir.
+    crate::store::lock::refuse_links(run_dir)?;
     let (loaded, unreadable) = crate::store::load::load_run_dir_tolerant(run_dir)?;
     let mut bundles: BTreeMap<(String, String), RunResult> = (loaded.runs.into_iter())
         .map(|r| ((r.case_id.clone(), r.stack.clone()), r))
@@ -467,8 +508,9 @@ pub(crate) fn drop_aside<T: Send + 'static>(value: T) {
 /// reason) — the resume then reads no bundle and rebuilds nothing. `None` (read every bundle
 /// back, rebuild) when any run's `finished` line lacks its sample count (older journals), the
 /// results check (`store::results_check`) finds the results files out of step with the journal
-/// or a bundle damaged, or the report is missing or older than `results.json` or than the
-/// plan's report template.
+/// or written before its latest `finished` line, or the report is missing or older than
+/// `results.json` or than the plan's report template. No bundle is looked at: a run the journal
+/// records as finished is trusted (`resume --verify` reads them all back).
 fn settled_by_results<'a>(
     prep: &'a Prepared,
     run_dir: &Path,
@@ -489,7 +531,10 @@ fn settled_by_results<'a>(
             })
         })
         .collect::<Option<_>>()?;
-    let current = check.is_some_and(|c| c.matches(&recorded))
+    // The latest `finished` line (the highest line number) was written last.
+    let last = finished.iter().max_by_key(|f| f.line)?;
+    let last_at: std::time::SystemTime = chrono::DateTime::parse_from_rfc3339(&last.t).ok()?.into();
+    let current = check.is_some_and(|c| c.matches(&recorded, last_at))
         && report_current(prep, run_dir)
         && history_current(prep, run_dir, results_dir);
     if !current {
@@ -520,11 +565,8 @@ fn history_current(prep: &Prepared, run_dir: &Path, results_dir: Option<&Path>) 
     let path = path.display().to_string();
     store.is_file()
         && history_db::History::open_existing(&store)
-            .and_then(|h| h.run_dirs())
-            .is_ok_and(|dirs| {
-                dirs.iter()
-                    .any(|d| d.path == path && d.runs == prep.runs.len() as i64)
-            })
+            .and_then(|h| h.runs_of(&path))
+            .is_ok_and(|runs| runs == Some(prep.runs.len() as i64))
 }
 
 /// The report (`reports/summary.md`, `reports/context.json`) was rendered after `results.json`

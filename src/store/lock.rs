@@ -87,7 +87,11 @@ impl RunDirLock {
         };
         write(&mut file).map_err(|e| Error::io(&path, e))?;
         let lock = RunDirLock { path, _file: file };
-        refuse_links(run_dir)?;
+        // The run dir's own entries only: its case folders are checked before a session reads
+        // or writes a bundle (`refuse_links`, from `engine::session`), and a resume that finds
+        // nothing to do reads and writes none — listing 100,000 case folders with a cold cache
+        // costs about a second.
+        refuse_links_in(run_dir)?;
         // What killed writers of earlier sessions left (never a live writer's).
         for dir in ["", "reports", "figures"] {
             crate::store::atomic::sweep_stale_temps(&run_dir.join(dir));
@@ -113,8 +117,10 @@ impl Drop for RunDirLock {
 /// A run dir whose own entries — its files and folders, and the case folders under `cases/` —
 /// are symbolic links would make a session write where the links point (`cases -> /` would put
 /// every case folder into `/`). A run dir campaign made has none, so any is refused before the
-/// session writes a byte (bad input, naming the entry). One `readdir` of the run dir and one of
-/// `cases/`; the file types come with the entries, so even 100,000 case folders cost no `stat`.
+/// session writes a byte into `cases/` (bad input, naming the entry). One `readdir` of the run
+/// dir and one of `cases/`; the file types come with the entries, so even 100,000 case folders
+/// cost no `stat`. The lock checks the run dir's own entries ([`refuse_links_in`]); a session
+/// calls this before it reads or writes a bundle.
 pub(crate) fn refuse_links(run_dir: &Path) -> Result<()> {
     let link = |path: &Path| {
         Error::invalid(

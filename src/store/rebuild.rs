@@ -24,39 +24,59 @@ pub(crate) struct MissingRun {
     pub(crate) status: RunStatus,
 }
 
-/// Where the runs of a loaded set go in planned order, and the finished runs that have no
-/// bundle: worked out from the journal while the set is still read in loaded order (the
-/// history records it so), applied after.
+/// A run whose bundle reads back with another number of samples than its journal `finished`
+/// line recorded: the bundle was damaged or replaced after the run finished.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Recounted {
+    pub(crate) case_id: String,
+    pub(crate) stack: String,
+    /// The `finished` line's sample count.
+    pub(crate) journal: u64,
+    /// The samples the bundle holds.
+    pub(crate) bundle: usize,
+}
+
+/// What the journal says of the bundles that [`PlannedOrder::apply`] hands back: the finished
+/// runs with no bundle, and those whose bundle holds another sample count.
+#[derive(Debug, Default)]
+pub(crate) struct Disagreements {
+    pub(crate) missing: Vec<MissingRun>,
+    pub(crate) recounted: Vec<Recounted>,
+}
+
+/// Where the runs of a loaded set go in planned order, and the finished runs whose bundle is
+/// gone or disagrees with the journal: worked out from the journal while the set is still read
+/// in loaded order (the history records it so), applied after.
 #[derive(Debug)]
 pub(crate) struct PlannedOrder {
     /// Each run's rank in the plan, by index in the loaded set; None: keep the loaded order.
     ranks: Option<Vec<usize>>,
-    missing: Vec<MissingRun>,
+    found: Disagreements,
 }
 
 impl PlannedOrder {
     /// Sort `set.runs` (the set this order was worked out for) in planned order — runs the plan
-    /// did not list go last, in bundle order — and return the finished runs with no bundle.
-    pub(crate) fn apply(self, set: &mut ResultSet) -> Vec<MissingRun> {
+    /// did not list go last, in bundle order — and return what the journal disagrees with.
+    pub(crate) fn apply(self, set: &mut ResultSet) -> Disagreements {
         if let Some(ranks) = self.ranks {
             let mut runs: Vec<(usize, RunResult)> = set.runs.drain(..).enumerate().collect();
             // Stable, like sorting the runs themselves by their rank.
             runs.sort_by_key(|(i, _)| ranks.get(*i).copied().unwrap_or(usize::MAX));
             set.runs = runs.into_iter().map(|(_, r)| r).collect();
         }
-        self.missing
+        self.found
     }
 }
 
-/// The planned order of `set.runs` (the journal header's `steps`) and the finished runs that
-/// have no bundle. A run dir without a journal keeps its bundle order and reports nothing
-/// missing.
+/// The planned order of `set.runs` (the journal header's `steps`), the finished runs that
+/// have no bundle, and those whose bundle holds another number of samples than their latest
+/// `finished` line. A run dir without a journal keeps its bundle order and reports nothing.
 pub(crate) fn planned_order(dir: &Path, set: &ResultSet) -> Result<PlannedOrder> {
     let path = dir.join(FILE_NAME);
     if !path.is_file() {
         return Ok(PlannedOrder {
             ranks: None,
-            missing: Vec::new(),
+            found: Disagreements::default(),
         });
     }
     let journal = replay(&path)?;
@@ -108,9 +128,25 @@ pub(crate) fn planned_order(dir: &Path, set: &ResultSet) -> Result<PlannedOrder>
         })
         .collect();
     missing.sort_by_key(|(at, _)| *at);
+    // In bundle order, as they were read.
+    let recounted = (set.runs.iter())
+        .filter_map(|r| {
+            let step = crate::store::journal::run_step(&r.case_id, &r.stack);
+            let recorded = journal.step(&step)?.last_finished.as_ref()?.samples?;
+            (recorded != r.samples.len() as u64).then(|| Recounted {
+                case_id: r.case_id.clone(),
+                stack: r.stack.clone(),
+                journal: recorded,
+                bundle: r.samples.len(),
+            })
+        })
+        .collect();
     Ok(PlannedOrder {
         ranks: Some(ranks),
-        missing: missing.into_iter().map(|(_, m)| m).collect(),
+        found: Disagreements {
+            missing: missing.into_iter().map(|(_, m)| m).collect(),
+            recounted,
+        },
     })
 }
 
@@ -237,5 +273,52 @@ mod tests {
         std::fs::remove_file(dir.join("samples.csv")).unwrap();
         assert_eq!(write_results(dir, &set).unwrap(), Rewrite::Written);
         assert!(dir.join("samples.csv").is_file());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::journal::Journal;
+    use crate::store::results_json::tests::result;
+    use serde_json::{json, Map};
+
+    /// A bundle that reads back with another sample count than its latest `finished` line is
+    /// named; one that agrees, or whose line does not say (older journals), is not.
+    #[test]
+    fn a_bundle_holding_another_sample_count_than_its_finished_line_is_named() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut journal = Journal::create(tmp.path(), json!({"campaign": "c"})).unwrap();
+        let mut runs = Vec::new();
+        for (case, recorded) in [("a", Some(4)), ("b", Some(3)), ("c", None)] {
+            let mut run = result(RunStatus::Pass);
+            run.case_id = case.into();
+            let step = crate::store::journal::run_step(case, "host");
+            let mut extra = Map::new();
+            if let Some(n) = recorded {
+                extra.insert("samples".into(), json!(n));
+            }
+            journal
+                .finished(&step, 1, "f", RunStatus::Pass, None, extra)
+                .unwrap();
+            runs.push(run);
+        }
+        journal.durable().unwrap();
+        // Each run's bundle holds 4 samples (1 warmup + 3 timed).
+        let mut set = ResultSet {
+            runs,
+            ..ResultSet::default()
+        };
+        let found = planned_order(tmp.path(), &set).unwrap().apply(&mut set);
+        assert!(found.missing.is_empty(), "{:?}", found.missing);
+        assert_eq!(
+            found.recounted,
+            vec![Recounted {
+                case_id: "b".into(),
+                stack: "host".into(),
+                journal: 3,
+                bundle: 4,
+            }]
+        );
     }
 }

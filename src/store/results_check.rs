@@ -2,22 +2,33 @@
 //! resume with nothing to run can skip reading every bundle back (docs/journal.md, "Resume
 //! rules", "Nothing to run").
 //!
+//! The journal is trusted: a run it records as finished is taken as its `finished` line says,
+//! and no bundle is looked at — not even stat'ed (a cold stat per bundle in a 100,000-entry
+//! `cases/` costs half a minute). A bundle damaged after its run finished is noticed where it
+//! is read: `campaign resume --verify`, a resume that rebuilds, and `campaign report`.
+//!
 //! The check is split in two so its I/O overlaps the resume's own work: [`start`] reads
-//! `results.csv` and stats every bundle it lists on a thread of its own (a second core does it
-//! while the journal is replayed and the plan prepared), and [`Check::matches`] then compares
-//! the rows with the journal's runs. Reading never writes, and anything unexpected — a missing
-//! or empty file, a bundle modified after the results files, an unreadable row — answers false:
-//! the caller then reads the bundles as always.
+//! `results.csv` (one sequential read) on a thread of its own while the journal is replayed
+//! and the plan prepared, and [`Check::matches`] then compares the rows with the journal's
+//! runs. Reading never writes, and anything unexpected — a missing or empty results file, an
+//! unreadable row — answers false: the caller then reads the bundles as always.
 
 use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rustix::fs::{statat, AtFlags, FileType};
 
 use crate::model::results::RunStatus;
+
+/// How much earlier than the journal's latest `finished` line the results files may seem
+/// written: file times come from the kernel's coarse clock (up to a tick behind the clock the
+/// journal reads). A run that ran again in a later session finished far more than this after
+/// the results files the earlier session wrote.
+const CLOCK_SLACK: Duration = Duration::from_millis(50);
 
 /// One finished run as the journal recorded it, for [`Check::matches`].
 pub(crate) struct Recorded<'a> {
@@ -28,11 +39,12 @@ pub(crate) struct Recorded<'a> {
     pub(crate) samples: u64,
 }
 
-/// The rows of `results.csv` that matter, every bundle they name found in place: the text of
+/// The rows of `results.csv` that matter: the text of
 /// each row's case id, stack and status back to back in one string (a row is three ends in it),
 /// so 100,000 rows cost two allocations, not 300,000.
-#[derive(Default)]
 struct Rows {
+    /// When the oldest of the three results files was last written.
+    written_at: SystemTime,
     text: String,
     rows: Vec<Row>,
 }
@@ -50,7 +62,7 @@ pub(crate) struct Check {
     rows: Option<JoinHandle<Option<Rows>>>,
 }
 
-/// Start reading `dir`'s `results.csv` and stat'ing its bundles on a thread.
+/// Start reading `dir`'s `results.csv` on a thread.
 pub(crate) fn start(dir: &Path) -> Check {
     let stop = Arc::new(AtomicBool::new(false));
     let dir = dir.to_path_buf();
@@ -66,14 +78,16 @@ pub(crate) fn start(dir: &Path) -> Check {
 impl Check {
     /// True when `results.json`, `results.csv` and `samples.csv` are there (one write makes all
     /// three), `results.csv` lists exactly the runs of `recorded` in that order, each with the
-    /// journal's status and sample count (a `pass` with timed samples), and every run's bundle
-    /// is still in place: `manifest.json` (and `timing.json` when it has samples) non-empty and
-    /// not modified after the results files were written.
-    pub(crate) fn matches(mut self, recorded: &[Recorded]) -> bool {
+    /// journal's status and sample count (a `pass` with timed samples), and the results files
+    /// were written after `last_finished` (the time of the journal's latest `finished` line: a
+    /// run that ran again with the same status and sample count, its session killed before the
+    /// results files were rewritten, shows here). The bundles are not looked at: the journal
+    /// vouches for them.
+    pub(crate) fn matches(mut self, recorded: &[Recorded], last_finished: SystemTime) -> bool {
         let Some(Ok(Some(rows))) = self.rows.take().map(JoinHandle::join) else {
             return false;
         };
-        if rows.rows.len() != recorded.len() {
+        if rows.rows.len() != recorded.len() || rows.written_at + CLOCK_SLACK < last_finished {
             return false;
         }
         let mut start = 0;
@@ -98,47 +112,47 @@ impl Drop for Check {
     }
 }
 
-/// Modification time as (seconds, nanoseconds), comparable across files.
-type Mtime = (i64, i64);
-
-/// `name` relative to the open `dir`: a non-empty regular file's modification time. Stat'ing
-/// relative to the run dir's descriptor walks only the path inside the run dir (a 100,000-run
-/// check is 100,000–200,000 stats).
-fn written(dir: &File, name: &str) -> Option<Mtime> {
+/// `name` relative to the open `dir`: a non-empty regular file's modification time.
+fn written(dir: &File, name: &str) -> Option<SystemTime> {
     let st = statat(dir, name, AtFlags::empty()).ok()?;
-    (FileType::from_raw_mode(st.st_mode) == FileType::RegularFile && st.st_size > 0)
-        .then_some((st.st_mtime as i64, st.st_mtime_nsec as i64))
+    if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile || st.st_size == 0 {
+        return None;
+    }
+    let (secs, nanos) = (u64::try_from(st.st_mtime).ok()?, st.st_mtime_nsec as u32);
+    Some(UNIX_EPOCH + Duration::new(secs, nanos))
 }
 
 /// The rows of `dir`'s `results.csv`, or `None` as soon as anything disagrees with a current
 /// set of results files (or `stop` is raised).
 fn read_rows(dir: &Path, stop: &AtomicBool) -> Option<Rows> {
     let fd = File::open(dir).ok()?;
-    let results_at = ["results.json", "results.csv", "samples.csv"]
+    // One write makes all three; a missing one is a rebuild cut short.
+    let written_at = ["results.json", "results.csv", "samples.csv"]
         .iter()
         .map(|name| written(&fd, name))
-        .collect::<Option<Vec<Mtime>>>()?
+        .collect::<Option<Vec<SystemTime>>>()?
         .into_iter()
         .min()?;
     let mut csv = ::csv::Reader::from_path(dir.join("results.csv")).ok()?;
     let header = csv.byte_headers().ok()?;
     let column = |name: &str| header.iter().position(|h| h == name.as_bytes());
-    let (case_id, stack, status, warmup, timed, bundle) = (
+    let (case_id, stack, status, warmup, timed) = (
         column("case_id")?,
         column("stack")?,
         column("status")?,
         column("n_warmup")?,
         column("n_timed")?,
-        column("artifact_bundle")?,
     );
-    let in_place = |path: &str| written(&fd, path).is_some_and(|at| at <= results_at);
     let number = |field: Option<&[u8]>| std::str::from_utf8(field?).ok()?.parse::<u64>().ok();
     fn text(field: Option<&[u8]>) -> Option<&str> {
         std::str::from_utf8(field?).ok()
     }
-    let mut out = Rows::default();
+    let mut out = Rows {
+        written_at,
+        text: String::new(),
+        rows: Vec::new(),
+    };
     let mut row = ::csv::ByteRecord::new();
-    let mut path = PathBuf::new();
     while csv.read_byte_record(&mut row).ok()? {
         if stop.load(Ordering::Relaxed) {
             return None;
@@ -148,18 +162,6 @@ fn read_rows(dir: &Path, stop: &AtomicBool) -> Option<Rows> {
         let status_text = text(row.get(status))?;
         if status_text == RunStatus::Pass.as_str() && n_timed == 0 {
             return None;
-        }
-        path.clear();
-        path.push(text(row.get(bundle))?);
-        path.push("manifest.json");
-        if !in_place(path.to_str()?) {
-            return None;
-        }
-        if samples > 0 {
-            path.set_file_name("timing.json");
-            if !in_place(path.to_str()?) {
-                return None;
-            }
         }
         out.text.push_str(text(row.get(case_id))?);
         let case_end = out.text.len();
@@ -179,15 +181,19 @@ fn read_rows(dir: &Path, stop: &AtomicBool) -> Option<Rows> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::{Duration, SystemTime};
 
     fn set_mtime(path: &Path, at: SystemTime) {
         let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
         f.set_modified(at).unwrap();
     }
 
+    /// A minute from now: when the results files of [`run_dir`] were written.
+    fn results_written() -> SystemTime {
+        SystemTime::now() + Duration::from_secs(60)
+    }
+
     /// A run dir of two runs (a pass with 3 samples, a skipped one) whose results files were
-    /// written after the bundles.
+    /// written a minute from now, after every `finished` line of [`journal`].
     fn run_dir() -> tempfile::TempDir {
         let tmp = tempfile::tempdir().unwrap();
         let d = tmp.path();
@@ -209,7 +215,7 @@ mod tests {
         .unwrap();
         std::fs::write(d.join("results.json"), "{}").unwrap();
         std::fs::write(d.join("samples.csv"), "x\n").unwrap();
-        let later = SystemTime::now() + Duration::from_secs(60);
+        let later = results_written();
         for name in ["results.csv", "results.json", "samples.csv"] {
             set_mtime(&d.join(name), later);
         }
@@ -236,30 +242,42 @@ mod tests {
     #[test]
     fn results_files_showing_the_journals_runs_match() {
         let dir = run_dir();
-        assert!(start(dir.path()).matches(&journal()));
+        assert!(start(dir.path()).matches(&journal(), SystemTime::now()));
+    }
+
+    /// The journal is trusted: a bundle damaged after the results files were written (its
+    /// timing file garbage, written later, or gone) is not looked at here.
+    #[test]
+    fn bundles_are_not_looked_at() {
+        let dir = run_dir();
+        let timing = dir.path().join("cases/c1/s/timing.json");
+        std::fs::write(&timing, "not json").unwrap();
+        set_mtime(&timing, results_written() + Duration::from_secs(60));
+        std::fs::remove_file(dir.path().join("cases/c2/s/manifest.json")).unwrap();
+        assert!(start(dir.path()).matches(&journal(), SystemTime::now()));
     }
 
     #[test]
-    fn any_disagreement_or_a_bundle_changed_after_the_results_does_not_match() {
+    fn any_disagreement_with_the_journal_or_a_later_finished_line_does_not_match() {
         let dir = run_dir();
+        let now = SystemTime::now();
         let mut other = journal();
         other[1].status = RunStatus::Fail;
-        assert!(!start(dir.path()).matches(&other));
+        assert!(!start(dir.path()).matches(&other, now));
         let mut other = journal();
         other[0].samples = 4;
-        assert!(!start(dir.path()).matches(&other));
-        assert!(!start(dir.path()).matches(&journal()[..1]));
-        // A timing file written after the results files.
-        let timing = dir.path().join("cases/c1/s/timing.json");
-        set_mtime(&timing, SystemTime::now() + Duration::from_secs(120));
-        assert!(!start(dir.path()).matches(&journal()));
-        // An empty manifest (a power loss).
-        let dir = run_dir();
-        std::fs::write(dir.path().join("cases/c2/s/manifest.json"), "").unwrap();
-        assert!(!start(dir.path()).matches(&journal()));
+        assert!(!start(dir.path()).matches(&other, now));
+        assert!(!start(dir.path()).matches(&journal()[..1], now));
+        // A run finished again after the results files were written (its session killed
+        // before it rewrote them): same status and sample count, other numbers.
+        let later = results_written() + Duration::from_secs(1);
+        assert!(!start(dir.path()).matches(&journal(), later));
+        // An empty results file (a power loss).
+        std::fs::write(dir.path().join("results.json"), "").unwrap();
+        assert!(!start(dir.path()).matches(&journal(), now));
         // No samples.csv.
         let dir = run_dir();
         std::fs::remove_file(dir.path().join("samples.csv")).unwrap();
-        assert!(!start(dir.path()).matches(&journal()));
+        assert!(!start(dir.path()).matches(&journal(), now));
     }
 }

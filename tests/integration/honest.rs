@@ -872,10 +872,13 @@ fn resume_of_a_repeated_campaign_reruns_the_missing_repeats_only() {
     .unwrap();
     assert_eq!(header["selection"]["repeats"], 2);
     assert_eq!(header["steps"].as_array().unwrap().len(), 6);
-    // Lose the second repeat of one case; resume runs exactly that run again.
+    // Lose the second repeat of one case; `resume --verify` runs exactly that run again.
     let first = row_keys(&dir)[0].0.clone();
     std::fs::remove_dir_all(dir.join("cases").join(format!("{first}~r2"))).unwrap();
-    let out = util::run_in(tmp.path(), &["resume", dir.to_str().unwrap(), "-q"]);
+    let out = util::run_in(
+        tmp.path(),
+        &["resume", dir.to_str().unwrap(), "--verify", "-q"],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
     assert!(
         util::stdout(&out).contains("5 done, 1 to run"),

@@ -183,9 +183,9 @@ fn resume_resolves_plan_relative_case_files_from_the_original_plan() {
 }
 
 /// A resume of a finished run dir whose results files and report already show every run reads
-/// no bundle and rebuilds nothing — but only while every file agrees with the journal: rows
-/// missing from results.csv, a bundle changed after the results were written, or a missing
-/// report each bring back the full rebuild.
+/// no bundle and rebuilds nothing — but only while those files agree with the journal: rows
+/// missing from results.csv, results files written before the journal's latest `finished`
+/// line, or a missing report each bring back the full rebuild.
 #[test]
 fn resume_of_a_finished_dir_rebuilds_only_what_disagrees_with_the_journal() {
     let dir = util::tempdir();
@@ -214,23 +214,22 @@ fn resume_of_a_finished_dir_rebuilds_only_what_disagrees_with_the_journal() {
     assert_eq!(std::fs::read_to_string(&csv).unwrap().lines().count(), 3);
     assert!(resume().contains(UP_TO_DATE));
 
-    // A bundle written after the results files: they may not show it. Each damage is undone
-    // (and the dir seen up to date again) before the next, so every step can fail on its own.
+    // Results files written before the journal's latest `finished` line (a run ran again, and
+    // its session was killed before it rewrote them): they may not show it. Each damage is
+    // undone (and the dir seen up to date again) before the next, so every step can fail on
+    // its own.
     let set_mtime = |path: &std::path::Path, at: std::time::SystemTime| {
         let file = std::fs::File::options().write(true).open(path).unwrap();
         file.set_modified(at).unwrap();
     };
     let mtime = |path: &std::path::Path| std::fs::metadata(path).unwrap().modified().unwrap();
-    let results_at = mtime(&run_dir.join("results.json"));
-    let manifest = run_dir.join("cases/mesh_p2_count64_fp32_host_d0-1/host/manifest.json");
-    let manifest_at = mtime(&manifest);
-    set_mtime(&manifest, results_at + std::time::Duration::from_secs(10));
+    let long_ago = std::time::UNIX_EPOCH + std::time::Duration::from_secs(86_400);
+    set_mtime(&run_dir.join("samples.csv"), long_ago);
     let text = resume();
     assert!(
         text.contains(REBUILT) && !text.contains(UP_TO_DATE),
         "{text}"
     );
-    set_mtime(&manifest, manifest_at);
     assert!(resume().contains(UP_TO_DATE));
 
     // The frozen plan edited after the report (its `[report]` settings may differ): rendered
@@ -261,14 +260,18 @@ fn resume_of_a_finished_dir_rebuilds_only_what_disagrees_with_the_journal() {
 }
 
 /// A passed run whose timing.json did not survive (power loss between the manifest reaching
-/// disk and its samples) is not "done": resume runs it again and restores its samples.
+/// disk and its samples) is not "done" for `resume --verify`: it runs again and its samples
+/// are restored.
 #[test]
-fn resume_reruns_a_pass_whose_timing_json_is_gone() {
+fn resume_verify_reruns_a_pass_whose_timing_json_is_gone() {
     let dir = util::tempdir();
     let run_dir = seed_file_campaign(dir.path());
     let bundle = run_dir.join("cases/mesh_p2_count64_fp32_host_d0-1/host");
     std::fs::remove_file(bundle.join("timing.json")).unwrap();
-    let out = util::run_in(dir.path(), &["resume", run_dir.to_str().unwrap(), "-q"]);
+    let out = util::run_in(
+        dir.path(),
+        &["resume", run_dir.to_str().unwrap(), "--verify", "-q"],
+    );
     let stdout = util::stdout(&out);
     assert_eq!(out.status.code(), Some(0), "{stdout}{}", util::stderr(&out));
     assert!(
@@ -283,9 +286,9 @@ fn resume_reruns_a_pass_whose_timing_json_is_gone() {
 
 /// Bundles are not synced on their own (the journal's fsynced `finished` line, with the sample
 /// count, is a run's durability point): after a power loss a bundle file can be empty or short
-/// under its final name. Resume must run such a run again, not stop and not keep it.
+/// under its final name. `resume --verify` must run such a run again, not stop and not keep it.
 #[test]
-fn resume_reruns_runs_whose_bundle_files_a_power_loss_left_empty() {
+fn resume_verify_reruns_runs_whose_bundle_files_a_power_loss_left_empty() {
     let dir = util::tempdir();
     let run_dir = seed_file_campaign(dir.path());
     let bundle = run_dir.join("cases/mesh_p2_count64_fp32_host_d0-1/host");
@@ -301,7 +304,10 @@ fn resume_reruns_runs_whose_bundle_files_a_power_loss_left_empty() {
     // Case files are not synced either: one a power loss emptied is written again.
     let case_file = bundle.parent().unwrap().join("case.json");
     std::fs::write(&case_file, "").unwrap();
-    let out = util::run_in(dir.path(), &["resume", run_dir.to_str().unwrap(), "-q"]);
+    let out = util::run_in(
+        dir.path(),
+        &["resume", run_dir.to_str().unwrap(), "--verify", "-q"],
+    );
     let stdout = util::stdout(&out);
     assert_eq!(out.status.code(), Some(0), "{stdout}{}", util::stderr(&out));
     assert_eq!(
@@ -361,7 +367,8 @@ fn finished_run(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBu
 }
 
 /// Nothing is written outside the run dir through links: a `cases` folder (or a case folder)
-/// replaced by a link to elsewhere makes `resume` refuse the run dir before writing a byte, and
+/// replaced by a link to elsewhere makes `resume` refuse the run dir before writing a byte
+/// (a case folder: before reading or writing a bundle), and
 /// a history store that is a link to a device is refused instead of handed to SQLite.
 #[test]
 fn links_in_a_run_dir_or_as_the_history_store_are_refused() {
@@ -392,7 +399,16 @@ fn links_in_a_run_dir_or_as_the_history_store_are_refused() {
         .path();
     std::fs::rename(&case, tmp.path().join("moved_case")).unwrap();
     std::os::unix::fs::symlink(&outside, &case).unwrap();
+    // A finished run dir with nothing to do reads and writes no bundle, so it lists no case
+    // folder (issue 29, item 2); a resume that reads or writes bundles refuses the link first.
     let out = util::run(&["resume", run_dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    assert!(
+        util::stdout(&out).contains("results files and report are up to date"),
+        "{}",
+        util::stdout(&out)
+    );
+    let out = util::run(&["resume", run_dir.to_str().unwrap(), "--verify"]);
     assert_eq!(out.status.code(), Some(2), "{}", util::stderr(&out));
     assert!(
         util::stderr(&out).contains("is a symbolic link"),
@@ -428,7 +444,7 @@ fn links_in_a_run_dir_or_as_the_history_store_are_refused() {
 }
 
 /// One broken bundle costs only its own run: a bundle folder replaced by a file is moved aside
-/// (`<stack>.damaged`), the run runs again, and every other run's row — the case's intact
+/// (`<stack>.damaged`) by `resume --verify`, the run runs again, and every other run's row — the case's intact
 /// repeats included — stays in results.json.
 #[test]
 fn a_bundle_replaced_by_a_file_costs_only_its_own_run() {
@@ -443,7 +459,7 @@ fn a_bundle_replaced_by_a_file_costs_only_its_own_run() {
     let bundle = case.join("host");
     std::fs::remove_dir_all(&bundle).unwrap();
     std::fs::write(&bundle, "not a folder").unwrap();
-    let out = util::run(&["resume", run_dir.to_str().unwrap(), "-q"]);
+    let out = util::run(&["resume", run_dir.to_str().unwrap(), "--verify", "-q"]);
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -659,4 +675,159 @@ fn report_refuses_a_case_folder_linked_outside_the_run_dir() {
     let err = util::stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("host: is a symbolic link"), "{err}");
+}
+
+/// How many journal lines of `event` name the step `step`.
+fn journal_lines(run_dir: &std::path::Path, event: &str, step: &str) -> usize {
+    let text = std::fs::read_to_string(run_dir.join("journal.jsonl")).unwrap();
+    (text.lines())
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["event"] == event && v["step"] == step)
+        .count()
+}
+
+/// Issue 29, item 2: a finished run dir resumes from the journal alone. A bundle damaged after
+/// its run finished — one whose `timing.json` is gone (a stat would see that), one whose
+/// `manifest.json` no longer parses (only a read sees that) — is not looked at by a plain
+/// resume; `campaign report` names the one that does not read back; `resume --verify` reads
+/// every bundle, names both, and runs exactly those two runs again, once.
+#[test]
+fn a_bundle_damaged_after_the_fact_is_trusted_by_resume_and_caught_by_verify() {
+    let tmp = util::tempdir();
+    let (_, run_dir) = finished_run(tmp.path());
+    let cases: Vec<String> = {
+        let mut c: Vec<String> = std::fs::read_dir(run_dir.join("cases"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        c.sort();
+        c
+    };
+    let (gone, garbled) = (&cases[0], &cases[1]);
+    let bundle = |case: &str| run_dir.join("cases").join(case).join("host");
+    let step = |case: &str| format!("run:{case}:host");
+    std::fs::remove_file(bundle(gone).join("timing.json")).unwrap();
+    std::fs::write(bundle(garbled).join("manifest.json"), "{\"case_id\": tor").unwrap();
+    let results_at = || {
+        std::fs::metadata(run_dir.join("results.json"))
+            .unwrap()
+            .modified()
+            .unwrap()
+    };
+    let before = results_at();
+    let resume = |extra: &[&str]| {
+        let mut args = vec!["resume", run_dir.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let out = util::run(&args);
+        let text = format!("{}{}", util::stdout(&out), util::stderr(&out));
+        assert_eq!(out.status.code(), Some(0), "{text}");
+        text
+    };
+
+    // Plain resume: the journal says both are done; nothing runs, nothing is rewritten.
+    let text = resume(&[]);
+    assert!(text.contains("2 done, 0 to run"), "{text}");
+    assert!(
+        text.contains("results files and report are up to date"),
+        "{text}"
+    );
+    assert!(!bundle(gone).join("timing.json").exists(), "{text}");
+    assert_eq!(results_at(), before, "results files rewritten");
+    for case in [gone, garbled] {
+        assert_eq!(journal_lines(&run_dir, "started", &step(case)), 1, "{text}");
+    }
+
+    // The report reads every bundle: the one that does not read back is named, nothing is
+    // rewritten from a partial set.
+    let out = util::run(&["report", run_dir.to_str().unwrap()]);
+    let err = util::stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("{garbled}/host/manifest.json")),
+        "{err}"
+    );
+    assert_eq!(results_at(), before, "results files rewritten");
+
+    // --verify: both named, both run again exactly once, the rest kept.
+    let text = resume(&["--verify"]);
+    assert!(
+        text.contains(&format!(
+            "{}: finished in the journal with 2 samples but its bundle holds 0; it runs again",
+            step(gone)
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "{}: finished in the journal but its bundle does not read back",
+            step(garbled)
+        )),
+        "{text}"
+    );
+    assert!(text.contains("0 done, 2 to run"), "{text}");
+    assert!(
+        text.contains("verify: 2 runs of 2 done had a bundle that does not match the journal"),
+        "{text}"
+    );
+    assert!(text.contains("2 runs: 2 pass"), "{text}");
+    for case in [gone, garbled] {
+        assert_eq!(journal_lines(&run_dir, "started", &step(case)), 2, "{text}");
+        assert_eq!(
+            journal_lines(&run_dir, "finished", &step(case)),
+            2,
+            "{text}"
+        );
+    }
+    let samples: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(bundle(gone).join("timing.json")).unwrap()).unwrap();
+    assert_eq!(samples.as_array().unwrap().len(), 2);
+
+    // Whole again: --verify reads them back, finds nothing, and rewrites nothing; no run runs.
+    let settled = results_at();
+    let text = resume(&["--verify"]);
+    assert!(
+        text.contains(
+            "verify: the bundles of all 2 runs done read back as the journal recorded them"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("results files and report are up to date"),
+        "{text}"
+    );
+    assert_eq!(results_at(), settled, "results files rewritten");
+    for case in [gone, garbled] {
+        assert_eq!(journal_lines(&run_dir, "started", &step(case)), 2, "{text}");
+    }
+}
+
+/// `campaign report` reads every bundle anyway: one that reads back with another number of
+/// samples than its `finished` line recorded is named, with what runs it again.
+#[test]
+fn report_names_a_bundle_holding_another_sample_count_than_the_journal() {
+    let tmp = util::tempdir();
+    let (_, run_dir) = finished_run(tmp.path());
+    let case = std::fs::read_dir(run_dir.join("cases"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .file_name()
+        .into_string()
+        .unwrap();
+    let timing = run_dir.join("cases").join(&case).join("host/timing.json");
+    let mut samples: Vec<serde_json::Value> =
+        serde_json::from_slice(&std::fs::read(&timing).unwrap()).unwrap();
+    samples.pop();
+    std::fs::write(&timing, serde_json::to_vec(&samples).unwrap()).unwrap();
+    let out = util::run(&["report", run_dir.to_str().unwrap()]);
+    let err = util::stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(&format!(
+            "run {case} host finished with 2 samples in the journal but its bundle (cases/{case}/host) holds 1"
+        )),
+        "{err}"
+    );
+    assert!(err.contains("campaign resume --verify"), "{err}");
 }

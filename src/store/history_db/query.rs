@@ -56,6 +56,37 @@ impl SeriesFilter {
 }
 
 impl History {
+    /// How many runs the store holds of the run dir at `path` (absolute, as ingested); `None`
+    /// when it does not list that run dir. Counted in the `(run_dir_id, case_id, stack)` index
+    /// alone: no run row is read (`run_dirs` reads every row for its pass count, tens of
+    /// megabytes for a 100,000-run dir with a cold cache).
+    pub fn runs_of(&self, path: &str) -> Result<Option<i64>> {
+        let e = |err| db_error(&self.path, err);
+        let id: Option<i64> = (self.conn)
+            .query_row(
+                "SELECT id FROM run_dirs WHERE path = ?1",
+                params![path],
+                |r| r.get(0),
+            )
+            .map(Some)
+            .or_else(|err| match err {
+                rusqlite::Error::QueryReturnedNoRows => Ok(None),
+                other => Err(other),
+            })
+            .map_err(e)?;
+        let Some(id) = id else {
+            return Ok(None);
+        };
+        (self.conn)
+            .query_row(
+                "SELECT COUNT(*) FROM runs WHERE run_dir_id = ?1",
+                params![id],
+                |r| r.get(0),
+            )
+            .map(Some)
+            .map_err(e)
+    }
+
     /// Every run dir, newest first.
     pub fn run_dirs(&self) -> Result<Vec<RunDirRow>> {
         let e = |err| db_error(&self.path, err);

@@ -135,6 +135,10 @@ fn ingest_is_idempotent_and_a_changed_run_dir_keeps_its_place() {
     assert_eq!(dirs.len(), 2);
     assert_eq!(dirs[0].stamp, "20260102_000000", "newest first");
     assert_eq!((dirs[1].id, dirs[1].runs), (id_a, 2));
+    // What a settled resume asks: the run count of one run dir, or none for an unknown one.
+    assert_eq!(h.runs_of(&dirs[1].path).unwrap(), Some(2));
+    assert_eq!(h.runs_of(&dirs[0].path).unwrap(), Some(1));
+    assert_eq!(h.runs_of("/nowhere/run_20260101_000000").unwrap(), None);
     let samples: i64 = h
         .conn
         .query_row("SELECT COUNT(*) FROM samples", [], |r| r.get(0))
