@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::model::results::{ResultSet, RunResult, RunStatus};
 use crate::store::atomic::Staged;
 use crate::store::journal::{parse_run_step, replay, FILE_NAME};
@@ -207,15 +207,32 @@ pub(crate) fn write_results_of(dir: &Path, set: &ResultSet, input: &[u8; 32]) ->
             sha256,
         });
     }
+    // Every bundle the set was read from reaches the disk before the files that list it: a
+    // resume trusts results files newer than the journal's last `finished` line without
+    // reading a bundle, so after a power loss those bundles must be whole (bundles are written
+    // unsynced, one `syncfs` here covers all of them at once).
+    sync_filesystem(dir)?;
     staged.commit()?;
     results_stamp::record(dir, input, sums)?;
     Ok(Rewrite::Written)
 }
 
+/// Flush every dirty file of the file system holding `dir` (`syncfs`).
+fn sync_filesystem(dir: &Path) -> Result<()> {
+    let io = |e: std::io::Error| Error::Io {
+        path: dir.to_path_buf(),
+        source: e,
+    };
+    let fd = std::fs::File::open(dir).map_err(io)?;
+    rustix::fs::syncfs(&fd).map_err(|e| io(e.into()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::journal::Journal;
     use crate::store::results_json::tests::result;
+    use serde_json::{json, Map};
     use std::os::unix::fs::MetadataExt;
 
     /// (inode, mtime in ns) of each results file.
@@ -274,14 +291,6 @@ mod tests {
         assert_eq!(write_results(dir, &set).unwrap(), Rewrite::Written);
         assert!(dir.join("samples.csv").is_file());
     }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::store::journal::Journal;
-    use crate::store::results_json::tests::result;
-    use serde_json::{json, Map};
 
     /// A bundle that reads back with another sample count than its latest `finished` line is
     /// named; one that agrees, or whose line does not say (older journals), is not.
