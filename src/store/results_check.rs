@@ -43,7 +43,8 @@ pub(crate) struct Recorded<'a> {
 /// each row's case id, stack and status back to back in one string (a row is three ends in it),
 /// so 100,000 rows cost two allocations, not 300,000.
 struct Rows {
-    /// When the oldest of the three results files was last written.
+    /// When the oldest of the three results files was last written, or later proven current
+    /// (the results stamp's time).
     written_at: SystemTime,
     text: String,
     rows: Vec<Row>,
@@ -133,6 +134,12 @@ fn read_rows(dir: &Path, stop: &AtomicBool) -> Option<Rows> {
         .collect::<Option<Vec<SystemTime>>>()?
         .into_iter()
         .min()?;
+    // A rewrite that found the files already current leaves them as they are and marks the
+    // stamp instead (`store::rebuild::write_results_of`): proven then counts as written then.
+    let written_at = match written(&fd, crate::store::results_stamp::FILE_NAME) {
+        Some(proven) => written_at.max(proven),
+        None => written_at,
+    };
     let mut csv = ::csv::Reader::from_path(dir.join("results.csv")).ok()?;
     let header = csv.byte_headers().ok()?;
     let column = |name: &str| header.iter().position(|h| h == name.as_bytes());
@@ -271,6 +278,13 @@ mod tests {
         // A run finished again after the results files were written (its session killed
         // before it rewrote them): same status and sample count, other numbers.
         let later = results_written() + Duration::from_secs(1);
+        assert!(!start(dir.path()).matches(&journal(), later));
+        // ... unless a later rewrite proved them current and marked the stamp then.
+        let stamp = dir.path().join(crate::store::results_stamp::FILE_NAME);
+        std::fs::write(&stamp, "{}").unwrap();
+        set_mtime(&stamp, later + Duration::from_secs(1));
+        assert!(start(dir.path()).matches(&journal(), later));
+        set_mtime(&stamp, later - Duration::from_secs(10));
         assert!(!start(dir.path()).matches(&journal(), later));
         // An empty results file (a power loss).
         std::fs::write(dir.path().join("results.json"), "").unwrap();

@@ -86,6 +86,17 @@ pub(crate) fn unchanged(dir: &Path, input: &[u8; 32], names: &[&str]) -> bool {
     proven(dir, FILE_NAME, input, Some(names)).is_some()
 }
 
+/// Mark `dir`'s results stamp as proven now (its modification time). Best effort: a stamp left
+/// with its old time only makes the next resume take its full path.
+pub(crate) fn touch(dir: &Path) {
+    if let Ok(file) = std::fs::File::options()
+        .write(true)
+        .open(dir.join(FILE_NAME))
+    {
+        let _ = file.set_modified(std::time::SystemTime::now());
+    }
+}
+
 /// The stamp `stamp` (relative to `dir`) when it proves its files (relative to `dir`; exactly
 /// `names` when given) hold what this build writes for input `input`: its `extra`.
 pub(crate) fn proven(
