@@ -115,6 +115,16 @@ fn a_filter_that_leaves_nothing_is_exit_2_everywhere_and_makes_no_run_dir() {
 }
 
 /// `run PLAN -q --results-dir <cwd>/results` in `cwd`.
+/// The one run dir of the `codes` campaign under `cwd/results`.
+fn only_run_dir(cwd: &Path) -> std::path::PathBuf {
+    std::fs::read_dir(cwd.join("results/codes"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+}
+
 fn run_quiet(cwd: &Path, plan: &Path) -> std::process::Output {
     let results = cwd.join("results");
     run_in(
@@ -173,12 +183,7 @@ fn a_closed_or_full_stdout_never_panics() {
     // One finished run dir first, for the commands that read one.
     let first = run_quiet(tmp.path(), Path::new(&plan));
     assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
-    let run_dir = std::fs::read_dir(tmp.path().join("results/codes"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let run_dir = only_run_dir(tmp.path());
     let run_dir = run_dir.to_str().unwrap().to_string();
     let runs: Vec<Vec<&str>> = vec![
         vec!["run", &plan, "--results-dir", &results],
@@ -253,19 +258,13 @@ fn a_failed_report_is_said_and_exits_6_with_every_run_recorded() {
     )
     .unwrap();
     let o = run_quiet(tmp.path(), &plan);
-    let results = tmp.path().join("results");
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(6), "{err}");
     assert!(
         err.contains("the report step failed") && err.contains("campaign report"),
         "{err}"
     );
-    let run_dir = std::fs::read_dir(results.join("codes"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let run_dir = only_run_dir(tmp.path());
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run_dir.join("results.json")).unwrap())
             .unwrap();
@@ -299,12 +298,7 @@ fn a_stack_flooding_samples_fails_its_run_with_the_reason() {
         out.contains("printed 5000 CAMPAIGN_SAMPLE lines where this process runs 1 round(s)"),
         "{out}"
     );
-    let run_dir = std::fs::read_dir(tmp.path().join("results/codes"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let run_dir = only_run_dir(tmp.path());
     let log = std::fs::read_dir(run_dir.join("cases"))
         .unwrap()
         .next()
