@@ -8,6 +8,7 @@
 //! its CSS and JavaScript are included from `templates/report.css` and `report.js`.
 
 use std::collections::HashMap;
+use std::io::Write;
 use std::path::Path;
 
 use minijinja::syntax::SyntaxConfig;
@@ -16,6 +17,7 @@ use serde::Serialize;
 
 use super::context::{Cell, Context};
 use super::figures::{Drawn, HoverPoint};
+use super::rows::Rows;
 use crate::error::{Error, Result};
 use crate::model::results::ResultSet;
 
@@ -82,7 +84,7 @@ struct TableRow {
 #[derive(Debug, Serialize)]
 struct Table {
     columns: Vec<Column>,
-    rows: Vec<TableRow>,
+    rows: Rows<TableRow>,
     /// Columns with the same value in every row, left out of the table and said once above it
     /// (`{label, text}`), so the table fits a laptop screen.
     same: Vec<SameValue>,
@@ -114,7 +116,7 @@ struct Extras {
     table: Table,
     figures: Vec<InlineFigure>,
     /// One per `failures[]`, in its order.
-    failure_logs: Vec<FailureLog>,
+    failure_logs: Rows<FailureLog>,
     css: &'static str,
     js: &'static str,
 }
@@ -126,14 +128,16 @@ struct Page<'a> {
     html: Extras,
 }
 
-/// The report page of `ctx` for the run dir `run_dir` (whose figures are drawn).
+/// The report page of `ctx` for the run dir `run_dir` (whose figures are drawn), written into
+/// `out` as it is rendered.
 pub(crate) fn render_report(
     results: &ResultSet,
     ctx: &Context,
     drawn: &[Drawn],
     hovers: &[Vec<HoverPoint>],
     run_dir: &Path,
-) -> Result<String> {
+    out: &mut dyn Write,
+) -> Result<()> {
     let figures = drawn
         .iter()
         .zip(hovers)
@@ -144,17 +148,16 @@ pub(crate) fn render_report(
         html: Extras {
             table: table(results, ctx, run_dir),
             figures,
-            failure_logs: ctx
-                .failures
-                .iter()
-                .enumerate()
-                .map(|(i, f)| failure_log(run_dir, &f.bundle, i < MAX_TAILS))
-                .collect(),
+            failure_logs: Rows::from(
+                (ctx.failures.iter().enumerate())
+                    .map(|(i, f)| failure_log(run_dir, &f.bundle, i < MAX_TAILS))
+                    .collect::<Vec<_>>(),
+            ),
             css: CSS,
             js: JS,
         },
     };
-    render(REPORT, "templates/report.html.j2", &page)
+    render(REPORT, "templates/report.html.j2", &page, out)
 }
 
 #[derive(Debug, Serialize)]
@@ -275,11 +278,12 @@ pub(crate) fn write_trend_page(
         "figure": figure,
         "html": {"css": CSS, "js": JS},
     });
-    let text = render(TREND, "templates/trend.html.j2", &page)?;
+    let mut text = Vec::new();
+    render(TREND, "templates/trend.html.j2", &page, &mut text)?;
     if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     }
-    crate::store::atomic::write_atomic(out, text.as_bytes())
+    crate::store::atomic::write_atomic(out, &text)
 }
 
 /// An SVG (markup) and its hover values as the page shows them.
@@ -385,28 +389,26 @@ fn table(results: &ResultSet, ctx: &Context, run_dir: &Path) -> Table {
             .or_insert_with(|| (r.bundle.display().to_string(), false));
         e.1 |= r.contended(limit);
     }
-    let case_values: Vec<serde_json::Map<String, serde_json::Value>> = ctx
-        .cases
-        .iter()
-        .map(|c| match serde_json::to_value(c) {
-            Ok(serde_json::Value::Object(m)) => m,
-            _ => serde_json::Map::new(),
-        })
-        .collect();
+    // Each case's fields as JSON, made again where needed rather than held for every case.
+    let case_values = |c: &super::context::CaseRow| match serde_json::to_value(c) {
+        Ok(serde_json::Value::Object(m)) => m,
+        _ => serde_json::Map::new(),
+    };
     // Every field any case has (an `op` or `nodes` that only some cases carry gets a column;
     // the others show –), in the order the cases first give them.
     let mut union = serde_json::Map::new();
-    for m in &case_values {
+    for m in ctx.cases.iter().map(case_values) {
         for (k, v) in m {
-            if !union.contains_key(k) {
-                union.insert(k.clone(), v.clone());
+            if !union.contains_key(&k) {
+                union.insert(k, v);
             }
         }
     }
     let keys = case_keys(&union);
     let columns = table_columns(&keys, &union);
     let mut rows = Vec::new();
-    for (case, values) in ctx.cases.iter().zip(&case_values) {
+    for case in ctx.cases.iter() {
+        let values = case_values(case);
         let mut lead: Vec<TableCell> = Vec::new();
         for k in &keys {
             let v = values.get(k).cloned().unwrap_or(serde_json::Value::Null);
@@ -453,11 +455,7 @@ fn table(results: &ResultSet, ctx: &Context, run_dir: &Path) -> Table {
             });
         }
     }
-    fold_constant_columns(Table {
-        columns,
-        rows,
-        same: Vec::new(),
-    })
+    fold_constant_columns(columns, rows)
 }
 
 /// The table's columns: the case keys (numeric when their value is), then the stack's.
@@ -537,33 +535,37 @@ fn stack_cells(cell: &Cell, status: &str) -> Vec<TableCell> {
 }
 
 /// Leave out the foldable columns whose text is the same in every row (two rows or more).
-fn fold_constant_columns(mut t: Table) -> Table {
-    if t.rows.len() < 2 {
-        return t;
-    }
-    let constant: Vec<usize> = (0..t.columns.len())
-        .filter(|&i| {
-            FOLDABLE.contains(&t.columns[i].key.as_str())
-                && t.rows
-                    .iter()
-                    .all(|r| r.cells[i].text == t.rows[0].cells[i].text)
-        })
-        .collect();
-    for &i in constant.iter().rev() {
-        let col = t.columns.remove(i);
-        let text = t.rows[0].cells[i].text.clone();
-        for r in &mut t.rows {
-            r.cells.remove(i);
+fn fold_constant_columns(mut columns: Vec<Column>, mut rows: Vec<TableRow>) -> Table {
+    let mut same = Vec::new();
+    if rows.len() >= 2 {
+        let constant: Vec<usize> = (0..columns.len())
+            .filter(|&i| {
+                FOLDABLE.contains(&columns[i].key.as_str())
+                    && rows
+                        .iter()
+                        .all(|r| r.cells[i].text == rows[0].cells[i].text)
+            })
+            .collect();
+        for &i in constant.iter().rev() {
+            let col = columns.remove(i);
+            let text = rows[0].cells[i].text.clone();
+            for r in &mut rows {
+                r.cells.remove(i);
+            }
+            same.insert(
+                0,
+                SameValue {
+                    label: col.label,
+                    text,
+                },
+            );
         }
-        t.same.insert(
-            0,
-            SameValue {
-                label: col.label,
-                text,
-            },
-        );
     }
-    t
+    Table {
+        columns,
+        rows: rows.into(),
+        same,
+    }
 }
 
 /// Links from `reports/` to the bundle's files that exist.
@@ -645,7 +647,7 @@ fn tail(path: &Path) -> std::io::Result<(String, String)> {
     Ok((shown.join("\n"), note))
 }
 
-fn render<C: Serialize>(source: &str, name: &str, ctx: &C) -> Result<String> {
+fn render<C: Serialize>(source: &str, name: &str, ctx: &C, out: &mut dyn Write) -> Result<()> {
     let mut env = Environment::new();
     env.set_undefined_behavior(UndefinedBehavior::Strict);
     env.set_auto_escape_callback(|_| AutoEscape::Html);
@@ -671,7 +673,9 @@ fn render<C: Serialize>(source: &str, name: &str, ctx: &C) -> Result<String> {
     env.add_template("figure", FIGURE).map_err(failed)?;
     env.add_template(name, source).map_err(failed)?;
     let tmpl = env.get_template(name).map_err(failed)?;
-    tmpl.render(minijinja::value::Serde(ctx)).map_err(failed)
+    tmpl.render_captured_to(minijinja::value::Serde(ctx), out)
+        .map(drop)
+        .map_err(failed)
 }
 
 #[cfg(test)]
