@@ -21,10 +21,12 @@ pub mod figures;
 pub(crate) mod font;
 pub(crate) mod history_section;
 pub(crate) mod html;
+pub(crate) mod inline;
 pub(crate) mod markdown;
 pub(crate) mod preview;
 pub(crate) mod rows;
 pub mod summary;
+pub(crate) mod table;
 
 pub(crate) use summary::Analysis;
 
@@ -151,7 +153,8 @@ pub fn render_all(
     // into its file's temp file. The report files replace the old ones once every figure they
     // link to is drawn, and a failed figure is reported before a failed template, as before.
     let (drawing, texts) = std::thread::scope(|s| {
-        let drawing = s.spawn(|| figures::draw_planned(planned));
+        // The page reads each figure's hover values back from its file: none are kept here.
+        let drawing = s.spawn(|| figures::draw_planned(planned).map(drop));
         let texts = texts(
             results,
             &analysis,
@@ -167,11 +170,11 @@ pub fn render_all(
     });
     // The statistics are in the context now; the page needs only the context and the runs.
     drop(analysis);
-    let hovers = drawing?;
+    drawing?;
     let (mut staged, ctx) = texts?;
     // The page carries every figure inline, so it is rendered once they are drawn.
     stage_rendered(&mut staged, &html_file, |w| {
-        html::render_report(results, &ctx, &drawn, &hovers, run_dir, w)
+        html::render_report(results, &ctx, &drawn, run_dir, w)
     })?;
     drop(ctx);
     staged.commit()?;
