@@ -64,7 +64,7 @@ struct FailureLog {
 
 #[derive(Debug, Serialize)]
 struct Extras {
-    table: super::table::Table,
+    table: super::results_table::Table,
     figures: Vec<InlineFigure>,
     /// One per `failures[]`, in its order.
     failure_logs: Rows<FailureLog>,
@@ -95,7 +95,7 @@ pub(crate) fn render_report(
     let page = Page {
         ctx,
         html: Extras {
-            table: super::table::table(results, ctx, run_dir),
+            table: super::results_table::table(results, ctx, run_dir),
             figures,
             failure_logs: Rows::from(
                 (ctx.failures.iter().enumerate())

@@ -24,9 +24,9 @@ pub(crate) mod html;
 pub(crate) mod inline;
 pub(crate) mod markdown;
 pub(crate) mod preview;
+pub(crate) mod results_table;
 pub(crate) mod rows;
 pub mod summary;
-pub(crate) mod table;
 
 pub(crate) use summary::Analysis;
 
