@@ -148,30 +148,23 @@ pub fn render_all(
         name: &name,
         file: &file,
     };
-    // The figures' pixels are drawn on a second core while the context (a row per run) is
-    // built, rendered to Markdown and — on a third thread — written as JSON, each straight
-    // into its file's temp file. The report files replace the old ones once every figure they
-    // link to is drawn, and a failed figure is reported before a failed template, as before.
-    let (drawing, texts) = std::thread::scope(|s| {
-        // The page reads each figure's hover values back from its file: none are kept here.
-        let drawing = s.spawn(|| figures::draw_planned(planned).map(drop));
-        let texts = texts(
-            results,
-            &analysis,
-            opts,
-            (&drawn, &skipped),
-            template,
-            (&context, &summary),
-        );
-        let drawing = drawing
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        (drawing, texts)
-    });
+    // The figures are drawn first (a failed figure is reported before a failed template, as
+    // before), then the context (a row per run) is built, rendered to Markdown and — on a
+    // second thread — written as JSON, each straight into its file's temp file: the figures'
+    // points and SVG text and the context, a few KB a run each, are never held at once.
+    // The report files replace the old ones once every figure they link to is drawn; the
+    // page reads each figure's hover values back from its file, so none are kept here.
+    figures::draw_planned(planned)?;
+    let (mut staged, ctx) = texts(
+        results,
+        &analysis,
+        opts,
+        (&drawn, &skipped),
+        template,
+        (&context, &summary),
+    )?;
     // The statistics are in the context now; the page needs only the context and the runs.
     drop(analysis);
-    drawing?;
-    let (mut staged, ctx) = texts?;
     // The page carries every figure inline, so it is rendered once they are drawn.
     stage_rendered(&mut staged, &html_file, |w| {
         html::render_report(results, &ctx, &drawn, run_dir, w)
