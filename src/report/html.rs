@@ -138,6 +138,20 @@ struct TrendSeries {
     newest_median_s: f64,
 }
 
+#[derive(Serialize)]
+struct TrendPage<'a> {
+    title: &'a str,
+    series: Vec<TrendSeries>,
+    figure: InlineFigure,
+    html: Assets,
+}
+
+#[derive(Serialize)]
+struct Assets {
+    css: &'static str,
+    js: &'static str,
+}
+
 /// `campaign history trend --out FILE.html`: one self-contained page with every series' trend
 /// (the same figure as `--out FILE.svg`, with hover values) and its change points.
 pub(crate) fn write_trend_page(
@@ -221,12 +235,14 @@ pub(crate) fn write_trend_page(
         svg,
         &hover,
     );
-    let page = serde_json::json!({
-        "title": title,
-        "series": rows,
-        "figure": figure,
-        "html": {"css": CSS, "js": JS},
-    });
+    // A struct, not a `serde_json` value: the figure's markup is a safe minijinja value, which
+    // a JSON value would turn into plain (escaped) text.
+    let page = TrendPage {
+        title,
+        series: rows,
+        figure,
+        html: Assets { css: CSS, js: JS },
+    };
     let mut text = Vec::new();
     render(TREND, "templates/trend.html.j2", &page, &mut text)?;
     if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
