@@ -9,6 +9,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::figures::{Drawn, Skipped};
+use super::rows::Rows;
 use super::summary::{Analysis, Failure};
 use crate::analysis::run_stats::RunStats;
 use crate::analysis::stats::bootstrap::LEVEL;
@@ -47,15 +48,15 @@ pub(crate) struct Context {
     pub(crate) contention_note: Option<String>,
     pub(crate) baseline: Option<String>,
     pub(crate) baseline_note: Option<String>,
-    pub(crate) cases: Vec<CaseRow>,
+    pub(crate) cases: Rows<CaseRow>,
     /// Some case ran over several nodes (the case table explains its `inter-node` mark).
     pub(crate) inter_node: bool,
-    pub(crate) runs: Vec<RunRow>,
-    pub(crate) failures: Vec<Failure>,
+    pub(crate) runs: Rows<RunRow>,
+    pub(crate) failures: Rows<Failure>,
     /// The collectives of the result set, in `Op::EVERY` order; empty when every case is an
     /// allreduce (the report then reads as before the op axis).
     pub(crate) ops: Vec<OpRow>,
-    pub(crate) paired: Vec<PairedRow>,
+    pub(crate) paired: Rows<PairedRow>,
     pub(crate) models: Vec<ModelRow>,
     pub(crate) b_star: Vec<BStarRow>,
     pub(crate) figures: Vec<FigureRow>,
@@ -422,12 +423,17 @@ pub(crate) fn build(results: &ResultSet, a: &Analysis, title: Option<&str>) -> C
         contention_note: contention_note(results),
         baseline: a.baseline.clone(),
         baseline_note: a.baseline_note.clone(),
-        cases: case_rows(results, a),
+        cases: case_rows(results, a).into(),
         inter_node: results.runs.iter().any(|r| r.case.nodes > 1),
         ops: op_rows(results),
-        runs: a.stats.values().map(|s| run_row(results, s)).collect(),
-        failures: a.failures.clone(),
-        paired: a.paired.iter().map(paired_row).collect(),
+        runs: Rows::from(
+            a.stats
+                .values()
+                .map(|s| run_row(results, s))
+                .collect::<Vec<_>>(),
+        ),
+        failures: a.failures.clone().into(),
+        paired: Rows::from(a.paired.iter().map(paired_row).collect::<Vec<_>>()),
         models: a.fits.iter().map(model_row).collect(),
         b_star: a
             .b_star

@@ -18,13 +18,15 @@ pub(crate) const DEFAULT_TEMPLATE: &str = include_str!("../../templates/report.m
 /// Name under which the default template reports errors.
 pub(crate) const DEFAULT_NAME: &str = "templates/report.md.j2";
 
-/// Render `source` (named `name` in errors, read from `file`) with `ctx`.
+/// Render `source` (named `name` in errors, read from `file`) with `ctx` into `out`, as the
+/// template produces it (a report of 100,000 runs is never one string in memory).
 pub(crate) fn render<C: Serialize>(
     source: &str,
     name: &str,
     file: &Path,
     ctx: &C,
-) -> Result<String> {
+    out: &mut dyn std::io::Write,
+) -> Result<()> {
     let mut env = Environment::new();
     env.set_undefined_behavior(UndefinedBehavior::Strict);
     env.set_auto_escape_callback(|_| AutoEscape::None);
@@ -45,7 +47,8 @@ pub(crate) fn render<C: Serialize>(
     env.add_template_owned(name.to_string(), source.to_string())
         .map_err(|e| diagnostic(&e, file))?;
     let tmpl = env.get_template(name).map_err(|e| diagnostic(&e, file))?;
-    tmpl.render(minijinja::value::Serde(ctx))
+    tmpl.render_captured_to(minijinja::value::Serde(ctx), out)
+        .map(drop)
         .map_err(|e| diagnostic(&e, file))
 }
 
@@ -77,7 +80,25 @@ fn diagnostic(e: &minijinja::Error, file: &Path) -> Error {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{Path, Result};
+
+    fn render(source: &str, name: &str, file: &Path, ctx: &serde_json::Value) -> Result<String> {
+        let mut out = Vec::new();
+        super::render(source, name, file, ctx, &mut out)?;
+        Ok(String::from_utf8(out).unwrap())
+    }
+
+    #[test]
+    fn renders_into_the_writer() {
+        let text = render(
+            "{% for r in rows %}| {{ r | cell }} |\n{% endfor %}",
+            "t",
+            Path::new("t.j2"),
+            &serde_json::json!({"rows": ["a|b", "c\nd"]}),
+        )
+        .unwrap();
+        assert_eq!(text, "| a\\|b |\n| c d |\n");
+    }
 
     #[test]
     fn undefined_variable_names_template_and_line() {

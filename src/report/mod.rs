@@ -9,6 +9,7 @@
 //! never runs anything; loaders build the `ResultSet` first. Of a bundle it reads only the
 //! tail of a failed run's `run.log`, for the HTML page (`html`).
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::analysis::stats::memo::Memo;
@@ -23,8 +24,11 @@ pub mod figures;
 pub(crate) mod font;
 pub(crate) mod history_section;
 pub(crate) mod html;
+pub(crate) mod inline;
 pub(crate) mod markdown;
 pub(crate) mod preview;
+pub(crate) mod results_table;
+pub(crate) mod rows;
 pub mod summary;
 
 pub(crate) use summary::Analysis;
@@ -213,6 +217,7 @@ pub fn render_all(
         opts.compare_metric,
         &memo,
     );
+    let failures = analysis.failures.len();
     let (planned, skipped) =
         figures::plan_all(&analysis, results, &opts.figures, &run_dir.join("figures"))?;
     let drawn: Vec<figures::Drawn> = planned.iter().map(|p| p.drawn.clone()).collect();
@@ -220,46 +225,34 @@ pub fn render_all(
     let summary = reports.join("summary.md");
     let context = reports.join("context.json");
     let html_file = reports.join("index.html");
-    // The figures' pixels are drawn on a second core while the context (a row per run) is
-    // built, rendered to Markdown and — on a third thread — written as JSON straight into
-    // context.json's temp file. The report files replace the old ones once every figure they
-    // link to is drawn, and a failed figure is reported before a failed template, as before.
-    let (drawing, texts) = std::thread::scope(|s| {
-        let drawing = s.spawn(|| figures::draw_planned(planned));
-        let texts = (|| -> Result<(String, Staged, context::Context)> {
-            let mut ctx = context::build(results, &analysis, opts.title.as_deref())
-                .with_figures(&drawn, &skipped);
-            ctx.history = opts.history.as_ref().and_then(history_section::context);
-            let ctx_ref = &ctx;
-            let (text, json) = std::thread::scope(|s| {
-                let json = s.spawn(|| {
-                    let mut staged = Staged::new();
-                    staged.write(&context, |w| {
-                        serde_json::to_writer_pretty(&mut *w, ctx_ref)?;
-                        w.write_all(b"\n")
-                    })?;
-                    Ok::<_, Error>(staged)
-                });
-                let text = markdown::render(&source, &name, &file, ctx_ref);
-                let json = json
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-                (text, json)
-            });
-            Ok((text?, json?, ctx))
-        })();
-        let drawing = drawing
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        (drawing, texts)
-    });
-    let hovers = drawing?;
-    let (text, ctx_json, ctx) = texts?;
+    let template = Template {
+        source: &source,
+        name: &name,
+        file: &file,
+    };
+    // The figures are drawn first (a failed figure is reported before a failed template, as
+    // before), then the context (a row per run) is built, rendered to Markdown and — on a
+    // second thread — written as JSON, each straight into its file's temp file: the figures'
+    // points and SVG text and the context, a few KB a run each, are never held at once.
+    // The report files replace the old ones once every figure they link to is drawn; the
+    // page reads each figure's hover values back from its file, so none are kept here.
+    figures::draw_planned(planned)?;
+    let (mut staged, ctx) = texts(
+        results,
+        &analysis,
+        opts,
+        (&drawn, &skipped),
+        template,
+        (&context, &summary),
+    )?;
+    // The statistics are in the context now; the page needs only the context and the runs.
+    drop(analysis);
     // The page carries every figure inline, so it is rendered once they are drawn.
-    let page = html::render_report(results, &ctx, &drawn, &hovers, run_dir)?;
-    ctx_json.commit()?;
-    write_atomic(&summary, text.as_bytes())?;
-    write_atomic(&html_file, page.as_bytes())?;
+    stage_rendered(&mut staged, &html_file, |w| {
+        html::render_report(results, &ctx, &drawn, run_dir, w)
+    })?;
+    drop(ctx);
+    staged.commit()?;
     // Kept only when this report drew an interval or left one unused: a repeated report of
     // the same run dir rewrites nothing here.
     if memo.changed() {
@@ -271,8 +264,100 @@ pub fn render_all(
         html: html_file,
         figures: drawn,
         skipped_figures: skipped,
-        failures: analysis.failures.len(),
+        failures,
     })
+}
+
+/// The report template and where it came from (named in its errors).
+#[derive(Clone, Copy)]
+struct Template<'a> {
+    source: &'a str,
+    name: &'a str,
+    file: &'a Path,
+}
+
+/// The context of the report, with `context.json` (written on a thread of its own) and
+/// `summary.md` staged.
+fn texts(
+    results: &ResultSet,
+    analysis: &Analysis,
+    opts: &ReportOptions,
+    (drawn, skipped): (&[figures::Drawn], &[figures::Skipped]),
+    template: Template<'_>,
+    (context, summary): (&Path, &Path),
+) -> Result<(Staged, context::Context)> {
+    let mut ctx =
+        context::build(results, analysis, opts.title.as_deref()).with_figures(drawn, skipped);
+    ctx.history = opts.history.as_ref().and_then(history_section::context);
+    let ctx_ref = &ctx;
+    let (markdown, json) = std::thread::scope(|s| {
+        let json = s.spawn(|| {
+            let mut staged = Staged::new();
+            staged.write(context, |w| {
+                serde_json::to_writer_pretty(&mut *w, ctx_ref)?;
+                w.write_all(b"\n")
+            })?;
+            Ok::<_, Error>(staged)
+        });
+        let mut staged = Staged::new();
+        let markdown = stage_rendered(&mut staged, summary, |w| {
+            markdown::render(template.source, template.name, template.file, ctx_ref, w)
+        })
+        .map(|()| staged);
+        let json = json
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (markdown, json)
+    });
+    // context.json first, as before: the files replace the old ones in this order.
+    let mut staged = json?;
+    staged.append(markdown?);
+    Ok((staged, ctx))
+}
+
+/// Stage `path` with what `render` writes into its temp file as the template produces it. A
+/// template's own error comes back as it is; a failed write as the temp file's I/O error.
+fn stage_rendered(
+    staged: &mut Staged,
+    path: &Path,
+    render: impl FnOnce(&mut dyn Write) -> Result<()>,
+) -> Result<()> {
+    let mut failed = None;
+    let written = staged.write(path, |w| {
+        let mut w = Recording { w, err: None };
+        match render(&mut w) {
+            Ok(()) => Ok(()),
+            Err(e) => Err(w.err.take().unwrap_or_else(|| {
+                failed = Some(e);
+                std::io::Error::other("the template failed")
+            })),
+        }
+    });
+    failed.map_or(written, Err)
+}
+
+/// A writer that keeps the first error of the one it wraps (a renderer replaces it by its own).
+struct Recording<'a> {
+    w: &'a mut dyn Write,
+    err: Option<std::io::Error>,
+}
+
+impl Write for Recording<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.w.write(buf).map_err(|e| self.keep(e))
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.w.flush().map_err(|e| self.keep(e))
+    }
+}
+
+impl Recording<'_> {
+    fn keep(&mut self, e: std::io::Error) -> std::io::Error {
+        let copy = std::io::Error::from(e.kind());
+        self.err.get_or_insert(e);
+        copy
+    }
 }
 
 /// The engine's entry point after all runs of `run`/`resume`: summarize, plot and report with

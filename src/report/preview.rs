@@ -54,7 +54,7 @@ pub(crate) fn check(template: &Path, cfg: &ReportConfig, stacks: &[String]) -> R
         opts.compare_metric,
     );
     let ctx = context::build(&results, &analysis, opts.title.as_deref());
-    markdown::render(&text, &name, template, &ctx).map(|_| ())
+    markdown::render(&text, &name, template, &ctx, &mut std::io::sink())
 }
 
 /// The result set [`check`] renders: every (case, stack) of 2 P × 2 counts, the first case with

@@ -88,6 +88,11 @@ impl Staged {
         }
     }
 
+    /// Stage `other`'s files after this one's (their temp files move over, nothing is written).
+    pub(crate) fn append(&mut self, mut other: Staged) {
+        self.temps.append(&mut other.temps);
+    }
+
     /// Sync every staged temp file's data, then rename each over its final path, in order.
     pub(crate) fn commit(mut self) -> Result<()> {
         let (finals, temps): (Vec<PathBuf>, Vec<(PathBuf, std::fs::File)>) = self

@@ -359,6 +359,9 @@ impl Tally {
             self.engine_timed = run_status::complete(&mut self.samples, None, case.n_bytes());
         }
         self.samples.iter_mut().for_each(round_sample);
+        // The result is held until the campaign ends: without the growth slack of the rounds'
+        // vector (a one-round run's held room for four samples).
+        self.samples.shrink_to_fit();
         let outcome = self.last.ok_or("no process was run")?;
         let (status, reason) = match self.backend_verdict {
             Some((status, reason)) => (status, Some(reason)),
