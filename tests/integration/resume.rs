@@ -445,6 +445,16 @@ fn links_in_a_run_dir_or_as_the_history_store_are_refused() {
     );
 }
 
+/// The first case folder the run dir lists.
+fn first_case(run_dir: &std::path::Path) -> std::path::PathBuf {
+    std::fs::read_dir(run_dir.join("cases"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+}
+
 /// One broken bundle costs only its own run: a bundle folder replaced by a file is moved aside
 /// (`<stack>.damaged`) by `resume --verify`, the run runs again, and every other run's row — the case's intact
 /// repeats included — stays in results.json.
@@ -452,12 +462,7 @@ fn links_in_a_run_dir_or_as_the_history_store_are_refused() {
 fn a_bundle_replaced_by_a_file_costs_only_its_own_run() {
     let tmp = util::tempdir();
     let (_, run_dir) = finished_run(tmp.path());
-    let case = std::fs::read_dir(run_dir.join("cases"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let case = first_case(&run_dir);
     let bundle = case.join("host");
     std::fs::remove_dir_all(&bundle).unwrap();
     std::fs::write(&bundle, "not a folder").unwrap();
@@ -809,14 +814,12 @@ fn a_bundle_damaged_after_the_fact_is_trusted_by_resume_and_caught_by_verify() {
 fn report_names_a_bundle_holding_another_sample_count_than_the_journal() {
     let tmp = util::tempdir();
     let (_, run_dir) = finished_run(tmp.path());
-    let case = std::fs::read_dir(run_dir.join("cases"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
+    let case = first_case(&run_dir)
         .file_name()
-        .into_string()
-        .unwrap();
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
     let timing = run_dir.join("cases").join(&case).join("host/timing.json");
     let mut samples: Vec<serde_json::Value> =
         serde_json::from_slice(&std::fs::read(&timing).unwrap()).unwrap();
