@@ -12,6 +12,7 @@
 #        OLD_SRC=old.c ...                           also runs old.c (with OLD_ARGS) in every
 #                                                    repetition: a before/after column
 #        SHAPES="2 256,2 1048576" ...                the (P count) shapes, comma-separated
+#        VERBOSE=1 ...                               also print each repetition's median
 #        BUSY=1 ...                                  both cores busy: two `yes > /dev/null`
 #                                                    run alongside (killed on exit)
 set -euo pipefail
@@ -81,5 +82,30 @@ for shape in "${SHAPE_LIST[@]}"; do
   fi
   printf '%-4s %-9s %-13.4g %-13.4g %-11s %-13s %s\n' "$p" "$count" "$h" "$b" \
     "$(awk -v h="$h" -v b="$b" 'BEGIN {printf "%.2f", h / b}')" "$o" "$ob"
+  if [ "${VERBOSE:-0}" = 1 ]; then
+    # Every repetition's median, in run order: shows whether a ratio is the programs' or the
+    # launches' (at 1 Mi one launch of the same binary reads 1 ms, the next 2.4 ms).
+    for f in h b o; do
+      [ -s "$TMP/$f" ] && echo "  $f: $(tr '\n' ' ' < "$TMP/$f")"
+    done
+    # Launch modes: when the slowest launch of any program is over twice the fastest, launches
+    # above their geometric mean count as "slow" (at 1 Mi here: ~1 ms against ~3 ms, for either
+    # program). The median within each mode compares the loops, not how many launches of each
+    # happened to land in the slow state.
+    python3 - "$TMP" <<'PY'
+import statistics, sys, os
+d = sys.argv[1]
+runs = {f: [float(x) for x in open(os.path.join(d, f)).read().split()] for f in "hbo" if os.path.getsize(os.path.join(d, f))}
+lo, hi = min(min(v) for v in runs.values()), max(max(v) for v in runs.values())
+cut = (lo * hi) ** 0.5 if hi > 2 * lo else float("inf")
+for mode, keep in (("fast", lambda x: x < cut), ("slow", lambda x: x >= cut)):
+    med = {f: statistics.median(xs) for f, v in runs.items() if (xs := [x for x in v if keep(x)])}
+    n = {f: sum(1 for x in v if keep(x)) for f, v in runs.items()}
+    ratio = {f: med[f] / med["b"] for f in med if f != "b" and "b" in med}
+    print(f"  {mode} launches (cut {cut:.4g} s): " + ", ".join(
+        f"{f} n={n[f]} median={med[f]:.4g}" + (f" ({ratio[f]:.2f}x bare)" if f in ratio else "")
+        for f in med))
+PY
+  fi
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
