@@ -135,7 +135,7 @@ proptest! {
     fn plans_never_panic(text in mutated(corpus(".toml"))) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("fuzz.toml");
-        let _ = crate::plan::parse_with(&text, &path, None);
+        let _ = crate::plan::parse_with(&text, &path, Default::default());
     }
 }
 

@@ -294,7 +294,8 @@ fn plan(rng: &mut ChaCha8Rng) -> String {
 /// What `validate` and `dry-run` do with one plan text; `Err` carries the exit code.
 fn validate_and_list(text: &str, rng: &mut ChaCha8Rng) -> Result<(), i32> {
     let path = Path::new("fuzz.toml");
-    let plan = crate::plan::parse_with(text, path, None).map_err(|e| e.exit_code())?;
+    let plan =
+        crate::plan::parse_with(text, path, Default::default()).map_err(|e| e.exit_code())?;
     crate::engine::stack_check::check_stacks(&plan, &plan.stacks).map_err(|e| e.exit_code())?;
     let args = DryRunArgs {
         plan: path.to_path_buf(),

@@ -115,17 +115,25 @@ fn prepare_from_header(
 
 /// The frozen `plan.toml`, read as if it still lived where it was written (the journal header's
 /// `plan_file`), so relative `[cases] files` globs and templates mean what they meant for `run`.
-/// Problems are reported against the frozen copy, the file the user would edit.
+/// Problems are reported against the frozen copy, the file the user would edit. The first
+/// session's `--repeats` (the header's selection) counts, as it did for `run`'s run limit; a
+/// value out of range is left to `engine::session::with_selection`, which names it.
 pub(crate) fn load_frozen_plan(
     frozen: &Path,
     header: &serde_json::Map<String, serde_json::Value>,
     executor: Option<crate::model::plan::ExecutorKind>,
 ) -> Result<crate::model::plan::Plan> {
+    let repeats = (header.get("selection"))
+        .and_then(|sel| sel.get("repeats"))
+        .and_then(serde_json::Value::as_u64)
+        .filter(|n| (1..=crate::plan::MAX_REPEATS).contains(n))
+        .map(|n| n as u32);
+    let cli = crate::plan::Overrides { executor, repeats };
     let Some(origin) = header.get("plan_file").and_then(serde_json::Value::as_str) else {
-        return crate::plan::load_with(frozen, executor);
+        return crate::plan::load_with(frozen, cli);
     };
     let text = crate::plan::read_text(frozen)?;
-    crate::plan::parse_with(&text, Path::new(origin), executor).map_err(|e| match e {
+    crate::plan::parse_with(&text, Path::new(origin), cli).map_err(|e| match e {
         Error::Invalid(diags) => Error::Invalid(
             diags
                 .into_iter()

@@ -44,13 +44,13 @@ pub(crate) fn run(args: &RunArgs) -> Result<i32> {
     }
     // From here a Ctrl-C is honoured even while a big plan is read and prepared.
     crate::engine::interrupt::listen_during_preparation();
+    let cli = crate::plan::Overrides {
+        executor: args.exec.executor,
+        repeats: args.repeats,
+    };
     let plan = match &args.plan {
-        Some(p) => crate::plan::load_with(p, args.exec.executor)?,
-        None => crate::plan::parse_with(
-            SMOKE_PLAN,
-            Path::new("plans/smoke.toml"),
-            args.exec.executor,
-        )?,
+        Some(p) => crate::plan::load_with(p, cli)?,
+        None => crate::plan::parse_with(SMOKE_PLAN, Path::new("plans/smoke.toml"), cli)?,
     };
     // A report template that cannot render fails now, not after every run has been paid for.
     crate::report::preview::check_plan(&plan, args.exec.template.as_deref())?;

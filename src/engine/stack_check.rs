@@ -105,8 +105,9 @@ mod tests {
         let text = format!(
             "[campaign]\nname = \"t\"\n[case]\nvariant = \"mesh\"\np = 2\ncount = 64\n[axes]\nstacks = [\"mine\"]\n[stacks.mine]\n{stack}\n"
         );
-        let plan = crate::plan::parse_with(&text, std::path::Path::new("t.toml"), None)
-            .unwrap_or_else(|e| panic!("{e}"));
+        let plan =
+            crate::plan::parse_with(&text, std::path::Path::new("t.toml"), Default::default())
+                .unwrap_or_else(|e| panic!("{e}"));
         match check_stacks(&plan, &plan.stacks) {
             Ok(()) => String::new(),
             Err(e) => {
@@ -175,7 +176,7 @@ mod tests {
         let plan = crate::plan::parse_with(
             "[campaign]\nname = \"t\"\n[case]\nvariant = \"mesh\"\np = 2\ncount = 64\n",
             std::path::Path::new("t.toml"),
-            None,
+            Default::default(),
         )
         .unwrap();
         let all: Vec<String> = crate::stack::registry::shipped().into_keys().collect();

@@ -26,16 +26,25 @@ pub(crate) const TOP_KEYS: &[&str] = &[
     "report", "slurm", "cases",
 ];
 
-/// Read and parse a plan file.
-pub(crate) fn load(path: &Path) -> Result<Plan> {
-    load_with(path, None)
+/// What a command line replaces in a plan before its whole-plan checks: `--executor` decides
+/// whether the local device pool bounds the cases (under Slurm the cluster grants devices), and
+/// `--repeats` how many runs the plan makes (the run limit counts the runs that will happen, so
+/// `run --repeats 1` of a plan of a million cases is not refused for its `[run] repeats = 3`).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Overrides {
+    pub(crate) executor: Option<ExecutorKind>,
+    pub(crate) repeats: Option<u32>,
 }
 
-/// Read and parse a plan file as run with `--executor` (which decides whether the local device
-/// pool bounds the cases: under Slurm the cluster grants devices).
-pub(crate) fn load_with(path: &Path, executor: Option<ExecutorKind>) -> Result<Plan> {
+/// Read and parse a plan file.
+pub(crate) fn load(path: &Path) -> Result<Plan> {
+    load_with(path, Overrides::default())
+}
+
+/// Read and parse a plan file as run with the command line's [`Overrides`].
+pub(crate) fn load_with(path: &Path, cli: Overrides) -> Result<Plan> {
     let text = read_text(path)?;
-    parse_with(&text, path, executor)
+    parse_with(&text, path, cli)
 }
 
 /// A plan file's text. Every way of not having one — missing, unreadable, a directory, not
@@ -63,12 +72,12 @@ pub(crate) fn read_text(path: &Path) -> Result<String> {
 /// Parse and validate plan text; `path` locates diagnostics and plan-relative files.
 #[cfg(test)]
 pub(crate) fn parse(text: &str, path: &Path) -> Result<Plan> {
-    parse_with(text, path, None)
+    parse_with(text, path, Overrides::default())
 }
 
-/// [`parse`], with the command line's `--executor` replacing the plan's `[run] executor`
-/// before the whole-plan checks.
-pub(crate) fn parse_with(text: &str, path: &Path, executor: Option<ExecutorKind>) -> Result<Plan> {
+/// [`parse`], with the command line's [`Overrides`] replacing the plan's `[run] executor` and
+/// `[run] repeats` before the whole-plan checks.
+pub(crate) fn parse_with(text: &str, path: &Path, cli: Overrides) -> Result<Plan> {
     let src = Source::new(path, text);
     let doc = match DeTable::parse(text) {
         Ok(doc) => doc,
@@ -141,8 +150,11 @@ pub(crate) fn parse_with(text: &str, path: &Path, executor: Option<ExecutorKind>
     if let Some(item) = sections.get("run") {
         plan.run = config::read_run(&mut cx, item);
     }
-    if let Some(executor) = executor {
+    if let Some(executor) = cli.executor {
         plan.run.executor = executor;
+    }
+    if let Some(repeats) = cli.repeats {
+        plan.run.repeats = repeats;
     }
     if let Some(item) = sections.get("devices") {
         spans.devices = Some(item.span());

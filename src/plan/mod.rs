@@ -17,5 +17,5 @@ mod tests;
 mod validate;
 
 pub(crate) use config::MAX_REPEATS;
-pub(crate) use load::{load, load_with, locate, parse_with, read_text};
+pub(crate) use load::{load, load_with, locate, parse_with, read_text, Overrides};
 pub(crate) use stacks::select_stacks;

@@ -330,3 +330,27 @@ fn point_windows_concatenate_to_the_whole_sweep() {
         assert_eq!(joined, whole, "block of {block} points");
     }
 }
+
+#[test]
+fn the_run_limit_counts_the_repeats_the_command_line_asks_for() {
+    // 2 p × 170,000 counts = 340,000 cases: 1.02 million runs at the default 3 repeats.
+    let p = ["2", "4"];
+    let count: Vec<String> = (1..=170_000).map(|n| (n * 8).to_string()).collect();
+    let text = format!(
+        "[campaign]\nname = \"t\"\n[axes]\nvariant = [\"mesh\"]\np = [{}]\ncount = [{}]\n",
+        p.join(","),
+        count.join(",")
+    );
+    let err = messages(parse(&text, Path::new("t.toml")));
+    assert!(
+        err.contains("the plan makes 1020000 runs (340000 cases × 1 stacks × 3 repeats)"),
+        "{err}"
+    );
+    // `run --repeats 1` / `dry-run --repeats 1`: 340,000 runs, within the limit.
+    let cli = crate::plan::Overrides {
+        repeats: Some(1),
+        ..Default::default()
+    };
+    let plan = crate::plan::parse_with(&text, Path::new("t.toml"), cli).unwrap();
+    assert_eq!((plan.case_count, plan.run.repeats), (340_000, 1));
+}

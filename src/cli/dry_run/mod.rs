@@ -20,7 +20,11 @@ use blocks::{each_block, Block, Row, Rows, Source};
 const TABLE_SIZING_ROWS: usize = 1000;
 
 pub(crate) fn run(args: &DryRunArgs) -> Result<i32> {
-    let plan = plan::load_with(&args.plan, args.executor)?;
+    let cli = plan::Overrides {
+        executor: args.executor,
+        repeats: args.repeats,
+    };
+    let plan = plan::load_with(&args.plan, cli)?;
     for w in &plan.warnings {
         eprintln!("warning: {w}");
     }
