@@ -396,7 +396,7 @@ impl Figure for Panels {
     fn draw<DB: DrawingBackend>(
         &self,
         root: &DrawingArea<DB, Shift>,
-        hover: &mut Vec<HoverPoint>,
+        hover: &mut dyn super::HoverSink,
     ) -> Result<(), String> {
         root.fill(&WHITE).map_err(err)?;
         let body = root
@@ -596,7 +596,7 @@ pub(crate) fn err(e: impl std::fmt::Display) -> String {
 fn draw_panel<DB: DrawingBackend>(
     panel: &Panel,
     area: &DrawingArea<DB, Shift>,
-    hover: &mut Vec<HoverPoint>,
+    hover: &mut dyn super::HoverSink,
 ) -> Result<Vec<LegendEntry>, String> {
     let Some(((x0, x1), (y0, y1))) = panel.bounds() else {
         return Ok(Vec::new());
@@ -669,7 +669,7 @@ fn draw_panel<DB: DrawingBackend>(
             color: format!("#{:02X}{:02X}{:02X}", c.0, c.1, c.2),
             series: h.series.clone(),
             text: h.text.clone(),
-        });
+        })?;
     }
     Ok(panel_legend(panel))
 }

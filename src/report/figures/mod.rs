@@ -20,6 +20,7 @@ mod message_size;
 mod model_fit;
 mod paired_ratio;
 mod strong_scaling;
+mod svg_stream;
 mod ticks;
 mod trend;
 mod wall_vs_device;
@@ -40,8 +41,58 @@ pub(crate) trait Figure {
     fn draw<DB: DrawingBackend>(
         &self,
         root: &DrawingArea<DB, Shift>,
-        hover: &mut Vec<HoverPoint>,
+        hover: &mut dyn HoverSink,
     ) -> Result<(), String>;
+}
+
+/// Where a figure's hover values go as they are drawn: kept (`Vec`), written out one by one
+/// (`HoverJson`), or dropped (`NoHover`, the PNG pass).
+pub(crate) trait HoverSink {
+    fn push(&mut self, point: HoverPoint) -> Result<(), String>;
+}
+
+impl HoverSink for Vec<HoverPoint> {
+    fn push(&mut self, point: HoverPoint) -> Result<(), String> {
+        Vec::push(self, point);
+        Ok(())
+    }
+}
+
+/// Hover values not wanted (a PNG has no pointer to hover with).
+pub(crate) struct NoHover;
+
+impl HoverSink for NoHover {
+    fn push(&mut self, _: HoverPoint) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// A figure's `.hover.json` written as its points are drawn: the bytes of `serde_json` of the
+/// whole list (`[`, the points' compact JSON joined by `,`, `]`), one point held at a time.
+struct HoverJson<'w> {
+    out: &'w mut dyn std::io::Write,
+    written: usize,
+}
+
+impl HoverJson<'_> {
+    fn new(out: &mut dyn std::io::Write) -> std::io::Result<HoverJson<'_>> {
+        out.write_all(b"[")?;
+        Ok(HoverJson { out, written: 0 })
+    }
+
+    fn finish(self) -> std::io::Result<()> {
+        self.out.write_all(b"]")
+    }
+}
+
+impl HoverSink for HoverJson<'_> {
+    fn push(&mut self, point: HoverPoint) -> Result<(), String> {
+        if self.written > 0 {
+            self.out.write_all(b",").map_err(|e| e.to_string())?;
+        }
+        self.written += 1;
+        serde_json::to_writer(&mut *self.out, &point).map_err(|e| e.to_string())
+    }
 }
 
 /// A value of a figure the HTML report shows when the pointer is over it: the pixel (the SVG's
@@ -79,7 +130,7 @@ pub struct Skipped {
 /// pixels are not drawn yet (`draw_planned`), so the report can be written while they are.
 pub(crate) struct Planned<'a> {
     pub(crate) drawn: Drawn,
-    draw: Box<dyn FnOnce() -> Result<Vec<HoverPoint>> + Send + 'a>,
+    draw: Box<dyn FnOnce() -> Result<()> + Send + 'a>,
 }
 
 /// Build the figures named in `wanted` (empty = all) for `dir`, and say why the others are
@@ -155,9 +206,9 @@ fn build<'a>(
 }
 
 /// Draw every planned figure, in order; the first failure stops the drawing and is returned.
-/// Each figure's hover values come back in the same order.
-pub(crate) fn draw_planned(planned: Vec<Planned<'_>>) -> Result<Vec<Vec<HoverPoint>>> {
-    planned.into_iter().map(|p| (p.draw)()).collect()
+/// Each figure's hover values are in its `.hover.json`, none are kept.
+pub(crate) fn draw_planned(planned: Vec<Planned<'_>>) -> Result<()> {
+    planned.into_iter().try_for_each(|p| (p.draw)())
 }
 
 /// The history trend figure as an image (`campaign history trend --out FILE.png|svg`).
@@ -177,7 +228,7 @@ pub(crate) fn trend_svg(
     trend::svg(series, steps)
 }
 
-/// One figure as it will be drawn to `<dir>/<name>.png` and `.svg`.
+/// One figure as it will be drawn to `<dir>/<name>.png`, `.svg` and `.hover.json`.
 fn plan<'a, F: Figure + Send + 'a>(fig: F, name: &str, dir: &Path) -> Planned<'a> {
     let drawn = Drawn {
         name: name.to_string(),
@@ -187,46 +238,58 @@ fn plan<'a, F: Figure + Send + 'a>(fig: F, name: &str, dir: &Path) -> Planned<'a
         svg: dir.join(format!("{name}.svg")),
         hover: dir.join(format!("{name}.hover.json")),
     };
-    let (name, png, svg, hover) = (
-        drawn.name.clone(),
-        drawn.png.clone(),
-        drawn.svg.clone(),
-        drawn.hover.clone(),
-    );
+    let files = drawn.clone();
     Planned {
         drawn,
-        draw: Box::new(move || {
-            let points = render(&fig, &name, &png, &svg)?;
-            let json = serde_json::to_vec(&points)
-                .map_err(|e| Error::Environment(format!("{}: {e}", hover.display())))?;
-            crate::store::atomic::write_atomic(&hover, &json)?;
-            Ok(points)
-        }),
+        draw: Box::new(move || render(&fig, &files)),
     }
 }
 
-/// Draw one figure as PNG and SVG; the hover values of the SVG.
-fn render<F: Figure>(fig: &F, name: &str, png: &Path, svg: &Path) -> Result<Vec<HoverPoint>> {
+/// Draw one figure as PNG, then as SVG with its hover values: the SVG and the `.hover.json`
+/// are written into their temp files as they are drawn and replace the old files together
+/// (`store::atomic::Staged`), so a failed figure leaves neither half written.
+fn render<F: Figure>(fig: &F, files: &Drawn) -> Result<()> {
     let size = fig.size();
     let failed = |path: &Path, e: String| {
         Error::Environment(format!(
-            "{}: drawing figure `{name}` failed: {e}",
-            path.display()
+            "{}: drawing figure `{}` failed: {e}",
+            path.display(),
+            files.name
         ))
     };
     {
-        let root = BitMapBackend::new(png, size).into_drawing_area();
-        fig.draw(&root, &mut Vec::new())
-            .map_err(|e| failed(png, e))?;
-        root.present().map_err(|e| failed(png, e.to_string()))?;
+        let root = BitMapBackend::new(&files.png, size).into_drawing_area();
+        fig.draw(&root, &mut NoHover)
+            .map_err(|e| failed(&files.png, e))?;
+        root.present()
+            .map_err(|e| failed(&files.png, e.to_string()))?;
     }
-    let mut hover = Vec::new();
-    {
-        let root = SVGBackend::new(svg, size).into_drawing_area();
-        fig.draw(&root, &mut hover).map_err(|e| failed(svg, e))?;
-        root.present().map_err(|e| failed(svg, e.to_string()))?;
+    // A drawing failure is reported as such, not as the temp file's write error it aborts.
+    let mut failure = None;
+    let mut svg_file = crate::store::atomic::Staged::new();
+    let mut hover_file = crate::store::atomic::Staged::new();
+    let written = hover_file.write(&files.hover, |hover_out| {
+        let mut hover = HoverJson::new(hover_out)?;
+        svg_file
+            .write(&files.svg, |svg_out| {
+                let root = svg_stream::SvgStream::new(svg_out, size)?.into_drawing_area();
+                let drawn = fig
+                    .draw(&root, &mut hover)
+                    .and_then(|()| root.present().map_err(|e| e.to_string()));
+                drawn.map_err(|e| {
+                    failure = Some(e);
+                    std::io::Error::other("figure not drawn")
+                })
+            })
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        hover.finish()
+    });
+    if let Some(e) = failure {
+        return Err(failed(&files.svg, e));
     }
-    Ok(hover)
+    written?;
+    svg_file.append(hover_file);
+    svg_file.commit()
 }
 
 #[cfg(test)]

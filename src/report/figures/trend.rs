@@ -200,11 +200,13 @@ pub(crate) fn draw(series: &[Series], steps: &[Vec<Step>], out: &Path) -> Result
         |e: String| Error::Environment(format!("{}: drawing the trend failed: {e}", out.display()));
     if svg {
         let root = SVGBackend::new(out, size).into_drawing_area();
-        fig.draw(&root, &mut Vec::new()).map_err(failed)?;
+        fig.draw(&root, &mut crate::report::figures::NoHover)
+            .map_err(failed)?;
         root.present().map_err(|e| failed(e.to_string()))?;
     } else {
         let root = BitMapBackend::new(out, size).into_drawing_area();
-        fig.draw(&root, &mut Vec::new()).map_err(failed)?;
+        fig.draw(&root, &mut crate::report::figures::NoHover)
+            .map_err(failed)?;
         root.present().map_err(|e| failed(e.to_string()))?;
     }
     Ok(())
