@@ -188,7 +188,7 @@ fn stacked(
                 x: x + v / 2.0,
                 y: row,
                 color: c,
-                series: name.clone(),
+                series: name.as_str().into(),
                 text: format!(
                     "{}: {name} {}",
                     bars[i].0,

@@ -258,7 +258,8 @@ pub(crate) struct Hover {
     pub(crate) x: f64,
     pub(crate) y: f64,
     pub(crate) color: usize,
-    pub(crate) series: String,
+    /// Shared by the series' points: one legend text, not one copy a point.
+    pub(crate) series: std::sync::Arc<str>,
     pub(crate) text: String,
 }
 
@@ -391,6 +392,19 @@ impl Figure for Panels {
             PANEL_W * cols as u32 + self.legend_width(),
             PANEL_H * rows as u32 + TITLE_H,
         )
+    }
+
+    fn shrink_to_fit(&mut self) {
+        for panel in &mut self.panels {
+            for s in &mut panel.series {
+                s.points.shrink_to_fit();
+            }
+            panel.series.shrink_to_fit();
+            panel.rects.shrink_to_fit();
+            panel.error_bars.shrink_to_fit();
+            panel.hover.shrink_to_fit();
+        }
+        self.panels.shrink_to_fit();
     }
 
     fn draw<DB: DrawingBackend>(
@@ -667,7 +681,7 @@ fn draw_panel<DB: DrawingBackend>(
             x,
             y,
             color: format!("#{:02X}{:02X}{:02X}", c.0, c.1, c.2),
-            series: h.series.clone(),
+            series: h.series.to_string(),
             text: h.text.clone(),
         })?;
     }

@@ -37,6 +37,9 @@ pub(crate) trait Figure {
     }
     /// Pixel size (the SVG uses the same user units).
     fn size(&self) -> (u32, u32);
+    /// Drop the spare room of whatever grew while the figure was built: a planned figure is
+    /// held until it is drawn, beside the rest of the report.
+    fn shrink_to_fit(&mut self) {}
     /// Draw on `root`; every hover value's pixel position is pushed to `hover`.
     fn draw<DB: DrawingBackend>(
         &self,
@@ -229,7 +232,8 @@ pub(crate) fn trend_svg(
 }
 
 /// One figure as it will be drawn to `<dir>/<name>.png`, `.svg` and `.hover.json`.
-fn plan<'a, F: Figure + Send + 'a>(fig: F, name: &str, dir: &Path) -> Planned<'a> {
+fn plan<'a, F: Figure + Send + 'a>(mut fig: F, name: &str, dir: &Path) -> Planned<'a> {
+    fig.shrink_to_fit();
     let drawn = Drawn {
         name: name.to_string(),
         title: fig.title(),

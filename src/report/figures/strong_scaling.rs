@@ -133,6 +133,11 @@ fn build(a: &Analysis, results: &ResultSet, look: Look) -> Result<Panels, String
     palette.sort();
     palette.dedup();
     let names = labels(&palette.iter().map(key_parts).collect::<Vec<_>>());
+    // One shared legend text a series for its hover values.
+    let hover_names: Vec<std::sync::Arc<str>> = names
+        .iter()
+        .map(|n| std::sync::Arc::from(n.as_str()))
+        .collect();
     let counts: Vec<u64> = g.keys().copied().collect();
     let shown = shown_counts(&counts);
     let mut panels = Vec::new();
@@ -165,7 +170,7 @@ fn build(a: &Analysis, results: &ResultSet, look: Look) -> Result<Panels, String
                         x,
                         y,
                         color,
-                        series: names[i].clone(),
+                        series: hover_names[i].clone(),
                         text: p.4.clone(),
                     });
                 }

@@ -331,9 +331,9 @@ impl DrawingBackend for SvgStream<'_> {
 #[cfg(test)]
 mod tests {
     use super::SvgStream;
-    use std::io::{self, Write};
     use plotters::coord::Shift;
     use plotters::prelude::*;
+    use std::io::{self, Write};
 
     /// Every element kind this backend writes, with text that needs escaping, in each font
     /// style and rotation the figures use.

@@ -85,7 +85,8 @@ pub(crate) fn build(series: &[Series], steps: &[Vec<Step>]) -> Panels {
                 .enumerate()
                 .map(|(x, p)| (x as f64, p.ci_lo_s, p.median_s, p.ci_hi_s, i))
                 .collect();
-            let series_name = format!("{} · {}", s.case_id, s.key.stack);
+            let series_name: std::sync::Arc<str> =
+                format!("{} · {}", s.case_id, s.key.stack).into();
             panel.hover = s
                 .points
                 .iter()
