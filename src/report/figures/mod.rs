@@ -331,3 +331,104 @@ mod registry_tests {
         assert!(!dir.exists(), "nothing is written for a refused list");
     }
 }
+
+#[cfg(test)]
+mod render_tests {
+    use super::*;
+    use std::cell::Cell;
+
+    /// A figure whose SVG pass draws a few elements and a hover value, then fails.
+    struct FailsInSvg {
+        passes: Cell<u32>,
+    }
+
+    impl Figure for FailsInSvg {
+        fn title(&self) -> String {
+            "fails".into()
+        }
+        fn size(&self) -> (u32, u32) {
+            (60, 40)
+        }
+        fn draw<DB: DrawingBackend>(
+            &self,
+            root: &DrawingArea<DB, Shift>,
+            hover: &mut dyn HoverSink,
+        ) -> Result<(), String> {
+            self.passes.set(self.passes.get() + 1);
+            root.fill(&WHITE).map_err(|e| e.to_string())?;
+            hover.push(HoverPoint {
+                x: 1,
+                y: 2,
+                color: "#000000".into(),
+                series: "s".into(),
+                text: "t".into(),
+            })?;
+            if self.passes.get() == 2 {
+                return Err("no room for the axes".into());
+            }
+            Ok(())
+        }
+    }
+
+    fn files(dir: &Path) -> Drawn {
+        Drawn {
+            name: "fails".into(),
+            title: "fails".into(),
+            caption: String::new(),
+            png: dir.join("fails.png"),
+            svg: dir.join("fails.svg"),
+            hover: dir.join("fails.hover.json"),
+        }
+    }
+
+    /// A figure that fails half way through its SVG leaves the old SVG and hover file as they
+    /// were and no temp file behind, and says which figure failed and why.
+    #[test]
+    fn a_failed_figure_leaves_the_old_svg_and_hover_file() {
+        super::super::font::ensure_registered().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let f = files(dir.path());
+        std::fs::write(&f.svg, "old svg").unwrap();
+        std::fs::write(&f.hover, "old hover").unwrap();
+        let fig = FailsInSvg {
+            passes: Cell::new(0),
+        };
+        let e = render(&fig, &f).unwrap_err().to_string();
+        assert!(
+            e.contains("drawing figure `fails` failed: no room for the axes"),
+            "{e}"
+        );
+        assert_eq!(std::fs::read_to_string(&f.svg).unwrap(), "old svg");
+        assert_eq!(std::fs::read_to_string(&f.hover).unwrap(), "old hover");
+        let mut left: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["fails.hover.json", "fails.png", "fails.svg"]);
+    }
+
+    /// A drawn figure's hover file is the JSON list of its points, as `serde_json` writes it.
+    #[test]
+    fn a_drawn_figure_writes_its_svg_and_hover_points() {
+        super::super::font::ensure_registered().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let f = files(dir.path());
+        let fig = FailsInSvg {
+            passes: Cell::new(2),
+        };
+        render(&fig, &f).unwrap();
+        let svg = std::fs::read_to_string(&f.svg).unwrap();
+        assert!(svg.starts_with("<svg width=\"60\" height=\"40\""), "{svg}");
+        assert!(svg.ends_with("</svg>\n"), "{svg}");
+        let want = serde_json::to_string(&[HoverPoint {
+            x: 1,
+            y: 2,
+            color: "#000000".into(),
+            series: "s".into(),
+            text: "t".into(),
+        }])
+        .unwrap();
+        assert_eq!(std::fs::read_to_string(&f.hover).unwrap(), want);
+    }
+}
