@@ -129,11 +129,14 @@ pub struct Skipped {
     pub(crate) reason: String,
 }
 
-/// A figure built from the analysis — its name, title, caption and files known — whose
-/// pixels are not drawn yet (`draw_planned`), so the report can be written while they are.
+/// A figure whose name, title, caption and files are known but whose pixels are not drawn
+/// yet (`draw_planned`). It holds no points: the figure is built again from the analysis when
+/// it is drawn, so only one figure's points (a few hundred bytes a run each) exist at a time.
 pub(crate) struct Planned<'a> {
     pub(crate) drawn: Drawn,
-    draw: Box<dyn FnOnce() -> Result<()> + Send + 'a>,
+    kind: FigureKind,
+    analysis: &'a Analysis,
+    results: &'a ResultSet,
 }
 
 /// Build the figures named in `wanted` (empty = all) for `dir`, and say why the others are
@@ -162,8 +165,14 @@ pub(crate) fn plan_all<'a>(
         if !kinds.is_empty() && !kinds.contains(&kind) {
             continue;
         }
-        match build(kind, analysis, results, dir) {
-            Ok(p) => planned.push(p),
+        let name = kind.name();
+        match build(kind, analysis, results, Describe { name, dir }) {
+            Ok(drawn) => planned.push(Planned {
+                drawn,
+                kind,
+                analysis,
+                results,
+            }),
             Err(reason) => skipped.push(Skipped {
                 name: kind.name().to_string(),
                 reason,
@@ -173,45 +182,80 @@ pub(crate) fn plan_all<'a>(
     Ok((planned, skipped))
 }
 
-/// The builder of each figure: every `FigureKind` has exactly one arm (no catch-all), so a
-/// figure cannot be named without being built. `Err` is why it is skipped.
-fn build<'a>(
+/// What is done with a figure once built: described (`Describe`) or drawn (`Render`).
+trait WithFigure {
+    type Out;
+    fn with<F: Figure>(self, fig: F) -> Self::Out;
+}
+
+/// The builder of each figure, handing it to `then`: every `FigureKind` has exactly one arm (no
+/// catch-all), so a figure cannot be named without being built. `Err` is why it is skipped.
+fn build<W: WithFigure>(
     kind: FigureKind,
-    analysis: &'a Analysis,
-    results: &'a ResultSet,
-    dir: &Path,
-) -> Result<Planned<'a>, String> {
-    let name = kind.name();
-    match kind {
-        FigureKind::StrongScalingTTotal => {
-            strong_scaling::total(analysis, results).map(|f| plan(f, name, dir))
-        }
+    analysis: &Analysis,
+    results: &ResultSet,
+    then: W,
+) -> Result<W::Out, String> {
+    Ok(match kind {
+        FigureKind::StrongScalingTTotal => then.with(strong_scaling::total(analysis, results)?),
         FigureKind::StrongScalingEfficiency => {
-            strong_scaling::efficiency(analysis, results).map(|f| plan(f, name, dir))
+            then.with(strong_scaling::efficiency(analysis, results)?)
         }
-        FigureKind::MessageSizeBw => {
-            message_size::build(analysis, results).map(|f| plan(f, name, dir))
+        FigureKind::MessageSizeBw => then.with(message_size::build(analysis, results)?),
+        FigureKind::PairedStackRatio => then.with(paired_ratio::build(analysis, results)?),
+        FigureKind::PhaseBreakdown => then.with(breakdown::phases(analysis, results)?),
+        FigureKind::CompileBreakdown => then.with(breakdown::compile(analysis, results)?),
+        FigureKind::WallVsDevice => then.with(wall_vs_device::build(analysis, results)?),
+        FigureKind::BwModelFit => then.with(model_fit::build(analysis)?),
+    })
+}
+
+/// A built figure's name, title, caption and the files it will be drawn to in `dir`.
+struct Describe<'d> {
+    name: &'static str,
+    dir: &'d Path,
+}
+
+impl WithFigure for Describe<'_> {
+    type Out = Drawn;
+    fn with<F: Figure>(self, fig: F) -> Drawn {
+        let (name, dir) = (self.name, self.dir);
+        Drawn {
+            name: name.to_string(),
+            title: fig.title(),
+            caption: fig.caption(),
+            png: dir.join(format!("{name}.png")),
+            svg: dir.join(format!("{name}.svg")),
+            hover: dir.join(format!("{name}.hover.json")),
         }
-        FigureKind::PairedStackRatio => {
-            paired_ratio::build(analysis, results).map(|f| plan(f, name, dir))
-        }
-        FigureKind::PhaseBreakdown => {
-            breakdown::phases(analysis, results).map(|f| plan(f, name, dir))
-        }
-        FigureKind::CompileBreakdown => {
-            breakdown::compile(analysis, results).map(|f| plan(f, name, dir))
-        }
-        FigureKind::WallVsDevice => {
-            wall_vs_device::build(analysis, results).map(|f| plan(f, name, dir))
-        }
-        FigureKind::BwModelFit => model_fit::build(analysis).map(|f| plan(f, name, dir)),
     }
 }
 
-/// Draw every planned figure, in order; the first failure stops the drawing and is returned.
-/// Each figure's hover values are in its `.hover.json`, none are kept.
+/// A built figure drawn to its files.
+struct Render<'f>(&'f Drawn);
+
+impl WithFigure for Render<'_> {
+    type Out = Result<()>;
+    fn with<F: Figure>(self, mut fig: F) -> Result<()> {
+        fig.shrink_to_fit();
+        render(&fig, self.0)
+    }
+}
+
+/// Draw every planned figure, in order, each built again and dropped once drawn; the first
+/// failure stops the drawing and is returned. Each figure's hover values are in its
+/// `.hover.json`, none are kept.
 pub(crate) fn draw_planned(planned: Vec<Planned<'_>>) -> Result<()> {
-    planned.into_iter().try_for_each(|p| (p.draw)())
+    planned.into_iter().try_for_each(|p| {
+        // The same analysis built it when it was planned, so it builds again.
+        build(p.kind, p.analysis, p.results, Render(&p.drawn)).map_err(|reason| {
+            Error::Environment(format!(
+                "{}: figure `{}` could not be built again: {reason}",
+                p.drawn.svg.display(),
+                p.drawn.name
+            ))
+        })?
+    })
 }
 
 /// The history trend figure as an image (`campaign history trend --out FILE.png|svg`).
@@ -229,24 +273,6 @@ pub(crate) fn trend_svg(
     steps: &[Vec<crate::model::series::Step>],
 ) -> Result<(String, Vec<HoverPoint>)> {
     trend::svg(series, steps)
-}
-
-/// One figure as it will be drawn to `<dir>/<name>.png`, `.svg` and `.hover.json`.
-fn plan<'a, F: Figure + Send + 'a>(mut fig: F, name: &str, dir: &Path) -> Planned<'a> {
-    fig.shrink_to_fit();
-    let drawn = Drawn {
-        name: name.to_string(),
-        title: fig.title(),
-        caption: fig.caption(),
-        png: dir.join(format!("{name}.png")),
-        svg: dir.join(format!("{name}.svg")),
-        hover: dir.join(format!("{name}.hover.json")),
-    };
-    let files = drawn.clone();
-    Planned {
-        drawn,
-        draw: Box::new(move || render(&fig, &files)),
-    }
 }
 
 /// Draw one figure as PNG, then as SVG with its hover values: the SVG and the `.hover.json`
