@@ -188,7 +188,7 @@ fn stacked(
                 x: x + v / 2.0,
                 y: row,
                 color: c,
-                series: name.clone(),
+                series: name.as_str().into(),
                 text: format!(
                     "{}: {name} {}",
                     bars[i].0,
@@ -266,7 +266,8 @@ mod tests {
         let mut svg = String::new();
         {
             let root = SVGBackend::with_string(&mut svg, fig.size()).into_drawing_area();
-            fig.draw(&root, &mut Vec::new()).unwrap();
+            fig.draw(&root, &mut crate::report::figures::NoHover)
+                .unwrap();
             root.present().unwrap();
         }
         let ys: Vec<f64> = labels

@@ -258,7 +258,8 @@ pub(crate) struct Hover {
     pub(crate) x: f64,
     pub(crate) y: f64,
     pub(crate) color: usize,
-    pub(crate) series: String,
+    /// Shared by the series' points: one legend text, not one copy a point.
+    pub(crate) series: std::sync::Arc<str>,
     pub(crate) text: String,
 }
 
@@ -393,10 +394,23 @@ impl Figure for Panels {
         )
     }
 
+    fn shrink_to_fit(&mut self) {
+        for panel in &mut self.panels {
+            for s in &mut panel.series {
+                s.points.shrink_to_fit();
+            }
+            panel.series.shrink_to_fit();
+            panel.rects.shrink_to_fit();
+            panel.error_bars.shrink_to_fit();
+            panel.hover.shrink_to_fit();
+        }
+        self.panels.shrink_to_fit();
+    }
+
     fn draw<DB: DrawingBackend>(
         &self,
         root: &DrawingArea<DB, Shift>,
-        hover: &mut Vec<HoverPoint>,
+        hover: &mut dyn super::HoverSink,
     ) -> Result<(), String> {
         root.fill(&WHITE).map_err(err)?;
         let body = root
@@ -596,7 +610,7 @@ pub(crate) fn err(e: impl std::fmt::Display) -> String {
 fn draw_panel<DB: DrawingBackend>(
     panel: &Panel,
     area: &DrawingArea<DB, Shift>,
-    hover: &mut Vec<HoverPoint>,
+    hover: &mut dyn super::HoverSink,
 ) -> Result<Vec<LegendEntry>, String> {
     let Some(((x0, x1), (y0, y1))) = panel.bounds() else {
         return Ok(Vec::new());
@@ -667,9 +681,9 @@ fn draw_panel<DB: DrawingBackend>(
             x,
             y,
             color: format!("#{:02X}{:02X}{:02X}", c.0, c.1, c.2),
-            series: h.series.clone(),
+            series: h.series.to_string(),
             text: h.text.clone(),
-        });
+        })?;
     }
     Ok(panel_legend(panel))
 }

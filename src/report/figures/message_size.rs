@@ -69,6 +69,11 @@ pub(crate) fn build(a: &Analysis, results: &ResultSet) -> Result<Panels, String>
             .map(|k| vec![k.0.clone(), k.1.clone(), k.2.clone(), format!("cn{}", k.3)])
             .collect::<Vec<_>>(),
     );
+    // One shared legend text a series for its hover values.
+    let hover_names: Vec<std::sync::Arc<str>> = names
+        .iter()
+        .map(|n| std::sync::Arc::from(n.as_str()))
+        .collect();
     let mut panels = Vec::new();
     let mut any_distorted = false;
     for (p, series) in g {
@@ -89,7 +94,7 @@ pub(crate) fn build(a: &Analysis, results: &ResultSet) -> Result<Panels, String>
                     x,
                     y,
                     color,
-                    series: names[i].clone(),
+                    series: hover_names[i].clone(),
                     text,
                 });
             }

@@ -20,6 +20,7 @@ mod message_size;
 mod model_fit;
 mod paired_ratio;
 mod strong_scaling;
+mod svg_stream;
 mod ticks;
 mod trend;
 mod wall_vs_device;
@@ -36,12 +37,65 @@ pub(crate) trait Figure {
     }
     /// Pixel size (the SVG uses the same user units).
     fn size(&self) -> (u32, u32);
+    /// Drop the spare room of whatever grew while the figure was built: a planned figure is
+    /// held until it is drawn, beside the rest of the report.
+    fn shrink_to_fit(&mut self) {}
     /// Draw on `root`; every hover value's pixel position is pushed to `hover`.
     fn draw<DB: DrawingBackend>(
         &self,
         root: &DrawingArea<DB, Shift>,
-        hover: &mut Vec<HoverPoint>,
+        hover: &mut dyn HoverSink,
     ) -> Result<(), String>;
+}
+
+/// Where a figure's hover values go as they are drawn: kept (`Vec`), written out one by one
+/// (`HoverJson`), or dropped (`NoHover`, the PNG pass).
+pub(crate) trait HoverSink {
+    fn push(&mut self, point: HoverPoint) -> Result<(), String>;
+}
+
+impl HoverSink for Vec<HoverPoint> {
+    fn push(&mut self, point: HoverPoint) -> Result<(), String> {
+        Vec::push(self, point);
+        Ok(())
+    }
+}
+
+/// Hover values not wanted (a PNG has no pointer to hover with).
+pub(crate) struct NoHover;
+
+impl HoverSink for NoHover {
+    fn push(&mut self, _: HoverPoint) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// A figure's `.hover.json` written as its points are drawn: the bytes of `serde_json` of the
+/// whole list (`[`, the points' compact JSON joined by `,`, `]`), one point held at a time.
+struct HoverJson<'w> {
+    out: &'w mut dyn std::io::Write,
+    written: usize,
+}
+
+impl HoverJson<'_> {
+    fn new(out: &mut dyn std::io::Write) -> std::io::Result<HoverJson<'_>> {
+        out.write_all(b"[")?;
+        Ok(HoverJson { out, written: 0 })
+    }
+
+    fn finish(self) -> std::io::Result<()> {
+        self.out.write_all(b"]")
+    }
+}
+
+impl HoverSink for HoverJson<'_> {
+    fn push(&mut self, point: HoverPoint) -> Result<(), String> {
+        if self.written > 0 {
+            self.out.write_all(b",").map_err(|e| e.to_string())?;
+        }
+        self.written += 1;
+        serde_json::to_writer(&mut *self.out, &point).map_err(|e| e.to_string())
+    }
 }
 
 /// A value of a figure the HTML report shows when the pointer is over it: the pixel (the SVG's
@@ -75,11 +129,14 @@ pub struct Skipped {
     pub(crate) reason: String,
 }
 
-/// A figure built from the analysis — its name, title, caption and files known — whose
-/// pixels are not drawn yet (`draw_planned`), so the report can be written while they are.
+/// A figure whose name, title, caption and files are known but whose pixels are not drawn
+/// yet (`draw_planned`). It holds no points: the figure is built again from the analysis when
+/// it is drawn, so only one figure's points (a few hundred bytes a run each) exist at a time.
 pub(crate) struct Planned<'a> {
     pub(crate) drawn: Drawn,
-    draw: Box<dyn FnOnce() -> Result<Vec<HoverPoint>> + Send + 'a>,
+    kind: FigureKind,
+    analysis: &'a Analysis,
+    results: &'a ResultSet,
 }
 
 /// Build the figures named in `wanted` (empty = all) for `dir`, and say why the others are
@@ -108,8 +165,14 @@ pub(crate) fn plan_all<'a>(
         if !kinds.is_empty() && !kinds.contains(&kind) {
             continue;
         }
-        match build(kind, analysis, results, dir) {
-            Ok(p) => planned.push(p),
+        let name = kind.name();
+        match build(kind, analysis, results, Describe { name, dir }) {
+            Ok(drawn) => planned.push(Planned {
+                drawn,
+                kind,
+                analysis,
+                results,
+            }),
             Err(reason) => skipped.push(Skipped {
                 name: kind.name().to_string(),
                 reason,
@@ -119,45 +182,80 @@ pub(crate) fn plan_all<'a>(
     Ok((planned, skipped))
 }
 
-/// The builder of each figure: every `FigureKind` has exactly one arm (no catch-all), so a
-/// figure cannot be named without being built. `Err` is why it is skipped.
-fn build<'a>(
+/// What is done with a figure once built: described (`Describe`) or drawn (`Render`).
+trait WithFigure {
+    type Out;
+    fn with<F: Figure>(self, fig: F) -> Self::Out;
+}
+
+/// The builder of each figure, handing it to `then`: every `FigureKind` has exactly one arm (no
+/// catch-all), so a figure cannot be named without being built. `Err` is why it is skipped.
+fn build<W: WithFigure>(
     kind: FigureKind,
-    analysis: &'a Analysis,
-    results: &'a ResultSet,
-    dir: &Path,
-) -> Result<Planned<'a>, String> {
-    let name = kind.name();
-    match kind {
-        FigureKind::StrongScalingTTotal => {
-            strong_scaling::total(analysis, results).map(|f| plan(f, name, dir))
-        }
+    analysis: &Analysis,
+    results: &ResultSet,
+    then: W,
+) -> Result<W::Out, String> {
+    Ok(match kind {
+        FigureKind::StrongScalingTTotal => then.with(strong_scaling::total(analysis, results)?),
         FigureKind::StrongScalingEfficiency => {
-            strong_scaling::efficiency(analysis, results).map(|f| plan(f, name, dir))
+            then.with(strong_scaling::efficiency(analysis, results)?)
         }
-        FigureKind::MessageSizeBw => {
-            message_size::build(analysis, results).map(|f| plan(f, name, dir))
+        FigureKind::MessageSizeBw => then.with(message_size::build(analysis, results)?),
+        FigureKind::PairedStackRatio => then.with(paired_ratio::build(analysis, results)?),
+        FigureKind::PhaseBreakdown => then.with(breakdown::phases(analysis, results)?),
+        FigureKind::CompileBreakdown => then.with(breakdown::compile(analysis, results)?),
+        FigureKind::WallVsDevice => then.with(wall_vs_device::build(analysis, results)?),
+        FigureKind::BwModelFit => then.with(model_fit::build(analysis)?),
+    })
+}
+
+/// A built figure's name, title, caption and the files it will be drawn to in `dir`.
+struct Describe<'d> {
+    name: &'static str,
+    dir: &'d Path,
+}
+
+impl WithFigure for Describe<'_> {
+    type Out = Drawn;
+    fn with<F: Figure>(self, fig: F) -> Drawn {
+        let (name, dir) = (self.name, self.dir);
+        Drawn {
+            name: name.to_string(),
+            title: fig.title(),
+            caption: fig.caption(),
+            png: dir.join(format!("{name}.png")),
+            svg: dir.join(format!("{name}.svg")),
+            hover: dir.join(format!("{name}.hover.json")),
         }
-        FigureKind::PairedStackRatio => {
-            paired_ratio::build(analysis, results).map(|f| plan(f, name, dir))
-        }
-        FigureKind::PhaseBreakdown => {
-            breakdown::phases(analysis, results).map(|f| plan(f, name, dir))
-        }
-        FigureKind::CompileBreakdown => {
-            breakdown::compile(analysis, results).map(|f| plan(f, name, dir))
-        }
-        FigureKind::WallVsDevice => {
-            wall_vs_device::build(analysis, results).map(|f| plan(f, name, dir))
-        }
-        FigureKind::BwModelFit => model_fit::build(analysis).map(|f| plan(f, name, dir)),
     }
 }
 
-/// Draw every planned figure, in order; the first failure stops the drawing and is returned.
-/// Each figure's hover values come back in the same order.
-pub(crate) fn draw_planned(planned: Vec<Planned<'_>>) -> Result<Vec<Vec<HoverPoint>>> {
-    planned.into_iter().map(|p| (p.draw)()).collect()
+/// A built figure drawn to its files.
+struct Render<'f>(&'f Drawn);
+
+impl WithFigure for Render<'_> {
+    type Out = Result<()>;
+    fn with<F: Figure>(self, mut fig: F) -> Result<()> {
+        fig.shrink_to_fit();
+        render(&fig, self.0)
+    }
+}
+
+/// Draw every planned figure, in order, each built again and dropped once drawn; the first
+/// failure stops the drawing and is returned. Each figure's hover values are in its
+/// `.hover.json`, none are kept.
+pub(crate) fn draw_planned(planned: Vec<Planned<'_>>) -> Result<()> {
+    planned.into_iter().try_for_each(|p| {
+        // The same analysis built it when it was planned, so it builds again.
+        build(p.kind, p.analysis, p.results, Render(&p.drawn)).map_err(|reason| {
+            Error::Environment(format!(
+                "{}: figure `{}` could not be built again: {reason}",
+                p.drawn.svg.display(),
+                p.drawn.name
+            ))
+        })?
+    })
 }
 
 /// The history trend figure as an image (`campaign history trend --out FILE.png|svg`).
@@ -177,56 +275,51 @@ pub(crate) fn trend_svg(
     trend::svg(series, steps)
 }
 
-/// One figure as it will be drawn to `<dir>/<name>.png` and `.svg`.
-fn plan<'a, F: Figure + Send + 'a>(fig: F, name: &str, dir: &Path) -> Planned<'a> {
-    let drawn = Drawn {
-        name: name.to_string(),
-        title: fig.title(),
-        caption: fig.caption(),
-        png: dir.join(format!("{name}.png")),
-        svg: dir.join(format!("{name}.svg")),
-        hover: dir.join(format!("{name}.hover.json")),
-    };
-    let (name, png, svg, hover) = (
-        drawn.name.clone(),
-        drawn.png.clone(),
-        drawn.svg.clone(),
-        drawn.hover.clone(),
-    );
-    Planned {
-        drawn,
-        draw: Box::new(move || {
-            let points = render(&fig, &name, &png, &svg)?;
-            let json = serde_json::to_vec(&points)
-                .map_err(|e| Error::Environment(format!("{}: {e}", hover.display())))?;
-            crate::store::atomic::write_atomic(&hover, &json)?;
-            Ok(points)
-        }),
-    }
-}
-
-/// Draw one figure as PNG and SVG; the hover values of the SVG.
-fn render<F: Figure>(fig: &F, name: &str, png: &Path, svg: &Path) -> Result<Vec<HoverPoint>> {
+/// Draw one figure as PNG, then as SVG with its hover values: the SVG and the `.hover.json`
+/// are written into their temp files as they are drawn and replace the old files together
+/// (`store::atomic::Staged`), so a failed figure leaves neither half written.
+fn render<F: Figure>(fig: &F, files: &Drawn) -> Result<()> {
     let size = fig.size();
     let failed = |path: &Path, e: String| {
         Error::Environment(format!(
-            "{}: drawing figure `{name}` failed: {e}",
-            path.display()
+            "{}: drawing figure `{}` failed: {e}",
+            path.display(),
+            files.name
         ))
     };
     {
-        let root = BitMapBackend::new(png, size).into_drawing_area();
-        fig.draw(&root, &mut Vec::new())
-            .map_err(|e| failed(png, e))?;
-        root.present().map_err(|e| failed(png, e.to_string()))?;
+        let root = BitMapBackend::new(&files.png, size).into_drawing_area();
+        fig.draw(&root, &mut NoHover)
+            .map_err(|e| failed(&files.png, e))?;
+        root.present()
+            .map_err(|e| failed(&files.png, e.to_string()))?;
     }
-    let mut hover = Vec::new();
-    {
-        let root = SVGBackend::new(svg, size).into_drawing_area();
-        fig.draw(&root, &mut hover).map_err(|e| failed(svg, e))?;
-        root.present().map_err(|e| failed(svg, e.to_string()))?;
+    // A drawing failure is reported as such, not as the temp file's write error it aborts.
+    let mut failure = None;
+    let mut svg_file = crate::store::atomic::Staged::new();
+    let mut hover_file = crate::store::atomic::Staged::new();
+    let written = hover_file.write(&files.hover, |hover_out| {
+        let mut hover = HoverJson::new(hover_out)?;
+        svg_file
+            .write(&files.svg, |svg_out| {
+                let root = svg_stream::SvgStream::new(svg_out, size)?.into_drawing_area();
+                let drawn = fig
+                    .draw(&root, &mut hover)
+                    .and_then(|()| root.present().map_err(|e| e.to_string()));
+                drawn.map_err(|e| {
+                    failure = Some(e);
+                    std::io::Error::other("figure not drawn")
+                })
+            })
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        hover.finish()
+    });
+    if let Some(e) = failure {
+        return Err(failed(&files.svg, e));
     }
-    Ok(hover)
+    written?;
+    svg_file.append(hover_file);
+    svg_file.commit()
 }
 
 #[cfg(test)]
@@ -262,5 +355,106 @@ mod registry_tests {
         assert!(text.contains("unknown figure `nope`"), "{text}");
         assert!(text.contains("bw_model_fit"), "{text}");
         assert!(!dir.exists(), "nothing is written for a refused list");
+    }
+}
+
+#[cfg(test)]
+mod render_tests {
+    use super::*;
+    use std::cell::Cell;
+
+    /// A figure whose SVG pass draws a few elements and a hover value, then fails.
+    struct FailsInSvg {
+        passes: Cell<u32>,
+    }
+
+    impl Figure for FailsInSvg {
+        fn title(&self) -> String {
+            "fails".into()
+        }
+        fn size(&self) -> (u32, u32) {
+            (60, 40)
+        }
+        fn draw<DB: DrawingBackend>(
+            &self,
+            root: &DrawingArea<DB, Shift>,
+            hover: &mut dyn HoverSink,
+        ) -> Result<(), String> {
+            self.passes.set(self.passes.get() + 1);
+            root.fill(&WHITE).map_err(|e| e.to_string())?;
+            hover.push(HoverPoint {
+                x: 1,
+                y: 2,
+                color: "#000000".into(),
+                series: "s".into(),
+                text: "t".into(),
+            })?;
+            if self.passes.get() == 2 {
+                return Err("no room for the axes".into());
+            }
+            Ok(())
+        }
+    }
+
+    fn files(dir: &Path) -> Drawn {
+        Drawn {
+            name: "fails".into(),
+            title: "fails".into(),
+            caption: String::new(),
+            png: dir.join("fails.png"),
+            svg: dir.join("fails.svg"),
+            hover: dir.join("fails.hover.json"),
+        }
+    }
+
+    /// A figure that fails half way through its SVG leaves the old SVG and hover file as they
+    /// were and no temp file behind, and says which figure failed and why.
+    #[test]
+    fn a_failed_figure_leaves_the_old_svg_and_hover_file() {
+        super::super::font::ensure_registered().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let f = files(dir.path());
+        std::fs::write(&f.svg, "old svg").unwrap();
+        std::fs::write(&f.hover, "old hover").unwrap();
+        let fig = FailsInSvg {
+            passes: Cell::new(0),
+        };
+        let e = render(&fig, &f).unwrap_err().to_string();
+        assert!(
+            e.contains("drawing figure `fails` failed: no room for the axes"),
+            "{e}"
+        );
+        assert_eq!(std::fs::read_to_string(&f.svg).unwrap(), "old svg");
+        assert_eq!(std::fs::read_to_string(&f.hover).unwrap(), "old hover");
+        let mut left: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["fails.hover.json", "fails.png", "fails.svg"]);
+    }
+
+    /// A drawn figure's hover file is the JSON list of its points, as `serde_json` writes it.
+    #[test]
+    fn a_drawn_figure_writes_its_svg_and_hover_points() {
+        super::super::font::ensure_registered().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let f = files(dir.path());
+        let fig = FailsInSvg {
+            passes: Cell::new(2),
+        };
+        render(&fig, &f).unwrap();
+        let svg = std::fs::read_to_string(&f.svg).unwrap();
+        assert!(svg.starts_with("<svg width=\"60\" height=\"40\""), "{svg}");
+        assert!(svg.ends_with("</svg>\n"), "{svg}");
+        let want = serde_json::to_string(&[HoverPoint {
+            x: 1,
+            y: 2,
+            color: "#000000".into(),
+            series: "s".into(),
+            text: "t".into(),
+        }])
+        .unwrap();
+        assert_eq!(std::fs::read_to_string(&f.hover).unwrap(), want);
     }
 }

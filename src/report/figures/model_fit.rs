@@ -32,6 +32,11 @@ pub(crate) fn build(a: &Analysis) -> Result<Panels, String> {
         })
         .collect();
     let names = labels(&keys);
+    // One shared legend text a series for its hover values.
+    let hover_names: Vec<std::sync::Arc<str>> = names
+        .iter()
+        .map(|n| std::sync::Arc::from(n.as_str()))
+        .collect();
     let mut by_p: BTreeMap<u32, Vec<(usize, &ModelFit)>> = BTreeMap::new();
     for (i, f) in a.fits.iter().enumerate() {
         by_p.entry(f.key.p).or_default().push((i, f));
@@ -72,7 +77,7 @@ pub(crate) fn build(a: &Analysis) -> Result<Panels, String> {
                     x: p.0.log2(),
                     y: p.1.log10(),
                     color,
-                    series: names[i].clone(),
+                    series: hover_names[i].clone(),
                     text: format!(
                         "{} P={}: {} median {}; model {} ({how})",
                         names[i],

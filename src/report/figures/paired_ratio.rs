@@ -86,7 +86,7 @@ pub(crate) fn build(a: &Analysis, results: &ResultSet) -> Result<Panels, String>
                 x,
                 y: p.ratio,
                 color,
-                series: entry,
+                series: entry.into(),
                 text: format!(
                     "{} · {} / {}: ratio {:.3}{} ({} vs {}): {}",
                     p.case_id,

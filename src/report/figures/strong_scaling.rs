@@ -55,7 +55,30 @@ fn groups(a: &Analysis, results: &ResultSet) -> ByCount {
     g
 }
 
+/// Whether some series was measured at two values of P for one count, found without building
+/// the points (a campaign that sweeps only counts would otherwise build, with a hover text
+/// each, a point and a map per count — the report's peak at 20,000 counts — only to skip the
+/// figure). Series are told apart by a hash of their key: two series sharing a hash can only
+/// make this say yes where `groups` then finds no, never the reverse.
+fn any_p_swept(a: &Analysis, results: &ResultSet) -> bool {
+    use std::hash::{Hash, Hasher};
+    let mut first_p: std::collections::HashMap<(u64, u64), u32> = Default::default();
+    a.stats.values().any(|s| {
+        let r = &results.runs[s.index];
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        series_key(r).hash(&mut h);
+        let p = *first_p
+            .entry((r.case.count, h.finish()))
+            .or_insert(r.case.p);
+        p != r.case.p
+    })
+}
+
 fn scaling(a: &Analysis, results: &ResultSet) -> Result<ByCount, String> {
+    let unswept = || "no stack was measured at two or more values of P for the same case".into();
+    if !any_p_swept(a, results) {
+        return Err(unswept());
+    }
     let g = groups(a, results);
     let swept = g
         .values()
@@ -64,7 +87,7 @@ fn scaling(a: &Analysis, results: &ResultSet) -> Result<ByCount, String> {
     if swept {
         Ok(g)
     } else {
-        Err("no stack was measured at two or more values of P for the same case".into())
+        Err(unswept())
     }
 }
 
@@ -133,6 +156,11 @@ fn build(a: &Analysis, results: &ResultSet, look: Look) -> Result<Panels, String
     palette.sort();
     palette.dedup();
     let names = labels(&palette.iter().map(key_parts).collect::<Vec<_>>());
+    // One shared legend text a series for its hover values.
+    let hover_names: Vec<std::sync::Arc<str>> = names
+        .iter()
+        .map(|n| std::sync::Arc::from(n.as_str()))
+        .collect();
     let counts: Vec<u64> = g.keys().copied().collect();
     let shown = shown_counts(&counts);
     let mut panels = Vec::new();
@@ -165,7 +193,7 @@ fn build(a: &Analysis, results: &ResultSet, look: Look) -> Result<Panels, String
                         x,
                         y,
                         color,
-                        series: names[i].clone(),
+                        series: hover_names[i].clone(),
                         text: p.4.clone(),
                     });
                 }

@@ -85,7 +85,8 @@ pub(crate) fn build(series: &[Series], steps: &[Vec<Step>]) -> Panels {
                 .enumerate()
                 .map(|(x, p)| (x as f64, p.ci_lo_s, p.median_s, p.ci_hi_s, i))
                 .collect();
-            let series_name = format!("{} · {}", s.case_id, s.key.stack);
+            let series_name: std::sync::Arc<str> =
+                format!("{} · {}", s.case_id, s.key.stack).into();
             panel.hover = s
                 .points
                 .iter()
@@ -200,11 +201,13 @@ pub(crate) fn draw(series: &[Series], steps: &[Vec<Step>], out: &Path) -> Result
         |e: String| Error::Environment(format!("{}: drawing the trend failed: {e}", out.display()));
     if svg {
         let root = SVGBackend::new(out, size).into_drawing_area();
-        fig.draw(&root, &mut Vec::new()).map_err(failed)?;
+        fig.draw(&root, &mut crate::report::figures::NoHover)
+            .map_err(failed)?;
         root.present().map_err(|e| failed(e.to_string()))?;
     } else {
         let root = BitMapBackend::new(out, size).into_drawing_area();
-        fig.draw(&root, &mut Vec::new()).map_err(failed)?;
+        fig.draw(&root, &mut crate::report::figures::NoHover)
+            .map_err(failed)?;
         root.present().map_err(|e| failed(e.to_string()))?;
     }
     Ok(())

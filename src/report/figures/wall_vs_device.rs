@@ -27,7 +27,7 @@ pub(crate) fn build(a: &Analysis, results: &ResultSet) -> Result<Panels, String>
                 x: wall.log10(),
                 y: s.summary.median.log10(),
                 color: a.color_of(&r.stack, &r.case.series_label()),
-                series: format!("{} {}", r.stack, r.case.series_label()),
+                series: format!("{} {}", r.stack, r.case.series_label()).into(),
                 text: format!(
                     "{}; device wall {}",
                     stat_text(results, s),
