@@ -63,7 +63,7 @@ pub(crate) fn render_unless_unchanged(
     if let Some(out) = proven {
         return Ok(out);
     }
-    let out = crate::report::render_all(results, opts, run_dir)?;
+    let out = crate::report::render_from(results, opts, run_dir, inputs.bundle_files())?;
     let files = (out.files(run_dir).iter())
         .map(|name| results_stamp::sum_file(run_dir, name))
         .collect::<Result<Vec<_>>>()?;

@@ -14,6 +14,7 @@ use minijinja::syntax::SyntaxConfig;
 use minijinja::{AutoEscape, Environment, UndefinedBehavior};
 use serde::Serialize;
 
+use super::bundle_files::BundleFiles;
 use super::context::Context;
 use super::figures::{Drawn, HoverPoint};
 use super::inline;
@@ -81,11 +82,12 @@ struct Page<'a> {
 
 /// The report page of `ctx` for the run dir `run_dir` (whose figures are drawn), written into
 /// `out` as it is rendered.
+/// The bundle files it links are `files` (stat-ed once for the report's inputs).
 pub(crate) fn render_report(
     results: &ResultSet,
     ctx: &Context,
     drawn: &[Drawn],
-    run_dir: &Path,
+    (run_dir, files): (&Path, &BundleFiles),
     out: &mut dyn Write,
 ) -> Result<()> {
     let figures = drawn
@@ -95,11 +97,14 @@ pub(crate) fn render_report(
     let page = Page {
         ctx,
         html: Extras {
-            table: super::results_table::table(results, ctx, run_dir),
+            table: super::results_table::table(results, ctx, files),
             figures,
             failure_logs: Rows::from(
                 (ctx.failures.iter().enumerate())
-                    .map(|(i, f)| failure_log(run_dir, &f.bundle, i < MAX_TAILS))
+                    .map(|(i, f)| {
+                        let has_log = files.of(&f.bundle).has_log();
+                        failure_log(run_dir, &f.bundle, has_log, i < MAX_TAILS)
+                    })
                     .collect::<Vec<_>>(),
             ),
             css: CSS,
@@ -308,22 +313,16 @@ fn script_json<T: Serialize>(value: &T) -> String {
 /// exist, and each failure's log tail as the page shows it — so a report is rendered again
 /// whenever any of it changed (`report::Inputs`). Covers every run, a superset of the rows the
 /// table links; failures are the runs with no timed value of their metric, as
-/// `report::summary` finds them, in run order.
-pub(crate) fn bundle_reads(results: &ResultSet, run_dir: &Path) -> Vec<String> {
+/// `report::summary` finds them, in run order. Which files exist is `files`' answer.
+pub(crate) fn bundle_reads(results: &ResultSet, run_dir: &Path, files: &BundleFiles) -> Vec<String> {
     let mut out = Vec::with_capacity(results.runs.len());
     let mut failures = 0;
     for run in &results.runs {
         let bundle = run.bundle.display().to_string();
-        let links = super::results_table::bundle_links(run_dir, &bundle);
-        out.push(
-            links
-                .iter()
-                .map(|l| l.file.as_str())
-                .collect::<Vec<_>>()
-                .join(","),
-        );
+        let present = files.of(&bundle);
+        out.push(present.files().map(|(_, f)| f).collect::<Vec<_>>().join(","));
         if run.timed(results.metric(&run.stack)).is_empty() {
-            let log = failure_log(run_dir, &bundle, failures < MAX_TAILS);
+            let log = failure_log(run_dir, &bundle, present.has_log(), failures < MAX_TAILS);
             out.push(format!(
                 "{:?} {:?} {}",
                 log.log_href, log.tail, log.tail_note
@@ -334,9 +333,11 @@ pub(crate) fn bundle_reads(results: &ResultSet, run_dir: &Path) -> Vec<String> {
     out
 }
 
-fn failure_log(run_dir: &Path, bundle: &str, with_tail: bool) -> FailureLog {
+/// The page's entry for a failed run whose bundle is `bundle`: `has_log` says whether it has a
+/// `run.log` (`bundle_files::Present::has_log`).
+fn failure_log(run_dir: &Path, bundle: &str, has_log: bool, with_tail: bool) -> FailureLog {
     let log = run_dir.join(bundle).join("run.log");
-    if bundle.is_empty() || !log.is_file() {
+    if bundle.is_empty() || !has_log {
         return FailureLog {
             log_href: None,
             tail: None,

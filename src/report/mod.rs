@@ -19,6 +19,7 @@ use crate::model::plan::ReportConfig;
 use crate::model::results::ResultSet;
 use crate::store::atomic::{write_atomic, Staged};
 
+pub(crate) mod bundle_files;
 pub(crate) mod context;
 pub mod figures;
 pub(crate) mod font;
@@ -128,6 +129,9 @@ pub(crate) struct Inputs {
     compare_metric: Option<crate::model::results::Metric>,
     run_dir: PathBuf,
     bundles: Vec<String>,
+    /// The bundle files behind `bundles`, for the page to link (`render_from`).
+    #[serde(skip)]
+    bundle_files: bundle_files::BundleFiles,
 }
 
 /// The [`Inputs`] of a report of `results` with `opts` into `run_dir`. A template that cannot
@@ -137,6 +141,7 @@ pub(crate) fn inputs(results: &ResultSet, opts: &ReportOptions, run_dir: &Path) 
         Some(path) => Some(std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?),
         None => None,
     };
+    let bundle_files = bundle_files::BundleFiles::stat(results, run_dir);
     Ok(Inputs {
         baseline: opts.baseline.clone(),
         template: opts.template.clone(),
@@ -148,8 +153,16 @@ pub(crate) fn inputs(results: &ResultSet, opts: &ReportOptions, run_dir: &Path) 
         history: opts.history.clone(),
         compare_metric: opts.compare_metric,
         run_dir: run_dir.to_path_buf(),
-        bundles: html::bundle_reads(results, run_dir),
+        bundles: html::bundle_reads(results, run_dir, &bundle_files),
+        bundle_files,
     })
+}
+
+impl Inputs {
+    /// Which bundle files exist, as stat-ed for these inputs.
+    pub(crate) fn bundle_files(&self) -> &bundle_files::BundleFiles {
+        &self.bundle_files
+    }
 }
 
 impl ReportOutput {
@@ -191,6 +204,18 @@ pub fn render_all(
     results: &ResultSet,
     opts: &ReportOptions,
     run_dir: &Path,
+) -> Result<ReportOutput> {
+    let files = bundle_files::BundleFiles::stat(results, run_dir);
+    render_from(results, opts, run_dir, &files)
+}
+
+/// [`render_all`], the page linking the bundle files `files` (found for the report's
+/// [`Inputs`], `Inputs::bundle_files`) without stat-ing them again.
+pub(crate) fn render_from(
+    results: &ResultSet,
+    opts: &ReportOptions,
+    run_dir: &Path,
+    files: &bundle_files::BundleFiles,
 ) -> Result<ReportOutput> {
     // Read the template first: a bad template path fails before anything is written.
     let (source, name, file) = match &opts.template {
@@ -249,7 +274,7 @@ pub fn render_all(
     drop(analysis);
     // The page carries every figure inline, so it is rendered once they are drawn.
     stage_rendered(&mut staged, &html_file, |w| {
-        html::render_report(results, &ctx, &drawn, run_dir, w)
+        html::render_report(results, &ctx, &drawn, (run_dir, files), w)
     })?;
     drop(ctx);
     staged.commit()?;

@@ -8,12 +8,13 @@
 //! the page around it is `html`'s.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use minijinja::value::{Enumerator, Object, ObjectRepr, Value};
 use serde::Serialize;
 
+use super::bundle_files::{BundleFiles, Present};
 use super::context::{CaseRow, Cell, Context};
 use super::rows::Rows;
 use crate::model::results::ResultSet;
@@ -33,10 +34,10 @@ struct TableCell {
 }
 
 #[derive(Debug, Serialize)]
-pub(super) struct Link {
+struct Link {
     /// Short text of the link (`log`); `file` its file name (`run.log`).
     name: String,
-    pub(super) file: String,
+    file: String,
     href: String,
 }
 
@@ -112,13 +113,14 @@ fn case_values(c: &CaseRow) -> serde_json::Map<String, serde_json::Value> {
     }
 }
 
-/// Where one row comes from: `cases[case].cells[cell]`, the bundle of its first run, and
-/// whether any of its runs was starved of CPU.
+/// Where one row comes from: `cases[case].cells[cell]`, the bundle of its first run (and
+/// which of its files exist), and whether any of its runs was starved of CPU.
 #[derive(Debug)]
 struct Entry {
     case: usize,
     cell: usize,
     bundle: Box<str>,
+    files: Present,
     contended: bool,
 }
 
@@ -130,7 +132,6 @@ struct TableRows {
     entries: Vec<Entry>,
     /// Column indices folded into "same in every row", ascending.
     folded: Vec<usize>,
-    run_dir: PathBuf,
 }
 
 impl TableRows {
@@ -177,7 +178,7 @@ impl TableRows {
             cells,
             status,
             caveat,
-            links: bundle_links(&self.run_dir, &e.bundle),
+            links: bundle_links(&e.bundle, e.files),
         }
     }
 }
@@ -197,8 +198,8 @@ impl Object for TableRows {
     }
 }
 
-/// The table of `ctx`'s cases for the run dir `run_dir`.
-pub(crate) fn table(results: &ResultSet, ctx: &Context, run_dir: &Path) -> Table {
+/// The table of `ctx`'s cases, linking the bundle files `files` found.
+pub(crate) fn table(results: &ResultSet, ctx: &Context, files: &BundleFiles) -> Table {
     let limit = crate::analysis::verdict::DEFAULT_MAX_CONTENTION;
     // (case, stack) → the bundle of its first run and whether any run was starved of CPU.
     let mut runs: HashMap<(&str, &str), (&Path, bool)> = HashMap::new();
@@ -233,6 +234,7 @@ pub(crate) fn table(results: &ResultSet, ctx: &Context, run_dir: &Path) -> Table
             entries.push(Entry {
                 case: ci,
                 cell: cell_index,
+                files: files.of(&bundle),
                 bundle: bundle.into(),
                 contended,
             });
@@ -243,7 +245,6 @@ pub(crate) fn table(results: &ResultSet, ctx: &Context, run_dir: &Path) -> Table
         keys,
         entries,
         folded: Vec::new(),
-        run_dir: run_dir.to_path_buf(),
     };
     fold_constant_columns(columns, rows)
 }
@@ -361,24 +362,16 @@ fn fold_constant_columns(mut columns: Vec<Column>, mut rows: TableRows) -> Table
     }
 }
 
-/// Links from `reports/` to the bundle's files that exist.
-pub(super) fn bundle_links(run_dir: &Path, bundle: &str) -> Vec<Link> {
-    if bundle.is_empty() {
-        return Vec::new();
-    }
-    [
-        ("log", "run.log"),
-        ("manifest", "manifest.json"),
-        ("timing", "timing.json"),
-    ]
-    .iter()
-    .filter(|(_, f)| run_dir.join(bundle).join(f).is_file())
-    .map(|(name, f)| Link {
-        name: name.to_string(),
-        file: f.to_string(),
-        href: format!("../{bundle}/{f}"),
-    })
-    .collect()
+/// Links from `reports/` to the bundle's files that exist (`files`).
+fn bundle_links(bundle: &str, files: Present) -> Vec<Link> {
+    files
+        .files()
+        .map(|(name, f)| Link {
+            name: name.to_string(),
+            file: f.to_string(),
+            href: format!("../{bundle}/{f}"),
+        })
+        .collect()
 }
 
 #[cfg(test)]

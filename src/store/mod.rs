@@ -25,4 +25,5 @@ pub(crate) mod resume;
 pub(crate) mod row;
 pub(crate) mod seed_dir;
 pub(crate) mod set_digest;
+pub(crate) mod stamp_stat;
 pub(crate) mod status;

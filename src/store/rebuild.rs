@@ -210,6 +210,8 @@ pub(crate) fn write_results_of(dir: &Path, set: &ResultSet, input: &[u8; 32]) ->
             name: name.to_string(),
             bytes,
             sha256,
+            // Taken by `results_stamp::record` once the files are renamed into place.
+            stat: None,
         });
     }
     // Every bundle the set was read from reaches the disk before the files that list it: a

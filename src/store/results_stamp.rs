@@ -9,7 +9,11 @@
 //! by hand (or truncated, replaced, removed) hashes differently and everything is rewritten. A
 //! missing, damaged or foreign stamp proves nothing and costs one rewrite. Checking reads the
 //! files once (≈ 70 MB for 10,000 runs × 51 rounds, tens of milliseconds), where writing them
-//! formats every number as text and syncs it.
+//! formats every number as text and syncs it — unless the stat fast path (`store::stamp_stat`)
+//! vouches for a file: the stamp also records each file's length, inode, mtime and ctime, and a
+//! file whose stat is unchanged and whose recorded ctime is strictly earlier than the stamp's
+//! own mtime is trusted without being read (any edit changes the ctime, which no user can set
+//! back). Other files, and every file of an older stamp without stats, are hashed.
 //!
 //! Written after the files are renamed into place: a crash between the two leaves a stamp of
 //! older files, which their hashes no longer match.
@@ -19,6 +23,7 @@
 //! the report reads, its files the report's, and it carries what the command prints.
 
 use std::io::{Read, Write};
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::sync::OnceLock;
 
@@ -26,6 +31,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::error::Result;
+use crate::store::stamp_stat::{self, FileStat};
 
 /// The results files' stamp, in the run dir.
 pub(crate) const FILE_NAME: &str = ".results-stamp";
@@ -42,6 +48,10 @@ pub(crate) struct FileSum {
     pub(crate) name: String,
     pub(crate) bytes: u64,
     pub(crate) sha256: String,
+    /// The file's stat when stamped (none in stamps written before the fast path, and until
+    /// `record_as` takes it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) stat: Option<FileStat>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -83,60 +93,120 @@ fn writer() -> &'static str {
 /// Do `dir`'s results files, as named in its stamp, hold exactly what this build writes for a
 /// set of digest `input`? False whenever anything cannot be read or does not match.
 pub(crate) fn unchanged(dir: &Path, input: &[u8; 32], names: &[&str]) -> bool {
-    proven(dir, FILE_NAME, input, Some(names)).is_some()
+    prove(dir, FILE_NAME, input, Some(names)).is_some()
 }
 
-/// Mark `dir`'s results stamp as proven now (its modification time). Best effort: a stamp left
-/// with its old time only makes the next resume take its full path.
+/// Mark `dir`'s results stamp as proven now (its modification time), after [`unchanged`]
+/// proved it. Best effort: a stamp left with its old time only makes the next resume take its
+/// full path.
+///
+/// Why moving the stamp's mtime forward keeps the stat fast path safe: it is set to the
+/// kernel's now (`stamp_stat::mark_now`), after a proof in which every file was either trusted
+/// (its recorded ctime already earlier than the old mtime: nothing changes for it) or hashed
+/// and found as recorded. A hashed file whose stat equals the recorded one becomes trusted
+/// from now on; any change after this mark gets a ctime at least the new mtime, so it is seen.
+/// Left unseen is only a change racing with this very check (between its hash and the mark,
+/// in the tick of the file's last change) — the same window as between a stamp's stats and its
+/// write.
 pub(crate) fn touch(dir: &Path) {
-    if let Ok(file) = std::fs::File::options()
-        .write(true)
-        .open(dir.join(FILE_NAME))
-    {
-        let _ = file.set_modified(std::time::SystemTime::now());
-    }
+    stamp_stat::mark_now(&dir.join(FILE_NAME));
 }
 
 /// The stamp `stamp` (relative to `dir`) when it proves its files (relative to `dir`; exactly
-/// `names` when given) hold what this build writes for input `input`: its `extra`.
+/// `names` when given) hold what this build writes for input `input`: its `extra`. A proof that
+/// had to hash a file whose stat was as recorded (its ctime in the stamp's tick) marks the
+/// stamp's time now, as [`touch`] does (and is as safe): the next check trusts that file.
 pub(crate) fn proven(
     dir: &Path,
     stamp: &str,
     input: &[u8; 32],
     names: Option<&[&str]>,
 ) -> Option<serde_json::Value> {
-    let text = std::fs::read(dir.join(stamp)).ok()?;
+    let proof = prove(dir, stamp, input, names)?;
+    if proof.racy {
+        stamp_stat::mark_now(&dir.join(stamp));
+    }
+    Some(proof.extra)
+}
+
+/// What a stamp that holds says.
+struct Proof {
+    extra: serde_json::Value,
+    /// Some file was hashed only because its ctime was not earlier than the stamp.
+    racy: bool,
+}
+
+fn prove(dir: &Path, stamp: &str, input: &[u8; 32], names: Option<&[&str]>) -> Option<Proof> {
+    let mut file = std::fs::File::open(dir.join(stamp)).ok()?;
+    let meta = file.metadata().ok()?;
+    let stamp_mtime_ns = stamp_stat::nanos(meta.mtime(), meta.mtime_nsec());
+    let mut text = Vec::new();
+    file.read_to_end(&mut text).ok()?;
     let stamp = serde_json::from_slice::<Stamp>(&text).ok()?;
     let listed: Vec<&str> = stamp.files.iter().map(|f| f.name.as_str()).collect();
     let holds = stamp.format == FORMAT
         && stamp.writer == writer()
         && stamp.input == hex::encode(input)
-        && names.is_none_or(|n| listed == n)
-        && stamp.files.iter().all(|f| on_disk(dir, f));
-    holds.then_some(stamp.extra)
+        && names.is_none_or(|n| listed == n);
+    if !holds {
+        return None;
+    }
+    let mut racy = false;
+    for f in &stamp.files {
+        match on_disk(dir, f, stamp_mtime_ns) {
+            Check::Trusted => {}
+            Check::Hashed { stat_as_recorded } => racy |= stat_as_recorded,
+            Check::Differs => return None,
+        }
+    }
+    Some(Proof {
+        extra: stamp.extra,
+        racy,
+    })
 }
 
-/// The length and SHA-256 of the file `name` (relative to `dir`) as it is on disk.
+/// The length, SHA-256 and stat of the file `name` (relative to `dir`) as it is on disk. The
+/// stat is taken before the file is read, so a change while it is read shows in its ctime.
 pub(crate) fn sum_file(dir: &Path, name: &str) -> Result<FileSum> {
     let path = dir.join(name);
-    let mut file = std::fs::File::open(&path).map_err(|e| crate::error::Error::io(&path, e))?;
+    let io = |e| crate::error::Error::io(&path, e);
+    let mut file = std::fs::File::open(&path).map_err(io)?;
+    let stat = FileStat::of(&file.metadata().map_err(io)?);
     let mut sums = Summing::new(std::io::sink());
-    std::io::copy(&mut file, &mut sums).map_err(|e| crate::error::Error::io(&path, e))?;
+    std::io::copy(&mut file, &mut sums).map_err(io)?;
     let (bytes, sha256) = sums.finish();
     Ok(FileSum {
         name: name.to_string(),
         bytes,
         sha256,
+        stat: Some(stat),
     })
 }
 
-/// Does the file on disk have the recorded length and SHA-256?
-fn on_disk(dir: &Path, want: &FileSum) -> bool {
+/// How a stamped file was found on disk.
+enum Check {
+    /// Its stat vouches for it (`stamp_stat::trusted`): not read.
+    Trusted,
+    /// Read, and it hashes as recorded; `stat_as_recorded`: its stat too (it was hashed only
+    /// because its ctime falls in the stamp's tick).
+    Hashed { stat_as_recorded: bool },
+    /// Missing, unreadable, or not what was recorded.
+    Differs,
+}
+
+/// Is the file on disk as recorded: trusted by its stat, or of the recorded length and SHA-256?
+fn on_disk(dir: &Path, want: &FileSum, stamp_mtime_ns: i64) -> Check {
     let Ok(mut file) = std::fs::File::open(dir.join(&want.name)) else {
-        return false;
+        return Check::Differs;
     };
-    if file.metadata().map(|m| m.len()).ok() != Some(want.bytes) {
-        return false;
+    let Ok(now) = file.metadata().map(|m| FileStat::of(&m)) else {
+        return Check::Differs;
+    };
+    if stamp_stat::trusted(want.stat.as_ref(), &now, stamp_mtime_ns) {
+        return Check::Trusted;
+    }
+    if now.bytes != want.bytes {
+        return Check::Differs;
     }
     let mut sums = Summing::new(std::io::sink());
     let mut buf = vec![0u8; 1 << 20];
@@ -147,11 +217,17 @@ fn on_disk(dir: &Path, want: &FileSum) -> bool {
                 let _ = sums.write_all(&buf[..n]);
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => return false,
+            Err(_) => return Check::Differs,
         }
     }
     let (bytes, sha256) = sums.finish();
-    bytes == want.bytes && sha256 == want.sha256
+    if bytes == want.bytes && sha256 == want.sha256 {
+        Check::Hashed {
+            stat_as_recorded: want.stat == Some(now),
+        }
+    } else {
+        Check::Differs
+    }
 }
 
 /// Record that `dir`'s results files (`files`, as written) are this build's text of the set of
@@ -161,14 +237,23 @@ pub(crate) fn record(dir: &Path, input: &[u8; 32], files: Vec<FileSum>) -> Resul
 }
 
 /// Record the stamp `stamp` (relative to `dir`) of `files` written for input `input`, carrying
-/// `extra`. Written atomically, after the files.
+/// `extra`. Written atomically, after the files. A file summed as it was written (no stat yet)
+/// is stat-ed here, in place: a change by someone else between its write and this stat would
+/// go unseen, as in any stamp of files another process writes at the same moment.
 pub(crate) fn record_as(
     dir: &Path,
     stamp: &str,
     input: &[u8; 32],
-    files: Vec<FileSum>,
+    mut files: Vec<FileSum>,
     extra: serde_json::Value,
 ) -> Result<()> {
+    for f in files.iter_mut().filter(|f| f.stat.is_none()) {
+        f.stat = std::fs::metadata(dir.join(&f.name))
+            .ok()
+            .map(|m| FileStat::of(&m))
+            // Not the file that was summed: no fast path for it.
+            .filter(|stat| stat.bytes == f.bytes);
+    }
     let stamp_doc = Stamp {
         format: FORMAT,
         writer: writer().to_string(),
@@ -235,10 +320,45 @@ mod tests {
                 name: name.into(),
                 bytes,
                 sha256,
+                stat: None,
             });
         }
         record(dir, &input, sums).unwrap();
         input
+    }
+
+    fn stamp_of(dir: &Path) -> Stamp {
+        serde_json::from_slice(&std::fs::read(dir.join(FILE_NAME)).unwrap()).unwrap()
+    }
+
+    fn mtime_ns(path: &Path) -> i64 {
+        let m = std::fs::metadata(path).unwrap();
+        stamp_stat::nanos(m.mtime(), m.mtime_nsec())
+    }
+
+    /// How each stamped file of `dir` is checked now.
+    fn checks(dir: &Path) -> Vec<&'static str> {
+        let stamp_mtime = mtime_ns(&dir.join(FILE_NAME));
+        (stamp_of(dir).files.iter())
+            .map(|f| match on_disk(dir, f, stamp_mtime) {
+                Check::Trusted => "trusted",
+                Check::Hashed { .. } => "hashed",
+                Check::Differs => "differs",
+            })
+            .collect()
+    }
+
+    /// Mark the stamp with the kernel's time until that is past every file's recorded ctime
+    /// (at most one clock tick after the files were written): the fast path's premise.
+    fn settle(dir: &Path) {
+        let newest = (stamp_of(dir).files.iter())
+            .map(|f| f.stat.unwrap().ctime_ns)
+            .max()
+            .unwrap();
+        while mtime_ns(&dir.join(FILE_NAME)) <= newest {
+            std::thread::yield_now();
+            stamp_stat::mark_now(&dir.join(FILE_NAME));
+        }
     }
 
     #[test]
@@ -257,6 +377,85 @@ mod tests {
         let input = stamped(tmp.path());
         // Same length, same inode, one digit changed.
         std::fs::write(tmp.path().join("a.csv"), "x,y\n1,3\n").unwrap();
+        assert!(!unchanged(tmp.path(), &input, NAMES));
+    }
+
+    #[test]
+    fn files_changed_before_the_stamp_are_trusted_by_their_stat() {
+        let tmp = tempfile::tempdir().unwrap();
+        let input = stamped(tmp.path());
+        settle(tmp.path());
+        assert_eq!(checks(tmp.path()), ["trusted", "trusted"]);
+        assert!(unchanged(tmp.path(), &input, NAMES));
+    }
+
+    #[test]
+    fn an_edit_of_the_same_length_with_its_mtime_put_back_is_seen() {
+        let tmp = tempfile::tempdir().unwrap();
+        let input = stamped(tmp.path());
+        settle(tmp.path());
+        let path = tmp.path().join("a.csv");
+        let before = std::fs::metadata(&path).unwrap();
+        std::fs::write(&path, "x,y\n1,3\n").unwrap();
+        let file = std::fs::File::options().write(true).open(&path).unwrap();
+        file.set_modified(before.modified().unwrap()).unwrap();
+        drop(file);
+        let after = std::fs::metadata(&path).unwrap();
+        // Length, inode and mtime as stamped: only the ctime tells.
+        assert_eq!(
+            (after.len(), after.ino(), after.modified().unwrap()),
+            (before.len(), before.ino(), before.modified().unwrap())
+        );
+        assert_eq!(checks(tmp.path()), ["differs", "trusted"]);
+        assert!(!unchanged(tmp.path(), &input, NAMES));
+    }
+
+    #[test]
+    fn files_changed_in_the_stamps_tick_are_hashed_until_a_proof_marks_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let input = stamped(tmp.path());
+        // The kernel's clock past the files' tick, then the stamp's mtime put back into the
+        // tick of the newest file's change: racy.
+        settle(tmp.path());
+        let newest = (stamp_of(tmp.path()).files.iter())
+            .map(|f| f.stat.unwrap().ctime_ns)
+            .max()
+            .unwrap();
+        let stamp = tmp.path().join(FILE_NAME);
+        let file = std::fs::File::options().write(true).open(&stamp).unwrap();
+        let at = std::time::UNIX_EPOCH + std::time::Duration::from_nanos(newest as u64);
+        file.set_modified(at).unwrap();
+        drop(file);
+        let racy: Vec<bool> = (stamp_of(tmp.path()).files.iter())
+            .map(|f| f.stat.unwrap().ctime_ns >= newest)
+            .collect();
+        assert!(racy.contains(&true));
+        let expected: Vec<_> = (racy.iter())
+            .map(|&r| if r { "hashed" } else { "trusted" })
+            .collect();
+        assert_eq!(checks(tmp.path()), expected);
+        // The proof marks the stamp with the kernel's now, past the files' tick: the next
+        // check trusts them.
+        assert!(proven(tmp.path(), FILE_NAME, &input, Some(NAMES)).is_some());
+        assert!(mtime_ns(&stamp) > newest);
+        assert_eq!(checks(tmp.path()), ["trusted", "trusted"]);
+    }
+
+    #[test]
+    fn a_stamp_without_stats_is_checked_by_hashing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let input = stamped(tmp.path());
+        settle(tmp.path());
+        // As written before the fast path: no `stat` in any file.
+        let mut doc: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(tmp.path().join(FILE_NAME)).unwrap()).unwrap();
+        for f in doc["files"].as_array_mut().unwrap() {
+            f.as_object_mut().unwrap().remove("stat").unwrap();
+        }
+        std::fs::write(tmp.path().join(FILE_NAME), doc.to_string()).unwrap();
+        assert_eq!(checks(tmp.path()), ["hashed", "hashed"]);
+        assert!(unchanged(tmp.path(), &input, NAMES));
+        std::fs::write(tmp.path().join("b.json"), "[]\n").unwrap();
         assert!(!unchanged(tmp.path(), &input, NAMES));
     }
 
