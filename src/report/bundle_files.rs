@@ -82,7 +82,8 @@ impl BundleFiles {
     /// The present files of `bundle` (as a run names it); one that is not a run's of the set
     /// is stat-ed now.
     pub(crate) fn of(&self, bundle: &str) -> Present {
-        (self.by_bundle.get(bundle).copied()).unwrap_or_else(|| Present::stat(&self.run_dir, bundle))
+        (self.by_bundle.get(bundle).copied())
+            .unwrap_or_else(|| Present::stat(&self.run_dir, bundle))
     }
 }
 

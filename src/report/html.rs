@@ -314,13 +314,23 @@ fn script_json<T: Serialize>(value: &T) -> String {
 /// whenever any of it changed (`report::Inputs`). Covers every run, a superset of the rows the
 /// table links; failures are the runs with no timed value of their metric, as
 /// `report::summary` finds them, in run order. Which files exist is `files`' answer.
-pub(crate) fn bundle_reads(results: &ResultSet, run_dir: &Path, files: &BundleFiles) -> Vec<String> {
+pub(crate) fn bundle_reads(
+    results: &ResultSet,
+    run_dir: &Path,
+    files: &BundleFiles,
+) -> Vec<String> {
     let mut out = Vec::with_capacity(results.runs.len());
     let mut failures = 0;
     for run in &results.runs {
         let bundle = run.bundle.display().to_string();
         let present = files.of(&bundle);
-        out.push(present.files().map(|(_, f)| f).collect::<Vec<_>>().join(","));
+        out.push(
+            present
+                .files()
+                .map(|(_, f)| f)
+                .collect::<Vec<_>>()
+                .join(","),
+        );
         if run.timed(results.metric(&run.stack)).is_empty() {
             let log = failure_log(run_dir, &bundle, present.has_log(), failures < MAX_TAILS);
             out.push(format!(

@@ -488,7 +488,9 @@ mod tests {
         assert_eq!(read_if_file(&fifo).unwrap(), None);
         // A link to a file is read, as `is_file` follows it.
         std::os::unix::fs::symlink(&file, tmp.path().join("link.json")).unwrap();
-        assert!(read_if_file(&tmp.path().join("link.json")).unwrap().is_some());
+        assert!(read_if_file(&tmp.path().join("link.json"))
+            .unwrap()
+            .is_some());
     }
 
     #[test]
