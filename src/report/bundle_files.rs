@@ -20,14 +20,25 @@ pub(crate) const FILES: [(&str, &str); 3] = [
 pub(crate) struct Present(u8);
 
 impl Present {
-    /// Stat the bundle `bundle` (relative to `run_dir`; none for an empty one).
+    /// Stat the bundle `bundle` (relative to `run_dir`; none for an empty one): which of its
+    /// files are regular files, following links (as `Path::is_file`). The bundle's path is
+    /// looked up once and each name relative to it (one long path walk instead of three).
     fn stat(run_dir: &Path, bundle: &str) -> Present {
+        use rustix::fs::{AtFlags, FileType, Mode, OFlags};
         if bundle.is_empty() {
             return Present::default();
         }
-        let dir = run_dir.join(bundle);
+        let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let Ok(dir) = rustix::fs::open(run_dir.join(bundle), flags, Mode::empty()) else {
+            // No such folder: none of its files.
+            return Present::default();
+        };
+        let is_file = |name: &str| {
+            rustix::fs::statat(&dir, name, AtFlags::empty())
+                .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::RegularFile)
+        };
         let bits = (FILES.iter().enumerate())
-            .filter(|(_, (_, file))| dir.join(file).is_file())
+            .filter(|(_, (_, file))| is_file(file))
             .fold(0u8, |bits, (i, _)| bits | (1 << i));
         Present(bits)
     }
@@ -85,15 +96,16 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let bundle = tmp.path().join("cases/c/s");
         std::fs::create_dir_all(&bundle).unwrap();
-        std::fs::write(bundle.join("timing.json"), "{}").unwrap();
         std::fs::write(bundle.join("run.log"), "").unwrap();
-        // A directory of a linked name is no file to link.
+        // A directory of a linked name is no file to link; a link to a file is one.
         std::fs::create_dir(bundle.join("manifest.json")).unwrap();
+        std::fs::write(tmp.path().join("t.json"), "[]").unwrap();
+        std::os::unix::fs::symlink(tmp.path().join("t.json"), bundle.join("timing.json")).unwrap();
         let present = Present::stat(tmp.path(), "cases/c/s");
         let names: Vec<_> = present.files().map(|(_, f)| f).collect();
         assert_eq!(names, ["run.log", "timing.json"]);
         assert!(present.has_log());
         assert_eq!(Present::stat(tmp.path(), ""), Present::default());
-        assert!(!Present::stat(tmp.path(), "cases/none").has_log());
+        assert_eq!(Present::stat(tmp.path(), "cases/none"), Present::default());
     }
 }

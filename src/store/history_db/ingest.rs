@@ -221,10 +221,15 @@ impl History {
         let abs = std::path::absolute(run_dir).map_err(|e| Error::io(run_dir, e))?;
         let path = abs.display().to_string();
         // The hash of the results' JSON text, serialized straight into the hash (a 10,000-run
-        // set is ~40 MB of text).
-        let mut hasher = HashWriter(Sha256::new());
-        serde_json::to_writer(&mut hasher, results)
-            .map_err(|e| Error::Environment(format!("{path}: cannot serialise results: {e}")))?;
+        // set is ~40 MB of text) through a 64 KiB buffer: the serializer writes a few bytes at
+        // a time, and each write straight into the hash costs a call of its own.
+        let cannot =
+            |e: String| Error::Environment(format!("{path}: cannot serialise results: {e}"));
+        let mut text = std::io::BufWriter::with_capacity(1 << 16, HashWriter(Sha256::new()));
+        serde_json::to_writer(&mut text, results).map_err(|e| cannot(e.to_string()))?;
+        let hasher = text
+            .into_inner()
+            .map_err(|e| cannot(e.error().to_string()))?;
         let content_hash = crate::model::digest::hex_prefix(&hasher.0.finalize(), 32);
         let store = self.path.clone();
         let e = |err| db_error(&store, err);
