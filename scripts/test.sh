@@ -9,6 +9,8 @@ bash scripts/install-mpi.sh
 bash scripts/install-chromium.sh
 eval "$(bash scripts/slurm-up.sh)"
 cargo test "$@"
+# With nothing changed, a second build compiles nothing (build.rs declares only existing paths).
+if [ $# -eq 0 ]; then bash scripts/check-fresh-build.sh; fi
 # The README's install step, checked: `campaign` on PATH from `cargo install --path .` (debug
 # profile and this target dir, so it reuses the build above instead of a release build).
 root=$(mktemp -d)
