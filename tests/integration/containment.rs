@@ -709,3 +709,86 @@ fn a_sigkilled_campaigns_stack_does_not_outlive_its_timeout_with_cgroups() {
 fn a_sigkilled_campaigns_stack_does_not_outlive_its_timeout_without_cgroups() {
     a_sigkilled_campaigns_stack_does_not_outlive_its_timeout(true);
 }
+
+/// A stack that ignores SIGTERM and times out is killed (`cgroup.kill` with cgroups), and the
+/// runs after it pass: its kept cgroup is retired, never handed to the next run (issue 43,
+/// item 1: on this machine's kernel a process born into a killed cgroup is SIGKILLed at once,
+/// so every later run of the campaign used to fail by signal 9 in its slot).
+fn a_stubborn_stack_does_not_kill_later_runs(cookie: bool) {
+    let tmp = util::tempdir();
+    let text = r#"[campaign]
+name = "stubborn"
+
+[case]
+platform = "host"
+
+[axes]
+variant = ["mesh"]
+p = [2]
+count = [64, 128, 256, 4096]
+stacks = ["stub"]
+
+[rounds]
+warmup = 0
+timed = 1
+
+[run]
+timeout = "2s"
+repeats = 1
+
+[devices]
+kind = "cpu"
+
+[stacks.stub]
+command = ["sh", "-c", '''trap "" TERM; if [ {{ count }} = 4096 ]; then sleep 300; fi; echo 'CAMPAIGN_SAMPLE {"execute_s":0.001,"ok":true}'; echo 'CAMPAIGN_DONE {"correctness":"pass"}' ''']
+shape = "subprocess"
+resource = "none"
+"#;
+    let file = tmp.path().join("stubborn.toml");
+    std::fs::write(&file, text).unwrap();
+    let results = tmp.path().join("results");
+    let mut args = run_args(&file, &results);
+    args.extend(["--jobs".to_string(), "1".to_string()]);
+    let out = wait_output(start(tmp.path(), &refs(&args), cookie));
+    let (stdout, stderr) = (util::stdout(&out), util::stderr(&out));
+    let run_dir = std::fs::read_dir(results.join("stubborn"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.join("journal.jsonl").exists())
+        .unwrap_or_else(|| panic!("no run dir\n{stdout}{stderr}"));
+    let journal = std::fs::read_to_string(run_dir.join("journal.jsonl")).unwrap();
+    // One run at a time, the stubborn one first (the largest count leads the order): every
+    // other run starts after it was killed, so the test cannot pass without the later runs.
+    let started: Vec<&str> = (journal.lines())
+        .filter(|l| l.contains(r#""event":"started""#) && l.contains(r#""step":"run:"#))
+        .collect();
+    assert_eq!(started.len(), 4, "{journal}");
+    assert!(started[0].contains("count4096"), "{journal}");
+    let results_csv = std::fs::read_to_string(run_dir.join("results.csv")).unwrap();
+    let statuses = |word: &str| results_csv.lines().filter(|l| l.contains(word)).count();
+    assert_eq!(statuses(",timeout,"), 1, "{results_csv}\n{stderr}");
+    assert_eq!(statuses(",pass,"), 3, "{results_csv}\n{stderr}");
+    if !cookie && own_cgroup().is_some() {
+        // The stubborn run's slot is not the one the later runs ran in.
+        let cgroup = |l: &str| {
+            l.split(r#""cgroup":""#)
+                .nth(1)
+                .map(|r| r.split('"').next().unwrap().to_string())
+        };
+        let first = cgroup(started[0]).expect("a cgroup is journaled");
+        for later in &started[1..] {
+            assert_ne!(cgroup(later).as_deref(), Some(first.as_str()), "{journal}");
+        }
+    }
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+}
+
+#[test]
+fn a_stubborn_stack_does_not_kill_later_runs_with_cgroups() {
+    a_stubborn_stack_does_not_kill_later_runs(false);
+}
+
+#[test]
+fn a_stubborn_stack_does_not_kill_later_runs_without_cgroups() {
+    a_stubborn_stack_does_not_kill_later_runs(true);
+}

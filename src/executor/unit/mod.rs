@@ -232,6 +232,9 @@ pub struct Unit {
     watched: bool,
     /// Every pid the unit was seen to hold (zombie orphans among them are reaped).
     seen: BTreeSet<i32>,
+    /// `cgroup.kill` was written to the unit's cgroup: a kept slot is retired, never reused
+    /// (see [`Unit::kill`]).
+    cgroup_killed: bool,
     done: bool,
 }
 
@@ -273,6 +276,7 @@ impl Unit {
             limits: shepherd::Bound::default(),
             watched: false,
             seen: BTreeSet::new(),
+            cgroup_killed: false,
             done: false,
         })
     }
@@ -377,10 +381,19 @@ impl Unit {
     }
 
     /// SIGKILL every process of the unit.
+    ///
+    /// A cgroup that was killed through `cgroup.kill` is not handed to another run: on the
+    /// kernels of this machine kind (6.18), every process later born into it by `clone3`'s
+    /// `CLONE_INTO_CGROUP` is SIGKILLed at birth, so one stack that ignored SIGTERM and
+    /// timed out killed every later run of its slot within milliseconds (issue 43, item 1). Its
+    /// slot is retired ([`slots::retire`]) and the next run gets a fresh one.
     pub fn kill(&mut self) {
         let current = self.members();
         match &self.cgroup {
-            Some(path) => cgroup::kill(path),
+            Some(path) => {
+                self.cgroup_killed = true;
+                cgroup::kill(path)
+            }
             None => current
                 .into_iter()
                 .for_each(|pid| signal(pid, libc::SIGKILL)),
@@ -400,6 +413,7 @@ impl Unit {
         // The common end: the cgroup is empty. A kept slot is read once; any other cgroup is
         // removed, which proves it empty in one call without reading what it holds.
         let empty = match &self.cgroup {
+            Some(_) if self.kept && self.cgroup_killed => false,
             Some(_) if self.kept => self.members().is_empty(),
             Some(path) => cgroup::remove(path),
             None => false,
@@ -468,7 +482,7 @@ impl Unit {
         match &self.cgroup {
             // A slot is kept for the next run when nothing is left in it; it starts from an
             // unknown total (this unit's last reading may predate its last process).
-            Some(_) if self.kept => match self.members().is_empty() {
+            Some(_) if self.kept => match self.members().is_empty() && !self.cgroup_killed {
                 true => slots::settle(&self.id, None),
                 false => slots::retire(&self.id),
             },
