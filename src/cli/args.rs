@@ -75,7 +75,8 @@ fn executor_parser() -> impl clap::builder::TypedValueParser<Value = ExecutorKin
 /// Options shared by `run` and `resume`.
 #[derive(Debug, Args, Clone, Default)]
 pub(crate) struct ExecOptions {
-    /// Max runs at the same time (default: as many as the devices allow).
+    /// Max runs at the same time (default: the CPUs or the devices, whichever is more, within
+    /// the open-file limit; Slurm: `[slurm] max_jobs`).
     #[arg(long, short = 'j')]
     pub(crate) jobs: Option<usize>,
     /// One run at a time, for the quietest timings.

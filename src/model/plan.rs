@@ -227,7 +227,7 @@ pub(crate) struct RunConfig {
     pub(crate) retry_on: Vec<String>,
     pub(crate) cooldown: Duration,
     pub(crate) order: StackOrder,
-    /// Max concurrent runs (None = as many as devices allow).
+    /// Max concurrent runs (None = the local default, `executor::local::in_flight`).
     pub(crate) jobs: Option<usize>,
     /// One run at a time.
     pub(crate) exclusive: bool,

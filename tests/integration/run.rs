@@ -517,3 +517,73 @@ resource = "none"
     assert_eq!(r["status"], "interrupted");
     assert_eq!(r["execute_s_mean"], Value::Null);
 }
+
+/// Runs that lease nothing (`resource = "none"`) are bounded by default: 1,000 of a trivial
+/// stack pass with default options under an open-file limit of 200, where starting them all at
+/// once (as before, and as `--jobs 1000` still does) runs out of descriptors (issue 43, item 2).
+#[test]
+fn runs_that_lease_nothing_are_bounded_by_default_within_the_open_file_limit() {
+    let tmp = util::tempdir();
+    let counts: Vec<String> = (1..=100).map(|i| (64 * i).to_string()).collect();
+    let plan = format!(
+        r#"[campaign]
+name = "many"
+
+[case]
+platform = "host"
+
+[axes]
+variant = ["mesh"]
+p = [2]
+count = [{counts}]
+stacks = ["triv"]
+
+[rounds]
+warmup = 0
+timed = 1
+
+[run]
+repeats = 10
+
+[devices]
+kind = "cpu"
+
+[stacks.triv]
+command = ["sh", "-c", '''echo 'CAMPAIGN_SAMPLE {{"execute_s":0.001,"ok":true}}'; echo 'CAMPAIGN_DONE {{"correctness":"pass"}}' ''']
+shape = "subprocess"
+resource = "none"
+"#,
+        counts = counts.join(", ")
+    );
+    let file = tmp.path().join("plan.toml");
+    std::fs::write(&file, plan).unwrap();
+    let run = |extra: &str, results: &str| {
+        let script = format!(
+            "ulimit -n 200 && exec \"$0\" run {} --results-dir {} -q {extra}",
+            file.display(),
+            tmp.path().join(results).display()
+        );
+        std::process::Command::new("sh")
+            .args(["-c", &script, &util::exe().display().to_string()])
+            .current_dir(tmp.path())
+            .output()
+            .unwrap()
+    };
+    let out = run("", "bounded");
+    let stdout = util::stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", util::stderr(&out));
+    assert!(stdout.contains("1000 runs: 1000 pass"), "{stdout}");
+    // The same campaign with every run allowed in flight does run out: the limit is real.
+    let unbounded = run("--jobs 1000", "unbounded");
+    assert_ne!(
+        unbounded.status.code(),
+        Some(0),
+        "{}",
+        util::stdout(&unbounded)
+    );
+    assert!(
+        util::stderr(&unbounded).contains("Too many open files"),
+        "{}",
+        util::stderr(&unbounded)
+    );
+}

@@ -17,17 +17,23 @@ use crate::model::plan::{ExecutorKind, Plan};
 use crate::model::stack::StackDef;
 
 /// Processes on this machine, in their own process groups and units.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct Local {
-    /// `[run] jobs`: runs in flight at once (None: as many as the pool allows).
-    jobs: Option<usize>,
+    /// Runs in flight at once: `[run] jobs`, else the machine's default
+    /// (`in_flight::default_jobs`: CPUs or devices, within the open-file limit).
+    jobs: usize,
 }
 
 impl Local {
     pub(crate) fn new(plan: &Plan) -> Local {
-        Local {
-            jobs: plan.run.jobs,
-        }
+        let jobs = plan.run.jobs.unwrap_or_else(|| {
+            super::in_flight::default_jobs(
+                std::thread::available_parallelism().map_or(1, |n| n.get()),
+                plan.devices.ids.len(),
+                super::in_flight::open_file_limit(),
+            )
+        });
+        Local { jobs }
     }
 }
 
@@ -41,7 +47,7 @@ impl Backend for Local {
     }
 
     fn max_in_flight(&self) -> Option<usize> {
-        self.jobs
+        Some(self.jobs)
     }
 
     fn can_reattach(&self, _stack: &StackDef) -> bool {

@@ -10,6 +10,7 @@
 //! caller reads `ProcessOutcome`). The session's backend for this machine is `backend`.
 
 pub(crate) mod backend;
+pub(crate) mod in_flight;
 
 use std::io::Write;
 use std::os::unix::process::ExitStatusExt;
