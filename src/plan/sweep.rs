@@ -287,6 +287,11 @@ enum Points<'p> {
         /// axis value).
         base_root: Option<u32>,
         base_golden: String,
+        /// `p`, `nodes`, `ranks_per_node` and `placement` before [`Case::complete_layout`]
+        /// (`[case]` or the default): completing a point's layout rewrites them (one node
+        /// drops `ranks_per_node`), so each point starts again from these (or its axis value) —
+        /// else `[case] ranks_per_node = 2` was lost after a one-node point of a `nodes` axis.
+        base_layout: (u32, u32, u32, crate::model::case::RankPlacement),
     },
     Files {
         files: &'p [PathBuf],
@@ -357,6 +362,12 @@ pub(crate) fn cases<'p>(plan: &'p Plan, extra_filter: Option<&str>) -> Result<Ca
             rounds: plan.rounds,
             base_root: current.root,
             base_golden: current.golden.clone(),
+            base_layout: (
+                current.p,
+                current.nodes,
+                current.ranks_per_node,
+                current.placement,
+            ),
         }
     } else {
         Points::Files {
@@ -402,6 +413,7 @@ impl Points<'_> {
                 rounds,
                 base_root,
                 base_golden,
+                base_layout,
             } => {
                 if *done || *next >= *end {
                     return None;
@@ -433,10 +445,20 @@ impl Points<'_> {
                         copy_field(case, &values[index[j]], field);
                     }
                 }
+                (case.p, case.nodes, case.ranks_per_node, case.placement) = *base_layout;
+                for ((field, values), &i) in axes.iter().zip(index.iter()) {
+                    if matches!(*field, "p" | "nodes" | "ranks_per_node" | "placement") {
+                        copy_field(case, &values[i], field);
+                    }
+                }
                 case.complete_layout(*explicit_p, *explicit_nodes);
                 if !*explicit_devices {
                     case.device_ids.clear();
-                    case.device_ids.extend(0..case.p);
+                    // A p above the maximum (nodes × ranks_per_node) is refused by the case's
+                    // checks; its ids are not made (millions of them, in every message).
+                    if case.p <= crate::model::case::MAX_P {
+                        case.device_ids.extend(0..case.p);
+                    }
                 }
                 let (w, t) = rounds.resolve(case.count);
                 if !*explicit_warmup {

@@ -354,3 +354,33 @@ fn the_run_limit_counts_the_repeats_the_command_line_asks_for() {
     let plan = crate::plan::parse_with(&text, Path::new("t.toml"), cli).unwrap();
     assert_eq!((plan.case_count, plan.run.repeats), (340_000, 1));
 }
+
+/// Issue 43, item 4: `[case] ranks_per_node` holds on every point of a `nodes` axis (it was
+/// replaced by 1 after a one-node point), and layout fields above the rank maximum are refused
+/// at their line at once, never multiplied into millions of device ids.
+#[test]
+fn node_layout_fields_hold_per_point_and_are_bounded() {
+    let p = parse(
+        "[campaign]\nname = \"t\"\n[case]\nplatform = \"host\"\nranks_per_node = 2\n[axes]\nvariant = [\"mesh\"]\nnodes = [1, 2, 3]\ncount = [256]\n",
+        Path::new("t.toml"),
+    )
+    .unwrap();
+    let cases: Vec<_> = crate::plan::sweep::cases(&p, None)
+        .unwrap()
+        .map(|c| c.unwrap())
+        .collect();
+    let layout: Vec<(u32, u32, u32)> = cases
+        .iter()
+        .map(|c| (c.nodes, c.ranks_per_node(), c.p))
+        .collect();
+    assert_eq!(layout, [(1, 2, 2), (2, 2, 4), (3, 2, 6)]);
+    let err = messages(parse(
+        "[campaign]\nname = \"t\"\n[case]\nplatform = \"host\"\nranks_per_node = 4294967295\n[axes]\nvariant = [\"mesh\"]\nnodes = [4294967295]\ncount = [256]\n",
+        Path::new("t.toml"),
+    ));
+    assert!(
+        err.contains("t.toml:5:18: case.ranks_per_node: ranks_per_node = 4294967295 is above the maximum of 4096 ranks"),
+        "{err}"
+    );
+    assert!(err.contains("t.toml:8:10: axes.nodes[0]"), "{err}");
+}

@@ -975,11 +975,19 @@ pub(crate) fn set_field(
             if v.as_i64().is_some_and(|n| n < 1) {
                 return Err(format!("nodes must be >= 1, got {v}"));
             }
+            if v.as_u64().is_some_and(|n| n > u64::from(MAX_P)) {
+                return Err(format!("nodes = {v} is above the maximum of {MAX_P} ranks"));
+            }
             case.nodes = u32_of(v, field)?
         }
         "ranks_per_node" => {
             if v.as_i64().is_some_and(|n| n < 1) {
                 return Err(format!("ranks_per_node must be >= 1, got {v}"));
+            }
+            if v.as_u64().is_some_and(|n| n > u64::from(MAX_P)) {
+                return Err(format!(
+                    "ranks_per_node = {v} is above the maximum of {MAX_P} ranks"
+                ));
             }
             case.ranks_per_node = u32_of(v, field)?
         }
