@@ -116,7 +116,8 @@ const ENTRY: usize = 16 + 8 + 8;
 impl Memo {
     /// The 95 % percentile interval of `s`'s draws (`bootstrap::interval`).
     pub(crate) fn interval(&self, s: &Resampling) -> Interval {
-        self.remember(name(&[b"interval", &s.id]), || {
+        let estimate = hierarchical::estimate(&s.repeats);
+        self.remember(name(&[b"interval", &s.id]), estimate, || {
             bootstrap::interval(s.draws())
         })
     }
@@ -125,13 +126,31 @@ impl Memo {
     /// (`bootstrap::ratio_interval_at`).
     pub(crate) fn ratio(&self, a: &Resampling, b: &Resampling, level: f64) -> Interval {
         let key = name(&[b"ratio", &a.id, &b.id, &level.to_bits().to_le_bytes()]);
-        self.remember(key, || {
+        let estimate = hierarchical::estimate(&a.repeats)
+            .zip(hierarchical::estimate(&b.repeats))
+            .map(|(x, y)| x / y);
+        self.remember(key, estimate, || {
             bootstrap::ratio_interval_at(a.draws(), b.draws(), level)
         })
     }
 
-    fn remember(&self, key: Name, draw: impl FnOnce() -> Interval) -> Interval {
-        let value = match self.known.get(&key) {
+    /// The interval named `key`: the memo's when it is one the draws could have given — finite,
+    /// `lo ≤ hi`, holding the point `estimate` — else drawn. A memo is a file anyone can edit
+    /// and re-sign (its checksum proves only that it is whole), so what it holds is checked
+    /// before a report prints it (issue 43, item 6).
+    fn remember(
+        &self,
+        key: Name,
+        estimate: Option<f64>,
+        draw: impl FnOnce() -> Interval,
+    ) -> Interval {
+        let plausible = |v: &Interval| {
+            v.lo.is_finite()
+                && v.hi.is_finite()
+                && v.lo <= v.hi
+                && estimate.is_none_or(|m| !m.is_finite() || (v.lo <= m && m <= v.hi))
+        };
+        let value = match self.known.get(&key).filter(|v| plausible(v)) {
             Some(v) => *v,
             None => {
                 self.drawn.fetch_add(1, Ordering::Relaxed);
@@ -238,6 +257,47 @@ mod tests {
 
     fn bits(i: Interval) -> (u64, u64) {
         (i.lo.to_bits(), i.hi.to_bits())
+    }
+
+    /// A re-signed memo holding an interval no draws could give (not finite, lo > hi, or not
+    /// holding its own estimate) is a miss: the interval is drawn again.
+    #[test]
+    fn implausible_remembered_intervals_are_drawn_again() {
+        let (a, b) = sides();
+        let fresh = Memo::default();
+        let want = (fresh.interval(&a), fresh.ratio(&a, &b, 0.99));
+        let keys = [
+            name(&[b"interval", &a.id]),
+            name(&[b"ratio", &a.id, &b.id, &0.99f64.to_bits().to_le_bytes()]),
+        ];
+        for bad in [
+            Interval {
+                lo: f64::NAN,
+                hi: 1.0,
+            },
+            Interval {
+                lo: 0.0,
+                hi: f64::INFINITY,
+            },
+            Interval { lo: 3.0, hi: 0.1 },
+            Interval {
+                lo: 100.0,
+                hi: 200.0,
+            },
+        ] {
+            let forged = Memo::default();
+            forged
+                .used
+                .lock()
+                .unwrap()
+                .extend(keys.iter().map(|k| (*k, bad)));
+            // Encoding signs it: the checksum holds, the values do not.
+            let memo = Memo::decode(&forged.encode());
+            assert_eq!(memo.known.len(), 2);
+            assert_eq!(bits(memo.interval(&a)), bits(want.0), "{bad:?}");
+            assert_eq!(bits(memo.ratio(&a, &b, 0.99)), bits(want.1), "{bad:?}");
+            assert_eq!(memo.drawn(), 2, "{bad:?}");
+        }
     }
 
     #[test]
