@@ -231,6 +231,30 @@ pub(crate) fn claim_new(prep: &Prepared, opts: &Options) -> Result<Claimed> {
     })
 }
 
+/// The journal's header names the campaign of the run dir's frozen `plan.toml`: a header of
+/// another campaign (a journal copied between run dirs, a hand edit) would make `resume` decide
+/// runs against another campaign's lines while `status` showed that other campaign, so it is
+/// refused, naming both (issue 43, item 7). The plan hash may differ: editing the frozen plan
+/// is how a stack is changed before a resume (its runs are rerun by their fingerprints).
+fn same_campaign(prep: &Prepared, run_dir: &Path, replay: &Replay) -> Result<()> {
+    let field = |k: &str| replay.header.get(k).and_then(Value::as_str).unwrap_or("");
+    let campaign = field("campaign");
+    if campaign == prep.plan.campaign.name {
+        return Ok(());
+    }
+    Err(crate::error::Error::invalid(
+        run_dir.join(journal::FILE_NAME),
+        format!(
+            "line 1 (the header) names campaign `{campaign}` (plan hash `{}`), but this run dir's \
+             plan.toml is campaign `{}` (plan hash `{}`): the journal belongs to another \
+             campaign, so it is not resumed",
+            field("plan_hash"),
+            prep.plan.campaign.name,
+            prep.plan.hash
+        ),
+    ))
+}
+
 /// The existing run dir of `resume`: decide every planned run against the journal, print the
 /// diff, and turn done runs into presets whose results come from their bundles. Open runs with
 /// a journaled job continue that attempt by re-attaching to the job where the backend can.
@@ -250,6 +274,7 @@ pub(crate) fn claim_resume(
         results_check,
     } = resume;
     let run_dir = Arc::new(RunDir::open(&run_dir));
+    same_campaign(prep, &run_dir.path, &replay)?;
     // Before any device is leased again: whatever a killed session's runs left running.
     let reaped = reap_leftovers(&run_dir.path, &replay);
     let context = fingerprint_context(prep, &run_dir.path);

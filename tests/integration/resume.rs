@@ -584,6 +584,41 @@ fn a_hostile_header_repeats_is_refused_and_costs_no_row() {
     }
 }
 
+/// A journal whose header names another campaign is not resumed: exit 2 naming both, nothing
+/// rewritten (issue 43, item 7). (Another plan hash alone is an edited frozen plan: resumed.)
+#[test]
+fn a_header_of_another_campaign_is_refused_naming_both() {
+    let tmp = util::tempdir();
+    let (_, run_dir) = finished_run(tmp.path());
+    let journal = run_dir.join("journal.jsonl");
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let (head, rest) = text.split_once('\n').unwrap();
+    let before = std::fs::read(run_dir.join("results.json")).unwrap();
+    let original: serde_json::Value = serde_json::from_str(head).unwrap();
+    let own_hash = original["plan_hash"].as_str().unwrap().to_string();
+    for (field, value) in [("campaign", "smoke")] {
+        let mut header = original.clone();
+        header[field] = value.into();
+        std::fs::write(&journal, format!("{header}\n{rest}")).unwrap();
+        let out = util::run(&["resume", run_dir.to_str().unwrap()]);
+        let err = util::stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{field}: {err}");
+        assert!(
+            err.contains("journal.jsonl") && err.contains(value),
+            "{err}"
+        );
+        assert!(err.contains("`links`") && err.contains(&own_hash), "{err}");
+        assert_eq!(
+            std::fs::read(run_dir.join("results.json")).unwrap(),
+            before,
+            "results untouched"
+        );
+    }
+    std::fs::write(&journal, &text).unwrap();
+    let out = util::run(&["resume", run_dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+}
+
 /// `campaign ARGS`, killed if it has not exited within a generous cap (a hang is the failure
 /// this guards against, so it must not hang the suite): the output, or `None` on a hang.
 fn run_capped(args: &[&str]) -> Option<std::process::Output> {
