@@ -50,27 +50,7 @@ pub(crate) fn run(args: &ReportArgs) -> Result<i32> {
     });
     if let Some(order) = order {
         let found = order?.apply(&mut results);
-        for m in &found.missing {
-            eprintln!(
-                "warning: run {} {} finished ({}) in the journal but its bundle \
-                 (cases/{}/{}/manifest.json) is missing: it is not in the results files or the report",
-                m.case_id, m.stack, m.status, m.case_id, m.stack
-            );
-        }
-        for r in &found.recounted {
-            eprintln!(
-                "warning: run {} {} finished with {} samples in the journal but its bundle \
-                 (cases/{}/{}) holds {}: the report shows what the bundle holds; \
-                 `campaign resume --verify {}` runs it again",
-                r.case_id,
-                r.stack,
-                r.journal,
-                r.case_id,
-                r.stack,
-                r.bundle,
-                args.run_dir.display()
-            );
-        }
+        crate::engine::report_step::warn_disagreements(&found, &args.run_dir);
     }
     let mut opts = match campaign_dir.then(|| frozen_report(&args.run_dir)).flatten() {
         Some(cfg) => ReportOptions::from_config(&cfg, &results),

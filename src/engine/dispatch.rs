@@ -33,14 +33,15 @@ use crate::engine::work::{self, RunJob};
 use crate::error::Result;
 use crate::executor::{Backend, JobRef};
 use crate::model::case::Case;
-use crate::model::results::{ResultSet, RunResult, RunStatus};
+use crate::model::results::{RunResult, RunStatus};
 use crate::stack::resolve::EngineStack;
 use crate::store::atomic::write_atomic;
 use crate::store::journal::Journal;
 use crate::store::layout::{write_bundle, write_json, ProcessFacts, RunDir};
 
-/// A step after `collect` (summarize, plot, report): a pure function of the run dir's results.
-pub(crate) type AfterStep = Box<dyn FnMut(&RunDir, &ResultSet) -> Result<()> + Send>;
+/// A step after `collect` (summarize, plot, report): a pure function of the run dir's files,
+/// which hold every result by then (the engine's own copy is freed before it runs).
+pub(crate) type AfterStep = Box<dyn FnMut(&RunDir) -> Result<()> + Send>;
 
 /// One planned run.
 #[derive(Debug, Clone)]
@@ -179,7 +180,8 @@ impl Dispatcher {
     /// progress and case writer stopped, the interrupt journaled, the results files written
     /// with every result and quarantine, every `finished` line durable; then — unless the
     /// campaign was interrupted or cannot record — the engine's per-run state is freed and the
-    /// steps after `collect` (the report) run on the one result set. The outcome is left in
+    /// steps after `collect` (the report) run on the run dir's files, the engine's copy of the
+    /// results freed. The outcome is left in
     /// `out.concluded` for `drive::finish`.
     pub(crate) fn conclude(&mut self, summary: &mut Summary) {
         self.out.progress.finish();
@@ -192,21 +194,28 @@ impl Dispatcher {
         let (set, written) = self.out.results_files.finish(quarantined);
         let recorded = written.and_then(|()| self.state.journal.durable());
         let proceed = recorded.is_ok() && !summary.interrupted && self.stop.fatal.is_none();
+        let mut finished = Finished::of(self.plan.run_dir.path.clone(), &set, summary.interrupted);
         if proceed {
+            // The results are in their files now and the steps after `collect` read them from
+            // there: this copy and the engine's per-run state are freed first, and the freed
+            // pages given back, so the report's own copy does not come on top of them.
+            drop(set);
             self.free_run_state();
+            crate::engine::results_files::release_memory();
             for (name, f) in &mut self.out.after {
                 // Never at the cost of what is recorded: the results files are written before;
                 // the failure is said on stderr, whatever `-q` says, and ends in the exit code.
-                if let Err(e) = f(&self.plan.run_dir, &set) {
+                if let Err(e) = f(&self.plan.run_dir) {
                     eprintln!("error: the {name} step failed: {e}");
                     self.out.after_failed.push((name.clone(), e.to_string()));
                 }
             }
             // A Ctrl-C while the report rendered still counts (the campaign says so).
             summary.interrupted |= *self.stop.cancel.borrow();
+            finished.interrupted = summary.interrupted;
+        } else {
+            session::drop_aside(set);
         }
-        let finished = Finished::of(self.plan.run_dir.path.clone(), &set, summary.interrupted);
-        session::drop_aside(set);
         self.out.concluded = Some((finished, recorded));
     }
 

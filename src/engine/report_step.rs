@@ -20,7 +20,11 @@ use crate::model::series::{ReportHistory, ReportHistoryRow};
 use crate::store::history_db::query::SeriesFilter;
 use crate::store::history_db::{self as store, History};
 
-/// summarize → plot → report, one step after `collect` (the report module does all three).
+/// summarize → plot → report, one step after `collect` (the report module does all three),
+/// of the run dir as its bundles hold it — read exactly as `campaign report` reads it, so the
+/// report `run` renders is the one `campaign report` would, and is stamped as such: a
+/// `campaign report` of the finished run dir renders nothing (`render_unless_unchanged`).
+/// It runs after the engine freed its own copy of the results, so one result set is held.
 /// The run dir is recorded in the history store of `results_dir` (`--results-dir`, else the
 /// run dir's own) first, so the report can show the earlier runs of its series.
 pub(crate) fn report_step(
@@ -29,18 +33,51 @@ pub(crate) fn report_step(
     results_dir: Option<PathBuf>,
 ) -> Vec<(String, AfterStep)> {
     let report_cfg = plan.report.clone();
-    let report: AfterStep = Box::new(move |run_dir, results| {
-        let history = record(&run_dir.path, results, results_dir.as_deref());
-        crate::report::finish_run(
-            results,
-            &report_cfg,
-            template.as_deref(),
-            &run_dir.path,
-            history,
-        )
-        .map(|_| ())
+    let report: AfterStep = Box::new(move |run_dir| {
+        let path = &run_dir.path;
+        let mut set = crate::store::load::load_any_run_dir(path)?;
+        // Recorded as loaded (the order the history hashes a run dir's results in).
+        let history = results_dir_for(path, &set, results_dir.as_deref())
+            .and_then(|dir| record_in(path, &set, &dir));
+        let found = crate::store::rebuild::planned_order(path, &set)?.apply(&mut set);
+        warn_disagreements(&found, path);
+        let mut opts = crate::report::ReportOptions::from_config(&report_cfg, &set);
+        opts.history = history;
+        if let Some(t) = &template {
+            opts.template = Some(t.clone());
+        }
+        let digest = crate::store::set_digest::digest(&set);
+        let out = render_unless_unchanged(&set, &digest, &opts, path).map(drop);
+        crate::engine::session::drop_aside(set);
+        out
     });
     vec![("report".to_string(), report)]
+}
+
+/// Say which finished runs a report leaves out or shows otherwise than the journal recorded:
+/// their bundle is gone, or holds another number of samples (`store::rebuild::planned_order`).
+pub(crate) fn warn_disagreements(found: &crate::store::rebuild::Disagreements, run_dir: &Path) {
+    for m in &found.missing {
+        eprintln!(
+            "warning: run {} {} finished ({}) in the journal but its bundle \
+             (cases/{}/{}/manifest.json) is missing: it is not in the results files or the report",
+            m.case_id, m.stack, m.status, m.case_id, m.stack
+        );
+    }
+    for r in &found.recounted {
+        eprintln!(
+            "warning: run {} {} finished with {} samples in the journal but its bundle \
+             (cases/{}/{}) holds {}: the report shows what the bundle holds; \
+             `campaign resume --verify {}` runs it again",
+            r.case_id,
+            r.stack,
+            r.journal,
+            r.case_id,
+            r.stack,
+            r.bundle,
+            run_dir.display()
+        );
+    }
 }
 
 /// `campaign report`'s summarize → plot → report of `results` into `run_dir`, unless the
@@ -59,37 +96,29 @@ pub(crate) fn render_unless_unchanged(
     let inputs = crate::report::inputs(results, opts, run_dir)?;
     let input = crate::store::set_digest::digest(&(set_digest, &inputs));
     let proven = results_stamp::proven(run_dir, REPORT_STAMP, &input, None)
-        .and_then(|extra| serde_json::from_value(extra).ok());
+        .and_then(|extra| serde_json::from_value::<crate::report::ReportOutput>(extra).ok());
     if let Some(out) = proven {
-        return Ok(out);
+        // The report holds already: its stamp's time says it is as current as the results
+        // files (`resume`'s up-to-date check), since its files keep their older times.
+        results_stamp::touch_stamp(run_dir, REPORT_STAMP);
+        // Stamped relative to the run dir, which may be named another way now.
+        return Ok(out.rebased(Path::new(""), run_dir));
     }
     let out = crate::report::render_from(results, opts, run_dir, inputs.bundle_files())?;
     let files = (out.files(run_dir).iter())
         .map(|name| results_stamp::sum_file(run_dir, name))
         .collect::<Result<Vec<_>>>()?;
-    let extra = serde_json::to_value(&out).unwrap_or_default();
+    let extra =
+        serde_json::to_value(out.clone().rebased(run_dir, Path::new(""))).unwrap_or_default();
     results_stamp::record_as(run_dir, REPORT_STAMP, &input, files, extra)?;
     Ok(out)
 }
 
-/// Record a run dir of `run`, `resume` or `report` in its results dir's store and return the
-/// report's history section. History is a side record: a failure is printed as a warning and
-/// never fails the campaign. `results_dir` is `--results-dir`; without it the run dir's own
-/// results dir is used, and a run dir outside campaign's layout is not recorded.
-pub(crate) fn record(
-    run_dir: &Path,
-    results: &ResultSet,
-    results_dir: Option<&Path>,
-) -> Option<ReportHistory> {
-    let results_dir = results_dir_for(run_dir, results, results_dir)?;
-    // What is on disk, as `history ingest` and `report` will read it later, so recording
-    // the same run dir again finds it unchanged (files round timings to 6 digits).
-    let on_disk = crate::store::load::load_any_run_dir(run_dir);
-    record_in(run_dir, on_disk.as_ref().unwrap_or(results), &results_dir)
-}
-
-/// [`record`] of a result set just loaded from `run_dir`'s files (`store::load::load_any_run_dir`, in
-/// the order it reads them): `campaign report` has it already, so the run dir is not read twice.
+/// Record a run dir in its results dir's store and return the report's history section, of a
+/// result set just loaded from `run_dir`'s files (`store::load::load_any_run_dir`, in the order
+/// it reads them). History is a side record: a failure is printed as a warning and never fails
+/// the campaign. `results_dir` is `--results-dir`; without it the run dir's own results dir is
+/// used, and a run dir outside campaign's layout is not recorded.
 pub(crate) fn record_loaded(
     run_dir: &Path,
     on_disk: &ResultSet,

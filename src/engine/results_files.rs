@@ -50,7 +50,7 @@ pub(crate) fn write(run_dir: &RunDir, set: &ResultSet) -> Result<()> {
 /// Give the memory a rewrite freed back to the system. glibc keeps a heap (arena) per thread and
 /// reuses freed memory only within it: without this, the writer thread's serialization peak
 /// stays resident beside the main thread's (the report's), adding both.
-fn release_memory() {
+pub(crate) fn release_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only returns free heap pages to the kernel; no pointer is touched.
     unsafe {

@@ -613,9 +613,16 @@ fn report_current(prep: &Prepared, run_dir: &Path) -> bool {
         },
         None => None,
     };
+    let current = |at: Option<std::time::SystemTime>| {
+        at.is_some_and(|at| at >= results && template_at.is_none_or(|t| at >= t))
+    };
+    // A report proven current by its stamp is not rewritten: the stamp's mark stands for it.
+    let stamped = current(modified(
+        &run_dir.join(crate::store::results_stamp::REPORT_STAMP),
+    ));
     ["summary.md", "context.json"].iter().all(|name| {
-        modified(&run_dir.join("reports").join(name))
-            .is_some_and(|at| at >= results && template_at.is_none_or(|t| at >= t))
+        let at = modified(&run_dir.join("reports").join(name));
+        current(at) || (stamped && at.is_some())
     })
 }
 

@@ -127,6 +127,7 @@ pub(crate) struct Inputs {
     resamples: u32,
     history: Option<crate::model::series::ReportHistory>,
     compare_metric: Option<crate::model::results::Metric>,
+    /// The run dir, absolute.
     run_dir: PathBuf,
     bundles: Vec<String>,
     /// The bundle files behind `bundles`, for the page to link (`render_from`).
@@ -152,7 +153,9 @@ pub(crate) fn inputs(results: &ResultSet, opts: &ReportOptions, run_dir: &Path) 
         resamples: opts.bootstrap.resamples,
         history: opts.history.clone(),
         compare_metric: opts.compare_metric,
-        run_dir: run_dir.to_path_buf(),
+        // The report reads the run dir's files and never prints its name: `run`'s absolute
+        // name and `campaign report out/…` render the same files, so they prove the same.
+        run_dir: std::path::absolute(run_dir).map_err(|e| Error::io(run_dir, e))?,
         bundles: html::bundle_reads(results, run_dir, &bundle_files),
         bundle_files,
     })
@@ -181,6 +184,27 @@ impl ReportOutput {
                     .into_owned()
             })
             .collect()
+    }
+}
+
+impl ReportOutput {
+    /// These paths with `from`, the run dir they start with, replaced by `to` (the same dir as
+    /// named another way): a stamp keeps them relative to the run dir (`from` = "").
+    pub(crate) fn rebased(mut self, from: &Path, to: &Path) -> ReportOutput {
+        let rebase = |p: &mut PathBuf| {
+            if let Ok(rel) = p.strip_prefix(from) {
+                *p = to.join(rel);
+            }
+        };
+        for p in [&mut self.summary, &mut self.context, &mut self.html] {
+            rebase(p);
+        }
+        for f in &mut self.figures {
+            for p in [&mut f.png, &mut f.svg, &mut f.hover] {
+                rebase(p);
+            }
+        }
+        self
     }
 }
 
@@ -383,21 +407,4 @@ impl Recording<'_> {
         self.err.get_or_insert(e);
         copy
     }
-}
-
-/// The engine's entry point after all runs of `run`/`resume`: summarize, plot and report with
-/// the plan's `[report]` settings; `template` (from `--template`) wins over the plan's.
-pub(crate) fn finish_run(
-    results: &ResultSet,
-    cfg: &ReportConfig,
-    template: Option<&Path>,
-    run_dir: &Path,
-    history: Option<crate::model::series::ReportHistory>,
-) -> Result<ReportOutput> {
-    let mut opts = ReportOptions::from_config(cfg, results);
-    opts.history = history;
-    if let Some(t) = template {
-        opts.template = Some(t.to_path_buf());
-    }
-    render_all(results, &opts, run_dir)
 }

@@ -109,7 +109,14 @@ pub(crate) fn unchanged(dir: &Path, input: &[u8; 32], names: &[&str]) -> bool {
 /// in the tick of the file's last change) — the same window as between a stamp's stats and its
 /// write.
 pub(crate) fn touch(dir: &Path) {
-    stamp_stat::mark_now(&dir.join(FILE_NAME));
+    touch_stamp(dir, FILE_NAME);
+}
+
+/// [`touch`] of the stamp `stamp` (relative to `dir`), right after it was proven: the report's
+/// stamp so marked tells `resume` that the report is as current as results files written
+/// before the mark, though the report was not rewritten (the render it proved unneeded).
+pub(crate) fn touch_stamp(dir: &Path, stamp: &str) {
+    stamp_stat::mark_now(&dir.join(stamp));
 }
 
 /// The stamp `stamp` (relative to `dir`) when it proves its files (relative to `dir`; exactly

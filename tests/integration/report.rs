@@ -837,12 +837,13 @@ fn report_of(cwd: &Path, dir: &Path) {
 }
 
 #[test]
-fn a_repeated_report_leaves_the_results_files_alone_and_a_changed_bundle_rewrites_them() {
+fn a_report_after_run_or_again_leaves_every_file_alone_and_a_changed_bundle_rewrites_them() {
     const RESULTS: &[&str] = &["results.json", "results.csv", "samples.csv"];
     let tmp = crate::util::tempdir();
     let (out, dir) = crate::honest::run_plan(tmp.path(), "again", TWO_STACKS, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", crate::util::stderr(&out));
-    report_of(tmp.path(), &dir);
+    // What `run` wrote is what `campaign report` would: the first report, given the run dir by
+    // another name than `run` used (relative to the cwd), renders and rewrites nothing.
     let files = identities(&dir, RESULTS);
     let memo = identities(&dir, &["reports/.bootstrap-memo"]);
     const REPORT: &[&str] = &[
@@ -859,18 +860,29 @@ fn a_repeated_report_leaves_the_results_files_alone_and_a_changed_bundle_rewrite
         text.contains(" ms [") && text.contains("bootstrap CI"),
         "{text}"
     );
-    report_of(tmp.path(), &dir);
-    assert_eq!(
-        identities(&dir, RESULTS),
-        files,
-        "unchanged results were rewritten"
-    );
-    assert_eq!(identities(&dir, &["reports/.bootstrap-memo"]), memo);
-    assert_eq!(
-        identities(&dir, REPORT),
-        rendered,
-        "an unchanged report was rendered again"
-    );
+    let relative = dir.strip_prefix(tmp.path()).unwrap();
+    for _ in 0..2 {
+        let out = crate::util::run_in(tmp.path(), &["report", relative.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0), "{}", crate::util::stderr(&out));
+        // The files it names are the run dir's, as named on this command line.
+        let said = crate::util::stdout(&out);
+        let html = relative.join("reports/index.html");
+        assert!(
+            said.contains(&format!("html: {}", html.display())),
+            "{said}"
+        );
+        assert_eq!(
+            identities(&dir, RESULTS),
+            files,
+            "unchanged results were rewritten"
+        );
+        assert_eq!(identities(&dir, &["reports/.bootstrap-memo"]), memo);
+        assert_eq!(
+            identities(&dir, REPORT),
+            rendered,
+            "an unchanged report was rendered again"
+        );
+    }
     assert_eq!(read("reports/summary.md"), summary);
     assert_eq!(read("reports/context.json"), context);
 

@@ -41,7 +41,7 @@ pub(crate) fn open_file_limit() -> Option<u64> {
     };
     // SAFETY: getrlimit writes into the struct we own.
     let rc = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
-    (rc == 0 && lim.rlim_cur != libc::RLIM_INFINITY).then_some(lim.rlim_cur as u64)
+    (rc == 0 && lim.rlim_cur != libc::RLIM_INFINITY).then_some(lim.rlim_cur)
 }
 
 #[cfg(test)]
