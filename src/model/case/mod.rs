@@ -971,26 +971,8 @@ pub(crate) fn set_field(
         "warmup_rounds" => case.warmup_rounds = rounds(v, field, 0)?,
         "timed_rounds" => case.timed_rounds = rounds(v, field, 1)?,
         "measure" => case.measure = string(v, field)?,
-        "nodes" => {
-            if v.as_i64().is_some_and(|n| n < 1) {
-                return Err(format!("nodes must be >= 1, got {v}"));
-            }
-            if v.as_u64().is_some_and(|n| n > u64::from(MAX_P)) {
-                return Err(format!("nodes = {v} is above the maximum of {MAX_P} ranks"));
-            }
-            case.nodes = u32_of(v, field)?
-        }
-        "ranks_per_node" => {
-            if v.as_i64().is_some_and(|n| n < 1) {
-                return Err(format!("ranks_per_node must be >= 1, got {v}"));
-            }
-            if v.as_u64().is_some_and(|n| n > u64::from(MAX_P)) {
-                return Err(format!(
-                    "ranks_per_node = {v} is above the maximum of {MAX_P} ranks"
-                ));
-            }
-            case.ranks_per_node = u32_of(v, field)?
-        }
+        "nodes" => case.nodes = layout_count(v, field)?,
+        "ranks_per_node" => case.ranks_per_node = layout_count(v, field)?,
         "placement" => case.placement = string(v, field)?.parse()?,
         "op" => case.op = string(v, field)?.parse()?,
         "root" => {
@@ -1003,6 +985,21 @@ pub(crate) fn set_field(
         other => return Err(format!("`{other}` is not a case field")),
     }
     Ok(())
+}
+
+/// `nodes` or `ranks_per_node`: at least 1, at most `MAX_P` (their product is p, checked per
+/// case; each alone is refused at its line before any product is made).
+fn layout_count(v: &Value, field: &str) -> std::result::Result<u32, String> {
+    if v.as_i64().is_some_and(|n| n < 1) {
+        return Err(format!("{field} must be >= 1, got {v}"));
+    }
+    if v.as_u64().is_some_and(|n| n > u64::from(MAX_P)) {
+        return Err(format!(
+            "{field} = {v} is above the maximum of {MAX_P} ranks"
+        ));
+    }
+    (v.as_u64().and_then(|n| u32::try_from(n).ok()))
+        .ok_or_else(|| format!("expected a non-negative integer for {field}, got {v}"))
 }
 
 /// Python `json.dumps(v, sort_keys=True, separators=(",", ":"))` with its default ASCII escaping.
