@@ -6,12 +6,17 @@
 //! collective → done barrier) → [fault] [check] [release] → store the times`, and, with
 //! `CheckMode::Every`, an end barrier after which rank 0 reports the round. With
 //! `CheckMode::Ends` (the default) only the first round and the last timed round are checked,
-//! nothing is poisoned between rounds (the last round writes into a spare output window
-//! poisoned at setup), there is no end barrier, and rank 0 reports every round after the last
-//! one: between two timed rounds a rank only stores its time. The done barrier guarantees no
-//! peer still reads a rank's output when it is corrupted, checked, swapped or freed; the end
-//! barrier (per round, or once after the last) guarantees every rank's record is written before
-//! rank 0 reads it and that no peer reads a rank's output while it poisons it for the next
+//! only the last round's output is poisoned again (in place, before its start barriers, like
+//! every round of `CheckMode::Every`), there is no end barrier, and rank 0 reports every round
+//! after the last one: between two timed rounds a rank only stores its time. The done barrier
+//! guarantees no peer still reads a rank's output when it is corrupted, checked or poisoned
+//! (a rank writes only its own output); the end barrier (per round, or once after the last)
+//! guarantees every rank's record is written before rank 0 reads it.
+//!
+//! The last round once wrote into a spare output window poisoned at setup: cold in the caches
+//! and the TLB after every earlier round had used the other window, so the host stack's last
+//! timed round was 1.2–2× the others (issue 44, item 1). Poisoning the window in use leaves
+//! the last round the same memory, as warm as every round before it.
 //! round. It must not print or know the protocol's text.
 
 use std::sync::{Mutex, MutexGuard};
@@ -151,8 +156,6 @@ struct RoundPlan {
     check: bool,
     /// Poison the (persistent) output before the round.
     poison: bool,
-    /// Install the spare output window (poisoned at setup) before the round.
-    spare: bool,
 }
 
 impl RoundPlan {
@@ -162,16 +165,11 @@ impl RoundPlan {
         RoundPlan {
             timed_round: round.checked_sub(opts.warmup).filter(|n| *n > 0),
             check: opts.check.checks(round, total),
-            // Setup poisoned the output for round 1; non-persistent windows are fresh.
-            poison: every && opts.persistent && round > 1,
-            spare: !every && opts.persistent && round > 1 && round == total,
+            // Setup poisoned the output for round 1; non-persistent windows are fresh. With
+            // `Ends`, the last round is poisoned so that it must write what its check reads.
+            poison: opts.persistent && round > 1 && (every || round == total),
         }
     }
-}
-
-/// Does `rank` need a spare output window (persistent, check ends, more than one round)?
-fn needs_spare(opts: &Options) -> bool {
-    opts.persistent && opts.check == CheckMode::Ends && opts.warmup + opts.timed > 1
 }
 
 /// One rank's whole run. Rank 0 also aggregates and reports; it returns the outcome.
@@ -199,10 +197,6 @@ fn rank_main<T: Element>(
         // SAFETY: only this rank touches its slot before the setup barrier just below.
         unsafe { sh.windows.install(rank, input, poisoned_output(sh.count)) };
     }
-    let mut spare = needs_spare(sh.opts).then(|| poisoned_output::<T>(sh.count));
-    // The output the spare replaced: kept until the run ends, since freeing a large window
-    // just before the last timed round is work that round would absorb.
-    let mut retired: Option<Region<T>> = None;
     sh.sync.wait();
     let setup = started.elapsed();
 
@@ -211,13 +205,6 @@ fn rank_main<T: Element>(
     let streaming = sh.opts.check == CheckMode::Every;
     for round in 1..=total {
         let plan = RoundPlan::of(sh.opts, round);
-        if plan.spare {
-            if let Some(new) = spare.take() {
-                // SAFETY: we are past the previous round's done barrier (no peer reads this
-                // rank's output until the start barriers below) and only this rank swaps it.
-                retired = unsafe { sh.windows.swap_output(rank, new) };
-            }
-        }
         let mine = one_round(sh, &mut ctx, plan);
         lock(&sh.slots[rank]).push(mine);
         if streaming {
@@ -235,7 +222,6 @@ fn rank_main<T: Element>(
             }
         }
     }
-    drop(retired);
     reporter.outcome
 }
 
@@ -260,7 +246,7 @@ fn one_round<T: Element>(
         mine.alloc = t.elapsed();
     } else if plan.poison {
         // SAFETY: peers read this rank's output only between the start and done barriers;
-        // we are past the previous round's end barrier and before this round's start.
+        // we are past the previous round's done barrier and before this round's start.
         unsafe { sh.windows.write(rank, Side::Output, 0..sh.count) }.fill(T::from_f64(POISON));
     }
 
@@ -434,11 +420,11 @@ mod tests {
         }
     }
 
-    /// (checked, poisoned before, spare installed before) of every round.
-    fn plans(o: &Options) -> Vec<(bool, bool, bool)> {
+    /// (checked, poisoned before) of every round.
+    fn plans(o: &Options) -> Vec<(bool, bool)> {
         (1..=o.warmup + o.timed)
             .map(|r| RoundPlan::of(o, r))
-            .map(|p| (p.check, p.poison, p.spare))
+            .map(|p| (p.check, p.poison))
             .collect()
     }
 
@@ -448,37 +434,20 @@ mod tests {
         let f = false;
         assert_eq!(
             plans(&o),
-            vec![
-                (true, f, f),
-                (f, f, f),
-                (f, f, f),
-                (f, f, f),
-                (true, f, true)
-            ]
+            vec![(true, f), (f, f), (f, f), (f, f), (true, true)]
         );
-        assert!(needs_spare(&o));
         // One round in all: it is first and last, checked once, in the setup's poisoned window.
         let one = opts(0, 1, CheckMode::Ends, true);
-        assert_eq!(plans(&one), vec![(true, f, f)]);
-        assert!(!needs_spare(&one));
-        // Fresh windows every round need no spare and no poison.
+        assert_eq!(plans(&one), vec![(true, f)]);
+        // Fresh windows every round need no poison.
         let fresh = opts(1, 2, CheckMode::Ends, false);
-        assert_eq!(plans(&fresh), vec![(true, f, f), (f, f, f), (true, f, f)]);
-        assert!(!needs_spare(&fresh));
+        assert_eq!(plans(&fresh), vec![(true, f), (f, f), (true, f)]);
     }
 
     #[test]
     fn every_checks_and_repoisons_around_every_round() {
         let o = opts(1, 2, CheckMode::Every, true);
-        assert_eq!(
-            plans(&o),
-            vec![
-                (true, false, false),
-                (true, true, false),
-                (true, true, false)
-            ]
-        );
-        assert!(!needs_spare(&o));
+        assert_eq!(plans(&o), vec![(true, false), (true, true), (true, true)]);
         let timed: Vec<Option<u32>> = (1..=3).map(|r| RoundPlan::of(&o, r).timed_round).collect();
         assert_eq!(timed, vec![None, Some(1), Some(2)]);
     }

@@ -136,16 +136,6 @@ impl<T: Copy> Windows<T> {
         }
     }
 
-    /// Install `new` as `rank`'s output and hand back the output it had, without freeing it
-    /// (freeing a large window between timed rounds is work the next round would absorb).
-    ///
-    /// # Safety
-    /// As for [`Windows::install`].
-    pub(crate) unsafe fn swap_output(&self, rank: usize, new: Region<T>) -> Option<Region<T>> {
-        // SAFETY: forwarded contract.
-        unsafe { self.output[rank].swap(new) }
-    }
-
     /// Free `rank`'s buffers.
     ///
     /// # Safety
@@ -208,9 +198,6 @@ mod tests {
             w.write(0, Side::Output, 0..2).copy_from_slice(&[7, 8]);
             assert_eq!(w.read(0, Side::Output, 0..3), &[7, 8, 0]);
             assert!(w.read(0, Side::Input, 3..3).is_empty());
-            let old = w.swap_output(0, region(&[9, 9, 9])).unwrap();
-            assert_eq!(old.as_slice(), &[7, 8, 0]);
-            assert_eq!(w.read(0, Side::Output, 0..3), &[9, 9, 9]);
             w.release(1);
             assert!(w.read(1, Side::Output, 0..0).is_empty());
         }
