@@ -97,7 +97,8 @@ pub(crate) fn document(suite: &str, properties: &[(&str, String)], cases: &[Test
 }
 
 /// Text safe in XML content and attribute values; characters XML 1.0 cannot hold at all
-/// (control characters but tab and newlines) become U+FFFD.
+/// (control characters but tab and newlines, U+FFFE and U+FFFF: outside its `Char`
+/// production) become U+FFFD, so the document is well-formed whatever a stack printed.
 pub(crate) fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for ch in text.chars() {
@@ -108,16 +109,56 @@ pub(crate) fn escape(text: &str) -> String {
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&apos;"),
             '\t' | '\n' | '\r' => out.push(ch),
-            c if (c as u32) < 0x20 => out.push('\u{FFFD}'),
+            c if !xml_char(c) => out.push('\u{FFFD}'),
             c => out.push(c),
         }
     }
     out
 }
 
+/// XML 1.0's `Char`: #x9 | #xA | #xD | [#x20-#xD7FF] | [#xE000-#xFFFD] | [#x10000-#x10FFFF]
+/// (a Rust `char` is never a surrogate).
+fn xml_char(c: char) -> bool {
+    matches!(c as u32, 0x9 | 0xA | 0xD | 0x20..=0xD7FF | 0xE000..=0xFFFD | 0x10000..=0x10FFFF)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every code point class, escaped, is XML 1.0 `Char`s only, and `<` and `&` appear only
+    /// as the markup and entity references escaping makes (issue 43, item 5).
+    #[test]
+    fn every_code_point_escapes_to_well_formed_text() {
+        let all: String = (0..=0x10FFFFu32).filter_map(char::from_u32).collect();
+        let text = escape(&all);
+        assert!(text.chars().all(xml_char));
+        let stripped = ["&amp;", "&lt;", "&gt;", "&quot;", "&apos;"]
+            .iter()
+            .fold(text.clone(), |t, e| t.replace(e, ""));
+        assert!(!stripped.contains(['&', '<', '>', '"', '\'']));
+        for bad in ['\u{0}', '\u{1b}', '\u{FFFE}', '\u{FFFF}'] {
+            assert_eq!(escape(&bad.to_string()), "\u{FFFD}", "{:x}", bad as u32);
+        }
+        for kept in [
+            '\t',
+            '\n',
+            '\u{D7FF}',
+            '\u{E000}',
+            '\u{FFFD}',
+            '\u{10000}',
+            '\u{10FFFF}',
+        ] {
+            assert_eq!(
+                escape(&kept.to_string()),
+                kept.to_string(),
+                "{:x}",
+                kept as u32
+            );
+        }
+        let doc = document("s\u{FFFF}", &[("k", "\u{FFFE}".into())], &[]);
+        assert!(doc.chars().all(xml_char), "{doc}");
+    }
 
     #[test]
     fn counts_outcomes_and_escapes_what_xml_cannot_hold() {

@@ -118,9 +118,12 @@ pub(crate) fn conclude(done: &engine::Finished, quiet: bool) -> Result<i32> {
         }
     );
     for (status, case_id, stack, error) in &done.failures {
+        use crate::model::text::visible;
         crate::say!(
-            "  {status} {case_id}/{stack}: {}",
-            error.as_deref().unwrap_or("")
+            "  {status} {}/{}: {}",
+            visible(case_id),
+            visible(stack),
+            visible(error.as_deref().unwrap_or(""))
         );
     }
     for (device, why) in &done.quarantined {

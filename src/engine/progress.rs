@@ -124,7 +124,7 @@ impl Progress {
         let detail = if detail.is_empty() {
             String::new()
         } else {
-            format!(": {detail}")
+            format!(": {}", crate::model::text::visible(detail))
         };
         match &mut self.mode {
             Mode::Bars {

@@ -17,4 +17,5 @@ pub mod results;
 pub(crate) mod series;
 pub(crate) mod shell;
 pub mod stack;
+pub(crate) mod text;
 pub(crate) mod units;

@@ -40,10 +40,9 @@ pub(crate) fn render<C: Serialize>(
         .build()
         .map_err(|e| Error::Environment(format!("template syntax configuration: {e}")))?;
     env.set_syntax(syntax);
-    // `cell`: make any text safe inside a Markdown table cell (reasons carry pipes, newlines).
-    env.add_filter("cell", |s: String| {
-        s.replace('|', "\\|").replace(['\r', '\n'], " ")
-    });
+    // `cell`: make any text safe inside a Markdown table cell (reasons carry pipes, newlines,
+    // control bytes and HTML): `model::text::md_cell`, the one escaping filter.
+    env.add_filter("cell", |s: String| crate::model::text::md_cell(&s));
     env.add_template_owned(name.to_string(), source.to_string())
         .map_err(|e| diagnostic(&e, file))?;
     let tmpl = env.get_template(name).map_err(|e| diagnostic(&e, file))?;

@@ -39,7 +39,7 @@ pub(crate) fn samples_csv(set: &ResultSet) -> String {
 fn scalar(v: &Value) -> String {
     match v {
         Value::Null => String::new(),
-        Value::String(s) => s.clone(),
+        Value::String(s) => crate::model::text::csv_cell(s).into_owned(),
         Value::Number(n) => match n.as_u64() {
             Some(u) => u.to_string(),
             None => cell(n.as_f64()),
@@ -146,12 +146,13 @@ pub(crate) fn write_samples_csv(set: &ResultSet, out: impl Write) -> std::io::Re
         for s in &r.samples {
             let per_rank: Vec<String> =
                 s.per_rank_execute_s.iter().map(|x| x.to_string()).collect();
+            let text = |t: &str| crate::model::text::csv_cell(t).into_owned();
             let mut rec = vec![
-                r.case_id.clone(),
-                r.stack.clone(),
+                text(&r.case_id),
+                text(&r.stack),
                 r.status.to_string(),
                 s.round.to_string(),
-                s.phase.clone(),
+                text(&s.phase),
                 s.is_timed().to_string(),
                 s.ok.to_string(),
                 cell(s.execute_s),

@@ -587,3 +587,75 @@ resource = "none"
         util::stderr(&unbounded)
     );
 }
+
+/// A failure reason full of terminal controls, a formula and HTML (issue 43, item 5): the
+/// terminal gets it with its control characters shown, results.csv neutralises the formula,
+/// summary.md keeps its table row and renders no HTML; run.log keeps the raw bytes.
+#[test]
+fn a_hostile_failure_reason_is_shown_not_acted_on() {
+    let tmp = util::tempdir();
+    let plan = r#"[campaign]
+name = "hostile"
+
+[case]
+platform = "host"
+
+[axes]
+variant = ["mesh"]
+p = [2]
+count = [64]
+stacks = ["evil"]
+
+[rounds]
+warmup = 0
+timed = 1
+
+[run]
+repeats = 1
+
+[devices]
+kind = "cpu"
+
+[stacks.evil]
+command = ["sh", "-c", '''printf 'CAMPAIGN_DONE {"correctness":"fail","error":"=HYPERLINK(1)\\u001b[2K\\r| all good <script>x</script>\\u001b]52;c;aGk=\\u0007"}\n' ''']
+shape = "subprocess"
+resource = "none"
+"#;
+    let file = tmp.path().join("plan.toml");
+    std::fs::write(&file, plan).unwrap();
+    let results = tmp.path().join("results");
+    let out = util::run_in(
+        tmp.path(),
+        &[
+            "run",
+            file.to_str().unwrap(),
+            "--results-dir",
+            results.to_str().unwrap(),
+        ],
+    );
+    let stdout = util::stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{}", util::stderr(&out));
+    assert!(stdout.contains("=HYPERLINK(1)"), "{stdout}");
+    assert!(
+        !stdout.contains('\u{1b}') && !stdout.contains('\u{7}'),
+        "{stdout:?}"
+    );
+    assert!(stdout.contains("\\u{1b}[2K\\r"), "{stdout}");
+    let dir = run_dir(&results, "hostile");
+    let csv = std::fs::read_to_string(dir.join("results.csv")).unwrap();
+    // The reason is quoted after campaign's own words here, so it starts no formula; a text
+    // cell that would is neutralised (`model::text::csv_cell`'s tests).
+    assert!(
+        csv.contains("golden mismatch: =HYPERLINK(1)\\u{1b}[2K\\r"),
+        "{csv}"
+    );
+    assert!(!csv.contains('\u{1b}'), "{csv:?}");
+    let md = std::fs::read_to_string(dir.join("reports/summary.md")).unwrap();
+    assert!(!md.contains("<script>") && !md.contains('\u{1b}'), "{md}");
+    assert!(md.contains("\\| all good &lt;script&gt;"), "{md}");
+    let log = std::fs::read(dir.join("cases/mesh_p2_count64_fp32_host_d0-1/evil/run.log")).unwrap();
+    assert!(
+        log.windows(4).any(|w| w == b"\\u00"),
+        "run.log keeps the stack's bytes"
+    );
+}

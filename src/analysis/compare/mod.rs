@@ -529,9 +529,10 @@ pub(crate) fn to_csv(c: &Comparison) -> Result<String, csv::Error> {
     ])?;
     let num = |v: Option<f64>| v.map(|x| format!("{x:.9}")).unwrap_or_default();
     for r in &c.rows {
+        let text = |t: &str| crate::model::text::csv_cell(t).into_owned();
         w.write_record([
-            r.case_id.clone(),
-            r.stack.clone(),
+            text(&r.case_id),
+            text(&r.stack),
             r.a.status.to_string(),
             r.b.status.to_string(),
             r.a.repeats.to_string(),
@@ -544,7 +545,7 @@ pub(crate) fn to_csv(c: &Comparison) -> Result<String, csv::Error> {
             num(r.ci.map(|c| c.lo)),
             num(r.ci.map(|c| c.hi)),
             r.verdict.as_str().to_string(),
-            r.why.clone().unwrap_or_default(),
+            text(r.why.as_deref().unwrap_or_default()),
             num(r.verdict_ci.map(|c| c.lo)),
             num(r.verdict_ci.map(|c| c.hi)),
             r.between

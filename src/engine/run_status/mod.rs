@@ -121,6 +121,29 @@ pub(crate) fn judge(
     cause: Option<&str>,
     metric: Metric,
 ) -> (RunStatus, Option<String>) {
+    // The reason quotes the stack's own words: shown, never acted on, wherever it is printed
+    // (`model::text::visible`; run.log keeps the raw bytes).
+    let (status, reason) = judge_raw(
+        outcome, parsed, samples, warmup, timed, limits, cause, metric,
+    );
+    let reason = reason.map(|r| match crate::model::text::visible(&r) {
+        std::borrow::Cow::Borrowed(_) => r,
+        std::borrow::Cow::Owned(shown) => shown,
+    });
+    (status, reason)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn judge_raw(
+    outcome: &ProcessOutcome,
+    parsed: &Parsed,
+    samples: &[Sample],
+    warmup: u32,
+    timed: u32,
+    limits: &ProcessSpec,
+    cause: Option<&str>,
+    metric: Metric,
+) -> (RunStatus, Option<String>) {
     let said = |base: String| match (&parsed.error, cause) {
         (Some(e), _) => format!("{base}: {e}"),
         (None, Some(c)) => format!("{base}: {c}"),
