@@ -26,6 +26,10 @@ pub(crate) mod exit {
     /// that does not render, a full disk while rendering; `campaign report RUN_DIR` renders it
     /// again once fixed.
     pub(crate) const REPORT_FAILED: i32 = 6;
+    /// `compare` or `history regressions` judged nothing: every row was not judged or not
+    /// comparable, or no series had the points a step needs. Not a pass: nothing was checked,
+    /// so a CI gate must not read it as one.
+    pub(crate) const NOTHING_JUDGED: i32 = 7;
 }
 
 /// One problem found in an input file, located as precisely as the input allows.

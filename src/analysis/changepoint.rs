@@ -19,8 +19,10 @@
 //! prediction interval of one more campaign at the old level (Student's t over the old level's
 //! log medians, never narrower than the noise floor). Two runs of the same code six minutes
 //! apart on a busy machine differ by 30 %; one earlier point cannot say whether that is the
-//! machine or the code. Points whose runs were contended or oversubscribed (`Point::clean`) are
-//! left out of a stored series before detection: their medians are the machine's.
+//! machine or the code. Oversubscribed points are left out of a stored series before detection
+//! (their medians are the scheduler's); contended points stay, and a step is kept only beyond
+//! what the difference in contention between its two levels could explain
+//! (`verdict::Contention`, docs/statistics.md).
 //!
 //! Pure: no I/O, no knowledge of stores or series keys. Owns the numbers, not the verdicts
 //! shown to users.
@@ -40,6 +42,8 @@ pub(crate) struct Observation {
     /// 95 % interval of the median.
     pub(crate) lo: f64,
     pub(crate) hi: f64,
+    /// The largest share of its time a repeat of the point had no CPU (0 when not measured).
+    pub(crate) contention: f64,
 }
 
 /// Parameters of the detector.
@@ -58,7 +62,7 @@ impl Default for Params {
         Params {
             noise: DEFAULT_NOISE,
             penalty: None,
-            max_contention: crate::model::series::MAX_CONTENTION,
+            max_contention: crate::analysis::verdict::DEFAULT_VERDICT_MAX_CONTENTION,
         }
     }
 }
@@ -211,6 +215,31 @@ pub(crate) fn detect(obs: &[Observation], params: &Params) -> Vec<Step> {
         if !beyond_noise(&old, delta, params.noise) {
             continue;
         }
+        // Contention is evidence, not a veto: the step must clear the noise also after the
+        // slowing that the difference in contention between the levels could explain
+        // (`verdict::Contention`: a level's mean −ln(1 − c) over its points).
+        let mean_log = |r: std::ops::Range<usize>| {
+            let n = r.len().max(1) as f64;
+            obs[r]
+                .iter()
+                .map(|o| crate::analysis::verdict::stall_log(o.contention))
+                .sum::<f64>()
+                / n
+        };
+        let (lo_old, lo_new) = (
+            mean_log(bounds[k - 1]..bounds[k]),
+            mean_log(bounds[k]..bounds[k + 1]),
+        );
+        let bias = if delta > 0.0 {
+            lo_new - lo_old
+        } else {
+            lo_old - lo_new
+        }
+        .max(0.0);
+        let left = (delta.abs() - bias).max(0.0);
+        if bias > 0.0 && !beyond_noise(&old, left, params.noise) {
+            continue;
+        }
         let se = (1.0 / wa + 1.0 / wb).sqrt();
         steps.push(Step {
             at: bounds[k],
@@ -228,8 +257,23 @@ pub(crate) fn detect(obs: &[Observation], params: &Params) -> Vec<Step> {
     steps
 }
 
+/// Points a series needs before its newest can be judged a step: an old level of
+/// `MIN_LEVEL_POINTS`, then the new point.
+pub(crate) const POINTS_TO_JUDGE: usize = MIN_LEVEL_POINTS + 1;
+
+/// Can the newest point of `series` be judged: does it have [`POINTS_TO_JUDGE`] points that
+/// detection uses (`series_steps`' filter)? A series that cannot is not "no regression".
+pub(crate) fn judgeable(series: &Series, params: &Params) -> bool {
+    (series.points.iter())
+        .filter(|p| p.clean_at(params.max_contention))
+        .count()
+        >= POINTS_TO_JUDGE
+}
+
 /// The steps of a stored series (its points are passing runs with positive medians), found
-/// over its clean points only (`Point::clean`); each step's `at` indexes `series.points`.
+/// over its points that are not oversubscribed nor contended beyond `params.max_contention`
+/// (default: none left out; contention is weighed per step); each step's `at` indexes
+/// `series.points`.
 pub(crate) fn series_steps(series: &Series, params: &Params) -> Vec<Step> {
     let (index, obs): (Vec<usize>, Vec<Observation>) = series
         .points
@@ -243,6 +287,7 @@ pub(crate) fn series_steps(series: &Series, params: &Params) -> Vec<Step> {
                     median: p.median_s,
                     lo: p.ci_lo_s,
                     hi: p.ci_hi_s,
+                    contention: p.cpu_contention.unwrap_or(0.0),
                 },
             )
         })
@@ -265,6 +310,7 @@ mod tests {
                 median: m,
                 lo: m * 0.99,
                 hi: m * 1.01,
+                contention: 0.0,
             })
             .collect()
     }
@@ -279,6 +325,42 @@ mod tests {
         assert!(s.current);
         assert!((s.ratio - 2.0 / 1.005).abs() < 0.01, "{}", s.ratio);
         assert!(s.ratio_lo > 1.5 && s.ratio_hi < 2.7, "{s:?}");
+    }
+
+    /// The issue's +100 % step (1.02 ms → 2.04 ms, 90 rounds a point, every point 55–86 %
+    /// contended): contended points are kept, and the step stands where the new level was no
+    /// more contended than the old; where it was, and contention could explain the step, it is
+    /// withheld (issue 45, items 1 and 7).
+    #[test]
+    fn a_step_under_contention_stands_unless_contention_could_explain_it() {
+        let point = |m: f64, c: f64| Observation {
+            median: m,
+            lo: m * 0.995,
+            hi: m * 1.01,
+            contention: c,
+        };
+        let loaded = [
+            point(1.02e-3, 0.86),
+            point(1.02e-3, 0.55),
+            point(2.04e-3, 0.70),
+        ];
+        let steps = detect(&loaded, &Params::default());
+        assert_eq!(steps.len(), 1, "{steps:?}");
+        assert!(steps[0].current && steps[0].direction == Direction::Slower);
+        // Quiet before, 86 % stalled after: up to ×7 could be the machine's.
+        let explained = [
+            point(1.02e-3, 0.0),
+            point(1.02e-3, 0.0),
+            point(2.04e-3, 0.86),
+        ];
+        assert!(detect(&explained, &Params::default()).is_empty());
+        // … but not a ×10 step.
+        let beyond = [
+            point(1.02e-3, 0.0),
+            point(1.02e-3, 0.0),
+            point(10.2e-3, 0.86),
+        ];
+        assert_eq!(detect(&beyond, &Params::default()).len(), 1);
     }
 
     #[test]

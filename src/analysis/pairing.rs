@@ -211,8 +211,9 @@ pub(crate) fn pair_case(
                 .caveat(verdict::caveat(
                     conditions(b),
                     conditions(s),
-                    verdict::DEFAULT_MAX_CONTENTION,
+                    verdict::DEFAULT_VERDICT_MAX_CONTENTION,
                 ))
+                .contention(conditions(b), conditions(s))
             });
             // An interval wider than ×10 either way says nothing: not printed.
             let ci = pending

@@ -226,9 +226,11 @@ pub(crate) struct CompareArgs {
     /// Judge on A and B alone, without earlier campaigns' spread.
     #[arg(long)]
     pub(crate) no_history: bool,
-    /// No faster/slower for rows with a run that had no CPU for more than this share of its
-    /// time (other processes held them: results rows' `cpu_contention`); `100%` judges every row.
-    #[arg(long, value_name = "SHARE", default_value = "10%")]
+    /// No faster/slower at all for rows with a run that had no CPU for more than this share of
+    /// its time (results rows' `cpu_contention`). Below it, contention is weighed as evidence:
+    /// a verdict is withheld only when the difference in contention between the sides could
+    /// explain it (docs/statistics.md). Default `100%`: no blanket veto.
+    #[arg(long, value_name = "SHARE", default_value = "100%")]
     pub(crate) max_contention: String,
 }
 
@@ -394,8 +396,10 @@ pub(crate) struct HistoryRegressionsArgs {
     #[arg(long)]
     pub(crate) penalty: Option<f64>,
     /// Leave out points with a run that had no CPU for more than this share of its time
-    /// (contended; oversubscribed points are always left out); `100%` keeps every point.
-    #[arg(long, value_name = "SHARE", default_value = "10%")]
+    /// (oversubscribed points are always left out). Below it, contention is weighed as evidence:
+    /// a step is kept only beyond what the difference in contention between its levels could
+    /// explain (docs/statistics.md). Default `100%`: every point counts.
+    #[arg(long, value_name = "SHARE", default_value = "100%")]
     pub(crate) max_contention: String,
     /// Output format: an aligned table, JSON, JUnit XML or a CI job summary (Markdown).
     #[arg(long, value_enum, default_value_t = RegressionsFormat::Table)]

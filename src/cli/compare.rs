@@ -56,6 +56,14 @@ pub(crate) fn run(args: &CompareArgs) -> Result<i32> {
             threshold * 100.0
         );
         Ok(exit::RUNS_FAILED)
+    } else if c.nothing_judged() {
+        eprintln!(
+            "error: nothing judged ({}): every row was not judged or not comparable, so nothing \
+             was checked (exit {})",
+            c.judged_text(),
+            exit::NOTHING_JUDGED
+        );
+        Ok(exit::NOTHING_JUDGED)
     } else {
         Ok(exit::OK)
     }

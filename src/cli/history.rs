@@ -170,11 +170,12 @@ fn show(args: &HistoryShowArgs) -> Result<i32> {
             "#", "date (UTC)", "run", "commit", "median", "95% CI", "n"
         );
         for (i, p) in s.points.iter().enumerate() {
-            // What the machine did to the point: `regressions` leaves such points out.
+            // What the machine did to the point: `regressions` leaves oversubscribed points out
+            // and weighs contention as evidence (docs/statistics.md).
             let machine = match (p.oversubscribed, p.clean()) {
                 (true, _) => "oversubscribed (left out)".to_string(),
                 (false, false) => format!(
-                    "contended {:.0} % (left out)",
+                    "contended {:.0} % (weighed)",
                     p.cpu_contention.unwrap_or(0.0) * 100.0
                 ),
                 (false, true) => "ok".to_string(),
@@ -329,16 +330,24 @@ fn regressions(args: &HistoryRegressionsArgs) -> Result<i32> {
         }
     }
     let regressed = findings.iter().filter(|f| f.regression).count();
+    // How many series could be judged at all: never a pass over nothing checked.
+    let judged = Judged {
+        series: series.len(),
+        judged: (series.iter())
+            .filter(|s| changepoint::judgeable(s, &params))
+            .count(),
+    };
     match args.format {
         RegressionsFormat::Json => print_json(&serde_json::json!({
             "series": series.len(),
+            "judged": judged.judged,
             "noise": params.noise,
             "findings": findings,
             "regressions": regressed,
         }))?,
-        RegressionsFormat::Table => emit(&findings_text(&findings, series.len()))?,
-        RegressionsFormat::Junit => emit(&findings_junit(&series, &findings, params.noise))?,
-        RegressionsFormat::Summary => emit(&findings_summary(&findings, series.len()))?,
+        RegressionsFormat::Table => emit(&findings_text(&findings, judged))?,
+        RegressionsFormat::Junit => emit(&findings_junit(&series, &findings, &params))?,
+        RegressionsFormat::Summary => emit(&findings_summary(&findings, judged))?,
     }
     if regressed > 0 {
         eprintln!(
@@ -346,8 +355,33 @@ fn regressions(args: &HistoryRegressionsArgs) -> Result<i32> {
              to the newest run)"
         );
         Ok(exit::RUNS_FAILED)
+    } else if judged.judged == 0 {
+        eprintln!(
+            "error: nothing judged: {} (exit {})",
+            judged.text(),
+            exit::NOTHING_JUDGED
+        );
+        Ok(exit::NOTHING_JUDGED)
     } else {
         Ok(exit::OK)
+    }
+}
+
+/// How many series `regressions` could judge: those with the points a step needs.
+#[derive(Debug, Clone, Copy)]
+struct Judged {
+    series: usize,
+    judged: usize,
+}
+
+impl Judged {
+    fn text(&self) -> String {
+        format!(
+            "judged {} of {}; a series needs {} usable points",
+            self.judged,
+            self.series,
+            changepoint::POINTS_TO_JUDGE
+        )
     }
 }
 
@@ -355,7 +389,7 @@ fn percent(ratio: f64) -> String {
     format!("{:+.1} %", (ratio - 1.0) * 100.0)
 }
 
-fn findings_text(findings: &[Finding], n_series: usize) -> String {
+fn findings_text(findings: &[Finding], judged: Judged) -> String {
     let mut out = String::new();
     for f in findings {
         let _ = writeln!(
@@ -383,7 +417,9 @@ fn findings_text(findings: &[Finding], n_series: usize) -> String {
     let regressed = findings.iter().filter(|f| f.regression).count();
     let _ = writeln!(
         out,
-        "{n_series} series, {} steps, {regressed} current regressions",
+        "{} series ({}), {} steps, {regressed} current regressions",
+        judged.series,
+        judged.text(),
         findings.len()
     );
     out
@@ -412,7 +448,7 @@ fn finding_numbers(f: &Finding) -> String {
 /// JUnit XML for CI: one test case per series (classname the stack, name case and host); a
 /// series whose newest point is a regression fails with its numbers, its other steps are in
 /// the case's output.
-fn findings_junit(series: &[Series], findings: &[Finding], noise: f64) -> String {
+fn findings_junit(series: &[Series], findings: &[Finding], params: &Params) -> String {
     use crate::analysis::junit::{document, Outcome, TestCase};
     let cases: Vec<TestCase> = series
         .iter()
@@ -434,6 +470,12 @@ fn findings_junit(series: &[Series], findings: &[Finding], noise: f64) -> String
                     ),
                     detail: format!("{} / {}: {}", f.case_id, f.stack, finding_numbers(f)),
                 },
+                None if !changepoint::judgeable(s, params) => Outcome::Skipped {
+                    message: format!(
+                        "not judged: fewer than {} usable points",
+                        changepoint::POINTS_TO_JUDGE
+                    ),
+                },
                 None => Outcome::Passed,
             };
             let output = mine
@@ -451,18 +493,25 @@ fn findings_junit(series: &[Series], findings: &[Finding], noise: f64) -> String
         .collect();
     document(
         "campaign history regressions",
-        &[("noise", format!("{:.1} %", noise * 100.0))],
+        &[("noise", format!("{:.1} %", params.noise * 100.0))],
         &cases,
     )
 }
 
 /// A Markdown job summary (`>> $GITHUB_STEP_SUMMARY`): the outcome in its heading, then the
 /// regressions and the other steps found, with their numbers.
-fn findings_summary(findings: &[Finding], n_series: usize) -> String {
+fn findings_summary(findings: &[Finding], judged: Judged) -> String {
     let regressions: Vec<&Finding> = findings.iter().filter(|f| f.regression).collect();
-    let mut out = if regressions.is_empty() {
-        "## ✅ campaign history regressions: no series' newest point is a regression\n\n"
-            .to_string()
+    let mut out = if regressions.is_empty() && judged.judged == 0 {
+        format!(
+            "## ⚠️ campaign history regressions: nothing judged ({}; not a pass)\n\n",
+            judged.text()
+        )
+    } else if regressions.is_empty() {
+        format!(
+            "## ✅ campaign history regressions: no series' newest point is a regression ({})\n\n",
+            judged.text()
+        )
     } else {
         format!(
             "## ❌ campaign history regressions: {} series' newest point is a regression\n\n",
@@ -471,7 +520,9 @@ fn findings_summary(findings: &[Finding], n_series: usize) -> String {
     };
     let _ = writeln!(
         out,
-        "{n_series} series, {} steps, {} current regressions.",
+        "{} series ({}), {} steps, {} current regressions.",
+        judged.series,
+        judged.text(),
         findings.len(),
         regressions.len()
     );

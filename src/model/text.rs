@@ -42,7 +42,8 @@ pub fn csv_cell(text: &str) -> Cow<'_, str> {
 }
 
 /// A Markdown table cell: line breaks as spaces (no newline can end the row), other control
-/// characters [`visible`], `|` escaped, and `&`, `<`, `>` as entities, so no raw HTML renders.
+/// characters [`visible`], `|` escaped, and `&` and `<` as entities, so no raw HTML renders
+/// (no tag can open without `<`; `>` stays readable in "≥"-style text such as `>= 10`).
 pub fn md_cell(text: &str) -> String {
     let one_line = text.replace(['\r', '\n'], " ");
     let shown = visible(&one_line);
@@ -52,7 +53,6 @@ pub fn md_cell(text: &str) -> String {
             '|' => out.push_str("\\|"),
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
             c => out.push(c),
         }
     }
@@ -89,7 +89,7 @@ mod tests {
     fn markdown_cells_hold_one_row_and_no_html() {
         assert_eq!(
             md_cell("a|b\n<script>x</script> & `c`"),
-            "a\\|b &lt;script&gt;x&lt;/script&gt; &amp; `c`"
+            "a\\|b &lt;script>x&lt;/script> &amp; `c`"
         );
     }
 }

@@ -37,6 +37,10 @@ pub(crate) struct Context {
     /// judged at once.
     pub(crate) paired_verdict_level: f64,
     pub(crate) paired_judged: usize,
+    /// Pairs whose evidence was weighed (any verdict but "not judged" / "not comparable"), out
+    /// of `paired_total`: every summary says how many were judged, never a tick over none.
+    pub(crate) paired_weighed: usize,
+    pub(crate) paired_total: usize,
     /// The paired verdicts' noise band in percent, and the repeats a verdict needs per stack.
     pub(crate) noise_band_pct: f64,
     pub(crate) min_repeats: usize,
@@ -416,6 +420,10 @@ pub(crate) fn build(results: &ResultSet, a: &Analysis, title: Option<&str>) -> C
         pairing_notes: a.pairing_notes.clone(),
         paired_verdict_level: a.paired_level * 100.0,
         paired_judged: a.paired_judged,
+        paired_weighed: (a.paired.iter())
+            .filter(|p| !matches!(p.verdict, Change::NotJudged | Change::NotComparable))
+            .count(),
+        paired_total: a.paired.len(),
         noise_band_pct: a.noise_band * 100.0,
         min_repeats: crate::analysis::verdict::MIN_REPEATS,
         headline_statistic: crate::analysis::stats::hierarchical::NAME.to_string(),

@@ -327,7 +327,9 @@ fn identical_runs_are_no_regression() {
     let out = b.history(&["regressions"]);
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
     assert!(
-        util::stdout(&out).contains("1 series, 0 steps, 0 current regressions"),
+        util::stdout(&out).contains(
+            "1 series (judged 1 of 1; a series needs 3 usable points), 0 steps, 0 current regressions"
+        ),
         "{}",
         show(&out)
     );
@@ -608,4 +610,40 @@ fn a_second_writer_waits_for_the_first_and_goes_on_when_it_dies() {
         list.contains("1 run dirs") && !list.contains("seed_demo"),
         "{list}"
     );
+}
+
+/// Two campaigns cannot say whether the newest is a regression (a step needs an old level of
+/// two points): nothing judged is its own outcome, exit 7, never a green tick (issue 45, item 4).
+#[test]
+fn a_history_too_short_to_judge_is_not_a_pass() {
+    let b = Bench::new();
+    for _ in 0..2 {
+        b.run("1");
+    }
+    let out = b.history(&["regressions"]);
+    assert_eq!(out.status.code(), Some(7), "{}", show(&out));
+    assert!(
+        util::stdout(&out).contains("1 series (judged 0 of 1; a series needs 3 usable points)"),
+        "{}",
+        show(&out)
+    );
+    let out = b.history(&["regressions", "--format", "summary"]);
+    assert_eq!(out.status.code(), Some(7), "{}", show(&out));
+    let said = util::stdout(&out);
+    assert!(
+        said.starts_with("## ⚠️ campaign history regressions: nothing judged")
+            && !said.contains('✅'),
+        "{said}"
+    );
+    let out = b.history(&["regressions", "--format", "json"]);
+    let doc: serde_json::Value = serde_json::from_str(&util::stdout(&out)).unwrap();
+    assert_eq!(
+        (doc["series"].as_u64(), doc["judged"].as_u64()),
+        (Some(1), Some(0)),
+        "{doc}"
+    );
+    b.run("1");
+    let out = b.history(&["regressions", "--format", "summary"]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert!(util::stdout(&out).starts_with("## ✅"), "{}", show(&out));
 }

@@ -652,7 +652,7 @@ resource = "none"
     assert!(!csv.contains('\u{1b}'), "{csv:?}");
     let md = std::fs::read_to_string(dir.join("reports/summary.md")).unwrap();
     assert!(!md.contains("<script>") && !md.contains('\u{1b}'), "{md}");
-    assert!(md.contains("\\| all good &lt;script&gt;"), "{md}");
+    assert!(md.contains("\\| all good &lt;script>"), "{md}");
     let log = std::fs::read(dir.join("cases/mesh_p2_count64_fp32_host_d0-1/evil/run.log")).unwrap();
     assert!(
         log.windows(4).any(|w| w == b"\\u00"),

@@ -71,6 +71,7 @@ pub(crate) fn to_junit(c: &Comparison, name_a: &str, name_b: &str) -> String {
             ("run_b", name_b.to_string()),
             ("noise_band", format!("{:.1} %", c.threshold * 100.0)),
             ("verdict_level", format!("{:.4} %", c.verdict_level * 100.0)),
+            ("judged", format!("{} of {} rows", c.judged, c.rows.len())),
         ],
         &cases,
     )
@@ -80,15 +81,25 @@ pub(crate) fn to_junit(c: &Comparison, name_a: &str, name_b: &str) -> String {
 /// the slower and faster rows with their numbers, then the whole comparison folded away.
 pub(crate) fn to_summary(c: &Comparison, name_a: &str, name_b: &str) -> String {
     let slower = c.count(Change::Slower);
+    // Never a green tick over nothing checked: a comparison that judged no row says so.
     let mut out = if slower > 0 {
         format!("## ❌ campaign compare: {slower} (case, stack) slower\n\n")
+    } else if c.nothing_judged() {
+        format!(
+            "## ⚠️ campaign compare: nothing judged ({}; not a pass)\n\n",
+            c.judged_text()
+        )
     } else {
-        "## ✅ campaign compare: nothing slower\n\n".to_string()
+        format!(
+            "## ✅ campaign compare: nothing slower ({})\n\n",
+            c.judged_text()
+        )
     };
     out.push_str(&format!(
-        "A = `{name_a}` → B = `{name_b}`; noise band ±{:.1} %, {} rows.\n\n",
+        "A = `{name_a}` → B = `{name_b}`; noise band ±{:.1} %, {} rows, {}.\n\n",
         c.threshold * 100.0,
-        c.rows.len()
+        c.rows.len(),
+        c.judged_text()
     ));
     out.push_str("| verdict | rows |\n|---|---:|\n");
     for v in [
@@ -119,7 +130,6 @@ pub(crate) fn to_summary(c: &Comparison, name_a: &str, name_b: &str) -> String {
                 opt_time(r.b.median_s, r.b.status),
                 match (r.change, r.ci) {
                     (Some(ch), Some(ci)) => format!("{} [{}, {}]", pct(ch), pct(ci.lo), pct(ci.hi)),
-                    (Some(ch), None) => format!("{} (no CI)", pct(ch)),
                     _ => "–".into(),
                 }
             ));

@@ -120,6 +120,9 @@ pub struct Comparison {
     pub(crate) shifts: Vec<Shift>,
     /// Where the campaign-to-campaign spreads came from (the history store), when one was read.
     pub(crate) history: Option<String>,
+    /// Rows whose evidence was weighed (faster, slower, no change, no clear difference) out of
+    /// `rows`: a comparison that judged none checked nothing (`exit::NOTHING_JUDGED`).
+    pub(crate) judged: usize,
 }
 
 /// Each (case id, stack)'s campaign-to-campaign spread, from earlier campaigns.
@@ -187,6 +190,23 @@ impl Comparison {
     pub(crate) fn count(&self, v: Change) -> usize {
         self.rows.iter().filter(|r| r.verdict == v).count()
     }
+
+    /// Rows whose evidence was weighed: every verdict but "not judged" and "not comparable".
+    pub(crate) fn weighed(rows: &[CompareRow]) -> usize {
+        (rows.iter())
+            .filter(|r| !matches!(r.verdict, Change::NotJudged | Change::NotComparable))
+            .count()
+    }
+
+    /// Nothing was judged: no row, or every row not judged or not comparable.
+    pub(crate) fn nothing_judged(&self) -> bool {
+        self.judged == 0
+    }
+
+    /// "judged 3 of 18 rows", the count every format states.
+    pub(crate) fn judged_text(&self) -> String {
+        format!("judged {} of {} rows", self.judged, self.rows.len())
+    }
 }
 
 /// A percentage (`5%`) or a fraction (`0.05`), if `text` is one.
@@ -246,11 +266,11 @@ pub struct Judging {
 }
 
 impl Judging {
-    /// The defaults: band `threshold`, `verdict::DEFAULT_MAX_CONTENTION`, no history.
+    /// The defaults: band `threshold`, `verdict::DEFAULT_VERDICT_MAX_CONTENTION`, no history.
     pub fn new(threshold: f64) -> Judging {
         Judging {
             threshold,
-            max_contention: verdict::DEFAULT_MAX_CONTENTION,
+            max_contention: verdict::DEFAULT_VERDICT_MAX_CONTENTION,
             spreads: Spreads::new(),
             history: None,
         }
@@ -323,7 +343,8 @@ pub fn compare_with(
                     Evidence::new(&sa.sorted, &sb.sorted, between, || {
                         shift(ratio_interval_at(&db, &da, verdict::family_level(m)))
                     })
-                    .caveat(caveat),
+                    .caveat(caveat)
+                    .contention(sa.conditions, sb.conditions),
                 );
                 // An interval that spans more than ×10 either way says nothing: not printed.
                 let ci = Some(shift(ratio_interval(&db, &da))).filter(|i| verdict::meaningful(*i));
@@ -358,6 +379,7 @@ pub fn compare_with(
         only_a: only(&ga, &gb),
         only_b: only(&gb, &ga),
         shifts: shifts(&rows, threshold),
+        judged: Comparison::weighed(&rows),
         rows,
         history,
     }
@@ -393,12 +415,19 @@ pub fn to_markdown(c: &Comparison, name_a: &str, name_b: &str) -> String {
          {:.2} % for the {} rows judged at once (Benjamini–Hochberg: a comparison of the same \
          thing shows no faster/slower row with 95 % confidence; the level relaxes as more rows \
          clearly changed); and every repeat of B beyond every repeat of A by the band. A single \
-         repeat gives no verdict and needs >= {} timed rounds for a CI at all.\n\n",
+         repeat gives no verdict and needs >= {} timed rounds for a CI at all. A change without \
+         an interval is not a finding and shows as –.\n\n**{}**{}.\n\n",
         c.threshold * 100.0,
         c.min_repeats,
         c.verdict_level * 100.0,
         c.rows.iter().filter(|r| r.verdict_ci.is_some()).count(),
-        c.min_rounds
+        c.min_rounds,
+        c.judged_text(),
+        if c.nothing_judged() {
+            ": nothing was checked (not a pass)"
+        } else {
+            ""
+        }
     );
     out.push_str(
         "| case | stack | median A | median B | repeats × rounds A | B | change [95 % CI] | verdict |\n",
@@ -407,7 +436,7 @@ pub fn to_markdown(c: &Comparison, name_a: &str, name_b: &str) -> String {
     for r in &c.rows {
         let change = match (r.change, r.ci) {
             (Some(ch), Some(ci)) => format!("{} [{}, {}]", pct(ch), pct(ci.lo), pct(ci.hi)),
-            (Some(ch), None) => format!("{} (no CI)", pct(ch)),
+            // A ratio without an interval is not a finding: not printed as one.
             _ => "–".into(),
         };
         let verdict = r.verdict.words(r.why.as_deref());

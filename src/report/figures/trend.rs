@@ -73,7 +73,7 @@ pub(crate) fn build(series: &[Series], steps: &[Vec<Step>]) -> Panels {
                 .collect();
             if !distorted.is_empty() {
                 panel.series.push(Line {
-                    label: "oversubscribed or contended (left out of regressions)".into(),
+                    label: "oversubscribed or contended (machine-distorted)".into(),
                     color: i,
                     style: Style::Hollow,
                     points: distorted,
