@@ -82,9 +82,13 @@ resource = "none"
         }
         let before = self.run_dirs();
         let plan = self.dir.path().join("plan.toml");
+        // The scaled stack's times are written by the script: CPU contention cannot touch them,
+        // and these tests are not about it, so it is not measured (cookie containment) — else a
+        // loaded test machine would make it evidence at random (docs/statistics.md).
         let out = util::campaign()
             .current_dir(self.dir.path())
             .env("SCALED_ROOT", self.root())
+            .env("CAMPAIGN_CONTAINMENT", "cookie")
             .args(["run", plan.to_str().unwrap()])
             .args(["--results-dir", &self.results_arg(), "-q"])
             .output()
@@ -381,9 +385,11 @@ fn ingesting_a_run_dir_twice_leaves_the_store_unchanged() {
     for ext in ["sqlite", "sqlite-wal", "sqlite-shm"] {
         let _ = std::fs::remove_file(b.store().with_extension(ext));
     }
-    // (resume gathers provenance anew, so it sees the same stack root as the run.)
+    // (resume gathers provenance anew, so it sees the same stack root and environment as the
+    // run.)
     let out = util::campaign()
         .env("SCALED_ROOT", b.root())
+        .env("CAMPAIGN_CONTAINMENT", "cookie")
         .args(["resume", dir.to_str().unwrap(), "-q"])
         .output()
         .unwrap();

@@ -17,6 +17,30 @@ pub(crate) fn run_plan(
     plan: &str,
     extra: &[&str],
 ) -> (std::process::Output, PathBuf) {
+    run_plan_with(dir, campaign, plan, extra, &[])
+}
+
+/// [`run_plan`] without CPU contention measured (cookie containment): for campaigns whose
+/// verdicts a test asserts and whose synthetic times contention cannot touch — else a loaded
+/// test machine makes contention evidence at random (it has tests of its own).
+fn run_plan_unmeasured(dir: &Path, campaign: &str, plan: &str) -> (std::process::Output, PathBuf) {
+    run_plan_with(
+        dir,
+        campaign,
+        plan,
+        &[],
+        &[("CAMPAIGN_CONTAINMENT", "cookie")],
+    )
+}
+
+/// [`run_plan`] with `env` set for campaign.
+fn run_plan_with(
+    dir: &Path,
+    campaign: &str,
+    plan: &str,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> (std::process::Output, PathBuf) {
     let file = dir.join(format!("{campaign}.toml"));
     std::fs::write(&file, plan).unwrap();
     let results = dir.join("results");
@@ -28,8 +52,12 @@ pub(crate) fn run_plan(
         "-q".into(),
     ];
     args.extend(extra.iter().map(|s| s.to_string()));
-    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = util::run_in(dir, &refs);
+    let out = util::campaign()
+        .current_dir(dir)
+        .args(&args)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(results.join(campaign))
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -445,9 +473,9 @@ fn compare(a: &Path, b: &Path, format: &str) -> std::process::Output {
 fn compare_calls_the_same_thing_no_change_both_ways_and_catches_a_doubling() {
     let tmp = util::tempdir();
     let same = repeat_plan("same", r#""syn""#, 10, &synthetic(1.0));
-    let (out, a) = run_plan(tmp.path(), "same", &same, &[]);
+    let (out, a) = run_plan_unmeasured(tmp.path(), "same", &same);
     assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
-    let (out, b) = run_plan(tmp.path(), "same", &same, &[]);
+    let (out, b) = run_plan_unmeasured(tmp.path(), "same", &same);
     assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
     assert_ne!(a, b);
     for (x, y) in [(&a, &b), (&b, &a)] {
@@ -467,7 +495,7 @@ fn compare_calls_the_same_thing_no_change_both_ways_and_catches_a_doubling() {
         );
     }
     let slow = repeat_plan("slow", r#""syn""#, 10, &synthetic(2.0));
-    let (out, s) = run_plan(tmp.path(), "slow", &slow, &[]);
+    let (out, s) = run_plan_unmeasured(tmp.path(), "slow", &slow);
     assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
     let out = compare(&a, &s, "md");
     assert_eq!(out.status.code(), Some(1), "{}", util::stdout(&out));
@@ -523,7 +551,8 @@ fn campaigns_at(dir: &Path, levels: &[f64]) -> Vec<PathBuf> {
         .iter()
         .map(|&level| {
             let plan = repeat_plan("phase", r#""syn""#, 10, &synthetic(level));
-            let (out, run_dir) = run_plan(dir, "phase", &plan, &[]);
+            // These campaigns test the campaign-to-campaign spread, not contention.
+            let (out, run_dir) = run_plan_unmeasured(dir, "phase", &plan);
             assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
             run_dir
         })
