@@ -43,6 +43,14 @@ use crate::store::layout::{write_bundle, write_json, ProcessFacts, RunDir};
 /// which hold every result by then (the engine's own copy is freed before it runs).
 pub(crate) type AfterStep = Box<dyn FnMut(&RunDir) -> Result<()> + Send>;
 
+/// What a run's bundle holds, as its `finished` line records it.
+struct Held {
+    /// Samples in its `timing.json`.
+    samples: usize,
+    /// `store::set_digest::bundle_digest` of it.
+    content: String,
+}
+
 /// One planned run.
 #[derive(Debug, Clone)]
 pub(crate) struct PlannedRun {
@@ -334,22 +342,23 @@ impl Dispatcher {
         }
     }
 
-    /// `samples`: for a run, how many samples its bundle's `timing.json` holds — resume reads
-    /// the bundle back only when it has that many (the bundle is not synced on its own; this
-    /// line is the run's durability point).
+    /// `held`: for a run, what its bundle holds — resume reads the bundle back only when it
+    /// has that many samples (the bundle is not synced on its own; this line is the run's
+    /// durability point), and `resume --verify` only when its content digest is the same.
     fn journal_finished(
         &mut self,
         step: &Step,
         attempt: u32,
         status: RunStatus,
         reason: Option<&str>,
-        samples: Option<usize>,
+        held: Option<Held>,
     ) {
         let fp = self.fingerprint(step);
         let key = step.key();
         let mut extra = serde_json::Map::new();
-        if let Some(n) = samples {
-            extra.insert("samples".into(), n.into());
+        if let Some(held) = held {
+            extra.insert("samples".into(), held.samples.into());
+            extra.insert("content".into(), held.content.into());
         }
         if let Step::Run { run, .. } = step {
             // The job that produced this attempt's result, to find it in its backend's records.
@@ -569,7 +578,11 @@ impl Dispatch for Dispatcher {
             case_id: result.case_id.clone(),
             stack: result.stack.clone(),
         };
-        self.journal_finished(&step, 1, status, Some(reason), Some(0));
+        let held = Held {
+            samples: 0,
+            content: crate::store::set_digest::bundle_digest(&result),
+        };
+        self.journal_finished(&step, 1, status, Some(reason), Some(held));
         result
     }
 
@@ -601,8 +614,11 @@ impl Dispatch for Dispatcher {
                 self.fail(crate::error::Error::Environment(why.clone()));
             }
             (Step::Run { .. }, Outcome::Run(r)) => {
-                let samples = Some(r.samples.len());
-                self.journal_finished(step, r.attempt, r.status, r.error.as_deref(), samples);
+                let held = Held {
+                    samples: r.samples.len(),
+                    content: crate::store::set_digest::bundle_digest(r),
+                };
+                self.journal_finished(step, r.attempt, r.status, r.error.as_deref(), Some(held));
                 self.out
                     .progress
                     .finished(&key, Some(r.status), r.error.as_deref().unwrap_or(""));

@@ -295,7 +295,7 @@ pub(crate) fn claim_resume(
         decided.to_run.is_empty() && decided.changed.is_empty() && decided.to_retry.is_empty();
     // --verify: every done run's bundle is read back before anything is trusted.
     let verified = verify
-        .then(|| keep_done(prep, &run_dir.path, &keys, &states, &decided.done))
+        .then(|| keep_done(prep, &run_dir.path, &keys, &states, &decided.done, true))
         .transpose()?;
     let all_read_back = (verified.as_ref()).is_none_or(|(_, lost)| lost.is_empty());
     let settled = (nothing_to_run && !rerender_report && all_read_back)
@@ -317,7 +317,7 @@ pub(crate) fn claim_resume(
             Default::default()
         }
         (None, Some(verified)) => verified,
-        (None, None) => keep_done(prep, &run_dir.path, &keys, &states, &decided.done)?,
+        (None, None) => keep_done(prep, &run_dir.path, &keys, &states, &decided.done, false)?,
     };
     if !lost.is_empty() {
         decided.done.retain(|i| !lost.contains(i));
@@ -454,6 +454,7 @@ fn keep_done(
     keys: &[String],
     states: &[Option<&StepState>],
     done: &[usize],
+    verify: bool,
 ) -> Result<(BTreeMap<usize, RunResult>, Vec<usize>)> {
     // Before a bundle is read or written: no case folder may lead out of the run dir.
     crate::store::lock::refuse_links(run_dir)?;
@@ -479,9 +480,12 @@ fn keep_done(
         let id = (r.case_id.clone(), prep.stacks[r.stack].name.clone());
         // How many samples the journal's `finished` line says the bundle holds (older journals
         // do not say).
-        let recorded = states[i]
-            .and_then(|s| s.last_finished.as_ref())
-            .and_then(|f| f.samples);
+        let finished = states[i].and_then(|s| s.last_finished.as_ref());
+        let recorded = finished.and_then(|f| f.samples);
+        // `--verify`: the content digest its `finished` line recorded (older journals: none).
+        let content = finished
+            .and_then(|f| f.content.as_deref())
+            .filter(|_| verify);
         if let Some(e) = unreadable.remove(&id) {
             crate::say!("{key}: finished in the journal but its bundle does not read back ({e}); it runs again");
             lost.push(i);
@@ -493,6 +497,16 @@ fn keep_done(
                     "{key}: finished in the journal with {} samples but its bundle holds {}; it runs again",
                     recorded.unwrap_or_default(),
                     result.samples.len()
+                );
+                lost.push(i);
+            }
+            Some(result)
+                if content
+                    .is_some_and(|c| c != crate::store::set_digest::bundle_digest(&result)) =>
+            {
+                crate::say!(
+                    "{key}: its bundle ({}) no longer holds what the journal recorded (its status, reason or sample values changed); it runs again",
+                    result.bundle.display()
                 );
                 lost.push(i);
             }

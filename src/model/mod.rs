@@ -14,6 +14,7 @@ pub(crate) mod nodes;
 pub mod output;
 pub mod plan;
 pub mod results;
+pub(crate) mod sample_values;
 pub(crate) mod series;
 pub(crate) mod shell;
 pub mod stack;

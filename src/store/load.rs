@@ -242,12 +242,19 @@ fn load_bundle(
         None => Vec::new(),
     };
     let text = |k: &str| m.get(k).and_then(Value::as_str).map(String::from);
+    let (status, error) = checked_values(
+        status_of(&m),
+        text("reason").or_else(|| text("error")),
+        &samples,
+        &timing,
+        run_dir,
+    );
     Ok(Some(RunResult {
         case,
         case_id,
         stack,
-        status: status_of(&m),
-        error: text("reason").or_else(|| text("error")),
+        status,
+        error,
         samples,
         bundle: bundle.strip_prefix(run_dir).unwrap_or(bundle).to_path_buf(),
         attempt: m
@@ -273,6 +280,41 @@ fn load_bundle(
             .and_then(|n| serde_json::from_value(n.clone()).ok())
             .unwrap_or_default(),
     }))
+}
+
+/// A bundle read back goes through the value checks of a live run
+/// (`model::sample_values::protocol_errors`, with the longest timeout a plan may give): a
+/// passing run whose `timing.json` holds a time no measurement can produce (negative, zero,
+/// not finite, longer than 7 days — an edited or damaged file) is read as failed, naming the
+/// file, so no report, comparison or history shows it as a passing result.
+fn checked_values(
+    status: RunStatus,
+    error: Option<String>,
+    samples: &[Sample],
+    timing: &Path,
+    run_dir: &Path,
+) -> (RunStatus, Option<String>) {
+    // A reason read back is anyone's text: shown, never acted on (`model::text::visible`).
+    let error = error.map(|e| crate::model::text::visible(&e).into_owned());
+    if status != RunStatus::Pass {
+        return (status, error);
+    }
+    let problems = crate::model::sample_values::protocol_errors(
+        samples,
+        Some(crate::model::units::MAX_DURATION),
+    );
+    if problems.is_empty() {
+        return (status, error);
+    }
+    let file = timing.strip_prefix(run_dir).unwrap_or(timing);
+    (
+        RunStatus::Fail,
+        Some(format!(
+            "read back from {}: protocol error: {}",
+            file.display(),
+            problems.join("; ")
+        )),
+    )
 }
 
 /// The runs of a share of the case folders, and its bundles that do not read back.

@@ -162,6 +162,7 @@ mod tests {
                 duration: None,
                 line: 2,
                 samples: None,
+                content: None,
             }),
             slurm_job: None,
             unit: None,

@@ -398,6 +398,15 @@ impl ser::SerializeStructVariant for &mut Hasher {
     }
 }
 
+/// The digest of what a run's bundle holds — its status, reason and every sample value, as
+/// written and as `store::load` reads them back — in 16 hex digits: the `content` of its
+/// journal `finished` line, which `resume --verify` checks against the bundle, so an edited
+/// value (an `execute_s` ×1000, a status flipped) is found, not only a changed count.
+pub(crate) fn bundle_digest(result: &crate::model::results::RunResult) -> String {
+    let sum = digest(&(result.status, &result.error, &result.samples));
+    crate::model::digest::hex_prefix(&sum, 8)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

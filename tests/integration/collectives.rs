@@ -147,7 +147,7 @@ fn the_shipped_collectives_plan_lists_every_op_on_host_and_mpi() {
         assert_eq!(n, 6, "{op}: two algorithms × three sizes\n{out}");
     }
     assert!(
-        out.contains("36 cases × 2 stacks × 1 repeat = 72 runs"),
+        out.contains("36 cases × 2 stacks × 5 repeats = 360 runs"),
         "{out}"
     );
     assert!(

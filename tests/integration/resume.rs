@@ -870,3 +870,78 @@ fn report_names_a_bundle_holding_another_sample_count_than_the_journal() {
     );
     assert!(err.contains("campaign resume --verify"), "{err}");
 }
+
+/// Issue 43, item 3: `--verify` finds bundles whose values changed, not only their counts (an
+/// `execute_s` ×1000, a status flipped), names them and runs them again; a bundle read back with
+/// a time no run can produce is read as failed, naming its file, never reported as a pass.
+#[test]
+fn verify_finds_edited_values_and_absurd_times_are_read_back_as_failed() {
+    let tmp = util::tempdir();
+    let (_, run_dir) = finished_run(tmp.path());
+    let mut cases: Vec<String> = std::fs::read_dir(run_dir.join("cases"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    cases.sort();
+    let bundle = |case: &str| run_dir.join("cases").join(case).join("host");
+    // Every finished line names what its bundle holds.
+    let journal = std::fs::read_to_string(run_dir.join("journal.jsonl")).unwrap();
+    let finished: Vec<&str> = (journal.lines())
+        .filter(|l| l.contains(r#""event":"finished""#) && l.contains(r#""step":"run:"#))
+        .collect();
+    assert!(!finished.is_empty());
+    assert!(
+        finished.iter().all(|l| l.contains(r#""content":""#)),
+        "{journal}"
+    );
+    // Scale every execute_s of the first case by 1000 (same count); flip the second's status.
+    let timing = bundle(&cases[0]).join("timing.json");
+    let mut samples: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&timing).unwrap()).unwrap();
+    for s in samples.as_array_mut().unwrap() {
+        let x = s["execute_s"].as_f64().unwrap();
+        s["execute_s"] = (x * 1000.0).into();
+    }
+    std::fs::write(&timing, samples.to_string()).unwrap();
+    let manifest = bundle(&cases[1]).join("manifest.json");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let flipped = text.replacen(r#""status": "pass""#, r#""status": "fail""#, 1);
+    assert_ne!(text, flipped, "{text}");
+    std::fs::write(&manifest, flipped).unwrap();
+    let out = util::run(&["resume", run_dir.to_str().unwrap(), "--verify"]);
+    let said = format!("{}{}", util::stdout(&out), util::stderr(&out));
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    for case in &cases[..2] {
+        assert!(
+            said.contains(&format!(
+                "run:{case}:host: its bundle (cases/{case}/host) no longer holds what the journal recorded"
+            )),
+            "{said}"
+        );
+    }
+    assert!(
+        !said.contains("read back as the journal recorded them"),
+        "{said}"
+    );
+    // Run again: the bundles hold what a run wrote, and a second --verify vouches for them.
+    let out = util::run(&["resume", run_dir.to_str().unwrap(), "--verify"]);
+    let again = util::stdout(&out);
+    assert!(!again.contains("no longer holds"), "{again}");
+    // A negative time written into a passing bundle is read back as a failure naming the file.
+    let mut samples: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&timing).unwrap()).unwrap();
+    samples[0]["execute_s"] = (-1.0).into();
+    std::fs::write(&timing, samples.to_string()).unwrap();
+    let out = util::run(&["report", run_dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    let csv = std::fs::read_to_string(run_dir.join("results.csv")).unwrap();
+    let row = csv.lines().find(|l| l.starts_with(&cases[0])).unwrap();
+    assert!(
+        row.contains(",fail,")
+            && row.contains(&format!(
+                "read back from cases/{}/host/timing.json: protocol error: round",
+                cases[0]
+            )),
+        "{row}"
+    );
+}

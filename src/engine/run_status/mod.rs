@@ -269,51 +269,7 @@ pub(crate) fn missing_metric(samples: &[Sample], metric: Metric) -> Vec<String> 
     )]
 }
 
-/// Sample values no measurement can produce: not finite, not positive (times), negative
-/// (phases), or longer than the run's whole timeout. Each names its round and field.
-pub(crate) fn protocol_errors(samples: &[Sample], timeout: Option<Duration>) -> Vec<String> {
-    let limit = timeout.map(|t| t.as_secs_f64());
-    let mut out = Vec::new();
-    for s in samples {
-        let mut check = |field: &str, v: f64, zero_ok: bool| {
-            let why = if !v.is_finite() {
-                Some("is not a finite number".to_string())
-            } else if v < 0.0 || (v == 0.0 && !zero_ok) {
-                Some(format!(
-                    "= {v} (must be {})",
-                    if zero_ok { ">= 0" } else { "> 0" }
-                ))
-            } else {
-                limit
-                    .filter(|l| v > *l)
-                    .map(|l| format!("= {v} s, longer than the run's timeout ({l} s)"))
-            };
-            if let Some(why) = why {
-                out.push(format!("round {} ({}) {field} {why}", s.round, s.phase));
-            }
-        };
-        let times = [
-            ("execute_s", s.execute_s),
-            ("wall_s", s.wall_s),
-            ("device_wall_s", s.device_wall_s),
-        ];
-        for (field, v) in times {
-            if let Some(v) = v {
-                check(field, v, false);
-            }
-        }
-        if let Some(v) = s.setup_s {
-            check("setup_s", v, true);
-        }
-        for (i, v) in s.per_rank_execute_s.iter().enumerate() {
-            check(&format!("per_rank_execute_s[{i}]"), *v, false);
-        }
-        for (name, v) in &s.phases {
-            check(&format!("phases.{name}"), *v, true);
-        }
-    }
-    out
-}
+pub(crate) use crate::model::sample_values::protocol_errors;
 
 #[cfg(test)]
 mod tests {

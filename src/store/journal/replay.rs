@@ -63,6 +63,10 @@ pub(crate) struct Finished {
     /// The line's `samples`: how many timed samples the run's bundle holds (older journals
     /// do not say). The line's other engine fields (bundle, devices, exit code, …) are not kept.
     pub(crate) samples: Option<u64>,
+    /// The line's `content`: the digest of what the run's bundle holds (status, reason and
+    /// every sample value: `store::bundle_digest`), which `resume --verify` checks; older
+    /// journals do not say.
+    pub(crate) content: Option<String>,
 }
 
 /// Everything the journal says about one step.
@@ -484,6 +488,7 @@ fn apply<'a>(
                 duration,
                 line: number,
                 samples: line.samples.as_ref().and_then(Scalar::as_u64),
+                content: text(&line.content).map(str::to_string),
             });
         }
         "submitted" => {
