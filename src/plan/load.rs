@@ -14,7 +14,7 @@ use super::diag::{Source, Spans};
 use super::raw::{Ctx, Item};
 use super::sections::{
     read_axes, read_case, read_case_files, read_excludes, read_filter, read_rounds,
-    require_case_shape,
+    refuse_rootless_root, require_case_shape,
 };
 use super::{config, stacks, validate};
 use crate::error::{Error, Result};
@@ -141,6 +141,7 @@ pub(crate) fn parse_with(text: &str, path: &Path, cli: Overrides) -> Result<Plan
     }
     if !sections.contains_key("cases") {
         require_case_shape(&mut cx, &spans, axes_span.as_ref());
+        refuse_rootless_root(&mut cx, &plan, &spans);
     }
     if let Some(item) = sections.get("stacks") {
         plan.stack_defs = stacks::read_defs(&mut cx, item, text);

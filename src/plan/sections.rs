@@ -367,6 +367,41 @@ pub(crate) fn read_case_files(
     }
 }
 
+/// A `root` given in [case] or [axes] when no op of the plan takes one (every op rootless, the
+/// default allreduce included) would be dropped from every case without a word (issue 43,
+/// item 4): refused at its line.
+pub(crate) fn refuse_rootless_root(
+    cx: &mut Ctx<'_>,
+    plan: &crate::model::plan::Plan,
+    spans: &Spans,
+) {
+    let Some(span) = spans.fields.get("root") else {
+        return;
+    };
+    let ops: Vec<String> = match plan.axes.iter().find(|a| a.name == "op") {
+        Some(axis) => (axis.values.iter())
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect(),
+        None => vec![(plan.case_defaults.get("op"))
+            .and_then(|v| v.as_str())
+            .unwrap_or("allreduce")
+            .to_string()],
+    };
+    let rooted = (ops.iter())
+        .filter_map(|o| o.parse::<crate::model::case::Op>().ok())
+        .any(|o| o.has_root());
+    if !rooted {
+        cx.error(
+            span,
+            "root",
+            format!(
+                "`root` means nothing for {}: only broadcast and reduce have a root; remove it, or add one of them to `op`",
+                ops.join(", ")
+            ),
+        );
+    }
+}
+
 /// variant, p and count must come from [case] or [axes] (a bad value there is reported already);
 /// `ranks_per_node` stands in for p (p = nodes × ranks_per_node).
 pub(crate) fn require_case_shape(cx: &mut Ctx<'_>, spans: &Spans, axes: Option<&Range<usize>>) {

@@ -384,3 +384,21 @@ fn node_layout_fields_hold_per_point_and_are_bounded() {
     );
     assert!(err.contains("t.toml:8:10: axes.nodes[0]"), "{err}");
 }
+
+/// Issue 43, item 4: a `root` that no op of the plan takes is refused at its line, not dropped.
+#[test]
+fn a_root_no_op_takes_is_refused_at_its_line() {
+    let err = messages(parse(
+        "[campaign]\nname = \"t\"\n[case]\nplatform = \"host\"\nroot = 1\n[axes]\nvariant = [\"mesh\"]\np = [2]\ncount = [256]\n",
+        Path::new("t.toml"),
+    ));
+    assert!(
+        err.contains("t.toml:5:8: root: `root` means nothing for allreduce"),
+        "{err}"
+    );
+    let ok = parse(
+        "[campaign]\nname = \"t\"\n[case]\nplatform = \"host\"\nroot = 1\n[axes]\nop = [\"allreduce\", \"reduce\"]\nvariant = [\"tree\"]\np = [2]\ncount = [256]\n",
+        Path::new("t.toml"),
+    );
+    assert!(ok.is_ok(), "{:?}", ok.err());
+}

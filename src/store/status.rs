@@ -55,6 +55,8 @@ pub(crate) struct RunDirStatus {
     /// Planned runs not named anywhere: a large campaign's header keeps only `planned_runs`
     /// (no `steps` list), so its runs that never started are counted, not listed.
     pub(crate) unlisted: usize,
+    /// Runs the journal's lines name that its header's plan does not: not counted.
+    pub(crate) unplanned: usize,
 }
 
 impl RunDirStatus {
@@ -69,10 +71,20 @@ impl RunDirStatus {
             )));
         }
         let replay = journal::replay(&journal_path)?;
-        let mut keys: Vec<String> = planned_steps(&replay);
+        // The planned runs, when the header names them: a line for a run the plan does not
+        // have (a journal edited or pieced together) is not counted (issue 43, item 7). A large
+        // campaign's header names none: its runs are those its lines name.
+        let planned = planned_steps(&replay);
+        let listed = replay.header.get("steps").is_some_and(Value::is_array);
+        let mut seen: std::collections::HashSet<String> = planned.iter().cloned().collect();
+        let mut keys = planned;
+        let mut unplanned = 0;
         for k in &replay.order {
-            if parse_run_step(k).is_some() && !keys.contains(k) {
-                keys.push(k.clone());
+            if parse_run_step(k).is_some() && seen.insert(k.clone()) {
+                match listed {
+                    true => unplanned += 1,
+                    false => keys.push(k.clone()),
+                }
             }
         }
         let mut runs = Vec::new();
@@ -105,6 +117,7 @@ impl RunDirStatus {
             durations,
             concurrency,
             unlisted,
+            unplanned,
         })
     }
 
@@ -196,6 +209,12 @@ impl RunDirStatus {
             self.runs.len(),
             counts.join(", ")
         ));
+        if self.unplanned > 0 {
+            out.push_str(&format!(
+                "journal: {} line(s) name runs the header's plan does not have (an edited or pieced-together journal, or runs a later edit of the plan added); not counted\n",
+                self.unplanned
+            ));
+        }
         let not_passed: Vec<&RunLine> = self
             .runs
             .iter()

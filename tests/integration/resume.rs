@@ -945,3 +945,25 @@ fn verify_finds_edited_values_and_absurd_times_are_read_back_as_failed() {
         "{row}"
     );
 }
+
+/// Issue 43, item 7: `status` counts the runs the header's plan has; a `finished` line for a
+/// run it does not have is said, not counted.
+#[test]
+fn status_counts_only_planned_runs() {
+    let tmp = util::tempdir();
+    let (_, run_dir) = finished_run(tmp.path());
+    let status = || util::stdout(&util::run(&["status", run_dir.to_str().unwrap()]));
+    let before = status();
+    assert!(before.contains("runs: 2 (2 pass)"), "{before}");
+    let journal = run_dir.join("journal.jsonl");
+    let mut text = std::fs::read_to_string(&journal).unwrap();
+    text.push_str(r#"{"t":"2026-12-06T00:00:00.000+00:00","event":"finished","step":"run:not_planned_case:host","attempt":1,"fingerprint":"0000000000000000","status":"pass","samples":2}"#);
+    text.push('\n');
+    std::fs::write(&journal, text).unwrap();
+    let after = status();
+    assert!(after.contains("runs: 2 (2 pass)"), "{after}");
+    assert!(
+        after.contains("journal: 1 line(s) name runs the header's plan does not have"),
+        "{after}"
+    );
+}
