@@ -85,6 +85,26 @@ pub(super) struct Rows<'p> {
     cpus: usize,
 }
 
+/// Why `def` would not run `case` (a planned skip), as `run` plans it; `None` when it runs.
+pub(super) fn skip_reason(
+    def: &StackDef,
+    case: &crate::model::case::Case,
+    devices: &crate::model::plan::DevicesConfig,
+    one_machine: bool,
+) -> Option<String> {
+    // As `run` plans it: the local backend knows no nodes (`Backend::nodes` is `None`).
+    let nodes = (!one_machine).then_some(u32::MAX);
+    (def.unsupported_reason(case))
+        .or_else(|| crate::engine::prepare::one_machine_reason(case, nodes))
+        .or_else(|| {
+            def.placement_reason(
+                case,
+                &devices.ids,
+                devices.placement == crate::model::plan::Placement::Pinned,
+            )
+        })
+}
+
 impl<'p> Rows<'p> {
     pub(super) fn next_row(&mut self) -> std::result::Result<Option<Row<'p>>, Failure> {
         let case = match self.cases.next_ref() {
@@ -93,22 +113,12 @@ impl<'p> Rows<'p> {
             Some(Err(e)) => return Err(Failure::Plan(e)),
         };
         let (defs, devices) = (self.defs, self.devices);
-        // As `run` plans it: the local backend knows no nodes (`Backend::nodes` is `None`).
-        let nodes = (!self.one_machine).then_some(u32::MAX);
+        let one_machine = self.one_machine;
         let (skipped, reasons): (Vec<&str>, Vec<String>) = self
             .stacks
             .iter()
             .filter_map(|s| {
-                let def = defs.get(s)?;
-                let why = (def.unsupported_reason(case))
-                    .or_else(|| crate::engine::prepare::one_machine_reason(case, nodes))
-                    .or_else(|| {
-                        def.placement_reason(
-                            case,
-                            &devices.ids,
-                            devices.placement == crate::model::plan::Placement::Pinned,
-                        )
-                    })?;
+                let why = skip_reason(defs.get(s)?, case, devices, one_machine)?;
                 Some((s.as_str(), why))
             })
             .unzip();

@@ -78,32 +78,36 @@ pub(crate) fn list(
 /// the plan's stacks and `[run] repeats`, this machine's CPUs.
 pub(crate) fn oversubscription(plan: &crate::model::plan::Plan) -> Result<Option<String>> {
     let defs = crate::stack::registry::resolve(&plan.stack_defs, &plan.source)?;
-    let source = Source {
-        plan,
-        filter: None,
-        stacks: &plan.stacks,
-        defs: &defs,
-        one_machine: plan.run.executor != crate::model::plan::ExecutorKind::Slurm,
-    };
-    let mut rows = source.rows()?;
+    let one_machine = plan.run.executor != crate::model::plan::ExecutorKind::Slurm;
+    let cpus = crate::engine::prepare::machine_cpus();
+    // Only CPU stacks oversubscribe, and only cases with more ranks than CPUs: counted from the
+    // sweep itself, without making any row's case id, JSON or hash (a 1,000,000-case plan is
+    // validated in the time its sweep takes: issue 50, item 4).
+    let cpu_stacks: Vec<&crate::model::stack::StackDef> = (plan.stacks.iter())
+        .filter_map(|s| defs.get(s))
+        .filter(|d| d.resource() == crate::model::stack::Resource::Cpu)
+        .collect();
+    if cpu_stacks.is_empty() {
+        return Ok(None);
+    }
+    let mut sweep = crate::plan::sweep::cases(plan, None)?;
     let (mut over, mut max_p, mut cases) = (0u64, 0u32, 0u64);
-    loop {
-        match rows.next_row() {
-            Ok(Some(row)) => {
-                cases += 1;
-                if row.oversubscribed > 0 {
-                    over += row.oversubscribed;
-                    max_p = max_p.max(row.p);
-                }
-            }
-            Ok(None) => break,
-            Err(Failure::Plan(e)) => return Err(e),
-            Err(Failure::Io(e)) => return Err(Error::io(&plan.source, e)),
+    while let Some(case) = sweep.next_ref() {
+        let case = case?;
+        cases += 1;
+        if case.p as usize <= cpus {
+            continue;
+        }
+        let n = (cpu_stacks.iter())
+            .filter(|d| blocks::skip_reason(d, case, &plan.devices, one_machine).is_none())
+            .count() as u64;
+        if n > 0 {
+            over += n;
+            max_p = max_p.max(case.p);
         }
     }
     let repeats = u64::from(plan.run.repeats.max(1));
     let runs = cases * plan.stacks.len() as u64 * repeats;
-    let cpus = crate::engine::prepare::machine_cpus();
     Ok(crate::engine::prepare::oversubscription_warning(
         over * repeats,
         runs,
