@@ -310,6 +310,8 @@ pub fn compare_with(
         let too_few = sa.too_few().or_else(|| sb.too_few());
         pairs.push((key, metric, sa, sb, comparable, too_few));
     }
+    // Rows in the order a reader expects: count64 before count1000 (issue 44).
+    pairs.sort_by(|x, y| natural_cmp(&x.0 .0, &y.0 .0).then_with(|| x.0 .1.cmp(&y.0 .1)));
     let m = pairs.iter().filter(|p| p.4 && p.5.is_none()).count();
     let boot = Bootstrap {
         resamples: boot.resamples.max(resamples_for(m)),
@@ -382,6 +384,41 @@ pub fn compare_with(
         judged: Comparison::weighed(&rows),
         rows,
         history,
+    }
+}
+
+/// Compare case ids as a reader does: runs of digits by their numbers (`count64` before
+/// `count1000`, `p2` before `p16`), the rest as text.
+fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    fn runs(s: &str) -> impl Iterator<Item = (bool, &str)> {
+        let mut rest = s;
+        std::iter::from_fn(move || {
+            let first = rest.chars().next()?;
+            let digit = first.is_ascii_digit();
+            let end = rest
+                .find(|c: char| c.is_ascii_digit() != digit)
+                .unwrap_or(rest.len());
+            let (run, tail) = rest.split_at(end);
+            rest = tail;
+            Some((digit, run))
+        })
+    }
+    let (mut x, mut y) = (runs(a), runs(b));
+    loop {
+        let next = match (x.next(), y.next()) {
+            (None, None) => return Ordering::Equal,
+            (None, Some(_)) => return Ordering::Less,
+            (Some(_), None) => return Ordering::Greater,
+            (Some((true, p)), Some((true, q))) => {
+                let (p, q) = (p.trim_start_matches('0'), q.trim_start_matches('0'));
+                p.len().cmp(&q.len()).then_with(|| p.cmp(q))
+            }
+            (Some((_, p)), Some((_, q))) => p.cmp(q),
+        };
+        if next != Ordering::Equal {
+            return next;
+        }
     }
 }
 
@@ -590,6 +627,27 @@ pub(crate) fn to_csv(c: &Comparison) -> Result<String, csv::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn case_ids_sort_by_their_numbers() {
+        let mut ids = vec![
+            "mesh_p2_count1000_fp32",
+            "mesh_p16_count64_fp32",
+            "mesh_p2_count64_fp32",
+            "mesh_p2_count256_fp32",
+        ];
+        ids.sort_by(|a, b| natural_cmp(a, b));
+        assert_eq!(
+            ids,
+            [
+                "mesh_p2_count64_fp32",
+                "mesh_p2_count256_fp32",
+                "mesh_p2_count1000_fp32",
+                "mesh_p16_count64_fp32"
+            ]
+        );
+        assert_eq!(natural_cmp("a007", "a7"), std::cmp::Ordering::Equal);
+    }
 
     #[test]
     fn thresholds() {
