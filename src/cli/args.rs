@@ -45,8 +45,18 @@ pub(crate) enum Command {
     History(HistoryArgs),
     /// Print a shell completion script: `mkdir -p ~/.local/share/bash-completion/completions && campaign completions bash > ~/.local/share/bash-completion/completions/campaign`.
     Completions(CompletionsArgs),
-    /// Print the man page (roff): `mkdir -p ~/.local/share/man/man1 && campaign man > ~/.local/share/man/man1/campaign.1 && man -l ~/.local/share/man/man1/campaign.1`.
-    Man,
+    /// Print the man page (roff): `mkdir -p ~/.local/share/man/man1 && campaign man > ~/.local/share/man/man1/campaign.1 && man -l ~/.local/share/man/man1/campaign.1`; `campaign man run` prints campaign-run(1); `--dir DIR` writes every page.
+    Man(ManArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ManArgs {
+    /// The subcommand whose page to print (`run`, `history regressions`); none: campaign(1).
+    pub(crate) subcommand: Vec<String>,
+    /// Write campaign.1 and a page per subcommand (campaign-run.1, campaign-history-regressions.1,
+    /// …) into DIR instead of printing one.
+    #[arg(long, value_name = "DIR", conflicts_with = "subcommand")]
+    pub(crate) dir: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Args)]

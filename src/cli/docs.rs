@@ -16,9 +16,40 @@ pub(crate) fn completions(shell: clap_complete::Shell) -> Result<i32> {
     emit(&out)
 }
 
-pub(crate) fn man() -> Result<i32> {
+/// `campaign man`: campaign(1), a subcommand's page (`campaign man history regressions`:
+/// campaign-history-regressions(1), the page campaign(1) points at), or with `--dir` every page
+/// written as files, named as `man` looks them up.
+pub(crate) fn man(args: &crate::cli::args::ManArgs) -> Result<i32> {
+    let mut cmd = Cli::command().disable_help_subcommand(true);
+    cmd.build();
+    if let Some(dir) = &args.dir {
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        clap_mangen::generate_to(cmd, dir).map_err(|e| Error::io(dir, e))?;
+        let mut pages: Vec<String> = std::fs::read_dir(dir)
+            .map_err(|e| Error::io(dir, e))?
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.starts_with("campaign") && n.ends_with(".1"))
+            .collect();
+        pages.sort();
+        crate::say!(
+            "{} pages in {}: {}",
+            pages.len(),
+            dir.display(),
+            pages.join(" ")
+        );
+        return Ok(0);
+    }
+    for name in &args.subcommand {
+        let found = cmd.find_subcommand(name).cloned();
+        cmd = found.ok_or_else(|| {
+            Error::Usage(format!(
+                "`campaign man {}`: no subcommand `{name}` there (`campaign --help` lists them)",
+                args.subcommand.join(" ")
+            ))
+        })?;
+    }
     let mut out = Vec::new();
-    clap_mangen::Man::new(Cli::command())
+    clap_mangen::Man::new(cmd)
         .render(&mut out)
         .map_err(|e| Error::io("<man page>", e))?;
     emit(&out)

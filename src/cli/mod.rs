@@ -80,6 +80,6 @@ pub(crate) fn dispatch(command: Command) -> Result<i32> {
         },
         Command::History(h) => history::dispatch(h.command),
         Command::Completions(a) => docs::completions(a.shell),
-        Command::Man => docs::man(),
+        Command::Man(a) => docs::man(&a),
     }
 }

@@ -109,6 +109,37 @@ fn completions_for_each_shell_and_the_man_page_come_from_the_clap_definitions() 
     let page = stdout(&out);
     assert!(page.contains(".TH campaign 1"), "{page}");
     assert!(page.contains("dry\\-run"), "{page}");
+    // The pages campaign(1) points at exist (issue 44, item 7): one per subcommand.
+    let out = run_in(dir.path(), &["man", "history", "regressions"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let page = stdout(&out);
+    assert!(
+        page.contains(".TH campaign-history-regressions 1"),
+        "{page}"
+    );
+    assert!(page.contains("max\\-contention"), "{page}");
+    let pages = dir.path().join("man1");
+    let out = run_in(dir.path(), &["man", "--dir", pages.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    for name in [
+        "campaign.1",
+        "campaign-run.1",
+        "campaign-resume.1",
+        "campaign-history-trend.1",
+    ] {
+        let text = std::fs::read_to_string(pages.join(name)).unwrap();
+        assert!(
+            text.contains(".SH OPTIONS") || name == "campaign.1",
+            "{name}: {text}"
+        );
+    }
+    let out = run_in(dir.path(), &["man", "nope"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("no subcommand `nope`"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
