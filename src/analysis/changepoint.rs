@@ -264,10 +264,16 @@ pub(crate) const POINTS_TO_JUDGE: usize = MIN_LEVEL_POINTS + 1;
 /// Can the newest point of `series` be judged: does it have [`POINTS_TO_JUDGE`] points that
 /// detection uses (`series_steps`' filter)? A series that cannot is not "no regression".
 pub(crate) fn judgeable(series: &Series, params: &Params) -> bool {
-    (series.points.iter())
-        .filter(|p| p.clean_at(params.max_contention))
-        .count()
-        >= POINTS_TO_JUDGE
+    usable(series, params).count() >= POINTS_TO_JUDGE
+}
+
+/// The points of `series` detection uses, with their indexes: not oversubscribed, not
+/// contended beyond `params.max_contention`.
+fn usable<'s>(
+    series: &'s Series,
+    params: &'s Params,
+) -> impl Iterator<Item = (usize, &'s crate::model::series::Point)> {
+    (series.points.iter().enumerate()).filter(|(_, p)| p.clean_at(params.max_contention))
 }
 
 /// The steps of a stored series (its points are passing runs with positive medians), found
@@ -275,11 +281,7 @@ pub(crate) fn judgeable(series: &Series, params: &Params) -> bool {
 /// (default: none left out; contention is weighed per step); each step's `at` indexes
 /// `series.points`.
 pub(crate) fn series_steps(series: &Series, params: &Params) -> Vec<Step> {
-    let (index, obs): (Vec<usize>, Vec<Observation>) = series
-        .points
-        .iter()
-        .enumerate()
-        .filter(|(_, p)| p.clean_at(params.max_contention))
+    let (index, obs): (Vec<usize>, Vec<Observation>) = usable(series, params)
         .map(|(i, p)| {
             (
                 i,

@@ -126,11 +126,10 @@ pub(crate) fn judge(
     let (status, reason) = judge_raw(
         outcome, parsed, samples, warmup, timed, limits, cause, metric,
     );
-    let reason = reason.map(|r| match crate::model::text::visible(&r) {
-        std::borrow::Cow::Borrowed(_) => r,
-        std::borrow::Cow::Owned(shown) => shown,
-    });
-    (status, reason)
+    (
+        status,
+        reason.map(|r| crate::model::text::visible(&r).into_owned()),
+    )
 }
 
 #[allow(clippy::too_many_arguments)]
