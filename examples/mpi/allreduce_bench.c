@@ -75,6 +75,7 @@ struct bench_case {
     int check_every;      /* --check every: golden check after every round, not first + last */
     char op[32];          /* allreduce (default), allgather, reduce_scatter, broadcast, ... */
     long long root;       /* broadcast / reduce root, default 0 */
+    char variant[72];     /* Open MPI tuned algorithm to pin, or "default" / "" (its own choice) */
 };
 
 enum op_kind { OP_ALLREDUCE, OP_ALLGATHER, OP_REDUCE_SCATTER, OP_BROADCAST, OP_REDUCE, OP_ALLTOALL };
@@ -319,6 +320,8 @@ static int read_case_file(const char *path, struct bench_case *c) {
             else if (!strcmp(key, "golden")) rc = json_str_key(&j, key, c->golden, sizeof c->golden);
             else if (!strcmp(key, "op")) rc = json_str_key(&j, key, c->op, sizeof c->op);
             else if (!strcmp(key, "root")) rc = json_int(&j, key, &c->root);
+            else if (!strcmp(key, "variant"))
+                rc = json_str_key(&j, key, c->variant, sizeof c->variant);
             else rc = json_value(&j, 1);
             if (rc) goto done;
             json_ws(&j);
@@ -350,8 +353,11 @@ static void usage(FILE *to) {
             "usage: mpirun -np P allreduce_bench [--case-file FILE] [--p P] [--count N]\n"
             "           [--dtype fp32|fp16|int32] [--warmup N] [--timed N]\n"
             "           [--input-formula rank_linear_v1|rank_mod16_v1] [--inject-fault RANK]\n"
-            "           [--check ends|every] [--op OP] [--root RANK]\n"
+            "           [--check ends|every] [--op OP] [--root RANK] [--variant ALGORITHM]\n"
             "OP: allreduce (default), allgather, reduce_scatter, broadcast, reduce, alltoall.\n"
+            "ALGORITHM: one of Open MPI's tuned algorithms of the op, by its name (pinned with\n"
+            "coll_tuned_use_dynamic_rules=1 and coll_tuned_<op>_algorithm, read back through\n"
+            "MPI_T); \"default\" or none: Open MPI's own choice.\n"
             "The case file defaults to $CAMPAIGN_CASE_FILE; arguments override its values.\n"
             "Defaults: dtype fp32, warmup 3, timed 20, rank_linear_v1. P must equal the MPI world.\n"
             "--inject-fault RANK spoils one output element on RANK after every timed round\n"
@@ -421,6 +427,7 @@ static int parse_args(int argc, char **argv, struct bench_case *c) {
         else if (!strcmp(flag, "--check")) rc = parse_check(flag, val, &c->check_every);
         else if (!strcmp(flag, "--root")) rc = parse_ll(flag, val, &c->root);
         else if (!strcmp(flag, "--op")) snprintf(c->op, sizeof c->op, "%s", val);
+        else if (!strcmp(flag, "--variant")) snprintf(c->variant, sizeof c->variant, "%s", val);
         else if (!strcmp(flag, "--dtype")) snprintf(c->dtype, sizeof c->dtype, "%s", val);
         else if (!strcmp(flag, "--input-formula"))
             snprintf(c->input_formula, sizeof c->input_formula, "%s", val);
@@ -430,6 +437,152 @@ static int parse_args(int argc, char **argv, struct bench_case *c) {
         }
         if (rc) return -1;
     }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Algorithm pin (Open MPI's tuned component)                                                 */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Open MPI's tuned algorithms of each op (index = the number coll_tuned_<op>_algorithm takes),
+ * named as ompi/mca/coll/tuned/coll_tuned_<op>_decision.c names them at HEAD; campaign's
+ * stacks/mpi.toml lists the same names as the mpi stack's variants. Numbers, not names, are
+ * set: Open MPI 4.1 names algorithm 2 of allgather "bruck" where HEAD says "bruck-k-fanout". */
+static const char *const TUNED_ALLREDUCE[] = {"ignore", "basic_linear", "nonoverlapping",
+                                              "recursive_doubling", "ring", "segmented_ring",
+                                              "rabenseifner", "allgather_reduce", NULL};
+static const char *const TUNED_ALLGATHER[] = {"ignore", "linear", "bruck-k-fanout",
+                                              "recursive_doubling", "ring", "neighbor",
+                                              "two_proc", "sparbit", "direct-messaging", NULL};
+static const char *const TUNED_REDUCE_SCATTER[] = {"ignore", "basic_linear", "recursive_doubling",
+                                                   "recursive_halving", "butterfly", NULL};
+static const char *const TUNED_BCAST[] = {"ignore", "basic_linear", "chain", "pipeline",
+                                          "split_binary_tree", "binary_tree", "binomial",
+                                          "knomial", "scatter_allgather",
+                                          "scatter_allgather_ring", NULL};
+static const char *const TUNED_REDUCE[] = {"ignore", "linear", "chain", "pipeline", "binary",
+                                           "binomial", "in-order_binary", "rabenseifner",
+                                           "knomial", NULL};
+static const char *const TUNED_ALLTOALL[] = {"ignore", "linear", "pairwise", "modified_bruck",
+                                             "linear_sync", "two_proc", NULL};
+/* Per op (OP_NAMES order): the table and the tuned parameter's op name (MPI_Reduce_scatter_block
+ * is `reduce_scatter_block`, MPI_Bcast `bcast`). */
+static const char *const *const TUNED_TABLES[] = {TUNED_ALLREDUCE, TUNED_ALLGATHER,
+                                                  TUNED_REDUCE_SCATTER, TUNED_BCAST,
+                                                  TUNED_REDUCE, TUNED_ALLTOALL};
+static const char *const TUNED_OPS[] = {"allreduce", "allgather", "reduce_scatter_block",
+                                        "bcast", "reduce", "alltoall"};
+
+static int op_index(const char *name) {
+    if (!name || !*name) return 0;
+    for (int i = 0; i < 6; i++)
+        if (!strcmp(name, OP_NAMES[i])) return i;
+    return -1;
+}
+
+/* Puts the case's pin into the environment: the algorithm number (>= 1), 0 for Open MPI's own
+ * choice (no variant, or "default"), -1 when the variant is no algorithm of the op (reported
+ * by check_pin after MPI_Init). */
+static int pin_algorithm(const struct bench_case *c) {
+    if (!c->variant[0] || !strcmp(c->variant, "default")) return 0;
+    int op = op_index(c->op);
+    if (op < 0) return -1;
+    const char *const *names = TUNED_TABLES[op];
+    for (int n = 1; names[n]; n++) {
+        if (!strcmp(names[n], c->variant)) {
+            char key[96], value[16];
+            snprintf(key, sizeof key, "OMPI_MCA_coll_tuned_%s_algorithm", TUNED_OPS[op]);
+            snprintf(value, sizeof value, "%d", n);
+            setenv("OMPI_MCA_coll_tuned_use_dynamic_rules", "1", 1);
+            setenv(key, value, 1);
+            return n;
+        }
+    }
+    return -1;
+}
+
+/* The value Open MPI holds for control variable `name` (MPI_T), and its enumeration's names of
+ * the values 1.. joined into `valid`; -1 when the variable does not exist. */
+static int read_cvar(const char *name, char *valid, size_t cap) {
+    int index = -1, value = -1, count = 0, verbosity, bind, scope, name_len, desc_len;
+    MPI_Datatype type;
+    MPI_T_enum enumtype;
+    MPI_T_cvar_handle handle;
+    char cname[256], desc[8];
+    valid[0] = '\0';
+    if (MPI_T_cvar_get_index(name, &index) != MPI_SUCCESS) return -1;
+    name_len = sizeof cname;
+    desc_len = sizeof desc;
+    if (MPI_T_cvar_get_info(index, cname, &name_len, &verbosity, &type, &enumtype, desc, &desc_len,
+                            &bind, &scope) != MPI_SUCCESS ||
+        (type != MPI_INT && type != MPI_C_BOOL))
+        return -1;
+    if (MPI_T_cvar_handle_alloc(index, NULL, &handle, &count) != MPI_SUCCESS) return -1;
+    /* An int, or a bool (one byte in Open MPI): read into a zeroed buffer of either. */
+    union {
+        int i;
+        unsigned char b[16];
+    } buf;
+    memset(&buf, 0, sizeof buf);
+    if (count != 1 || MPI_T_cvar_read(handle, &buf) != MPI_SUCCESS) value = -1;
+    else value = type == MPI_INT ? buf.i : buf.b[0] != 0;
+    MPI_T_cvar_handle_free(&handle);
+    int items = 0;
+    if (enumtype != MPI_T_ENUM_NULL && MPI_T_enum_get_info(enumtype, &items, cname, &name_len) ==
+                                           MPI_SUCCESS) {
+        for (int i = 0; i < items; i++) {
+            int v = 0, len = sizeof cname;
+            if (MPI_T_enum_get_item(enumtype, i, &v, cname, &len) != MPI_SUCCESS || v == 0)
+                continue;
+            size_t used = strlen(valid);
+            snprintf(valid + used, cap - used, "%s%d:%s", used ? ", " : "", v, cname);
+        }
+    }
+    return value;
+}
+
+/* After MPI_Init: a variant that is no algorithm of the op is bad input, and a pin Open MPI did
+ * not take (a number its version does not have, a parameter it does not know) is never run as
+ * its own choice in silence: both fail the run, naming what Open MPI has. Rank 0 notes on
+ * stderr what MPI_T read back, the proof of what the library was told to run. */
+static int check_pin(const struct bench_case *c, int pinned, int rank) {
+    int op = (int)g_op;
+    if (pinned == 0) return 0;
+    if (pinned < 0) {
+        char list[512] = "";
+        for (int n = 1; TUNED_TABLES[op][n]; n++) {
+            size_t used = strlen(list);
+            snprintf(list + used, sizeof list - used, "%s%s", n > 1 ? ", " : "",
+                     TUNED_TABLES[op][n]);
+        }
+        set_error("variant \"%s\" is not one of Open MPI's tuned %s algorithms (default, %s)",
+                  c->variant, OP_NAMES[op], list);
+        return -1;
+    }
+    int provided = 0;
+    if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) {
+        set_error("variant \"%s\": MPI_T_init_thread failed, so the pin cannot be read back",
+                  c->variant);
+        return -1;
+    }
+    char name[96], valid[1024];
+    snprintf(name, sizeof name, "coll_tuned_%s_algorithm", TUNED_OPS[op]);
+    int held = read_cvar(name, valid, sizeof valid);
+    char rules_valid[64];
+    int dynamic = read_cvar("coll_tuned_use_dynamic_rules", rules_valid, sizeof rules_valid);
+    MPI_T_finalize();
+    if (held != pinned || dynamic != 1) {
+        set_error("variant \"%s\" (%s = %d) not taken by this Open MPI: it holds %s = %d and "
+                  "coll_tuned_use_dynamic_rules = %d (its %s algorithms: %s)",
+                  c->variant, name, pinned, name, held, dynamic, OP_NAMES[op],
+                  valid[0] ? valid : "none readable");
+        return -1;
+    }
+    /* The name of the number the library holds (equal to the pin here), from Open MPI's table:
+     * what `[stacks.mpi.ran]` records as the algorithm that ran. */
+    if (rank == 0)
+        fprintf(stderr, "allreduce_bench: pinned %s = %d (%s), read back through MPI_T\n", name,
+                held, TUNED_TABLES[op][held]);
     return 0;
 }
 
@@ -721,12 +874,17 @@ static int bad_input(int rank) {
 
 int main(int argc, char **argv) {
     double started = monotonic_s();
+    /* The pin must be in the environment before MPI_Init registers the tuned component's
+     * parameters; the arguments are read again (and any error reported) after MPI_Init. */
+    struct bench_case early = {-1, -1, "", -1, -1, "", "", -1, 0, "", -1, ""};
+    int pinned = parse_args(argc, argv, &early) == 0 ? pin_algorithm(&early) : -1;
+    g_error[0] = '\0';
     MPI_Init(&argc, &argv);
     int rank = 0, world = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &world);
 
-    struct bench_case c = {-1, -1, "", -1, -1, "", "", -1, 0, "", -1};
+    struct bench_case c = {-1, -1, "", -1, -1, "", "", -1, 0, "", -1, ""};
     enum dtype dt = DT_FP32;
     int parsed = parse_args(argc, argv, &c);
     if (parsed == 1) {
@@ -735,6 +893,7 @@ int main(int argc, char **argv) {
         return EXIT_PASS;
     }
     if (parsed != 0 || validate(&c, world, &dt) != 0) return bad_input(rank);
+    if (check_pin(&c, pinned, rank) != 0) return bad_input(rank);
 
     long long in_n = send_len(c.count, world), out_n = recv_len(c.count, world);
     size_t bytes = (size_t)c.count * elem_bytes(dt);

@@ -1,4 +1,5 @@
-//! Paired comparisons of each stack against the baseline stack on the same planned case: the
+//! Paired comparisons of each stack against the baseline stack at the same point of the sweep
+//! (the baseline's run of the same variant, else of its own default variant): the
 //! ratio of hierarchical medians, its bootstrap interval, and the verdict of
 //! `analysis::verdict` (the rule `compare` uses), judged over every pair at once so the
 //! family-wise level holds. Also which baseline is chosen, how many pairs are judged together,
@@ -14,6 +15,11 @@ use crate::model::results::{Metric, ResultSet};
 #[derive(Debug, Clone)]
 pub struct Paired {
     pub(crate) case_id: String,
+    /// The baseline's case it is paired with: the same point of the sweep, the baseline's
+    /// variant (the same as `case_id` when both stacks ran that variant).
+    pub(crate) baseline_case_id: String,
+    /// The baseline's variant, when it is not the stack's (shown with the baseline's name).
+    pub(crate) baseline_variant: Option<crate::model::case::Variant>,
     pub(crate) stack: String,
     pub(crate) baseline: String,
     pub(crate) ratio: f64,
@@ -49,6 +55,15 @@ pub(crate) fn judge_pairs(paired: &mut [Paired], judged: usize) -> f64 {
 }
 
 impl Paired {
+    /// The baseline as the pair compares with it: `mpi`, or `mpi default` when the baseline ran
+    /// another variant than the stack (variants belong to stacks).
+    pub(crate) fn baseline_name(&self) -> String {
+        match self.baseline_variant {
+            Some(v) => format!("{} {v}", self.baseline),
+            None => self.baseline.clone(),
+        }
+    }
+
     /// "1.80× faster than mpi", "2.10× slower than mpi", "on par with mpi (within ±5.0 %)",
     /// "no clear difference from mpi (…why…)" or "not judged: contended (…)".
     pub(crate) fn label(&self) -> String {
@@ -56,15 +71,15 @@ impl Paired {
             Some(w) => format!("{text} ({w})"),
             None => text,
         };
+        let baseline = self.baseline_name();
         match self.verdict {
-            Change::Faster => format!("{:.2}× faster than {}", 1.0 / self.ratio, self.baseline),
-            Change::Slower => format!("{:.2}× slower than {}", self.ratio, self.baseline),
+            Change::Faster => format!("{:.2}× faster than {baseline}", 1.0 / self.ratio),
+            Change::Slower => format!("{:.2}× slower than {baseline}", self.ratio),
             Change::NoChange => format!(
-                "on par with {} (within ±{:.1} %)",
-                self.baseline,
+                "on par with {baseline} (within ±{:.1} %)",
                 verdict::DEFAULT_THRESHOLD * 100.0
             ),
-            Change::NoClearDifference => why(format!("no clear difference from {}", self.baseline)),
+            Change::NoClearDifference => why(format!("no clear difference from {baseline}")),
             Change::NotJudged | Change::NotComparable => self.verdict.words(self.why.as_deref()),
         }
     }
@@ -98,9 +113,10 @@ pub(crate) fn choose_baseline(
 }
 
 /// How many (case, stack) pairs with the baseline the report judges at once — every other
-/// stack ran on a case the baseline ran on, on a metric it may be paired on — which sets the
-/// family-wise level of each paired verdict. Counted before the statistics, from the plan's
-/// shape, so a failing run does not loosen the others' verdicts.
+/// stack's case at a point of the sweep the baseline ran, on a metric it may be paired on —
+/// which sets the family-wise level of each paired verdict. Counted before the statistics,
+/// from the plan's shape, so a failing run does not loosen the others' verdicts. `groups` are
+/// the runs of each point (`RunResult::point_id`).
 pub(crate) fn paired_rows(
     results: &ResultSet,
     groups: &[&[usize]],
@@ -109,28 +125,52 @@ pub(crate) fn paired_rows(
 ) -> usize {
     let Some(baseline) = baseline else { return 0 };
     let mb = results.metric(baseline);
-    let mut stacks: Vec<&str> = Vec::new();
+    let mut sides: Vec<(&str, &str)> = Vec::new();
     groups
         .iter()
         .map(|g| {
-            stacks.clear();
+            sides.clear();
             for &i in g.iter() {
-                let s = results.runs[i].stack.as_str();
-                if !stacks.contains(&s) {
-                    stacks.push(s);
+                let run = &results.runs[i];
+                let side = (run.stack.as_str(), run.base_case_id());
+                if !sides.contains(&side) {
+                    sides.push(side);
                 }
             }
-            if !stacks.contains(&baseline) {
+            if !sides.iter().any(|(s, _)| *s == baseline) {
                 return 0;
             }
-            stacks
+            sides
                 .iter()
-                .filter(|s| {
-                    **s != baseline && (compare_metric.is_some() || results.metric(s) == mb)
+                .filter(|(s, _)| {
+                    *s != baseline && (compare_metric.is_some() || results.metric(s) == mb)
                 })
                 .count()
         })
         .sum()
+}
+
+/// The baseline's statistics a stack's case is paired with, among `stats` of one point: the
+/// baseline's run of the same variant when it ran it, else of its variant `default` (the
+/// library's own choice), else its first.
+fn baseline_for(
+    results: &ResultSet,
+    stats: &[RunStats],
+    baseline: &str,
+    own: &RunStats,
+) -> Option<usize> {
+    let variant = results.runs[own.index].case.variant;
+    let candidates = || {
+        (stats.iter().enumerate())
+            .filter(|(_, s)| results.runs[s.index].stack == baseline && s.summary.median > 0.0)
+    };
+    let named = |name: &str| {
+        candidates().find(|(_, s)| results.runs[s.index].case.variant.as_str() == name)
+    };
+    named(variant.as_str())
+        .or_else(|| named(crate::model::case::Variant::Default.as_str()))
+        .or_else(|| candidates().next())
+        .map(|(i, _)| i)
 }
 
 /// The paired comparisons of one planned case: every stack of `stats` (with its bootstrap,
@@ -149,13 +189,7 @@ pub(crate) fn pair_case(
     memo: &Memo,
 ) -> Vec<Paired> {
     let mut paired = Vec::new();
-    let base = baseline.and_then(|b| {
-        stats
-            .iter()
-            .position(|s| results.runs[s.index].stack == b && s.summary.median > 0.0)
-    });
-    if let (Some(bi), Some(baseline)) = (base, baseline) {
-        let b = &stats[bi];
+    if let Some(baseline) = baseline {
         // With `compare_metric`, both sides are re-estimated on it; else only stacks whose
         // declared metric is the baseline's are paired (the rest get a note).
         let on_metric = |s: &RunStats| -> Option<Estimate> {
@@ -165,12 +199,16 @@ pub(crate) fn pair_case(
             }
             metric_draws(results, &s.runs, m, boot)
         };
-        let base_on = on_metric(b);
         for (s, side) in stats.iter().zip(sides) {
             let run = &results.runs[s.index];
             if run.stack == baseline {
                 continue;
             }
+            let Some(bi) = baseline_for(results, stats, baseline, s) else {
+                continue;
+            };
+            let b = &stats[bi];
+            let base_on = on_metric(b);
             let metric = match compare_metric {
                 Some(cm) => cm,
                 None if s.metric != b.metric => continue,
@@ -231,6 +269,9 @@ pub(crate) fn pair_case(
             };
             paired.push(Paired {
                 case_id: run.base_case_id().to_string(),
+                baseline_case_id: results.runs[b.index].base_case_id().to_string(),
+                baseline_variant: Some(results.runs[b.index].case.variant)
+                    .filter(|v| *v != run.case.variant),
                 stack: run.stack.clone(),
                 baseline: baseline.to_string(),
                 ratio: own.median / base.median,

@@ -133,7 +133,8 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
             // its final size while it is copied to the next capacity.
             let bound = usize::try_from(plan.case_count).unwrap_or(0);
             let mut out = Vec::with_capacity(bound);
-            for (i, case) in crate::plan::sweep::cases(&plan, opts.filter.as_deref())?.enumerate() {
+            let sweep = crate::plan::sweep::cases_on(&plan, &names, opts.filter.as_deref())?;
+            for (i, case) in sweep.enumerate() {
                 if i % POLL_EVERY == 0 {
                     interrupt::check_preparation()?;
                 }
@@ -176,18 +177,34 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
     // Repeat r of every stack of a case runs before repeat r + 1 of any, each repeat in its own
     // seeded stack order: a slow machine phase hits every stack alike.
     let repeats = opts.repeats.unwrap_or(plan.run.repeats).max(1);
-    let n_runs = cases.len() * repeats as usize * names.len();
+    // Which stack runs which case: its variant is the stack's algorithm (`plan::variants`);
+    // seed case files (`--cases` too) offer every case to every stack.
+    let asked = if opts.case_glob.is_some() {
+        crate::plan::variants::Asked::Files
+    } else {
+        crate::plan::variants::Asked::of(&plan)
+    };
+    let defs: Vec<crate::model::stack::StackDef> = stacks.iter().map(|s| s.def.clone()).collect();
+    let claims =
+        crate::plan::variants::Claims::new(asked, &defs, &crate::plan::variants::swept_ops(&plan));
+    let pairs: usize = (cases.iter())
+        .map(|c| (0..names.len()).filter(|&i| claims.runs(i, c)).count())
+        .sum();
+    let n_runs = pairs * repeats as usize;
     if n_runs > MAX_RUNS {
         // Memory grows by about 1.7 KB per planned run (docs/performance.md "Huge plans"):
         // refusing here, before any per-run record exists, keeps a campaign within ~2 GB.
         return Err(Error::invalid(
             &plan.source,
             format!(
-                "the plan makes {n_runs} runs ({} cases × {} stacks × {repeats} repeats), more \
-                 than the maximum of {MAX_RUNS}; split it into several plans, or narrow it with \
-                 --filter/--stacks/--repeats",
-                cases.len(),
-                names.len()
+                "the plan makes {n_runs} runs ({}), more than the maximum of {MAX_RUNS}; split \
+                 it into several plans, or narrow it with --filter/--stacks/--repeats",
+                crate::plan::variants::breakdown(
+                    cases.len() as u64,
+                    names.len() as u64,
+                    pairs as u64,
+                    u64::from(repeats)
+                ),
             ),
         ));
     }
@@ -195,6 +212,7 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
     check_nodes(&plan, &cases, &case_ids, nodes)?;
     let (runs, plans) = plan_runs(
         &plan,
+        &claims,
         &cases,
         &case_ids,
         &names,
@@ -222,6 +240,7 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
 #[allow(clippy::too_many_arguments)]
 fn plan_runs(
     plan: &Plan,
+    claims: &crate::plan::variants::Claims,
     cases: &[Case],
     case_ids: &[String],
     names: &[String],
@@ -249,6 +268,11 @@ fn plan_runs(
         let case = &cases[ci];
         let case_id = crate::model::results::run_id(&case_ids[ci], repeat);
         for si in orders.next().unwrap_or_default() {
+            if !claims.runs(si, case) {
+                // Not this stack's variant: no run at all (never a row under a variant the
+                // stack did not run).
+                continue;
+            }
             let name = &names[si];
             let stack = &stacks[si];
             let need = if granted {

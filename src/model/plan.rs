@@ -26,6 +26,9 @@ pub(crate) struct Plan {
     pub(crate) case_defaults: BTreeMap<String, Value>,
     /// `[axes]` without `stacks`, in file order (the first varies slowest).
     pub(crate) axes: Vec<Axis>,
+    /// `variant = "*"` in `[case]` or `[axes]`: every stack runs each of its algorithms for
+    /// the op (`plan::variants`).
+    pub(crate) every_variant: bool,
     /// `axes.stacks` (default `["host"]`).
     pub(crate) stacks: Vec<String>,
     /// `[[exclude]]`: drop a point matching every key of one rule.

@@ -246,6 +246,54 @@ pub struct RunResult {
     /// runs, one node or several); empty where nothing recorded it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub node_hardware: Vec<NodeHardware>,
+    /// What the run's own output said ran (`[stacks.NAME.ran]`); `None` where the stack declares
+    /// no way to learn it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ran: Option<Ran>,
+}
+
+/// What really ran, in the stack's own words: the algorithm (and protocol and channels where
+/// the stack prints them), each the distinct values seen in order, joined with `,`; and the
+/// algorithm the run was pinned to, when it was.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Ran {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub algo: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proto: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channels: Option<String>,
+    /// The pin (`ran.expect` rendered for the run); `None`: nothing pinned, nothing checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected: Option<String>,
+}
+
+impl Ran {
+    /// Was the pin honoured? `None` when nothing was pinned; `Some(false)` when the output named
+    /// another algorithm, several, or none at all.
+    pub fn honoured(&self) -> Option<bool> {
+        let expected = self.expected.as_deref()?;
+        let norm = |s: &str| s.trim().to_ascii_lowercase().replace('-', "_");
+        Some(
+            self.algo
+                .as_deref()
+                .is_some_and(|a| !a.contains(',') && norm(a) == norm(expected)),
+        )
+    }
+
+    /// Why the pin was not honoured, for a run's reason: "pin not honoured: asked ring, ran tree".
+    pub fn not_honoured(&self) -> Option<String> {
+        if self.honoured()? {
+            return None;
+        }
+        let asked = self.expected.as_deref().unwrap_or_default();
+        Some(match &self.algo {
+            Some(algo) => format!("pin not honoured: asked {asked}, ran {algo}"),
+            None => format!(
+                "pin not honoured: asked {asked}, and the output never said which algorithm ran"
+            ),
+        })
+    }
 }
 
 fn one() -> u32 {
@@ -256,6 +304,23 @@ impl RunResult {
     /// The planned case this run measured (its run id without the repeat mark).
     pub(crate) fn base_case_id(&self) -> &str {
         split_run_id(&self.case_id).0
+    }
+
+    /// The case id with its variant blanked (`*`): the point of the sweep the run answers for,
+    /// the same for every stack whatever its variant, so each stack's run of a point is paired
+    /// with the baseline's (variants belong to stacks: `plan::variants`).
+    pub(crate) fn point_id(&self) -> String {
+        let base = self.base_case_id();
+        let prefix = if self.case.op.is_allreduce() {
+            String::new()
+        } else {
+            format!("{}_", self.case.op)
+        };
+        let head = format!("{prefix}{}_", self.case.variant);
+        match base.strip_prefix(&head) {
+            Some(rest) => format!("{prefix}*_{rest}"),
+            None => base.to_string(),
+        }
     }
 
     /// Which repeat of its (case, stack) this run is, 1-based.

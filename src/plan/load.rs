@@ -105,6 +105,7 @@ pub(crate) fn parse_with(text: &str, path: &Path, cli: Overrides) -> Result<Plan
         },
         case_defaults: BTreeMap::new(),
         axes: Vec::new(),
+        every_variant: false,
         stacks: vec!["host".to_string()],
         excludes: Vec::new(),
         filter: None,

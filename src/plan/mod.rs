@@ -15,6 +15,7 @@ pub(crate) mod sweep;
 #[cfg(test)]
 mod tests;
 mod validate;
+pub(crate) mod variants;
 
 pub(crate) use config::MAX_REPEATS;
 pub(crate) use load::{load, load_with, locate, parse_with, read_text, Overrides};

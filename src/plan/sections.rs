@@ -97,6 +97,11 @@ fn unknown_case_key(
     );
 }
 
+/// `variant = "*"` (in `[case]` or `[axes]`): every algorithm of each stack (`plan::variants`).
+fn every_variant(key: &str, item: &Item<'_>) -> bool {
+    key == "variant" && matches!(item.get_ref(), DeValue::String(s) if s == "*")
+}
+
 pub(crate) fn read_case(cx: &mut Ctx<'_>, item: &Item<'_>, plan: &mut Plan, spans: &mut Spans) {
     let Some(table) = cx.table(item, "case") else {
         return;
@@ -109,6 +114,10 @@ pub(crate) fn read_case(cx: &mut Ctx<'_>, item: &Item<'_>, plan: &mut Plan, span
         let path = format!("case.{}", e.key);
         // Recorded even when the value is bad, so no "missing field" follows the type error.
         spans.fields.insert(e.key.to_string(), e.item.span());
+        if every_variant(e.key, e.item) {
+            plan.every_variant = true;
+            continue;
+        }
         if let Some(v) = case_value(cx, e.key, e.item, &path) {
             plan.case_defaults.insert(e.key.to_string(), v);
         }
@@ -140,6 +149,10 @@ pub(crate) fn read_axes(cx: &mut Ctx<'_>, item: &Item<'_>, plan: &mut Plan, span
             );
         }
         spans.fields.insert(e.key.to_string(), e.item.span());
+        if every_variant(e.key, e.item) {
+            plan.every_variant = true;
+            continue;
+        }
         let Some(elems) = cx.array(e.item, &path) else {
             continue;
         };
@@ -378,19 +391,9 @@ pub(crate) fn refuse_rootless_root(
     let Some(span) = spans.fields.get("root") else {
         return;
     };
-    let ops: Vec<String> = match plan.axes.iter().find(|a| a.name == "op") {
-        Some(axis) => (axis.values.iter())
-            .filter_map(|v| v.as_str().map(str::to_string))
-            .collect(),
-        None => vec![(plan.case_defaults.get("op"))
-            .and_then(|v| v.as_str())
-            .unwrap_or("allreduce")
-            .to_string()],
-    };
-    let rooted = (ops.iter())
-        .filter_map(|o| o.parse::<crate::model::case::Op>().ok())
-        .any(|o| o.has_root());
-    if !rooted {
+    let ops = super::variants::swept_ops(plan);
+    if !ops.iter().any(|o| o.has_root()) {
+        let ops: Vec<&str> = ops.iter().map(|o| o.as_str()).collect();
         cx.error(
             span,
             "root",
@@ -402,10 +405,11 @@ pub(crate) fn refuse_rootless_root(
     }
 }
 
-/// variant, p and count must come from [case] or [axes] (a bad value there is reported already);
-/// `ranks_per_node` stands in for p (p = nodes × ranks_per_node).
+/// p and count must come from [case] or [axes] (a bad value there is reported already);
+/// `ranks_per_node` stands in for p (p = nodes × ranks_per_node). `variant` may be left out:
+/// each stack then runs its default (`plan::variants`).
 pub(crate) fn require_case_shape(cx: &mut Ctx<'_>, spans: &Spans, axes: Option<&Range<usize>>) {
-    for field in ["variant", "p", "count"] {
+    for field in ["p", "count"] {
         let derived = field == "p" && spans.fields.contains_key("ranks_per_node");
         if !spans.fields.contains_key(field) && !derived {
             let msg = format!(

@@ -194,9 +194,9 @@ pub(crate) fn check_axis(cx: &mut Ctx<'_>, plan: &Plan, spans: &Spans) {
     }
 }
 
-/// Variant names are free, but a variant no stack of the plan supports is a typo, not a plan:
-/// it is rejected naming the variants the plan's stacks do support. A stack without `variants`
-/// supports every name.
+/// Variant names are free, but a variant no stack of the plan has (for any op it runs) is a
+/// typo, not a plan: it is rejected naming the variants the plan's stacks do have. A stack that
+/// lists no algorithms takes every name.
 pub(crate) fn check_variants(cx: &mut Ctx<'_>, plan: &Plan, spans: &Spans) {
     let shipped = shipped();
     let mut supported: Vec<&str> = Vec::new();
@@ -205,9 +205,11 @@ pub(crate) fn check_variants(cx: &mut Ctx<'_>, plan: &Plan, spans: &Spans) {
         if let Some(overlay) = plan.stack_defs.get(name) {
             def.overlay(overlay);
         }
-        match &def.variants {
-            None => return,
-            Some(v) => supported.extend(v.iter().map(|v| v.as_str())),
+        for op in def.ops().to_vec() {
+            match def.algorithms(op) {
+                None => return,
+                Some(v) => supported.extend(v.iter().map(|v| v.as_str())),
+            }
         }
     }
     supported.sort_unstable();
@@ -230,7 +232,7 @@ pub(crate) fn check_variants(cx: &mut Ctx<'_>, plan: &Plan, spans: &Spans) {
                 &span,
                 "variant",
                 format!(
-                    "unknown variant `{v}`{hint}: no stack of this plan supports it (they support: {})",
+                    "unknown variant `{v}`{hint}: no stack of this plan has it (they have: {}); leave `variant` out to run each stack's default",
                     supported.join(", ")
                 ),
             );

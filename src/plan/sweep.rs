@@ -311,12 +311,25 @@ pub(crate) struct Cases<'p> {
     pub(crate) excluded_by: Vec<u64>,
     /// How many points the filters dropped so far.
     pub(crate) filtered: u64,
+    /// Which stacks run which (op, variant): a point no stack runs is not a case.
+    claims: super::variants::Claims,
 }
 
 /// The cases of `plan`, lazily: axes product (first axis slowest) → `[[exclude]]` → `[filter]`
 /// ANDed with `extra_filter` (the command line's `--filter`). A bad `extra_filter` is a
 /// usage error; a filter that fails on a case yields that error in place of the case.
 pub(crate) fn cases<'p>(plan: &'p Plan, extra_filter: Option<&str>) -> Result<Cases<'p>> {
+    cases_on(plan, &plan.stacks, extra_filter)
+}
+
+/// [`cases`] for the stacks `stacks` of the plan (`--stacks` narrows them): the variant axis
+/// walks what those stacks run (`plan::variants`), and a point none of them runs is no case.
+pub(crate) fn cases_on<'p>(
+    plan: &'p Plan,
+    stacks: &[String],
+    extra_filter: Option<&str>,
+) -> Result<Cases<'p>> {
+    let claims = super::variants::Claims::resolve(plan, stacks)?;
     let mut filters = Vec::new();
     if let Some(f) = &plan.filter {
         filters.push(Filter::compile(f).map_err(|m| Error::invalid(&plan.source, m))?);
@@ -335,8 +348,20 @@ pub(crate) fn cases<'p>(plan: &'p Plan, extra_filter: Option<&str>) -> Result<Ca
             set_field(&mut current, name, v)
                 .map_err(|m| Error::invalid(&plan.source, format!("case.{name}: {m}")))?;
         }
+        // The variant axis walks every variant some stack runs (the plan's names first), where
+        // the plan put its variant axis, else last (fastest: a point's variants together).
+        let variant_axis = || -> Result<(&'static str, Vec<Case>)> {
+            let values = (claims.candidates().iter())
+                .map(|v| scratch("variant", &Value::String(v.to_string())))
+                .collect::<Result<Vec<_>>>()?;
+            Ok(("variant", values))
+        };
         let mut axes = Vec::new();
         for axis in &plan.axes {
+            if axis.name == "variant" {
+                axes.push(variant_axis()?);
+                continue;
+            }
             let field = static_field(&axis.name)?;
             let values = axis
                 .values
@@ -344,6 +369,9 @@ pub(crate) fn cases<'p>(plan: &'p Plan, extra_filter: Option<&str>) -> Result<Ca
                 .map(|v| scratch(field, v))
                 .collect::<Result<Vec<_>>>()?;
             axes.push((field, values));
+        }
+        if !axes.iter().any(|(f, _)| *f == "variant") {
+            axes.push(variant_axis()?);
         }
         let given =
             |f: &str| plan.case_defaults.contains_key(f) || plan.axes.iter().any(|a| a.name == f);
@@ -383,6 +411,7 @@ pub(crate) fn cases<'p>(plan: &'p Plan, extra_filter: Option<&str>) -> Result<Ca
         rules,
         filters,
         filtered: 0,
+        claims,
     })
 }
 
@@ -543,11 +572,19 @@ impl Cases<'_> {
         self.points.window(range);
     }
 
+    /// Which stacks run which case (`plan::variants`).
+    pub(crate) fn claims(&self) -> &super::variants::Claims {
+        &self.claims
+    }
+
     /// The next case, lent: valid until the next call.
     pub(crate) fn next_ref(&mut self) -> Option<Result<&Case>> {
         'points: loop {
             if let Err(e) = self.points.advance(&mut self.current)? {
                 return Some(Err(e));
+            }
+            if !self.claims.claimed(&self.current) {
+                continue 'points;
             }
             for (i, rule) in self.rules.iter().enumerate() {
                 if rule.matches(&self.current) {

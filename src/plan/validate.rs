@@ -128,6 +128,8 @@ pub(crate) fn check(cx: &mut Ctx<'_>, plan: &mut Plan, spans: &Spans) {
     }
     let mut out = Collector::default();
     let mut count = 0u64;
+    // (case, stack) pairs: the runs of one repeat (a stack runs only its own variants).
+    let mut pairs = 0u64;
     let mut max_p = 0u32;
     let mut max_id = 0u32;
     // case_id names the results folder, so two cases must never share it. Only axes on fields
@@ -146,6 +148,7 @@ pub(crate) fn check(cx: &mut Ctx<'_>, plan: &mut Plan, spans: &Spans) {
             return;
         }
     };
+    let claims = iter.claims().clone();
     while let Some(item) = iter.next_ref() {
         let case = match item {
             Ok(c) => c,
@@ -160,6 +163,7 @@ pub(crate) fn check(cx: &mut Ctx<'_>, plan: &mut Plan, spans: &Spans) {
             }
         };
         count += 1;
+        pairs += claims.count(plan.stacks.len(), case);
         if may_collide && !seen_ids.insert(case.case_id()) {
             Collector::add(&mut out.errors, "duplicate", || {
                 let axes: Vec<&str> = plan
@@ -212,7 +216,7 @@ pub(crate) fn check(cx: &mut Ctx<'_>, plan: &mut Plan, spans: &Spans) {
         refuse_empty(cx, spans, iter.excluded_by.iter().sum(), iter.filtered);
     }
     plan.case_count = count;
-    check_run_limit(cx, plan, count);
+    check_run_limit(cx, plan, count, pairs);
     if plan.devices.ids.is_empty() {
         plan.devices.ids = default_pool(plan.devices.kind, max_p, max_id);
     }
@@ -294,15 +298,17 @@ fn refuse_empty(cx: &mut Ctx<'_>, spans: &Spans, dropped: u64, filtered: u64) {
 }
 
 /// The run limit `run` enforces, said at validate too (before hours of a huge sweep).
-fn check_run_limit(cx: &mut Ctx<'_>, plan: &Plan, count: u64) {
-    let runs = count
-        .saturating_mul(plan.stacks.len().max(1) as u64)
-        .saturating_mul(u64::from(plan.run.repeats.max(1)));
+fn check_run_limit(cx: &mut Ctx<'_>, plan: &Plan, count: u64, pairs: u64) {
+    let runs = pairs.saturating_mul(u64::from(plan.run.repeats.max(1)));
     if runs > crate::model::plan::MAX_RUNS as u64 {
         let msg = format!(
-            "the plan makes {runs} runs ({count} cases × {} stacks × {} repeats), more than the maximum of {}; split it into several plans, or narrow it with [filter]/[[exclude]] or fewer repeats",
-            plan.stacks.len().max(1),
-            plan.run.repeats.max(1),
+            "the plan makes {runs} runs ({}), more than the maximum of {}; split it into several plans, or narrow it with [filter]/[[exclude]] or fewer repeats",
+            super::variants::breakdown(
+                count,
+                plan.stacks.len() as u64,
+                pairs,
+                u64::from(plan.run.repeats.max(1))
+            ),
             crate::model::plan::MAX_RUNS
         );
         cx.diags.error(cx.src.whole(Some("axes"), msg));

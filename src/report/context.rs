@@ -468,7 +468,7 @@ fn paired_row(p: &crate::analysis::pairing::Paired) -> PairedRow {
     PairedRow {
         case_id: p.case_id.clone(),
         stack: p.stack.clone(),
-        baseline: p.baseline.clone(),
+        baseline: p.baseline_name(),
         ratio: p.ratio,
         ci_lo: p.ci.map(|c| c.lo),
         ci_hi: p.ci.map(|c| c.hi),

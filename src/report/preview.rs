@@ -131,6 +131,7 @@ fn run(case: &Case, stack: &str, repeat: u32, status: RunStatus, level: f64) -> 
         cpu_contention: None,
         rank_nodes: None,
         node_hardware: Vec::new(),
+        ran: None,
     }
 }
 

@@ -99,23 +99,31 @@ impl Analysis {
     ) -> Analysis {
         let mut stacks: Vec<String> = Vec::new();
         let mut cases: Vec<String> = Vec::new();
-        let mut by_case: HashMap<&str, Vec<usize>> = HashMap::new();
+        let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
+        // Runs grouped by the point of the sweep (the case with its variant blanked): each
+        // stack runs its own variants, and a stack's run of a point is paired with the
+        // baseline's run of the same point.
+        let mut points: Vec<String> = Vec::new();
+        let mut by_point: HashMap<String, Vec<usize>> = HashMap::new();
         for (index, run) in results.runs.iter().enumerate() {
             if !stacks.contains(&run.stack) {
                 stacks.push(run.stack.clone());
             }
-            by_case
-                .entry(run.base_case_id())
-                .or_insert_with(|| {
-                    cases.push(run.base_case_id().to_string());
+            if seen.insert(run.base_case_id()) {
+                cases.push(run.base_case_id().to_string());
+            }
+            by_point
+                .entry(run.point_id())
+                .or_insert_with_key(|k| {
+                    points.push(k.clone());
                     Vec::new()
                 })
                 .push(index);
         }
         let (baseline, baseline_note) = choose_baseline(&stacks, baseline);
-        let groups: Vec<&[usize]> = cases
+        let groups: Vec<&[usize]> = points
             .iter()
-            .map(|c| by_case[c.as_str()].as_slice())
+            .map(|c| by_point[c.as_str()].as_slice())
             .collect();
         let judged = paired_rows(results, &groups, baseline.as_deref(), compare_metric);
         let per_case = summarize_cases(
@@ -260,17 +268,18 @@ fn summarize_case(
     let mut stats = Vec::new();
     let mut sides = Vec::new();
     let mut failures = Vec::new();
-    // The repeats of each stack together, stacks in order of first appearance.
-    let mut by_stack: Vec<(&str, Vec<usize>)> = Vec::new();
+    // The repeats of each (stack, case) together, in order of first appearance.
+    let mut by_stack: Vec<((&str, &str), Vec<usize>)> = Vec::new();
     for &i in runs {
         let run = &results.runs[i];
         if run.timed(results.metric(&run.stack)).is_empty() {
             failures.push(failure(i, run));
             continue;
         }
-        match by_stack.iter_mut().find(|(s, _)| *s == run.stack) {
+        let key = (run.stack.as_str(), run.base_case_id());
+        match by_stack.iter_mut().find(|(k, _)| *k == key) {
             Some((_, v)) => v.push(i),
-            None => by_stack.push((run.stack.as_str(), vec![i])),
+            None => by_stack.push((key, vec![i])),
         }
     }
     for (_, indices) in &by_stack {
@@ -354,6 +363,7 @@ mod tests {
             cpu_contention: None,
             rank_nodes: None,
             node_hardware: Vec::new(),
+            ran: None,
         }
     }
 
@@ -489,5 +499,80 @@ mod tests {
             format!("{a:?}"),
             format!("{:?}", Analysis::new(&changed, Some("s1"), boot))
         );
+    }
+    /// Variants belong to stacks: each stack's run of a point is paired with the baseline's run
+    /// of the same point — its same variant where the baseline ran it, else the baseline's
+    /// `default` — and never with another point.
+    #[test]
+    fn each_stack_is_paired_with_the_baselines_run_of_the_same_point() {
+        let mut seed = 11u64;
+        let mut runs = Vec::new();
+        let v = |name: &str| -> Variant { name.parse().unwrap() };
+        // Point 1 (count 1024): host mesh and ring, mpi only its default.
+        // Point 2 (count 2048): host ring, mpi ring and default.
+        let plan = [
+            (1024, "host", "mesh", 1e-4),
+            (1024, "host", "ring", 2e-4),
+            (1024, "mpi", "default", 4e-4),
+            (2048, "host", "ring", 3e-4),
+            (2048, "mpi", "ring", 6e-4),
+            (2048, "mpi", "default", 9e-4),
+        ];
+        for (count, stack, variant, level) in plan {
+            let case = Case::new(v(variant), 2, count);
+            for r in 1..=3 {
+                runs.push(run(&case, stack, r, 20, level, &mut seed));
+            }
+        }
+        let results = ResultSet {
+            campaign: "points".into(),
+            runs,
+            ..ResultSet::default()
+        };
+        let boot = Bootstrap {
+            resamples: 200,
+            ..Bootstrap::default()
+        };
+        let a = Analysis::new(&results, Some("mpi"), boot);
+        let pairs: Vec<(String, String, String)> = (a.paired.iter())
+            .map(|p| {
+                (
+                    p.case_id.clone(),
+                    p.baseline_case_id.clone(),
+                    p.baseline_name(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            pairs,
+            [
+                (
+                    "mesh_p2_count1024_fp32_a2a3_d0-1".to_string(),
+                    "default_p2_count1024_fp32_a2a3_d0-1".to_string(),
+                    "mpi default".to_string()
+                ),
+                (
+                    "ring_p2_count1024_fp32_a2a3_d0-1".to_string(),
+                    "default_p2_count1024_fp32_a2a3_d0-1".to_string(),
+                    "mpi default".to_string()
+                ),
+                (
+                    "ring_p2_count2048_fp32_a2a3_d0-1".to_string(),
+                    "ring_p2_count2048_fp32_a2a3_d0-1".to_string(),
+                    "mpi".to_string()
+                ),
+            ]
+        );
+        // The ratios are of the paired runs: 1/4, 2/4 and 3/6 (noise up to +20 % per round).
+        for (p, want) in a.paired.iter().zip([0.25, 0.5, 0.5]) {
+            assert!(
+                (p.ratio / want - 1.0).abs() < 0.15,
+                "{} {}",
+                p.case_id,
+                p.ratio
+            );
+            assert!(p.label().contains("faster than mpi"), "{}", p.label());
+        }
+        assert!(a.paired[0].label().contains("faster than mpi default"));
     }
 }

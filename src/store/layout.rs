@@ -241,6 +241,10 @@ pub(crate) fn manifest(result: &RunResult, facts: &ProcessFacts) -> Value {
         // Each node's hardware as the job saw it there, with its fingerprint.
         m.insert("node_hardware".into(), json!(result.node_hardware));
     }
+    if let Some(ran) = &result.ran {
+        // What the run's own output said ran, and the pin it was asked for.
+        m.insert("ran".into(), json!(ran));
+    }
     m.insert("started".into(), json!(result.started));
     m.insert("ended".into(), json!(result.ended));
     m.insert("attempt".into(), json!(result.attempt));

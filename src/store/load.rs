@@ -279,6 +279,9 @@ fn load_bundle(
             .get("node_hardware")
             .and_then(|n| serde_json::from_value(n.clone()).ok())
             .unwrap_or_default(),
+        ran: m
+            .get("ran")
+            .and_then(|n| serde_json::from_value(n.clone()).ok()),
     }))
 }
 

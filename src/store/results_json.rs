@@ -151,6 +151,7 @@ pub(crate) mod tests {
             cpu_contention: None,
             rank_nodes: None,
             node_hardware: Vec::new(),
+            ran: None,
         }
     }
 
@@ -223,7 +224,11 @@ pub(crate) mod tests {
                 "algbw_gb_s",
                 "busbw_gb_s",
                 "node_list",
-                "node_fingerprints"
+                "node_fingerprints",
+                "algo_ran",
+                "proto",
+                "channels",
+                "algo_pinned"
             ]
         );
         assert_eq!(

@@ -76,6 +76,12 @@ pub(crate) struct Row {
     /// Each node's hardware fingerprint (`model::nodes::NodeHardware::fingerprint`), in
     /// `node_list`'s order; empty where a node's hardware was not recorded.
     pub(crate) node_fingerprints: Vec<String>,
+    /// What the run's own output said ran (`[stacks.NAME.ran]`): the algorithm, protocol and
+    /// channels (`null` where the stack does not say), and the pin it was asked for.
+    pub(crate) algo_ran: Option<String>,
+    pub(crate) proto: Option<String>,
+    pub(crate) channels: Option<String>,
+    pub(crate) algo_pinned: Option<String>,
 }
 
 /// The nodes of a run in rank order of first appearance, and each one's hardware fingerprint.
@@ -172,6 +178,10 @@ impl Row {
             busbw_gb_s: None,
             node_list,
             node_fingerprints,
+            algo_ran: r.ran.as_ref().and_then(|x| x.algo.clone()),
+            proto: r.ran.as_ref().and_then(|x| x.proto.clone()),
+            channels: r.ran.as_ref().and_then(|x| x.channels.clone()),
+            algo_pinned: r.ran.as_ref().and_then(|x| x.expected.clone()),
         };
         if r.status != RunStatus::Pass {
             return row;

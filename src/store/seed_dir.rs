@@ -158,6 +158,7 @@ fn load_row(
         cpu_contention: None,
         rank_nodes: None,
         node_hardware: Vec::new(),
+        ran: None,
     })
 }
 

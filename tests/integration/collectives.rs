@@ -12,7 +12,10 @@ use serde_json::Value;
 
 use crate::util;
 
-/// Every op with the host stack's two algorithms of it, P = 2, two sizes, one repeat.
+/// Every op with two of the host stack's algorithms of it, P = 2, two sizes, one repeat. No
+/// filter: variants belong to stacks, so host runs the named ones it has per op and mpi the one
+/// Open MPI algorithm of the op among the names (ring, scatter_allgather, pairwise), else its
+/// own choice (`default`).
 const PLAN: &str = r#"
 [campaign]
 name = "ops"
@@ -25,8 +28,6 @@ op = ["allreduce", "allgather", "reduce_scatter", "broadcast", "reduce", "alltoa
 variant = ["ring", "twophase", "direct", "tree", "scatter_allgather", "pairwise"]
 count = [64, 4096]
 stacks = ["host", "mpi"]
-[filter]
-where = "(op == 'allreduce' and variant in ['ring', 'twophase']) or (op in ['allgather', 'reduce_scatter'] and variant in ['ring', 'direct']) or (op == 'broadcast' and variant in ['tree', 'scatter_allgather']) or (op == 'reduce' and variant in ['tree', 'direct']) or (op == 'alltoall' and variant in ['pairwise', 'direct'])"
 [rounds]
 warmup = 1
 timed = 3
@@ -69,8 +70,8 @@ fn every_op_runs_for_real_on_host_and_mpi_with_its_golden_and_bus_factor() {
     let rows = results["runs"].as_array().unwrap();
     assert_eq!(
         rows.len(),
-        6 * 2 * 2 * 2,
-        "ops × variants × counts × stacks"
+        6 * 2 * 2 + 6 * 2,
+        "host: ops × its two named variants × counts; mpi: ops × its default × counts"
     );
     // nccl-tests' factors at P = 2.
     let factor = |op: &str| match op {
@@ -83,8 +84,23 @@ fn every_op_runs_for_real_on_host_and_mpi_with_its_golden_and_bus_factor() {
                 .iter()
                 .filter(|r| r["op"] == op.as_str() && r["stack"] == stack)
                 .collect();
-            assert_eq!(mine.len(), 4, "{op} on {stack}");
+            assert_eq!(
+                mine.len(),
+                if stack == "host" { 4 } else { 2 },
+                "{op} on {stack}"
+            );
             for r in mine {
+                if stack == "mpi" {
+                    // Open MPI's tuned algorithm of the op by the plan's name, else its own
+                    // choice: never a host algorithm it lacks.
+                    let own = match op {
+                        Op::Allreduce | Op::Allgather => "ring",
+                        Op::Broadcast => "scatter_allgather",
+                        Op::Alltoall => "pairwise",
+                        _ => "default",
+                    };
+                    assert_eq!(r["variant"], own, "mpi runs only its own: {r}");
+                }
                 assert_eq!(r["status"], "pass", "{r}");
                 assert_eq!(r["correctness"], "pass", "{r}");
                 let (alg, bus) = (
@@ -144,18 +160,30 @@ fn the_shipped_collectives_plan_lists_every_op_on_host_and_mpi() {
             .lines()
             .filter(|l| l.starts_with(&format!("{} ", op.as_str())))
             .count();
-        assert_eq!(n, 6, "{op}: two algorithms × three sizes\n{out}");
+        // host's algorithms of the op and mpi's default, at three sizes.
+        let algorithms = if op == Op::Allreduce { 3 } else { 2 } + 1;
+        assert_eq!(n, algorithms * 3, "{op}\n{out}");
     }
     assert!(
-        out.contains("36 cases × 2 stacks × 5 repeats = 360 runs"),
+        out.contains("57 cases on 2 stacks (each runs its own variants: 57 (case, stack) pairs) × 5 repeats = 285 runs"),
         "{out}"
     );
+    // Each case runs on the stack whose algorithm it is: mpi never under a host variant.
+    for line in out.lines().filter(|l| l.contains("_p2_count")) {
+        let mpi = line.contains(" default ");
+        assert!(
+            line.ends_with(if mpi { "  mpi" } else { "  host" }),
+            "{line}"
+        );
+    }
     assert!(
         !out.contains("skip"),
-        "every listed point runs on both stacks: {out}"
+        "no stack is offered what it lacks: {out}"
     );
 }
 
+/// An op a stack does not run is a planned skip naming the reason; an algorithm a stack does
+/// not have is no run of it at all (variants belong to stacks), not a skip.
 #[test]
 fn unsupported_ops_and_algorithms_are_planned_skips_naming_the_reason() {
     let tmp = util::tempdir();
@@ -168,12 +196,29 @@ fn unsupported_ops_and_algorithms_are_planned_skips_naming_the_reason() {
     let o = util::run_in(tmp.path(), &["dry-run", plan.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{}", util::stderr(&o));
     let out = util::stdout(&o);
-    for reason in [
-        "skipped host: variant ring is not one of this stack's broadcast algorithms (tree, scatter_allgather) (1 run)",
-        "skipped host: variant tree is not one of this stack's allreduce algorithms (mesh, ring, twophase) (1 run)",
-        "skipped mine: op broadcast not supported by this stack (it runs: allreduce) (2 runs)",
+    assert!(
+        out.contains(
+            "skipped mine: op broadcast not supported by this stack (it runs: allreduce) (2 runs)"
+        ),
+        "{out}"
+    );
+    assert!(!out.contains("skipped host"), "{out}");
+    // host runs its own: allreduce ring, broadcast tree; `mine` lists no algorithms and so
+    // takes both names.
+    for (id, stacks) in [
+        ("ring_p2_count64_fp32_host_d0-1", "host,mine"),
+        ("tree_p2_count64_fp32_host_d0-1", "mine"),
+        ("broadcast_ring_p2_count64_fp32_host_d0-1", "mine(skip)"),
+        (
+            "broadcast_tree_p2_count64_fp32_host_d0-1",
+            "host,mine(skip)",
+        ),
     ] {
-        assert!(out.contains(reason), "{reason}\n{out}");
+        assert!(
+            out.lines()
+                .any(|l| l.contains(id) && l.ends_with(&format!("  {stacks}"))),
+            "{id} on {stacks}\n{out}"
+        );
     }
     let o = util::run_in(tmp.path(), &["run", plan.to_str().unwrap()]);
     let results = results_of(tmp.path());
@@ -183,7 +228,18 @@ fn unsupported_ops_and_algorithms_are_planned_skips_naming_the_reason() {
         .iter()
         .filter(|r| r["status"] == "skipped")
         .collect();
-    assert_eq!(skipped.len(), 4, "{}", util::stderr(&o));
+    assert_eq!(skipped.len(), 2, "{}", util::stderr(&o));
+    let host: Vec<String> = (results["runs"].as_array().unwrap().iter())
+        .filter(|r| r["stack"] == "host")
+        .map(|r| {
+            format!(
+                "{} {}",
+                r["op"].as_str().unwrap(),
+                r["variant"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(host, ["allreduce ring", "broadcast tree"]);
     assert!(skipped.iter().any(|r| r["reason"]
         .as_str()
         .unwrap()

@@ -13,6 +13,7 @@ mod huge;
 mod mpi;
 mod newcomer;
 mod plan;
+mod ran;
 mod readme;
 mod report;
 mod resume;

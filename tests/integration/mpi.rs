@@ -123,7 +123,12 @@ fn protocol(out: &Output) -> Vec<(String, Value)> {
 }
 
 fn case(p: u32, count: u64, dtype: Dtype, warmup: u32, timed: u32) -> Case {
-    let mut c = Case::new(Variant::Ring, p, count);
+    case_of(Variant::Ring, p, count, dtype, warmup, timed)
+}
+
+/// [`case`] of `variant` (an Open MPI algorithm of the op, or `default`).
+fn case_of(variant: Variant, p: u32, count: u64, dtype: Dtype, warmup: u32, timed: u32) -> Case {
+    let mut c = Case::new(variant, p, count);
     c.dtype = dtype;
     c.warmup_rounds = warmup;
     c.timed_rounds = timed;
@@ -439,16 +444,31 @@ fn mpi_campaign_against_host_passes_builds_once_and_times_every_rank() {
     );
 
     let rows = result_rows(&run);
-    assert_eq!(rows.len(), 16, "8 cases × 2 stacks");
+    // Variants belong to stacks: host runs mesh and ring, mpi only the one it has (Open MPI's
+    // tuned ring), never a host algorithm.
+    assert_eq!(rows.len(), 12, "host: 8 cases; mpi: its ring at 4 points");
     for r in &rows {
         assert_eq!(r["status"], "pass", "{r}");
         assert_eq!(r["correctness"], "pass", "{r}");
         assert!(r["execute_s_mean"].as_f64().unwrap() > 0.0, "{r}");
     }
     let mpi: Vec<&Value> = rows.iter().filter(|r| r["stack"] == "mpi").collect();
-    assert_eq!(mpi.len(), 8);
+    assert_eq!(mpi.len(), 4);
     for r in mpi {
+        assert_eq!(r["variant"], "ring", "{r}");
+        // What ran, as the benchmark read it back ([stacks.mpi.ran]), against its pin.
+        assert_eq!(r["algo_ran"], "ring", "{r}");
+        assert_eq!(r["algo_pinned"], "ring", "{r}");
         let bundle = run.join(r["artifact_bundle"].as_str().unwrap());
+        // The benchmark pinned Open MPI's ring (coll/tuned allreduce algorithm 4) and read it
+        // back before timing anything.
+        let log = std::fs::read_to_string(bundle.join("run.log")).unwrap();
+        assert!(
+            log.contains(
+                "pinned coll_tuned_allreduce_algorithm = 4 (ring), read back through MPI_T"
+            ),
+            "{log}"
+        );
         let timing: Value =
             serde_json::from_str(&std::fs::read_to_string(bundle.join("timing.json")).unwrap())
                 .unwrap();
@@ -462,7 +482,6 @@ fn mpi_campaign_against_host_passes_builds_once_and_times_every_rank() {
             assert_eq!(per_rank.len(), p, "{s}");
             assert!(s["execute_s"].as_f64().unwrap() >= 0.0, "{s}");
         }
-        let log = std::fs::read_to_string(bundle.join("run.log")).unwrap();
         let raw: Vec<Value> = log
             .lines()
             .filter_map(|l| l.strip_prefix("CAMPAIGN_SAMPLE "))
@@ -480,6 +499,92 @@ fn mpi_campaign_against_host_passes_builds_once_and_times_every_rank() {
             "{log}"
         );
     }
+}
+
+/// Variants of the `mpi` stack are Open MPI's tuned algorithms (issue 46): each pinned one runs
+/// and passes the op's golden, and the benchmark says which number it pinned and that MPI_T
+/// read it back; a name that is no algorithm of the op is refused before timing, naming them.
+#[test]
+fn mpi_pins_each_ops_tuned_algorithms_and_reads_them_back() {
+    require_mpi();
+    use campaign::model::case::Op;
+    // (op, variant, Open MPI's parameter, its number): three per op at P = 3 (P = 2 for the
+    // ones Open MPI keeps to two processes or powers of two).
+    let pins = [
+        (Op::Allreduce, "ring", "allreduce", 4, 3),
+        (Op::Allreduce, "recursive_doubling", "allreduce", 3, 3),
+        (Op::Allreduce, "basic_linear", "allreduce", 1, 3),
+        (Op::Allgather, "ring", "allgather", 4, 3),
+        (Op::Allgather, "recursive_doubling", "allgather", 3, 2),
+        (Op::Allgather, "linear", "allgather", 1, 3),
+        (
+            Op::ReduceScatter,
+            "recursive_halving",
+            "reduce_scatter_block",
+            3,
+            3,
+        ),
+        (
+            Op::ReduceScatter,
+            "basic_linear",
+            "reduce_scatter_block",
+            1,
+            3,
+        ),
+        (
+            Op::ReduceScatter,
+            "recursive_doubling",
+            "reduce_scatter_block",
+            2,
+            3,
+        ),
+        (Op::Broadcast, "binomial", "bcast", 6, 3),
+        (Op::Broadcast, "chain", "bcast", 2, 3),
+        (Op::Broadcast, "basic_linear", "bcast", 1, 3),
+        (Op::Reduce, "binomial", "reduce", 5, 3),
+        (Op::Reduce, "linear", "reduce", 1, 3),
+        (Op::Reduce, "chain", "reduce", 2, 3),
+        (Op::Alltoall, "pairwise", "alltoall", 2, 3),
+        (Op::Alltoall, "linear", "alltoall", 1, 3),
+        (Op::Alltoall, "two_proc", "alltoall", 5, 2),
+    ];
+    for (op, variant, param, number, p) in pins {
+        let c = case_of(variant.parse().unwrap(), p, 600, Dtype::Fp32, 1, 2).with_op(op);
+        let out = run_case(&c, &[]);
+        let err = util::stderr(&out);
+        assert_eq!(out.status.code(), Some(0), "{op} {variant}: {err}");
+        let line = format!(
+            "allreduce_bench: pinned coll_tuned_{param}_algorithm = {number} ({variant}), read back through MPI_T"
+        );
+        assert!(err.contains(&line), "{op} {variant}: {err}");
+        let lines = protocol(&out);
+        assert_eq!(
+            lines.last().unwrap().1["correctness"],
+            "pass",
+            "{op} {variant}"
+        );
+    }
+    // Open MPI's own choice pins nothing.
+    let own = case_of(Variant::Default, 2, 64, Dtype::Fp32, 0, 1);
+    let out = run_case(&own, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    assert!(
+        !util::stderr(&out).contains("pinned"),
+        "{}",
+        util::stderr(&out)
+    );
+    // A host algorithm is no Open MPI algorithm: refused, naming the op's.
+    let mesh = case_of(Variant::Mesh, 2, 64, Dtype::Fp32, 0, 1);
+    let out = run_case(&mesh, &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", util::stderr(&out));
+    assert!(
+        util::stderr(&out).contains(
+            "variant \"mesh\" is not one of Open MPI's tuned allreduce algorithms (default, basic_linear,"
+        ),
+        "{}",
+        util::stderr(&out)
+    );
+    assert!(util::stdout(&out).contains("CAMPAIGN_DONE {\"correctness\":\"fail\""));
 }
 
 #[test]
@@ -502,7 +607,7 @@ fn mpi_without_mpicc_is_unavailable_with_the_hint_while_host_passes() {
     );
     assert!(!count.exists(), "no build is attempted without mpicc");
     let rows = result_rows(&run);
-    assert_eq!(rows.len(), 16);
+    assert_eq!(rows.len(), 12, "host: 8 cases; mpi: its ring at 4 points");
     for r in &rows {
         if r["stack"] == "host" {
             assert_eq!(r["status"], "pass", "{r}");
@@ -524,6 +629,9 @@ fn mpi_without_mpicc_is_unavailable_with_the_hint_while_host_passes() {
 #[test]
 fn mpi_runs_every_op_and_catches_its_golden_failures() {
     use campaign::model::case::Op;
+    // Open MPI's own choice of algorithm (`default`): the op's golden, whatever it picks.
+    let case =
+        |p, count, dtype, warmup, timed| case_of(Variant::Default, p, count, dtype, warmup, timed);
     for op in &Op::EVERY[1..] {
         for dtype in [Dtype::Fp32, Dtype::Fp16, Dtype::Int32] {
             let mut c = case(3, 600, dtype, 1, 2).with_op(*op);

@@ -60,7 +60,7 @@ fn empty_axis_p_below_two_and_unknown_values() {
     let err = rejected("unknown_values.toml");
     assert!(err.contains("unknown platform `a9`"), "{err}");
     assert!(
-        err.contains("unknown variant `star`: no stack of this plan supports it"),
+        err.contains("unknown variant `star`: no stack of this plan has it"),
         "{err}"
     );
     assert!(err.contains("unknown dtype `fp64`"), "{err}");
@@ -165,10 +165,10 @@ fn dry_run_table_ends_with_summary() {
     let text = stdout(&out);
     let lines: Vec<&str> = text.lines().collect();
     // Header, 108 cases, the summary, then one line per (stack, skip reason).
-    assert_eq!(lines.len(), 1 + 108 + 1 + 10, "{text}");
+    assert_eq!(lines.len(), 1 + 108 + 1 + 6, "{text}");
     assert!(
         lines[110..]
-            .contains(&"  skipped hccl: variant ring not supported by this stack (108 runs)"),
+            .contains(&"  skipped simpler: dtype fp16 not supported by this stack (54 runs)"),
         "{text}"
     );
     assert!(lines[0].starts_with("case_id"));
@@ -178,16 +178,24 @@ fn dry_run_table_ends_with_summary() {
         lines[1]
     );
     assert!(lines[1].ends_with("  hccl,simpler,host"), "{}", lines[1]);
+    // Variants belong to stacks: ring is host's alone (hccl's ring is `algo_ring`, simpler
+    // has mesh only), so a ring case runs on host and nowhere else — not as a skip.
+    assert!(
+        (lines.iter().filter(|l| l.starts_with("ring_"))).all(|l| l.ends_with("  host")),
+        "{text}"
+    );
     assert!(
         lines
             .iter()
-            .any(|l| l.starts_with("ring_") && l.ends_with("hccl(skip),simpler(skip),host")),
-        "unsupported stacks are marked"
+            .any(|l| l.ends_with("  hccl,simpler(skip),host")),
+        "stacks that cannot run a case they claim are marked"
     );
     // How many are skipped depends on the shipped stack definitions' limits.
     let last = lines[109];
     assert!(
-        last.starts_with("108 cases × 3 stacks × 3 repeats = 972 runs ("),
+        last.starts_with(
+            "108 cases on 3 stacks (each runs its own variants: 180 (case, stack) pairs) × 3 repeats = 540 runs ("
+        ),
         "{last}"
     );
     assert!(
@@ -253,7 +261,9 @@ fn dry_run_cli_filter_and_stack_selection() {
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(
-        stdout(&out).contains("\n18 cases × 3 stacks × 3 repeats = 162 runs"),
+        stdout(&out).contains(
+            "\n18 cases on 3 stacks (each runs its own variants: 30 (case, stack) pairs) × 3 repeats = 90 runs"
+        ),
         "{}",
         stdout(&out)
     );

@@ -37,7 +37,6 @@ name = "{name}"
 
 [case]
 platform = "host"
-variant = "mesh"
 count = 256
 
 [axes]
@@ -154,9 +153,9 @@ fn mpi_runs_span_both_nodes_in_the_asked_layout() {
         "{layouts:?}"
     );
     for (case_id, want) in [
-        ("mesh_p2_count256_fp32_host_d0-1_n2", vec!["n1", "n2"]),
+        ("default_p2_count256_fp32_host_d0-1_n2", vec!["n1", "n2"]),
         (
-            "mesh_p4_count256_fp32_host_d0-1-2-3_n2",
+            "default_p4_count256_fp32_host_d0-1-2-3_n2",
             vec!["n1", "n1", "n2", "n2"],
         ),
     ] {
@@ -219,7 +218,7 @@ fn mpi_runs_span_both_nodes_in_the_asked_layout() {
     }
     assert_eq!(hardware[0]["fingerprint"], hardware[1]["fingerprint"]);
     // Every run's manifest names the hardware of the nodes its job ran on.
-    let m = manifest(&run, "mesh_p2_count256_fp32_host_d0-1_n2", "mpi");
+    let m = manifest(&run, "default_p2_count256_fp32_host_d0-1_n2", "mpi");
     let nodes: Vec<&str> = (m["node_hardware"].as_array())
         .unwrap_or_else(|| panic!("no node hardware: {m}"))
         .iter()
@@ -385,7 +384,7 @@ max_nodes = 2
     .spawn()
     .unwrap();
     let bundle = |tmp: &Path| {
-        run_dir(tmp, &name).map(|r| r.join("cases/mesh_p2_count256_fp32_host_d0-1_n2/spans"))
+        run_dir(tmp, &name).map(|r| r.join("cases/default_p2_count256_fp32_host_d0-1_n2/spans"))
     };
     wait_for("the rank on n2 to start", || {
         bundle(tmp.path()).is_some_and(|b| b.join("started.1").exists())
@@ -469,7 +468,11 @@ max_nodes = 2
     .unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", show(&out));
     let run = run_dir(tmp.path(), &name).unwrap();
-    let m = manifest(&run, "mesh_p4_count256_fp32_host_d0-1-2-3_n2", "lopsided");
+    let m = manifest(
+        &run,
+        "default_p4_count256_fp32_host_d0-1-2-3_n2",
+        "lopsided",
+    );
     assert_eq!(m["status"], "fail", "{m}");
     assert_eq!(
         m["reason"], "placement: rank 1 ran on node 1 (n2), expected node 0",
@@ -504,17 +507,24 @@ fn multi_node_cases_are_planned_skips_where_runs_stay_on_one_machine() {
             .unwrap_or_else(|| panic!("no run {case}/{stack}: {results}"))
             .clone()
     };
-    let one = "mesh_p2_count256_fp32_host_d0-1";
-    let two = "mesh_p2_count256_fp32_host_d0-1_n2";
+    // No variant named: host runs its default (mesh), mpi Open MPI's own choice (default).
+    let (one, one_mpi) = (
+        "mesh_p2_count256_fp32_host_d0-1",
+        "default_p2_count256_fp32_host_d0-1",
+    );
+    let (two, two_mpi) = (
+        "mesh_p2_count256_fp32_host_d0-1_n2",
+        "default_p2_count256_fp32_host_d0-1_n2",
+    );
     assert_eq!(find(one, "host")["status"], "pass");
-    assert_eq!(find(one, "mpi")["status"], "pass");
+    assert_eq!(find(one_mpi, "mpi")["status"], "pass");
     let host = find(two, "host");
     assert_eq!(host["status"], "skipped");
     assert_eq!(
         host["reason"],
         "nodes = 2 above this stack's max_nodes = 1 (a stack that does not declare max_nodes runs on one node)"
     );
-    let mpi = find(two, "mpi");
+    let mpi = find(two_mpi, "mpi");
     assert_eq!(mpi["status"], "skipped");
     assert!(
         mpi["reason"]
@@ -575,16 +585,15 @@ fn dry_run_lists_the_multi_node_skips_that_run_applies() {
             .unwrap_or_else(|| panic!("no row {case}: {rows}"))
             .clone()
     };
-    let one = row("mesh_p2_count256_fp32_host_d0-1");
-    assert_eq!(one["stacks"], serde_json::json!(["host", "mpi"]), "{one}");
-    assert_eq!(one["skipped_stacks"], serde_json::json!([]), "{one}");
-    let two = row("mesh_p2_count256_fp32_host_d0-1_n2");
-    assert_eq!(two["stacks"], serde_json::json!([]), "{two}");
-    assert_eq!(
-        two["skipped_stacks"],
-        serde_json::json!(["host", "mpi"]),
-        "{two}"
-    );
+    // Each stack at its default variant: host's mesh, mpi's default.
+    for (variant, stack) in [("mesh", "host"), ("default", "mpi")] {
+        let one = row(&format!("{variant}_p2_count256_fp32_host_d0-1"));
+        assert_eq!(one["stacks"], serde_json::json!([stack]), "{one}");
+        assert_eq!(one["skipped_stacks"], serde_json::json!([]), "{one}");
+        let two = row(&format!("{variant}_p2_count256_fp32_host_d0-1_n2"));
+        assert_eq!(two["stacks"], serde_json::json!([]), "{two}");
+        assert_eq!(two["skipped_stacks"], serde_json::json!([stack]), "{two}");
+    }
 
     // The table says why, once per (stack, reason).
     let table = dry_run(&[]);

@@ -186,5 +186,6 @@ fn run(
         cpu_contention: None,
         rank_nodes: None,
         node_hardware: Vec::new(),
+        ran: None,
     }
 }

@@ -694,6 +694,7 @@ mod tests {
                 cpu_contention: None,
                 rank_nodes: None,
                 node_hardware: Vec::new(),
+                ran: None,
             })
             .collect();
         ResultSet {

@@ -38,7 +38,10 @@ pub(super) struct Row<'p> {
     pub(super) warmup: u32,
     pub(super) timed: u32,
     pub(super) hash: String,
-    /// Selected stacks that do not support this case (they would be `skipped` runs).
+    /// Selected stacks that run this case: those whose algorithm its variant is
+    /// (`plan::variants`), in the plan's order.
+    pub(super) on: Vec<&'p str>,
+    /// Of `on`, the stacks that do not support this case (they would be `skipped` runs).
     pub(super) skipped: Vec<&'p str>,
     /// Runs of this case (one repeat) that are CPU runs with P above the machine's CPUs.
     pub(super) oversubscribed: u64,
@@ -61,8 +64,10 @@ pub(super) struct Source<'p> {
 impl<'p> Source<'p> {
     /// A fresh walk of the sweep with its own buffers (one per thread).
     pub(super) fn rows(&self) -> Result<Rows<'p>> {
+        let cases = crate::plan::sweep::cases_on(self.plan, self.stacks, self.filter)?;
         Ok(Rows {
-            cases: crate::plan::sweep::cases(self.plan, self.filter)?,
+            claims: cases.claims().clone(),
+            cases,
             stacks: self.stacks,
             defs: self.defs,
             devices: &self.plan.devices,
@@ -76,6 +81,8 @@ impl<'p> Source<'p> {
 /// The cases of a listing and what each row needs.
 pub(super) struct Rows<'p> {
     cases: crate::plan::sweep::Cases<'p>,
+    /// Which stack runs which case (the sweep's own, held apart from the lent case).
+    claims: crate::plan::variants::Claims,
     pub(super) stacks: &'p [String],
     pub(super) defs: &'p BTreeMap<String, StackDef>,
     devices: &'p crate::model::plan::DevicesConfig,
@@ -106,6 +113,11 @@ pub(super) fn skip_reason(
 }
 
 impl<'p> Rows<'p> {
+    /// Every selected stack runs `row` and none skips it: the stacks column is the plan's list.
+    pub(super) fn all_run(&self, row: &Row<'_>) -> bool {
+        row.skipped.is_empty() && row.on.len() == self.stacks.len()
+    }
+
     pub(super) fn next_row(&mut self) -> std::result::Result<Option<Row<'p>>, Failure> {
         let case = match self.cases.next_ref() {
             None => return Ok(None),
@@ -114,20 +126,22 @@ impl<'p> Rows<'p> {
         };
         let (defs, devices) = (self.defs, self.devices);
         let one_machine = self.one_machine;
-        let (skipped, reasons): (Vec<&str>, Vec<String>) = self
-            .stacks
+        let on: Vec<&'p str> = (self.stacks.iter().enumerate())
+            .filter(|(i, _)| self.claims.runs(*i, case))
+            .map(|(_, s)| s.as_str())
+            .collect();
+        let (skipped, reasons): (Vec<&str>, Vec<String>) = on
             .iter()
             .filter_map(|s| {
-                let why = skip_reason(defs.get(s)?, case, devices, one_machine)?;
-                Some((s.as_str(), why))
+                let why = skip_reason(defs.get(*s)?, case, devices, one_machine)?;
+                Some((*s, why))
             })
             .unzip();
         let oversubscribed = if case.p as usize > self.cpus {
-            self.stacks
-                .iter()
+            on.iter()
                 .filter(|s| {
-                    !skipped.contains(&s.as_str())
-                        && defs.get(*s).is_some_and(|d| d.resource() == Resource::Cpu)
+                    !skipped.contains(*s)
+                        && defs.get(**s).is_some_and(|d| d.resource() == Resource::Cpu)
                 })
                 .count() as u64
         } else {
@@ -146,21 +160,23 @@ impl<'p> Rows<'p> {
             warmup: case.warmup_rounds,
             timed: case.timed_rounds,
             hash: self.hasher.equivalence_hash(case),
+            on,
             skipped,
             oversubscribed,
             reasons,
         }))
     }
 
-    /// The stacks column: every selected stack, `name(skip)` for one that does not support it.
+    /// The stacks column: every stack that runs the case, `name(skip)` for one that does not
+    /// support it.
     pub(super) fn stacks_text(&self, row: &Row<'_>, sep: &str) -> String {
-        self.stacks
+        row.on
             .iter()
             .map(|s| {
-                if row.skipped.contains(&s.as_str()) {
+                if row.skipped.contains(s) {
                     format!("{s}(skip)")
                 } else {
-                    s.clone()
+                    s.to_string()
                 }
             })
             .collect::<Vec<_>>()
@@ -173,6 +189,8 @@ impl<'p> Rows<'p> {
 pub(super) struct Block {
     pub(super) bytes: Vec<u8>,
     pub(super) cases: u64,
+    /// (case, stack) pairs: runs of one repeat.
+    pub(super) runs: u64,
     /// Runs skipped (a stack that does not support a case).
     pub(super) skipped: u64,
     /// (stack, reason) → runs.
@@ -187,6 +205,7 @@ impl Block {
     /// Count a row into the summary (the table's last lines).
     pub(super) fn count(&mut self, row: &Row<'_>) {
         self.cases += 1;
+        self.runs += row.on.len() as u64;
         self.skipped += row.skipped.len() as u64;
         if row.oversubscribed > 0 {
             self.oversubscribed.0 += row.oversubscribed;

@@ -83,23 +83,29 @@ pub(crate) fn oversubscription(plan: &crate::model::plan::Plan) -> Result<Option
     // Only CPU stacks oversubscribe, and only cases with more ranks than CPUs: counted from the
     // sweep itself, without making any row's case id, JSON or hash (a 1,000,000-case plan is
     // validated in the time its sweep takes: issue 50, item 4).
-    let cpu_stacks: Vec<&crate::model::stack::StackDef> = (plan.stacks.iter())
-        .filter_map(|s| defs.get(s))
-        .filter(|d| d.resource() == crate::model::stack::Resource::Cpu)
+    // (plan index, definition) of each CPU stack: a stack runs only its own variants.
+    let cpu_stacks: Vec<(usize, &crate::model::stack::StackDef)> = (plan.stacks.iter())
+        .enumerate()
+        .filter_map(|(i, s)| Some((i, defs.get(s)?)))
+        .filter(|(_, d)| d.resource() == crate::model::stack::Resource::Cpu)
         .collect();
     if cpu_stacks.is_empty() {
         return Ok(None);
     }
     let mut sweep = crate::plan::sweep::cases(plan, None)?;
-    let (mut over, mut max_p, mut cases) = (0u64, 0u32, 0u64);
+    let claims = sweep.claims().clone();
+    let (mut over, mut max_p, mut pairs) = (0u64, 0u32, 0u64);
     while let Some(case) = sweep.next_ref() {
         let case = case?;
-        cases += 1;
+        pairs += claims.count(plan.stacks.len(), case);
         if case.p as usize <= cpus {
             continue;
         }
         let n = (cpu_stacks.iter())
-            .filter(|d| blocks::skip_reason(d, case, &plan.devices, one_machine).is_none())
+            .filter(|(i, d)| {
+                claims.runs(*i, case)
+                    && blocks::skip_reason(d, case, &plan.devices, one_machine).is_none()
+            })
             .count() as u64;
         if n > 0 {
             over += n;
@@ -107,7 +113,7 @@ pub(crate) fn oversubscription(plan: &crate::model::plan::Plan) -> Result<Option
         }
     }
     let repeats = u64::from(plan.run.repeats.max(1));
-    let runs = cases * plan.stacks.len() as u64 * repeats;
+    let runs = pairs * repeats;
     Ok(crate::engine::prepare::oversubscription_warning(
         over * repeats,
         runs,
@@ -230,6 +236,7 @@ fn write_table(
         HEADERS[9]
     )?;
     let mut n_cases = 0u64;
+    let mut n_pairs = 0u64;
     let mut skipped = 0u64;
     let mut over = (0u64, 0u32);
     // (stack, reason) → runs, so the summary names every limit or constraint that skips runs.
@@ -237,7 +244,7 @@ fn write_table(
     let all = source.stacks.join(",");
     let line = |rows: &Rows<'_>, r: &Row<'_>, block: &mut Block| -> io::Result<()> {
         block.count(r);
-        let stacks = if r.skipped.is_empty() {
+        let stacks = if rows.all_run(r) {
             all.clone()
         } else {
             rows.stacks_text(r, ",")
@@ -254,6 +261,7 @@ fn write_table(
     each_block(source, line, |block| {
         out.write_all(&block.bytes)?;
         n_cases += block.cases;
+        n_pairs += block.runs;
         skipped += block.skipped;
         over.0 += block.oversubscribed.0;
         over.1 = over.1.max(block.oversubscribed.1);
@@ -263,19 +271,9 @@ fn write_table(
         Ok(())
     })?;
     let n_stacks = source.stacks.len() as u64;
-    let runs = n_cases * n_stacks * repeats;
+    let runs = n_pairs * repeats;
     let skipped = skipped * repeats;
-    write!(
-        out,
-        "{n_cases} {} × {n_stacks} {} × {repeats} {} = {runs} {}",
-        plural(n_cases, "case", "cases"),
-        plural(n_stacks, "stack", "stacks"),
-        plural(repeats, "repeat", "repeats"),
-        plural(runs, "run", "runs")
-    )?;
-    if skipped > 0 {
-        write!(out, " ({skipped} skipped: not supported by their stack)")?;
-    }
+    write_summary(out, (n_cases, n_stacks, n_pairs), repeats, skipped)?;
     writeln!(out)?;
     const SHOWN: usize = 20;
     for ((stack, reason), n) in why.iter().take(SHOWN) {
@@ -295,6 +293,42 @@ fn write_table(
     {
         out.flush()?;
         eprintln!("warning: {w}");
+    }
+    Ok(())
+}
+
+/// The summary line's count: "C cases × S stacks × R repeats = N runs", or, where each stack runs
+/// only its own variants, how many (case, stack) pairs that leaves.
+fn write_summary(
+    out: &mut impl Write,
+    (n_cases, n_stacks, n_pairs): (u64, u64, u64),
+    repeats: u64,
+    skipped: u64,
+) -> io::Result<()> {
+    let runs = n_pairs * repeats;
+    if n_pairs == n_cases * n_stacks {
+        write!(
+            out,
+            "{n_cases} {} × {n_stacks} {} × {repeats} {} = {runs} {}",
+            plural(n_cases, "case", "cases"),
+            plural(n_stacks, "stack", "stacks"),
+            plural(repeats, "repeat", "repeats"),
+            plural(runs, "run", "runs")
+        )?;
+    } else {
+        // Each stack runs only its own variants: not every case runs on every stack.
+        write!(
+            out,
+            "{n_cases} {} on {n_stacks} {} (each runs its own variants: {n_pairs} (case, stack) {}) × {repeats} {} = {runs} {}",
+            plural(n_cases, "case", "cases"),
+            plural(n_stacks, "stack", "stacks"),
+            plural(n_pairs, "pair", "pairs"),
+            plural(repeats, "repeat", "repeats"),
+            plural(runs, "run", "runs")
+        )?;
+    }
+    if skipped > 0 {
+        write!(out, " ({skipped} skipped: not supported by their stack)")?;
     }
     Ok(())
 }
@@ -355,15 +389,14 @@ fn write_json(out: &mut impl Write, source: Source<'_>) -> std::result::Result<(
     out.write_all(b"[")?;
     let all: Vec<&str> = source.stacks.iter().map(String::as_str).collect();
     // Every row is written after a `,`; the sink drops the first row's.
-    let row = |_: &Rows<'_>, r: &Row<'_>, block: &mut Block| -> io::Result<()> {
+    let row = |rows: &Rows<'_>, r: &Row<'_>, block: &mut Block| -> io::Result<()> {
         block.bytes.extend_from_slice(b",\n  ");
         block.cases += 1;
         let runs: Vec<&str>;
-        let stacks = if r.skipped.is_empty() {
+        let stacks = if rows.all_run(r) {
             all.as_slice()
         } else {
-            runs = all
-                .iter()
+            runs = (r.on.iter())
                 .copied()
                 .filter(|s| !r.skipped.contains(s))
                 .collect();
@@ -436,7 +469,7 @@ fn write_csv(out: &mut impl Write, source: Source<'_>) -> std::result::Result<()
         line.push(b',');
         line.extend_from_slice(r.hash.as_bytes());
         line.push(b',');
-        if r.skipped.is_empty() {
+        if rows.all_run(r) {
             line.extend_from_slice(all.as_bytes());
         } else {
             line.extend_from_slice(rows.stacks_text(r, ";").as_bytes());

@@ -76,6 +76,7 @@ pub(crate) fn unrun(
         cpu_contention: None,
         rank_nodes: None,
         node_hardware: Vec::new(),
+        ran: None,
     }
 }
 

@@ -44,11 +44,18 @@ pub(super) async fn run_rounds(
     let mut tally = Tally::default();
     let mut cause = Cause::default();
     let mut reattach = job.reattach;
+    // What the run's output says ran (`[stacks.NAME.ran]`), over all its processes.
+    let mut watcher = (stack.def.ran.as_ref())
+        .map(crate::stack::ran::Watcher::new)
+        .transpose()?;
+    let mut pinned = None;
     for ((w, t), what) in processes.into_iter().zip(&labels) {
         // Only the last process's output can explain how the run ended.
         cause.reset();
         let ctx = render_context(job, case, &case_file, bundle, w, t);
         let rendered = render(&stack.name, &stack.def, &ctx).map_err(|e| e.to_string())?;
+        pinned = crate::stack::render::render_ran_expect(&stack.name, &stack.def, &ctx)
+            .map_err(|e| e.to_string())?;
         facts.argv = rendered.argv.clone();
         facts.env = rendered.env.clone();
         let spec = ProcessSpec {
@@ -89,6 +96,9 @@ pub(super) async fn run_rounds(
         let ran = (job.backend)
             .run(request, &mut |line: OutputLine| {
                 cause.feed(&line);
+                if let Some(w) = watcher.as_mut() {
+                    w.feed(&line);
+                }
                 if cap.admits(&line) {
                     parser.feed(&line)
                 }
@@ -132,7 +142,8 @@ pub(super) async fn run_rounds(
             break;
         }
     }
-    tally.judge(job, case, &limits, subprocess, &cause)
+    let ran = watcher.map(|w| w.finish(pinned));
+    tally.judge(job, case, &limits, subprocess, &cause, ran)
 }
 
 /// How many native sample lines one process may print: each becomes a sample held in memory,
@@ -352,6 +363,7 @@ impl Tally {
         limits: &ProcessSpec,
         subprocess: bool,
         cause: &Cause,
+        ran: Option<crate::model::results::Ran>,
     ) -> Result<RunResult, Stop> {
         let (warmup, timed) = (case.warmup_rounds, case.timed_rounds);
         run_status::label(&mut self.samples, warmup);
@@ -363,7 +375,7 @@ impl Tally {
         // vector (a one-round run's held room for four samples).
         self.samples.shrink_to_fit();
         let outcome = self.last.ok_or("no process was run")?;
-        let (status, reason) = match self.backend_verdict {
+        let (mut status, mut reason) = match self.backend_verdict {
             Some((status, reason)) => (status, Some(reason)),
             None => {
                 let cause = cause.text();
@@ -380,6 +392,13 @@ impl Tally {
                 )
             }
         };
+        // A run that measured another algorithm than it was pinned to measured the wrong thing:
+        // failed, with what ran, so no comparison of variants includes it.
+        if let Some(why) = ran.as_ref().and_then(|r| r.not_honoured()) {
+            if status == RunStatus::Pass {
+                (status, reason) = (RunStatus::Fail, Some(why));
+            }
+        }
         let stack = &job.stack;
         Ok(RunResult {
             case: case.clone(),
@@ -399,6 +418,7 @@ impl Tally {
             cpu_contention: contention(self.waited),
             rank_nodes: None,
             node_hardware: Vec::new(),
+            ran,
         })
     }
 }

@@ -49,7 +49,7 @@ macro_rules! string_enum {
     };
 }
 
-/// The allreduce algorithm: a free snake_case name (`[a-z][a-z0-9_]*`, up to 64 characters).
+/// The algorithm of a case: a free name (`[a-z][a-z0-9_-]*`, up to 64 characters).
 /// `mesh`, `ring` and `twophase` are the ones the built-in `host` stack implements (and the
 /// only ones the harness knew); any other name is some stack's own, such as
 /// `bidirectional_ring`. Each stack declares which it supports (`variants`); a stack maps a
@@ -67,6 +67,9 @@ impl Variant {
     pub const Tree: Variant = Variant("tree");
     pub const ScatterAllgather: Variant = Variant("scatter_allgather");
     pub const Pairwise: Variant = Variant("pairwise");
+    /// The library's own choice: the variant of a stack that lists no algorithms when a plan
+    /// names none, and the name the `mpi` stack gives Open MPI's own choice.
+    pub const Default: Variant = Variant("default");
     /// The variants campaign itself implements (the `host` stack), in documentation order;
     /// which of them each op has is [`Op::host_variants`].
     pub(crate) const ALL: &'static [&'static str] = &[
@@ -83,12 +86,13 @@ impl Variant {
         self.0
     }
 
-    /// Is `name` a valid variant name (snake_case, starting with a letter)?
+    /// Is `name` a valid variant name (a lower-case letter, then lower-case letters, digits,
+    /// `_` or `-`: Open MPI names algorithms `bruck-k-fanout` and `in-order_binary`)?
     pub(crate) fn valid_name(name: &str) -> bool {
         let mut bytes = name.bytes();
         name.len() <= 64
             && bytes.next().is_some_and(|b| b.is_ascii_lowercase())
-            && bytes.all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+            && bytes.all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
     }
 }
 
@@ -106,7 +110,7 @@ impl FromStr for Variant {
         }
         if !Variant::valid_name(s) {
             return Err(format!(
-                "invalid variant `{s}` (a variant is a snake_case name: a lower-case letter, then lower-case letters, digits or `_`; campaign's own are {})",
+                "invalid variant `{s}` (a variant is a name of a lower-case letter, then lower-case letters, digits, `_` or `-`; campaign's own are {})",
                 Variant::ALL.join(", ")
             ));
         }

@@ -109,6 +109,14 @@ impl StackDef {
         for (i, r) in self.requires.iter().enumerate() {
             template(format!("requires[{i}]"), r);
         }
+        if let Some(ran) = &self.ran {
+            if let Some(expect) = &ran.expect {
+                template("ran.expect".into(), expect);
+            }
+            if let Some(why) = ran_pattern_problem(&ran.pattern) {
+                out_shell.push(("ran.pattern".into(), why));
+            }
+        }
         for (k, v) in self.markers.iter().chain(&self.patterns) {
             if v.contains('\0') || k.contains('\0') {
                 out.push((format!("markers.{k}"), "contains a NUL byte".into()));
@@ -180,6 +188,22 @@ impl StackDef {
             }
         }
         out
+    }
+}
+
+/// Why `pattern` cannot be a `ran.pattern`: not a regex within the size limit, or no group named
+/// `algo` (the one thing it must capture).
+pub(crate) fn ran_pattern_problem(pattern: &str) -> Option<String> {
+    match regex::RegexBuilder::new(pattern)
+        .size_limit(1 << 20)
+        .build()
+    {
+        Err(e) => Some(format!("not a regular expression: {e}")),
+        Ok(re) if !re.capture_names().any(|n| n == Some("algo")) => Some(
+            "has no group named `algo` (write `(?P<algo>…)` around what names the algorithm)"
+                .into(),
+        ),
+        Ok(_) => None,
     }
 }
 

@@ -13,6 +13,8 @@ use crate::model::case::{Dtype, Op, Platform, Variant};
 mod constraint;
 mod domain;
 
+pub(crate) use domain::ran_pattern_problem;
+
 /// A command: an argv of minijinja templates, or one shell string (only with `shell = true`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
@@ -196,6 +198,24 @@ pub struct StackDef {
     /// --contract` without collective work (see docs/stack-definitions.md, "Contract").
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) contract: Vec<ContractItem>,
+    /// How to learn which algorithm a run really used, from its own output (`[stacks.NAME.ran]`;
+    /// `stack::ran`): recorded per run as `algo_ran`, `proto`, `channels`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) ran: Option<RanSpec>,
+}
+
+/// `[stacks.NAME.ran]`: a pattern over a run's output lines (stdout and stderr) whose named
+/// groups say what ran — `algo` (required), `proto` and `channels` where the stack prints them —
+/// and, optionally, what `algo` must read for the run's pin to count as honoured.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RanSpec {
+    /// A regex (Rust `regex` syntax) with a named group `algo`.
+    pub(crate) pattern: String,
+    /// A template over the run scope, e.g. `{{ variant }}`: the algorithm the run was pinned
+    /// to. Rendered empty (or absent): nothing was pinned, nothing is checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) expect: Option<String>,
 }
 
 /// One test's fixed shape (`fixed_shapes`).
@@ -251,7 +271,8 @@ impl StackDef {
             p_multiple_of,
             constraints,
             metric,
-            contiguous_devices
+            contiguous_devices,
+            ran
         );
         if !other.fixed_shapes.is_empty() {
             self.fixed_shapes = other.fixed_shapes.clone();
@@ -279,6 +300,21 @@ impl StackDef {
         }
         for (k, v) in &other.ready_on {
             self.ready_on.insert(*k, v.clone());
+        }
+    }
+
+    /// The algorithms this stack has for `op`, its default first: `variants_by_op` for the op
+    /// (kept to those in `variants` when both are given, so a plan's `variants = [...]` narrows
+    /// a shipped stack), else `variants`; `None` when the stack lists none (it takes any name).
+    pub(crate) fn algorithms(&self, op: Op) -> Option<std::borrow::Cow<'_, [Variant]>> {
+        use std::borrow::Cow;
+        match (self.variants_by_op.get(&op), &self.variants) {
+            (Some(by_op), Some(all)) => Some(Cow::Owned(
+                by_op.iter().filter(|v| all.contains(v)).copied().collect(),
+            )),
+            (Some(by_op), None) => Some(Cow::Borrowed(by_op)),
+            (None, Some(all)) => Some(Cow::Borrowed(all)),
+            (None, None) => None,
         }
     }
 

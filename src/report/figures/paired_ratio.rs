@@ -40,8 +40,9 @@ pub(crate) fn build(a: &Analysis, results: &ResultSet) -> Result<Panels, String>
         .filter(|r| r.oversubscribed() || r.contended(limit))
         .map(|r| (r.base_case_id(), r.stack.as_str()))
         .collect();
-    let is_distorted = |case: &str, stack: &str| {
-        distorted.contains(&(case, stack)) || distorted.contains(&(case, baseline.as_str()))
+    let is_distorted = |p: &crate::analysis::pairing::Paired| {
+        distorted.contains(&(p.case_id.as_str(), p.stack.as_str()))
+            || distorted.contains(&(p.baseline_case_id.as_str(), baseline.as_str()))
     };
     let mut any_distorted = false;
     let mut panels = Vec::new();
@@ -52,12 +53,12 @@ pub(crate) fn build(a: &Analysis, results: &ResultSet) -> Result<Panels, String>
         }
         let names: Vec<String> = rows
             .iter()
-            .map(|p| match is_distorted(&p.case_id, stack) {
+            .map(|p| match is_distorted(p) {
                 true => format!("{} ⚠", short(&p.case_id)),
                 false => short(&p.case_id),
             })
             .collect();
-        any_distorted |= rows.iter().any(|p| is_distorted(&p.case_id, stack));
+        any_distorted |= rows.iter().any(|p| is_distorted(p));
         let x = Axis::categories("case", names);
         let mut panel = Panel::new(
             format!("{stack} / {baseline}"),
@@ -98,7 +99,7 @@ pub(crate) fn build(a: &Analysis, results: &ResultSet) -> Result<Panels, String>
                     crate::model::units::format_seconds(p.stack_median),
                     crate::model::units::format_seconds(p.baseline_median),
                     p.label()
-                ) + if is_distorted(&p.case_id, stack) {
+                ) + if is_distorted(p) {
                     " ⚠ oversubscribed or contended"
                 } else {
                     ""
@@ -111,8 +112,9 @@ pub(crate) fn build(a: &Analysis, results: &ResultSet) -> Result<Panels, String>
         title: format!("Time relative to {baseline} (below 1 = faster)"),
         panels,
         caption: format!(
-            "Median of the stack divided by the median of {baseline} on the same case, on the \
-             metric they are paired on (never pooled over cases); black whiskers: 95 % CI of \
+            "Median of the stack divided by the median of {baseline} at the same point of the \
+             sweep (its run of the same variant, else of its default), on the metric they are \
+             paired on (never pooled over points); black whiskers: 95 % CI of \
              the ratio; one colour per (stack, variant) in every figure.{}",
             if any_distorted {
                 " Cases marked ⚠ had runs the machine distorted (oversubscribed: more ranks \

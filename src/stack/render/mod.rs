@@ -79,6 +79,20 @@ pub fn render(name: &str, def: &StackDef, ctx: &RenderContext) -> Result<Rendere
     })
 }
 
+/// Render `def`'s `ran.expect` for one run: the algorithm the run is pinned to. `None` when the
+/// definition has no `ran.expect`; an empty text means nothing is pinned.
+pub(crate) fn render_ran_expect(
+    name: &str,
+    def: &StackDef,
+    ctx: &RenderContext,
+) -> Result<Option<String>> {
+    let Some(expect) = def.ran.as_ref().and_then(|r| r.expect.as_deref()) else {
+        return Ok(None);
+    };
+    let renderer = Renderer::lazy(name, || run_scope(ctx));
+    renderer.render("ran.expect", expect).map(Some)
+}
+
 /// Render `def`'s health probe for the devices in `ctx` (same scope and env as a run).
 /// `None` when the definition has no `probe`.
 pub(crate) fn render_probe(

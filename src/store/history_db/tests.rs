@@ -41,6 +41,7 @@ fn run(stack: &str, times: &[f64], started: &str) -> RunResult {
         cpu_contention: None,
         rank_nodes: None,
         node_hardware: Vec::new(),
+        ran: None,
     }
 }
 

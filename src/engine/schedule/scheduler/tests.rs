@@ -53,6 +53,7 @@ impl Fake {
             cpu_contention: None,
             rank_nodes: None,
             node_hardware: Vec::new(),
+            ran: None,
         }
     }
 }

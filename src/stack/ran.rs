@@ -1,0 +1,178 @@
+//! What really ran: a run's own words about the algorithm it used (`[stacks.NAME.ran]`).
+//!
+//! A pin can be ignored — a library falls back silently, an environment variable is overridden
+//! — so a comparison of algorithms needs each run to say which one ran. The stack's `ran.pattern`
+//! is matched against every output line (stdout and stderr); its named groups `algo`, `proto`
+//! and `channels` are collected, distinct values in order of first appearance. `ran.expect`,
+//! rendered for the run, is the pin: a run whose output names another algorithm, several, or
+//! none is "pin not honoured" (`model::results::Ran::not_honoured`), which the engine records as
+//! a failed run so no comparison of variants includes it.
+
+use regex::Regex;
+
+use crate::model::output::OutputLine;
+use crate::model::results::Ran;
+use crate::model::stack::RanSpec;
+
+/// Lines longer than this are not matched (a stack's algorithm line is short; a megabyte of
+/// one-line JSON is not where it is).
+const MAX_LINE: usize = 64 * 1024;
+
+/// Distinct values of one group, at most this many (a run that names a different algorithm on
+/// every line says enough after a few).
+const MAX_VALUES: usize = 8;
+
+/// Watches one run's output for what ran.
+#[derive(Debug)]
+pub(crate) struct Watcher {
+    re: Regex,
+    algo: Vec<String>,
+    proto: Vec<String>,
+    channels: Vec<String>,
+}
+
+impl Watcher {
+    /// A watcher for `spec`; `Err` names why its pattern cannot be used (validate refuses such
+    /// a definition first, at its line).
+    pub(crate) fn new(spec: &RanSpec) -> Result<Watcher, String> {
+        if let Some(why) = crate::model::stack::ran_pattern_problem(&spec.pattern) {
+            return Err(format!("ran.pattern {why}"));
+        }
+        let re = regex::RegexBuilder::new(&spec.pattern)
+            .size_limit(1 << 20)
+            .build()
+            .map_err(|e| format!("ran.pattern: {e}"))?;
+        Ok(Watcher {
+            re,
+            algo: Vec::new(),
+            proto: Vec::new(),
+            channels: Vec::new(),
+        })
+    }
+
+    /// Look at one output line.
+    pub(crate) fn feed(&mut self, line: &OutputLine) {
+        if line.text.len() > MAX_LINE {
+            return;
+        }
+        let Some(caps) = self.re.captures(&line.text) else {
+            return;
+        };
+        for (name, into) in [
+            ("algo", &mut self.algo),
+            ("proto", &mut self.proto),
+            ("channels", &mut self.channels),
+        ] {
+            if let Some(m) = caps.name(name) {
+                let value = m.as_str().trim();
+                if !value.is_empty() && into.len() < MAX_VALUES && !into.iter().any(|v| v == value)
+                {
+                    into.push(value.to_string());
+                }
+            }
+        }
+    }
+
+    /// What the output said ran, with the run's pin (`expect` rendered; empty = none).
+    pub(crate) fn finish(self, expect: Option<String>) -> Ran {
+        let joined = |v: Vec<String>| (!v.is_empty()).then(|| v.join(","));
+        Ran {
+            algo: joined(self.algo),
+            proto: joined(self.proto),
+            channels: joined(self.channels),
+            expected: expect
+                .map(|e| e.trim().to_string())
+                .filter(|e| !e.is_empty()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::output::Stream;
+    use std::time::Duration;
+
+    fn line(text: &str) -> OutputLine {
+        OutputLine {
+            stream: Stream::Stderr,
+            at: Duration::ZERO,
+            text: text.into(),
+        }
+    }
+
+    fn watch(pattern: &str, lines: &[&str], expect: Option<&str>) -> Ran {
+        let spec = RanSpec {
+            pattern: pattern.into(),
+            expect: None,
+        };
+        let mut w = Watcher::new(&spec).unwrap();
+        for l in lines {
+            w.feed(&line(l));
+        }
+        w.finish(expect.map(str::to_string))
+    }
+
+    /// NCCL's TUNING line as `src/enqueue.cc` prints it at HEAD (through `debug.cc`'s
+    /// `host:pid:tid [dev] NCCL INFO ` prefix), from rank 0 once per launch.
+    const NCCL: &str = r"NCCL INFO \w+: \d+ Bytes -> Algo (?P<algo>\S+) proto (?P<proto>\S+) channel\{Lo\.\.Hi\}=\{(?P<channels>\d+\.\.\d+)\}";
+
+    #[test]
+    fn nccl_tuning_lines_give_algorithm_protocol_and_channels() {
+        let ran = watch(
+            NCCL,
+            &[
+                "gpu-a:4242:4242 [0] NCCL INFO NCCL_DEBUG_SUBSYS set by environment to TUNING",
+                "gpu-a:4242:4242 [0] NCCL INFO AllReduce: 1048576 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..31}",
+                "gpu-a:4242:4242 [0] NCCL INFO AllReduce: 1048576 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..31}",
+                "#       1048576        262144     float     sum      -1    45.12   23.24   40.67      0",
+            ],
+            Some("ring"),
+        );
+        assert_eq!(ran.algo.as_deref(), Some("RING"));
+        assert_eq!(ran.proto.as_deref(), Some("SIMPLE"));
+        assert_eq!(ran.channels.as_deref(), Some("0..31"));
+        assert_eq!(ran.honoured(), Some(true), "names compare without case");
+    }
+
+    #[test]
+    fn another_algorithm_several_or_none_is_a_pin_not_honoured() {
+        let decoy = watch(r"algo=(?P<algo>\w+)", &["algo=tree"], Some("ring"));
+        assert_eq!(decoy.honoured(), Some(false));
+        assert_eq!(
+            decoy.not_honoured().unwrap(),
+            "pin not honoured: asked ring, ran tree"
+        );
+        let mixed = watch(
+            r"algo=(?P<algo>\w+)",
+            &["algo=ring", "algo=tree"],
+            Some("ring"),
+        );
+        assert_eq!(mixed.algo.as_deref(), Some("ring,tree"));
+        assert_eq!(mixed.honoured(), Some(false));
+        let silent = watch(r"algo=(?P<algo>\w+)", &["nothing here"], Some("ring"));
+        assert!(silent.not_honoured().unwrap().contains("never said"));
+        // Nothing pinned: nothing to honour, but what ran is still recorded.
+        let free = watch(r"algo=(?P<algo>\w+)", &["algo=tree"], Some("  "));
+        assert_eq!(free.honoured(), None);
+        assert_eq!(free.algo.as_deref(), Some("tree"));
+        // Open MPI's names use `-` where a template may have `_`.
+        let mpi = watch(
+            r"\((?P<algo>[^)]+)\)",
+            &["(bruck-k-fanout)"],
+            Some("bruck_k_fanout"),
+        );
+        assert_eq!(mpi.honoured(), Some(true));
+    }
+
+    #[test]
+    fn a_pattern_without_an_algo_group_is_refused() {
+        let spec = RanSpec {
+            pattern: r"algo=(\w+)".into(),
+            expect: None,
+        };
+        assert!(Watcher::new(&spec)
+            .unwrap_err()
+            .contains("no group named `algo`"));
+    }
+}
