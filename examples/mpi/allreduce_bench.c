@@ -503,13 +503,15 @@ static int pin_algorithm(const struct bench_case *c) {
 
 /* The value Open MPI holds for control variable `name` (MPI_T), and its enumeration's names of
  * the values 1.. joined into `valid`; -1 when the variable does not exist. */
-static int read_cvar(const char *name, char *valid, size_t cap) {
+static int read_cvar(const char *name, char *valid, size_t cap, char *held_name,
+                     size_t held_cap) {
     int index = -1, value = -1, count = 0, verbosity, bind, scope, name_len, desc_len;
     MPI_Datatype type;
     MPI_T_enum enumtype;
     MPI_T_cvar_handle handle;
     char cname[256], desc[8];
     valid[0] = '\0';
+    if (held_name) held_name[0] = '\0';
     if (MPI_T_cvar_get_index(name, &index) != MPI_SUCCESS) return -1;
     name_len = sizeof cname;
     desc_len = sizeof desc;
@@ -534,6 +536,8 @@ static int read_cvar(const char *name, char *valid, size_t cap) {
             int v = 0, len = sizeof cname;
             if (MPI_T_enum_get_item(enumtype, i, &v, cname, &len) != MPI_SUCCESS || v == 0)
                 continue;
+            /* The library's own name of the value it holds: what ran, in its words. */
+            if (held_name && v == value) snprintf(held_name, held_cap, "%s", cname);
             size_t used = strlen(valid);
             snprintf(valid + used, cap - used, "%s%d:%s", used ? ", " : "", v, cname);
         }
@@ -565,11 +569,12 @@ static int check_pin(const struct bench_case *c, int pinned, int rank) {
                   c->variant);
         return -1;
     }
-    char name[96], valid[1024];
+    char name[96], valid[1024], held_name[256];
     snprintf(name, sizeof name, "coll_tuned_%s_algorithm", TUNED_OPS[op]);
-    int held = read_cvar(name, valid, sizeof valid);
+    int held = read_cvar(name, valid, sizeof valid, held_name, sizeof held_name);
     char rules_valid[64];
-    int dynamic = read_cvar("coll_tuned_use_dynamic_rules", rules_valid, sizeof rules_valid);
+    int dynamic =
+        read_cvar("coll_tuned_use_dynamic_rules", rules_valid, sizeof rules_valid, NULL, 0);
     MPI_T_finalize();
     if (held != pinned || dynamic != 1) {
         set_error("variant \"%s\" (%s = %d) not taken by this Open MPI: it holds %s = %d and "
@@ -578,11 +583,20 @@ static int check_pin(const struct bench_case *c, int pinned, int rank) {
                   valid[0] ? valid : "none readable");
         return -1;
     }
-    /* The name of the number the library holds (equal to the pin here), from Open MPI's table:
-     * what `[stacks.mpi.ran]` records as the algorithm that ran. */
+    /* Numbers are stable across versions, names not always (HEAD's `bruck-k-fanout` is 4.1's
+     * `bruck`): the library's own name of the number it holds must be the variant asked for,
+     * else this is another algorithm than the plan named. */
+    if (held_name[0] && strcmp(held_name, c->variant) != 0) {
+        set_error("variant \"%s\" is %s = %d at Open MPI HEAD, which this Open MPI names \"%s\" "
+                  "(its %s algorithms: %s)",
+                  c->variant, name, pinned, held_name, OP_NAMES[op], valid);
+        return -1;
+    }
+    /* What `[stacks.mpi.ran]` records as the algorithm that ran: the library's own name of the
+     * number it holds (HEAD's table where its enumerator is not readable). */
     if (rank == 0)
         fprintf(stderr, "allreduce_bench: pinned %s = %d (%s), read back through MPI_T\n", name,
-                held, TUNED_TABLES[op][held]);
+                held, held_name[0] ? held_name : TUNED_TABLES[op][held]);
     return 0;
 }
 

@@ -1,5 +1,5 @@
 //! α–β models over message size and B*: for each (stack, op, variant, P, dtype, core_num,
-//! nodes) the latency–bandwidth fit of median time against bytes, and over a swept core_num
+//! nodes, and the algorithm the runs said ran where they said it) the latency–bandwidth fit of median time against bytes, and over a swept core_num
 //! the core count past which bandwidth stops growing. Pure: no files, no formatting.
 
 use std::collections::BTreeMap;
@@ -21,6 +21,10 @@ pub(crate) struct FitKey {
     pub(crate) core_num: u32,
     /// Nodes the ranks spanned (1: intra-node): inter-node sizes never feed a one-node model.
     pub(crate) nodes: u32,
+    /// The algorithm the runs' own output said ran (`[stacks.NAME.ran]`), where it is known:
+    /// a library that switches algorithm with size (NCCL's tree below, ring above) gets one
+    /// model per algorithm, never one line through both.
+    pub(crate) algo: Option<String>,
 }
 
 impl FitKey {
@@ -28,7 +32,13 @@ impl FitKey {
     pub(crate) fn series_label(&self) -> String {
         let mut case = crate::model::case::Case::new(self.variant, self.p, 1).with_op(self.op);
         case.nodes = self.nodes;
-        case.series_label()
+        let label = case.series_label();
+        match &self.algo {
+            Some(algo) if !algo.eq_ignore_ascii_case(self.variant.as_str()) => {
+                format!("{label} (ran {algo})")
+            }
+            _ => label,
+        }
     }
 }
 
@@ -65,6 +75,7 @@ pub(crate) fn fits(results: &ResultSet, stats: &BTreeMap<usize, RunStats>) -> Ve
             dtype: r.case.dtype,
             core_num: r.case.core_num,
             nodes: r.case.nodes.max(1),
+            algo: r.ran.as_ref().and_then(|x| x.algo.clone()),
         };
         groups
             .entry(key)

@@ -575,4 +575,46 @@ mod tests {
         }
         assert!(a.paired[0].label().contains("faster than mpi default"));
     }
+    /// A library that switches algorithm with size gets one α–β model per algorithm it said
+    /// ran, never one line through both.
+    #[test]
+    fn fits_split_where_the_recorded_algorithm_changes_with_size() {
+        let mut seed = 5u64;
+        let mut runs = Vec::new();
+        for (i, count) in [256u64, 1024, 4096, 65536, 262144, 1048576]
+            .into_iter()
+            .enumerate()
+        {
+            let case = Case::new("default".parse().unwrap(), 2, count);
+            let algo = if i < 3 { "TREE" } else { "RING" };
+            let level = 2e-6 + count as f64 * 4.0 / 5e9;
+            let mut r = run(&case, "nccl", 1, 20, level, &mut seed);
+            r.ran = Some(crate::model::results::Ran {
+                algo: Some(algo.into()),
+                ..Default::default()
+            });
+            runs.push(r);
+        }
+        let results = ResultSet {
+            campaign: "switch".into(),
+            runs,
+            ..ResultSet::default()
+        };
+        let boot = Bootstrap {
+            resamples: 50,
+            ..Bootstrap::default()
+        };
+        let a = Analysis::new(&results, None, boot);
+        let labels: Vec<String> = a.fits.iter().map(|f| f.key.series_label()).collect();
+        assert_eq!(labels.len(), 2, "{labels:?}");
+        assert!(
+            labels.iter().any(|l| l.ends_with("(ran TREE)")),
+            "{labels:?}"
+        );
+        assert!(
+            labels.iter().any(|l| l.ends_with("(ran RING)")),
+            "{labels:?}"
+        );
+        assert!(a.fits.iter().all(|f| f.points.len() == 3));
+    }
 }
