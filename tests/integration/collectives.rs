@@ -422,6 +422,68 @@ fn recorded_outputs_of_the_other_ops_tools_give_the_case_row() {
     assert!((p.samples[0].execute_s.unwrap() - 41.26e-6).abs() < 1e-12);
 }
 
+/// The shipped nccl-tests command, run against stand-ins of mpirun and all_gather_perf: `-I 1`
+/// only where the binary's `-h` names per_iter_timing, and an earlier attempt's JSON removed
+/// first (nccl-tests opens it exclusively and would write `.json.0` beside it).
+#[test]
+fn nccl_tests_asks_for_per_iteration_times_where_the_binary_has_them() {
+    use campaign::stack::render::{render, RenderContext};
+    let defs = campaign::stack::registry::try_shipped().unwrap();
+    for (usage, want_i) in [
+        ("[-I,--per_iter_timing <0/1>]", true),
+        ("[-J,--output_file]", false),
+    ] {
+        let tmp = util::tempdir();
+        let bin = tmp.path().join("bin");
+        let bundle = tmp.path().join("b");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::create_dir_all(&bundle).unwrap();
+        std::fs::write(bundle.join("nccl-tests.json"), "{\"stale\": true}").unwrap();
+        let script = |name: &str, text: &str| {
+            let path = bin.join(name);
+            std::fs::write(&path, text).unwrap();
+            let mut perm = std::fs::metadata(&path).unwrap().permissions();
+            std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+            std::fs::set_permissions(&path, perm).unwrap();
+        };
+        script("mpirun", "#!/bin/sh\nshift 3\nexec \"$@\"\n");
+        script(
+            "all_gather_perf",
+            &format!(
+                "#!/bin/sh\nif [ \"$1\" = -h ]; then echo 'USAGE: x {usage}'; exit 0; fi\necho \"$@\" > {args}\nwhile [ $# -gt 1 ]; do [ \"$1\" = -J ] && out=$2; shift; done\nset -C\necho '{{\"fresh\": true}}' > \"$out\"\n",
+                args = tmp.path().join("args").display()
+            ),
+        );
+        let ctx = RenderContext {
+            case: Case::new(Variant::Mesh, 2, 1024).with_op(Op::Allgather),
+            devices: vec![0, 1],
+            warmup: 1,
+            timed: 2,
+            case_file: "/r/case.json".into(),
+            bundle_dir: bundle.clone(),
+            run_dir: tmp.path().to_path_buf(),
+            root: None,
+            campaign_exe: "/usr/bin/campaign".into(),
+        };
+        let run = render("nccl-tests", &defs["nccl-tests"], &ctx).unwrap();
+        let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+        let out = std::process::Command::new(&run.argv[0])
+            .args(&run.argv[1..])
+            .env("PATH", path)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", util::stderr(&out));
+        let args = std::fs::read_to_string(tmp.path().join("args")).unwrap();
+        assert_eq!(args.contains(" -I 1 "), want_i, "{usage}: {args}");
+        assert!(args.contains("-n 2 "), "{args}");
+        assert_eq!(
+            util::stdout(&out).trim(),
+            "{\"fresh\": true}",
+            "the JSON of this attempt"
+        );
+    }
+}
+
 #[test]
 fn ecosystem_stacks_run_the_tool_of_the_op_and_skip_what_it_cannot() {
     use campaign::stack::render::{render, RenderContext};
@@ -445,11 +507,14 @@ fn ecosystem_stacks_run_the_tool_of_the_op_and_skip_what_it_cannot() {
         render(stack, &defs[stack], &ctx).unwrap().argv.join(" ")
     };
     let nccl = argv_for("nccl-tests", Op::Allgather, None);
-    assert!(nccl.contains(" all_gather_perf -g 1"), "{nccl}");
+    assert!(
+        nccl.contains("B=all_gather_perf;") && nccl.contains(" $B -g 1"),
+        "{nccl}"
+    );
     assert!(nccl.contains("-b 4096 -e 4096"), "the whole buffer: {nccl}");
     let nccl = argv_for("nccl-tests", Op::Broadcast, Some(1));
     assert!(
-        nccl.contains(" broadcast_perf ") && nccl.contains("-r 1"),
+        nccl.contains("B=broadcast_perf;") && nccl.contains("-r 1"),
         "{nccl}"
     );
     let osu = argv_for("osu", Op::Allgather, None);

@@ -538,6 +538,54 @@ fn nccl_tests_current_legacy_and_json() {
     assert_eq!(p.correctness, Some(true), "{p:?}");
     assert_eq!(p.samples[0].execute_s, Some(12.91e-6));
 
+    // `-I 1` (nccl-tests HEAD, writePerIterReport): one sample per timed iteration, each the
+    // slowest process's time, with every process's time beside it; the table's per-iteration
+    // columns do not shift the in-place `#wrong`; "okay": "true" is jsonBool's string.
+    let p = feed(
+        nccl_tests::parser(&d, &ctx(1048576, 2, 2, 5)),
+        &fixture("nccl_json_per_iter.txt"),
+        "",
+    );
+    assert_eq!(p.correctness, Some(true), "{p:?}");
+    // In µs, to the printed 6 decimals (the parser divides by 1e6).
+    let us = |v: &[f64]| -> Vec<String> { v.iter().map(|t| format!("{:.6}", t * 1e6)).collect() };
+    let times: Vec<f64> = p.samples.iter().map(|s| s.execute_s.unwrap()).collect();
+    assert_eq!(
+        us(&times),
+        [
+            "42.000000",
+            "40.800000",
+            "41.300000",
+            "41.500000",
+            "43.900000"
+        ]
+    );
+    assert_eq!(
+        us(&p.samples[1].per_rank_execute_s),
+        ["40.800000", "40.100000"]
+    );
+    assert!(p.samples.iter().all(|s| s.is_timed()), "{p:?}");
+    // The same log without its JSON: the per-iteration table still reads, both halves checked.
+    let text = fixture("nccl_json_per_iter.txt");
+    let table: String = text
+        .lines()
+        .filter(|l| !l.starts_with('{'))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let p = feed(nccl_tests::parser(&d, &ctx(1048576, 2, 2, 5)), &table, "");
+    assert_eq!(p.correctness, Some(true), "{p:?}");
+    assert_eq!(p.samples.len(), 1);
+    let p = feed(
+        nccl_tests::parser(&d, &ctx(1048576, 2, 2, 5)),
+        &text.replace("\"okay\":\"true\"", "\"okay\":\"false\""),
+        "",
+    );
+    assert_eq!(
+        p.correctness,
+        Some(false),
+        "out_of_bounds okay \"false\": {p:?}"
+    );
+
     // Truncated JSON and a truncated row: warnings, no panic, no samples invented.
     let json = fixture("nccl_json.txt");
     let cut = &json[..json.len() / 2];

@@ -54,6 +54,7 @@ impl RowSource for HcclTest {
             count: None,
             time_s: time_us / 1e6,
             ok,
+            per_rank_s: Vec::new(),
         })
     }
 

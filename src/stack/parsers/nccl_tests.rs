@@ -5,7 +5,10 @@
 //! - legacy text table (before the `root` column): `size count type redop | time algbw busbw
 //!   error | …`, where `error` is the max deviation rather than a count of wrong elements;
 //! - `-J FILE` JSON (printed into the output, e.g. by `cat` after the run):
-//!   `{"results": [{"size", "count", "out_of_place": {"time", "nwrong"}, "in_place": …}]}`.
+//!   `{"results": [{"size", "count", "out_of_place": {"time", "nwrong"}, "in_place": …}]}`;
+//!   with `-I 1` each result also has `out_of_place_per_iter` (`times_us`: every timed
+//!   iteration; `per_process_max_times_us`: each process's), read as one sample per iteration
+//!   with its per-rank times.
 //!
 //! The out-of-place time (µs) is the sample; a row is wrong when either half reports wrong
 //! elements (`#wrong` > 0, or a legacy `error` above the dtype tolerance). `# Out of bounds
@@ -29,6 +32,8 @@ enum Layout {
     #[default]
     Unknown,
     Current,
+    /// The current table with `-I 1`: each half adds `i_min i_max i_p99 i_cv%`.
+    PerIter,
     Legacy,
 }
 
@@ -70,10 +75,11 @@ impl NcclTests {
             (Layout::Unknown, 12) => Layout::Legacy,
             (l, _) => l,
         };
-        let (time_i, wrong_i, width) = match layout {
-            Layout::Current => (5, 8, 13),
-            Layout::Legacy => (4, 7, 12),
-            Layout::Unknown => (5, 8, 13),
+        // (time column, out-of-place #wrong, distance to the in-place #wrong, columns needed)
+        let (time_i, wrong_i, half, width) = match layout {
+            Layout::Current | Layout::Unknown => (5, 8, 4, 13),
+            Layout::PerIter => (5, 8, 8, 21),
+            Layout::Legacy => (4, 7, 4, 12),
         };
         if toks.len() < width {
             warnings.push(format!(
@@ -91,13 +97,14 @@ impl NcclTests {
         };
         let ok = and_ok(
             wrong_value(toks[wrong_i], layout),
-            wrong_value(toks[wrong_i + 4], layout),
+            wrong_value(toks[wrong_i + half], layout),
         );
         Some(TableRow {
             bytes: toks[0].parse().ok()?,
             count: toks[1].parse().ok(),
             time_s: time_us / 1e6,
             ok,
+            per_rank_s: Vec::new(),
         })
     }
 }
@@ -107,31 +114,86 @@ fn json_rows(doc: &Value, warnings: &mut Vec<String>) -> Vec<TableRow> {
         warnings.push("nccl-tests JSON without a `results` list".to_string());
         return Vec::new();
     };
-    results
-        .iter()
-        .filter_map(|r| {
-            let bytes = r.get("size")?.as_u64()?;
-            let half = |key: &str| -> (Option<f64>, Option<bool>) {
-                let Some(h) = r.get(key).filter(|h| h.is_object()) else {
-                    return (None, None);
-                };
-                let time = h
-                    .get("time")
-                    .or_else(|| h.get("cpu_time"))
-                    .and_then(Value::as_f64);
-                let ok = h.get("nwrong").and_then(Value::as_f64).map(|w| w == 0.0);
-                (time, ok)
+    let mut rows = Vec::new();
+    for r in results {
+        let Some(bytes) = r.get("size").and_then(Value::as_u64) else {
+            continue;
+        };
+        let half = |key: &str| -> (Option<f64>, Option<bool>) {
+            let Some(h) = r.get(key).filter(|h| h.is_object()) else {
+                return (None, None);
             };
-            let (oop_time, oop_ok) = half("out_of_place");
-            let (ip_time, ip_ok) = half("in_place");
-            Some(TableRow {
+            let time = h
+                .get("time")
+                .or_else(|| h.get("cpu_time"))
+                .and_then(Value::as_f64);
+            let ok = h.get("nwrong").and_then(Value::as_f64).map(|w| w == 0.0);
+            (time, ok)
+        };
+        let (oop_time, oop_ok) = half("out_of_place");
+        let (ip_time, ip_ok) = half("in_place");
+        let ok = and_ok(oop_ok, ip_ok);
+        let count = r.get("count").and_then(Value::as_u64);
+        // `-I 1`: each timed iteration's time (the slowest GPU's), and each process's — one
+        // sample per iteration, not the tool's one average.
+        let per_iter = (r.get("out_of_place_per_iter"))
+            .or_else(|| r.get("in_place_per_iter"))
+            .and_then(|p| per_iteration(p, warnings));
+        match (per_iter, oop_time.or(ip_time)) {
+            (Some(iterations), _) => {
+                rows.extend(iterations.into_iter().map(|(t, ranks)| TableRow {
+                    bytes,
+                    count,
+                    time_s: t,
+                    ok,
+                    per_rank_s: ranks,
+                }))
+            }
+            (None, Some(time_us)) => rows.push(TableRow {
                 bytes,
-                count: r.get("count").and_then(Value::as_u64),
-                time_s: oop_time.or(ip_time)? / 1e6,
-                ok: and_ok(oop_ok, ip_ok),
-            })
+                count,
+                time_s: time_us / 1e6,
+                ok,
+                per_rank_s: Vec::new(),
+            }),
+            (None, None) => {}
+        }
+    }
+    rows
+}
+
+/// One `*_per_iter` object of nccl-tests' JSON (`writePerIterReport` at HEAD): each
+/// iteration's time `times_us[i]` (the slowest process row) with each process row's
+/// `per_process_max_times_us[r][i]`, in seconds. `None` (with a warning when malformed) when
+/// there are no times.
+fn per_iteration(p: &Value, warnings: &mut Vec<String>) -> Option<Vec<(f64, Vec<f64>)>> {
+    let times: Vec<f64> = (p.get("times_us")?.as_array()?.iter())
+        .map(|t| t.as_f64().map(|t| t / 1e6))
+        .collect::<Option<_>>()
+        .or_else(|| {
+            warnings.push("nccl-tests JSON: a `times_us` entry is not a number".into());
+            None
+        })?;
+    if times.is_empty() {
+        return None;
+    }
+    let processes: Vec<Vec<f64>> = (p.get("per_process_max_times_us").and_then(Value::as_array))
+        .map(|rows| {
+            (rows.iter())
+                .filter_map(|row| {
+                    let row: Vec<f64> = (row.as_array()?.iter())
+                        .map(|t| t.as_f64().map(|t| t / 1e6))
+                        .collect::<Option<_>>()?;
+                    (row.len() == times.len()).then_some(row)
+                })
+                .collect()
         })
-        .collect()
+        .unwrap_or_default();
+    Some(
+        (times.iter().enumerate())
+            .map(|(i, t)| (*t, processes.iter().map(|row| row[i]).collect()))
+            .collect(),
+    )
 }
 
 impl RowSource for NcclTests {
@@ -147,7 +209,9 @@ impl RowSource for NcclTests {
             return None;
         }
         if let Some(header) = trimmed.strip_prefix('#') {
-            if header.contains("#wrong") {
+            if header.contains("#wrong") && header.contains("i_min") {
+                self.layout = Layout::PerIter;
+            } else if header.contains("#wrong") {
                 self.layout = Layout::Current;
             } else if header.contains("redop") && header.contains("error") {
                 self.layout = Layout::Legacy;
@@ -177,11 +241,15 @@ impl RowSource for NcclTests {
             None => Vec::new(),
             Some(text) => match serde_json::from_str::<Value>(&text) {
                 Ok(doc) => {
-                    if let Some(okay) = doc
-                        .get("out_of_bounds")
-                        .and_then(|o| o.get("okay"))
-                        .and_then(Value::as_bool)
-                    {
+                    // nccl-tests writes booleans as the strings "true"/"false" (jsonBool).
+                    let okay = doc.get("out_of_bounds").and_then(|o| o.get("okay"));
+                    if let Some(okay) = okay.and_then(|v| {
+                        v.as_bool().or_else(|| match v.as_str() {
+                            Some("true") => Some(true),
+                            Some("false") => Some(false),
+                            _ => None,
+                        })
+                    }) {
                         verdict = Some(okay && verdict != Some(false));
                     }
                     json_rows(&doc, warnings)

@@ -113,6 +113,7 @@ impl RowSource for Osu {
             count: self.elem_bytes.map(|e| bytes / e),
             time_s: time_us / 1e6,
             ok,
+            per_rank_s: Vec::new(),
         })
     }
 

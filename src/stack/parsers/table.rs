@@ -22,6 +22,9 @@ pub struct TableRow {
     pub(crate) time_s: f64,
     /// `Some(false)` when the tool's own check failed, `None` when it did not check.
     pub(crate) ok: Option<bool>,
+    /// Each rank's (process's) time for this collective, where the tool reports them
+    /// (nccl-tests `-I 1`: `per_process_max_times_us`); empty otherwise.
+    pub(crate) per_rank_s: Vec<f64>,
 }
 
 /// Something that turns lines into rows (one per tool).
@@ -54,6 +57,7 @@ fn row_sample(r: &TableRow, n: u32) -> Sample {
         execute_s: Some(r.time_s),
         ok: r.ok != Some(false),
         bw_execute_mb_s: bandwidth(r.bytes, r.time_s),
+        per_rank_execute_s: r.per_rank_s.clone(),
         ..Sample::default()
     }
 }
