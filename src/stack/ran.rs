@@ -165,6 +165,41 @@ mod tests {
         assert_eq!(mpi.honoured(), Some(true));
     }
 
+    /// The shipped stacks' patterns against lines in their programs' exact formats (read at
+    /// HEAD): NCCL's TUNING line, the mpi benchmark's MPI_T read-back, HCCL's selector line.
+    #[test]
+    fn shipped_patterns_read_their_programs_lines() {
+        let shipped = crate::stack::registry::try_shipped().unwrap();
+        let ran = |stack: &str, text: &str| {
+            let mut w = Watcher::new(shipped[stack].ran.as_ref().unwrap()).unwrap();
+            w.feed(&line(text));
+            w.finish(None)
+        };
+        let nccl = ran(
+            "nccl-tests",
+            "gpu-a:4242:4242 [0] NCCL INFO ReduceScatter: 4194304 Bytes -> Algo PAT proto SIMPLE channel{Lo..Hi}={0..3}",
+        );
+        assert_eq!(
+            (nccl.algo.as_deref(), nccl.proto.as_deref(), nccl.channels.as_deref()),
+            (Some("PAT"), Some("SIMPLE"), Some("0..3"))
+        );
+        let mpi = ran(
+            "mpi",
+            "allreduce_bench: pinned coll_tuned_allgather_algorithm = 5 (neighbor), read back through MPI_T",
+        );
+        assert_eq!(mpi.algo.as_deref(), Some("neighbor"));
+        // dlog's prefix, then HCCL_LOG_PRINT's "[file:line] [tid]" and the selector's message.
+        let hccl = ran(
+            "hccl",
+            "[INFO] HCCL(24817,hccl_allreduce):2026-12-06-18:30:11.123.456 [selector_engine.cc:239] [24821][SelectorEngine] The opExecuteConfig is AICPU, the selected algo type is AicpuAllReduceSoleMeshOneShot",
+        );
+        assert_eq!(hccl.algo.as_deref(), Some("AicpuAllReduceSoleMeshOneShot"));
+        assert_eq!(hccl.proto.as_deref(), Some("AICPU"));
+        // The mpi pin is the variant, none for Open MPI's own choice.
+        let expect = shipped["mpi"].ran.as_ref().unwrap().expect.as_deref();
+        assert_eq!(expect, Some("{{ '' if variant == 'default' else variant }}"));
+    }
+
     #[test]
     fn a_pattern_without_an_algo_group_is_refused() {
         let spec = RanSpec {
