@@ -173,6 +173,15 @@ fn baseline_for(
         .map(|(i, _)| i)
 }
 
+/// The repeat numbers of `st`'s repeats, in the order its statistics hold them; empty when the
+/// pairing is on another metric's draws (which may leave a repeat out), so nothing is paired.
+fn repeat_keys(results: &ResultSet, st: &RunStats, on_metric: &Option<Estimate>) -> Vec<u32> {
+    if on_metric.is_some() {
+        return Vec::new();
+    }
+    st.runs.iter().map(|&i| results.runs[i].repeat()).collect()
+}
+
 /// The paired comparisons of one planned case: every stack of `stats` (with its bootstrap,
 /// `sides`, index for index) against the baseline, each left pending for [`judge_pairs`]; the
 /// ratio intervals come from `memo` when it holds them. Empty when the baseline did not pass
@@ -252,6 +261,13 @@ pub(crate) fn pair_case(
                     verdict::DEFAULT_VERDICT_MAX_CONTENTION,
                 ))
                 .contention(conditions(b), conditions(s))
+                // Repeat k of each stack ran back to back (interleaved repeats): judged repeat
+                // by repeat, so the machine's phase during repeat k cancels out. Only where
+                // the repeats are the runs' own, in order (not another metric's draws).
+                .paired(
+                    &repeat_keys(results, b, &base_on),
+                    &repeat_keys(results, s, &own_on),
+                )
             });
             // An interval wider than ×10 either way says nothing: not printed.
             let ci = pending

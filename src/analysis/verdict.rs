@@ -127,6 +127,36 @@ pub(crate) fn too_few(repeats: &[Vec<f64>]) -> Option<String> {
     })
 }
 
+/// How many repeats at most at each end of one side a verdict may set aside: a fifth of them,
+/// so none of 2–4 repeats and one of 5–9.
+pub(crate) fn trimmed(n: usize) -> usize {
+    n / 5
+}
+
+/// A repeat this far from its side's median (log: 2× either way) is no measurement of the
+/// stack but of where its ranks landed (docs/performance.md: one repeat of five 3–6× the
+/// others beside a busy loop, contention alike); machine phases move repeats by a few percent.
+pub(crate) const OUTLYING_REPEAT: f64 = std::f64::consts::LN_2;
+
+/// One side's log repeat medians (`logs`), sorted, without its outlying repeats: at most
+/// [`trimmed`] at each end, each more than [`OUTLYING_REPEAT`] from the side's median.
+pub(crate) fn kept_logs(logs: &[f64]) -> Vec<f64> {
+    let mut v = logs.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    let g = trimmed(n);
+    let mid = if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    };
+    let lo = (0..g).take_while(|&i| mid - v[i] > OUTLYING_REPEAT).count();
+    let hi = (0..g)
+        .take_while(|&i| v[n - 1 - i] - mid > OUTLYING_REPEAT)
+        .count();
+    v[lo..n - hi].to_vec()
+}
+
 /// Each repeat's median (each repeat sorted ascending, non-empty).
 pub(crate) fn medians(repeats: &[Vec<f64>]) -> Vec<f64> {
     repeats.iter().map(|r| quantile_sorted(r, 0.5)).collect()
@@ -160,7 +190,11 @@ impl RepeatStats {
         if la.len() < 2 || lb.len() < 2 {
             return None;
         }
+        // Welch's t over the repeats a verdict keeps: a repeat that landed 2× or more off its
+        // side's median (ranks beside another job) is set aside (`kept`), so it can swing the
+        // verdict neither way; with no such repeat this is Welch's t over all of them.
         let moments = |v: &[f64]| {
+            let v = kept_logs(v);
             let n = v.len() as f64;
             let mean = v.iter().sum::<f64>() / n;
             let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
@@ -181,6 +215,23 @@ impl RepeatStats {
             log_ratio: mb - ma,
             se: se2.sqrt(),
             df,
+        })
+    }
+
+    /// A paired t over each repeat's log ratio `d` (outlying ones set aside): mean, its
+    /// standard error, n − 1 degrees of freedom.
+    pub(crate) fn paired(d: &[f64]) -> Option<RepeatStats> {
+        let d = kept_logs(d);
+        if d.len() < 2 {
+            return None;
+        }
+        let n = d.len() as f64;
+        let mean = d.iter().sum::<f64>() / n;
+        let var = d.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+        Some(RepeatStats {
+            log_ratio: mean,
+            se: (var / n).sqrt(),
+            df: n - 1.0,
         })
     }
 
@@ -222,6 +273,10 @@ pub(crate) struct Evidence {
     /// Timed rounds of the smallest repeat of either side (named when the interval is too wide).
     fewest_rounds: usize,
     stats: Option<RepeatStats>,
+    /// Each repeat's log ratio `ln b_k − ln a_k`, when the sides' repeats were interleaved
+    /// and pair up by number ([`Evidence::paired`]): the statistics and the separation rule
+    /// are then on these.
+    pairs: Option<Vec<f64>>,
     rounds: Option<Interval>,
     /// Why these timings cannot carry a faster/slower verdict whatever they say (runs with more
     /// ranks than CPUs: their times are the scheduler's slices, not the implementation's).
@@ -310,10 +365,37 @@ impl Evidence {
             b,
             fewest_rounds,
             stats,
+            pairs: None,
             rounds,
             caveat: None,
             contention: Contention::default(),
         }
+    }
+
+    /// Interleaved repeats — the report's paired comparisons, where both stacks ran repeat k
+    /// back to back: the change is judged on each repeat's own ratio `b_k / a_k` (a paired t
+    /// over the log ratios, outlying ratios set aside as in [`kept_logs`]), so a machine phase
+    /// that slowed both sides' repeat k cancels out instead of widening the interval.
+    /// `a_keys`, `b_keys`: each side's repeat numbers, in the order of its medians. Unchanged
+    /// when fewer than two repeats pair up.
+    pub(crate) fn paired(mut self, a_keys: &[u32], b_keys: &[u32]) -> Evidence {
+        if a_keys.len() != self.a.len() || b_keys.len() != self.b.len() {
+            return self;
+        }
+        let d: Vec<f64> = (a_keys.iter().zip(&self.a))
+            .filter_map(|(k, a)| {
+                let j = b_keys.iter().position(|kb| kb == k)?;
+                let d = self.b[j].ln() - a.ln();
+                d.is_finite().then_some(d)
+            })
+            .collect();
+        if d.len() < 2 {
+            return self;
+        }
+        self.stats = RepeatStats::paired(&d);
+        self.rounds = None;
+        self.pairs = Some(d);
+        self
     }
 
     /// The sides' conditions: what contention could explain ([`Contention`]).
@@ -431,7 +513,7 @@ pub(crate) fn judge_all(rows: &[Evidence], m: usize, threshold: f64) -> (f64, Ve
             };
             // The machine's part comes first: a contended or oversubscribed row is not judged,
             // whatever its interval says (only "no change" stands: the runs agreed anyway).
-            let (v, why) = match judge(&e.a, &e.b, wide, threshold) {
+            let (v, why) = match judge(&e.a, &e.b, e.pairs.as_deref(), wide, threshold) {
                 (Change::NoChange, why) => (Change::NoChange, why),
                 _ if e.caveat.is_some() => (Change::NotJudged, e.caveat.clone()),
                 (v @ (Change::Slower | Change::Faster), why) => {
@@ -482,8 +564,14 @@ fn detectable(wide: Interval, threshold: f64) -> String {
     format!("; could have detected ≥ {:.0} %", mde * 100.0)
 }
 
-/// Every repeat median of `b` beyond every one of `a` by the band, in the direction of `slower`.
+/// Every repeat median of `b` beyond every one of `a` by the band, in the direction of `slower`
+/// — over the repeats a verdict keeps ([`kept_logs`]: outlying repeats set aside).
 fn separated(a: &[f64], b: &[f64], threshold: f64, slower: bool) -> bool {
+    let kept = |v: &[f64]| -> Vec<f64> {
+        let logs: Vec<f64> = v.iter().map(|m| m.ln()).collect();
+        kept_logs(&logs).into_iter().map(f64::exp).collect()
+    };
+    let (a, b) = (&kept(a)[..], &kept(b)[..]);
     let max = |v: &[f64]| v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let min = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
     if slower {
@@ -495,14 +583,20 @@ fn separated(a: &[f64], b: &[f64], threshold: f64, slower: bool) -> bool {
 
 /// The verdict on B against A (`a`, `b`: each side's repeat medians) from `wide`, the verdict
 /// interval of the change `median_b / median_a − 1`.
-fn judge(a: &[f64], b: &[f64], wide: Interval, threshold: f64) -> (Change, Option<String>) {
+fn judge(
+    a: &[f64],
+    b: &[f64],
+    pairs: Option<&[f64]>,
+    wide: Interval,
+    threshold: f64,
+) -> (Change, Option<String>) {
     let inside = wide.lo >= -threshold && wide.hi <= threshold;
     if inside {
         return (Change::NoChange, None);
     }
     let beyond = wide.lo > threshold || wide.hi < -threshold;
     let slower = wide.lo > threshold;
-    let repeats = a.len().min(b.len());
+    let repeats = pairs.map_or(a.len().min(b.len()), <[f64]>::len);
     if repeats < MIN_REPEATS {
         let count = if repeats == 1 {
             "one repeat".to_string()
@@ -528,11 +622,27 @@ fn judge(a: &[f64], b: &[f64], wide: Interval, threshold: f64) -> (Change, Optio
             )),
         );
     }
-    if !separated(a, b, threshold, slower) {
+    let apart = match pairs {
+        // Interleaved: every repeat's own ratio beyond the band (outlying ones set aside).
+        Some(d) => kept_logs(d).iter().all(|&d| {
+            if slower {
+                d > threshold.ln_1p()
+            } else {
+                d < (-threshold).ln_1p()
+            }
+        }),
+        None => separated(a, b, threshold, slower),
+    };
+    if !apart {
+        let what = if pairs.is_some() {
+            "not every repeat's ratio of B to A (interleaved, repeat by repeat) is"
+        } else {
+            "not every repeat of B is"
+        };
         return (
             Change::NoClearDifference,
             Some(format!(
-                "the repeats overlap: not every repeat of B is {} than every repeat of A by more than ±{:.1} %",
+                "the repeats overlap: {what} {} than every repeat of A by more than ±{:.1} %",
                 if slower { "slower" } else { "faster" },
                 threshold * 100.0
             )),
@@ -556,30 +666,33 @@ mod tests {
 
     #[test]
     fn inside_the_band_is_no_change_whatever_the_repeats() {
-        let (v, why) = judge(&[1.0], &[1.01], wide(-0.02, 0.03), 0.05);
+        let (v, why) = judge(&[1.0], &[1.01], None, wide(-0.02, 0.03), 0.05);
         assert_eq!((v, why), (Change::NoChange, None));
     }
 
     #[test]
     fn a_doubling_with_three_separated_repeats_is_slower_and_halving_faster() {
         let (a, b) = ([1.0, 1.02, 0.98], [2.0, 2.05, 1.97]);
-        assert_eq!(judge(&a, &b, wide(0.9, 1.1), 0.05).0, Change::Slower);
-        assert_eq!(judge(&b, &a, wide(-0.52, -0.47), 0.05).0, Change::Faster);
+        assert_eq!(judge(&a, &b, None, wide(0.9, 1.1), 0.05).0, Change::Slower);
+        assert_eq!(
+            judge(&b, &a, None, wide(-0.52, -0.47), 0.05).0,
+            Change::Faster
+        );
     }
 
     #[test]
     fn fewer_than_three_repeats_or_overlapping_repeats_or_a_straddling_interval_give_no_verdict() {
-        let (v, why) = judge(&[1.0], &[2.0], wide(0.9, 1.1), 0.05);
+        let (v, why) = judge(&[1.0], &[2.0], None, wide(0.9, 1.1), 0.05);
         assert_eq!(v, Change::NotJudged);
         assert_eq!(
             v.words(why.as_deref()),
             "not judged: one repeat (run-to-run variance is not measured; a verdict needs >= 3 repeats per side, [run] repeats)"
         );
         let (a, b) = ([1.0, 1.3, 0.98], [1.2, 1.25, 1.22]);
-        let (v, why) = judge(&a, &b, wide(0.06, 0.3), 0.05);
+        let (v, why) = judge(&a, &b, None, wide(0.06, 0.3), 0.05);
         assert_eq!(v, Change::NoClearDifference);
         assert!(why.unwrap().contains("repeats overlap"));
-        let (v, why) = judge(&a, &b, wide(0.01, 0.3), 0.05);
+        let (v, why) = judge(&a, &b, None, wide(0.01, 0.3), 0.05);
         assert_eq!(v, Change::NoClearDifference);
         assert!(why.unwrap().contains("crosses the ±5.0 % noise band"));
     }
@@ -727,6 +840,18 @@ mod tests {
         repeats: usize,
         stall: &dyn Fn(&mut rand_chacha::ChaCha8Rng) -> f64,
     ) -> Change {
+        simulated_with(rng, step, repeats, stall, false)
+    }
+
+    /// [`simulated`], and with `outlier` one repeat of one side (either, at random) lands 3–6×
+    /// slow, as beside a busy loop (docs/performance.md, collectives under load).
+    fn simulated_with(
+        rng: &mut rand_chacha::ChaCha8Rng,
+        step: f64,
+        repeats: usize,
+        stall: &dyn Fn(&mut rand_chacha::ChaCha8Rng) -> f64,
+        outlier: bool,
+    ) -> Change {
         use rand::Rng;
         let normal = |rng: &mut rand_chacha::ChaCha8Rng, sd: f64| {
             // Box–Muller: enough for a test's noise.
@@ -750,8 +875,14 @@ mod tests {
             }
             (runs, cond)
         };
-        let (a, ca) = side(rng, 1.0e-3);
-        let (b, cb) = side(rng, 1.0e-3 * step);
+        let (mut a, ca) = side(rng, 1.0e-3);
+        let (mut b, cb) = side(rng, 1.0e-3 * step);
+        if outlier {
+            let factor = rng.random_range(3.0..6.0);
+            let which = if rng.random::<bool>() { &mut a } else { &mut b };
+            let at = rng.random_range(0..which.len());
+            which[at].iter_mut().for_each(|t| *t *= factor);
+        }
         let e = Evidence::new(&a, &b, None, || wide(0.0, 0.0))
             .caveat(caveat(ca, cb, DEFAULT_VERDICT_MAX_CONTENTION))
             .contention(ca, cb);
@@ -802,6 +933,112 @@ mod tests {
             "5 repeats: caught {caught} of {n}"
         );
         assert_eq!(wrong, 0);
+    }
+
+    /// One repeat of five landing 3–6× slow on either side (launch states beside a busy loop)
+    /// neither makes a false alarm of an A/A row nor hides a 30 % step: the verdict sets it
+    /// aside (issue 45, item 6). Before, Welch's interval over all five widened past ×10 and
+    /// the separation rule failed on it.
+    #[test]
+    fn one_outlying_repeat_of_five_neither_alarms_nor_hides_a_step() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(6);
+        let stall = |rng: &mut rand_chacha::ChaCha8Rng| rng.random_range(0.1..0.3);
+        let n = 400;
+        let alarms = (0..n)
+            .filter(|_| {
+                matches!(
+                    simulated_with(&mut rng, 1.0, 5, &stall, true),
+                    Change::Faster | Change::Slower
+                )
+            })
+            .count();
+        assert!(
+            alarms as f64 <= FAMILY_ERROR * n as f64,
+            "{alarms} of {n} A/A rows with an outlying repeat were called faster or slower"
+        );
+        let verdicts: Vec<Change> = (0..n)
+            .map(|_| simulated_with(&mut rng, 1.3, 5, &stall, true))
+            .collect();
+        let caught = verdicts.iter().filter(|v| **v == Change::Slower).count();
+        assert!(caught as f64 >= 0.75 * n as f64, "caught {caught} of {n}");
+        assert_eq!(verdicts.iter().filter(|v| **v == Change::Faster).count(), 0);
+        // Three repeats set nothing aside: one of three 4× off is two-against-one, no verdict.
+        assert_eq!(kept_logs(&[0.0, 0.01, 4f64.ln()]).len(), 3);
+        assert_eq!(kept_logs(&[0.0, 0.01, 0.02, -0.01, 4f64.ln()]).len(), 4);
+    }
+
+    /// Interleaved repeats whose machine phase both sides shared — measured under one `yes`
+    /// loop (host ring vs mpi at 16 Ki, 2026-12-06): two of five repeats of each stack ran
+    /// ~3× slow together. Side against side the interval spans more than ×10 among 18 rows;
+    /// repeat by repeat every ratio is 0.29–0.40, so host is faster (issue 45, item 1: the paired difference of interleaved
+    /// repeats).
+    #[test]
+    fn interleaved_repeats_are_judged_repeat_by_repeat() {
+        let us = |v: &[f64]| -> Vec<Vec<f64>> { v.iter().map(|t| vec![t * 1e-6; 20]).collect() };
+        let mpi = us(&[18.0, 46.2, 46.0, 18.2, 18.3]);
+        let host = us(&[5.2, 18.5, 18.4, 5.2, 6.5]);
+        let keys = [1, 2, 3, 4, 5];
+        let judged = |e: Evidence| {
+            let (_, j) = judge_all(&[e], 18, DEFAULT_THRESHOLD);
+            j[0].0.words(j[0].1.as_deref())
+        };
+        let rounds = || wide(0.0, 0.0);
+        let apart = judged(Evidence::new(&mpi, &host, None, rounds));
+        assert!(
+            apart.starts_with("not judged: too few repeats for their spread"),
+            "{apart}"
+        );
+        let paired = judged(Evidence::new(&mpi, &host, None, rounds).paired(&keys, &keys));
+        assert_eq!(paired, "faster");
+        // Repeat numbers that do not pair up leave the sides unpaired.
+        let odd = judged(Evidence::new(&mpi, &host, None, rounds).paired(&keys, &[6, 7, 8, 9, 10]));
+        assert_eq!(odd, apart);
+    }
+
+    /// Seeded A/A and 30 % steps with interleaved repeats whose machine phase both sides share
+    /// (each repeat 1× or, one time in three, 2.5–4× slow for both, as beside a busy loop):
+    /// judged repeat by repeat, at most 5 % of 400 A/A rows alarm and at least 3 in 4 steps of
+    /// 5 repeats are caught.
+    #[test]
+    fn paired_repeats_under_shared_phases_keep_alpha_and_catch_steps() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(61);
+        let row = |rng: &mut rand_chacha::ChaCha8Rng, step: f64| {
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            for _ in 0..5 {
+                let phase = if rng.random_range(0..3) == 0 {
+                    rng.random_range(2.5..4.0)
+                } else {
+                    1.0
+                };
+                let mut side = |scale: f64| -> Vec<f64> {
+                    let own = 1.0 + rng.random_range(-0.04..0.04);
+                    let mut r: Vec<f64> = (0..20)
+                        .map(|_| scale * phase * own * (1.0 + rng.random_range(0.0..0.02)))
+                        .collect();
+                    r.sort_by(f64::total_cmp);
+                    r
+                };
+                a.push(side(1e-5));
+                b.push(side(1e-5 * step));
+            }
+            let keys = [1, 2, 3, 4, 5];
+            let e = Evidence::new(&a, &b, None, || wide(0.0, 0.0)).paired(&keys, &keys);
+            judge_all(&[e], 1, DEFAULT_THRESHOLD).1[0].0
+        };
+        let n = 400;
+        let alarms = (0..n)
+            .filter(|_| matches!(row(&mut rng, 1.0), Change::Faster | Change::Slower))
+            .count();
+        assert!(
+            alarms as f64 <= FAMILY_ERROR * n as f64,
+            "{alarms} of {n} A/A rows alarmed"
+        );
+        let caught = (0..n)
+            .filter(|_| row(&mut rng, 1.3) == Change::Slower)
+            .count();
+        assert!(caught as f64 >= 0.75 * n as f64, "caught {caught} of {n}");
     }
 
     /// Three repeats of three starved rounds give Welch's t few degrees of freedom: the

@@ -238,6 +238,22 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
 /// it leases (nothing when the backend grants devices) and its preset (`skipped` when the stack
 /// does not support the case). Runs whose P exceeds the pool are refused, all named at once.
 #[allow(clippy::too_many_arguments)]
+/// Case indices grouped by point of the sweep (`Case::point_id`), points in order of first
+/// appearance, cases in sweep order within a point.
+fn by_point(cases: &[Case], case_ids: &[String]) -> Vec<Vec<usize>> {
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for (ci, case) in cases.iter().enumerate() {
+        let point = case.point_id(&case_ids[ci]);
+        let g = *at.entry(point).or_insert_with(|| {
+            groups.push(Vec::new());
+            groups.len() - 1
+        });
+        groups[g].push(ci);
+    }
+    groups
+}
+
 fn plan_runs(
     plan: &Plan,
     claims: &crate::plan::variants::Claims,
@@ -260,7 +276,13 @@ fn plan_runs(
     let mut plans = Vec::with_capacity(n_runs);
     let mut refused = Vec::new();
     let mut platform_missing = std::collections::HashMap::new();
-    let rounds = (0..cases.len()).flat_map(|ci| (1..=repeats).map(move |r| (ci, r)));
+    // A point's cases (its variants: each stack runs its own) run together, repeat by repeat:
+    // repeat k of every (case, stack) of one point side by side in time, so the report's
+    // paired verdicts compare runs that shared the machine's phase (`analysis::verdict`,
+    // interleaved repeats). Points keep the sweep's order.
+    let rounds = by_point(cases, case_ids).into_iter().flat_map(|group| {
+        (1..=repeats).flat_map(move |r| group.clone().into_iter().map(move |ci| (ci, r)))
+    });
     for (k, (ci, repeat)) in rounds.enumerate() {
         if k % POLL_EVERY == 0 {
             interrupt::check_preparation()?;
@@ -392,5 +414,31 @@ pub(crate) fn need(stack: &EngineStack, case: &Case, pool: &Pool) -> Need {
             p: case.p as usize,
             pinned: (pool.placement() == Placement::Pinned).then(|| case.device_ids.clone()),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::case::{Op, Variant};
+
+    /// Each stack's variants of one point are one group, points in sweep order: what puts
+    /// repeat r of host's ring and of mpi's default at 256 side by side in time.
+    #[test]
+    fn cases_group_by_point_of_the_sweep() {
+        let v = |n: &str| -> Variant { n.parse().unwrap() };
+        let cases: Vec<Case> = [
+            ("mesh", 256, Op::Allreduce),
+            ("mesh", 4096, Op::Allreduce),
+            ("ring", 256, Op::Allreduce),
+            ("default", 256, Op::Allreduce),
+            ("ring", 4096, Op::Allreduce),
+            ("tree", 256, Op::Broadcast),
+        ]
+        .into_iter()
+        .map(|(n, count, op)| Case::new(v(n), 2, count).with_op(op))
+        .collect();
+        let ids: Vec<String> = cases.iter().map(Case::case_id).collect();
+        assert_eq!(by_point(&cases, &ids), [vec![0, 2, 3], vec![1, 4], vec![5]]);
     }
 }

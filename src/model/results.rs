@@ -310,17 +310,7 @@ impl RunResult {
     /// the same for every stack whatever its variant, so each stack's run of a point is paired
     /// with the baseline's (variants belong to stacks: `plan::variants`).
     pub(crate) fn point_id(&self) -> String {
-        let base = self.base_case_id();
-        let prefix = if self.case.op.is_allreduce() {
-            String::new()
-        } else {
-            format!("{}_", self.case.op)
-        };
-        let head = format!("{prefix}{}_", self.case.variant);
-        match base.strip_prefix(&head) {
-            Some(rest) => format!("{prefix}*_{rest}"),
-            None => base.to_string(),
-        }
+        self.case.point_id(self.base_case_id())
     }
 
     /// Which repeat of its (case, stack) this run is, 1-based.

@@ -180,7 +180,11 @@ mod tests {
             "gpu-a:4242:4242 [0] NCCL INFO ReduceScatter: 4194304 Bytes -> Algo PAT proto SIMPLE channel{Lo..Hi}={0..3}",
         );
         assert_eq!(
-            (nccl.algo.as_deref(), nccl.proto.as_deref(), nccl.channels.as_deref()),
+            (
+                nccl.algo.as_deref(),
+                nccl.proto.as_deref(),
+                nccl.channels.as_deref()
+            ),
             (Some("PAT"), Some("SIMPLE"), Some("0..3"))
         );
         let mpi = ran(
@@ -197,7 +201,10 @@ mod tests {
         assert_eq!(hccl.proto.as_deref(), Some("AICPU"));
         // The mpi pin is the variant, none for Open MPI's own choice.
         let expect = shipped["mpi"].ran.as_ref().unwrap().expect.as_deref();
-        assert_eq!(expect, Some("{{ '' if variant == 'default' else variant }}"));
+        assert_eq!(
+            expect,
+            Some("{{ '' if variant == 'default' else variant }}")
+        );
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //!
 //! Owns which steps exist and what each waits for: `generate` (case files) first; one `build`
 //! per stack that declares a build command; one `probe` per stack (availability); one `run` per
-//! case × stack, the runs of one case chained in their (shuffled or given) stack order; `collect`
+//! case × stack, the runs of one point of the sweep (its cases: each stack's variants) chained
+//! repeat by repeat in their (shuffled or given) stack order; `collect`
 //! (results files) after every run. The report is no step of the graph: it renders once the
 //! scheduler and this graph are done and freed (`engine::dispatch::Dispatcher::conclude`). It
 //! must not run anything or hold run state: the scheduler walks it.
@@ -59,6 +60,9 @@ impl Step {
 pub(crate) struct RunNode {
     pub(crate) case_id: String,
     pub(crate) stack: String,
+    /// The runs chained together, in run-list order: the point of the sweep its case answers
+    /// for (`Case::point_id`), so the repeats of a point's cases interleave.
+    pub(crate) chain: String,
 }
 
 /// The step graph of one campaign.
@@ -109,9 +113,8 @@ impl Dag {
             // A run whose stack was not declared still waits for `generate`.
             let before = probes.get(&r.stack).copied().unwrap_or(generate);
             graph.add_edge(before, node, ());
-            // The repeats of a case chain with it (a run id is `<case_id>~r<n>`).
-            let case = crate::model::results::split_run_id(&r.case_id).0;
-            if let Some(prev) = last_of_case.insert(case, node) {
+            // The runs of a point chain with it, repeat by repeat (the run list's order).
+            if let Some(prev) = last_of_case.insert(r.chain.as_str(), node) {
                 graph.add_edge(prev, node, ());
             }
             graph.add_edge(node, collect, ());
@@ -182,6 +185,7 @@ mod tests {
 
     fn run(case: &str, stack: &str) -> RunNode {
         RunNode {
+            chain: crate::model::results::split_run_id(case).0.to_string(),
             case_id: case.into(),
             stack: stack.into(),
         }

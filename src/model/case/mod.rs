@@ -296,6 +296,22 @@ pub(crate) const DERIVED_FIELDS: &[&str] = &[
 ];
 
 impl Case {
+    /// `case_id` (this case's id) with its variant blanked (`*`): the point of the sweep the
+    /// case answers for, the same for every stack whatever its variant (variants belong to
+    /// stacks: `plan::variants`), so runs of one point are paired and scheduled together.
+    pub(crate) fn point_id(&self, case_id: &str) -> String {
+        let prefix = if self.op.is_allreduce() {
+            String::new()
+        } else {
+            format!("{}_", self.op)
+        };
+        let head = format!("{prefix}{}_", self.variant);
+        match case_id.strip_prefix(&head) {
+            Some(rest) => format!("{prefix}*_{rest}"),
+            None => case_id.to_string(),
+        }
+    }
+
     /// A case with every field but the required ones at its seed default.
     pub fn new(variant: Variant, p: u32, count: u64) -> Case {
         Case {
