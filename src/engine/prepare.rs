@@ -234,10 +234,6 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
     })
 }
 
-/// Every run — each case `repeats` times, each repeat in its own seeded stack order — with what
-/// it leases (nothing when the backend grants devices) and its preset (`skipped` when the stack
-/// does not support the case). Runs whose P exceeds the pool are refused, all named at once.
-#[allow(clippy::too_many_arguments)]
 /// Case indices grouped by point of the sweep (`Case::point_id`), points in order of first
 /// appearance, cases in sweep order within a point.
 fn by_point(cases: &[Case], case_ids: &[String]) -> Vec<Vec<usize>> {
@@ -254,6 +250,11 @@ fn by_point(cases: &[Case], case_ids: &[String]) -> Vec<Vec<usize>> {
     groups
 }
 
+/// Every run — each case `repeats` times, a point's cases together repeat by repeat, each
+/// repeat in its own seeded stack order — with what it leases (nothing when the backend grants
+/// devices) and its preset (`skipped` when the stack does not support the case). Runs whose P
+/// exceeds the pool are refused, all named at once.
+#[allow(clippy::too_many_arguments)]
 fn plan_runs(
     plan: &Plan,
     claims: &crate::plan::variants::Claims,
