@@ -37,19 +37,24 @@ pub struct Paired {
     pub(crate) metric: Metric,
     /// The pair's evidence until every pair's is known (`judge_pairs`).
     pending: Option<Evidence>,
+    /// The equivalence margin it was judged with (`judge_pairs`).
+    pub(crate) equivalence: f64,
 }
 
 /// Judge every pair with an interval together over the `judged` pairs (`verdict::judge_all`,
 /// the rule `compare` uses); returns the level of the verdict intervals of pairs with repeats.
-pub(crate) fn judge_pairs(paired: &mut [Paired], judged: usize) -> f64 {
+pub(crate) fn judge_pairs(paired: &mut [Paired], judged: usize, margins: verdict::Margins) -> f64 {
     let (rows, evidence): (Vec<usize>, Vec<Evidence>) = paired
         .iter_mut()
         .enumerate()
         .filter_map(|(i, p)| p.pending.take().map(|e| (i, e)))
         .unzip();
-    let (level, verdicts) = verdict::judge_all(&evidence, judged, verdict::DEFAULT_THRESHOLD);
+    let (level, verdicts) = verdict::judge_all_with(&evidence, judged, margins);
     for (i, (v, why, _)) in rows.into_iter().zip(verdicts) {
         (paired[i].verdict, paired[i].why) = (v, why);
+    }
+    for p in paired.iter_mut() {
+        p.equivalence = margins.equivalence;
     }
     level
 }
@@ -64,8 +69,8 @@ impl Paired {
         }
     }
 
-    /// "1.80× faster than mpi", "2.10× slower than mpi", "on par with mpi (within ±5.0 %)",
-    /// "no clear difference from mpi (…why…)" or "not judged: contended (…)".
+    /// "1.80× faster than mpi", "2.10× slower than mpi", "equivalent to mpi (within ±5.0 %)",
+    /// "undecided against mpi (…why…)" or "not judged: contended (…)".
     pub(crate) fn label(&self) -> String {
         let why = |text: String| match &self.why {
             Some(w) => format!("{text} ({w})"),
@@ -76,10 +81,10 @@ impl Paired {
             Change::Faster => format!("{:.2}× faster than {baseline}", 1.0 / self.ratio),
             Change::Slower => format!("{:.2}× slower than {baseline}", self.ratio),
             Change::NoChange => format!(
-                "on par with {baseline} (within ±{:.1} %)",
-                verdict::DEFAULT_THRESHOLD * 100.0
+                "equivalent to {baseline} (within ±{:.1} %)",
+                self.equivalence * 100.0
             ),
-            Change::NoClearDifference => why(format!("no clear difference from {baseline}")),
+            Change::NoClearDifference => why(format!("undecided against {baseline}")),
             Change::NotJudged | Change::NotComparable => self.verdict.words(self.why.as_deref()),
         }
     }
@@ -284,6 +289,7 @@ pub(crate) fn pair_case(
                 None => (Change::NoClearDifference, None),
             };
             paired.push(Paired {
+                equivalence: verdict::DEFAULT_THRESHOLD,
                 case_id: run.base_case_id().to_string(),
                 baseline_case_id: results.runs[b.index].base_case_id().to_string(),
                 baseline_variant: Some(results.runs[b.index].case.variant)

@@ -32,16 +32,39 @@ pub(crate) const FAMILY_ERROR: f64 = 0.05;
 /// The noise band when none is given (`compare --threshold`, the report's paired verdicts).
 pub(crate) const DEFAULT_THRESHOLD: f64 = 0.05;
 
+/// The two margins a verdict uses: the noise band a faster/slower change must clear, and the
+/// equivalence margin ±δ an "equivalent" verdict must lie within (`[report] equivalence`,
+/// `compare --equivalence`; the band when not given).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Margins {
+    pub(crate) band: f64,
+    pub(crate) equivalence: f64,
+}
+
+impl Margins {
+    /// The band, and equivalence within the band.
+    #[cfg(test)]
+    pub(crate) fn band(band: f64) -> Margins {
+        Margins {
+            band,
+            equivalence: band,
+        }
+    }
+}
+
 /// The verdict on one row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Change {
     Faster,
     Slower,
-    /// The whole verdict interval lies inside the noise band.
+    /// Equivalent within ±δ: the whole verdict interval lies inside the equivalence margin —
+    /// a two one-sided test (each side's one-sided test rejects at half the interval's
+    /// error, at most α; the verdict interval is at least the 1 − 2α one TOST needs).
     NoChange,
-    /// The interval crosses the noise band's edge, or the repeats overlap: the evidence was
-    /// weighed and does not carry a verdict; the reason says which.
+    /// Undecided: the interval crosses the band's edge (or the equivalence margin), or the
+    /// repeats overlap: the evidence was weighed and does not carry a verdict; the reason says
+    /// which, and the smallest change the row could have detected.
     NoClearDifference,
     /// The evidence was not weighed: the runs were contended or oversubscribed, a side has
     /// fewer than `MIN_REPEATS` repeats, or too few timed rounds for an interval that means
@@ -57,8 +80,8 @@ impl Change {
         match self {
             Change::Faster => "faster",
             Change::Slower => "slower",
-            Change::NoChange => "no change",
-            Change::NoClearDifference => "no clear difference",
+            Change::NoChange => "equivalent",
+            Change::NoClearDifference => "undecided",
             Change::NotJudged => "not judged",
             Change::NotComparable => "not comparable",
         }
@@ -489,11 +512,19 @@ pub(crate) fn caveat(a: Conditions, b: Conditions, max_contention: f64) -> Optio
 /// One row's verdict, its reason, and the interval it was taken on.
 pub(crate) type Judged = (Change, Option<String>, Interval);
 
-/// Judge `rows` together — `m` rows (at least `rows.len()`) count toward the level — the one
-/// place `compare` and the report decide faster/slower: rows with repeat statistics at the
-/// level Benjamini–Hochberg leaves (`verdict_level`), the rest on their rounds' interval.
-/// Returns that level and a verdict per row, in order.
+/// [`judge_all_with`] with the equivalence margin at the band (the tests' shorthand).
+#[cfg(test)]
 pub(crate) fn judge_all(rows: &[Evidence], m: usize, threshold: f64) -> (f64, Vec<Judged>) {
+    judge_all_with(rows, m, Margins::band(threshold))
+}
+
+/// Judge `rows` together — `m` rows (at least `rows.len()`) count toward the level — the one
+/// place `compare` and the report decide faster/slower/equivalent: rows with repeat statistics
+/// at the level Benjamini–Hochberg leaves (`verdict_level`), the rest on their rounds'
+/// interval; `margins` are the noise band and the equivalence margin. Returns that level and a
+/// verdict per row, in order.
+pub(crate) fn judge_all_with(rows: &[Evidence], m: usize, margins: Margins) -> (f64, Vec<Judged>) {
+    let threshold = margins.band;
     let ps: Vec<f64> = rows
         .iter()
         .filter_map(|e| e.stats.map(|s| s.p_beyond(threshold)))
@@ -513,7 +544,7 @@ pub(crate) fn judge_all(rows: &[Evidence], m: usize, threshold: f64) -> (f64, Ve
             };
             // The machine's part comes first: a contended or oversubscribed row is not judged,
             // whatever its interval says (only "no change" stands: the runs agreed anyway).
-            let (v, why) = match judge(&e.a, &e.b, e.pairs.as_deref(), wide, threshold) {
+            let (v, why) = match judge(&e.a, &e.b, e.pairs.as_deref(), wide, margins) {
                 (Change::NoChange, why) => (Change::NoChange, why),
                 _ if e.caveat.is_some() => (Change::NotJudged, e.caveat.clone()),
                 (v @ (Change::Slower | Change::Faster), why) => {
@@ -588,13 +619,16 @@ fn judge(
     b: &[f64],
     pairs: Option<&[f64]>,
     wide: Interval,
-    threshold: f64,
+    margins: Margins,
 ) -> (Change, Option<String>) {
-    let inside = wide.lo >= -threshold && wide.hi <= threshold;
-    if inside {
+    let (threshold, delta) = (margins.band, margins.equivalence);
+    let beyond = wide.lo > threshold || wide.hi < -threshold;
+    // Equivalent: inside ±δ — unless a margin wider than the band holds a change beyond it,
+    // which is judged as a change.
+    let inside = wide.lo >= -delta && wide.hi <= delta;
+    if inside && !beyond {
         return (Change::NoChange, None);
     }
-    let beyond = wide.lo > threshold || wide.hi < -threshold;
     let slower = wide.lo > threshold;
     let repeats = pairs.map_or(a.len().min(b.len()), <[f64]>::len);
     if repeats < MIN_REPEATS {
@@ -614,10 +648,15 @@ fn judge(
         return (
             Change::NoClearDifference,
             Some(format!(
-                "{CROSSES} [{:+.1} %, {:+.1} %] crosses the ±{:.1} % noise band{}",
+                "{CROSSES} [{:+.1} %, {:+.1} %] crosses the ±{:.1} % noise band{}{}",
                 wide.lo * 100.0,
                 wide.hi * 100.0,
                 threshold * 100.0,
+                if delta == threshold {
+                    String::new()
+                } else {
+                    format!(" (or the ±{:.1} % equivalence margin)", delta * 100.0)
+                },
                 detectable(wide, threshold)
             )),
         );
@@ -666,33 +705,42 @@ mod tests {
 
     #[test]
     fn inside_the_band_is_no_change_whatever_the_repeats() {
-        let (v, why) = judge(&[1.0], &[1.01], None, wide(-0.02, 0.03), 0.05);
+        let (v, why) = judge(
+            &[1.0],
+            &[1.01],
+            None,
+            wide(-0.02, 0.03),
+            Margins::band(0.05),
+        );
         assert_eq!((v, why), (Change::NoChange, None));
     }
 
     #[test]
     fn a_doubling_with_three_separated_repeats_is_slower_and_halving_faster() {
         let (a, b) = ([1.0, 1.02, 0.98], [2.0, 2.05, 1.97]);
-        assert_eq!(judge(&a, &b, None, wide(0.9, 1.1), 0.05).0, Change::Slower);
         assert_eq!(
-            judge(&b, &a, None, wide(-0.52, -0.47), 0.05).0,
+            judge(&a, &b, None, wide(0.9, 1.1), Margins::band(0.05)).0,
+            Change::Slower
+        );
+        assert_eq!(
+            judge(&b, &a, None, wide(-0.52, -0.47), Margins::band(0.05)).0,
             Change::Faster
         );
     }
 
     #[test]
     fn fewer_than_three_repeats_or_overlapping_repeats_or_a_straddling_interval_give_no_verdict() {
-        let (v, why) = judge(&[1.0], &[2.0], None, wide(0.9, 1.1), 0.05);
+        let (v, why) = judge(&[1.0], &[2.0], None, wide(0.9, 1.1), Margins::band(0.05));
         assert_eq!(v, Change::NotJudged);
         assert_eq!(
             v.words(why.as_deref()),
             "not judged: one repeat (run-to-run variance is not measured; a verdict needs >= 3 repeats per side, [run] repeats)"
         );
         let (a, b) = ([1.0, 1.3, 0.98], [1.2, 1.25, 1.22]);
-        let (v, why) = judge(&a, &b, None, wide(0.06, 0.3), 0.05);
+        let (v, why) = judge(&a, &b, None, wide(0.06, 0.3), Margins::band(0.05));
         assert_eq!(v, Change::NoClearDifference);
         assert!(why.unwrap().contains("repeats overlap"));
-        let (v, why) = judge(&a, &b, None, wide(0.01, 0.3), 0.05);
+        let (v, why) = judge(&a, &b, None, wide(0.01, 0.3), Margins::band(0.05));
         assert_eq!(v, Change::NoClearDifference);
         assert!(why.unwrap().contains("crosses the ±5.0 % noise band"));
     }
@@ -1039,6 +1087,30 @@ mod tests {
             .filter(|_| row(&mut rng, 1.3) == Change::Slower)
             .count();
         assert!(caught as f64 >= 0.75 * n as f64, "caught {caught} of {n}");
+    }
+
+    /// Equivalence is its own margin: an interval of [−3 %, +4 %] is equivalent within ±5 %,
+    /// undecided within ±2 % (naming both margins); a margin wider than the band never hides
+    /// a change beyond the band.
+    #[test]
+    fn equivalence_has_its_own_margin() {
+        let a = [1.0, 1.01, 0.99];
+        let b = [1.0, 1.02, 1.0];
+        let m = |band, equivalence| Margins { band, equivalence };
+        assert_eq!(
+            judge(&a, &b, None, wide(-0.03, 0.04), m(0.05, 0.05)).0,
+            Change::NoChange
+        );
+        let (v, why) = judge(&a, &b, None, wide(-0.03, 0.04), m(0.05, 0.02));
+        assert_eq!(v, Change::NoClearDifference);
+        assert!(why.unwrap().contains("(or the ±2.0 % equivalence margin)"));
+        let slow = [1.2, 1.21, 1.19];
+        assert_eq!(
+            judge(&a, &slow, None, wide(0.15, 0.25), m(0.05, 0.3)).0,
+            Change::Slower
+        );
+        assert_eq!(Change::NoChange.as_str(), "equivalent");
+        assert_eq!(Change::NoClearDifference.as_str(), "undecided");
     }
 
     /// Three repeats of three starved rounds give Welch's t few degrees of freedom: the

@@ -34,8 +34,9 @@ pub(crate) enum Command {
     /// A row is called faster or slower only with >= 3 repeats per side ([run] repeats),
     /// Welch's t interval over the repeats' log medians beyond the noise band at the level
     /// Benjamini–Hochberg leaves over all rows, and every repeat of B beyond every repeat of A
-    /// by the band; otherwise "no change" (the interval inside the band), "no clear
-    /// difference" or "too few samples", with the reason. Exit 1 when any row is slower.
+    /// by the band; otherwise "equivalent" (the interval inside ±--equivalence, a two
+    /// one-sided test), "undecided" (with the smallest change it could have detected) or "not
+    /// judged", with the reason. Exit 1 when any row is slower.
     Compare(CompareArgs),
     /// Which stacks can run here, their roots, devices and environment.
     Doctor(DoctorArgs),
@@ -223,9 +224,13 @@ pub(crate) struct CompareArgs {
     pub(crate) run_a: PathBuf,
     /// The run dir compared against the baseline ("after").
     pub(crate) run_b: PathBuf,
-    /// Noise band: changes smaller than this are "no change" (e.g. `5%`).
+    /// Noise band: a faster/slower change must clear it (e.g. `5%`).
     #[arg(long, default_value = "5%")]
     pub(crate) threshold: String,
+    /// Equivalence margin ±δ: a row whose verdict interval lies inside it is "equivalent" (a
+    /// two one-sided test; default: the noise band).
+    #[arg(long, value_name = "PCT")]
+    pub(crate) equivalence: Option<String>,
     /// Output format: a Markdown table, CSV, JSON, JUnit XML or a CI job summary (Markdown).
     #[arg(long, value_enum, default_value_t = CompareFormat::Md)]
     pub(crate) format: CompareFormat,

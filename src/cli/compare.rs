@@ -21,8 +21,14 @@ pub(crate) fn run(args: &CompareArgs) -> Result<i32> {
     let b = crate::store::load::load_any_run_dir(&args.run_b)?;
     let max_contention = parse_max_contention(&args.max_contention).map_err(Error::Usage)?;
     let (spreads, store) = spreads(args, &a)?;
+    let equivalence = (args.equivalence.as_deref())
+        .map(|e| {
+            parse_threshold(e).map_err(|m| Error::Usage(m.replace("--threshold", "--equivalence")))
+        })
+        .transpose()?;
     let judging = Judging {
         threshold,
+        equivalence,
         max_contention,
         spreads,
         history: store.map(|p| p.display().to_string()),

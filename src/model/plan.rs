@@ -312,6 +312,8 @@ pub(crate) struct ReportConfig {
     pub(crate) title: Option<String>,
     /// One metric every stack is paired on, when their declared metrics differ in kind.
     pub(crate) compare_metric: Option<crate::model::results::Metric>,
+    /// The equivalence margin ±δ of the paired verdicts (`"5%"` → 0.05); None: the noise band.
+    pub(crate) equivalence: Option<f64>,
 }
 
 /// `[slurm]`.

@@ -256,7 +256,14 @@ pub(crate) fn read_report(
     for e in cx.known_entries(
         table,
         "report",
-        &["baseline", "template", "figures", "title", "compare_metric"],
+        &[
+            "baseline",
+            "template",
+            "figures",
+            "title",
+            "compare_metric",
+            "equivalence",
+        ],
     ) {
         let path = format!("report.{}", e.key);
         let it = e.item;
@@ -296,10 +303,30 @@ pub(crate) fn read_report(
                 let names: Vec<&str> = Metric::ALL.iter().map(|m| m.as_str()).collect();
                 rep.compare_metric = cx.choice(it, &path, &names).and_then(|m| Metric::parse(&m));
             }
+            "equivalence" => {
+                if let Some(text) = cx.string(it, &path) {
+                    match margin(&text) {
+                        Some(m) => rep.equivalence = Some(m),
+                        None => cx.error(
+                            &it.span(),
+                            &path,
+                            format!(
+                                "`{text}` is no equivalence margin: expected a percentage above 0 and below 100, such as \"5%\""
+                            ),
+                        ),
+                    }
+                }
+            }
             _ => rep.title = cx.string(it, &path),
         }
     }
     rep
+}
+
+/// A margin such as `5%` or `2.5 %` as a fraction (0.05): above 0, below 100 %.
+fn margin(text: &str) -> Option<f64> {
+    let pct: f64 = text.trim().strip_suffix('%')?.trim().parse().ok()?;
+    (pct > 0.0 && pct < 100.0).then_some(pct / 100.0)
 }
 
 pub(crate) fn read_slurm(cx: &mut Ctx<'_>, item: &Item<'_>) -> SlurmConfig {

@@ -402,3 +402,28 @@ fn a_root_no_op_takes_is_refused_at_its_line() {
     );
     assert!(ok.is_ok(), "{:?}", ok.err());
 }
+
+/// `[report] equivalence` is a percentage above 0 and below 100, kept as a fraction; anything
+/// else is refused at its line.
+#[test]
+fn report_equivalence_is_a_percentage() {
+    let base = "[campaign]\nname = \"e\"\n[case]\np = 2\ncount = 64\n[report]\n";
+    let p = parse(
+        &format!("{base}equivalence = \"2.5%\"\n"),
+        Path::new("e.toml"),
+    )
+    .unwrap();
+    assert_eq!(p.report.equivalence, Some(0.025));
+    for bad in ["\"0%\"", "\"100%\"", "\"5\"", "\"five%\""] {
+        let err = messages(parse(
+            &format!("{base}equivalence = {bad}\n"),
+            Path::new("e.toml"),
+        ));
+        assert!(
+            err.contains("e.toml:7:")
+                && err.contains("report.equivalence")
+                && err.contains("no equivalence margin"),
+            "{bad}: {err}"
+        );
+    }
+}

@@ -43,6 +43,8 @@ pub(crate) struct Context {
     pub(crate) paired_total: usize,
     /// The paired verdicts' noise band in percent, and the repeats a verdict needs per stack.
     pub(crate) noise_band_pct: f64,
+    /// The paired verdicts' equivalence margin ±δ, in percent (`[report] equivalence`).
+    pub(crate) equivalence_pct: f64,
     pub(crate) min_repeats: usize,
     /// What each cell's headline number is (`analysis::stats::hierarchical::NAME`).
     pub(crate) headline_statistic: String,
@@ -425,6 +427,7 @@ pub(crate) fn build(results: &ResultSet, a: &Analysis, title: Option<&str>) -> C
             .count(),
         paired_total: a.paired.len(),
         noise_band_pct: a.noise_band * 100.0,
+        equivalence_pct: a.equivalence * 100.0,
         min_repeats: crate::analysis::verdict::MIN_REPEATS,
         headline_statistic: crate::analysis::stats::hierarchical::NAME.to_string(),
         oversubscribed_note: oversubscribed_note(results),

@@ -50,6 +50,8 @@ pub struct ReportOptions {
     pub history: Option<crate::model::series::ReportHistory>,
     /// `[report] compare_metric`: pair every stack on this metric.
     pub compare_metric: Option<crate::model::results::Metric>,
+    /// `[report] equivalence`: the paired verdicts' equivalence margin (None: the noise band).
+    pub equivalence: Option<f64>,
 }
 
 impl ReportOptions {
@@ -64,6 +66,7 @@ impl ReportOptions {
             bootstrap: bootstrap_for(results),
             history: None,
             compare_metric: cfg.compare_metric,
+            equivalence: cfg.equivalence,
         }
     }
 }
@@ -263,7 +266,7 @@ pub(crate) fn render_from(
         results,
         opts.baseline.as_deref(),
         opts.bootstrap,
-        opts.compare_metric,
+        (opts.compare_metric, opts.equivalence),
         &memo,
     );
     let failures = analysis.failures.len();

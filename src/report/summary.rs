@@ -54,6 +54,8 @@ pub struct Analysis {
     pub(crate) paired_judged: usize,
     /// The noise band of the paired verdicts, a fraction.
     pub(crate) noise_band: f64,
+    /// The equivalence margin ±δ of the paired verdicts (a fraction).
+    pub(crate) equivalence: f64,
     /// `[report] compare_metric`: the one metric paired comparisons use, when set.
     pub(crate) compare_metric: Option<Metric>,
     /// Stacks not paired with the baseline because their metrics differ in kind, and why.
@@ -83,18 +85,19 @@ impl Analysis {
             results,
             baseline,
             bootstrap,
-            compare_metric,
+            (compare_metric, None),
             &Memo::default(),
         )
     }
 
     /// [`Analysis::with_compare_metric`] taking every bootstrap interval `memo` holds from it
-    /// (bit for bit what resampling gives) and adding the ones it draws.
+    /// (bit for bit what resampling gives) and adding the ones it draws; `equivalence` is the
+    /// paired verdicts' equivalence margin (`[report] equivalence`; None: the noise band).
     pub(crate) fn remembering(
         results: &ResultSet,
         baseline: Option<&str>,
         bootstrap: Bootstrap,
-        compare_metric: Option<Metric>,
+        (compare_metric, equivalence): (Option<Metric>, Option<f64>),
         memo: &Memo,
     ) -> Analysis {
         let mut stacks: Vec<String> = Vec::new();
@@ -146,7 +149,11 @@ impl Analysis {
             paired.extend(case_paired);
         }
         failures.sort_by_key(|f| f.index);
-        let paired_level = judge_pairs(&mut paired, judged);
+        let margins = verdict::Margins {
+            band: verdict::DEFAULT_THRESHOLD,
+            equivalence: equivalence.unwrap_or(verdict::DEFAULT_THRESHOLD),
+        };
+        let paired_level = judge_pairs(&mut paired, judged, margins);
         let pairing_notes = pairing_notes(results, &stacks, baseline.as_deref(), compare_metric);
         let fits = fits(results, &stats);
         let b_star = b_stars(&fits);
@@ -161,7 +168,8 @@ impl Analysis {
             paired,
             paired_level,
             paired_judged: judged,
-            noise_band: verdict::DEFAULT_THRESHOLD,
+            noise_band: margins.band,
+            equivalence: margins.equivalence,
             compare_metric,
             pairing_notes,
             fits,
@@ -459,7 +467,7 @@ mod tests {
             ..Bootstrap::default()
         };
         let analyse = |memo: &Memo| {
-            let a = Analysis::remembering(&results, Some("s1"), boot, None, memo);
+            let a = Analysis::remembering(&results, Some("s1"), boot, (None, None), memo);
             // `{:?}` prints every f64 exactly, so equal text is equal bits.
             format!("{a:?}")
         };
@@ -493,7 +501,7 @@ mod tests {
             .unwrap();
         run.samples[3].execute_s = run.samples[3].execute_s.map(|x| x * 1.5);
         let memo = Memo::decode(&bytes);
-        let a = Analysis::remembering(&changed, Some("s1"), boot, None, &memo);
+        let a = Analysis::remembering(&changed, Some("s1"), boot, (None, None), &memo);
         assert!(memo.drawn() > 0 && memo.drawn() < first.drawn());
         assert_eq!(
             format!("{a:?}"),
@@ -616,5 +624,38 @@ mod tests {
             "{labels:?}"
         );
         assert!(a.fits.iter().all(|f| f.points.len() == 3));
+    }
+    /// `[report] equivalence`: the same pair is equivalent within ±5 %, undecided within
+    /// ±0.1 %, and its label names the margin.
+    #[test]
+    fn the_paired_equivalence_margin_is_the_reports() {
+        let mut seed = 3u64;
+        let mut runs = Vec::new();
+        let case = Case::new(Variant::Mesh, 2, 1024);
+        for stack in ["mpi", "host"] {
+            for r in 1..=5 {
+                runs.push(run(&case, stack, r, 40, 1e-4, &mut seed));
+            }
+        }
+        let results = ResultSet {
+            campaign: "eq".into(),
+            runs,
+            ..ResultSet::default()
+        };
+        let boot = Bootstrap {
+            resamples: 100,
+            ..Bootstrap::default()
+        };
+        let with = |delta| {
+            let a =
+                Analysis::remembering(&results, Some("mpi"), boot, (None, delta), &Memo::default());
+            a.paired[0].label()
+        };
+        assert_eq!(with(None), "equivalent to mpi (within ±5.0 %)");
+        assert!(
+            with(Some(0.001)).starts_with("undecided against mpi ("),
+            "{}",
+            with(Some(0.001))
+        );
     }
 }

@@ -325,7 +325,12 @@ fn compare_of_single_short_repeats_shows_numbers_without_a_verdict() {
         ),
         "{text}"
     );
-    assert!(text.contains("0 slower, 0 faster, 0 no change, 0 no clear difference, 5 not judged, 1 not comparable"), "{text}");
+    assert!(
+        text.contains(
+            "0 slower, 0 faster, 0 equivalent, 0 undecided, 5 not judged, 1 not comparable"
+        ),
+        "{text}"
+    );
     let out = run(&same, "csv");
     assert_eq!(out.status.code(), Some(7), "{}", crate::util::stdout(&out));
     let csv = crate::util::stdout(&out);
@@ -345,6 +350,32 @@ fn compare_of_single_short_repeats_shows_numbers_without_a_verdict() {
         "lots",
     ]);
     assert_eq!(bad.status.code(), Some(2));
+    let bad = crate::util::run(&[
+        "compare",
+        a.to_str().unwrap(),
+        a.to_str().unwrap(),
+        "--equivalence",
+        "lots",
+    ]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        crate::util::stderr(&bad).contains("--equivalence `lots`"),
+        "{}",
+        crate::util::stderr(&bad)
+    );
+    // The markdown names the margin it judged equivalence by.
+    let md = crate::util::run(&[
+        "compare",
+        a.to_str().unwrap(),
+        a.to_str().unwrap(),
+        "--equivalence",
+        "2%",
+    ]);
+    assert!(
+        crate::util::stdout(&md).contains("Equivalent: the interval inside ±2.0 %"),
+        "{}",
+        crate::util::stdout(&md)
+    );
 }
 
 /// Snapshot of the default report on a fixed result set.

@@ -70,6 +70,7 @@ pub(crate) fn to_junit(c: &Comparison, name_a: &str, name_b: &str) -> String {
             ("run_a", name_a.to_string()),
             ("run_b", name_b.to_string()),
             ("noise_band", format!("{:.1} %", c.threshold * 100.0)),
+            ("equivalence", format!("{:.1} %", c.equivalence * 100.0)),
             ("verdict_level", format!("{:.4} %", c.verdict_level * 100.0)),
             ("judged", format!("{} of {} rows", c.judged, c.rows.len())),
         ],

@@ -106,6 +106,8 @@ pub struct CompareRow {
 pub struct Comparison {
     /// The noise band, a fraction (0.05 = ±5 %).
     pub(crate) threshold: f64,
+    /// The equivalence margin ±δ, a fraction (the band unless `--equivalence` said otherwise).
+    pub(crate) equivalence: f64,
     pub(crate) min_rounds: usize,
     pub(crate) min_repeats: usize,
     /// Confidence level of the verdict intervals of rows with repeats: 1 − R · 0.05 / m for
@@ -120,7 +122,7 @@ pub struct Comparison {
     pub(crate) shifts: Vec<Shift>,
     /// Where the campaign-to-campaign spreads came from (the history store), when one was read.
     pub(crate) history: Option<String>,
-    /// Rows whose evidence was weighed (faster, slower, no change, no clear difference) out of
+    /// Rows whose evidence was weighed (faster, slower, equivalent, undecided) out of
     /// `rows`: a comparison that judged none checked nothing (`exit::NOTHING_JUDGED`).
     pub(crate) judged: usize,
 }
@@ -257,6 +259,8 @@ fn groups(rs: &ResultSet) -> Groups<'_> {
 pub struct Judging {
     /// The noise band, a fraction.
     pub threshold: f64,
+    /// The equivalence margin ±δ, a fraction (None: the noise band).
+    pub equivalence: Option<f64>,
     /// Rows with a run stalled for a CPU more than this share of its time get no verdict.
     pub max_contention: f64,
     /// Each row's campaign-to-campaign spread from earlier campaigns.
@@ -270,6 +274,7 @@ impl Judging {
     pub fn new(threshold: f64) -> Judging {
         Judging {
             threshold,
+            equivalence: None,
             max_contention: verdict::DEFAULT_VERDICT_MAX_CONTENTION,
             spreads: Spreads::new(),
             history: None,
@@ -292,6 +297,7 @@ pub fn compare_with(
 ) -> Comparison {
     let Judging {
         threshold,
+        equivalence,
         max_contention,
         spreads,
         history,
@@ -367,7 +373,11 @@ pub fn compare_with(
             between,
         });
     }
-    let (verdict_level, judged) = verdict::judge_all(&evidence, m, threshold);
+    let margins = verdict::Margins {
+        band: threshold,
+        equivalence: equivalence.unwrap_or(threshold),
+    };
+    let (verdict_level, judged) = verdict::judge_all_with(&evidence, m, margins);
     for (i, (verdict, why, wide)) in judged_rows.into_iter().zip(judged) {
         let row = &mut rows[i];
         (row.verdict, row.why, row.verdict_ci) = (verdict, why, Some(wide));
@@ -375,6 +385,7 @@ pub fn compare_with(
     let only = |x: &Groups, y: &Groups| x.keys().filter(|k| !y.contains_key(*k)).cloned().collect();
     Comparison {
         threshold,
+        equivalence: margins.equivalence,
         min_rounds: MIN_ROUNDS,
         min_repeats: MIN_REPEATS,
         verdict_level,
@@ -451,13 +462,16 @@ pub fn to_markdown(c: &Comparison, name_a: &str, name_b: &str) -> String {
          repeats per side; Welch's t interval over the repeats' log medians beyond the band, at \
          {:.2} % for the {} rows judged at once (Benjamini–Hochberg: a comparison of the same \
          thing shows no faster/slower row with 95 % confidence; the level relaxes as more rows \
-         clearly changed); and every repeat of B beyond every repeat of A by the band. A single \
-         repeat gives no verdict and needs >= {} timed rounds for a CI at all. A change without \
-         an interval is not a finding and shows as –.\n\n**{}**{}.\n\n",
+         clearly changed); and every repeat of B beyond every repeat of A by the band (a repeat \
+         2× off its side's median set aside). Equivalent: the interval inside ±{:.1} % (a two \
+         one-sided test); undecided: weighed, no verdict, with the smallest change it could have \
+         detected. A single repeat gives no verdict and needs >= {} timed rounds for a CI at \
+         all. A change without an interval is not a finding and shows as –.\n\n**{}**{}.\n\n",
         c.threshold * 100.0,
         c.min_repeats,
         c.verdict_level * 100.0,
         c.rows.iter().filter(|r| r.verdict_ci.is_some()).count(),
+        c.equivalence * 100.0,
         c.min_rounds,
         c.judged_text(),
         if c.nothing_judged() {
@@ -516,7 +530,7 @@ pub fn to_markdown(c: &Comparison, name_a: &str, name_b: &str) -> String {
         }
     }
     out.push_str(&format!(
-        "\n{} slower, {} faster, {} no change, {} no clear difference, {} not judged, {} not comparable\n",
+        "\n{} slower, {} faster, {} equivalent, {} undecided, {} not judged, {} not comparable\n",
         c.count(Change::Slower),
         c.count(Change::Faster),
         c.count(Change::NoChange),
