@@ -10,6 +10,7 @@ pub(crate) mod changepoint;
 pub mod compare;
 pub(crate) mod junit;
 pub mod pairing;
+pub(crate) mod regret;
 pub(crate) mod run_stats;
 pub mod scaling;
 pub mod stats;

@@ -63,6 +63,8 @@ pub(crate) struct Context {
     /// allreduce (the report then reads as before the op axis).
     pub(crate) ops: Vec<OpRow>,
     pub(crate) paired: Rows<PairedRow>,
+    /// What each stack's default variant loses at each point to its best other variant.
+    pub(crate) regret: Vec<RegretRow>,
     pub(crate) models: Vec<ModelRow>,
     pub(crate) b_star: Vec<BStarRow>,
     pub(crate) figures: Vec<FigureRow>,
@@ -294,6 +296,26 @@ pub(crate) struct PairedRow {
     pub(crate) metric: String,
 }
 
+/// One row of "What the default loses" (`analysis::regret`).
+#[derive(Debug, Serialize)]
+pub(crate) struct RegretRow {
+    /// The default's case (the point with the default variant).
+    pub(crate) case_id: String,
+    pub(crate) stack: String,
+    pub(crate) default: String,
+    pub(crate) best: String,
+    pub(crate) default_median: String,
+    pub(crate) best_median: String,
+    /// `default / best − 1`, in percent (negative: the default wins), and its 95 % interval
+    /// (null when it says nothing).
+    pub(crate) loss_pct: f64,
+    pub(crate) ci_lo_pct: Option<f64>,
+    pub(crate) ci_hi_pct: Option<f64>,
+    /// The verdict with the default as B and the best other variant as A.
+    pub(crate) verdict: Change,
+    pub(crate) label: String,
+}
+
 #[derive(Debug, Serialize)]
 pub(crate) struct ModelRow {
     pub(crate) stack: String,
@@ -445,6 +467,21 @@ pub(crate) fn build(results: &ResultSet, a: &Analysis, title: Option<&str>) -> C
         ),
         failures: a.failures.clone().into(),
         paired: Rows::from(a.paired.iter().map(paired_row).collect::<Vec<_>>()),
+        regret: (a.regret.iter())
+            .map(|r| RegretRow {
+                case_id: r.case_id.clone(),
+                stack: r.stack.clone(),
+                default: r.default.to_string(),
+                best: r.best.to_string(),
+                default_median: format_seconds(r.default_median),
+                best_median: format_seconds(r.best_median),
+                loss_pct: r.loss * 100.0,
+                ci_lo_pct: r.ci.map(|c| c.lo * 100.0),
+                ci_hi_pct: r.ci.map(|c| c.hi * 100.0),
+                verdict: r.verdict,
+                label: r.label(a.equivalence),
+            })
+            .collect(),
         models: a.fits.iter().map(model_row).collect(),
         b_star: a
             .b_star
