@@ -178,6 +178,29 @@ fn baseline_for(
         .map(|(i, _)| i)
 }
 
+/// The evidence of B against A, two (case, stack) statistics of one campaign (`stats`: A, B)
+/// with their sorted repeats: no campaign-to-campaign term (both ran in this campaign); the
+/// machine's conditions of each side (oversubscribed, contention); and, their repeats having
+/// been interleaved, judged repeat by repeat where the repeat numbers (`keys`: A's, B's) pair
+/// up, so the machine's phase during repeat k cancels out.
+pub(crate) fn interleaved_evidence(
+    results: &ResultSet,
+    (a, b): (&RunStats, &RunStats),
+    (a_repeats, b_repeats): (&[Vec<f64>], &[Vec<f64>]),
+    (a_keys, b_keys): (Vec<u32>, Vec<u32>),
+    rounds: impl FnOnce() -> Interval,
+) -> Evidence {
+    let conditions = |st: &RunStats| Conditions::of(st.runs.iter().map(|&i| &results.runs[i]));
+    Evidence::new(a_repeats, b_repeats, None, rounds)
+        .caveat(verdict::caveat(
+            conditions(a),
+            conditions(b),
+            verdict::DEFAULT_VERDICT_MAX_CONTENTION,
+        ))
+        .contention(conditions(a), conditions(b))
+        .paired(&a_keys, &b_keys)
+}
+
 /// The repeat numbers of `st`'s repeats, in the order its statistics hold them; empty when the
 /// pairing is on another metric's draws (which may leave a repeat out), so nothing is paired.
 fn repeat_keys(results: &ResultSet, st: &RunStats, on_metric: &Option<Estimate>) -> Vec<u32> {
@@ -250,29 +273,19 @@ pub(crate) fn pair_case(
             let too_few = verdict::too_few(own_repeats).or_else(|| verdict::too_few(base_repeats));
             // A pair with an interval is judged with every other (`judge_pairs`).
             let pending = too_few.is_none().then(|| {
-                // Both stacks ran in this campaign, interleaved: no campaign-to-campaign term.
-                let conditions =
-                    |st: &RunStats| Conditions::of(st.runs.iter().map(|&i| &results.runs[i]));
-                Evidence::new(base_repeats, own_repeats, None, || {
+                // Only where the repeats are the runs' own, in order (not another metric's
+                // draws) are they paired repeat by repeat.
+                let keys = (
+                    repeat_keys(results, b, &base_on),
+                    repeat_keys(results, s, &own_on),
+                );
+                interleaved_evidence(results, (b, s), (base_repeats, own_repeats), keys, || {
                     let wide = memo.ratio(own.sampled, base.sampled, level);
                     Interval {
                         lo: wide.lo - 1.0,
                         hi: wide.hi - 1.0,
                     }
                 })
-                .caveat(verdict::caveat(
-                    conditions(b),
-                    conditions(s),
-                    verdict::DEFAULT_VERDICT_MAX_CONTENTION,
-                ))
-                .contention(conditions(b), conditions(s))
-                // Repeat k of each stack ran back to back (interleaved repeats): judged repeat
-                // by repeat, so the machine's phase during repeat k cancels out. Only where
-                // the repeats are the runs' own, in order (not another metric's draws).
-                .paired(
-                    &repeat_keys(results, b, &base_on),
-                    &repeat_keys(results, s, &own_on),
-                )
             });
             // An interval wider than ×10 either way says nothing: not printed.
             let ci = pending

@@ -14,7 +14,7 @@
 use crate::analysis::run_stats::RunStats;
 use crate::analysis::stats::bootstrap::{Interval, LEVEL};
 use crate::analysis::stats::memo::{Memo, Resampling};
-use crate::analysis::verdict::{self, Change, Conditions, Evidence};
+use crate::analysis::verdict::{self, Change, Evidence};
 use crate::model::case::Variant;
 use crate::model::results::ResultSet;
 
@@ -131,24 +131,23 @@ fn row(
     let (rd, rb) = (&sides[d].repeats, &sides[b].repeats);
     let too_few = verdict::too_few(rd).or_else(|| verdict::too_few(rb));
     let level = verdict::family_level(1);
-    let conditions = |st: &RunStats| Conditions::of(st.runs.iter().map(|&i| &results.runs[i]));
     let keys =
         |st: &RunStats| -> Vec<u32> { st.runs.iter().map(|&i| results.runs[i].repeat()).collect() };
     let pending = too_few.is_none().then(|| {
-        Evidence::new(rb, rd, None, || {
+        let rounds = || {
             let wide = memo.ratio(&sides[d], &sides[b], level);
             Interval {
                 lo: wide.lo - 1.0,
                 hi: wide.hi - 1.0,
             }
-        })
-        .caveat(verdict::caveat(
-            conditions(sb),
-            conditions(sd),
-            verdict::DEFAULT_VERDICT_MAX_CONTENTION,
-        ))
-        .contention(conditions(sb), conditions(sd))
-        .paired(&keys(sb), &keys(sd))
+        };
+        crate::analysis::pairing::interleaved_evidence(
+            results,
+            (sb, sd),
+            (rb, rd),
+            (keys(sb), keys(sd)),
+            rounds,
+        )
     });
     let ci = pending
         .is_some()

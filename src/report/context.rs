@@ -468,19 +468,7 @@ pub(crate) fn build(results: &ResultSet, a: &Analysis, title: Option<&str>) -> C
         failures: a.failures.clone().into(),
         paired: Rows::from(a.paired.iter().map(paired_row).collect::<Vec<_>>()),
         regret: (a.regret.iter())
-            .map(|r| RegretRow {
-                case_id: r.case_id.clone(),
-                stack: r.stack.clone(),
-                default: r.default.to_string(),
-                best: r.best.to_string(),
-                default_median: format_seconds(r.default_median),
-                best_median: format_seconds(r.best_median),
-                loss_pct: r.loss * 100.0,
-                ci_lo_pct: r.ci.map(|c| c.lo * 100.0),
-                ci_hi_pct: r.ci.map(|c| c.hi * 100.0),
-                verdict: r.verdict,
-                label: r.label(a.equivalence),
-            })
+            .map(|r| regret_row(r, a.equivalence))
             .collect(),
         models: a.fits.iter().map(model_row).collect(),
         b_star: a
@@ -504,6 +492,23 @@ pub(crate) fn build(results: &ResultSet, a: &Analysis, title: Option<&str>) -> C
 }
 
 /// One paired comparison as the template shows it.
+/// One "What the default loses" row as the template shows it.
+fn regret_row(r: &crate::analysis::regret::Regret, equivalence: f64) -> RegretRow {
+    RegretRow {
+        case_id: r.case_id.clone(),
+        stack: r.stack.clone(),
+        default: r.default.to_string(),
+        best: r.best.to_string(),
+        default_median: format_seconds(r.default_median),
+        best_median: format_seconds(r.best_median),
+        loss_pct: r.loss * 100.0,
+        ci_lo_pct: r.ci.map(|c| c.lo * 100.0),
+        ci_hi_pct: r.ci.map(|c| c.hi * 100.0),
+        verdict: r.verdict,
+        label: r.label(equivalence),
+    }
+}
+
 fn paired_row(p: &crate::analysis::pairing::Paired) -> PairedRow {
     PairedRow {
         case_id: p.case_id.clone(),
