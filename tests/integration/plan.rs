@@ -223,6 +223,8 @@ fn dry_run_json_is_only_json_and_follows_axis_order() {
     assert_eq!(rows[0]["warmup"], 3);
     assert_eq!(rows[0]["timed"], 30);
     assert_eq!(rows[0]["stacks"], serde_json::json!(["host"]));
+    // Every record names its op, allreduce too (a filter on `op` sees every row).
+    assert!(rows.iter().all(|r| r["op"] == "allreduce"), "{v}");
 }
 
 #[test]

@@ -363,8 +363,8 @@ fn plural(n: u64, one: &'static str, many: &'static str) -> &'static str {
 #[derive(serde::Serialize)]
 struct JsonRow<'a> {
     case_id: &'a str,
-    /// Absent for allreduce (as in case files).
-    #[serde(skip_serializing_if = "is_allreduce")]
+    /// Always present, allreduce too: a reader filtering on `op` sees every row (case files
+    /// leave it out for allreduce, the seed's format; a listing is campaign's own).
     op: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     root: Option<u32>,
@@ -379,10 +379,6 @@ struct JsonRow<'a> {
     stacks: &'a [&'a str],
     skipped_stacks: &'a [&'a str],
     skip_reasons: &'a [String],
-}
-
-fn is_allreduce(op: &&str) -> bool {
-    *op == "allreduce"
 }
 
 fn write_json(out: &mut impl Write, source: Source<'_>) -> std::result::Result<(), Failure> {
@@ -507,6 +503,7 @@ mod tests {
         };
         let value = serde_json::json!({
             "case_id": "ring_p32_count64_fp16_a2a3_d0-31",
+            "op": "allreduce",
             "variant": "ring",
             "p": 32,
             "count": 64,
