@@ -2,9 +2,10 @@
 //! fastest other variant there (PICO found library defaults up to 5× slower than the best
 //! algorithm they ship).
 //!
-//! A stack's default is the variant it runs when none is named: `default` where the stack ran
-//! one (the library's own choice: mpi, and any stack whose first algorithm is so named), and
-//! for the built-in `host` stack its first algorithm of the op (`Op::host_variants`). Each
+//! A stack's default is the variant it runs when none is named — its first algorithm of the op,
+//! which the run dir's provenance records per (stack, op) (`stack_roots.<stack>.defaults`);
+//! for run dirs from before that, `default` where the stack ran one (the library's own
+//! choice) and the built-in `host` stack's first algorithm of the op. Each
 //! (stack, point) with its default and at least one other variant gives one row: the change
 //! `median(default) / median(best other) − 1` with its bootstrap interval, judged by
 //! `analysis::verdict`'s rule — repeat by repeat, since a stack's variants at one point ran
@@ -66,13 +67,25 @@ impl Regret {
     }
 }
 
-/// The stack's default among the variants it ran at one point, if it has one.
-fn default_of(stack: &str, op: crate::model::case::Op, ran: &[Variant]) -> Option<Variant> {
-    if ran.contains(&Variant::Default) {
-        return Some(Variant::Default);
-    }
-    let first = (stack == "host").then(|| op.host_variants().first().copied())??;
-    ran.contains(&first).then_some(first)
+/// The stack's default among the variants it ran at one point, if it has one: the default the
+/// run dir's provenance records for the (stack, op), else `default`, else host's first
+/// algorithm of the op (run dirs from before the provenance kept defaults).
+fn default_of(
+    results: &ResultSet,
+    stack: &str,
+    op: crate::model::case::Op,
+    ran: &[Variant],
+) -> Option<Variant> {
+    let recorded = (results.provenance.stack_roots.get(stack))
+        .and_then(|r| r.defaults.get(op.as_str()))
+        .and_then(|v| v.parse::<Variant>().ok());
+    let fallback = || {
+        if ran.contains(&Variant::Default) {
+            return Some(Variant::Default);
+        }
+        (stack == "host").then(|| op.host_variants().first().copied())?
+    };
+    recorded.or_else(fallback).filter(|d| ran.contains(d))
 }
 
 /// The regret rows of one point: `stats` and `sides` (index for index) are its (stack, case)
@@ -102,7 +115,7 @@ pub(crate) fn of_point(
         let variant = |i: usize| results.runs[stats[i].index].case.variant;
         let ran: Vec<Variant> = mine.iter().map(|&i| variant(i)).collect();
         let op = results.runs[stats[mine[0]].index].case.op;
-        let Some(default) = default_of(stack, op, &ran) else {
+        let Some(default) = default_of(results, stack, op, &ran) else {
             continue;
         };
         let Some(&d) = mine.iter().find(|&&i| variant(i) == default) else {

@@ -155,6 +155,22 @@ fn provenance(prep: &Prepared) -> Provenance {
             &stack.def.env,
         );
     }
+    // Per (stack, op) run: the stack's default variant of the op (its first algorithm), so a
+    // report of this run dir knows each stack's default without its definition.
+    let ops: std::collections::BTreeSet<(usize, crate::model::case::Op)> = (prep.runs.iter())
+        .map(|r| (r.stack, prep.cases[r.case_index].op))
+        .collect();
+    for (si, op) in ops {
+        let stack = &prep.stacks[si];
+        if let Some(first) = stack.def.algorithms(op).and_then(|a| a.first().copied()) {
+            crate::store::provenance::add_default_variant(
+                &mut provenance,
+                &stack.name,
+                op.as_str(),
+                first.as_str(),
+            );
+        }
+    }
     // Per (stack, variant) run: the variant's settings by name (hccl's expansion mode).
     let pairs: std::collections::BTreeSet<(usize, &str)> = prep
         .runs

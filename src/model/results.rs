@@ -426,6 +426,11 @@ pub struct StackRoot {
     /// `--algo`), see `stack::render::variant_settings`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub(crate) variants: BTreeMap<String, BTreeMap<String, String>>,
+    /// The stack's default variant per op (its first algorithm of the op: what it runs when a
+    /// plan names none), for each op the campaign ran on it: what "What the default loses"
+    /// compares with the stack's other variants.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) defaults: BTreeMap<String, String>,
 }
 
 impl ResultSet {

@@ -127,6 +127,17 @@ pub(crate) fn add_variant_settings(
     entry.variants.insert(variant.to_string(), settings);
 }
 
+/// Record `stack`'s default variant of `op` (its first algorithm of the op).
+pub(crate) fn add_default_variant(
+    provenance: &mut Provenance,
+    stack: &str,
+    op: &str,
+    variant: &str,
+) {
+    let entry = provenance.stack_roots.entry(stack.to_string()).or_default();
+    entry.defaults.insert(op.to_string(), variant.to_string());
+}
+
 /// Programs whose `--version` is known to only print a version.
 fn asks_version(name: &str) -> bool {
     name.starts_with("python") || ["mpirun", "mpiexec", "torchrun", "pytest"].contains(&name)

@@ -454,6 +454,12 @@ fn mpi_campaign_against_host_passes_builds_once_and_times_every_rank() {
     }
     let mpi: Vec<&Value> = rows.iter().filter(|r| r["stack"] == "mpi").collect();
     assert_eq!(mpi.len(), 4);
+    // Each stack's default per op, as the report's "What the default loses" reads it.
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("results.json")).unwrap()).unwrap();
+    let roots = &results["provenance"]["stack_roots"];
+    assert_eq!(roots["mpi"]["defaults"]["allreduce"], "default", "{roots}");
+    assert_eq!(roots["host"]["defaults"]["allreduce"], "mesh", "{roots}");
     for r in mpi {
         assert_eq!(r["variant"], "ring", "{r}");
         // What ran, as the benchmark read it back ([stacks.mpi.ran]), against its pin.
