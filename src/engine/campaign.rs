@@ -109,8 +109,7 @@ fn step_graph(prep: &Prepared, kept: &BTreeMap<usize, RunResult>) -> Dag {
         .collect();
     let nodes: Vec<RunNode> = (prep.runs.iter())
         .map(|r| RunNode {
-            chain: (prep.cases[r.case_index])
-                .point_id(crate::model::results::split_run_id(&r.case_id).0),
+            chain: prep.points[r.case_index],
             case_id: r.case_id.clone(),
             stack: prep.stacks[r.stack].name.clone(),
         })

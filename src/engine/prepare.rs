@@ -27,6 +27,7 @@ pub(crate) use crate::model::plan::MAX_RUNS;
 use crate::model::plan::{Placement, Plan};
 use crate::model::results::RunStatus;
 use crate::model::stack::Resource;
+use crate::plan::variants::{Asked, Claims};
 use crate::stack::resolve::EngineStack;
 
 /// What the command line adds to a plan.
@@ -57,6 +58,9 @@ pub struct Options {
 pub(crate) struct Prepared {
     pub(crate) plan: Plan,
     pub(crate) cases: Vec<Case>,
+    /// Each case's point of the sweep (an index, `by_point`): the runs of one point are chained
+    /// together, repeat by repeat, in the step graph.
+    pub(crate) points: Vec<u32>,
     pub(crate) stacks: Vec<Arc<EngineStack>>,
     pub(crate) runs: Vec<PlannedRun>,
     pub(crate) plans: Vec<RunPlan>,
@@ -126,14 +130,17 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
     crate::engine::interrupt::listen_during_preparation();
     let names = crate::plan::select_stacks(&plan, &opts.stacks)?;
     crate::engine::stack_check::check_stacks(&plan, &names)?;
-    let cases: Vec<Case> = match &opts.case_glob {
-        Some(g) => glob_cases(g)?,
+    // Which stack runs which case: its variant is the stack's algorithm (`plan::variants`, the
+    // sweep's own table); seed case files (`--cases`) offer every case to every stack.
+    let (cases, claims): (Vec<Case>, Claims) = match &opts.case_glob {
+        Some(g) => (glob_cases(g)?, Claims::new(Asked::Files, &[], &[])),
         None => {
             // Exactly the plan's count (fewer under `--filter`): a growing Vec would hold twice
             // its final size while it is copied to the next capacity.
             let bound = usize::try_from(plan.case_count).unwrap_or(0);
             let mut out = Vec::with_capacity(bound);
             let sweep = crate::plan::sweep::cases_on(&plan, &names, opts.filter.as_deref())?;
+            let claims = sweep.claims().clone();
             for (i, case) in sweep.enumerate() {
                 if i % POLL_EVERY == 0 {
                     interrupt::check_preparation()?;
@@ -141,7 +148,7 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
                 out.push(case?);
             }
             out.shrink_to_fit();
-            out
+            (out, claims)
         }
     };
     if cases.is_empty() {
@@ -177,19 +184,9 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
     // Repeat r of every stack of a case runs before repeat r + 1 of any, each repeat in its own
     // seeded stack order: a slow machine phase hits every stack alike.
     let repeats = opts.repeats.unwrap_or(plan.run.repeats).max(1);
-    // Which stack runs which case: its variant is the stack's algorithm (`plan::variants`);
-    // seed case files (`--cases` too) offer every case to every stack.
-    let asked = if opts.case_glob.is_some() {
-        crate::plan::variants::Asked::Files
-    } else {
-        crate::plan::variants::Asked::of(&plan)
-    };
-    let defs: Vec<crate::model::stack::StackDef> = stacks.iter().map(|s| s.def.clone()).collect();
-    let claims =
-        crate::plan::variants::Claims::new(asked, &defs, &crate::plan::variants::swept_ops(&plan));
-    let pairs: usize = (cases.iter())
-        .map(|c| (0..names.len()).filter(|&i| claims.runs(i, c)).count())
-        .sum();
+    let pairs = (cases.iter())
+        .map(|c| claims.count(names.len(), c) as usize)
+        .sum::<usize>();
     let n_runs = pairs * repeats as usize;
     if n_runs > MAX_RUNS {
         // Memory grows by about 1.7 KB per planned run (docs/performance.md "Huge plans"):
@@ -210,21 +207,28 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
     }
     let nodes = backend.nodes();
     check_nodes(&plan, &cases, &case_ids, nodes)?;
+    let groups = by_point(&cases, &case_ids);
     let (runs, plans) = plan_runs(
         &plan,
         &claims,
-        &cases,
-        &case_ids,
+        (&cases, &case_ids, &groups),
         &names,
         &stacks,
         &pool,
         (granted, nodes),
-        (repeats, seed),
+        (repeats, seed, n_runs),
     )?;
     interrupt::check_preparation()?;
+    let mut points = vec![0u32; cases.len()];
+    for (g, group) in groups.iter().enumerate() {
+        for &ci in group {
+            points[ci] = g as u32;
+        }
+    }
     Ok(Prepared {
         plan,
         cases,
+        points,
         stacks,
         runs,
         plans,
@@ -257,19 +261,18 @@ fn by_point(cases: &[Case], case_ids: &[String]) -> Vec<Vec<usize>> {
 #[allow(clippy::too_many_arguments)]
 fn plan_runs(
     plan: &Plan,
-    claims: &crate::plan::variants::Claims,
-    cases: &[Case],
-    case_ids: &[String],
+    claims: &Claims,
+    (cases, case_ids, groups): (&[Case], &[String], &[Vec<usize>]),
     names: &[String],
     stacks: &[Arc<EngineStack>],
     pool: &Pool,
     (granted, nodes): (bool, Option<u32>),
-    (repeats, seed): (u32, u64),
+    (repeats, seed, n_runs): (u32, u64, usize),
 ) -> Result<(Vec<PlannedRun>, Vec<RunPlan>)> {
-    let n_runs = cases.len() * repeats as usize * names.len();
+    // One stack order per (case, repeat).
     let mut orders = estimate::stack_orders(
         names.len(),
-        n_runs / names.len().max(1),
+        cases.len() * repeats as usize,
         plan.run.order,
         seed,
     );
@@ -281,17 +284,18 @@ fn plan_runs(
     // repeat k of every (case, stack) of one point side by side in time, so the report's
     // paired verdicts compare runs that shared the machine's phase (`analysis::verdict`,
     // interleaved repeats). Points keep the sweep's order.
-    let rounds = by_point(cases, case_ids).into_iter().flat_map(|group| {
-        (1..=repeats).flat_map(move |r| group.clone().into_iter().map(move |ci| (ci, r)))
-    });
+    let rounds = groups
+        .iter()
+        .flat_map(|group| (1..=repeats).flat_map(move |r| group.iter().map(move |&ci| (ci, r))));
     for (k, (ci, repeat)) in rounds.enumerate() {
         if k % POLL_EVERY == 0 {
             interrupt::check_preparation()?;
         }
         let case = &cases[ci];
         let case_id = crate::model::results::run_id(&case_ids[ci], repeat);
+        let on = claims.mask(case);
         for si in orders.next().unwrap_or_default() {
-            if !claims.runs(si, case) {
+            if !Claims::holds(on, si) {
                 // Not this stack's variant: no run at all (never a row under a variant the
                 // stack did not run).
                 continue;

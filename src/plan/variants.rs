@@ -174,19 +174,37 @@ impl Claims {
         self.asked == Asked::Files || self.table.contains_key(&(case.op, case.variant))
     }
 
+    /// The stacks that run `case`, one bit per stack in plan order (bit i: stack i; a stack
+    /// past the 64th runs every case). One table lookup, for callers that ask of every stack.
+    pub(crate) fn mask(&self, case: &Case) -> u64 {
+        if self.asked == Asked::Files {
+            return u64::MAX;
+        }
+        self.table
+            .get(&(case.op, case.variant))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Whether stack number `stack` is in `mask` ([`Claims::mask`]).
+    pub(crate) fn holds(mask: u64, stack: usize) -> bool {
+        stack >= 64 || mask & (1 << stack) != 0
+    }
+
     /// How many of the first `stacks` stacks run `case` (its runs per repeat).
     pub(crate) fn count(&self, stacks: usize, case: &Case) -> u64 {
-        (0..stacks).filter(|&i| self.runs(i, case)).count() as u64
+        let mask = self.mask(case);
+        let low = if stacks >= 64 {
+            mask
+        } else {
+            mask & ((1u64 << stacks) - 1)
+        };
+        u64::from(low.count_ones()) + stacks.saturating_sub(64) as u64
     }
 
     /// Whether stack number `stack` (plan order) runs `case`.
     pub(crate) fn runs(&self, stack: usize, case: &Case) -> bool {
-        if self.asked == Asked::Files || stack >= 64 {
-            return true;
-        }
-        self.table
-            .get(&(case.op, case.variant))
-            .is_some_and(|mask| mask & (1 << stack) != 0)
+        Claims::holds(self.mask(case), stack)
     }
 }
 

@@ -61,8 +61,8 @@ pub(crate) struct RunNode {
     pub(crate) case_id: String,
     pub(crate) stack: String,
     /// The runs chained together, in run-list order: the point of the sweep its case answers
-    /// for (`Case::point_id`), so the repeats of a point's cases interleave.
-    pub(crate) chain: String,
+    /// for (`engine::prepare`'s index of it), so the repeats of a point's cases interleave.
+    pub(crate) chain: u32,
 }
 
 /// The step graph of one campaign.
@@ -102,7 +102,7 @@ impl Dag {
             probes.insert(stack.clone(), probe);
         }
         let collect = graph.add_node(Step::Collect);
-        let mut last_of_case: BTreeMap<&str, NodeIndex> = BTreeMap::new();
+        let mut last_of_point: BTreeMap<u32, NodeIndex> = BTreeMap::new();
         let mut run_nodes = Vec::with_capacity(runs.len());
         for (i, r) in runs.iter().enumerate() {
             let node = graph.add_node(Step::Run {
@@ -114,7 +114,7 @@ impl Dag {
             let before = probes.get(&r.stack).copied().unwrap_or(generate);
             graph.add_edge(before, node, ());
             // The runs of a point chain with it, repeat by repeat (the run list's order).
-            if let Some(prev) = last_of_case.insert(r.chain.as_str(), node) {
+            if let Some(prev) = last_of_point.insert(r.chain, node) {
                 graph.add_edge(prev, node, ());
             }
             graph.add_edge(node, collect, ());
@@ -179,13 +179,23 @@ impl Dag {
     }
 }
 
+/// The tests' chain of a run id: its planned case (the repeats of one case chain together), as
+/// a number.
+#[cfg(test)]
+pub(crate) fn chain_of(run_id: &str) -> u32 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    crate::model::results::split_run_id(run_id).0.hash(&mut h);
+    h.finish() as u32
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn run(case: &str, stack: &str) -> RunNode {
         RunNode {
-            chain: crate::model::results::split_run_id(case).0.to_string(),
+            chain: chain_of(case),
             case_id: case.into(),
             stack: stack.into(),
         }

@@ -202,7 +202,7 @@ fn runs(spec: &[(&str, &str)]) -> Vec<RunNode> {
         .map(|(c, s)| RunNode {
             case_id: c.to_string(),
             stack: s.to_string(),
-            chain: crate::model::results::split_run_id(c).0.to_string(),
+            chain: crate::engine::schedule::dag::chain_of(c),
         })
         .collect()
 }
