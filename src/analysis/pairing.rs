@@ -37,8 +37,6 @@ pub struct Paired {
     pub(crate) metric: Metric,
     /// The pair's evidence until every pair's is known (`judge_pairs`).
     pending: Option<Evidence>,
-    /// The equivalence margin it was judged with (`judge_pairs`).
-    pub(crate) equivalence: f64,
 }
 
 /// Judge every pair with an interval together over the `judged` pairs (`verdict::judge_all`,
@@ -52,9 +50,6 @@ pub(crate) fn judge_pairs(paired: &mut [Paired], judged: usize, margins: verdict
     let (level, verdicts) = verdict::judge_all_with(&evidence, judged, margins);
     for (i, (v, why, _)) in rows.into_iter().zip(verdicts) {
         (paired[i].verdict, paired[i].why) = (v, why);
-    }
-    for p in paired.iter_mut() {
-        p.equivalence = margins.equivalence;
     }
     level
 }
@@ -70,8 +65,9 @@ impl Paired {
     }
 
     /// "1.80× faster than mpi", "2.10× slower than mpi", "equivalent to mpi (within ±5.0 %)",
-    /// "undecided against mpi (…why…)" or "not judged: contended (…)".
-    pub(crate) fn label(&self) -> String {
+    /// "undecided against mpi (…why…)" or "not judged: contended (…)"; `equivalence` is the
+    /// margin ±δ the pair was judged with (`Analysis::equivalence`).
+    pub(crate) fn label(&self, equivalence: f64) -> String {
         let why = |text: String| match &self.why {
             Some(w) => format!("{text} ({w})"),
             None => text,
@@ -82,7 +78,7 @@ impl Paired {
             Change::Slower => format!("{:.2}× slower than {baseline}", self.ratio),
             Change::NoChange => format!(
                 "equivalent to {baseline} (within ±{:.1} %)",
-                self.equivalence * 100.0
+                equivalence * 100.0
             ),
             Change::NoClearDifference => why(format!("undecided against {baseline}")),
             Change::NotJudged | Change::NotComparable => self.verdict.words(self.why.as_deref()),
@@ -302,7 +298,6 @@ pub(crate) fn pair_case(
                 None => (Change::NoClearDifference, None),
             };
             paired.push(Paired {
-                equivalence: verdict::DEFAULT_THRESHOLD,
                 case_id: run.base_case_id().to_string(),
                 baseline_case_id: results.runs[b.index].base_case_id().to_string(),
                 baseline_variant: Some(results.runs[b.index].case.variant)

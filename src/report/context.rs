@@ -466,7 +466,11 @@ pub(crate) fn build(results: &ResultSet, a: &Analysis, title: Option<&str>) -> C
                 .collect::<Vec<_>>(),
         ),
         failures: a.failures.clone().into(),
-        paired: Rows::from(a.paired.iter().map(paired_row).collect::<Vec<_>>()),
+        paired: Rows::from(
+            (a.paired.iter())
+                .map(|p| paired_row(p, a.equivalence))
+                .collect::<Vec<_>>(),
+        ),
         regret: (a.regret.iter())
             .map(|r| regret_row(r, a.equivalence))
             .collect(),
@@ -509,7 +513,7 @@ fn regret_row(r: &crate::analysis::regret::Regret, equivalence: f64) -> RegretRo
     }
 }
 
-fn paired_row(p: &crate::analysis::pairing::Paired) -> PairedRow {
+fn paired_row(p: &crate::analysis::pairing::Paired, equivalence: f64) -> PairedRow {
     PairedRow {
         case_id: p.case_id.clone(),
         stack: p.stack.clone(),
@@ -519,7 +523,7 @@ fn paired_row(p: &crate::analysis::pairing::Paired) -> PairedRow {
         ci_hi: p.ci.map(|c| c.hi),
         verdict: p.verdict,
         why: p.why.clone(),
-        label: p.label(),
+        label: p.label(equivalence),
         stack_median: format_seconds(p.stack_median),
         baseline_median: format_seconds(p.baseline_median),
         metric: p.metric.to_string(),

@@ -587,9 +587,12 @@ mod tests {
                 p.case_id,
                 p.ratio
             );
-            assert!(p.label().contains("faster than mpi"), "{}", p.label());
+            let label = p.label(a.equivalence);
+            assert!(label.contains("faster than mpi"), "{label}");
         }
-        assert!(a.paired[0].label().contains("faster than mpi default"));
+        assert!(a.paired[0]
+            .label(a.equivalence)
+            .contains("faster than mpi default"));
     }
     /// A library that switches algorithm with size gets one α–β model per algorithm it said
     /// ran, never one line through both.
@@ -657,7 +660,7 @@ mod tests {
         let with = |delta| {
             let a =
                 Analysis::remembering(&results, Some("mpi"), boot, (None, delta), &Memo::default());
-            a.paired[0].label()
+            a.paired[0].label(a.equivalence)
         };
         assert_eq!(with(None), "equivalent to mpi (within ±5.0 %)");
         assert!(

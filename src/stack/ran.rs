@@ -35,13 +35,8 @@ impl Watcher {
     /// A watcher for `spec`; `Err` names why its pattern cannot be used (validate refuses such
     /// a definition first, at its line).
     pub(crate) fn new(spec: &RanSpec) -> Result<Watcher, String> {
-        if let Some(why) = crate::model::stack::ran_pattern_problem(&spec.pattern) {
-            return Err(format!("ran.pattern {why}"));
-        }
-        let re = regex::RegexBuilder::new(&spec.pattern)
-            .size_limit(1 << 20)
-            .build()
-            .map_err(|e| format!("ran.pattern: {e}"))?;
+        let re = crate::model::stack::ran_regex(&spec.pattern)
+            .map_err(|why| format!("ran.pattern {why}"))?;
         Ok(Watcher {
             re,
             algo: Vec::new(),

@@ -306,27 +306,23 @@ fn write_summary(
     skipped: u64,
 ) -> io::Result<()> {
     let runs = n_pairs * repeats;
-    if n_pairs == n_cases * n_stacks {
-        write!(
-            out,
-            "{n_cases} {} × {n_stacks} {} × {repeats} {} = {runs} {}",
-            plural(n_cases, "case", "cases"),
-            plural(n_stacks, "stack", "stacks"),
-            plural(repeats, "repeat", "repeats"),
-            plural(runs, "run", "runs")
-        )?;
+    let cases = plural(n_cases, "case", "cases");
+    let stacks = plural(n_stacks, "stack", "stacks");
+    let shape = if n_pairs == n_cases * n_stacks {
+        format!("{n_cases} {cases} × {n_stacks} {stacks}")
     } else {
         // Each stack runs only its own variants: not every case runs on every stack.
-        write!(
-            out,
-            "{n_cases} {} on {n_stacks} {} (each runs its own variants: {n_pairs} (case, stack) {}) × {repeats} {} = {runs} {}",
-            plural(n_cases, "case", "cases"),
-            plural(n_stacks, "stack", "stacks"),
-            plural(n_pairs, "pair", "pairs"),
-            plural(repeats, "repeat", "repeats"),
-            plural(runs, "run", "runs")
-        )?;
-    }
+        let pairs = plural(n_pairs, "pair", "pairs");
+        format!(
+            "{n_cases} {cases} on {n_stacks} {stacks} (each runs its own variants: {n_pairs} (case, stack) {pairs})"
+        )
+    };
+    write!(
+        out,
+        "{shape} × {repeats} {} = {runs} {}",
+        plural(repeats, "repeat", "repeats"),
+        plural(runs, "run", "runs")
+    )?;
     if skipped > 0 {
         write!(out, " ({skipped} skipped: not supported by their stack)")?;
     }

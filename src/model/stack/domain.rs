@@ -113,7 +113,7 @@ impl StackDef {
             if let Some(expect) = &ran.expect {
                 template("ran.expect".into(), expect);
             }
-            if let Some(why) = ran_pattern_problem(&ran.pattern) {
+            if let Err(why) = ran_regex(&ran.pattern) {
                 out_shell.push(("ran.pattern".into(), why));
             }
         }
@@ -191,20 +191,20 @@ impl StackDef {
     }
 }
 
-/// Why `pattern` cannot be a `ran.pattern`: not a regex within the size limit, or no group named
-/// `algo` (the one thing it must capture).
-pub(crate) fn ran_pattern_problem(pattern: &str) -> Option<String> {
-    match regex::RegexBuilder::new(pattern)
+/// `pattern` as a `ran.pattern`: a regex within the size limit with a group named `algo` (the
+/// one thing it must capture), or why it cannot be one.
+pub(crate) fn ran_regex(pattern: &str) -> Result<regex::Regex, String> {
+    let re = regex::RegexBuilder::new(pattern)
         .size_limit(1 << 20)
         .build()
-    {
-        Err(e) => Some(format!("not a regular expression: {e}")),
-        Ok(re) if !re.capture_names().any(|n| n == Some("algo")) => Some(
+        .map_err(|e| format!("not a regular expression: {e}"))?;
+    if !re.capture_names().any(|n| n == Some("algo")) {
+        return Err(
             "has no group named `algo` (write `(?P<algo>…)` around what names the algorithm)"
                 .into(),
-        ),
-        Ok(_) => None,
+        );
     }
+    Ok(re)
 }
 
 #[cfg(test)]

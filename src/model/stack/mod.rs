@@ -13,7 +13,7 @@ use crate::model::case::{Dtype, Op, Platform, Variant};
 mod constraint;
 mod domain;
 
-pub(crate) use domain::ran_pattern_problem;
+pub(crate) use domain::ran_regex;
 
 /// A command: an argv of minijinja templates, or one shell string (only with `shell = true`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

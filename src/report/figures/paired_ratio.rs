@@ -98,7 +98,7 @@ pub(crate) fn build(a: &Analysis, results: &ResultSet) -> Result<Panels, String>
                         .unwrap_or_else(|| " (no CI)".into()),
                     crate::model::units::format_seconds(p.stack_median),
                     crate::model::units::format_seconds(p.baseline_median),
-                    p.label()
+                    p.label(a.equivalence)
                 ) + if is_distorted(p) {
                     " ⚠ oversubscribed or contended"
                 } else {
