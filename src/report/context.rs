@@ -65,6 +65,8 @@ pub(crate) struct Context {
     pub(crate) paired: Rows<PairedRow>,
     /// What each stack's default variant loses at each point to its best other variant.
     pub(crate) regret: Vec<RegretRow>,
+    /// Regret rows whose evidence was weighed, out of `regret` (as `paired_weighed`).
+    pub(crate) regret_weighed: usize,
     pub(crate) models: Vec<ModelRow>,
     pub(crate) b_star: Vec<BStarRow>,
     pub(crate) figures: Vec<FigureRow>,
@@ -474,6 +476,9 @@ pub(crate) fn build(results: &ResultSet, a: &Analysis, title: Option<&str>) -> C
         regret: (a.regret.iter())
             .map(|r| regret_row(r, a.equivalence))
             .collect(),
+        regret_weighed: (a.regret.iter())
+            .filter(|r| !matches!(r.verdict, Change::NotJudged | Change::NotComparable))
+            .count(),
         models: a.fits.iter().map(model_row).collect(),
         b_star: a
             .b_star

@@ -460,6 +460,14 @@ fn mpi_campaign_against_host_passes_builds_once_and_times_every_rank() {
     let roots = &results["provenance"]["stack_roots"];
     assert_eq!(roots["mpi"]["defaults"]["allreduce"], "default", "{roots}");
     assert_eq!(roots["host"]["defaults"]["allreduce"], "mesh", "{roots}");
+    // What the default loses: host's mesh against its ring at each of the 4 points; one repeat
+    // each judges nothing, and the report says so rather than implying a finding.
+    let summary = std::fs::read_to_string(run.join("reports/summary.md")).unwrap();
+    assert!(
+        summary.contains("## What the default loses")
+            && summary.contains("**Judged 0 of 4 rows**: nothing was checked"),
+        "{summary}"
+    );
     for r in mpi {
         assert_eq!(r["variant"], "ring", "{r}");
         // What ran, as the benchmark read it back ([stacks.mpi.ran]), against its pin.
