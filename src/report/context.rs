@@ -374,8 +374,42 @@ pub(crate) struct SkippedRow {
 
 /// Build the context. `title` None: "<campaign> — <timestamp>". The figures are not known
 /// yet (they are drawn at the same time): `with_figures` adds them.
-pub(crate) fn build(results: &ResultSet, a: &Analysis, title: Option<&str>) -> Context {
+/// The report's provenance block: what ran, where, with what.
+fn provenance_ctx(results: &ResultSet) -> ProvenanceCtx {
     let p = &results.provenance;
+    ProvenanceCtx {
+        campaign_version: p.campaign_version.clone(),
+        plan_hash: p.plan_hash.clone(),
+        plan_file: p.plan_file.clone(),
+        host: p.host.clone(),
+        kernel: p.kernel.clone(),
+        cpu: p.cpu.clone(),
+        executor: p.executor.clone(),
+        seed: p.seed,
+        stack_roots: p
+            .stack_roots
+            .iter()
+            .map(|(k, v)| StackRootRow {
+                stack: k.clone(),
+                path: v.path.clone(),
+                git_commit: v.git_commit.clone(),
+                built_in: v.path.is_none() && k == crate::model::results::BUILT_IN_STACK,
+                program: v.program.clone(),
+            })
+            .collect(),
+        env: name_values(p.env.iter()),
+        nodes: (results.provenance_with_nodes().node_hardware.iter())
+            .map(|n| NodeRow {
+                node: n.node.clone(),
+                host: n.host.clone(),
+                hardware: n.summary(),
+                fingerprint: n.fingerprint.clone(),
+            })
+            .collect(),
+    }
+}
+
+pub(crate) fn build(results: &ResultSet, a: &Analysis, title: Option<&str>) -> Context {
     let counts = results.status_counts();
     let passed = counts.get(&RunStatus::Pass).copied().unwrap_or(0);
     Context {
@@ -384,36 +418,7 @@ pub(crate) fn build(results: &ResultSet, a: &Analysis, title: Option<&str>) -> C
             .unwrap_or_else(|| format!("{} — {}", results.campaign, results.timestamp)),
         campaign: results.campaign.clone(),
         timestamp: results.timestamp.clone(),
-        provenance: ProvenanceCtx {
-            campaign_version: p.campaign_version.clone(),
-            plan_hash: p.plan_hash.clone(),
-            plan_file: p.plan_file.clone(),
-            host: p.host.clone(),
-            kernel: p.kernel.clone(),
-            cpu: p.cpu.clone(),
-            executor: p.executor.clone(),
-            seed: p.seed,
-            stack_roots: p
-                .stack_roots
-                .iter()
-                .map(|(k, v)| StackRootRow {
-                    stack: k.clone(),
-                    path: v.path.clone(),
-                    git_commit: v.git_commit.clone(),
-                    built_in: v.path.is_none() && k == crate::model::results::BUILT_IN_STACK,
-                    program: v.program.clone(),
-                })
-                .collect(),
-            env: name_values(p.env.iter()),
-            nodes: (results.provenance_with_nodes().node_hardware.iter())
-                .map(|n| NodeRow {
-                    node: n.node.clone(),
-                    host: n.host.clone(),
-                    hardware: n.summary(),
-                    fingerprint: n.fingerprint.clone(),
-                })
-                .collect(),
-        },
+        provenance: provenance_ctx(results),
         bootstrap: BootstrapCtx {
             resamples: a.bootstrap.resamples,
             seed: a.bootstrap.seed,
@@ -446,9 +451,7 @@ pub(crate) fn build(results: &ResultSet, a: &Analysis, title: Option<&str>) -> C
         pairing_notes: a.pairing_notes.clone(),
         paired_verdict_level: a.paired_level * 100.0,
         paired_judged: a.paired_judged,
-        paired_weighed: (a.paired.iter())
-            .filter(|p| !matches!(p.verdict, Change::NotJudged | Change::NotComparable))
-            .count(),
+        paired_weighed: weighed(a.paired.iter().map(|p| p.verdict)),
         paired_total: a.paired.len(),
         noise_band_pct: a.noise_band * 100.0,
         equivalence_pct: a.equivalence * 100.0,
@@ -473,12 +476,12 @@ pub(crate) fn build(results: &ResultSet, a: &Analysis, title: Option<&str>) -> C
                 .map(|p| paired_row(p, a.equivalence))
                 .collect::<Vec<_>>(),
         ),
-        regret: (a.regret.iter())
+        regret: a
+            .regret
+            .iter()
             .map(|r| regret_row(r, a.equivalence))
             .collect(),
-        regret_weighed: (a.regret.iter())
-            .filter(|r| !matches!(r.verdict, Change::NotJudged | Change::NotComparable))
-            .count(),
+        regret_weighed: weighed(a.regret.iter().map(|r| r.verdict)),
         models: a.fits.iter().map(model_row).collect(),
         b_star: a
             .b_star
@@ -501,6 +504,14 @@ pub(crate) fn build(results: &ResultSet, a: &Analysis, title: Option<&str>) -> C
 }
 
 /// One paired comparison as the template shows it.
+/// How many of `verdicts` weighed their evidence (any verdict but "not judged" / "not
+/// comparable"): what every summary counts, so none shows a tick over nothing checked.
+fn weighed(verdicts: impl Iterator<Item = Change>) -> usize {
+    verdicts
+        .filter(|v| !matches!(v, Change::NotJudged | Change::NotComparable))
+        .count()
+}
+
 /// One "What the default loses" row as the template shows it.
 fn regret_row(r: &crate::analysis::regret::Regret, equivalence: f64) -> RegretRow {
     RegretRow {
