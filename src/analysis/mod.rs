@@ -3,7 +3,8 @@
 //! with the baseline stack (`pairing`) and the α–β models and B* over message size
 //! (`scaling`), which the report's summarize step gathers; the comparison of two result sets
 //! (`compare`), change-point detection over a performance history (`changepoint`), and JUnit
-//! XML for CI (`junit`). Pure functions: no I/O.
+//! XML for CI (`junit`), and when a point has seen enough repeats (`sequential`). Pure
+//! functions: no I/O.
 
 pub(crate) mod between;
 pub(crate) mod changepoint;
@@ -13,5 +14,6 @@ pub mod pairing;
 pub(crate) mod regret;
 pub(crate) mod run_stats;
 pub mod scaling;
+pub(crate) mod sequential;
 pub mod stats;
 pub(crate) mod verdict;

@@ -190,12 +190,18 @@ fn row(
     }
 }
 
-/// Judge every pending row together (one family: `verdict::judge_all_with`).
-pub(crate) fn judge(rows: &mut [Regret], margins: verdict::Margins) {
+/// Judge every pending row together (one family: `verdict::judge_all_with`) of at least
+/// `fewest` rows (the whole campaign's, when `rows` are one point's), each counted `looks`
+/// times (sequential repeats).
+pub(crate) fn judge(
+    rows: &mut [Regret],
+    margins: verdict::Margins,
+    (fewest, looks): (usize, usize),
+) {
     let (at, evidence): (Vec<usize>, Vec<Evidence>) = (rows.iter_mut().enumerate())
         .filter_map(|(i, r)| r.pending.take().map(|e| (i, e)))
         .unzip();
-    let m = evidence.len();
+    let m = evidence.len().max(fewest) * looks.max(1);
     let (_, verdicts) = verdict::judge_all_with(&evidence, m, margins);
     for (i, (v, why, _)) in at.into_iter().zip(verdicts) {
         (rows[i].verdict, rows[i].why) = (v, why);

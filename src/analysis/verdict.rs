@@ -279,7 +279,7 @@ impl RepeatStats {
             let beyond = self.log_ratio > up || self.log_ratio < down;
             return if beyond { 0.0 } else { 1.0 };
         }
-        let tail = |t: f64| 1.0 - distrs::StudentsT::cdf(t, self.df);
+        let tail = |t: f64| crate::analysis::stats::student_t_upper_tail(t, self.df);
         let one_sided =
             tail((self.log_ratio - up) / self.se).min(tail((down - self.log_ratio) / self.se));
         (2.0 * one_sided).min(1.0)

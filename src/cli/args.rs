@@ -130,8 +130,20 @@ pub(crate) struct RunArgs {
     /// `--repeats 1` for a quick look that will not be compared).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub(crate) repeats: Option<u32>,
+    /// Cap the run time the campaign's runs may hold their devices ("45m", "2h"; replaces
+    /// `[run] budget`): once spent, no run starts and the campaign ends with what it has.
+    #[arg(long, value_name = "DURATION", value_parser = parse_budget)]
+    pub(crate) budget: Option<std::time::Duration>,
     #[command(flatten)]
     pub(crate) exec: ExecOptions,
+}
+
+/// `--budget`: a duration longer than zero.
+fn parse_budget(text: &str) -> std::result::Result<std::time::Duration, String> {
+    match crate::model::units::parse_duration(text)? {
+        d if d.is_zero() => Err("a budget must be longer than zero".into()),
+        d => Ok(d),
+    }
 }
 
 #[derive(Debug, Args)]

@@ -128,7 +128,17 @@ pub(crate) fn load_frozen_plan(
         .and_then(serde_json::Value::as_u64)
         .filter(|n| (1..=crate::plan::MAX_REPEATS).contains(n))
         .map(|n| n as u32);
-    let cli = crate::plan::Overrides { executor, repeats };
+    // The first session's `--budget`, in seconds (absent in older headers).
+    let budget = (header.get("selection"))
+        .and_then(|sel| sel.get("budget_s"))
+        .and_then(serde_json::Value::as_f64)
+        .filter(|s| s.is_finite() && *s > 0.0 && *s < 1e9)
+        .map(std::time::Duration::from_secs_f64);
+    let cli = crate::plan::Overrides {
+        executor,
+        repeats,
+        budget,
+    };
     let Some(origin) = header.get("plan_file").and_then(serde_json::Value::as_str) else {
         return crate::plan::load_with(frozen, cli);
     };

@@ -19,6 +19,7 @@ pub(crate) fn options(args: &RunArgs) -> Options {
         filter: args.filter.clone(),
         case_glob: args.cases.clone(),
         repeats: args.repeats,
+        budget: args.budget,
         ..exec_options(&args.exec)
     }
 }
@@ -47,6 +48,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<i32> {
     let cli = crate::plan::Overrides {
         executor: args.exec.executor,
         repeats: args.repeats,
+        budget: args.budget,
     };
     let plan = match &args.plan {
         Some(p) => crate::plan::load_with(p, cli)?,
@@ -138,7 +140,12 @@ pub(crate) fn conclude(done: &engine::Finished, quiet: bool) -> Result<i32> {
     let failed = counts
         .iter()
         .any(|(s, n)| *n > 0 && (s.is_failure() || *s == RunStatus::Blocked));
-    let not_run = |s: &RunStatus| matches!(s, RunStatus::Unavailable | RunStatus::Skipped);
+    let not_run = |s: &RunStatus| {
+        matches!(
+            s,
+            RunStatus::Unavailable | RunStatus::Skipped | RunStatus::Spared
+        )
+    };
     let ran_nothing = done.runs > 0 && counts.iter().all(|(s, n)| *n == 0 || not_run(s));
     if ran_nothing && !failed {
         eprintln!(

@@ -41,7 +41,7 @@ pub(crate) fn build(
     opts: &Options,
     after: Vec<(String, AfterStep)>,
     run_dir: Arc<RunDir>,
-    state: RunState,
+    mut state: RunState,
     pending: usize,
 ) -> Result<Campaign> {
     estimate_runs(&mut prep, &run_dir);
@@ -49,6 +49,8 @@ pub(crate) fn build(
     let limits = limits(&prep, opts);
     let provenance = provenance(&prep);
     let (cancel_tx, cancel) = watch::channel(false);
+    let mut decider = decider(&prep, &provenance);
+    decider.replay(std::mem::take(&mut state.decisions));
     // Shared, not copied: a huge plan's cases are held once.
     let cases = Arc::new(std::mem::take(&mut prep.cases));
     let out = outputs(
@@ -79,12 +81,49 @@ pub(crate) fn build(
             cancel_tx: Arc::new(cancel_tx),
             fatal: None,
         },
+        decider,
     };
     let scheduler = Scheduler::new(dag, prep.pool, prep.plans, limits);
     Ok(Campaign {
         scheduler,
         dispatcher,
     })
+}
+
+/// What decides the campaign's optional repeats and keeps its budget: the report's own
+/// baseline, margins and families (the whole campaign's rows, each counted once per look).
+fn decider(prep: &Prepared, provenance: &Provenance) -> crate::engine::decide::Decider {
+    use crate::engine::decide::{Decider, Rule};
+    let run_cfg = &prep.plan.run;
+    let looks = crate::analysis::sequential::looks(run_cfg.repeats, run_cfg.repeats_max);
+    let metrics: BTreeMap<String, crate::model::results::Metric> = (prep.stacks.iter())
+        .filter_map(|s| s.def.metric.map(|m| (s.name.clone(), m)))
+        .collect();
+    // The report's baseline: the plan's, else the first stack run (the results files list
+    // runs in planned order).
+    let baseline = (prep.plan.report.baseline.clone())
+        .or_else(|| prep.runs.first().map(|r| prep.stacks[r.stack].name.clone()));
+    let judging = crate::report::summary::Judging {
+        compare_metric: prep.plan.report.compare_metric,
+        equivalence: prep.plan.report.equivalence,
+        looks: looks.len(),
+        family: Some(crate::engine::decide::planned_families(
+            &prep.cases,
+            &prep.points,
+            (prep.runs.iter()).map(|r| (r.case_index, prep.stacks[r.stack].name.as_str())),
+            baseline.as_deref(),
+        )),
+    };
+    let rule = Rule {
+        looks,
+        baseline,
+        judging,
+        bootstrap: crate::analysis::stats::Bootstrap::default(),
+        provenance: provenance.clone(),
+        metrics,
+    };
+    let runs = (prep.runs.iter()).map(|r| (r.case_index, r.case_id.clone()));
+    Decider::new(rule, &prep.cases, &prep.points, runs, run_cfg.budget)
 }
 
 /// Each run's expected duration, from earlier run dirs of the campaign (longest first).

@@ -69,6 +69,9 @@ pub(crate) struct Dispatcher {
     /// Where runs execute (decided once, in prepare).
     pub(crate) backend: Arc<dyn Backend>,
     pub(crate) stop: Stopping,
+    /// Sequential repeats and the budget: whether an optional run is needed, whether runs may
+    /// still start.
+    pub(crate) decider: crate::engine::decide::Decider,
 }
 
 /// What the campaign runs, fixed for the session.
@@ -101,6 +104,8 @@ pub(crate) struct RunState {
     pub(crate) jobs: Jobs,
     /// Quarantines recorded by earlier sessions of this run dir (the results files name them).
     pub(crate) earlier_quarantine: BTreeMap<u32, String>,
+    /// Decisions of sequential repeats earlier sessions journaled (handed to the decider).
+    pub(crate) decisions: Vec<(String, u32, Option<String>)>,
 }
 
 impl RunState {
@@ -124,6 +129,7 @@ impl RunState {
                 ..Jobs::default()
             },
             earlier_quarantine: BTreeMap::new(),
+            decisions: Vec::new(),
         }
     }
 }
@@ -552,6 +558,8 @@ impl Dispatch for Dispatcher {
     fn settle(&mut self, run: usize, status: RunStatus, reason: &str) -> RunResult {
         if let Some(result) = self.state.kept.remove(&run) {
             self.state.kept_runs.insert(run);
+            // Kept runs count against the budget as they did when they ran.
+            self.decider.spent(crate::engine::decide::run_time(&result));
             return result;
         }
         let planned = &self.plan.runs[run];
@@ -573,20 +581,40 @@ impl Dispatch for Dispatcher {
         if let Err(e) = write_bundle(&self.plan.run_dir, &result, &ProcessFacts::default()) {
             self.fail(e);
         }
-        let step = Step::Run {
-            run,
-            case_id: result.case_id.clone(),
-            stack: result.stack.clone(),
-        };
-        let held = Held {
-            samples: 0,
-            content: crate::store::set_digest::bundle_digest(&result),
-        };
-        self.journal_finished(&step, 1, status, Some(reason), Some(held));
+        // Its `finished` line is the scheduler's `finished` call that follows, as for a run
+        // that executed (one line per run: a second here wrote every settled run twice).
         result
     }
 
+    fn decide(&mut self, run: usize) -> Option<String> {
+        let (verdict, new) = self.decider.decide(run);
+        if let Some(j) = new {
+            let said = match &j.verdict {
+                Some(why) => format!("decision: point {} stops: {why}", j.point),
+                None => format!("decision: point {} goes on: {}", j.point, j.why_on),
+            };
+            self.out
+                .progress
+                .println(&crate::model::text::visible(&said));
+            self.out.progress.set_note(self.decider.note());
+            // Journaled (fsynced) before anything it lets run starts: a resume replays it.
+            if let Err(e) =
+                self.state
+                    .journal
+                    .decision(&j.point, j.look, j.verdict.as_deref(), &j.why_on)
+            {
+                self.fail(e);
+            }
+        }
+        verdict
+    }
+
+    fn exhausted(&self) -> Option<String> {
+        self.decider.exhausted()
+    }
+
     fn ended(&mut self, run: usize, result: RunResult) {
+        self.decider.ended(run, &result);
         // Kept runs too: the results files show every planned run.
         self.out.results_files.add(run, result);
     }
@@ -614,6 +642,9 @@ impl Dispatch for Dispatcher {
                 self.fail(crate::error::Error::Environment(why.clone()));
             }
             (Step::Run { .. }, Outcome::Run(r)) => {
+                // Every attempt that ran counts against the budget, retried ones too.
+                self.decider.spent(crate::engine::decide::run_time(r));
+                self.out.progress.set_note(self.decider.note());
                 let held = Held {
                     samples: r.samples.len(),
                     content: crate::store::set_digest::bundle_digest(r),

@@ -49,6 +49,7 @@ fn drive(
         fingerprints,
         kept,
         earlier_quarantine,
+        decisions,
         pending,
         reattach,
         stale_jobs,
@@ -70,6 +71,7 @@ fn drive(
     };
     let mut state = RunState::new(journal, fingerprints, kept, reattach);
     state.earlier_quarantine = earlier_quarantine;
+    state.decisions = decisions;
     let built = campaign::build(prep, opts, after, run_dir.clone(), state, pending)?;
     if pending == 0 {
         crate::say!("nothing to run: every planned run is done; rebuilding results and report");

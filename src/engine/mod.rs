@@ -10,6 +10,7 @@
 
 pub(crate) mod campaign;
 pub(crate) mod case_files;
+pub(crate) mod decide;
 pub(crate) mod dispatch;
 pub(crate) mod drive;
 pub(crate) mod estimate;

@@ -42,6 +42,8 @@ pub struct Options {
     pub(crate) jobs: Option<usize>,
     /// `--repeats N` (None = the plan's `[run] repeats`).
     pub(crate) repeats: Option<u32>,
+    /// `--budget` (kept in the journal header's selection, so a resume keeps it).
+    pub(crate) budget: Option<std::time::Duration>,
     pub(crate) exclusive: bool,
     pub(crate) quiet: bool,
     /// Replaces `results/campaigns`.
@@ -183,7 +185,12 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
     let seed = plan.run.seed.unwrap_or_else(rand::random);
     // Repeat r of every stack of a case runs before repeat r + 1 of any, each repeat in its own
     // seeded stack order: a slow machine phase hits every stack alike.
-    let repeats = opts.repeats.unwrap_or(plan.run.repeats).max(1);
+    // With sequential repeats every run up to the most repeats is planned; those past the
+    // fewest are optional, and run only while their point's rows are undecided.
+    let (min_repeats, repeats) = match opts.repeats {
+        Some(n) => (n.max(1), n.max(1)),
+        None => (plan.run.repeats.max(1), plan.run.repeats_max.max(1)),
+    };
     let pairs = (cases.iter())
         .map(|c| claims.count(names.len(), c) as usize)
         .sum::<usize>();
@@ -216,7 +223,7 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
         &stacks,
         &pool,
         (granted, nodes),
-        (repeats, seed, n_runs),
+        (min_repeats, repeats, seed, n_runs),
     )?;
     interrupt::check_preparation()?;
     let mut points = vec![0u32; cases.len()];
@@ -267,7 +274,7 @@ fn plan_runs(
     stacks: &[Arc<EngineStack>],
     pool: &Pool,
     (granted, nodes): (bool, Option<u32>),
-    (repeats, seed, n_runs): (u32, u64, usize),
+    (min_repeats, repeats, seed, n_runs): (u32, u32, u64, usize),
 ) -> Result<(Vec<PlannedRun>, Vec<RunPlan>)> {
     // One stack order per (case, repeat).
     let mut orders = estimate::stack_orders(
@@ -356,6 +363,7 @@ fn plan_runs(
                 stack: si,
             });
             let mut run_plan = RunPlan::new(need, 0.0, preset);
+            run_plan.optional = repeat > min_repeats;
             if matches!(
                 run_plan.need,
                 Need::Devices { .. } | Need::Contiguous { .. }

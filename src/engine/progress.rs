@@ -28,6 +28,8 @@ pub(crate) struct Progress {
     total: usize,
     done: usize,
     counts: BTreeMap<RunStatus, usize>,
+    /// What the campaign decided so far (budget used, points decided), after the counts.
+    note: String,
 }
 
 fn now() -> String {
@@ -67,15 +69,25 @@ impl Progress {
             total: total_runs,
             done: 0,
             counts: BTreeMap::new(),
+            note: String::new(),
         }
     }
 
     fn counts_text(&self) -> String {
-        self.counts
-            .iter()
+        let counts = (self.counts.iter())
             .map(|(s, n)| format!("{s} {n}"))
             .collect::<Vec<_>>()
-            .join(", ")
+            .join(", ");
+        match self.note.is_empty() {
+            true => counts,
+            false => format!("{counts}  ({})", self.note),
+        }
+    }
+
+    /// What the campaign decided so far ("budget 12s of 45m, 3 points decided"), shown after
+    /// the overall bar's counts.
+    pub(crate) fn set_note(&mut self, note: String) {
+        self.note = note;
     }
 
     /// A line of text that must not tear the bars (run dir, warnings).
@@ -183,6 +195,7 @@ mod tests {
             total,
             done: 0,
             counts: BTreeMap::new(),
+            note: String::new(),
         }
     }
 

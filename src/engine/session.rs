@@ -104,6 +104,8 @@ pub(crate) struct Claimed {
     pub(crate) kept: BTreeMap<usize, RunResult>,
     /// Quarantines recorded by earlier sessions of this run dir.
     pub(crate) earlier_quarantine: BTreeMap<u32, String>,
+    /// Decisions of sequential repeats earlier sessions journaled (replayed, not retaken).
+    pub(crate) decisions: Vec<(String, u32, Option<String>)>,
     /// Runs this session executes or settles.
     pub(crate) pending: usize,
     /// Open runs whose journaled job this session re-attaches to (run → job).
@@ -130,7 +132,8 @@ pub(crate) fn selection(opts: &Options) -> Value {
                 .unwrap_or_else(|_| g.clone())
         }
     });
-    json!({"stacks": opts.stacks, "filter": opts.filter, "cases": cases, "repeats": opts.repeats})
+    let budget = opts.budget.map(|b| b.as_secs_f64());
+    json!({"stacks": opts.stacks, "filter": opts.filter, "cases": cases, "repeats": opts.repeats, "budget_s": budget})
 }
 
 /// `opts` with the selection a journal header recorded (`stacks`, `filter`, `cases`).
@@ -214,6 +217,8 @@ pub(crate) fn claim_new(prep: &Prepared, opts: &Options) -> Result<Claimed> {
             "executor": prep.backend.name(),
             "steps": steps,
             "planned_runs": prep.runs.len(),
+            // The device-time budget in force (`[run] budget` or `--budget`): `status` shows it.
+            "budget_s": prep.plan.run.budget.map(|b| b.as_secs_f64()),
             CONTEXT_FIELD: fingerprint_context(prep, &run_dir.path),
         }),
     )?;
@@ -224,6 +229,7 @@ pub(crate) fn claim_new(prep: &Prepared, opts: &Options) -> Result<Claimed> {
         fingerprints: BTreeMap::new(),
         kept: BTreeMap::new(),
         earlier_quarantine: BTreeMap::new(),
+        decisions: Vec::new(),
         pending: prep.runs.len(),
         reattach: BTreeMap::new(),
         stale_jobs: Vec::new(),
@@ -350,6 +356,7 @@ pub(crate) fn claim_resume(
     }
     journal.event("session", note)?;
     let earlier_quarantine = replay.quarantined.clone();
+    let decisions = replay.decisions.clone();
     // Settled: nothing runs, so no fingerprint is looked up again.
     let fingerprints = if settled.is_some() {
         drop_aside(fingerprints);
@@ -366,6 +373,7 @@ pub(crate) fn claim_resume(
         pending: prep.runs.len() - kept.len(),
         kept,
         earlier_quarantine,
+        decisions,
         reattach,
         stale_jobs,
         settled,

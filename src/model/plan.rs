@@ -241,7 +241,25 @@ pub(crate) struct RunConfig {
     pub(crate) quarantine_after: u32,
     /// Separate runs of each (case, stack), interleaved across stacks in a seeded order, so
     /// statistics and verdicts see the run-to-run variance (`[run] repeats`, `--repeats`).
+    /// With sequential repeats, the fewest each (case, stack) gets.
     pub(crate) repeats: u32,
+    /// The most repeats of each (case, stack): `repeats` for a fixed count; above it, repeats
+    /// continue only at points whose rows are still undecided (`[run] repeats = { min, max }`
+    /// or `"auto"`; `analysis::sequential`).
+    pub(crate) repeats_max: u32,
+    /// A cap on device time (`[run] budget`, `--budget`): once the campaign's runs have used
+    /// it, no run starts and the campaign ends with what it has.
+    pub(crate) budget: Option<Duration>,
+}
+
+/// `[run] repeats = "auto"`: sequential repeats from 3 up to this many.
+pub(crate) const AUTO_REPEATS_MAX: u32 = 10;
+
+impl RunConfig {
+    /// Repeats continue only where rows are undecided (`repeats_max` above `repeats`).
+    pub(crate) fn sequential(&self) -> bool {
+        self.repeats_max > self.repeats
+    }
 }
 
 /// Repeats of each (case, stack) unless the plan or `--repeats` says otherwise: the fewest a
@@ -264,6 +282,8 @@ impl Default for RunConfig {
             executor: ExecutorKind::Local,
             quarantine_after: 3,
             repeats: DEFAULT_REPEATS,
+            repeats_max: DEFAULT_REPEATS,
+            budget: None,
         }
     }
 }
@@ -314,6 +334,10 @@ pub(crate) struct ReportConfig {
     pub(crate) compare_metric: Option<crate::model::results::Metric>,
     /// The equivalence margin ±δ of the paired verdicts (`"5%"` → 0.05); None: the noise band.
     pub(crate) equivalence: Option<f64>,
+    /// How many looks sequential repeats take at each row (`analysis::sequential::looks` of
+    /// `[run] repeats`; 1 for a fixed count): the verdicts' families count each row that many
+    /// times. Not a key: made from `[run]` when the plan is loaded.
+    pub(crate) looks: Vec<u32>,
 }
 
 /// `[slurm]`.

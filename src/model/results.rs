@@ -131,6 +131,10 @@ pub enum RunStatus {
     Interrupted,
     /// No healthy devices left for it (quarantine).
     Blocked,
+    /// Not run because it was not needed: an optional repeat of a point whose rows were
+    /// already decided (sequential repeats), or a run left when the device-time budget was
+    /// spent. The reason says which.
+    Spared,
 }
 
 impl RunStatus {
@@ -142,6 +146,7 @@ impl RunStatus {
         RunStatus::Unavailable,
         RunStatus::Interrupted,
         RunStatus::Blocked,
+        RunStatus::Spared,
     ];
 
     pub(crate) fn as_str(self) -> &'static str {
@@ -153,6 +158,7 @@ impl RunStatus {
             RunStatus::Unavailable => "unavailable",
             RunStatus::Interrupted => "interrupted",
             RunStatus::Blocked => "blocked",
+            RunStatus::Spared => "spared",
         }
     }
 

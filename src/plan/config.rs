@@ -12,11 +12,72 @@ use super::diag::Spans;
 use super::raw::{Ctx, Item};
 use crate::model::plan::{
     DeviceKind, DevicesConfig, ExecutorKind, Placement, ReportConfig, RunConfig, SlurmConfig,
-    StackOrder, KNOWN_FIGURES, RETRY_STATUSES,
+    StackOrder, AUTO_REPEATS_MAX, KNOWN_FIGURES, RETRY_STATUSES,
 };
 
 /// Upper bound of `[run] repeats` (and `--repeats`): beyond it a typo, not a plan.
 pub(crate) const MAX_REPEATS: u64 = 1000;
+
+/// `[run] repeats`: a fixed count (`5`), sequential repeats (`{ min = 3, max = 20 }`), or
+/// `"auto"` (from 3 up to `AUTO_REPEATS_MAX`). Returns (min, max).
+fn read_repeats(cx: &mut Ctx<'_>, it: &Item<'_>, path: &str) -> Option<(u32, u32)> {
+    use toml::de::DeValue;
+    let at_least = crate::analysis::verdict::MIN_REPEATS as u64;
+    match it.get_ref() {
+        DeValue::String(s) if s.as_ref() == "auto" => Some((at_least as u32, AUTO_REPEATS_MAX)),
+        DeValue::String(s) => {
+            cx.error(
+                &it.span(),
+                path,
+                format!("unknown value `{s}`; expected a number of repeats, \"auto\" or {{ min = 3, max = 20 }}"),
+            );
+            None
+        }
+        DeValue::Table(_) => {
+            let table = cx.table(it, path)?;
+            let (mut min, mut max) = (None, None);
+            for e in cx.known_entries(table, path, &["min", "max"]) {
+                let field = format!("{path}.{}", e.key);
+                let n = cx.uint(e.item, &field, MAX_REPEATS)?;
+                if e.key == "min" {
+                    if n < at_least {
+                        cx.error(&e.item.span(), &field, format!("sequential repeats start at {at_least} or more: a verdict needs {at_least} repeats a side"));
+                        return None;
+                    }
+                    min = Some(n as u32);
+                } else {
+                    max = Some(n as u32);
+                }
+            }
+            let (Some(min), Some(max)) = (min, max) else {
+                cx.error(
+                    &it.span(),
+                    path,
+                    "sequential repeats need both `min` and `max`, e.g. { min = 3, max = 20 }"
+                        .into(),
+                );
+                return None;
+            };
+            if max < min {
+                cx.error(
+                    &it.span(),
+                    path,
+                    format!("max ({max}) is below min ({min})"),
+                );
+                return None;
+            }
+            Some((min, max))
+        }
+        _ => match cx.uint(it, path, MAX_REPEATS) {
+            Some(0) => {
+                cx.error(&it.span(), path, "repeats must be >= 1".into());
+                None
+            }
+            Some(n) => Some((n as u32, n as u32)),
+            None => None,
+        },
+    }
+}
 
 pub(crate) fn read_run(cx: &mut Ctx<'_>, item: &Item<'_>) -> RunConfig {
     let mut run = RunConfig::default();
@@ -36,6 +97,7 @@ pub(crate) fn read_run(cx: &mut Ctx<'_>, item: &Item<'_>) -> RunConfig {
         "executor",
         "quarantine_after",
         "repeats",
+        "budget",
     ];
     for e in cx.known_entries(table, "run", KEYS) {
         let path = format!("run.{}", e.key);
@@ -86,11 +148,24 @@ pub(crate) fn read_run(cx: &mut Ctx<'_>, item: &Item<'_>) -> RunConfig {
             },
             "exclusive" => run.exclusive = cx.boolean(it, &path).unwrap_or(false),
             "seed" => run.seed = cx.uint(it, &path, i64::MAX as u64),
-            "repeats" => match cx.uint(it, &path, MAX_REPEATS) {
-                Some(0) => cx.error(&it.span(), &path, "repeats must be >= 1".into()),
-                Some(n) => run.repeats = n as u32,
-                None => {}
-            },
+            "repeats" => {
+                if let Some((min, max)) = read_repeats(cx, it, &path) {
+                    (run.repeats, run.repeats_max) = (min, max);
+                }
+            }
+            "budget" => {
+                if let Some(d) = cx.duration(it, &path) {
+                    if d.is_zero() {
+                        cx.error(
+                            &it.span(),
+                            &path,
+                            "a budget must be longer than zero".into(),
+                        );
+                    } else {
+                        run.budget = Some(d);
+                    }
+                }
+            }
             "executor" => {
                 let names = ExecutorKind::names();
                 run.executor = (cx.choice(it, &path, &names).as_deref())

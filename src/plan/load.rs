@@ -34,6 +34,8 @@ pub(crate) const TOP_KEYS: &[&str] = &[
 pub(crate) struct Overrides {
     pub(crate) executor: Option<ExecutorKind>,
     pub(crate) repeats: Option<u32>,
+    /// `--budget`: replaces `[run] budget`.
+    pub(crate) budget: Option<std::time::Duration>,
 }
 
 /// Read and parse a plan file.
@@ -156,7 +158,10 @@ pub(crate) fn parse_with(text: &str, path: &Path, cli: Overrides) -> Result<Plan
         plan.run.executor = executor;
     }
     if let Some(repeats) = cli.repeats {
-        plan.run.repeats = repeats;
+        (plan.run.repeats, plan.run.repeats_max) = (repeats, repeats);
+    }
+    if let Some(budget) = cli.budget {
+        plan.run.budget = Some(budget);
     }
     if let Some(item) = sections.get("devices") {
         spans.devices = Some(item.span());
@@ -165,6 +170,7 @@ pub(crate) fn parse_with(text: &str, path: &Path, cli: Overrides) -> Result<Plan
     if let Some(item) = sections.get("report") {
         plan.report = config::read_report(&mut cx, item, path, &mut spans);
     }
+    plan.report.looks = crate::analysis::sequential::looks(plan.run.repeats, plan.run.repeats_max);
     if let Some(item) = sections.get("slurm") {
         plan.slurm = config::read_slurm(&mut cx, item);
     }

@@ -299,7 +299,8 @@ fn refuse_empty(cx: &mut Ctx<'_>, spans: &Spans, dropped: u64, filtered: u64) {
 
 /// The run limit `run` enforces, said at validate too (before hours of a huge sweep).
 fn check_run_limit(cx: &mut Ctx<'_>, plan: &Plan, count: u64, pairs: u64) {
-    let runs = pairs.saturating_mul(u64::from(plan.run.repeats.max(1)));
+    // Sequential repeats count at their most: what the campaign may run.
+    let runs = pairs.saturating_mul(u64::from(plan.run.repeats_max.max(1)));
     if runs > crate::model::plan::MAX_RUNS as u64 {
         let msg = format!(
             "the plan makes {runs} runs ({}), more than the maximum of {}; split it into several plans, or narrow it with [filter]/[[exclude]] or fewer repeats",
@@ -307,7 +308,7 @@ fn check_run_limit(cx: &mut Ctx<'_>, plan: &Plan, count: u64, pairs: u64) {
                 count,
                 plan.stacks.len() as u64,
                 pairs,
-                u64::from(plan.run.repeats.max(1))
+                u64::from(plan.run.repeats_max.max(1))
             ),
             crate::model::plan::MAX_RUNS
         );

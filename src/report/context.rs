@@ -74,6 +74,65 @@ pub(crate) struct Context {
     pub(crate) quarantined: Vec<NameValue>,
     /// Earlier runs of the same series (set by `render_all` when the history store has some).
     pub(crate) history: Option<super::history_section::HistoryCtx>,
+    /// Sequential repeats and the budget: what was decided (set by `render_all`); none for a
+    /// fixed count of repeats with nothing spared.
+    pub(crate) sequential: Option<SequentialCtx>,
+}
+
+/// What sequential repeats and the budget decided, as the report says it.
+#[derive(Debug, Serialize)]
+pub(crate) struct SequentialCtx {
+    /// The looks: repeat counts at which each point's rows were judged (empty: a fixed count).
+    pub(crate) looks: Vec<u32>,
+    pub(crate) min_repeats: u32,
+    pub(crate) max_repeats: u32,
+    /// Points of the sweep, and how many stopped before the most repeats.
+    pub(crate) points: usize,
+    pub(crate) stopped_early: usize,
+    /// Runs spared because their point was decided, and because the budget was spent.
+    pub(crate) spared_decided: usize,
+    pub(crate) spared_budget: usize,
+    /// The budget's reason, as the first run it spared gave it.
+    pub(crate) budget_note: Option<String>,
+}
+
+/// What sequential repeats (`looks`) and the budget decided in `results`; none when repeats
+/// were fixed and nothing was spared.
+pub(crate) fn sequential(results: &ResultSet, looks: &[u32]) -> Option<SequentialCtx> {
+    let spared = || {
+        results
+            .runs
+            .iter()
+            .filter(|r| r.status == RunStatus::Spared)
+    };
+    let budget = |r: &&crate::model::results::RunResult| {
+        r.error
+            .as_deref()
+            .is_some_and(|e| e.starts_with("the budget"))
+    };
+    if looks.len() < 2 && spared().next().is_none() {
+        return None;
+    }
+    let points: std::collections::BTreeSet<String> =
+        results.runs.iter().map(|r| r.point_id()).collect();
+    let stopped: std::collections::BTreeSet<String> = spared()
+        .filter(|r| !budget(r))
+        .map(|r| r.point_id())
+        .collect();
+    Some(SequentialCtx {
+        looks: if looks.len() < 2 {
+            Vec::new()
+        } else {
+            looks.to_vec()
+        },
+        min_repeats: looks.first().copied().unwrap_or(0),
+        max_repeats: looks.last().copied().unwrap_or(0),
+        points: points.len(),
+        stopped_early: stopped.len(),
+        spared_decided: spared().filter(|r| !budget(r)).count(),
+        spared_budget: spared().filter(budget).count(),
+        budget_note: spared().find(budget).and_then(|r| r.error.clone()),
+    })
 }
 
 /// One collective of the report: its cases and what its bandwidth figures count.
@@ -500,6 +559,7 @@ pub(crate) fn build(results: &ResultSet, a: &Analysis, title: Option<&str>) -> C
         skipped_figures: Vec::new(),
         quarantined: name_values(results.quarantined.iter()),
         history: None,
+        sequential: None,
     }
 }
 

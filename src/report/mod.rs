@@ -52,6 +52,8 @@ pub struct ReportOptions {
     pub compare_metric: Option<crate::model::results::Metric>,
     /// `[report] equivalence`: the paired verdicts' equivalence margin (None: the noise band).
     pub equivalence: Option<f64>,
+    /// Looks of the run's sequential repeats (none or one: a fixed count): `Judging::looks`.
+    pub looks: Vec<u32>,
 }
 
 impl ReportOptions {
@@ -67,6 +69,7 @@ impl ReportOptions {
             history: None,
             compare_metric: cfg.compare_metric,
             equivalence: cfg.equivalence,
+            looks: cfg.looks.clone(),
         }
     }
 }
@@ -266,7 +269,12 @@ pub(crate) fn render_from(
         results,
         opts.baseline.as_deref(),
         opts.bootstrap,
-        (opts.compare_metric, opts.equivalence),
+        summary::Judging {
+            compare_metric: opts.compare_metric,
+            equivalence: opts.equivalence,
+            looks: opts.looks.len(),
+            family: None,
+        },
         &memo,
     );
     let failures = analysis.failures.len();
@@ -341,6 +349,7 @@ fn texts(
     let mut ctx =
         context::build(results, analysis, opts.title.as_deref()).with_figures(drawn, skipped);
     ctx.history = opts.history.as_ref().and_then(history_section::context);
+    ctx.sequential = context::sequential(results, &opts.looks);
     let ctx_ref = &ctx;
     let (markdown, json) = std::thread::scope(|s| {
         let json = s.spawn(|| {

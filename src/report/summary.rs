@@ -84,25 +84,28 @@ impl Analysis {
         bootstrap: Bootstrap,
         compare_metric: Option<Metric>,
     ) -> Analysis {
-        Analysis::remembering(
-            results,
-            baseline,
-            bootstrap,
-            (compare_metric, None),
-            &Memo::default(),
-        )
+        let judging = Judging {
+            compare_metric,
+            ..Judging::default()
+        };
+        Analysis::remembering(results, baseline, bootstrap, judging, &Memo::default())
     }
 
     /// [`Analysis::with_compare_metric`] taking every bootstrap interval `memo` holds from it
-    /// (bit for bit what resampling gives) and adding the ones it draws; `equivalence` is the
-    /// paired verdicts' equivalence margin (`[report] equivalence`; None: the noise band).
+    /// (bit for bit what resampling gives) and adding the ones it draws, judged as `judging`
+    /// says.
     pub(crate) fn remembering(
         results: &ResultSet,
         baseline: Option<&str>,
         bootstrap: Bootstrap,
-        (compare_metric, equivalence): (Option<Metric>, Option<f64>),
+        judging: Judging,
         memo: &Memo,
     ) -> Analysis {
+        let Judging {
+            compare_metric,
+            equivalence,
+            ..
+        } = judging;
         let mut stacks: Vec<String> = Vec::new();
         let mut cases: Vec<String> = Vec::new();
         let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
@@ -132,13 +135,16 @@ impl Analysis {
             .map(|c| by_point[c.as_str()].as_slice())
             .collect();
         let judged = paired_rows(results, &groups, baseline.as_deref(), compare_metric);
+        let looks = judging.looks.max(1);
+        let (paired_family, regret_family) = judging.family.unwrap_or((0, 0));
+        let paired_family = judged.max(paired_family) * looks;
         let per_case = summarize_cases(
             results,
             &groups,
             Pairing {
                 baseline: baseline.as_deref(),
                 compare_metric,
-                level: verdict::family_level(judged),
+                level: verdict::family_level(paired_family),
             },
             &bootstrap,
             memo,
@@ -158,8 +164,8 @@ impl Analysis {
             band: verdict::DEFAULT_THRESHOLD,
             equivalence: equivalence.unwrap_or(verdict::DEFAULT_THRESHOLD),
         };
-        let paired_level = judge_pairs(&mut paired, judged, margins);
-        crate::analysis::regret::judge(&mut regret, margins);
+        let paired_level = judge_pairs(&mut paired, paired_family, margins);
+        crate::analysis::regret::judge(&mut regret, margins, (regret_family, looks));
         let pairing_notes = pairing_notes(results, &stacks, baseline.as_deref(), compare_metric);
         let fits = fits(results, &stats);
         let b_star = b_stars(&fits);
@@ -217,6 +223,23 @@ fn failure(index: usize, run: &RunResult) -> Failure {
         reason,
         bundle: run.bundle.display().to_string(),
     }
+}
+
+/// How the verdicts of an analysis are taken.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Judging {
+    /// `[report] compare_metric`: the one metric paired comparisons use, when set.
+    pub(crate) compare_metric: Option<Metric>,
+    /// The paired verdicts' equivalence margin (`[report] equivalence`; None: the noise band).
+    pub(crate) equivalence: Option<f64>,
+    /// Looks of sequential repeats (`analysis::sequential::looks`; 0 or 1: a fixed count):
+    /// every row counts this many times in its family, so stopping at any look keeps the
+    /// false-alarm rate (docs/statistics.md, "Sequential repeats").
+    pub(crate) looks: usize,
+    /// The sizes of the paired and the regret families when these results are part of a
+    /// campaign (one point, judged while the campaign runs): the verdicts are then as wide
+    /// as the whole campaign's report will take them.
+    pub(crate) family: Option<(usize, usize)>,
 }
 
 type CaseOutcome = (Vec<RunStats>, Vec<Failure>, Vec<Paired>, Vec<Regret>);
@@ -287,6 +310,11 @@ fn summarize_case(
     let mut by_stack: Vec<((&str, &str), Vec<usize>)> = Vec::new();
     for &i in runs {
         let run = &results.runs[i];
+        // A spared run was not needed (its point decided, or the budget spent): it is no
+        // failure, and the report says what was spared on its own.
+        if run.status == RunStatus::Spared {
+            continue;
+        }
         if run.timed(results.metric(&run.stack)).is_empty() {
             failures.push(failure(i, run));
             continue;
@@ -475,7 +503,7 @@ mod tests {
             ..Bootstrap::default()
         };
         let analyse = |memo: &Memo| {
-            let a = Analysis::remembering(&results, Some("s1"), boot, (None, None), memo);
+            let a = Analysis::remembering(&results, Some("s1"), boot, Judging::default(), memo);
             // `{:?}` prints every f64 exactly, so equal text is equal bits.
             format!("{a:?}")
         };
@@ -509,7 +537,7 @@ mod tests {
             .unwrap();
         run.samples[3].execute_s = run.samples[3].execute_s.map(|x| x * 1.5);
         let memo = Memo::decode(&bytes);
-        let a = Analysis::remembering(&changed, Some("s1"), boot, (None, None), &memo);
+        let a = Analysis::remembering(&changed, Some("s1"), boot, Judging::default(), &memo);
         assert!(memo.drawn() > 0 && memo.drawn() < first.drawn());
         assert_eq!(
             format!("{a:?}"),
@@ -658,8 +686,16 @@ mod tests {
             ..Bootstrap::default()
         };
         let with = |delta| {
-            let a =
-                Analysis::remembering(&results, Some("mpi"), boot, (None, delta), &Memo::default());
+            let a = Analysis::remembering(
+                &results,
+                Some("mpi"),
+                boot,
+                Judging {
+                    equivalence: delta,
+                    ..Judging::default()
+                },
+                &Memo::default(),
+            );
             a.paired[0].label(a.equivalence)
         };
         assert_eq!(with(None), "equivalent to mpi (within ±5.0 %)");

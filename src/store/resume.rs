@@ -121,7 +121,11 @@ pub(crate) fn decide(state: Option<&StepState>, fingerprint: &str, retry_failed:
         return Decision::Changed;
     }
     match status {
-        RunStatus::Pass | RunStatus::Skipped | RunStatus::Unavailable => Decision::Done,
+        // A spared run was not needed when it was decided (its point decided, or the budget
+        // spent): a resume does not bring it back.
+        RunStatus::Pass | RunStatus::Skipped | RunStatus::Unavailable | RunStatus::Spared => {
+            Decision::Done
+        }
         // Interrupted runs were stopped by the user; blocked ones never ran (no healthy device
         // in that session, and every session probes its devices afresh).
         RunStatus::Interrupted | RunStatus::Blocked => Decision::Run,

@@ -57,6 +57,10 @@ pub(crate) struct RunDirStatus {
     pub(crate) unlisted: usize,
     /// Runs the journal's lines name that its header's plan does not: not counted.
     pub(crate) unplanned: usize,
+    /// Decisions of sequential repeats: (points stopped, decisions to go on).
+    pub(crate) decisions: (usize, usize),
+    /// The device-time budget the header records.
+    pub(crate) budget: Option<Duration>,
 }
 
 impl RunDirStatus {
@@ -103,6 +107,11 @@ impl RunDirStatus {
                 .map_or(0, |n| (n as usize).saturating_sub(runs.len())),
         };
         let (durations, concurrency) = timing(&replay);
+        let stopped = replay.decisions.iter().filter(|d| d.2.is_some()).count();
+        let budget = (replay.header.get("budget_s"))
+            .and_then(Value::as_f64)
+            .filter(|s| s.is_finite() && *s > 0.0 && *s < 1e9)
+            .map(Duration::from_secs_f64);
         Ok(RunDirStatus {
             run_dir: run_dir.to_path_buf(),
             campaign: replay
@@ -118,6 +127,8 @@ impl RunDirStatus {
             concurrency,
             unlisted,
             unplanned,
+            decisions: (stopped, replay.decisions.len() - stopped),
+            budget,
         })
     }
 
@@ -209,6 +220,21 @@ impl RunDirStatus {
             self.runs.len(),
             counts.join(", ")
         ));
+        if self.decisions != (0, 0) {
+            out.push_str(&format!(
+                "decisions: {} point(s) stopped their repeats (every row decided), {} went on (rows undecided)\n",
+                self.decisions.0, self.decisions.1
+            ));
+        }
+        if let Some(budget) = self.budget {
+            let used =
+                Duration::from_secs_f64(self.durations.iter().map(Duration::as_secs_f64).sum());
+            out.push_str(&format!(
+                "budget: {} of {} run time used\n",
+                human(used),
+                human(budget)
+            ));
+        }
         if self.unplanned > 0 {
             out.push_str(&format!(
                 "journal: {} line(s) name runs the header's plan does not have (an edited or pieced-together journal, or runs a later edit of the plan added); not counted\n",
@@ -221,7 +247,7 @@ impl RunDirStatus {
             .filter(|r| {
                 !matches!(
                     r.state,
-                    RunState::Finished(RunStatus::Pass) | RunState::NotStarted
+                    RunState::Finished(RunStatus::Pass | RunStatus::Spared) | RunState::NotStarted
                 )
             })
             .collect();

@@ -34,7 +34,7 @@ fn run_plan_unmeasured(dir: &Path, campaign: &str, plan: &str) -> (std::process:
 }
 
 /// [`run_plan`] with `env` set for campaign.
-fn run_plan_with(
+pub(crate) fn run_plan_with(
     dir: &Path,
     campaign: &str,
     plan: &str,

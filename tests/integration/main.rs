@@ -18,6 +18,7 @@ mod readme;
 mod report;
 mod resume;
 mod run;
+mod sequential;
 mod slurm;
 mod slurm_campaign;
 mod slurm_host;

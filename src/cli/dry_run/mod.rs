@@ -23,6 +23,7 @@ pub(crate) fn run(args: &DryRunArgs) -> Result<i32> {
     let cli = plan::Overrides {
         executor: args.executor,
         repeats: args.repeats,
+        budget: None,
     };
     let plan = plan::load_with(&args.plan, cli)?;
     for w in &plan.warnings {
@@ -60,7 +61,7 @@ pub(crate) fn list(
         ListFormat::Table => write_table(
             out,
             rows,
-            u64::from(args.repeats.unwrap_or(plan.run.repeats).max(1)),
+            u64::from(args.repeats.unwrap_or(plan.run.repeats_max).max(1)),
         ),
         ListFormat::Json => write_json(out, rows),
         ListFormat::Csv => write_csv(out, rows),
@@ -112,7 +113,7 @@ pub(crate) fn oversubscription(plan: &crate::model::plan::Plan) -> Result<Option
             max_p = max_p.max(case.p);
         }
     }
-    let repeats = u64::from(plan.run.repeats.max(1));
+    let repeats = u64::from(plan.run.repeats_max.max(1));
     let runs = pairs * repeats;
     Ok(crate::engine::prepare::oversubscription_warning(
         over * repeats,
@@ -275,6 +276,7 @@ fn write_table(
     let skipped = skipped * repeats;
     write_summary(out, (n_cases, n_stacks, n_pairs), repeats, skipped)?;
     writeln!(out)?;
+    write_policy(out, &source.plan.run, n_pairs)?;
     const SHOWN: usize = 20;
     for ((stack, reason), n) in why.iter().take(SHOWN) {
         let n = &(n * repeats);
@@ -293,6 +295,37 @@ fn write_table(
     {
         out.flush()?;
         eprintln!("warning: {w}");
+    }
+    Ok(())
+}
+
+/// What the campaign may decide while it runs: the sequential repeats' looks and how many runs
+/// they may add to the first grid, and the budget.
+fn write_policy(
+    out: &mut impl Write,
+    run: &crate::model::plan::RunConfig,
+    n_pairs: u64,
+) -> io::Result<()> {
+    if run.sequential() {
+        let looks = crate::analysis::sequential::looks(run.repeats, run.repeats_max);
+        let looks: Vec<String> = looks.iter().map(u32::to_string).collect();
+        let first = n_pairs * u64::from(run.repeats);
+        let more = n_pairs * u64::from(run.repeats_max - run.repeats);
+        writeln!(
+            out,
+            "  sequential repeats: {} to {} per (case, stack), each point judged after {} repeats: {first} {} at first, at most {more} more while a point's rows are undecided",
+            run.repeats,
+            run.repeats_max,
+            looks.join(", "),
+            plural(first, "run", "runs"),
+        )?;
+    }
+    if let Some(b) = run.budget {
+        writeln!(
+            out,
+            "  budget: {} of run time (once spent, no run starts and the campaign ends with what it has)",
+            humantime::format_duration(b)
+        )?;
     }
     Ok(())
 }

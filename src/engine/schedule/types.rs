@@ -27,6 +27,10 @@ pub(crate) struct RunPlan {
     /// Attempt number of the run's first attempt in this session (attempts count across
     /// resumes, so each keeps its own log).
     pub(crate) first_attempt: u32,
+    /// An optional repeat (sequential repeats): when it is ready, [`Dispatch::decide`] says
+    /// whether it runs; it is placed after every required run that is ready with it, so a
+    /// budget is spent on every point's first repeats before any point's extra ones.
+    pub(crate) optional: bool,
 }
 
 impl RunPlan {
@@ -37,6 +41,7 @@ impl RunPlan {
             preset,
             health_probe: None,
             first_attempt: 1,
+            optional: false,
         }
     }
 }
@@ -102,6 +107,16 @@ pub(crate) trait Dispatch: Send {
         devices: &[u32],
         tx: mpsc::UnboundedSender<Report>,
     );
+    /// Whether optional run `run` is needed, asked once when it is ready (its point's earlier
+    /// repeats have ended): `None` runs it, `Some(reason)` spares it.
+    fn decide(&mut self, _run: usize) -> Option<String> {
+        None
+    }
+    /// Why no run may start any more (the device-time budget is spent), if so: every run not
+    /// started is then spared with this reason.
+    fn exhausted(&self) -> Option<String> {
+        None
+    }
     /// Record run `run` that ends without executing; returns its result (bundle written).
     fn settle(&mut self, run: usize, status: RunStatus, reason: &str) -> RunResult;
     /// A step ended (for a run's final attempt, [`Dispatch::ended`] follows with its result).

@@ -50,6 +50,8 @@ pub(super) struct Fields<'a> {
     pub(super) cgroup: Option<Scalar<'a>>,
     pub(super) slurm_job_id: Option<Scalar<'a>>,
     pub(super) device: Option<Scalar<'a>>,
+    pub(super) point: Option<Scalar<'a>>,
+    pub(super) look: Option<Scalar<'a>>,
 }
 
 /// A parsed line: an object's fields, or some other JSON value (an error for the replay).
@@ -142,6 +144,8 @@ impl<'de> Visitor<'de> for LineVisitor {
                 Some("cgroup") => &mut out.cgroup,
                 Some("slurm_job_id") => &mut out.slurm_job_id,
                 Some("device") => &mut out.device,
+                Some("point") => &mut out.point,
+                Some("look") => &mut out.look,
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                     continue;

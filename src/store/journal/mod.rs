@@ -258,6 +258,29 @@ impl Journal {
         self.append(line, Durability::Now)
     }
 
+    /// A decision of sequential repeats at `point` (its id) after `look` repeats: `spare`
+    /// (with why) ends the point's repeats, `None` runs the next ones (`why` names the rows
+    /// still undecided). Fsynced before anything it lets run starts, so a resume replays it.
+    pub(crate) fn decision(
+        &mut self,
+        point: &str,
+        look: u32,
+        spare: Option<&str>,
+        why: &str,
+    ) -> Result<()> {
+        let mut line = Map::new();
+        line.insert("t".into(), Value::from(now()));
+        line.insert("event".into(), Value::from("decision"));
+        line.insert("point".into(), Value::from(point));
+        line.insert("look".into(), Value::from(look));
+        line.insert(
+            "status".into(),
+            Value::from(if spare.is_some() { "stop" } else { "go" }),
+        );
+        line.insert("reason".into(), Value::from(spare.unwrap_or(why)));
+        self.append(line, Durability::Now)
+    }
+
     /// Any other campaign-level event (`session`, `interrupted`, …): `{"t","event",...fields}`.
     /// Replay keeps the last of each kind and otherwise ignores them. Fsynced.
     pub(crate) fn event(&mut self, event: &str, fields: Map<String, Value>) -> Result<()> {

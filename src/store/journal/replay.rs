@@ -136,6 +136,9 @@ pub(crate) struct Replay {
     pub(crate) order: Vec<String>,
     /// Quarantined device → reason (the latest reason when quarantined more than once).
     pub(crate) quarantined: BTreeMap<u32, String>,
+    /// Decisions of sequential repeats, in order: (point id, look, why the rest was spared —
+    /// `None`: the point went on).
+    pub(crate) decisions: Vec<(String, u32, Option<String>)>,
     /// The latest line of every other event kind (`session`, `interrupted`, …).
     pub(crate) events: BTreeMap<String, Map<String, Value>>,
     /// A torn last line that was ignored.
@@ -471,7 +474,7 @@ fn apply<'a>(
                     path,
                     number,
                     "status",
-                    &format!("unknown status `{status_text}` (expected one of: pass, fail, timeout, skipped, unavailable, interrupted, blocked)"),
+                    &format!("unknown status `{status_text}` (expected one of: pass, fail, timeout, skipped, unavailable, interrupted, blocked, spared)"),
                 )
             })?;
             let duration = match started_at.get(&step) {
@@ -510,6 +513,10 @@ fn apply<'a>(
             state.attempts = state.attempts.max(attempt);
             state.slurm_job = Some(SlurmJob { id, attempt });
         }
+        "decision" => {
+            let fields = (&line.point, &line.look, &line.status, &line.reason);
+            out.decisions.push(decision(path, number, fields)?);
+        }
         "quarantined" => {
             let device = line
                 .device
@@ -531,6 +538,48 @@ fn apply<'a>(
         }
     }
     Ok(())
+}
+
+/// A decision line's `point`, `look`, `status` and `reason`.
+type DecisionFields<'f, 'a> = (
+    &'f Option<Scalar<'a>>,
+    &'f Option<Scalar<'a>>,
+    &'f Option<Scalar<'a>>,
+    &'f Option<Scalar<'a>>,
+);
+
+/// A `decision` line of sequential repeats: (point id, look, why the rest was spared — `None`
+/// when the point went on).
+fn decision(
+    path: &Path,
+    number: usize,
+    (point, look, status, reason): DecisionFields<'_, '_>,
+) -> Result<(String, u32, Option<String>)> {
+    let point = required_text(path, number, point, "point")?;
+    let look = (look.as_ref())
+        .and_then(Scalar::as_u64)
+        .and_then(|l| u32::try_from(l).ok())
+        .ok_or_else(|| {
+            field_error(
+                path,
+                number,
+                "look",
+                "missing; expected a number of repeats",
+            )
+        })?;
+    let spared = match required_text(path, number, status, "status")? {
+        "go" => None,
+        "stop" => Some(text(reason).unwrap_or("").to_string()),
+        other => {
+            return Err(field_error(
+                path,
+                number,
+                "status",
+                &format!("unknown decision `{other}` (expected go or stop)"),
+            ))
+        }
+    };
+    Ok((point.to_string(), look, spared))
 }
 
 /// The state of `step`, created (and its first appearance recorded) if new.

@@ -74,6 +74,10 @@ pub(crate) struct Scheduler {
     ready_steps: BTreeSet<NodeIndex>,
     /// Ready runs that end without executing (a preset, or their stack is unavailable).
     ready_settle: BTreeSet<NodeIndex>,
+    /// Ready optional runs whose need is not decided yet ([`Dispatch::decide`]).
+    ready_gated: BTreeSet<NodeIndex>,
+    /// Optional runs decided to run (placed after the required ones).
+    decided: Vec<bool>,
     /// Ready runs to place, in dispatch order: highest priority first, then plan order.
     ready_runs: BTreeSet<ReadyRun>,
     /// How many runs of `ready_runs` have each need (dispatch stops once every need failed).
@@ -84,8 +88,9 @@ pub(crate) struct Scheduler {
     cooling: BTreeSet<(Instant, NodeIndex)>,
 }
 
-/// A ready run's place in the dispatch order.
-type ReadyRun = (Reverse<i64>, usize, NodeIndex);
+/// A ready run's place in the dispatch order: required runs before optional repeats, then by
+/// priority, then plan order.
+type ReadyRun = (bool, Reverse<i64>, usize, NodeIndex);
 
 /// An integer ordered like `f64::total_cmp`.
 fn total_order_key(x: f64) -> i64 {
@@ -111,6 +116,7 @@ impl Scheduler {
             }
         }
         let attempts = vec![0; runs.len()];
+        let n_runs = runs.len();
         let streaks = Streaks::new(limits.faults.quarantine_after);
         let mut waiting_on = vec![0; dag.nodes().map(|n| n.index() + 1).max().unwrap_or(0)];
         for node in dag.nodes() {
@@ -135,6 +141,8 @@ impl Scheduler {
             waiting_on,
             ready_steps: BTreeSet::new(),
             ready_settle: BTreeSet::new(),
+            ready_gated: BTreeSet::new(),
+            decided: vec![false; n_runs],
             ready_runs: BTreeSet::new(),
             ready_needs: HashMap::new(),
             active: 0,
@@ -189,8 +197,10 @@ impl Scheduler {
                 // probe that makes its stack unavailable ends before the run is ready.
                 if self.runs[*run].preset.is_some() || self.unavailable.contains_key(stack) {
                     self.ready_settle.insert(node);
+                } else if self.runs[*run].optional && !self.decided[*run] {
+                    self.ready_gated.insert(node);
                 } else {
-                    let key = (Reverse(total_order_key(self.priority[*run])), *run, node);
+                    let key = self.ready_key(*run, node);
                     self.ready_runs.insert(key);
                     *self
                         .ready_needs
@@ -204,12 +214,65 @@ impl Scheduler {
         }
     }
 
+    /// Where ready run `run` (at `node`) stands in the dispatch order.
+    fn ready_key(&self, run: usize, node: NodeIndex) -> ReadyRun {
+        (
+            self.runs[run].optional,
+            Reverse(total_order_key(self.priority[run])),
+            run,
+            node,
+        )
+    }
+
+    /// Ask whether each ready optional run is needed: run it (it joins the ready runs) or
+    /// spare it. Returns whether any was decided.
+    fn decide_gated(&mut self, dispatcher: &mut dyn Dispatch) -> bool {
+        let mut progressed = false;
+        while let Some(node) = self.ready_gated.pop_first() {
+            let Step::Run { run, .. } = *self.dag.step(node) else {
+                continue;
+            };
+            progressed = true;
+            match dispatcher.decide(run) {
+                None => {
+                    self.decided[run] = true;
+                    self.make_ready(node);
+                }
+                Some(reason) => self.settle(dispatcher, node, RunStatus::Spared, &reason),
+            }
+        }
+        progressed
+    }
+
+    /// The budget is spent: every ready run not started is spared (runs chained after them
+    /// become ready and are spared in turn).
+    fn spare_ready(&mut self, dispatcher: &mut dyn Dispatch, why: &str) -> bool {
+        let nodes: Vec<NodeIndex> = (self.ready_runs.iter().map(|k| k.3))
+            .chain(self.ready_gated.iter().copied())
+            .collect();
+        for &node in &nodes {
+            let Step::Run { run, .. } = *self.dag.step(node) else {
+                continue;
+            };
+            // A run waiting for its retry ends with its failed attempt, as when it is given up.
+            match self.last.remove(&run) {
+                Some(result) => {
+                    self.set(node, State::Done);
+                    self.end(dispatcher, run, result);
+                }
+                None => self.settle(dispatcher, node, RunStatus::Spared, why),
+            }
+        }
+        !nodes.is_empty()
+    }
+
     /// A ready step started or ended.
     fn unready(&mut self, node: NodeIndex) {
         match self.dag.step(node) {
             Step::Run { run, .. } => {
                 self.ready_settle.remove(&node);
-                let key = (Reverse(total_order_key(self.priority[*run])), *run, node);
+                self.ready_gated.remove(&node);
+                let key = self.ready_key(*run, node);
                 if self.ready_runs.remove(&key) {
                     let need = &self.runs[*run].need;
                     if let Some(n) = self.ready_needs.get_mut(need) {
@@ -352,6 +415,11 @@ impl Scheduler {
                 }
                 progressed = true;
             }
+            if let Some(why) = dispatcher.exhausted() {
+                progressed |= self.spare_ready(dispatcher, &why);
+            } else {
+                progressed |= self.decide_gated(dispatcher);
+            }
             if self.running_builds == 0 {
                 progressed |= self.place_runs(dispatcher, tx);
             }
@@ -391,7 +459,7 @@ impl Scheduler {
                 break;
             };
             cursor = Some(key);
-            let (_, run, node) = key;
+            let (_, _, run, node) = key;
             let need = &self.runs[run].need;
             if failed.contains(need) {
                 continue;

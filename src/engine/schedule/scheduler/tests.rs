@@ -31,6 +31,11 @@ struct Fake {
     stop_after_runs: Option<usize>,
     /// Every result handed over by `ended`, in the order they came (run, result).
     ended: Vec<(usize, RunResult)>,
+    /// Optional runs `decide` spares; the runs it was asked about, in order.
+    spare: BTreeSet<usize>,
+    asked: Vec<usize>,
+    /// `exhausted` once this many runs have started (the budget).
+    budget_runs: Option<usize>,
 }
 
 impl Fake {
@@ -138,6 +143,88 @@ impl Dispatch for Fake {
         self.stop_after_runs
             .is_some_and(|n| starts(self).len() >= n)
     }
+
+    fn decide(&mut self, run: usize) -> Option<String> {
+        self.asked.push(run);
+        self.spare.contains(&run).then(|| "decided".to_string())
+    }
+
+    fn exhausted(&self) -> Option<String> {
+        (self.budget_runs)
+            .filter(|n| starts(self).len() >= *n)
+            .map(|_| "the budget was spent".to_string())
+    }
+}
+
+#[test]
+fn optional_repeats_are_asked_once_ready_and_placed_after_required_runs() {
+    // Two points (chains a, b), each: a required run then two optional repeats.
+    let spec = [
+        ("a", "s"),
+        ("a~r2", "s"),
+        ("a~r3", "s"),
+        ("b", "s"),
+        ("b~r2", "s"),
+        ("b~r3", "s"),
+    ];
+    let mut nodes = runs(&spec);
+    for n in &mut nodes {
+        n.chain = u32::from(n.case_id.starts_with('b'));
+    }
+    let mut fake = Fake {
+        runs: nodes,
+        // Point a is decided after its first repeat; point b goes on.
+        spare: BTreeSet::from([1, 2]),
+        ..Fake::default()
+    };
+    let plans = (0..6)
+        .map(|i| {
+            let mut p = plan(1, 0.0);
+            p.optional = i % 3 != 0;
+            p
+        })
+        .collect();
+    let limits = Limits {
+        jobs: Some(1),
+        ..Limits::default()
+    };
+    let seen = go(&mut fake, &[("s", false)], plans, pool(1), limits);
+    // Both points' required runs first, then b's optional repeats; a's are never started.
+    assert_eq!(
+        starts(&fake),
+        vec!["run:a:s", "run:b:s", "run:b~r2:s", "run:b~r3:s"]
+    );
+    // Each optional run asked exactly once, when its chain reached it.
+    let mut asked = fake.asked.clone();
+    asked.sort();
+    assert_eq!(asked, vec![1, 2, 4, 5]);
+    let spared: Vec<&str> = (seen.results.iter())
+        .filter(|r| r.status == RunStatus::Spared)
+        .map(|r| r.case_id.as_str())
+        .collect();
+    assert_eq!(spared, vec!["a~r2", "a~r3"]);
+    assert_eq!(seen.results.len(), 6);
+}
+
+#[test]
+fn a_spent_budget_spares_every_run_not_started() {
+    let mut fake = Fake {
+        runs: runs(&[("a", "s"), ("b", "s"), ("c", "s"), ("d", "s")]),
+        budget_runs: Some(2),
+        ..Fake::default()
+    };
+    let plans = (0..4).map(|_| plan(1, 1.0)).collect();
+    let limits = Limits {
+        jobs: Some(1),
+        ..Limits::default()
+    };
+    let seen = go(&mut fake, &[("s", false)], plans, pool(4), limits);
+    assert_eq!(starts(&fake).len(), 2);
+    let spared = (seen.results.iter())
+        .filter(|r| r.status == RunStatus::Spared)
+        .inspect(|r| assert_eq!(r.error.as_deref(), Some("the budget was spent")))
+        .count();
+    assert_eq!((spared, seen.results.len()), (2, 4));
 }
 
 fn pool(n: u32) -> Pool {
