@@ -9,6 +9,7 @@
 pub(crate) mod between;
 pub(crate) mod changepoint;
 pub mod compare;
+pub(crate) mod crossover;
 pub(crate) mod junit;
 pub mod pairing;
 pub(crate) mod regret;

@@ -67,6 +67,10 @@ pub(crate) struct Context {
     pub(crate) regret: Vec<RegretRow>,
     /// Regret rows whose evidence was weighed, out of `regret` (as `paired_weighed`).
     pub(crate) regret_weighed: usize,
+    /// The crossover map: per line of the sweep, each pair's outcome at each size.
+    pub(crate) crossover_lines: Vec<CrossoverLine>,
+    /// Where a pair's decided winner changes, with its bracket.
+    pub(crate) crossovers: Vec<CrossoverRow>,
     pub(crate) models: Vec<ModelRow>,
     pub(crate) b_star: Vec<BStarRow>,
     pub(crate) figures: Vec<FigureRow>,
@@ -77,6 +81,122 @@ pub(crate) struct Context {
     /// Sequential repeats and the budget: what was decided (set by `render_all`); none for a
     /// fixed count of repeats with nothing spared.
     pub(crate) sequential: Option<SequentialCtx>,
+}
+
+/// One line of the sweep in the crossover map: its sizes and one row per pair.
+#[derive(Debug, Serialize)]
+pub(crate) struct CrossoverLine {
+    pub(crate) line: String,
+    /// The sizes of the line, smallest first, for people ("4 KiB").
+    pub(crate) sizes: Vec<String>,
+    pub(crate) rows: Vec<CrossoverMapRow>,
+}
+
+/// One pair along a line: A, B and a cell per size of the line.
+#[derive(Debug, Serialize)]
+pub(crate) struct CrossoverMapRow {
+    pub(crate) a: String,
+    pub(crate) b: String,
+    pub(crate) cells: Vec<CrossoverCell>,
+}
+
+/// One size of a pair: `outcome` (`a_faster`, `b_faster`, `equivalent`, `undecided`,
+/// `not_judged`, or `none` where the pair has no row at that size), its mark in Markdown and
+/// the ratio B/A.
+#[derive(Debug, Serialize)]
+pub(crate) struct CrossoverCell {
+    pub(crate) outcome: &'static str,
+    pub(crate) mark: &'static str,
+    pub(crate) ratio: Option<f64>,
+}
+
+/// A crossover as the report says it.
+#[derive(Debug, Serialize)]
+pub(crate) struct CrossoverRow {
+    pub(crate) line: String,
+    pub(crate) a: String,
+    pub(crate) b: String,
+    pub(crate) below: String,
+    pub(crate) above: String,
+    pub(crate) lo: String,
+    pub(crate) hi: String,
+    pub(crate) estimate: String,
+    pub(crate) lo_bytes: u64,
+    pub(crate) hi_bytes: u64,
+    pub(crate) estimate_bytes: u64,
+    pub(crate) resolution: f64,
+}
+
+/// The crossover map and crossovers of `a`, as the templates show them.
+fn crossover_ctx(a: &Analysis) -> (Vec<CrossoverLine>, Vec<CrossoverRow>) {
+    use crate::analysis::crossover::Outcome;
+    let mut lines: Vec<CrossoverLine> = Vec::new();
+    let mut sizes_of: Vec<Vec<u64>> = Vec::new();
+    for row in &a.crossover_map {
+        let at = match lines.iter().position(|l| l.line == row.line) {
+            Some(i) => i,
+            None => {
+                let mut sizes: Vec<u64> = (a.crossover_map.iter())
+                    .filter(|r| r.line == row.line)
+                    .flat_map(|r| r.cells.iter().map(|c| c.1))
+                    .collect();
+                sizes.sort_unstable();
+                sizes.dedup();
+                lines.push(CrossoverLine {
+                    line: row.line.clone(),
+                    sizes: sizes.iter().map(|b| format_bytes(*b)).collect(),
+                    rows: Vec::new(),
+                });
+                sizes_of.push(sizes);
+                lines.len() - 1
+            }
+        };
+        let cells = (sizes_of[at].iter())
+            .map(|b| match row.cells.iter().find(|c| c.1 == *b) {
+                None => CrossoverCell {
+                    outcome: "none",
+                    mark: "",
+                    ratio: None,
+                },
+                Some(&(_, _, o, ratio)) => {
+                    let (outcome, mark) = match o {
+                        Outcome::AFaster => ("a_faster", "**A**"),
+                        Outcome::BFaster => ("b_faster", "**B**"),
+                        Outcome::Equivalent => ("equivalent", "="),
+                        Outcome::Undecided => ("undecided", "?"),
+                        Outcome::NotJudged => ("not_judged", "·"),
+                    };
+                    CrossoverCell {
+                        outcome,
+                        mark,
+                        ratio: ratio.is_finite().then_some(ratio),
+                    }
+                }
+            })
+            .collect();
+        lines[at].rows.push(CrossoverMapRow {
+            a: row.a.clone(),
+            b: row.b.clone(),
+            cells,
+        });
+    }
+    let crossovers = (a.crossovers.iter())
+        .map(|c| CrossoverRow {
+            line: c.line.clone(),
+            a: c.a.clone(),
+            b: c.b.clone(),
+            below: c.below.clone(),
+            above: c.above.clone(),
+            lo: format_bytes(c.lo_bytes),
+            hi: format_bytes(c.hi_bytes),
+            estimate: format_bytes(c.estimate_bytes),
+            lo_bytes: c.lo_bytes,
+            hi_bytes: c.hi_bytes,
+            estimate_bytes: c.estimate_bytes,
+            resolution: c.resolution,
+        })
+        .collect();
+    (lines, crossovers)
 }
 
 /// What sequential repeats and the budget decided, as the report says it.
@@ -471,6 +591,7 @@ fn provenance_ctx(results: &ResultSet) -> ProvenanceCtx {
 pub(crate) fn build(results: &ResultSet, a: &Analysis, title: Option<&str>) -> Context {
     let counts = results.status_counts();
     let passed = counts.get(&RunStatus::Pass).copied().unwrap_or(0);
+    let crossover = crossover_ctx(a);
     Context {
         title: title
             .map(str::to_string)
@@ -541,6 +662,8 @@ pub(crate) fn build(results: &ResultSet, a: &Analysis, title: Option<&str>) -> C
             .map(|r| regret_row(r, a.equivalence))
             .collect(),
         regret_weighed: weighed(a.regret.iter().map(|r| r.verdict)),
+        crossover_lines: crossover.0,
+        crossovers: crossover.1,
         models: a.fits.iter().map(model_row).collect(),
         b_star: a
             .b_star

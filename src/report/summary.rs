@@ -50,6 +50,9 @@ pub struct Analysis {
     pub paired: Vec<Paired>,
     /// What each stack's default loses at each point to its best other variant.
     pub(crate) regret: Vec<crate::analysis::regret::Regret>,
+    /// Each pair's outcome per size along each line of the sweep, and where the winner changes.
+    pub(crate) crossover_map: Vec<crate::analysis::crossover::MapRow>,
+    pub(crate) crossovers: Vec<crate::analysis::crossover::Crossover>,
     /// Confidence level of the paired verdict intervals of pairs with repeats: 1 − R · 0.05 /
     /// (pairs judged at once) for the R pairs Benjamini–Hochberg selects (R ≥ 1).
     pub(crate) paired_level: f64,
@@ -153,11 +156,13 @@ impl Analysis {
         let mut failures = Vec::new();
         let mut paired = Vec::new();
         let mut regret = Vec::new();
-        for (case_stats, case_failures, case_paired, case_regret) in per_case {
+        let mut duels = Vec::new();
+        for (case_stats, case_failures, case_paired, case_regret, case_duels) in per_case {
             stats.extend(case_stats.into_iter().map(|s| (s.index, s)));
             failures.extend(case_failures);
             paired.extend(case_paired);
             regret.extend(case_regret);
+            duels.extend(case_duels);
         }
         failures.sort_by_key(|f| f.index);
         let margins = verdict::Margins {
@@ -166,6 +171,7 @@ impl Analysis {
         };
         let paired_level = judge_pairs(&mut paired, paired_family, margins);
         crate::analysis::regret::judge(&mut regret, margins, (regret_family, looks));
+        let (crossover_map, crossovers) = crossover_map(results, &paired, duels, (margins, looks));
         let pairing_notes = pairing_notes(results, &stacks, baseline.as_deref(), compare_metric);
         let fits = fits(results, &stats);
         let b_star = b_stars(&fits);
@@ -181,6 +187,8 @@ impl Analysis {
             paired_level,
             paired_judged: judged,
             regret,
+            crossover_map,
+            crossovers,
             noise_band: margins.band,
             equivalence: margins.equivalence,
             compare_metric,
@@ -225,6 +233,23 @@ fn failure(index: usize, run: &RunResult) -> Failure {
     }
 }
 
+/// The crossover map of a result set: the variant pairs of each stack judged in one family
+/// (each row once per look), with the judged paired rows beside them.
+fn crossover_map(
+    results: &ResultSet,
+    paired: &[Paired],
+    mut duels: Vec<crate::analysis::crossover::Duel>,
+    (margins, looks): (verdict::Margins, usize),
+) -> (
+    Vec<crate::analysis::crossover::MapRow>,
+    Vec<crate::analysis::crossover::Crossover>,
+) {
+    use crate::analysis::crossover;
+    crossover::judge(&mut duels, margins, (0, looks));
+    duels.extend(crossover::paired_duels(results, paired));
+    crossover::map(&duels)
+}
+
 /// How the verdicts of an analysis are taken.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Judging {
@@ -242,7 +267,13 @@ pub(crate) struct Judging {
     pub(crate) family: Option<(usize, usize)>,
 }
 
-type CaseOutcome = (Vec<RunStats>, Vec<Failure>, Vec<Paired>, Vec<Regret>);
+type CaseOutcome = (
+    Vec<RunStats>,
+    Vec<Failure>,
+    Vec<Paired>,
+    Vec<Regret>,
+    Vec<crate::analysis::crossover::Duel>,
+);
 
 /// How the stacks of a case are paired: with which baseline, on which metric, at which level.
 #[derive(Debug, Clone, Copy)]
@@ -342,7 +373,8 @@ fn summarize_case(
         memo,
     );
     let regret = crate::analysis::regret::of_point(results, &stats, &sides, memo);
-    (stats, failures, paired, regret)
+    let duels = crate::analysis::crossover::variant_duels(results, &stats, &sides, memo);
+    (stats, failures, paired, regret, duels)
 }
 
 #[cfg(test)]

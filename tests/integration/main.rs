@@ -5,6 +5,7 @@ mod bench;
 mod browser;
 mod collectives;
 mod containment;
+mod crossover;
 mod executor;
 mod exit_codes;
 mod history;

@@ -1,0 +1,89 @@
+//! The crossover map (issue 47, item 5), end to end: two synthetic stacks following α + n/β
+//! laws whose winner changes at 8,000 bytes (alpha: 10 µs + n / 1 GB/s; beta: 2 µs + n / 0.5
+//! GB/s): the report's map says beta below, alpha above, and the crossover's bracket holds the
+//! true size.
+
+use crate::honest::{json, run_plan_with};
+use crate::util;
+
+const PLAN: &str = r#"[campaign]
+name = "syn"
+
+[axes]
+p = [2]
+count = [256, 1024, 4096, 16384]
+stacks = ["alpha", "beta"]
+
+[rounds]
+warmup = 2
+timed = 20
+
+[run]
+repeats = 3
+
+[report]
+baseline = "alpha"
+
+[stacks.alpha]
+resource = "none"
+command = ["sh", "-c", '''
+n=$(echo "$CAMPAIGN_BUNDLE_DIR" | sed 's/.*count\([0-9]*\).*/\1/')
+awk -v w="$CAMPAIGN_WARMUP" -v t="$CAMPAIGN_TIMED" -v n="$n" 'BEGIN {
+  s = 10e-6 + 4 * n / 1e9;
+  for (i = 0; i < w; i++) printf "CAMPAIGN_SAMPLE {\"phase\":\"warmup\",\"execute_s\":%.9f}\n", s;
+  for (i = 0; i < t; i++) printf "CAMPAIGN_SAMPLE {\"phase\":\"timed\",\"execute_s\":%.9f}\n", s * (1 + 0.01 * (i * 7 % 5 - 2));
+  print "CAMPAIGN_DONE {\"correctness\":\"pass\"}" }'
+''']
+
+[stacks.beta]
+resource = "none"
+command = ["sh", "-c", '''
+n=$(echo "$CAMPAIGN_BUNDLE_DIR" | sed 's/.*count\([0-9]*\).*/\1/')
+awk -v w="$CAMPAIGN_WARMUP" -v t="$CAMPAIGN_TIMED" -v n="$n" 'BEGIN {
+  s = 2e-6 + 4 * n / 5e8;
+  for (i = 0; i < w; i++) printf "CAMPAIGN_SAMPLE {\"phase\":\"warmup\",\"execute_s\":%.9f}\n", s;
+  for (i = 0; i < t; i++) printf "CAMPAIGN_SAMPLE {\"phase\":\"timed\",\"execute_s\":%.9f}\n", s * (1 + 0.01 * (i * 3 % 5 - 2));
+  print "CAMPAIGN_DONE {\"correctness\":\"pass\"}" }'
+''']
+"#;
+
+#[test]
+fn the_map_brackets_the_size_where_the_winner_changes() {
+    let tmp = util::tempdir();
+    let (out, dir) = run_plan_with(
+        tmp.path(),
+        "syn",
+        PLAN,
+        &[],
+        &[("CAMPAIGN_CONTAINMENT", "cookie")],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    let summary = std::fs::read_to_string(dir.join("reports/summary.md")).unwrap();
+    assert!(summary.contains("## Where the winner changes"), "{summary}");
+    assert!(
+        summary.contains("| alpha default | beta default | **B** | **B** | **A** | **A** |"),
+        "{summary}"
+    );
+    assert!(
+        summary
+            .contains("beta default faster below, alpha default above — between 4 KiB and 16 KiB"),
+        "{summary}"
+    );
+    let ctx = json(&dir.join("reports/context.json"));
+    let c = &ctx["crossovers"][0];
+    let (lo, hi, est) = (
+        c["lo_bytes"].as_u64().unwrap(),
+        c["hi_bytes"].as_u64().unwrap(),
+        c["estimate_bytes"].as_u64().unwrap(),
+    );
+    assert_eq!((lo, hi), (4096, 16384), "{c}");
+    // The true crossover (8,000 bytes) lies in the bracket, and the estimate near it.
+    assert!(lo <= 8000 && 8000 <= hi);
+    assert!((7000..=10000).contains(&est), "{est}");
+    let html = std::fs::read_to_string(dir.join("reports/index.html")).unwrap();
+    assert!(
+        html.contains(r#"class="xo x-a_faster""#),
+        "the map is in the page"
+    );
+    assert!(html.contains(r#"class="xo x-b_faster""#));
+}
