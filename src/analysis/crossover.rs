@@ -43,7 +43,7 @@ pub(crate) enum Outcome {
 }
 
 impl Outcome {
-    fn of(v: Change) -> Outcome {
+    pub(crate) fn of(v: Change) -> Outcome {
         match v {
             Change::Faster => Outcome::BFaster,
             Change::Slower => Outcome::AFaster,
@@ -230,8 +230,15 @@ pub(crate) fn map(duels: &[Duel]) -> (Vec<MapRow>, Vec<Crossover>) {
     (rows, crossovers)
 }
 
+/// The crossover whose bracket holds `bytes` strictly and is wider than `resolution`, if any:
+/// where an added size can still place a crossover better (`[adapt] crossover`).
+pub(crate) fn holding(crossovers: &[Crossover], bytes: u64, resolution: f64) -> Option<&Crossover> {
+    (crossovers.iter())
+        .find(|c| c.lo_bytes < bytes && bytes < c.hi_bytes && c.resolution > resolution)
+}
+
 /// The crossovers along one row: each flip of the decided winner.
-fn crossovers_of(row: &MapRow) -> Vec<Crossover> {
+pub(crate) fn crossovers_of(row: &MapRow) -> Vec<Crossover> {
     let mut out = Vec::new();
     let mut last: Option<(Outcome, u64, f64)> = None;
     for &(_, bytes, outcome, ratio) in &row.cells {

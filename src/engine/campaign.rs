@@ -121,9 +121,16 @@ fn decider(prep: &Prepared, provenance: &Provenance) -> crate::engine::decide::D
         bootstrap: crate::analysis::stats::Bootstrap::default(),
         provenance: provenance.clone(),
         metrics,
+        resolution: prep.plan.adapt.resolution,
     };
     let runs = (prep.runs.iter()).map(|r| (r.case_index, r.case_id.clone()));
-    Decider::new(rule, &prep.cases, &prep.points, runs, run_cfg.budget)
+    Decider::new(
+        rule,
+        &prep.cases,
+        &prep.points,
+        runs,
+        (run_cfg.budget, prep.adaptive.clone()),
+    )
 }
 
 /// Each run's expected duration, from earlier run dirs of the campaign (longest first).
@@ -153,7 +160,9 @@ fn step_graph(prep: &Prepared, kept: &BTreeMap<usize, RunResult>) -> Dag {
             stack: prep.stacks[r.stack].name.clone(),
         })
         .collect();
-    Dag::new(&has_build, &nodes)
+    let mut dag = Dag::new(&has_build, &nodes);
+    dag.wait_for_points(&nodes, &prep.adaptive);
+    dag
 }
 
 /// Runs in flight at once (`--exclusive`: one; else `--jobs`, else the backend's cap) and the

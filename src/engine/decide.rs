@@ -37,6 +37,8 @@ pub(crate) struct Rule {
     /// and the stacks' metrics.
     pub(crate) provenance: Provenance,
     pub(crate) metrics: BTreeMap<String, Metric>,
+    /// `[adapt] resolution`: an added size is needed while a crossover's bracket is wider.
+    pub(crate) resolution: f64,
 }
 
 /// One decision on a point: `None` runs its next repeats, `Some(reason)` spares them.
@@ -59,6 +61,12 @@ pub(crate) struct Decider {
     replayed: HashMap<(String, u32), Verdict>,
     /// Points whose repeats were stopped, with why.
     stopped: HashMap<u32, String>,
+    /// Points of sizes `[adapt]` may add, with the points they wait for; per point its line
+    /// and its bytes; how many added sizes were run.
+    adaptive: BTreeMap<u32, (u32, u32)>,
+    line_ids: Vec<String>,
+    bytes: Vec<u64>,
+    sizes_added: usize,
     /// The budget and the run time spent so far.
     budget: Option<Duration>,
     used: Duration,
@@ -80,10 +88,11 @@ impl Decider {
         cases: &[Case],
         points: &[u32],
         runs: impl Iterator<Item = (usize, String)>,
-        budget: Option<Duration>,
+        (budget, adaptive): (Option<Duration>, BTreeMap<u32, (u32, u32)>),
     ) -> Decider {
         let mut at = Vec::new();
         let mut point_ids: Vec<String> = Vec::new();
+        let (mut line_ids, mut bytes) = (Vec::new(), Vec::new());
         let mut left: HashMap<u32, usize> = HashMap::new();
         for (ci, run_id) in runs {
             let (case_id, repeat) = crate::model::results::split_run_id(&run_id);
@@ -91,9 +100,15 @@ impl Decider {
             let p = point as usize;
             if point_ids.len() <= p {
                 point_ids.resize(p + 1, String::new());
+                line_ids.resize(p + 1, String::new());
+                bytes.resize(p + 1, 0);
             }
             if point_ids[p].is_empty() {
                 point_ids[p] = cases[ci].point_id(case_id);
+                if !adaptive.is_empty() {
+                    line_ids[p] = crate::engine::adapt::line_id(&cases[ci]);
+                }
+                bytes[p] = cases[ci].n_bytes();
             }
             *left.entry(point).or_default() += 1;
             at.push((point, repeat));
@@ -107,6 +122,10 @@ impl Decider {
             taken: HashMap::new(),
             replayed: HashMap::new(),
             stopped: HashMap::new(),
+            adaptive,
+            line_ids,
+            bytes,
+            sizes_added: 0,
             budget,
             used: Duration::ZERO,
         }
@@ -129,7 +148,10 @@ impl Decider {
         };
         let left = self.left.entry(point).or_default();
         *left = left.saturating_sub(1);
-        if *left == 0 {
+        if !self.adaptive.is_empty() {
+            // Added sizes are judged on everything their line measured: every result is kept.
+            self.held.entry(point).or_default().push(result.clone());
+        } else if *left == 0 {
             self.held.remove(&point);
         } else if self.sequential() {
             self.held.entry(point).or_default().push(result.clone());
@@ -166,6 +188,9 @@ impl Decider {
         if self.sequential() {
             parts.push(format!("{} point(s) decided early", self.stopped.len()));
         }
+        if !self.adaptive.is_empty() {
+            parts.push(format!("{} size(s) added", self.sizes_added));
+        }
         parts.join(", ")
     }
 
@@ -175,30 +200,33 @@ impl Decider {
         let Some(&(point, repeat)) = self.at.get(run) else {
             return (None, None);
         };
-        let Some(look) = sequential::look_before(&self.rule.looks, repeat) else {
-            return (None, None);
+        // A point stopped (not needed, or decided at an earlier look) stays stopped: its later
+        // runs are spared for the same reason, with no new judgement.
+        if let Some(why) = self.stopped.get(&point) {
+            return (Some(why.clone()), None);
+        }
+        // Look 0: whether an added size is needed at all, before any of its runs.
+        let look = match self.adaptive.contains_key(&point) && !self.taken.contains_key(&(point, 0))
+        {
+            true => 0,
+            false => match sequential::look_before(&self.rule.looks, repeat) {
+                Some(look) => look,
+                None => return (None, None),
+            },
         };
         if let Some(v) = self.taken.get(&(point, look)) {
             return (v.clone(), None);
         }
-        // A point stopped at an earlier look stays stopped: its later repeats are spared for
-        // the same reason, with no new judgement.
-        if let Some(why) = self.stopped.get(&point) {
-            return (Some(why.clone()), None);
-        }
         let id = self.point_ids[point as usize].clone();
-        if let Some(v) = self.replayed.get(&(id.clone(), look)) {
-            self.taken.insert((point, look), v.clone());
-            if let Some(why) = v {
-                self.stopped.insert(point, why.clone());
-            }
-            return (v.clone(), None);
+        if let Some(v) = self.replayed.get(&(id.clone(), look)).cloned() {
+            self.record(point, look, &v);
+            return (v, None);
         }
-        let (verdict, why_on) = self.judge(point, look);
-        self.taken.insert((point, look), verdict.clone());
-        if let Some(why) = &verdict {
-            self.stopped.insert(point, why.clone());
-        }
+        let (verdict, why_on) = match look {
+            0 => self.judge_size(point),
+            _ => self.judge(point, look),
+        };
+        self.record(point, look, &verdict);
         let journaled = Journaled {
             point: id,
             look,
@@ -208,13 +236,48 @@ impl Decider {
         (verdict, Some(journaled))
     }
 
-    /// Judge the rows of `point` on its repeats up to `look`: spare the rest when every row is
-    /// settled (with the reason), else go on (with the unsettled rows named).
-    fn judge(&self, point: u32, look: u32) -> (Verdict, String) {
-        let runs: Vec<RunResult> = (self.held.get(&point).into_iter().flatten())
-            .filter(|r| r.repeat() <= look)
+    /// Keep decision `v` of `point` at `look`.
+    fn record(&mut self, point: u32, look: u32, v: &Verdict) {
+        self.taken.insert((point, look), v.clone());
+        match v {
+            Some(why) => {
+                self.stopped.insert(point, why.clone());
+            }
+            None if look == 0 => self.sizes_added += 1,
+            None => {}
+        }
+    }
+
+    /// Whether added size `point` is needed: a pair's crossover bracket, from everything its
+    /// line has measured so far, holds it and is wider than the resolution.
+    fn judge_size(&self, point: u32) -> (Verdict, String) {
+        let line = &self.line_ids[point as usize];
+        let runs: Vec<RunResult> = (self.held.values().flatten())
+            .filter(|r| crate::engine::adapt::line_id(&r.case) == *line)
             .cloned()
             .collect();
+        let analysis = self.analyse(runs);
+        let bytes = self.bytes[point as usize];
+        let resolution = self.rule.resolution;
+        match crate::analysis::crossover::holding(&analysis.crossovers, bytes, resolution) {
+            Some(c) => (
+                None,
+                format!(
+                    "size needed: {} against {} changes winner between {} and {} bytes (×{:.2} wide, resolution ×{resolution})",
+                    c.a, c.b, c.lo_bytes, c.hi_bytes, c.resolution
+                ),
+            ),
+            None => (
+                Some(format!(
+                    "not needed: no pair's winner changes around {bytes} bytes by more than the resolution ×{resolution}"
+                )),
+                String::new(),
+            ),
+        }
+    }
+
+    /// The report's analysis of `runs` (part of the campaign), judged with the campaign's rule.
+    fn analyse(&self, runs: Vec<RunResult>) -> Analysis {
         let set = ResultSet {
             campaign: String::new(),
             timestamp: String::new(),
@@ -223,13 +286,23 @@ impl Decider {
             quarantined: BTreeMap::new(),
             metrics: self.rule.metrics.clone(),
         };
-        let analysis = Analysis::remembering(
+        Analysis::remembering(
             &set,
             self.rule.baseline.as_deref(),
             self.rule.bootstrap,
             self.rule.judging,
             &crate::analysis::stats::memo::Memo::default(),
-        );
+        )
+    }
+
+    /// Judge the rows of `point` on its repeats up to `look`: spare the rest when every row is
+    /// settled (with the reason), else go on (with the unsettled rows named).
+    fn judge(&self, point: u32, look: u32) -> (Verdict, String) {
+        let runs: Vec<RunResult> = (self.held.get(&point).into_iter().flatten())
+            .filter(|r| r.repeat() <= look)
+            .cloned()
+            .collect();
+        let analysis = self.analyse(runs);
         let rows: Vec<(String, crate::analysis::verdict::Change, Option<String>)> =
             (analysis.paired.iter())
                 .map(|p| {

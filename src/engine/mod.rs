@@ -8,6 +8,7 @@
 //! `prepare`. The engine sees one backend contract (`executor::Backend`) and names none; it must
 //! not parse CLI arguments or print anything but the run dir lines and the final summary.
 
+pub(crate) mod adapt;
 pub(crate) mod campaign;
 pub(crate) mod case_files;
 pub(crate) mod decide;

@@ -63,6 +63,8 @@ pub(crate) struct Prepared {
     /// Each case's point of the sweep (an index, `by_point`): the runs of one point are chained
     /// together, repeat by repeat, in the step graph.
     pub(crate) points: Vec<u32>,
+    /// Points of sizes `[adapt] crossover` may add, each with the points it waits for.
+    pub(crate) adaptive: std::collections::BTreeMap<u32, (u32, u32)>,
     pub(crate) stacks: Vec<Arc<EngineStack>>,
     pub(crate) runs: Vec<PlannedRun>,
     pub(crate) plans: Vec<RunPlan>,
@@ -134,7 +136,7 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
     crate::engine::stack_check::check_stacks(&plan, &names)?;
     // Which stack runs which case: its variant is the stack's algorithm (`plan::variants`, the
     // sweep's own table); seed case files (`--cases`) offer every case to every stack.
-    let (cases, claims): (Vec<Case>, Claims) = match &opts.case_glob {
+    let (mut cases, claims): (Vec<Case>, Claims) = match &opts.case_glob {
         Some(g) => (glob_cases(g)?, Claims::new(Asked::Files, &[], &[])),
         None => {
             // Exactly the plan's count (fewer under `--filter`): a growing Vec would hold twice
@@ -152,6 +154,13 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
             out.shrink_to_fit();
             (out, claims)
         }
+    };
+    // `[adapt] crossover`: the sizes bisection may add, planned ahead as optional points.
+    let added = match (&opts.case_glob, plan.adapt.crossover) {
+        (None, true) => {
+            crate::engine::adapt::expand(&mut cases, &plan.rounds, plan.adapt.resolution)
+        }
+        _ => Vec::new(),
     };
     if cases.is_empty() {
         // The plan's own filter leaving nothing is refused by validation; this is `--filter`.
@@ -215,6 +224,7 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
     let nodes = backend.nodes();
     check_nodes(&plan, &cases, &case_ids, nodes)?;
     let groups = by_point(&cases, &case_ids);
+    let optional_cases: HashSet<usize> = added.iter().map(|a| a.0).collect();
     let (runs, plans) = plan_runs(
         &plan,
         &claims,
@@ -224,6 +234,7 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
         &pool,
         (granted, nodes),
         (min_repeats, repeats, seed, n_runs),
+        &optional_cases,
     )?;
     interrupt::check_preparation()?;
     let mut points = vec![0u32; cases.len()];
@@ -232,10 +243,15 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
             points[ci] = g as u32;
         }
     }
+    // Each added size's point waits for the points of the two sizes around it.
+    let adaptive = (added.iter())
+        .map(|&(ci, lo, hi)| (points[ci], (points[lo], points[hi])))
+        .collect();
     Ok(Prepared {
         plan,
         cases,
         points,
+        adaptive,
         stacks,
         runs,
         plans,
@@ -275,6 +291,7 @@ fn plan_runs(
     pool: &Pool,
     (granted, nodes): (bool, Option<u32>),
     (min_repeats, repeats, seed, n_runs): (u32, u32, u64, usize),
+    added: &HashSet<usize>,
 ) -> Result<(Vec<PlannedRun>, Vec<RunPlan>)> {
     // One stack order per (case, repeat).
     let mut orders = estimate::stack_orders(
@@ -363,7 +380,9 @@ fn plan_runs(
                 stack: si,
             });
             let mut run_plan = RunPlan::new(need, 0.0, preset);
-            run_plan.optional = repeat > min_repeats;
+            // An added size runs only where a crossover needs it; a repeat past the fewest only
+            // while its point is undecided.
+            run_plan.optional = repeat > min_repeats || added.contains(&ci);
             if matches!(
                 run_plan.need,
                 Need::Devices { .. } | Need::Contiguous { .. }

@@ -42,6 +42,8 @@ pub(crate) struct Plan {
     pub(crate) stack_defs: BTreeMap<String, StackDef>,
     pub(crate) report: ReportConfig,
     pub(crate) slurm: SlurmConfig,
+    /// `[adapt]`: sizes added while the campaign runs.
+    pub(crate) adapt: AdaptConfig,
     /// `[cases] files = [...]`: seed case files run as they are instead of the axes product.
     pub(crate) case_files: Vec<PathBuf>,
     /// Cases the plan makes (after `[[exclude]]` and `[filter]`), counted when it was loaded.
@@ -338,6 +340,30 @@ pub(crate) struct ReportConfig {
     /// `[run] repeats`; 1 for a fixed count): the verdicts' families count each row that many
     /// times. Not a key: made from `[run]` when the plan is loaded.
     pub(crate) looks: Vec<u32>,
+    /// `[adapt] crossover`: its resolution and the sizes the plan gives (counts), so the report
+    /// can say which sizes were added. Not a key: made from `[adapt]` and `[axes]`.
+    pub(crate) adapt: Option<(f64, Vec<u64>)>,
+}
+
+/// `[adapt]`: sizes added where the winner of a pair changes (issue 47, item 3).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct AdaptConfig {
+    /// Bisect (geometrically) between neighbouring sizes whose decided winner differs.
+    pub(crate) crossover: bool,
+    /// Stop once a crossover's bracket has hi/lo at or below this.
+    pub(crate) resolution: f64,
+}
+
+/// `[adapt] resolution` when not given: a crossover placed within ±12 %.
+pub(crate) const DEFAULT_RESOLUTION: f64 = 1.25;
+
+impl Default for AdaptConfig {
+    fn default() -> Self {
+        AdaptConfig {
+            crossover: false,
+            resolution: DEFAULT_RESOLUTION,
+        }
+    }
 }
 
 /// `[slurm]`.

@@ -11,8 +11,8 @@ use super::diag::relative_to;
 use super::diag::Spans;
 use super::raw::{Ctx, Item};
 use crate::model::plan::{
-    DeviceKind, DevicesConfig, ExecutorKind, Placement, ReportConfig, RunConfig, SlurmConfig,
-    StackOrder, AUTO_REPEATS_MAX, KNOWN_FIGURES, RETRY_STATUSES,
+    AdaptConfig, DeviceKind, DevicesConfig, ExecutorKind, Placement, ReportConfig, RunConfig,
+    SlurmConfig, StackOrder, AUTO_REPEATS_MAX, KNOWN_FIGURES, RETRY_STATUSES,
 };
 
 /// Upper bound of `[run] repeats` (and `--repeats`): beyond it a typo, not a plan.
@@ -77,6 +77,37 @@ fn read_repeats(cx: &mut Ctx<'_>, it: &Item<'_>, path: &str) -> Option<(u32, u32
             None => None,
         },
     }
+}
+
+/// `[adapt]`: `crossover` (boolean) and `resolution` (a number above 1, at most 16).
+pub(crate) fn read_adapt(cx: &mut Ctx<'_>, item: &Item<'_>) -> AdaptConfig {
+    use toml::de::DeValue;
+    let mut adapt = AdaptConfig::default();
+    let Some(table) = cx.table(item, "adapt") else {
+        return adapt;
+    };
+    for e in cx.known_entries(table, "adapt", &["crossover", "resolution"]) {
+        let path = format!("adapt.{}", e.key);
+        match e.key {
+            "crossover" => adapt.crossover = cx.boolean(e.item, &path).unwrap_or(false),
+            _ => {
+                let x = match e.item.get_ref() {
+                    DeValue::Float(f) => f.as_str().parse::<f64>().ok(),
+                    DeValue::Integer(i) => i.as_str().parse::<f64>().ok(),
+                    _ => None,
+                };
+                match x.filter(|x| *x > 1.0 && *x <= 16.0) {
+                    Some(x) => adapt.resolution = x,
+                    None => cx.error(
+                        &e.item.span(),
+                        &path,
+                        "expected a number above 1 and at most 16 (hi/lo of a crossover's bracket, e.g. 1.25)".into(),
+                    ),
+                }
+            }
+        }
+    }
+    adapt
 }
 
 pub(crate) fn read_run(cx: &mut Ctx<'_>, item: &Item<'_>) -> RunConfig {

@@ -23,7 +23,7 @@ use crate::model::plan::{CampaignMeta, ExecutorKind, Plan, Rounds};
 /// Every top-level table a plan may have.
 pub(crate) const TOP_KEYS: &[&str] = &[
     "campaign", "case", "axes", "exclude", "filter", "rounds", "run", "devices", "stacks",
-    "report", "slurm", "cases",
+    "report", "slurm", "cases", "adapt",
 ];
 
 /// What a command line replaces in a plan before its whole-plan checks: `--executor` decides
@@ -117,6 +117,7 @@ pub(crate) fn parse_with(text: &str, path: &Path, cli: Overrides) -> Result<Plan
         stack_defs: BTreeMap::new(),
         report: Default::default(),
         slurm: Default::default(),
+        adapt: Default::default(),
         case_files: Vec::new(),
         case_count: 0,
         warnings: Vec::new(),
@@ -173,6 +174,27 @@ pub(crate) fn parse_with(text: &str, path: &Path, cli: Overrides) -> Result<Plan
     plan.report.looks = crate::analysis::sequential::looks(plan.run.repeats, plan.run.repeats_max);
     if let Some(item) = sections.get("slurm") {
         plan.slurm = config::read_slurm(&mut cx, item);
+    }
+    if let Some(item) = sections.get("adapt") {
+        plan.adapt = config::read_adapt(&mut cx, item);
+        let sizes = (plan.axes.iter())
+            .find(|a| a.name == "count")
+            .map_or(0, |a| a.values.len());
+        if plan.adapt.crossover {
+            let counts = (plan.axes.iter())
+                .filter(|a| a.name == "count")
+                .flat_map(|a| a.values.iter().filter_map(serde_json::Value::as_u64))
+                .collect();
+            plan.report.adapt = Some((plan.adapt.resolution, counts));
+        }
+        if plan.adapt.crossover && sizes < 2 {
+            cx.error(
+                &item.span(),
+                "adapt.crossover",
+                "adding sizes where the winner changes needs a `count` axis with two or more sizes"
+                    .into(),
+            );
+        }
     }
 
     validate::check_baseline(&mut cx, &plan, &spans);

@@ -214,31 +214,44 @@ pub(crate) struct SequentialCtx {
     pub(crate) spared_budget: usize,
     /// The budget's reason, as the first run it spared gave it.
     pub(crate) budget_note: Option<String>,
+    /// `[adapt] crossover`: its resolution, the sizes added (run though the plan did not give
+    /// them), and the planned sizes not needed with their spared runs.
+    pub(crate) adapt_resolution: Option<f64>,
+    pub(crate) sizes_added: usize,
+    pub(crate) sizes_not_needed: usize,
+    pub(crate) spared_sizes: usize,
 }
 
-/// What sequential repeats (`looks`) and the budget decided in `results`; none when repeats
-/// were fixed and nothing was spared.
-pub(crate) fn sequential(results: &ResultSet, looks: &[u32]) -> Option<SequentialCtx> {
-    let spared = || {
-        results
-            .runs
-            .iter()
-            .filter(|r| r.status == RunStatus::Spared)
-    };
-    let budget = |r: &&crate::model::results::RunResult| {
-        r.error
-            .as_deref()
-            .is_some_and(|e| e.starts_with("the budget"))
-    };
-    if looks.len() < 2 && spared().next().is_none() {
+/// How a spared run's reason begins when its size was not needed (`engine::decide`).
+const SIZE_NOT_NEEDED: &str = "not needed: no pair's winner changes";
+
+/// What sequential repeats (`looks`), added sizes (`adapt`: the resolution and the plan's own
+/// counts) and the budget decided in `results`; none when repeats were fixed, no size could be
+/// added and nothing was spared.
+pub(crate) fn sequential(
+    results: &ResultSet,
+    looks: &[u32],
+    adapt: Option<&(f64, Vec<u64>)>,
+) -> Option<SequentialCtx> {
+    use crate::model::results::RunResult;
+    use std::collections::BTreeSet;
+    let spared = || (results.runs.iter()).filter(|r| r.status == RunStatus::Spared);
+    let starts =
+        |r: &RunResult, with: &str| r.error.as_deref().is_some_and(|e| e.starts_with(with));
+    let budget = |r: &&RunResult| starts(r, "the budget");
+    let size = |r: &&RunResult| starts(r, SIZE_NOT_NEEDED);
+    let decided = |r: &&RunResult| !budget(r) && !size(r);
+    if looks.len() < 2 && adapt.is_none() && spared().next().is_none() {
         return None;
     }
-    let points: std::collections::BTreeSet<String> =
-        results.runs.iter().map(|r| r.point_id()).collect();
-    let stopped: std::collections::BTreeSet<String> = spared()
-        .filter(|r| !budget(r))
-        .map(|r| r.point_id())
+    let points: BTreeSet<String> = results.runs.iter().map(|r| r.point_id()).collect();
+    let stopped: BTreeSet<String> = spared().filter(decided).map(|r| r.point_id()).collect();
+    let added: BTreeSet<u64> = (results.runs.iter())
+        .filter(|r| r.status == RunStatus::Pass)
+        .map(|r| r.case.count)
+        .filter(|c| adapt.is_some_and(|(_, given)| !given.contains(c)))
         .collect();
+    let not_needed: BTreeSet<String> = spared().filter(size).map(|r| r.point_id()).collect();
     Some(SequentialCtx {
         looks: if looks.len() < 2 {
             Vec::new()
@@ -247,11 +260,15 @@ pub(crate) fn sequential(results: &ResultSet, looks: &[u32]) -> Option<Sequentia
         },
         min_repeats: looks.first().copied().unwrap_or(0),
         max_repeats: looks.last().copied().unwrap_or(0),
-        points: points.len(),
+        points: points.len() - not_needed.len(),
         stopped_early: stopped.len(),
-        spared_decided: spared().filter(|r| !budget(r)).count(),
+        spared_decided: spared().filter(decided).count(),
         spared_budget: spared().filter(budget).count(),
         budget_note: spared().find(budget).and_then(|r| r.error.clone()),
+        adapt_resolution: adapt.map(|a| a.0),
+        sizes_added: added.len(),
+        sizes_not_needed: not_needed.len(),
+        spared_sizes: spared().filter(size).count(),
     })
 }
 

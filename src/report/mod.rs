@@ -54,6 +54,8 @@ pub struct ReportOptions {
     pub equivalence: Option<f64>,
     /// Looks of the run's sequential repeats (none or one: a fixed count): `Judging::looks`.
     pub looks: Vec<u32>,
+    /// `[adapt] crossover`: its resolution and the plan's own sizes (`ReportConfig::adapt`).
+    pub adapt: Option<(f64, Vec<u64>)>,
 }
 
 impl ReportOptions {
@@ -70,6 +72,7 @@ impl ReportOptions {
             compare_metric: cfg.compare_metric,
             equivalence: cfg.equivalence,
             looks: cfg.looks.clone(),
+            adapt: cfg.adapt.clone(),
         }
     }
 }
@@ -349,7 +352,7 @@ fn texts(
     let mut ctx =
         context::build(results, analysis, opts.title.as_deref()).with_figures(drawn, skipped);
     ctx.history = opts.history.as_ref().and_then(history_section::context);
-    ctx.sequential = context::sequential(results, &opts.looks);
+    ctx.sequential = context::sequential(results, &opts.looks, opts.adapt.as_ref());
     let ctx_ref = &ctx;
     let (markdown, json) = std::thread::scope(|s| {
         let json = s.spawn(|| {

@@ -3,6 +3,8 @@
 //! GB/s): the report's map says beta below, alpha above, and the crossover's bracket holds the
 //! true size.
 
+use serde_json::Value;
+
 use crate::honest::{json, run_plan_with};
 use crate::util;
 
@@ -86,4 +88,64 @@ fn the_map_brackets_the_size_where_the_winner_changes() {
         "the map is in the page"
     );
     assert!(html.contains(r#"class="xo x-b_faster""#));
+}
+
+/// `[adapt] crossover = true`: sizes are added between 4 and 16 KiB, where the winner changes,
+/// and nowhere else; the bracket narrows from ×4 and still holds the true crossover; every
+/// added or refused size is a decision line of the journal.
+#[test]
+fn adaptive_sizes_narrow_the_bracket_where_the_winner_changes() {
+    let tmp = util::tempdir();
+    let plan = PLAN.replace("[report]", "[adapt]\ncrossover = true\n\n[report]");
+    let (out, dir) = run_plan_with(
+        tmp.path(),
+        "syn",
+        &plan,
+        &[],
+        &[("CAMPAIGN_CONTAINMENT", "cookie")],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    let ctx = json(&dir.join("reports/context.json"));
+    let c = &ctx["crossovers"][0];
+    let (lo, hi) = (
+        c["lo_bytes"].as_u64().unwrap(),
+        c["hi_bytes"].as_u64().unwrap(),
+    );
+    assert!(lo <= 8000 && 8000 <= hi, "{c}");
+    assert!(
+        hi as f64 / lo as f64 <= 1.5,
+        "the bracket narrowed from ×4: {c}"
+    );
+    let journal = std::fs::read_to_string(dir.join("journal.jsonl")).unwrap();
+    let sizes: Vec<Value> = journal
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|l| l["event"] == "decision" && l["look"] == 0)
+        .collect();
+    // 21 sizes planned between the 4 given; every one decided once, before it ran.
+    assert_eq!(sizes.len(), 21, "{sizes:?}");
+    let added: Vec<&Value> = sizes.iter().filter(|l| l["status"] == "go").collect();
+    assert!((2..=6).contains(&added.len()), "{added:?}");
+    for l in &added {
+        // Only between 4 KiB and 16 KiB (counts 1024 and 4096).
+        let point = l["point"].as_str().unwrap();
+        let count: u64 = point
+            .split("count")
+            .nth(1)
+            .and_then(|s| s.split('_').next())
+            .and_then(|s| s.parse().ok())
+            .unwrap();
+        assert!(1024 < count && count < 4096, "{point}");
+    }
+    let results = json(&dir.join("results.json"));
+    let ran = (results["runs"].as_array().unwrap().iter())
+        .filter(|r| r["status"] == "pass")
+        .count();
+    // The dense grid at the same resolution: 25 sizes × 2 stacks × 3 repeats.
+    assert!(ran < 150, "{ran} runs");
+    let summary = std::fs::read_to_string(dir.join("reports/summary.md")).unwrap();
+    assert!(
+        summary.contains(&format!("{} size(s) were added", added.len())),
+        "{summary}"
+    );
 }

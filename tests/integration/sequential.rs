@@ -160,7 +160,7 @@ fn a_decided_point_spares_its_repeats_and_an_undecided_one_goes_on() {
     sorted.sort();
     assert_eq!(sorted, expect, "{d:?}");
     let summary = std::fs::read_to_string(dir.join("reports/summary.md")).unwrap();
-    assert!(summary.contains("## Sequential repeats"), "{summary}");
+    assert!(summary.contains("## Decided while running"), "{summary}");
     assert!(
         summary.contains("judged after 3, 5, 6 repeats"),
         "{summary}"

@@ -276,7 +276,7 @@ fn write_table(
     let skipped = skipped * repeats;
     write_summary(out, (n_cases, n_stacks, n_pairs), repeats, skipped)?;
     writeln!(out)?;
-    write_policy(out, &source.plan.run, n_pairs)?;
+    write_policy(out, source.plan, n_pairs)?;
     const SHOWN: usize = 20;
     for ((stack, reason), n) in why.iter().take(SHOWN) {
         let n = &(n * repeats);
@@ -303,9 +303,31 @@ fn write_table(
 /// they may add to the first grid, and the budget.
 fn write_policy(
     out: &mut impl Write,
-    run: &crate::model::plan::RunConfig,
+    plan: &crate::model::plan::Plan,
     n_pairs: u64,
 ) -> io::Result<()> {
+    let run = &plan.run;
+    if plan.adapt.crossover {
+        let mut counts: Vec<u64> = (plan.axes.iter())
+            .filter(|a| a.name == "count")
+            .flat_map(|a| a.values.iter().filter_map(serde_json::Value::as_u64))
+            .collect();
+        counts.sort_unstable();
+        counts.dedup();
+        let added: u64 = (counts.windows(2))
+            .map(|w| {
+                crate::engine::adapt::bisect(w[0], w[1], 1, plan.adapt.resolution).len() as u64
+            })
+            .sum();
+        let per_size = n_pairs / (counts.len() as u64).max(1);
+        writeln!(
+            out,
+            "  adaptive sizes: up to {added} between the {} given, bisecting where a pair's winner changes until its bracket is within ×{}: at most {} more runs",
+            counts.len(),
+            plan.adapt.resolution,
+            added * per_size * u64::from(run.repeats_max.max(1))
+        )?;
+    }
     if run.sequential() {
         let looks = crate::analysis::sequential::looks(run.repeats, run.repeats_max);
         let looks: Vec<String> = looks.iter().map(u32::to_string).collect();

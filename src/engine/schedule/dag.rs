@@ -74,7 +74,6 @@ pub(crate) struct Dag {
     generate: NodeIndex,
     #[cfg_attr(not(test), allow(dead_code))]
     collect: NodeIndex,
-    #[cfg_attr(not(test), allow(dead_code))]
     runs: Vec<NodeIndex>,
 }
 
@@ -131,6 +130,31 @@ impl Dag {
             generate,
             collect,
             runs: run_nodes,
+        }
+    }
+
+    /// Make each point of `after` wait for the two points it lies between (`[adapt]`: an added
+    /// size is decided on what its neighbours measured): the first run of its chain follows the
+    /// last run of each of theirs. `runs` are the runs `new` was given.
+    pub(crate) fn wait_for_points(&mut self, runs: &[RunNode], after: &BTreeMap<u32, (u32, u32)>) {
+        if after.is_empty() {
+            return;
+        }
+        let mut first: BTreeMap<u32, NodeIndex> = BTreeMap::new();
+        let mut last: BTreeMap<u32, NodeIndex> = BTreeMap::new();
+        for (r, &node) in runs.iter().zip(&self.runs) {
+            first.entry(r.chain).or_insert(node);
+            last.insert(r.chain, node);
+        }
+        for (point, (lo, hi)) in after {
+            let Some(&head) = first.get(point) else {
+                continue;
+            };
+            for parent in [lo, hi] {
+                if let Some(&tail) = last.get(parent) {
+                    self.graph.add_edge(tail, head, ());
+                }
+            }
         }
     }
 
