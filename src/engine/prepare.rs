@@ -134,34 +134,7 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
     crate::engine::interrupt::listen_during_preparation();
     let names = crate::plan::select_stacks(&plan, &opts.stacks)?;
     crate::engine::stack_check::check_stacks(&plan, &names)?;
-    // Which stack runs which case: its variant is the stack's algorithm (`plan::variants`, the
-    // sweep's own table); seed case files (`--cases`) offer every case to every stack.
-    let (mut cases, claims): (Vec<Case>, Claims) = match &opts.case_glob {
-        Some(g) => (glob_cases(g)?, Claims::new(Asked::Files, &[], &[])),
-        None => {
-            // Exactly the plan's count (fewer under `--filter`): a growing Vec would hold twice
-            // its final size while it is copied to the next capacity.
-            let bound = usize::try_from(plan.case_count).unwrap_or(0);
-            let mut out = Vec::with_capacity(bound);
-            let sweep = crate::plan::sweep::cases_on(&plan, &names, opts.filter.as_deref())?;
-            let claims = sweep.claims().clone();
-            for (i, case) in sweep.enumerate() {
-                if i % POLL_EVERY == 0 {
-                    interrupt::check_preparation()?;
-                }
-                out.push(case?);
-            }
-            out.shrink_to_fit();
-            (out, claims)
-        }
-    };
-    // `[adapt] crossover`: the sizes bisection may add, planned ahead as optional points.
-    let added = match (&opts.case_glob, plan.adapt.crossover) {
-        (None, true) => {
-            crate::engine::adapt::expand(&mut cases, &plan.rounds, plan.adapt.resolution)
-        }
-        _ => Vec::new(),
-    };
+    let (cases, claims, added) = load_cases(&plan, opts, &names)?;
     if cases.is_empty() {
         // The plan's own filter leaving nothing is refused by validation; this is `--filter`.
         let expr = opts.filter.as_deref().unwrap_or("");
@@ -259,6 +232,45 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
         seed,
         backend,
     })
+}
+
+/// The campaign's cases and which stack runs which: the plan's sweep (or `--cases` files), and
+/// the sizes `[adapt] crossover` may add, each with the two cases it waits for.
+#[allow(clippy::type_complexity)]
+fn load_cases(
+    plan: &Plan,
+    opts: &Options,
+    names: &[String],
+) -> Result<(Vec<Case>, Claims, Vec<(usize, usize, usize)>)> {
+    // Which stack runs which case: its variant is the stack's algorithm (`plan::variants`, the
+    // sweep's own table); seed case files (`--cases`) offer every case to every stack.
+    let (mut cases, claims): (Vec<Case>, Claims) = match &opts.case_glob {
+        Some(g) => (glob_cases(g)?, Claims::new(Asked::Files, &[], &[])),
+        None => {
+            // Exactly the plan's count (fewer under `--filter`): a growing Vec would hold twice
+            // its final size while it is copied to the next capacity.
+            let bound = usize::try_from(plan.case_count).unwrap_or(0);
+            let mut out = Vec::with_capacity(bound);
+            let sweep = crate::plan::sweep::cases_on(plan, names, opts.filter.as_deref())?;
+            let claims = sweep.claims().clone();
+            for (i, case) in sweep.enumerate() {
+                if i % POLL_EVERY == 0 {
+                    interrupt::check_preparation()?;
+                }
+                out.push(case?);
+            }
+            out.shrink_to_fit();
+            (out, claims)
+        }
+    };
+    // `[adapt] crossover`: the sizes bisection may add, planned ahead as optional points.
+    let added = match (&opts.case_glob, plan.adapt.crossover) {
+        (None, true) => {
+            crate::engine::adapt::expand(&mut cases, &plan.rounds, plan.adapt.resolution)
+        }
+        _ => Vec::new(),
+    };
+    Ok((cases, claims, added))
 }
 
 /// Case indices grouped by point of the sweep (`Case::point_id`), points in order of first

@@ -176,25 +176,7 @@ pub(crate) fn parse_with(text: &str, path: &Path, cli: Overrides) -> Result<Plan
         plan.slurm = config::read_slurm(&mut cx, item);
     }
     if let Some(item) = sections.get("adapt") {
-        plan.adapt = config::read_adapt(&mut cx, item);
-        let sizes = (plan.axes.iter())
-            .find(|a| a.name == "count")
-            .map_or(0, |a| a.values.len());
-        if plan.adapt.crossover {
-            let counts = (plan.axes.iter())
-                .filter(|a| a.name == "count")
-                .flat_map(|a| a.values.iter().filter_map(serde_json::Value::as_u64))
-                .collect();
-            plan.report.adapt = Some((plan.adapt.resolution, counts));
-        }
-        if plan.adapt.crossover && sizes < 2 {
-            cx.error(
-                &item.span(),
-                "adapt.crossover",
-                "adding sizes where the winner changes needs a `count` axis with two or more sizes"
-                    .into(),
-            );
-        }
+        read_adapt(&mut cx, item, &mut plan);
     }
 
     validate::check_baseline(&mut cx, &plan, &spans);
@@ -204,6 +186,28 @@ pub(crate) fn parse_with(text: &str, path: &Path, cli: Overrides) -> Result<Plan
     cx.diags.check()?;
     plan.warnings = std::mem::take(&mut cx.diags.warnings);
     Ok(plan)
+}
+
+/// `[adapt]`, checked against the sweep (a `count` axis of two or more sizes), and what the
+/// report needs of it (the resolution and the plan's own sizes).
+fn read_adapt(cx: &mut Ctx<'_>, item: &Item<'_>, plan: &mut Plan) {
+    plan.adapt = config::read_adapt(cx, item);
+    if !plan.adapt.crossover {
+        return;
+    }
+    let counts: Vec<u64> = (plan.axes.iter())
+        .filter(|a| a.name == "count")
+        .flat_map(|a| a.values.iter().filter_map(serde_json::Value::as_u64))
+        .collect();
+    if counts.len() < 2 {
+        cx.error(
+            &item.span(),
+            "adapt.crossover",
+            "adding sizes where the winner changes needs a `count` axis with two or more sizes"
+                .into(),
+        );
+    }
+    plan.report.adapt = Some((plan.adapt.resolution, counts));
 }
 
 fn hash16(bytes: &[u8]) -> String {

@@ -427,3 +427,28 @@ fn report_equivalence_is_a_percentage() {
         );
     }
 }
+
+/// `[run] repeats` takes a count, `{ min, max }` or `"auto"`; `--repeats` makes it fixed again;
+/// `[run] budget` is a duration; the report learns the looks.
+#[test]
+fn sequential_repeats_and_the_budget_are_read() {
+    let p = plan("[run]\nrepeats = { min = 3, max = 20 }\nbudget = \"45m\"\n").unwrap();
+    assert_eq!((p.run.repeats, p.run.repeats_max), (3, 20));
+    assert_eq!(p.run.budget, Some(std::time::Duration::from_secs(45 * 60)));
+    assert_eq!(p.report.looks, [3, 5, 8, 12, 18, 20]);
+    let auto = plan("[run]\nrepeats = \"auto\"\n").unwrap();
+    assert_eq!((auto.run.repeats, auto.run.repeats_max), (3, 10));
+    let fixed = plan("[run]\nrepeats = 5\n").unwrap();
+    assert!(!fixed.run.sequential());
+    assert_eq!(fixed.report.looks, [5]);
+    let cli = crate::plan::Overrides {
+        repeats: Some(4),
+        ..Default::default()
+    };
+    let text = format!("{BASE}[run]\nrepeats = {{ min = 3, max = 20 }}\n");
+    let over = crate::plan::parse_with(&text, Path::new("t.toml"), cli).unwrap();
+    assert_eq!((over.run.repeats, over.run.repeats_max), (4, 4));
+    let adapt = plan("[adapt]\ncrossover = true\n");
+    // One size only in BASE: nothing to bisect.
+    assert!(messages(adapt).contains("two or more sizes"));
+}

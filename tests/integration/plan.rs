@@ -476,6 +476,67 @@ fn hostile_and_nonsensical_plans_are_refused_at_validate() {
             "operators",
         ),
         (
+            "adapt_one_size",
+            hostile_plan(
+                tmp.path(),
+                "adapt_one_size",
+                &same,
+                "[adapt]\ncrossover = true\n",
+            ),
+            "adapt.crossover",
+            "a `count` axis with two or more sizes",
+        ),
+        (
+            "adapt_resolution",
+            hostile_plan(
+                tmp.path(),
+                "adapt_resolution",
+                &same,
+                "[adapt]\nresolution = 1.0\n",
+            ),
+            "adapt.resolution",
+            "a number above 1 and at most 16",
+        ),
+        (
+            "repeats_min",
+            hostile_plan(
+                tmp.path(),
+                "repeats_min",
+                &same,
+                "[run]\nrepeats = { min = 2, max = 9 }\n",
+            ),
+            "run.repeats.min",
+            "a verdict needs 3 repeats",
+        ),
+        (
+            "repeats_order",
+            hostile_plan(
+                tmp.path(),
+                "repeats_order",
+                &same,
+                "[run]\nrepeats = { min = 5, max = 4 }\n",
+            ),
+            "run.repeats",
+            "max (4) is below min (5)",
+        ),
+        (
+            "repeats_word",
+            hostile_plan(
+                tmp.path(),
+                "repeats_word",
+                &same,
+                "[run]\nrepeats = \"many\"\n",
+            ),
+            "run.repeats",
+            "expected a number of repeats, \"auto\"",
+        ),
+        (
+            "budget_zero",
+            hostile_plan(tmp.path(), "budget_zero", &same, "[run]\nbudget = \"0s\"\n"),
+            "run.budget",
+            "longer than zero",
+        ),
+        (
             "timed",
             hostile_plan(
                 tmp.path(),
