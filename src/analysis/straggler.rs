@@ -7,10 +7,11 @@
 //! one that arrived last (ties share the credit); with no straggler every rank of a round is
 //! equally likely to be last, `1/P`. Per (device, stack) cell it counts rounds, how often the
 //! device was last against that chance, in how many runs it was last more often than chance, and
-//! how far behind its round's median it was: relative (`t / median − 1`) and in the run's robust
-//! spread (median/MAD of every rank's distance from its round's median). A cell is *late* when
-//! the device was last at least 1.5× as often as chance, in most of its runs (at least 2), and
-//! Bernstein's inequality bounds the chance of so many lasts under no straggler within 5 %
+//! how far behind its round's median it was: relative (`t / median − 1`) and as a score, that
+//! lateness over the run's robust noise (1.4826 × MAD of each rank's lateness around its own
+//! median). A cell is *late* when the device was last at least 1.5× as often as chance, its
+//! median score is at least 1, it was last more often than chance in most of its runs (at least
+//! 2), and Bernstein's inequality bounds the chance of so many lasts under no straggler within 5 %
 //! divided over every cell tested (Bonferroni). Runs on CPUs (`RunResult::cpus`: threads whose
 //! core per rank is not recorded) are kept apart as "CPU slots". Runs whose per-rank lists do not
 //! match their devices, single-rank runs and rounds with a non-finite or non-positive time are
@@ -31,7 +32,7 @@ pub(crate) const MIN_ROUNDS: usize = 10;
 /// A late cell's device was last more often than chance in at least this many of its runs.
 pub(crate) const MIN_RUNS: usize = 2;
 /// A late cell's device was, at the median of its rounds, at least this many robust spreads
-/// (1.4826 × MAD of every rank's distance from its round's median) behind its round's median.
+/// (1.4826 × MAD of a rank's round-to-round lateness) behind its round's median.
 pub(crate) const MIN_SCORE: f64 = 1.0;
 
 /// Where ranks ran: a device (on a node, where the run spanned nodes), a CPU slot of a CPU run,
@@ -111,7 +112,8 @@ pub(crate) struct Cell {
     pub(crate) lateness_pct: Option<f64>,
     pub(crate) ci_lo_pct: Option<f64>,
     pub(crate) ci_hi_pct: Option<f64>,
-    /// Median distance from its round's median in the run's robust spread (1.4826 × MAD).
+    /// Median lateness in its run's robust spread (1.4826 × MAD of a rank's lateness from round
+    /// to round).
     pub(crate) score: Option<f64>,
     pub(crate) state: CellState,
 }
@@ -161,7 +163,7 @@ pub(crate) struct Skipped {
 pub(crate) struct Stragglers {
     pub(crate) findings: Vec<Finding>,
     pub(crate) units: Vec<UnitScore>,
-    /// Stacks whose per-rank times were used, in first-seen order.
+    /// Stacks whose per-rank times were used, sorted.
     pub(crate) stacks: Vec<String>,
     pub(crate) left_out: Vec<LeftOut>,
     pub(crate) skipped: Skipped,
@@ -229,7 +231,9 @@ pub(crate) fn attribute(results: &ResultSet) -> Stragglers {
         }
         passing.push((run.stack.clone(), outcome.err()));
     }
-    let left_out = left_out(&passing, &used);
+    used.sort();
+    let mut left_out = left_out(&passing, &used);
+    left_out.sort_by(|a, b| a.stack.cmp(&b.stack));
     let family = cells.values().filter(|t| t.rounds >= MIN_ROUNDS).count();
     let threshold = ALPHA / family.max(1) as f64;
     let units = scores(&cells, threshold);
@@ -328,7 +332,8 @@ fn add_run(
         return Err(RunSkip::NoUsable);
     }
     let p = units.len();
-    let scale = spread(&rounds);
+    let rel = lateness(&rounds);
+    let scale = spread(&rel, p);
     // This run's own tallies: one per unit, its ranks listed.
     let mut mine: Vec<(Unit, Vec<usize>, Tally)> = Vec::new();
     for (i, (device, node)) in units.iter().enumerate() {
@@ -339,20 +344,19 @@ fn add_run(
             }
         }
     }
-    for t in &rounds {
-        let med = median(t.to_vec()).unwrap_or(1.0);
+    for (t, rel) in rounds.iter().zip(&rel) {
         let top = t.iter().copied().fold(f64::MIN, f64::max);
         let ties = t.iter().filter(|x| **x == top).count().max(1) as f64;
         for (_, ranks, tally) in &mut mine {
             let share = ranks.len() as f64 / p as f64;
-            let slowest = ranks.iter().map(|&i| t[i]).fold(f64::MIN, f64::max);
+            let slowest = ranks.iter().map(|&i| rel[i]).fold(f64::MIN, f64::max);
             let credit = ranks.iter().filter(|&&i| t[i] == top).count() as f64 / ties;
             tally.rounds += 1;
             tally.last += credit;
             tally.chance += share;
             tally.var += share * (1.0 - share);
-            tally.rel.push((slowest / med - 1.0) as f32);
-            tally.z.push(((slowest - med) / scale) as f32);
+            tally.rel.push(slowest as f32);
+            tally.z.push((slowest / scale) as f32);
         }
     }
     for (unit, _, mut tally) in mine {
@@ -363,19 +367,27 @@ fn add_run(
     Ok(())
 }
 
-/// The run's robust spread of a rank around its round's median: 1.4826 × the median absolute
-/// distance, never zero (a run of identical times gives every rank score 0).
-fn spread(rounds: &[Round<'_>]) -> f64 {
-    let mut dist = Vec::new();
-    let mut medians = Vec::new();
-    for t in rounds {
-        let m = median(t.to_vec()).unwrap_or(0.0);
-        dist.extend(t.iter().map(|x| (x - m).abs()));
-        medians.push(m);
+/// Each rank's lateness in each round, `t / median of the round − 1`.
+fn lateness(rounds: &[Round<'_>]) -> Vec<Vec<f64>> {
+    (rounds.iter())
+        .map(|t| {
+            let med = median(t.to_vec()).unwrap_or(1.0);
+            t.iter().map(|x| x / med - 1.0).collect()
+        })
+        .collect()
+}
+
+/// The run's round-to-round noise of a rank's lateness: 1.4826 × the median absolute distance
+/// of each rank's lateness from that rank's own median, over every rank and round; never zero
+/// (a run of identical times gives every rank score 0).
+fn spread(rel: &[Vec<f64>], p: usize) -> f64 {
+    let mut dist = Vec::with_capacity(rel.len() * p);
+    for i in 0..p {
+        let mine: Vec<f64> = rel.iter().map(|r| r[i]).collect();
+        let m = median(mine.clone()).unwrap_or(0.0);
+        dist.extend(mine.iter().map(|x| (x - m).abs()));
     }
-    let mad = 1.4826 * median(dist).unwrap_or(0.0);
-    let floor = 1e-6 * median(medians).unwrap_or(0.0);
-    mad.max(floor).max(f64::MIN_POSITIVE)
+    (1.4826 * median(dist).unwrap_or(0.0)).max(1e-6)
 }
 
 /// Median of `v` (None when empty).
@@ -792,20 +804,20 @@ mod tests {
         assert_eq!(
             why,
             [
+                (
+                    "allbad",
+                    "no usable per-rank times (none finite and positive)"
+                ),
                 ("empty", "no per-rank times"),
                 (
                     "mismatch",
                     "per-rank times that do not match the run's devices"
                 ),
-                ("one", "one rank per run"),
-                (
-                    "allbad",
-                    "no usable per-rank times (none finite and positive)"
-                ),
                 (
                     "nodes",
                     "per-rank times that do not match the run's devices"
                 ),
+                ("one", "one rank per run"),
             ]
         );
         // One run of one stack: device 1 last every round, but never in two runs.

@@ -67,6 +67,8 @@ pub(crate) struct Context {
     pub(crate) regret: Vec<RegretRow>,
     /// Regret rows whose evidence was weighed, out of `regret` (as `paired_weighed`).
     pub(crate) regret_weighed: usize,
+    /// Which device or node arrives last, and whether the hardware or a stack is to blame.
+    pub(crate) stragglers: super::straggler_section::StragglersCtx,
     pub(crate) models: Vec<ModelRow>,
     pub(crate) b_star: Vec<BStarRow>,
     pub(crate) figures: Vec<FigureRow>,
@@ -541,6 +543,7 @@ pub(crate) fn build(results: &ResultSet, a: &Analysis, title: Option<&str>) -> C
             .map(|r| regret_row(r, a.equivalence))
             .collect(),
         regret_weighed: weighed(a.regret.iter().map(|r| r.verdict)),
+        stragglers: super::straggler_section::section(&a.stragglers, passed > 0),
         models: a.fits.iter().map(model_row).collect(),
         b_star: a
             .b_star

@@ -273,6 +273,17 @@ impl RunDirStatus {
                 ));
             }
         }
+        if self
+            .runs
+            .iter()
+            .any(|r| r.state == RunState::Finished(RunStatus::Pass))
+        {
+            // Per-rank times live in each bundle's timing.json: status reads none of them.
+            out.push_str(&format!(
+                "stragglers: see {} or results.json `stragglers` (status reads no bundle's per-rank times)\n",
+                self.run_dir.join("reports").join("summary.md").display()
+            ));
+        }
         if !self.quarantined.is_empty() {
             out.push_str("quarantined devices:\n");
             for (d, reason) in &self.quarantined {
