@@ -3,8 +3,9 @@
 //! with the baseline stack (`pairing`) and the α–β models and B* over message size
 //! (`scaling`), which the report's summarize step gathers; the comparison of two result sets
 //! (`compare`), change-point detection over a performance history (`changepoint`), and JUnit
-//! XML for CI (`junit`), and when a point has seen enough repeats (`sequential`). Pure
-//! functions: no I/O.
+//! XML for CI (`junit`), when a point has seen enough repeats (`sequential`), and which device
+//! or node arrives last, blamed on the hardware or one stack (`straggler`). Pure functions: no
+//! I/O.
 
 pub(crate) mod between;
 pub(crate) mod changepoint;
@@ -17,4 +18,5 @@ pub(crate) mod run_stats;
 pub mod scaling;
 pub(crate) mod sequential;
 pub mod stats;
+pub(crate) mod straggler;
 pub(crate) mod verdict;

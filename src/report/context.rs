@@ -71,6 +71,8 @@ pub(crate) struct Context {
     pub(crate) crossover_lines: Vec<CrossoverLine>,
     /// Where a pair's decided winner changes, with its bracket.
     pub(crate) crossovers: Vec<CrossoverRow>,
+    /// Which device or node arrives last, and whether the hardware or a stack is to blame.
+    pub(crate) stragglers: super::straggler_section::StragglersCtx,
     pub(crate) models: Vec<ModelRow>,
     pub(crate) b_star: Vec<BStarRow>,
     pub(crate) figures: Vec<FigureRow>,
@@ -681,6 +683,7 @@ pub(crate) fn build(results: &ResultSet, a: &Analysis, title: Option<&str>) -> C
         regret_weighed: weighed(a.regret.iter().map(|r| r.verdict)),
         crossover_lines: crossover.0,
         crossovers: crossover.1,
+        stragglers: super::straggler_section::section(&a.stragglers, passed > 0),
         models: a.fits.iter().map(model_row).collect(),
         b_star: a
             .b_star

@@ -30,6 +30,7 @@ pub(crate) mod markdown;
 pub(crate) mod preview;
 pub(crate) mod results_table;
 pub(crate) mod rows;
+pub(crate) mod straggler_section;
 pub mod summary;
 
 pub(crate) use summary::Analysis;

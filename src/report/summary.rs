@@ -3,7 +3,8 @@
 //! Owns which runs feed statistics (timed, ok rounds of passing runs only) and the failure list
 //! (every run that did not pass, or passed with no timed time), and gathers per case, over the
 //! available cores, the statistics of `analysis::run_stats`, the paired comparisons of
-//! `analysis::pairing` and the α–β fits and B* of `analysis::scaling`. Pure: no files, no
+//! `analysis::pairing` and the α–β fits and B* of `analysis::scaling`; over the whole set, what
+//! each default loses (`analysis::regret`) and the stragglers (`analysis::straggler`). Pure: no files, no
 //! formatting for people.
 
 use std::collections::{BTreeMap, HashMap};
@@ -53,6 +54,8 @@ pub struct Analysis {
     /// Each pair's outcome per size along each line of the sweep, and where the winner changes.
     pub(crate) crossover_map: Vec<crate::analysis::crossover::MapRow>,
     pub(crate) crossovers: Vec<crate::analysis::crossover::Crossover>,
+    /// Which device or node arrives last, and whether the hardware or a stack is to blame.
+    pub(crate) stragglers: crate::analysis::straggler::Stragglers,
     /// Confidence level of the paired verdict intervals of pairs with repeats: 1 − R · 0.05 /
     /// (pairs judged at once) for the R pairs Benjamini–Hochberg selects (R ≥ 1).
     pub(crate) paired_level: f64,
@@ -189,6 +192,7 @@ impl Analysis {
             regret,
             crossover_map,
             crossovers,
+            stragglers: crate::analysis::straggler::attribute(results),
             noise_band: margins.band,
             equivalence: margins.equivalence,
             compare_metric,

@@ -1,4 +1,5 @@
-//! `results.json` in the seed's schema: `{campaign, timestamp, cases, runs, provenance}`.
+//! `results.json` in the seed's schema: `{campaign, timestamp, cases, runs, provenance}`, and
+//! campaign's own `stragglers` (`analysis::straggler`: which device or node arrives last).
 //!
 //! Owns the document around the rows (`store::row::Row` owns the rows and their statistics).
 //! Pure functions of a `ResultSet`; the file text is written to any `Write`, a row at a time.
@@ -9,6 +10,7 @@ use serde::ser::{Serialize, SerializeMap, Serializer};
 #[cfg(test)]
 use serde_json::{json, Map, Value};
 
+use crate::analysis::straggler::attribute;
 use crate::model::case::Case;
 use crate::model::results::ResultSet;
 use crate::store::row::Row;
@@ -83,6 +85,7 @@ impl Serialize for Document<'_> {
         )?;
         m.serialize_entry("runs", &Each(|| set.runs.iter().map(Row::of)))?;
         m.serialize_entry("provenance", &set.provenance_with_nodes())?;
+        m.serialize_entry("stragglers", &attribute(set))?;
         if !set.quarantined.is_empty() {
             m.serialize_entry("quarantined", &set.quarantined)?;
         }
@@ -103,6 +106,10 @@ pub(crate) fn document(set: &ResultSet) -> Value {
     m.insert(
         "provenance".into(),
         serde_json::to_value(set.provenance_with_nodes()).unwrap_or(Value::Null),
+    );
+    m.insert(
+        "stragglers".into(),
+        serde_json::to_value(attribute(set)).unwrap_or(Value::Null),
     );
     if !set.quarantined.is_empty() {
         m.insert("quarantined".into(), json!(set.quarantined));
@@ -327,7 +334,17 @@ pub(crate) mod tests {
         let keys: Vec<&String> = d.as_object().unwrap().keys().collect();
         assert_eq!(
             keys,
-            ["campaign", "timestamp", "cases", "runs", "provenance"]
+            [
+                "campaign",
+                "timestamp",
+                "cases",
+                "runs",
+                "provenance",
+                "stragglers"
+            ]
         );
+        // The seed's keys, then campaign's straggler attribution (no per-rank times here).
+        assert_eq!(d["stragglers"]["findings"], json!([]));
+        assert_eq!(d["stragglers"]["left_out"][0]["stack"], "host");
     }
 }

@@ -197,6 +197,18 @@ impl RunDirStatus {
         ))
     }
 
+    /// Where the stragglers are, once a run passed: per-rank times live in each bundle's
+    /// timing.json, and status reads none of them (it reads the journal and manifests only).
+    fn stragglers_pointer(&self) -> String {
+        if !(self.runs.iter()).any(|r| r.state == RunState::Finished(RunStatus::Pass)) {
+            return String::new();
+        }
+        format!(
+            "stragglers: see {} or results.json `stragglers` (status reads no bundle's per-rank times)\n",
+            self.run_dir.join("reports").join("summary.md").display()
+        )
+    }
+
     /// The text `campaign status` prints.
     pub(crate) fn render(&self) -> String {
         let mut out = String::new();
@@ -273,6 +285,7 @@ impl RunDirStatus {
                 ));
             }
         }
+        out.push_str(&self.stragglers_pointer());
         if !self.quarantined.is_empty() {
             out.push_str("quarantined devices:\n");
             for (d, reason) in &self.quarantined {

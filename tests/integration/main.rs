@@ -27,5 +27,6 @@ mod slurm_nodes;
 mod slurm_preflight;
 mod stacks;
 mod standin;
+mod straggler;
 mod synthetic;
 mod util;
