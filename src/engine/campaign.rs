@@ -90,6 +90,9 @@ pub(crate) fn build(
     })
 }
 
+/// Bootstrap resamples of a decision's analysis (the report draws 1,000).
+const DECISION_RESAMPLES: u32 = 100;
+
 /// What decides the campaign's optional repeats and keeps its budget: the report's own
 /// baseline, margins and families (the whole campaign's rows, each counted once per look).
 fn decider(prep: &Prepared, provenance: &Provenance) -> crate::engine::decide::Decider {
@@ -118,7 +121,12 @@ fn decider(prep: &Prepared, provenance: &Provenance) -> crate::engine::decide::D
         looks,
         baseline,
         judging,
-        bootstrap: crate::analysis::stats::Bootstrap::default(),
+        // Verdicts rest on the repeats' statistics, not on the bootstrap (only the intervals
+        // shown beside them do): a decision draws a tenth of the report's resamples.
+        bootstrap: crate::analysis::stats::Bootstrap {
+            resamples: DECISION_RESAMPLES,
+            ..crate::analysis::stats::Bootstrap::default()
+        },
         provenance: provenance.clone(),
         metrics,
         resolution: prep.plan.adapt.resolution,
