@@ -17,6 +17,8 @@ pub(crate) mod regret;
 pub(crate) mod run_stats;
 pub mod scaling;
 pub(crate) mod sequential;
+#[cfg(test)]
+pub(crate) mod sim;
 pub mod stats;
 pub(crate) mod straggler;
 pub(crate) mod verdict;

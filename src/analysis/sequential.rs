@@ -52,7 +52,7 @@ mod tests {
     use super::*;
     use crate::analysis::stats::bootstrap::Interval;
     use crate::analysis::verdict::{judge_all, Evidence, DEFAULT_THRESHOLD, FAMILY_ERROR};
-    use rand::{Rng, SeedableRng};
+    use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
 
     #[test]
@@ -82,33 +82,13 @@ mod tests {
         ));
     }
 
-    /// One repeat of both sides on a noisy machine: a phase shared by the pair (one time in
-    /// three 2.5–4× slow, as beside a `yes` loop), each side's own ±4 % run-to-run noise and
-    /// 20 rounds of 2 % jitter; B is `step` times A.
-    fn repeat(rng: &mut ChaCha8Rng, step: f64) -> (Vec<f64>, Vec<f64>) {
-        let phase = if rng.random_range(0..3) == 0 {
-            rng.random_range(2.5..4.0)
-        } else {
-            1.0
-        };
-        let mut side = |scale: f64| -> Vec<f64> {
-            let own = 1.0 + rng.random_range(-0.04..0.04);
-            let mut r: Vec<f64> = (0..20)
-                .map(|_| scale * phase * own * (1.0 + rng.random_range(0.0..0.02)))
-                .collect();
-            r.sort_by(f64::total_cmp);
-            r
-        };
-        (side(1e-5), side(1e-5 * step))
-    }
-
     /// One row run sequentially from `min` to `max` repeats, judged at each look at the level
     /// of `looks` × its one-row family; returns its final verdict and the repeats it used.
     fn sequential_row(rng: &mut ChaCha8Rng, step: f64, min: u32, max: u32) -> (Change, u32) {
         let looks = looks(min, max);
         let (mut a, mut b) = (Vec::new(), Vec::new());
         for n in 1..=max {
-            let (ra, rb) = repeat(rng, step);
+            let (ra, rb) = crate::analysis::sim::shared_phase_repeat(rng, 1e-5, 1e-5 * step);
             a.push(ra);
             b.push(rb);
             if !looks.contains(&n) {

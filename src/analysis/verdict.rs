@@ -1050,26 +1050,14 @@ mod tests {
     /// 5 repeats are caught.
     #[test]
     fn paired_repeats_under_shared_phases_keep_alpha_and_catch_steps() {
-        use rand::{Rng, SeedableRng};
+        use rand::SeedableRng;
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(61);
         let row = |rng: &mut rand_chacha::ChaCha8Rng, step: f64| {
             let (mut a, mut b) = (Vec::new(), Vec::new());
             for _ in 0..5 {
-                let phase = if rng.random_range(0..3) == 0 {
-                    rng.random_range(2.5..4.0)
-                } else {
-                    1.0
-                };
-                let mut side = |scale: f64| -> Vec<f64> {
-                    let own = 1.0 + rng.random_range(-0.04..0.04);
-                    let mut r: Vec<f64> = (0..20)
-                        .map(|_| scale * phase * own * (1.0 + rng.random_range(0.0..0.02)))
-                        .collect();
-                    r.sort_by(f64::total_cmp);
-                    r
-                };
-                a.push(side(1e-5));
-                b.push(side(1e-5 * step));
+                let (ra, rb) = crate::analysis::sim::shared_phase_repeat(rng, 1e-5, 1e-5 * step);
+                a.push(ra);
+                b.push(rb);
             }
             let keys = [1, 2, 3, 4, 5];
             let e = Evidence::new(&a, &b, None, || wide(0.0, 0.0)).paired(&keys, &keys);

@@ -154,27 +154,14 @@ mod tests {
         use crate::analysis::crossover::Outcome;
         use crate::analysis::sequential::{looks, settled};
         use crate::analysis::verdict::{judge_all, Evidence, DEFAULT_THRESHOLD};
-        use rand::Rng;
         let bytes = count * 4;
         let (ta, tb) = (10e-6 + bytes as f64 / 1e9, 2e-6 + bytes as f64 / 5e8);
         let looks = looks(3, 10);
         let (mut a, mut b) = (Vec::new(), Vec::new());
         for n in 1..=10u32 {
-            let phase = if rng.random_range(0..3) == 0 {
-                rng.random_range(2.5..4.0)
-            } else {
-                1.0
-            };
-            let mut side = |t: f64| -> Vec<f64> {
-                let own = 1.0 + rng.random_range(-0.04..0.04);
-                let mut r: Vec<f64> = (0..20)
-                    .map(|_| t * phase * own * (1.0 + rng.random_range(0.0..0.02)))
-                    .collect();
-                r.sort_by(f64::total_cmp);
-                r
-            };
-            a.push(side(ta));
-            b.push(side(tb));
+            let (ra, rb) = crate::analysis::sim::shared_phase_repeat(rng, ta, tb);
+            a.push(ra);
+            b.push(rb);
             if !looks.contains(&n) {
                 continue;
             }

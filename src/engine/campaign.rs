@@ -217,7 +217,7 @@ fn provenance(prep: &Prepared) -> Provenance {
         .collect();
     for (si, op) in ops {
         let stack = &prep.stacks[si];
-        if let Some(first) = stack.def.algorithms(op).and_then(|a| a.first().copied()) {
+        if let Some(first) = stack.def.default_variant(op) {
             crate::store::provenance::add_default_variant(
                 &mut provenance,
                 &stack.name,

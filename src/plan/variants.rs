@@ -4,8 +4,9 @@
 //! variant it does not have (no "mpi ring" that is one `MPI_Allreduce` paired with the host
 //! stack's ring). What the plan asks for ([`Asked`]) is read per stack and per op:
 //!
-//! - nothing (no `variant` in `[case]` or `[axes]`): each stack's default — the first algorithm
-//!   it lists for the op (`variants_by_op`, else `variants`);
+//! - nothing (no `variant` in `[case]` or `[axes]`): each stack's default — its
+//!   `default_variant`, else the first algorithm it lists for the op (`variants_by_op`, else
+//!   `variants`);
 //! - `variant = "*"`: every algorithm each stack lists for the op;
 //! - names: each stack runs the named ones it has for the op; a stack with none of them runs its
 //!   default, so every stack still answers for every point of the sweep.
@@ -125,7 +126,7 @@ impl Claims {
                     (Asked::Files, _) => continue,
                     (Asked::Named(named), None) => named.clone(),
                     (Asked::Default | Asked::Every, None) => vec![default],
-                    (Asked::Default, Some(own)) => own.first().copied().into_iter().collect(),
+                    (Asked::Default, Some(_)) => def.default_variant(op).into_iter().collect(),
                     (Asked::Every, Some(own)) => own.to_vec(),
                     (Asked::Named(named), Some(own)) => {
                         let mine: Vec<Variant> = (named.iter())
@@ -133,7 +134,7 @@ impl Claims {
                             .copied()
                             .collect();
                         if mine.is_empty() {
-                            own.first().copied().into_iter().collect()
+                            def.default_variant(op).into_iter().collect()
                         } else {
                             mine
                         }
@@ -245,6 +246,19 @@ mod tests {
         assert!(!c.claimed(&case(Op::Allreduce, "twophase")));
         assert!(c.candidates().contains(&v("default")));
         assert!(!c.candidates().contains(&v("twophase")));
+    }
+
+    /// A stack's `default_variant` is what it runs when nothing is asked, and when none of the
+    /// named variants is its own.
+    #[test]
+    fn the_named_default_variant_is_the_default() {
+        let mut list = defs(Some(&["default", "ring"]));
+        list[1].default_variant = Some(v("ring"));
+        let c = Claims::new(Asked::Default, &list, &Op::EVERY);
+        assert!(c.runs(1, &case(Op::Allreduce, "ring")));
+        assert!(!c.runs(1, &case(Op::Allreduce, "default")));
+        let named = Claims::new(Asked::Named(vec![v("mesh")]), &list, &Op::EVERY);
+        assert!(named.runs(1, &case(Op::Allreduce, "ring")));
     }
 
     #[test]

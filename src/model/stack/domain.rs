@@ -135,7 +135,35 @@ impl StackDef {
             }
         }
         out.extend(self.limit_problems());
+        out.extend(self.default_problem());
         out
+    }
+
+    /// `default_variant` must be an algorithm the stack has for some op it runs.
+    fn default_problem(&self) -> Option<(String, String)> {
+        let d = self.default_variant?;
+        let mut known: Vec<crate::model::case::Variant> = Vec::new();
+        for op in self.ops() {
+            for v in self
+                .algorithms(*op)
+                .into_iter()
+                .flat_map(|a| a.into_owned())
+            {
+                if !known.contains(&v) {
+                    known.push(v);
+                }
+            }
+        }
+        (!known.is_empty() && !known.contains(&d)).then(|| {
+            let names: Vec<&str> = known.iter().map(|v| v.as_str()).collect();
+            (
+                "default_variant".to_string(),
+                format!(
+                    "`{d}` is none of this stack's algorithms ({})",
+                    names.join(", ")
+                ),
+            )
+        })
     }
 
     /// P bounds, counts and timeouts.
@@ -271,5 +299,24 @@ timeout = "0s"
         assert!(def("command = [\"true\"]\nmin_p = 2\nmax_p = 16\n")
             .domain_problems()
             .is_empty());
+    }
+
+    /// `default_variant` names the variant a plan that names none runs (where the op has it),
+    /// and must be one of the stack's algorithms.
+    #[test]
+    fn the_default_variant_is_one_of_the_stacks_algorithms() {
+        use crate::model::case::{Op, Variant};
+        let d = def(
+            "command = [\"true\"]\nvariants = [\"mesh\", \"ring\"]\ndefault_variant = \"ring\"\n",
+        );
+        assert!(d.domain_problems().is_empty());
+        assert_eq!(d.default_variant(Op::Allreduce), Some(Variant::Ring));
+        let none = def("command = [\"true\"]\nvariants = [\"mesh\", \"ring\"]\n");
+        assert_eq!(none.default_variant(Op::Allreduce), Some(Variant::Mesh));
+        let bad = def("command = [\"true\"]\nvariants = [\"mesh\", \"ring\"]\ndefault_variant = \"twophase\"\n");
+        let problems = bad.domain_problems();
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(problems[0].0, "default_variant");
+        assert!(problems[0].1.contains("mesh, ring"), "{problems:?}");
     }
 }

@@ -110,6 +110,11 @@ pub struct StackDef {
     /// is a planned `skipped` run naming the op's variants.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub(crate) variants_by_op: BTreeMap<Op, Vec<Variant>>,
+    /// The variant the stack runs when a plan names none, and the one "What the default loses"
+    /// judges (the library's own choice: `default` for mpi, hccl and nccl); absent, or not an
+    /// algorithm of the op: its first algorithm of the op.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) default_variant: Option<Variant>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dtypes: Option<Vec<Dtype>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -272,7 +277,8 @@ impl StackDef {
             constraints,
             metric,
             contiguous_devices,
-            ran
+            ran,
+            default_variant
         );
         if !other.fixed_shapes.is_empty() {
             self.fixed_shapes = other.fixed_shapes.clone();
@@ -315,6 +321,17 @@ impl StackDef {
             (Some(by_op), None) => Some(Cow::Borrowed(by_op)),
             (None, Some(all)) => Some(Cow::Borrowed(all)),
             (None, None) => None,
+        }
+    }
+
+    /// The variant this stack runs for `op` when a plan names none: `default_variant` where it
+    /// is one of the op's algorithms, else the first of them; none for a stack without
+    /// algorithms.
+    pub(crate) fn default_variant(&self, op: Op) -> Option<Variant> {
+        let own = self.algorithms(op)?;
+        match self.default_variant {
+            Some(d) if own.contains(&d) => Some(d),
+            _ => own.first().copied(),
         }
     }
 
