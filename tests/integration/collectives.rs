@@ -165,7 +165,11 @@ fn the_shipped_collectives_plan_lists_every_op_on_host_and_mpi() {
         assert_eq!(n, algorithms * 3, "{op}\n{out}");
     }
     assert!(
-        out.contains("57 cases on 2 stacks (each runs its own variants: 57 (case, stack) pairs) × 5 repeats = 285 runs"),
+        out.contains("57 cases on 2 stacks (each runs its own variants: 57 (case, stack) pairs) × 10 repeats = 570 runs"),
+        "{out}"
+    );
+    assert!(
+        out.contains("sequential repeats: 5 to 10 per (case, stack), each point judged after 5, 8, 10 repeats: 285 runs at first, at most 285 more"),
         "{out}"
     );
     // Each case runs on the stack whose algorithm it is: mpi never under a host variant.
