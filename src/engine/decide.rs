@@ -139,6 +139,17 @@ impl Decider {
     /// Decisions an earlier session of this run dir journaled.
     pub(crate) fn replay(&mut self, decisions: impl IntoIterator<Item = (String, u32, Verdict)>) {
         self.replayed = decisions.into_iter().map(|(p, l, v)| ((p, l), v)).collect();
+        // A point an earlier session stopped stays stopped even when none of the runs that
+        // decision spared is asked about again (they are kept from their bundles): its runs
+        // left are spared for the same reason, not judged at a later look.
+        let index: HashMap<&str, u32> = (self.point_ids.iter().enumerate())
+            .map(|(i, id)| (id.as_str(), i as u32))
+            .collect();
+        for ((id, _), v) in &self.replayed {
+            if let (Some(why), Some(&p)) = (v, index.get(id.as_str())) {
+                self.stopped.insert(p, why.clone());
+            }
+        }
     }
 
     /// Run `run` ended (this session, or kept from an earlier one) with `result`.

@@ -59,6 +59,9 @@ pub(crate) struct Context {
     pub(crate) inter_node: bool,
     pub(crate) runs: Rows<RunRow>,
     pub(crate) failures: Rows<Failure>,
+    /// Planned skips (cases a stack does not support), not failures: per (stack, reason), how
+    /// many runs.
+    pub(crate) planned_skips: Vec<SkipRow>,
     /// The collectives of the result set, in `Op::EVERY` order; empty when every case is an
     /// allreduce (the report then reads as before the op axis).
     pub(crate) ops: Vec<OpRow>,
@@ -83,6 +86,31 @@ pub(crate) struct Context {
     /// Sequential repeats and the budget: what was decided (set by `render_all`); none for a
     /// fixed count of repeats with nothing spared.
     pub(crate) sequential: Option<SequentialCtx>,
+}
+
+/// Runs of one stack skipped for one reason.
+#[derive(Debug, Serialize)]
+pub(crate) struct SkipRow {
+    pub(crate) stack: String,
+    pub(crate) reason: String,
+    pub(crate) runs: usize,
+}
+
+/// The planned skips of `results`, by (stack, reason), in order of first appearance.
+fn planned_skips(results: &ResultSet) -> Vec<SkipRow> {
+    let mut out: Vec<SkipRow> = Vec::new();
+    for r in (results.runs.iter()).filter(|r| r.status == RunStatus::Skipped) {
+        let reason = r.error.clone().unwrap_or_default();
+        match (out.iter_mut()).find(|s| s.stack == r.stack && s.reason == reason) {
+            Some(s) => s.runs += 1,
+            None => out.push(SkipRow {
+                stack: r.stack.clone(),
+                reason,
+                runs: 1,
+            }),
+        }
+    }
+    out
 }
 
 /// One line of the sweep in the crossover map: its sizes and one row per pair.
@@ -670,6 +698,7 @@ pub(crate) fn build(results: &ResultSet, a: &Analysis, title: Option<&str>) -> C
                 .collect::<Vec<_>>(),
         ),
         failures: a.failures.clone().into(),
+        planned_skips: planned_skips(results),
         paired: Rows::from(
             (a.paired.iter())
                 .map(|p| paired_row(p, a.equivalence))

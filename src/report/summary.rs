@@ -345,9 +345,10 @@ fn summarize_case(
     let mut by_stack: Vec<((&str, &str), Vec<usize>)> = Vec::new();
     for &i in runs {
         let run = &results.runs[i];
-        // A spared run was not needed (its point decided, or the budget spent): it is no
-        // failure, and the report says what was spared on its own.
-        if run.status == RunStatus::Spared {
+        // A spared run was not needed (its point decided, or the budget spent) and a planned
+        // skip is a case its stack does not support: neither is a failure, and the report says
+        // what was spared and skipped on its own.
+        if matches!(run.status, RunStatus::Spared | RunStatus::Skipped) {
             continue;
         }
         if run.timed(results.metric(&run.stack)).is_empty() {
