@@ -67,6 +67,7 @@ pub(crate) struct Decider {
     line_ids: Vec<String>,
     bytes: Vec<u64>,
     sizes_added: usize,
+    sizes_refused: usize,
     /// The budget and the run time spent so far.
     budget: Option<Duration>,
     used: Duration,
@@ -126,6 +127,7 @@ impl Decider {
             line_ids,
             bytes,
             sizes_added: 0,
+            sizes_refused: 0,
             budget,
             used: Duration::ZERO,
         }
@@ -170,8 +172,16 @@ impl Decider {
     }
 
     /// An attempt that executed took `spent` of run time.
-    pub(crate) fn spent(&mut self, spent: Duration) {
-        self.used += spent;
+    pub(crate) fn spent(&mut self, result: &RunResult) {
+        // Only a budget needs the run time (two timestamps parsed per attempt).
+        if self.budget.is_some() {
+            self.used += run_time(result);
+        }
+    }
+
+    /// Whether anything is decided while the campaign runs (a note is worth showing).
+    pub(crate) fn active(&self) -> bool {
+        self.budget.is_some() || self.sequential() || !self.adaptive.is_empty()
     }
 
     /// Why no run may start any more, once the budget is spent.
@@ -179,7 +189,8 @@ impl Decider {
         let budget = self.budget?;
         (self.used >= budget).then(|| {
             format!(
-                "the budget of {} was spent ({} of run time used)",
+                "{}{} was spent ({} of run time used)",
+                crate::model::results::SPARED_BUDGET,
                 humantime::format_duration(budget),
                 humantime::format_duration(Duration::from_secs(self.used.as_secs()))
             )
@@ -197,7 +208,8 @@ impl Decider {
             ));
         }
         if self.sequential() {
-            parts.push(format!("{} point(s) decided early", self.stopped.len()));
+            let early = self.stopped.len() - self.sizes_refused;
+            parts.push(format!("{early} point(s) decided early"));
         }
         if !self.adaptive.is_empty() {
             parts.push(format!("{} size(s) added", self.sizes_added));
@@ -253,6 +265,7 @@ impl Decider {
         match v {
             Some(why) => {
                 self.stopped.insert(point, why.clone());
+                self.sizes_refused += usize::from(look == 0);
             }
             None if look == 0 => self.sizes_added += 1,
             None => {}
@@ -263,9 +276,9 @@ impl Decider {
     /// line has measured so far, holds it and is wider than the resolution.
     fn judge_size(&self, point: u32) -> (Verdict, String) {
         let line = &self.line_ids[point as usize];
-        let runs: Vec<RunResult> = (self.held.values().flatten())
-            .filter(|r| crate::engine::adapt::line_id(&r.case) == *line)
-            .cloned()
+        let runs: Vec<RunResult> = (self.held.iter())
+            .filter(|(p, _)| self.line_ids[**p as usize] == *line)
+            .flat_map(|(_, rs)| rs.iter().cloned())
             .collect();
         let analysis = self.analyse(runs);
         let bytes = self.bytes[point as usize];
@@ -280,7 +293,8 @@ impl Decider {
             ),
             None => (
                 Some(format!(
-                    "not needed: no pair's winner changes around {bytes} bytes by more than the resolution ×{resolution}"
+                    "{} around {bytes} bytes by more than the resolution ×{resolution}",
+                    crate::model::results::SPARED_SIZE
                 )),
                 String::new(),
             ),

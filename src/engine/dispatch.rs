@@ -559,7 +559,7 @@ impl Dispatch for Dispatcher {
         if let Some(result) = self.state.kept.remove(&run) {
             self.state.kept_runs.insert(run);
             // Kept runs count against the budget as they did when they ran.
-            self.decider.spent(crate::engine::decide::run_time(&result));
+            self.decider.spent(&result);
             return result;
         }
         let planned = &self.plan.runs[run];
@@ -643,8 +643,10 @@ impl Dispatch for Dispatcher {
             }
             (Step::Run { .. }, Outcome::Run(r)) => {
                 // Every attempt that ran counts against the budget, retried ones too.
-                self.decider.spent(crate::engine::decide::run_time(r));
-                self.out.progress.set_note(self.decider.note());
+                self.decider.spent(r);
+                if self.decider.active() {
+                    self.out.progress.set_note(self.decider.note());
+                }
                 let held = Held {
                     samples: r.samples.len(),
                     content: crate::store::set_digest::bundle_digest(r),

@@ -168,6 +168,13 @@ impl RunStatus {
     }
 }
 
+/// How a `spared` run's reason begins when the device-time budget was spent (`engine::decide`
+/// writes it, the report counts by it).
+pub(crate) const SPARED_BUDGET: &str = "the budget of ";
+
+/// How a `spared` run's reason begins when its added size was not needed (`[adapt]`).
+pub(crate) const SPARED_SIZE: &str = "not needed: no pair's winner changes";
+
 /// Between a case id and its repeat number in a run id: repeat 1 of a case is the case id
 /// itself (`mesh_p2_…_d0-1`, as before repeats existed), repeat 2 is `mesh_p2_…_d0-1~r2`. The run
 /// id names the run's bundle folder (`cases/<run id>/<stack>`) and its journal step.

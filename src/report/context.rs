@@ -14,7 +14,7 @@ use super::summary::{Analysis, Failure};
 use crate::analysis::run_stats::RunStats;
 use crate::analysis::stats::bootstrap::LEVEL;
 use crate::analysis::verdict::Change;
-use crate::model::results::{ResultSet, RunStatus};
+use crate::model::results::{ResultSet, RunStatus, SPARED_BUDGET, SPARED_SIZE};
 use crate::model::units::{format_bandwidth, format_bytes, format_seconds};
 
 #[derive(Debug, Serialize)]
@@ -252,9 +252,6 @@ pub(crate) struct SequentialCtx {
     pub(crate) spared_sizes: usize,
 }
 
-/// How a spared run's reason begins when its size was not needed (`engine::decide`).
-const SIZE_NOT_NEEDED: &str = "not needed: no pair's winner changes";
-
 /// What sequential repeats (`looks`), added sizes (`adapt`: the resolution and the plan's own
 /// counts) and the budget decided in `results`; none when repeats were fixed, no size could be
 /// added and nothing was spared.
@@ -268,8 +265,8 @@ pub(crate) fn sequential(
     let spared = || (results.runs.iter()).filter(|r| r.status == RunStatus::Spared);
     let starts =
         |r: &RunResult, with: &str| r.error.as_deref().is_some_and(|e| e.starts_with(with));
-    let budget = |r: &&RunResult| starts(r, "the budget");
-    let size = |r: &&RunResult| starts(r, SIZE_NOT_NEEDED);
+    let budget = |r: &&RunResult| starts(r, SPARED_BUDGET);
+    let size = |r: &&RunResult| starts(r, SPARED_SIZE);
     let decided = |r: &&RunResult| !budget(r) && !size(r);
     if looks.len() < 2 && adapt.is_none() && spared().next().is_none() {
         return None;

@@ -307,11 +307,9 @@ fn write_policy(
     n_pairs: u64,
 ) -> io::Result<()> {
     let run = &plan.run;
-    if plan.adapt.crossover {
-        let mut counts: Vec<u64> = (plan.axes.iter())
-            .filter(|a| a.name == "count")
-            .flat_map(|a| a.values.iter().filter_map(serde_json::Value::as_u64))
-            .collect();
+    // The plan's own sizes, as loading the plan read them for the report.
+    if let Some((_, given)) = &plan.report.adapt {
+        let mut counts = given.clone();
         counts.sort_unstable();
         counts.dedup();
         let added: u64 = (counts.windows(2))
