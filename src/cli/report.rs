@@ -64,29 +64,27 @@ pub(crate) fn run(args: &ReportArgs) -> Result<i32> {
         opts.template = Some(t.clone());
     }
     opts.history = history;
-    // The results files are rewritten on a second core while the report is rendered (both
-    // only read `results`), unless they already hold exactly these results
-    // (`store::results_stamp`); a failure to write them is reported first, as before.
+    // The report is rendered first (unless its stamp proves it current), then the results
+    // files are written with its answers — what each default loses, where the winner changes —
+    // unless they already hold exactly these results and answers (`store::results_stamp`).
     // What both the results files and the report are a function of, worked out once.
     let digest = crate::store::set_digest::digest(&results);
-    let (written, out) = std::thread::scope(|s| {
-        let writing = campaign_dir
-            .then(|| s.spawn(|| rebuild::write_results_of(&args.run_dir, &results, &digest)));
-        // Rendered only when the results or anything else the report reads changed.
-        let out = crate::engine::report_step::render_unless_unchanged(
-            &results,
-            &digest,
-            &opts,
-            &args.run_dir,
-        );
-        let written = writing.map_or(Ok(()), |w| {
-            w.join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-                .map(drop)
-        });
-        (written, out)
-    });
-    written?;
+    let out = crate::engine::report_step::render_unless_unchanged(
+        &results,
+        &digest,
+        &opts,
+        &args.run_dir,
+    );
+    // A report that failed (a bad template) still leaves the results files current.
+    match (campaign_dir, &out) {
+        (false, _) => {}
+        (true, Ok(out)) => {
+            crate::engine::report_step::write_answers(&args.run_dir, &results, &digest, out)?;
+        }
+        (true, Err(_)) => {
+            rebuild::write_results_of(&args.run_dir, &results, &digest)?;
+        }
+    }
     let out = out?;
     crate::say!("report: {}", out.summary.display());
     crate::say!("html: {}", out.html.display());

@@ -47,11 +47,31 @@ pub(crate) fn report_step(
             opts.template = Some(t.clone());
         }
         let digest = crate::store::set_digest::digest(&set);
-        let out = render_unless_unchanged(&set, &digest, &opts, path).map(drop);
+        let out = render_unless_unchanged(&set, &digest, &opts, path)
+            .and_then(|out| write_answers(path, &set, &digest, &out));
         crate::engine::session::drop_aside(set);
-        out
+        out.map(drop)
     });
     vec![("report".to_string(), report)]
+}
+
+/// Write the results files of `set` (of digest `digest`) with the answers of the report `out`
+/// rendered from it (the files written while a campaign ran carry none), unless they already
+/// hold them. results.json is then newer than the report it came from: the report's stamp is
+/// marked now, so `resume` still finds the report as current as results.json.
+pub(crate) fn write_answers(
+    run_dir: &Path,
+    set: &ResultSet,
+    digest: &[u8; 32],
+    out: &crate::report::ReportOutput,
+) -> Result<()> {
+    use crate::store::{rebuild, results_stamp};
+    if rebuild::write_results_answering(run_dir, set, digest, &out.answers)?
+        == rebuild::Rewrite::Written
+    {
+        results_stamp::touch_stamp(run_dir, results_stamp::REPORT_STAMP);
+    }
+    Ok(())
 }
 
 /// Say which finished runs a report leaves out or shows otherwise than the journal recorded:

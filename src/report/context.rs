@@ -113,6 +113,16 @@ fn planned_skips(results: &ResultSet) -> Vec<SkipRow> {
     out
 }
 
+/// The report's answers as results.json carries them (`store::results_json::ANSWER_KEYS`): the
+/// regret rows, the crossovers and the crossover map, exactly as context.json gives them.
+pub(crate) fn answers(ctx: &Context) -> serde_json::Value {
+    serde_json::json!({
+        "regret": ctx.regret,
+        "crossovers": ctx.crossovers,
+        "crossover_map": ctx.crossover_lines,
+    })
+}
+
 /// One line of the sweep in the crossover map: its sizes and one row per pair.
 #[derive(Debug, Serialize)]
 pub(crate) struct CrossoverLine {

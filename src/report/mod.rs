@@ -231,6 +231,11 @@ pub struct ReportOutput {
     pub skipped_figures: Vec<figures::Skipped>,
     /// Runs that did not pass (listed in the report).
     pub(crate) failures: usize,
+    /// What results.json carries of the report's judgement (`context::answers`): what each
+    /// default loses and where the winner changes; kept in the report's stamp so a report
+    /// proven current still has them.
+    #[serde(default)]
+    pub(crate) answers: serde_json::Value,
 }
 
 /// summarize → plot → report for one result set into `run_dir`.
@@ -311,6 +316,7 @@ pub(crate) fn render_from(
     )?;
     // The statistics are in the context now; the page needs only the context and the runs.
     drop(analysis);
+    let answers = context::answers(&ctx);
     // The page carries every figure inline, so it is rendered once they are drawn.
     stage_rendered(&mut staged, &html_file, |w| {
         html::render_report(results, &ctx, &drawn, (run_dir, files), w)
@@ -329,6 +335,7 @@ pub(crate) fn render_from(
         figures: drawn,
         skipped_figures: skipped,
         failures,
+        answers,
     })
 }
 

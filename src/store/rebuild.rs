@@ -159,16 +159,18 @@ pub(crate) enum Rewrite {
     Unchanged,
 }
 
-/// The results files, in the order they are written, and their writers.
-type FileWriter = fn(&ResultSet, &mut dyn std::io::Write) -> std::io::Result<()>;
+/// The results files, in the order they are written, and their writers (results.json with the
+/// report's answers when it has them).
+type FileWriter =
+    fn(&ResultSet, Option<&serde_json::Value>, &mut dyn std::io::Write) -> std::io::Result<()>;
 const RESULTS_FILES: [(&str, FileWriter); 3] = [
-    ("results.json", |set, w| {
-        results_json::write_document(set, w)
+    ("results.json", |set, answers, w| {
+        results_json::write_document(set, answers, w)
     }),
-    ("results.csv", |set, w| {
+    ("results.csv", |set, _, w| {
         results_csv::write_results_csv(set, w)
     }),
-    ("samples.csv", |set, w| {
+    ("samples.csv", |set, _, w| {
         results_csv::write_samples_csv(set, w)
     }),
 ];
@@ -182,25 +184,70 @@ pub(crate) fn write_results(dir: &Path, set: &ResultSet) -> Result<Rewrite> {
 }
 
 /// [`write_results`] of a set whose `store::set_digest` is `input` (worked out once by a caller
-/// that needs it too).
+/// that needs it too). Files that already carry the report's answers for this very set are
+/// current too: the answers are a function of the set and the report's options, and only the
+/// report step writes them (`write_results_answering`).
 pub(crate) fn write_results_of(dir: &Path, set: &ResultSet, input: &[u8; 32]) -> Result<Rewrite> {
+    write_results_with(dir, set, input, None)
+}
+
+/// [`write_results_of`] with the report's `answers` in results.json (`store::results_json`):
+/// rewritten unless the files already hold this set *and* these answers.
+pub(crate) fn write_results_answering(
+    dir: &Path,
+    set: &ResultSet,
+    input: &[u8; 32],
+    answers: &serde_json::Value,
+) -> Result<Rewrite> {
+    write_results_with(dir, set, input, Some(answers))
+}
+
+/// The stamp's record of the answers results.json carries: their digest.
+fn answers_mark(answers: Option<&serde_json::Value>) -> serde_json::Value {
+    answers.map_or(
+        serde_json::Value::Null,
+        |a| serde_json::json!({ "answers": hex::encode(set_digest::digest(a)) }),
+    )
+}
+
+fn write_results_with(
+    dir: &Path,
+    set: &ResultSet,
+    input: &[u8; 32],
+    answers: Option<&serde_json::Value>,
+) -> Result<Rewrite> {
     let names = RESULTS_FILES.map(|(name, _)| name);
-    if results_stamp::unchanged(dir, input, &names) {
-        // Proven current now: the stamp's time says so to resume's check (`results_check`),
-        // which trusts results files only when written — or proven — after the journal's last
-        // `finished` line. Synced first, as a write would be.
-        sync_filesystem(dir)?;
-        results_stamp::touch(dir);
-        return Ok(Rewrite::Unchanged);
+    let mark = answers_mark(answers);
+    let proof = results_stamp::proven_files(dir, results_stamp::FILE_NAME, input, Some(&names));
+    // Files of this very set that only lack (or carry other) answers: the CSVs, which hold no
+    // answers, are kept as they are and only results.json is written again.
+    let mut kept: Vec<FileSum> = Vec::new();
+    if let Some((extra, files)) = proof {
+        if answers.is_none() || extra == mark {
+            // Proven current now: the stamp's time says so to resume's check (`results_check`),
+            // which trusts results files only when written — or proven — after the journal's last
+            // `finished` line. Synced first, as a write would be.
+            sync_filesystem(dir)?;
+            results_stamp::touch(dir);
+            return Ok(Rewrite::Unchanged);
+        }
+        kept = files
+            .into_iter()
+            .filter(|f| f.name != "results.json")
+            .collect();
     }
     let mut staged = Staged::new();
     let mut sums = Vec::with_capacity(RESULTS_FILES.len());
     for (name, write) in RESULTS_FILES {
+        if let Some(k) = kept.iter().find(|k| k.name == name) {
+            sums.push(k.clone());
+            continue;
+        }
         let mut sum = None;
         staged.write(&dir.join(name), |w| {
             // Summed in 64 KiB pieces, not the writers' many small ones.
             let mut out = std::io::BufWriter::with_capacity(1 << 16, Summing::new(w));
-            write(set, &mut out)?;
+            write(set, answers, &mut out)?;
             let summing = out.into_inner().map_err(|e| e.into_error())?;
             sum = Some(summing.finish());
             Ok(())
@@ -210,7 +257,7 @@ pub(crate) fn write_results_of(dir: &Path, set: &ResultSet, input: &[u8; 32]) ->
             name: name.to_string(),
             bytes,
             sha256,
-            // Taken by `results_stamp::record` once the files are renamed into place.
+            // Taken by `results_stamp::record_as` once the files are renamed into place.
             stat: None,
         });
     }
@@ -220,7 +267,7 @@ pub(crate) fn write_results_of(dir: &Path, set: &ResultSet, input: &[u8; 32]) ->
     // unsynced, one `syncfs` here covers all of them at once).
     sync_filesystem(dir)?;
     staged.commit()?;
-    results_stamp::record(dir, input, sums)?;
+    results_stamp::record_as(dir, results_stamp::FILE_NAME, input, sums, mark)?;
     Ok(Rewrite::Written)
 }
 
@@ -251,6 +298,42 @@ mod tests {
                 (m.ino(), m.mtime(), m.mtime_nsec())
             })
             .collect()
+    }
+
+    #[test]
+    fn the_reports_answers_are_written_once_and_kept_by_plain_rewrites_of_the_same_set() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let set = ResultSet {
+            campaign: "c".into(),
+            runs: vec![result(RunStatus::Pass)],
+            ..ResultSet::default()
+        };
+        let input = set_digest::digest(&set);
+        let answers = json!({"regret": [], "crossovers": [{"line": "l"}], "crossover_map": []});
+        let read = || -> serde_json::Value {
+            serde_json::from_slice(&std::fs::read(dir.join("results.json")).unwrap()).unwrap()
+        };
+        assert_eq!(write_results(dir, &set).unwrap(), Rewrite::Written);
+        assert!(read().get("crossovers").is_none(), "none before the report");
+        let before = identity(dir);
+        let written = write_results_answering(dir, &set, &input, &answers).unwrap();
+        assert_eq!(written, Rewrite::Written);
+        // Only results.json was written again: the CSVs hold no answers.
+        let after = identity(dir);
+        assert_ne!(before[0], after[0]);
+        assert_eq!(before[1..], after[1..]);
+        assert_eq!(read()["crossovers"][0]["line"], "l");
+        assert_eq!(read()["regret"], json!([]));
+        let again = write_results_answering(dir, &set, &input, &answers).unwrap();
+        assert_eq!(again, Rewrite::Unchanged);
+        // The campaign's own rewrite of the same set keeps the answers.
+        assert_eq!(write_results(dir, &set).unwrap(), Rewrite::Unchanged);
+        assert_eq!(read()["crossovers"][0]["line"], "l");
+        let other = json!({"regret": [1], "crossovers": [], "crossover_map": []});
+        let changed = write_results_answering(dir, &set, &input, &other).unwrap();
+        assert_eq!(changed, Rewrite::Written);
+        assert_eq!(read()["regret"], json!([1]));
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! `results.json` in the seed's schema: `{campaign, timestamp, cases, runs, provenance}`, and
-//! campaign's own `stragglers` (`analysis::straggler`: which device or node arrives last).
+//! campaign's own `stragglers` (`analysis::straggler`: which device or node arrives last) and,
+//! once the report has judged them, its answers: `regret` (what each default loses),
+//! `crossovers` and `crossover_map` (where the winner of a pair changes with size).
 //!
 //! Owns the document around the rows (`store::row::Row` owns the rows and their statistics).
 //! Pure functions of a `ResultSet`; the file text is written to any `Write`, a row at a time.
@@ -7,8 +9,9 @@
 use std::collections::BTreeSet;
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::Value;
 #[cfg(test)]
-use serde_json::{json, Map, Value};
+use serde_json::{json, Map};
 
 use crate::analysis::straggler::attribute;
 use crate::model::case::Case;
@@ -38,12 +41,21 @@ pub(crate) fn cases(set: &ResultSet) -> Vec<(&str, &Case)> {
 /// Written straight from the runs, one row at a time, never as a `Value` tree of every row (a
 /// 20,000-run campaign's tree is ~70 MB beside the ~70 MB text); byte for byte the
 /// pretty-printed [`document`].
-pub(crate) fn write_document(set: &ResultSet, out: impl std::io::Write) -> std::io::Result<()> {
+///
+/// `answers` (an object of `regret`, `crossovers` and `crossover_map`, as the report judged them
+/// with the plan's bootstrap — `report::ReportOutput::answers`) is written after `stragglers`
+/// when given: the files rewritten while a campaign runs carry none (judging every row once a
+/// second would cost a report's bootstrap each time), the report step adds them.
+pub(crate) fn write_document(
+    set: &ResultSet,
+    answers: Option<&Value>,
+    out: impl std::io::Write,
+) -> std::io::Result<()> {
     let mut ser = serde_json::Serializer::with_formatter(
         out,
         serde_json::ser::PrettyFormatter::with_indent(b"  "),
     );
-    Document(set).serialize(&mut ser)?;
+    Document(set, answers).serialize(&mut ser)?;
     ser.into_inner().write_all(b"\n")
 }
 
@@ -52,12 +64,15 @@ pub(crate) fn write_document(set: &ResultSet, out: impl std::io::Write) -> std::
 pub(crate) fn document_text(set: &ResultSet) -> String {
     let mut out = Vec::new();
     // Writing plain data into memory cannot fail.
-    let _ = write_document(set, &mut out);
+    let _ = write_document(set, None, &mut out);
     String::from_utf8(out).unwrap_or_default()
 }
 
-/// [`document`] as a `Serialize` that writes its rows as it goes.
-struct Document<'a>(&'a ResultSet);
+/// [`document`] as a `Serialize` that writes its rows as it goes, with the report's answers.
+struct Document<'a>(&'a ResultSet, Option<&'a Value>);
+
+/// The keys of the report's answers, in the order results.json gives them.
+pub(crate) const ANSWER_KEYS: [&str; 3] = ["regret", "crossovers", "crossover_map"];
 
 /// A list serialized item by item from an iterator made on demand.
 struct Each<F>(F);
@@ -88,6 +103,11 @@ impl Serialize for Document<'_> {
         m.serialize_entry("stragglers", &attribute(set))?;
         if !set.quarantined.is_empty() {
             m.serialize_entry("quarantined", &set.quarantined)?;
+        }
+        if let Some(answers) = self.1 {
+            for key in ANSWER_KEYS {
+                m.serialize_entry(key, answers.get(key).unwrap_or(&Value::Null))?;
+            }
         }
         m.end()
     }

@@ -90,13 +90,7 @@ fn writer() -> &'static str {
     })
 }
 
-/// Do `dir`'s results files, as named in its stamp, hold exactly what this build writes for a
-/// set of digest `input`? False whenever anything cannot be read or does not match.
-pub(crate) fn unchanged(dir: &Path, input: &[u8; 32], names: &[&str]) -> bool {
-    prove(dir, FILE_NAME, input, Some(names)).is_some()
-}
-
-/// Mark `dir`'s results stamp as proven now (its modification time), after [`unchanged`]
+/// Mark `dir`'s results stamp as proven now (its modification time), after [`proven`]
 /// proved it. Best effort: a stamp left with its old time only makes the next resume take its
 /// full path.
 ///
@@ -129,16 +123,28 @@ pub(crate) fn proven(
     input: &[u8; 32],
     names: Option<&[&str]>,
 ) -> Option<serde_json::Value> {
+    proven_files(dir, stamp, input, names).map(|(extra, _)| extra)
+}
+
+/// [`proven`], with the files as the stamp records them (a writer that rewrites only some of
+/// them keeps the others' records).
+pub(crate) fn proven_files(
+    dir: &Path,
+    stamp: &str,
+    input: &[u8; 32],
+    names: Option<&[&str]>,
+) -> Option<(serde_json::Value, Vec<FileSum>)> {
     let proof = prove(dir, stamp, input, names)?;
     if proof.racy {
         stamp_stat::mark_now(&dir.join(stamp));
     }
-    Some(proof.extra)
+    Some((proof.extra, proof.files))
 }
 
 /// What a stamp that holds says.
 struct Proof {
     extra: serde_json::Value,
+    files: Vec<FileSum>,
     /// Some file was hashed only because its ctime was not earlier than the stamp.
     racy: bool,
 }
@@ -168,6 +174,7 @@ fn prove(dir: &Path, stamp: &str, input: &[u8; 32], names: Option<&[&str]>) -> O
     }
     Some(Proof {
         extra: stamp.extra,
+        files: stamp.files,
         racy,
     })
 }
@@ -235,12 +242,6 @@ fn on_disk(dir: &Path, want: &FileSum, stamp_mtime_ns: i64) -> Check {
     } else {
         Check::Differs
     }
-}
-
-/// Record that `dir`'s results files (`files`, as written) are this build's text of the set of
-/// digest `input`. Written atomically, after the files.
-pub(crate) fn record(dir: &Path, input: &[u8; 32], files: Vec<FileSum>) -> Result<()> {
-    record_as(dir, FILE_NAME, input, files, serde_json::Value::Null)
 }
 
 /// Record the stamp `stamp` (relative to `dir`) of `files` written for input `input`, carrying
@@ -312,6 +313,11 @@ impl<W: Write> Write for Summing<W> {
 mod tests {
     use super::*;
 
+    /// Do `dir`'s results files hold what this build writes for a set of digest `input`?
+    fn unchanged(dir: &Path, input: &[u8; 32], names: &[&str]) -> bool {
+        proven(dir, FILE_NAME, input, Some(names)).is_some()
+    }
+
     const NAMES: &[&str] = &["a.csv", "b.json"];
 
     /// Two files written and stamped for the input `[7; 32]`.
@@ -330,7 +336,7 @@ mod tests {
                 stat: None,
             });
         }
-        record(dir, &input, sums).unwrap();
+        record_as(dir, FILE_NAME, &input, sums, serde_json::Value::Null).unwrap();
         input
     }
 

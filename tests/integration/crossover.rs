@@ -138,6 +138,10 @@ fn adaptive_sizes_narrow_the_bracket_where_the_winner_changes() {
         assert!(1024 < count && count < 4096, "{point}");
     }
     let results = json(&dir.join("results.json"));
+    // results.json carries the report's answers, exactly as the report judged them.
+    assert_eq!(results["crossovers"], ctx["crossovers"]);
+    assert_eq!(results["crossover_map"], ctx["crossover_lines"]);
+    assert_eq!(results["regret"], ctx["regret"]);
     let ran = (results["runs"].as_array().unwrap().iter())
         .filter(|r| r["status"] == "pass")
         .count();
