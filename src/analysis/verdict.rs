@@ -307,6 +307,9 @@ pub(crate) struct Evidence {
     /// How much more of its time each side could have lost to CPU contention than the other
     /// ([`Contention`]): what a verdict must clear besides the noise band.
     contention: Contention,
+    /// This row's own margins (a calibration's band for its size class,
+    /// `analysis::calibration`), in place of the ones every row is judged with.
+    margins: Option<Margins>,
 }
 
 /// What CPU contention could do to a row's ratio. A run that had no CPU for a share `c` of its
@@ -392,7 +395,15 @@ impl Evidence {
             rounds,
             caveat: None,
             contention: Contention::default(),
+            margins: None,
         }
+    }
+
+    /// Judge this row with its own margins (`analysis::calibration`: the band measured for
+    /// its size class on this machine).
+    pub(crate) fn margins(mut self, margins: Margins) -> Evidence {
+        self.margins = Some(margins);
+        self
     }
 
     /// Interleaved repeats — the report's paired comparisons, where both stacks ran repeat k
@@ -524,10 +535,10 @@ pub(crate) fn judge_all(rows: &[Evidence], m: usize, threshold: f64) -> (f64, Ve
 /// interval; `margins` are the noise band and the equivalence margin. Returns that level and a
 /// verdict per row, in order.
 pub(crate) fn judge_all_with(rows: &[Evidence], m: usize, margins: Margins) -> (f64, Vec<Judged>) {
-    let threshold = margins.band;
+    let margins_of = |e: &Evidence| e.margins.unwrap_or(margins);
     let ps: Vec<f64> = rows
         .iter()
-        .filter_map(|e| e.stats.map(|s| s.p_beyond(threshold)))
+        .filter_map(|e| e.stats.map(|s| s.p_beyond(margins_of(e).band)))
         .collect();
     let level = verdict_level(&ps, m.max(rows.len()));
     let judged = rows
@@ -544,6 +555,8 @@ pub(crate) fn judge_all_with(rows: &[Evidence], m: usize, margins: Margins) -> (
             };
             // The machine's part comes first: a contended or oversubscribed row is not judged,
             // whatever its interval says (only "no change" stands: the runs agreed anyway).
+            let margins = margins_of(e);
+            let threshold = margins.band;
             let (v, why) = match judge(&e.a, &e.b, e.pairs.as_deref(), wide, margins) {
                 (Change::NoChange, why) => (Change::NoChange, why),
                 _ if e.caveat.is_some() => (Change::NotJudged, e.caveat.clone()),

@@ -38,6 +38,13 @@ pub(crate) enum Command {
     /// one-sided test), "undecided" (with the smallest change it could have detected) or "not
     /// judged", with the reason. Exit 1 when any row is slower.
     Compare(CompareArgs),
+    /// Measure this machine's noise: each stack of a plan judged against itself (its odd
+    /// repeats against its even ones, interleaved), per size class, kept in the history store.
+    ///
+    /// `report`, `compare` and `history regressions` then use the newest calibration of the
+    /// machine their runs ran on — its noise band per size class in place of the constant ±5 %
+    /// — and say which calibration (or none) they used.
+    Calibrate(CalibrateArgs),
     /// Which stacks can run here, their roots, devices and environment.
     Doctor(DoctorArgs),
     /// Built-in benchmarks (the `host` stack).
@@ -147,6 +154,21 @@ fn parse_budget(text: &str) -> std::result::Result<std::time::Duration, String> 
 }
 
 #[derive(Debug, Args)]
+pub(crate) struct CalibrateArgs {
+    /// The plan whose stacks and sizes to calibrate (TOML).
+    pub(crate) plan: PathBuf,
+    /// Repeats per (case, stack), half on each side (at least 6: three a side).
+    #[arg(long, value_name = "N", default_value_t = 10,
+          value_parser = clap::value_parser!(u32).range(6..=1000))]
+    pub(crate) repeats: u32,
+    /// Only these stacks (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) stacks: Vec<String>,
+    #[command(flatten)]
+    pub(crate) exec: ExecOptions,
+}
+
+#[derive(Debug, Args)]
 pub(crate) struct ResumeArgs {
     /// A run dir, or a plan (its newest run dir).
     pub(crate) target: PathBuf,
@@ -236,9 +258,10 @@ pub(crate) struct CompareArgs {
     pub(crate) run_a: PathBuf,
     /// The run dir compared against the baseline ("after").
     pub(crate) run_b: PathBuf,
-    /// Noise band: a faster/slower change must clear it (e.g. `5%`).
-    #[arg(long, default_value = "5%")]
-    pub(crate) threshold: String,
+    /// Noise band: a faster/slower change must clear it (e.g. `5%`). Default: the band of
+    /// this machine's calibration for each row's size class (see the calibrate command), else 5 %.
+    #[arg(long)]
+    pub(crate) threshold: Option<String>,
     /// Equivalence margin ±δ: a row whose verdict interval lies inside it is "equivalent" (a
     /// two one-sided test; default: the noise band).
     #[arg(long, value_name = "PCT")]

@@ -16,7 +16,8 @@ use crate::model::results::ResultSet;
 use crate::store::history_db::{self, History};
 
 pub(crate) fn run(args: &CompareArgs) -> Result<i32> {
-    let threshold = parse_threshold(&args.threshold).map_err(Error::Usage)?;
+    let threshold =
+        parse_threshold(args.threshold.as_deref().unwrap_or(DEFAULT_BAND)).map_err(Error::Usage)?;
     let a = crate::store::load::load_any_run_dir(&args.run_a)?;
     let b = crate::store::load::load_any_run_dir(&args.run_b)?;
     let max_contention = parse_max_contention(&args.max_contention).map_err(Error::Usage)?;
@@ -26,12 +27,19 @@ pub(crate) fn run(args: &CompareArgs) -> Result<i32> {
             parse_threshold(e).map_err(|m| Error::Usage(m.replace("--threshold", "--equivalence")))
         })
         .transpose()?;
+    // A band given on the command line is the band; else this machine's calibration's, when
+    // the history store holds one for the machine A ran on.
+    let calibration = match &args.threshold {
+        Some(_) => None,
+        None => calibration_for(store.as_deref(), &a),
+    };
     let judging = Judging {
         threshold,
         equivalence,
         max_contention,
         spreads,
         history: store.map(|p| p.display().to_string()),
+        calibration,
     };
     let c = compare_with(&a, &b, &crate::report::bootstrap_for(&a), judging);
     let text = match args.format {
@@ -72,6 +80,26 @@ pub(crate) fn run(args: &CompareArgs) -> Result<i32> {
         Ok(exit::NOTHING_JUDGED)
     } else {
         Ok(exit::OK)
+    }
+}
+
+/// The noise band when neither `--threshold` nor a calibration gives one.
+const DEFAULT_BAND: &str = "5%";
+
+/// The newest calibration, in the history store `store`, of the machine `set` ran on (none
+/// when there is no store or no calibration of it; a store that cannot be read is said).
+pub(crate) fn calibration_for(
+    store: Option<&Path>,
+    set: &ResultSet,
+) -> Option<crate::analysis::calibration::Calibration> {
+    let store = store.filter(|s| s.is_file())?;
+    let machine = crate::analysis::calibration::machine_of(&set.provenance);
+    match History::open_existing(store).and_then(|h| h.calibration_of(&machine)) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("warning: calibration not read: {e}");
+            None
+        }
     }
 }
 

@@ -6,6 +6,7 @@ use crate::error::Result;
 
 pub(crate) mod args;
 pub(crate) mod bench;
+pub(crate) mod calibrate;
 pub(crate) mod cases;
 pub(crate) mod compare;
 pub(crate) mod docs;
@@ -74,6 +75,7 @@ pub(crate) fn dispatch(command: Command) -> Result<i32> {
         Command::Status(a) => status::run(&a),
         Command::Report(a) => report::run(&a),
         Command::Compare(a) => compare::run(&a),
+        Command::Calibrate(a) => calibrate::run(&a),
         Command::Doctor(a) => doctor::run(&a),
         Command::Bench(b) => match b.command {
             BenchCommand::Allreduce(a) => bench::allreduce(&a),

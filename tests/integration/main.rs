@@ -3,6 +3,7 @@
 mod architecture;
 mod bench;
 mod browser;
+mod calibrate;
 mod collectives;
 mod containment;
 mod crossover;

@@ -125,6 +125,8 @@ pub struct Comparison {
     /// Rows whose evidence was weighed (faster, slower, equivalent, undecided) out of
     /// `rows`: a comparison that judged none checked nothing (`exit::NOTHING_JUDGED`).
     pub(crate) judged: usize,
+    /// Which calibration set the rows' noise bands, or why none did.
+    pub(crate) calibration: String,
 }
 
 /// Each (case id, stack)'s campaign-to-campaign spread, from earlier campaigns.
@@ -267,6 +269,9 @@ pub struct Judging {
     pub spreads: Spreads,
     /// Where the spreads were read (named in the output).
     pub history: Option<String>,
+    /// This machine's calibration (`analysis::calibration`): each row's noise band is its size
+    /// class's instead of `threshold` (the equivalence margin too, unless given).
+    pub(crate) calibration: Option<crate::analysis::calibration::Calibration>,
 }
 
 impl Judging {
@@ -278,6 +283,7 @@ impl Judging {
             max_contention: verdict::DEFAULT_VERDICT_MAX_CONTENTION,
             spreads: Spreads::new(),
             history: None,
+            calibration: None,
         }
     }
 }
@@ -301,6 +307,7 @@ pub fn compare_with(
         max_contention,
         spreads,
         history,
+        calibration,
     } = judging;
     let (ga, gb) = (groups(a), groups(b));
     // Pair the sides first: how many rows carry an interval sets the verdict level.
@@ -352,7 +359,12 @@ pub fn compare_with(
                         shift(ratio_interval_at(&db, &da, verdict::family_level(m)))
                     })
                     .caveat(caveat)
-                    .contention(sa.conditions, sb.conditions),
+                    .contention(sa.conditions, sb.conditions)
+                    .margins(row_margins(
+                        calibration.as_ref(),
+                        ga.get(key).map_or(&[][..], Vec::as_slice),
+                        (threshold, equivalence),
+                    )),
                 );
                 // An interval that spans more than ×10 either way says nothing: not printed.
                 let ci = Some(shift(ratio_interval(&db, &da))).filter(|i| verdict::meaningful(*i));
@@ -395,6 +407,34 @@ pub fn compare_with(
         judged: Comparison::weighed(&rows),
         rows,
         history,
+        calibration: calibration_label(calibration.as_ref(), threshold),
+    }
+}
+
+/// Which calibration set the bands, or the one band every row had.
+fn calibration_label(c: Option<&crate::analysis::calibration::Calibration>, band: f64) -> String {
+    c.map_or_else(
+        || {
+            let band = format!("{:.1}", band * 100.0);
+            crate::analysis::calibration::NONE_LABEL.replace("5.0", &band)
+        },
+        |c| c.label(),
+    )
+}
+
+/// A row's margins: its size class's band from the calibration when there is one (the
+/// equivalence margin with it, unless given), else the band every row has.
+fn row_margins(
+    calibration: Option<&crate::analysis::calibration::Calibration>,
+    runs: &[&RunResult],
+    (threshold, equivalence): (f64, Option<f64>),
+) -> verdict::Margins {
+    let band = (calibration.zip(runs.first()))
+        .and_then(|(c, r)| c.band_for(r.case.bytes_per_rank_per_round()))
+        .unwrap_or(threshold);
+    verdict::Margins {
+        band,
+        equivalence: equivalence.unwrap_or(band),
     }
 }
 
@@ -521,6 +561,7 @@ pub fn to_markdown(c: &Comparison, name_a: &str, name_b: &str) -> String {
         ));
     }
     out.push_str(&history_note(c));
+    out.push_str(&format!("\nNoise band: {}.\n", c.calibration));
     for (label, list) in [("only in A", &c.only_a), ("only in B", &c.only_b)] {
         if !list.is_empty() {
             out.push_str(&format!("\n{} ({}):\n", label, list.len()));

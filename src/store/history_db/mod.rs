@@ -16,6 +16,7 @@ use rusqlite::Connection;
 use crate::error::{Error, Result};
 use crate::store::layout::DEFAULT_RESULTS_DIR;
 
+pub(crate) mod calibrations;
 pub(crate) mod ingest;
 pub(crate) mod query;
 mod schema;

@@ -81,6 +81,19 @@ CREATE TABLE samples (
 ALTER TABLE runs ADD COLUMN cpu_contention REAL;
 ALTER TABLE runs ADD COLUMN oversubscribed INTEGER NOT NULL DEFAULT 0;
 "#,
+    // 3: calibrations (`campaign calibrate`): a machine's measured noise per size class, the
+    // newest of a machine used by report, compare and history regressions.
+    r#"
+CREATE TABLE calibrations (
+    id       INTEGER PRIMARY KEY,
+    machine  TEXT NOT NULL,
+    created  TEXT NOT NULL,
+    plan     TEXT NOT NULL,
+    run_dir  TEXT NOT NULL,
+    body     TEXT NOT NULL
+);
+CREATE INDEX calibrations_by_machine ON calibrations (machine, created);
+"#,
 ];
 
 /// The version a store has once every migration is applied.
