@@ -41,7 +41,7 @@ pub(crate) const MIN_REPEATS: u32 = 6;
 
 /// The noise of one size class.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct ClassNoise {
+pub struct ClassNoise {
     /// "≤ 4 KiB", "4 KiB – 64 KiB", …, "> 256 MiB".
     pub(crate) class: String,
     pub(crate) lo_bytes: u64,
@@ -59,7 +59,7 @@ pub(crate) struct ClassNoise {
 
 /// A machine's calibration, as stored in the history store.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Calibration {
+pub struct Calibration {
     /// [`machine_of`] the provenance of the runs it measured.
     pub(crate) machine: String,
     /// The host and CPU it names, for people.
@@ -109,11 +109,11 @@ impl Calibration {
 pub(crate) const NONE_LABEL: &str =
     "no calibration of this machine (the constant ±5.0 % band; `campaign calibrate PLAN` measures this machine's)";
 
-/// The key a calibration is stored under: the host and its CPU (a digest), the machine whose
-/// noise it measured.
+/// The key a calibration is stored under: the machine whose noise it measured, as the history
+/// store names machines (`model::digest::host_fingerprint`: the host and its CPU), so a
+/// history series finds its machine's calibration by its own key.
 pub(crate) fn machine_of(p: &Provenance) -> String {
-    let facts = format!("host={}\ncpu={}\n", p.host, p.cpu);
-    crate::model::digest::sha256_hex(facts.as_bytes(), 8)
+    crate::model::digest::host_fingerprint(&p.host, &p.cpu)
 }
 
 /// "host n1 (Intel Xeon …)".
@@ -215,7 +215,7 @@ fn aa_row(set: &ResultSet, runs: &[&RunResult]) -> Option<AaRow> {
         .contention(ca, cb)
         .paired(&keys, &keys);
     Some(AaRow {
-        class: class_of(a[0].case.bytes_per_rank_per_round()),
+        class: class_of(a[0].case.n_bytes()),
         evidence,
         change: change.abs(),
     })

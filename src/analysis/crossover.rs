@@ -31,6 +31,13 @@ pub(crate) struct Duel {
     pending: Option<Evidence>,
 }
 
+impl Duel {
+    /// Judge this row with its own margins (`analysis::calibration`: its size class's band).
+    pub(crate) fn calibrate(&mut self, margins: crate::analysis::verdict::Margins) {
+        self.pending = self.pending.take().map(|e| e.margins(margins));
+    }
+}
+
 /// What one size says of a pair.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]

@@ -8,7 +8,7 @@
 //! I/O.
 
 pub(crate) mod between;
-pub(crate) mod calibration;
+pub mod calibration;
 pub(crate) mod changepoint;
 pub mod compare;
 pub(crate) mod crossover;

@@ -55,6 +55,11 @@ pub(crate) fn judge_pairs(paired: &mut [Paired], judged: usize, margins: verdict
 }
 
 impl Paired {
+    /// Judge this row with its own margins (`analysis::calibration`: its size class's band).
+    pub(crate) fn calibrate(&mut self, margins: crate::analysis::verdict::Margins) {
+        self.pending = self.pending.take().map(|e| e.margins(margins));
+    }
+
     /// The baseline as the pair compares with it: `mpi`, or `mpi default` when the baseline ran
     /// another variant than the stack (variants belong to stacks).
     pub(crate) fn baseline_name(&self) -> String {

@@ -40,6 +40,11 @@ pub(crate) struct Regret {
 }
 
 impl Regret {
+    /// Judge this row with its own margins (`analysis::calibration`: its size class's band).
+    pub(crate) fn calibrate(&mut self, margins: crate::analysis::verdict::Margins) {
+        self.pending = self.pending.take().map(|e| e.margins(margins));
+    }
+
     /// "default ring loses 34 % to twophase", "the default is 1.12× faster than ring", "default
     /// mesh is equivalent to ring (within ±5.0 %)", "undecided: … against ring (…)", "not
     /// judged: …".

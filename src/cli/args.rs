@@ -439,9 +439,11 @@ pub(crate) struct HistoryRegressionsArgs {
     /// Only steps at or after this date (YYYY-MM-DD or RFC 3339) or run dir (path or name).
     #[arg(long, value_name = "DATE|RUN")]
     pub(crate) since: Option<String>,
-    /// Between-run noise floor added to every point's uncertainty (e.g. `5%`).
-    #[arg(long, default_value = "5%")]
-    pub(crate) noise: String,
+    /// Between-run noise floor added to every point's uncertainty (e.g. `5%`). Default: the
+    /// band of the series' machine's calibration for its size class (see the calibrate
+    /// command), else 5 %.
+    #[arg(long)]
+    pub(crate) noise: Option<String>,
     /// Penalty per change point (default: max(2 ln n, 9)).
     #[arg(long)]
     pub(crate) penalty: Option<f64>,

@@ -277,8 +277,9 @@ fn since_time(since: &str, h: &History) -> Result<String> {
 }
 
 fn regressions(args: &HistoryRegressionsArgs) -> Result<i32> {
+    let given = args.noise.as_deref().map(parse_noise).transpose()?;
     let params = Params {
-        noise: parse_noise(&args.noise)?,
+        noise: given.unwrap_or(changepoint::DEFAULT_NOISE),
         penalty: args.penalty,
         max_contention: crate::analysis::compare::parse_max_contention(&args.max_contention)
             .map_err(Error::Usage)?,
@@ -301,9 +302,14 @@ fn regressions(args: &HistoryRegressionsArgs) -> Result<i32> {
         args.series.stack.as_deref(),
     )?;
     let series = h.series(&filter)?;
+    let (floors, calibration) = noise_floors(&h, &series, given);
+    let params_of = |i: usize| Params {
+        noise: floors[i],
+        ..params
+    };
     let mut findings = Vec::new();
-    for s in &series {
-        for step in changepoint::series_steps(s, &params) {
+    for (i, s) in series.iter().enumerate() {
+        for step in changepoint::series_steps(s, &params_of(i)) {
             let at = &s.points[step.at];
             if since.as_deref().is_some_and(|t| at.date.as_str() < t) {
                 continue;
@@ -333,8 +339,8 @@ fn regressions(args: &HistoryRegressionsArgs) -> Result<i32> {
     // How many series could be judged at all: never a pass over nothing checked.
     let judged = Judged {
         series: series.len(),
-        judged: (series.iter())
-            .filter(|s| changepoint::judgeable(s, &params))
+        judged: (series.iter().enumerate())
+            .filter(|(i, s)| changepoint::judgeable(s, &params_of(*i)))
             .count(),
     };
     match args.format {
@@ -342,12 +348,17 @@ fn regressions(args: &HistoryRegressionsArgs) -> Result<i32> {
             "series": series.len(),
             "judged": judged.judged,
             "noise": params.noise,
+            "calibration": calibration,
             "findings": findings,
             "regressions": regressed,
         }))?,
-        RegressionsFormat::Table => emit(&findings_text(&findings, judged))?,
+        RegressionsFormat::Table => {
+            emit(&(findings_text(&findings, judged) + &calibration_note(&calibration)))?
+        }
         RegressionsFormat::Junit => emit(&findings_junit(&series, &findings, &params))?,
-        RegressionsFormat::Summary => emit(&findings_summary(&findings, judged))?,
+        RegressionsFormat::Summary => {
+            emit(&(findings_summary(&findings, judged) + &calibration_note(&calibration)))?
+        }
     }
     if regressed > 0 {
         eprintln!(
@@ -364,6 +375,46 @@ fn regressions(args: &HistoryRegressionsArgs) -> Result<i32> {
         Ok(exit::NOTHING_JUDGED)
     } else {
         Ok(exit::OK)
+    }
+}
+
+/// Each series' noise floor and what set them: `--noise` for every series when given; else the
+/// newest calibration of the series' machine (`campaign calibrate`), its size class's band;
+/// else the constant 5 %. The labels of the calibrations used (none: the words for none).
+fn noise_floors(
+    h: &History,
+    series: &[crate::model::series::Series],
+    given: Option<f64>,
+) -> (Vec<f64>, Vec<String>) {
+    use crate::analysis::calibration::{Calibration, NONE_LABEL};
+    if let Some(noise) = given {
+        return (vec![noise; series.len()], Vec::new());
+    }
+    let mut cals: std::collections::BTreeMap<&str, Option<Calibration>> = Default::default();
+    let mut floors = Vec::with_capacity(series.len());
+    let mut used = std::collections::BTreeSet::new();
+    for s in series {
+        let fp = s.key.host_fingerprint.as_str();
+        let cal = cals
+            .entry(fp)
+            .or_insert_with(|| h.calibration_of(fp).ok().flatten());
+        let band = cal.as_ref().and_then(|c| c.band_for(s.bytes));
+        // A series of a machine without a calibration says so too.
+        used.insert(match (cal.as_ref(), band) {
+            (Some(c), Some(_)) => c.label(),
+            _ => NONE_LABEL.to_string(),
+        });
+        floors.push(band.unwrap_or(changepoint::DEFAULT_NOISE));
+    }
+    (floors, used.into_iter().collect())
+}
+
+/// "Noise floor: …" under the table: which calibrations set the series' floors.
+fn calibration_note(labels: &[String]) -> String {
+    match labels {
+        [] => String::new(),
+        [one] => format!("\nNoise floor: {one}.\n"),
+        many => format!("\nNoise floors: {}.\n", many.join("; ")),
     }
 }
 

@@ -64,6 +64,11 @@ pub(crate) fn run(args: &ReportArgs) -> Result<i32> {
         opts.template = Some(t.clone());
     }
     opts.history = history;
+    // The newest calibration of the machine the runs ran on, from the run dir's results dir.
+    opts.calibration = crate::store::history_db::results_dir_of(&args.run_dir, &results.campaign)
+        .and_then(|dir| {
+            crate::engine::report_step::calibration_in(Some(&dir), &results.provenance)
+        });
     // The report is rendered first (unless its stamp proves it current), then the results
     // files are written with its answers — what each default loses, where the winner changes —
     // unless they already hold exactly these results and answers (`store::results_stamp`).

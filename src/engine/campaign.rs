@@ -49,7 +49,7 @@ pub(crate) fn build(
     let limits = limits(&prep, opts);
     let provenance = provenance(&prep);
     let (cancel_tx, cancel) = watch::channel(false);
-    let mut decider = decider(&prep, &provenance);
+    let mut decider = decider(&prep, &provenance, opts.results_dir.as_deref());
     decider.replay(std::mem::take(&mut state.decisions));
     // Shared, not copied: a huge plan's cases are held once.
     let cases = Arc::new(std::mem::take(&mut prep.cases));
@@ -95,7 +95,11 @@ const DECISION_RESAMPLES: u32 = 100;
 
 /// What decides the campaign's optional repeats and keeps its budget: the report's own
 /// baseline, margins and families (the whole campaign's rows, each counted once per look).
-fn decider(prep: &Prepared, provenance: &Provenance) -> crate::engine::decide::Decider {
+fn decider(
+    prep: &Prepared,
+    provenance: &Provenance,
+    results_dir: Option<&std::path::Path>,
+) -> crate::engine::decide::Decider {
     use crate::engine::decide::{Decider, Rule};
     let run_cfg = &prep.plan.run;
     let looks = crate::analysis::sequential::looks(run_cfg.repeats, run_cfg.repeats_max);
@@ -116,11 +120,18 @@ fn decider(prep: &Prepared, provenance: &Provenance) -> crate::engine::decide::D
             (prep.runs.iter()).map(|r| (r.case_index, prep.stacks[r.stack].name.as_str())),
             baseline.as_deref(),
         )),
+        calibration: None,
     };
+    let deciding = looks.len() > 1 || !prep.adaptive.is_empty();
     let rule = Rule {
         looks,
         baseline,
         judging,
+        // Decided as the report will judge: with the machine's calibration when there is one
+        // (only when something is decided: the store is not opened for a fixed count).
+        calibration: deciding
+            .then(|| crate::engine::report_step::calibration_in(results_dir, provenance))
+            .flatten(),
         // Verdicts rest on the repeats' statistics, not on the bootstrap (only the intervals
         // shown beside them do): a decision draws a tenth of the report's resamples.
         bootstrap: crate::analysis::stats::Bootstrap {

@@ -31,7 +31,9 @@ pub(crate) struct Rule {
     pub(crate) looks: Vec<u32>,
     /// The stack others are paired with (`[report] baseline`, else the first stack run).
     pub(crate) baseline: Option<String>,
-    pub(crate) judging: Judging,
+    pub(crate) judging: Judging<'static>,
+    /// This machine's calibration (`campaign calibrate`), as the report will judge with it.
+    pub(crate) calibration: Option<crate::analysis::calibration::Calibration>,
     pub(crate) bootstrap: Bootstrap,
     /// What the report's result set would carry: provenance (each stack's default variant)
     /// and the stacks' metrics.
@@ -315,7 +317,10 @@ impl Decider {
             &set,
             self.rule.baseline.as_deref(),
             self.rule.bootstrap,
-            self.rule.judging,
+            Judging {
+                calibration: self.rule.calibration.as_ref(),
+                ..self.rule.judging
+            },
             &crate::analysis::stats::memo::Memo::default(),
         )
     }

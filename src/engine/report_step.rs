@@ -43,6 +43,8 @@ pub(crate) fn report_step(
         warn_disagreements(&found, path);
         let mut opts = crate::report::ReportOptions::from_config(&report_cfg, &set);
         opts.history = history;
+        opts.calibration = results_dir_for(path, &set, results_dir.as_deref())
+            .and_then(|dir| calibration_in(Some(&dir), &set.provenance));
         if let Some(t) = &template {
             opts.template = Some(t.clone());
         }
@@ -160,6 +162,28 @@ fn record_in(run_dir: &Path, on_disk: &ResultSet, results_dir: &Path) -> Option<
         Ok(section) => Some(section).filter(|s| !s.rows.is_empty()),
         Err(e) => {
             eprintln!("warning: history not recorded in {}: {e}", path.display());
+            None
+        }
+    }
+}
+
+/// The newest calibration (`campaign calibrate`) of the machine `provenance` names, from the
+/// history store of `results_dir` (`--results-dir`, else the default results dir's). None when
+/// there is no store or no calibration of the machine; a store that cannot be read is said and
+/// is no calibration (calibrations refine verdicts, they never stop a campaign or a report).
+pub(crate) fn calibration_in(
+    results_dir: Option<&Path>,
+    provenance: &crate::model::results::Provenance,
+) -> Option<crate::analysis::calibration::Calibration> {
+    let path = store::store_path(results_dir);
+    if !path.is_file() {
+        return None;
+    }
+    let machine = crate::analysis::calibration::machine_of(provenance);
+    match History::open(&path).and_then(|h| h.calibration_of(&machine)) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("warning: calibration not read from {}: {e}", path.display());
             None
         }
     }

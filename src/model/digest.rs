@@ -17,6 +17,16 @@ pub(crate) fn sha256_hex(data: &[u8], bytes: usize) -> String {
     hex_prefix(&Sha256::digest(data), bytes)
 }
 
+/// Short, stable identity of the machine: host name and CPU model (the history's series and
+/// calibrations are kept per machine). Old harness dirs recorded neither and share the
+/// fingerprint `unknown`.
+pub fn host_fingerprint(host: &str, cpu: &str) -> String {
+    if host.is_empty() && cpu.is_empty() {
+        return "unknown".to_string();
+    }
+    sha256_hex(format!("{host}\n{cpu}").as_bytes(), 6)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -73,6 +73,9 @@ pub struct Series {
     pub op: String,
     /// The host name behind the fingerprint (empty when unknown, e.g. old harness dirs).
     pub host: String,
+    /// The message size of the stored case (count × element size; 0 when it does not say):
+    /// which calibration class the series' noise floor is (`analysis::calibration`).
+    pub bytes: u64,
     pub points: Vec<Point>,
 }
 

@@ -43,6 +43,13 @@ pub(crate) struct Context {
     pub(crate) paired_total: usize,
     /// The paired verdicts' noise band in percent, and the repeats a verdict needs per stack.
     pub(crate) noise_band_pct: f64,
+    /// Which calibration set each verdict's noise band (per size class), or that none did and
+    /// the constant band above is used (`analysis::calibration`).
+    pub(crate) calibration: String,
+    /// A calibration set the bands (the constant band above is then not what rows used).
+    pub(crate) calibrated: bool,
+    /// The equivalence margin is each size class's band (calibrated, none set by the plan).
+    pub(crate) equivalence_calibrated: bool,
     /// The paired verdicts' equivalence margin ±δ, in percent (`[report] equivalence`).
     pub(crate) equivalence_pct: f64,
     pub(crate) min_repeats: usize,
@@ -688,6 +695,9 @@ pub(crate) fn build(results: &ResultSet, a: &Analysis, title: Option<&str>) -> C
         paired_weighed: weighed(a.paired.iter().map(|p| p.verdict)),
         paired_total: a.paired.len(),
         noise_band_pct: a.noise_band * 100.0,
+        calibration: a.calibration.clone(),
+        calibrated: a.calibrated,
+        equivalence_calibrated: a.calibrated && !a.equivalence_set,
         equivalence_pct: a.equivalence * 100.0,
         min_repeats: crate::analysis::verdict::MIN_REPEATS,
         headline_statistic: crate::analysis::stats::hierarchical::NAME.to_string(),

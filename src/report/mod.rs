@@ -57,6 +57,9 @@ pub struct ReportOptions {
     pub looks: Vec<u32>,
     /// `[adapt] crossover`: its resolution and the plan's own sizes (`ReportConfig::adapt`).
     pub adapt: Option<(f64, Vec<u64>)>,
+    /// The newest calibration of the machine the runs ran on (`analysis::calibration`), from
+    /// the history store: each verdict's noise band is its size class's.
+    pub calibration: Option<crate::analysis::calibration::Calibration>,
 }
 
 impl ReportOptions {
@@ -68,6 +71,7 @@ impl ReportOptions {
             template: cfg.template.clone(),
             figures: cfg.figures.clone(),
             title: cfg.title.clone(),
+            calibration: None,
             bootstrap: bootstrap_for(results),
             history: None,
             compare_metric: cfg.compare_metric,
@@ -128,6 +132,7 @@ fn read_memo(path: &Path) -> Memo {
 #[derive(Debug, serde::Serialize)]
 pub(crate) struct Inputs {
     baseline: Option<String>,
+    calibration: Option<crate::analysis::calibration::Calibration>,
     template: Option<PathBuf>,
     /// The template's text (None: the default template of this build).
     template_text: Option<String>,
@@ -163,6 +168,7 @@ pub(crate) fn inputs(results: &ResultSet, opts: &ReportOptions, run_dir: &Path) 
         resamples: opts.bootstrap.resamples,
         history: opts.history.clone(),
         compare_metric: opts.compare_metric,
+        calibration: opts.calibration.clone(),
         // The report reads the run dir's files and never prints its name: `run`'s absolute
         // name and `campaign report out/…` render the same files, so they prove the same.
         run_dir: std::path::absolute(run_dir).map_err(|e| Error::io(run_dir, e))?,
@@ -283,6 +289,7 @@ pub(crate) fn render_from(
             equivalence: opts.equivalence,
             looks: opts.looks.len(),
             family: None,
+            calibration: opts.calibration.as_ref(),
         },
         &memo,
     );

@@ -63,6 +63,12 @@ pub struct Analysis {
     pub(crate) paired_judged: usize,
     /// The noise band of the paired verdicts, a fraction.
     pub(crate) noise_band: f64,
+    /// Which calibration set the rows' bands (each its size class's), or that none did.
+    pub(crate) calibration: String,
+    /// A calibration set the bands (the equivalence margins too, unless `equivalence_set`).
+    pub(crate) calibrated: bool,
+    /// `[report] equivalence` set the equivalence margin.
+    pub(crate) equivalence_set: bool,
     /// The equivalence margin ±δ of the paired verdicts (a fraction).
     pub(crate) equivalence: f64,
     /// `[report] compare_metric`: the one metric paired comparisons use, when set.
@@ -104,7 +110,7 @@ impl Analysis {
         results: &ResultSet,
         baseline: Option<&str>,
         bootstrap: Bootstrap,
-        judging: Judging,
+        judging: Judging<'_>,
         memo: &Memo,
     ) -> Analysis {
         let Judging {
@@ -172,6 +178,14 @@ impl Analysis {
             band: verdict::DEFAULT_THRESHOLD,
             equivalence: equivalence.unwrap_or(verdict::DEFAULT_THRESHOLD),
         };
+        if let Some(cal) = judging.calibration {
+            calibrate_rows(
+                results,
+                cal,
+                equivalence,
+                (&mut paired, &mut regret, &mut duels),
+            );
+        }
         let paired_level = judge_pairs(&mut paired, paired_family, margins);
         crate::analysis::regret::judge(&mut regret, margins, (regret_family, looks));
         let (crossover_map, crossovers) = crossover_map(results, &paired, duels, (margins, looks));
@@ -194,21 +208,18 @@ impl Analysis {
             crossovers,
             stragglers: crate::analysis::straggler::attribute(results),
             noise_band: margins.band,
+            calibrated: judging.calibration.is_some(),
+            equivalence_set: equivalence.is_some(),
+            calibration: judging.calibration.map_or_else(
+                || crate::analysis::calibration::NONE_LABEL.to_string(),
+                |c| c.label(),
+            ),
             equivalence: margins.equivalence,
             compare_metric,
             pairing_notes,
             fits,
             b_star,
-            colors: {
-                let mut c: Vec<(String, String)> = results
-                    .runs
-                    .iter()
-                    .map(|r| (r.stack.clone(), r.case.series_label()))
-                    .collect();
-                c.sort();
-                c.dedup();
-                c
-            },
+            colors: colors(results),
         }
     }
 
@@ -219,6 +230,16 @@ impl Analysis {
             .position(|(s, v)| s == stack && v == variant)
             .unwrap_or(0)
     }
+}
+
+/// Every (stack, variant) of the runs, sorted: the palette order of every figure.
+fn colors(results: &ResultSet) -> Vec<(String, String)> {
+    let mut c: Vec<(String, String)> = (results.runs.iter())
+        .map(|r| (r.stack.clone(), r.case.series_label()))
+        .collect();
+    c.sort();
+    c.dedup();
+    c
 }
 
 fn failure(index: usize, run: &RunResult) -> Failure {
@@ -254,9 +275,53 @@ fn crossover_map(
     crossover::map(&duels)
 }
 
+/// Give every pending row its size class's margins from `cal` (the equivalence margin the
+/// band too, unless the plan set one).
+fn calibrate_rows(
+    results: &ResultSet,
+    cal: &crate::analysis::calibration::Calibration,
+    equivalence: Option<f64>,
+    (paired, regret, duels): (
+        &mut [Paired],
+        &mut [Regret],
+        &mut [crate::analysis::crossover::Duel],
+    ),
+) {
+    let bytes: HashMap<&str, u64> = (results.runs.iter())
+        .map(|r| (r.base_case_id(), r.case.n_bytes()))
+        .collect();
+    let margins = |b: Option<u64>| {
+        let band = b.and_then(|b| cal.band_for(b));
+        band.map(|band| verdict::Margins {
+            band,
+            equivalence: equivalence.unwrap_or(band),
+        })
+    };
+    let of = |id: &str| {
+        bytes
+            .get(crate::model::results::split_run_id(id).0)
+            .copied()
+    };
+    for p in paired {
+        if let Some(m) = margins(of(&p.case_id)) {
+            p.calibrate(m);
+        }
+    }
+    for r in regret {
+        if let Some(m) = margins(of(&r.case_id)) {
+            r.calibrate(m);
+        }
+    }
+    for d in duels {
+        if let Some(m) = margins(Some(d.bytes)) {
+            d.calibrate(m);
+        }
+    }
+}
+
 /// How the verdicts of an analysis are taken.
 #[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Judging {
+pub(crate) struct Judging<'a> {
     /// `[report] compare_metric`: the one metric paired comparisons use, when set.
     pub(crate) compare_metric: Option<Metric>,
     /// The paired verdicts' equivalence margin (`[report] equivalence`; None: the noise band).
@@ -269,6 +334,9 @@ pub(crate) struct Judging {
     /// campaign (one point, judged while the campaign runs): the verdicts are then as wide
     /// as the whole campaign's report will take them.
     pub(crate) family: Option<(usize, usize)>,
+    /// This machine's calibration: each row's noise band is its size class's
+    /// (`analysis::calibration`), the equivalence margin too unless `equivalence` is set.
+    pub(crate) calibration: Option<&'a crate::analysis::calibration::Calibration>,
 }
 
 type CaseOutcome = (

@@ -68,6 +68,29 @@ fn calibrate_keeps_the_machines_noise_and_compare_uses_it_and_says_so() {
         "{text}{}",
         util::stderr(&out)
     );
+    // The report of each run names the calibration its verdicts' bands came from.
+    let summary = std::fs::read_to_string(runs[1].join("reports/summary.md")).unwrap();
+    assert!(
+        summary.contains("| noise band | calibration of host"),
+        "{summary}"
+    );
+    // history regressions takes its noise floors from it too, and says so.
+    let out = util::run_in(dir, &["history", "regressions"]);
+    let text = util::stdout(&out);
+    assert!(
+        text.contains("Noise floor: calibration of host"),
+        "{text}{}",
+        util::stderr(&out)
+    );
+    let out = util::run_in(dir, &["history", "regressions", "--format", "json"]);
+    let json: serde_json::Value = serde_json::from_str(&util::stdout(&out)).unwrap();
+    assert!(
+        json["calibration"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("calibration of host"),
+        "{json}"
+    );
     let out = util::run_in(dir, &["compare", a, b, "--threshold", "7%"]);
     let text = util::stdout(&out);
     assert!(

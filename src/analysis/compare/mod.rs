@@ -430,7 +430,7 @@ fn row_margins(
     (threshold, equivalence): (f64, Option<f64>),
 ) -> verdict::Margins {
     let band = (calibration.zip(runs.first()))
-        .and_then(|(c, r)| c.band_for(r.case.bytes_per_rank_per_round()))
+        .and_then(|(c, r)| c.band_for(r.case.n_bytes()))
         .unwrap_or(threshold);
     verdict::Margins {
         band,

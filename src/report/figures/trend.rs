@@ -245,6 +245,7 @@ mod tests {
             case_id: "mesh_p2_count256_fp32_host_d0-1".into(),
             op: "allreduce".into(),
             host: "vm".into(),
+            bytes: 1024,
             points: vec![
                 point(1, 1e-3, Some(0.0)),
                 point(2, 3e-3, Some(0.6)),

@@ -47,14 +47,7 @@ const NESTED_DEPTH: usize = 3;
 /// At most this many nested checkouts are recorded per root.
 const NESTED_MAX: usize = 32;
 
-/// Short, stable identity of the machine: host name and CPU model. Old harness dirs recorded
-/// neither and share the fingerprint `unknown`.
-pub fn host_fingerprint(host: &str, cpu: &str) -> String {
-    if host.is_empty() && cpu.is_empty() {
-        return "unknown".to_string();
-    }
-    crate::model::digest::sha256_hex(format!("{host}\n{cpu}").as_bytes(), 6)
-}
+pub use crate::model::digest::host_fingerprint;
 
 /// Where a run dir came from.
 fn origin(results: &ResultSet) -> &'static str {

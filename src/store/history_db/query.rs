@@ -131,7 +131,8 @@ impl History {
                 "SELECT r.case_key, r.stack, d.host_fingerprint, r.case_id, d.host, d.id, d.path,
                         d.stamp, d.sort_time, r.stack_commit, r.median_s,
                         r.ci_lo_s, r.ci_hi_s, r.n_timed, r.cpu_contention, r.oversubscribed,
-                        COALESCE(json_extract(r.case_json, '$.op'), 'allreduce')
+                        COALESCE(json_extract(r.case_json, '$.op'), 'allreduce'),
+                        json_extract(r.case_json, '$.count'), json_extract(r.case_json, '$.dtype')
                  FROM runs r JOIN run_dirs d ON d.id = r.run_dir_id
                  WHERE r.status = 'pass' AND r.median_s > 0
                    AND (?1 IS NULL OR r.stack = ?1)
@@ -168,12 +169,20 @@ impl History {
                     oversubscribed: r.get(15)?,
                 };
                 let op: String = r.get(16)?;
-                Ok(((key, op), case_id, host, point))
+                let count: Option<i64> = r.get(17).ok().flatten();
+                let dtype: Option<String> = r.get(18).ok().flatten();
+                let bytes = (count.zip(dtype))
+                    .and_then(|(c, d)| {
+                        let d: crate::model::case::Dtype = d.parse().ok()?;
+                        u64::try_from(c).ok()?.checked_mul(d.elem_bytes())
+                    })
+                    .unwrap_or(0);
+                Ok(((key, op), case_id, host, point, bytes))
             })
             .map_err(e)?;
         let mut out: Vec<Series> = Vec::new();
         for row in rows {
-            let ((key, op), case_id, host, point) = row.map_err(e)?;
+            let ((key, op), case_id, host, point, bytes) = row.map_err(e)?;
             if let Some(g) = &filter.case_glob {
                 if !g.matches(&case_id) {
                     continue;
@@ -204,6 +213,7 @@ impl History {
                     case_id,
                     op,
                     host,
+                    bytes,
                     points: vec![point],
                 }),
             }
