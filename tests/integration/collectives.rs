@@ -531,7 +531,7 @@ fn ecosystem_stacks_run_the_tool_of_the_op_and_skip_what_it_cannot() {
     let hccl = argv_for("hccl_test", Op::Alltoall, None);
     assert!(hccl.contains("/bin/alltoall_test -p 2"), "{hccl}");
     // OSU's broadcast and reduce always use root 0: another root is a planned skip.
-    let mut case = Case::new(Variant::Mesh, 2, 1024).with_op(Op::Reduce);
+    let mut case = Case::new(Variant::Default, 2, 1024).with_op(Op::Reduce);
     assert_eq!(defs["osu"].unsupported_reason(&case), None);
     case.root = Some(1);
     let why = defs["osu"].unsupported_reason(&case).unwrap();
