@@ -132,7 +132,7 @@ fn spreads(args: &CompareArgs, a: &ResultSet) -> Result<(Spreads, Option<PathBuf
         };
         let leave_out = [abs(&args.run_a)?, abs(&args.run_b)?];
         let machine = history_db::host_fingerprint(&a.provenance.host, &a.provenance.cpu);
-        let points = store.earlier_points(&machine, &leave_out)?;
+        let points = store.earlier_points((&machine, &a.campaign), &leave_out)?;
         Ok(points
             .into_iter()
             .filter_map(|(key, pts)| between::between(&pts).map(|b| (key, b)))

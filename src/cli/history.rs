@@ -140,9 +140,10 @@ fn read_series(store: &HistoryStore, s: &crate::cli::args::HistorySeries) -> Res
 
 fn series_title(s: &Series) -> String {
     format!(
-        "{} · {} · host {} ({})",
+        "{} · {} · campaign {} · host {} ({})",
         s.case_id,
         s.key.stack,
+        s.campaign,
         if s.host.is_empty() {
             "unknown"
         } else {

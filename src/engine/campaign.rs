@@ -47,7 +47,10 @@ pub(crate) fn build(
     estimate_runs(&mut prep, &run_dir);
     let dag = step_graph(&prep, &state.kept);
     let limits = limits(&prep, opts);
-    let provenance = provenance(&prep);
+    let mut provenance = provenance(&prep);
+    // One run at a time or several: a setting that changes timing (history series keep them
+    // apart, `store::history_db::ingest::series_key`).
+    provenance.exclusive = Some(limits.jobs == Some(1));
     let (cancel_tx, cancel) = watch::channel(false);
     let mut decider = decider(&prep, &provenance, opts.results_dir.as_deref());
     decider.replay(std::mem::take(&mut state.decisions));

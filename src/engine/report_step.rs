@@ -202,6 +202,20 @@ fn results_dir_for(
     }
 }
 
+/// What the machine did to a history point, with the marks of the results tables: "⚠
+/// oversubscribed", "⚠ contended 62 %"; none for a clean point.
+fn machine_mark(p: &crate::model::series::Point) -> Option<String> {
+    if p.oversubscribed {
+        return Some("⚠ oversubscribed".into());
+    }
+    (!p.clean()).then(|| {
+        format!(
+            "⚠ contended {:.0} %",
+            p.cpu_contention.unwrap_or(0.0) * 100.0
+        )
+    })
+}
+
 /// The report's history section for `run_dir`: per series of the run dir with earlier points,
 /// the previous median, the change, and the step ending at this run if one is detected.
 fn report_history(h: &History, run_dir: &Path) -> Result<ReportHistory> {
@@ -224,7 +238,15 @@ fn report_history(h: &History, run_dir: &Path) -> Result<ReportHistory> {
         // What was known when this run finished: later points (re-rendering an old run dir)
         // are left out.
         s.points.truncate(idx + 1);
-        let step = changepoint::series_steps(&s, &Params::default())
+        // The noise floor `history regressions` would take: the machine's calibration's band
+        // for the series' size class, else the constant.
+        let noise = (h.calibration_of(&s.key.host_fingerprint).ok().flatten())
+            .and_then(|c| c.band_for(s.bytes));
+        let params = Params {
+            noise: noise.unwrap_or(changepoint::DEFAULT_NOISE),
+            ..Params::default()
+        };
+        let step = changepoint::series_steps(&s, &params)
             .into_iter()
             .find(|st| st.at == idx);
         let (prev, now) = (&s.points[idx - 1], &s.points[idx]);
@@ -236,6 +258,11 @@ fn report_history(h: &History, run_dir: &Path) -> Result<ReportHistory> {
             median_s: now.median_s,
             change: now.median_s / prev.median_s - 1.0,
             step,
+            machine: [("previous", prev), ("this run", now)]
+                .iter()
+                .filter_map(|(which, p)| machine_mark(p).map(|m| format!("{which} {m}")))
+                .collect::<Vec<_>>()
+                .join(", "),
         });
     }
     Ok(ReportHistory { rows })

@@ -404,6 +404,10 @@ pub struct Provenance {
     pub seed: Option<u64>,
     #[serde(default)]
     pub executor: Option<String>,
+    /// Runs ran one at a time (`--exclusive`, `[run] exclusive`, `--jobs 1`): what a history
+    /// series keeps apart from runs that shared the machine. None in run dirs from before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exclusive: Option<bool>,
     /// The nodes the runs that spanned several nodes ran on (their ranks' records), sorted;
     /// empty when every run stayed on one node. Filled in when results.json is written.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -11,6 +11,10 @@ use serde::Serialize;
 /// What identifies a series.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct SeriesKey {
+    /// What makes runs comparable (`store::history_db::ingest::series_key`: the case, the
+    /// campaign, the rounds, one run at a time or not, the executor): runs of one case by two
+    /// campaigns, or with other settings, are two series.
+    pub series: String,
     /// `Case::case_key` (every case field but the round counts).
     pub case_key: String,
     pub stack: String,
@@ -73,6 +77,8 @@ pub struct Series {
     pub op: String,
     /// The host name behind the fingerprint (empty when unknown, e.g. old harness dirs).
     pub host: String,
+    /// The campaign whose runs these are (the newest name, as `case_id`).
+    pub campaign: String,
     /// The message size of the stored case (count × element size; 0 when it does not say):
     /// which calibration class the series' noise floor is (`analysis::calibration`).
     pub bytes: u64,
@@ -132,4 +138,7 @@ pub struct ReportHistoryRow {
     pub change: f64,
     /// The step ending at this run, when detection found one.
     pub step: Option<Step>,
+    /// What the machine did to the previous point and this one, with the tables' marks
+    /// ("this run ⚠ contended 62 %"); empty when both were clean.
+    pub machine: String,
 }

@@ -27,6 +27,8 @@ pub(crate) struct HistoryRow {
     /// `slower ×2.00 [1.91, 2.09]`, or `no`.
     pub(crate) step: String,
     pub(crate) regression: bool,
+    /// What the machine did to the two points ("this run ⚠ contended 62 %"), empty if nothing.
+    pub(crate) machine: String,
     pub(crate) previous_median_s: f64,
     pub(crate) median_s: f64,
 }
@@ -56,6 +58,7 @@ pub(crate) fn context(h: &ReportHistory) -> Option<HistoryCtx> {
                 .step
                 .as_ref()
                 .is_some_and(|s| s.direction == Direction::Slower),
+            machine: r.machine.clone(),
             previous_median_s: r.previous_median_s,
             median_s: r.median_s,
         })

@@ -82,6 +82,7 @@ pub(crate) fn collect(
             .collect(),
         seed,
         executor: Some("local".into()),
+        exclusive: None,
         nodes: Vec::new(),
         node_hardware: Vec::new(),
     }

@@ -238,6 +238,7 @@ mod tests {
     fn contended_points_are_ringed_and_said_in_their_hover() {
         let series = Series {
             key: SeriesKey {
+                series: "k".into(),
                 case_key: "k".into(),
                 stack: "host".into(),
                 host_fingerprint: "h".into(),
@@ -245,6 +246,7 @@ mod tests {
             case_id: "mesh_p2_count256_fp32_host_d0-1".into(),
             op: "allreduce".into(),
             host: "vm".into(),
+            campaign: "c".into(),
             bytes: 1024,
             points: vec![
                 point(1, 1e-3, Some(0.0)),

@@ -341,6 +341,25 @@ fn write_run_dir(
     Ok(())
 }
 
+/// What makes two runs one series (issue 44): the case (`Case::case_key`, every field but the
+/// round counts), the campaign, and the settings that change timing — warmup and timed rounds,
+/// whether runs ran one at a time (`provenance.exclusive`), the executor. A digest of them; the
+/// same case run by another plan, with other rounds or under Slurm starts its own series.
+pub(crate) fn series_key(run: &RunResult, results: &ResultSet) -> String {
+    let p = &results.provenance;
+    let facts = format!(
+        "case={}\ncampaign={}\nwarmup={}\ntimed={}\nexclusive={}\nexecutor={}\n",
+        run.case.case_key(),
+        results.campaign,
+        run.case.warmup_rounds,
+        run.case.timed_rounds,
+        p.exclusive
+            .map_or("unknown", |e| if e { "yes" } else { "no" }),
+        p.executor.as_deref().unwrap_or("local"),
+    );
+    crate::model::digest::sha256_hex(facts.as_bytes(), 8)
+}
+
 fn write_run(
     tx: &Transaction<'_>,
     dir_id: i64,
@@ -354,9 +373,10 @@ fn write_run(
     tx.execute(
         "INSERT INTO runs (run_dir_id, case_id, case_key, equivalence_hash, case_json,
              stack, status, reason, attempt, started, ended, timing_source, stack_commit,
-             n_timed, median_s, ci_lo_s, ci_hi_s, mean_s, cpu_contention, oversubscribed)
+             n_timed, median_s, ci_lo_s, ci_hi_s, mean_s, cpu_contention, oversubscribed,
+             series_key)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,
-                 ?19, ?20)",
+                 ?19, ?20, ?21)",
         params![
             dir_id,
             run.case_id,
@@ -378,6 +398,7 @@ fn write_run(
             s.map(|s| s.3),
             run.cpu_contention.filter(|c| c.is_finite()),
             run.oversubscribed(),
+            series_key(run, results),
         ],
     )?;
     let run_id = tx.last_insert_rowid();

@@ -132,20 +132,24 @@ impl History {
                         d.stamp, d.sort_time, r.stack_commit, r.median_s,
                         r.ci_lo_s, r.ci_hi_s, r.n_timed, r.cpu_contention, r.oversubscribed,
                         COALESCE(json_extract(r.case_json, '$.op'), 'allreduce'),
-                        json_extract(r.case_json, '$.count'), json_extract(r.case_json, '$.dtype')
+                        json_extract(r.case_json, '$.count'), json_extract(r.case_json, '$.dtype'),
+                        COALESCE(r.series_key, r.case_key), d.campaign
                  FROM runs r JOIN run_dirs d ON d.id = r.run_dir_id
                  WHERE r.status = 'pass' AND r.median_s > 0
                    AND (?1 IS NULL OR r.stack = ?1)
                    AND (?2 IS NULL OR EXISTS (
                         SELECT 1 FROM runs o JOIN run_dirs od ON od.id = o.run_dir_id
-                        WHERE od.path = ?2 AND o.case_key = r.case_key AND o.stack = r.stack
+                        WHERE od.path = ?2 AND o.stack = r.stack
+                          AND COALESCE(o.series_key, o.case_key) = COALESCE(r.series_key, r.case_key)
                           AND od.host_fingerprint = d.host_fingerprint))
-                 ORDER BY r.case_key, r.stack, d.host_fingerprint, d.sort_time, d.id",
+                 ORDER BY COALESCE(r.series_key, r.case_key), r.stack, d.host_fingerprint,
+                          d.sort_time, d.id",
             )
             .map_err(e)?;
         let rows = stmt
             .query_map(params![filter.stack, filter.run_dir], |r| {
                 let key = SeriesKey {
+                    series: r.get(19)?,
                     case_key: r.get(0)?,
                     stack: r.get(1)?,
                     host_fingerprint: r.get(2)?,
@@ -177,12 +181,13 @@ impl History {
                         u64::try_from(c).ok()?.checked_mul(d.elem_bytes())
                     })
                     .unwrap_or(0);
-                Ok(((key, op), case_id, host, point, bytes))
+                let campaign: String = r.get(20)?;
+                Ok(((key, op), case_id, (host, campaign), point, bytes))
             })
             .map_err(e)?;
         let mut out: Vec<Series> = Vec::new();
         for row in rows {
-            let ((key, op), case_id, host, point, bytes) = row.map_err(e)?;
+            let ((key, op), case_id, (host, campaign), point, bytes) = row.map_err(e)?;
             if let Some(g) = &filter.case_glob {
                 if !g.matches(&case_id) {
                     continue;
@@ -213,6 +218,7 @@ impl History {
                     case_id,
                     op,
                     host,
+                    campaign,
                     bytes,
                     points: vec![point],
                 }),
@@ -226,11 +232,12 @@ impl History {
                 .unwrap_or(usize::MAX)
         };
         out.sort_by(|a, b| {
-            (rank(&a.op), &a.case_id, &a.key.stack, &a.host).cmp(&(
+            (rank(&a.op), &a.case_id, &a.key.stack, &a.host, &a.campaign).cmp(&(
                 rank(&b.op),
                 &b.case_id,
                 &b.key.stack,
                 &b.host,
+                &b.campaign,
             ))
         });
         Ok(out)
@@ -247,12 +254,14 @@ impl History {
     /// (`analysis::between`, which pools them within builds: the stack's commit).
     pub fn earlier_points(
         &self,
-        host_fingerprint: &str,
+        (host_fingerprint, campaign): (&str, &str),
         leave_out: &[String],
     ) -> Result<EarlierPoints> {
         let mut out = EarlierPoints::new();
         for s in self.series(&SeriesFilter::default())? {
-            if s.key.host_fingerprint != host_fingerprint {
+            // Only the machine's runs of the same campaign: another plan's runs of the case
+            // ran with other settings (issue 44).
+            if s.key.host_fingerprint != host_fingerprint || s.campaign != campaign {
                 continue;
             }
             // Contended points stay: the spread they add makes a verdict more careful, never

@@ -94,6 +94,17 @@ CREATE TABLE calibrations (
 );
 CREATE INDEX calibrations_by_machine ON calibrations (machine, created);
 "#,
+    // 4: series keyed by what makes runs comparable (issue 44): the case, the campaign and the
+    // settings that change timing (rounds, one run at a time or several, the executor) —
+    // `series_key`, a digest of them (`ingest::series_key`). Rows from before keep their case
+    // key with their campaign's name: their settings were not recorded, so they are never
+    // merged with newer runs or with another campaign's.
+    r#"
+ALTER TABLE runs ADD COLUMN series_key TEXT;
+UPDATE runs SET series_key = case_key || '@' ||
+    (SELECT campaign FROM run_dirs d WHERE d.id = runs.run_dir_id);
+CREATE INDEX runs_by_series_key ON runs (series_key, stack);
+"#,
 ];
 
 /// The version a store has once every migration is applied.

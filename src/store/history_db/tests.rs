@@ -410,3 +410,71 @@ fn series_are_keyed_by_op_and_old_cases_are_allreduce() {
     );
     assert_ne!(series[0].key.case_key, series[1].key.case_key);
 }
+
+/// Issue 44: a series is one campaign's runs of a case with the same timing settings — the same
+/// case run by another plan, with other rounds, or sharing the machine where the others ran
+/// alone, starts a series of its own; runs that agree on all of it are one series.
+#[test]
+fn series_are_kept_apart_by_campaign_rounds_and_exclusive_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut h = History::open(&tmp.path().join("history.sqlite")).unwrap();
+    let mut ingest = |n: u32, edit: &dyn Fn(&mut ResultSet)| {
+        let stamp = format!("2026010{n}_000000");
+        let started = format!("2026-01-0{n}T00:00:01+00:00");
+        let mut rs = set(&stamp, vec![run("host", &[1.0, 1.1, 0.9], &started)]);
+        rs.provenance.exclusive = Some(true);
+        edit(&mut rs);
+        let dir = tmp.path().join(format!("run_{stamp}"));
+        h.ingest(&dir, &rs).unwrap();
+    };
+    ingest(1, &|_| {});
+    ingest(2, &|_| {});
+    ingest(3, &|rs| rs.campaign = "other".into());
+    ingest(4, &|rs| rs.runs[0].case.timed_rounds += 7);
+    ingest(5, &|rs| rs.provenance.exclusive = Some(false));
+    let series = h.series(&SeriesFilter::default()).unwrap();
+    let mut sizes: Vec<(String, usize)> = (series.iter())
+        .map(|s| (s.campaign.clone(), s.points.len()))
+        .collect();
+    sizes.sort();
+    assert_eq!(
+        sizes,
+        vec![
+            ("c".to_string(), 1),
+            ("c".to_string(), 1),
+            ("c".to_string(), 2),
+            ("other".to_string(), 1)
+        ]
+    );
+}
+
+/// A store from before series keys (version 3) is migrated: its rows keep their case key with
+/// their campaign's name, so two campaigns' old runs of one case are two series.
+#[test]
+fn an_older_store_gets_series_keys_by_campaign() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("history.sqlite");
+    let mut h = History::open(&path).unwrap();
+    for (n, campaign) in [(1, "a"), (2, "b")] {
+        let stamp = format!("2026010{n}_000000");
+        let started = format!("2026-01-0{n}T00:00:01+00:00");
+        let mut rs = set(&stamp, vec![run("host", &[1.0], &started)]);
+        rs.campaign = campaign.into();
+        h.ingest(&tmp.path().join(format!("run_{stamp}")), &rs)
+            .unwrap();
+    }
+    drop(h);
+    // Back to version 3: no series keys.
+    let c = rusqlite::Connection::open(&path).unwrap();
+    c.execute_batch("DROP INDEX runs_by_series_key; ALTER TABLE runs DROP COLUMN series_key;")
+        .unwrap();
+    c.pragma_update(None, "user_version", 3).unwrap();
+    drop(c);
+    let h = History::open(&path).unwrap();
+    assert_eq!(h.version().unwrap(), schema::latest());
+    let series = h.series(&SeriesFilter::default()).unwrap();
+    assert_eq!(series.len(), 2);
+    assert!(series
+        .iter()
+        .all(|s| s.key.series.ends_with(&format!("@{}", s.campaign))));
+}
