@@ -8,6 +8,7 @@
 //! I/O.
 
 pub(crate) mod between;
+pub(crate) mod census;
 pub(crate) mod changepoint;
 pub mod compare;
 pub(crate) mod crossover;
