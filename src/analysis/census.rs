@@ -106,7 +106,7 @@ pub(crate) struct Finding {
     pub(crate) kind: &'static str,
     /// The device (one entry) or the pair (two).
     pub(crate) devices: Vec<u32>,
-    /// "device 3 (6 of 7 links slow)", "link 2–5 across nodes: busbw 61 % of its class".
+    /// "6 of its 7 links are slow", "across nodes: busbw 61 % of its class's median, …".
     pub(crate) label: String,
 }
 
@@ -278,7 +278,7 @@ fn name(devices: &[u32], pairs: &[PairCell]) -> Vec<Finding> {
             findings.push(Finding {
                 kind: "device",
                 devices: vec![d],
-                label: format!("device {d}: {bad} of its {scored} links are slow"),
+                label: format!("{bad} of its {scored} links are slow"),
             });
         }
     }
@@ -290,9 +290,7 @@ fn name(devices: &[u32], pairs: &[PairCell]) -> Vec<Finding> {
             kind: "link",
             devices: vec![c.a, c.b],
             label: format!(
-                "link {}–{} ({}): busbw {:.0} % of its class's median, {:.1} robust spreads below",
-                c.a,
-                c.b,
+                "{}: busbw {:.0} % of its class's median, {:.1} robust spreads below",
                 c.class.label(),
                 100.0 * c.ratio.unwrap_or(f64::NAN),
                 c.score.unwrap_or(f64::NAN)
@@ -403,7 +401,7 @@ mod tests {
             assert_eq!(c.findings.len(), 1, "seed {seed}: {:#?}", c.findings);
             assert_eq!(c.findings[0].kind, "link");
             assert_eq!(c.findings[0].devices, vec![2, 5], "seed {seed}");
-            assert!(c.findings[0].label.starts_with("link 2–5 (same node)"));
+            assert!(c.findings[0].label.starts_with("same node: busbw "));
         }
     }
 

@@ -7,6 +7,7 @@ use crate::error::Result;
 pub(crate) mod args;
 pub(crate) mod bench;
 pub(crate) mod cases;
+pub(crate) mod census;
 pub(crate) mod compare;
 pub(crate) mod docs;
 pub(crate) mod doctor;
@@ -75,6 +76,7 @@ pub(crate) fn dispatch(command: Command) -> Result<i32> {
         Command::Report(a) => report::run(&a),
         Command::Compare(a) => compare::run(&a),
         Command::Doctor(a) => doctor::run(&a),
+        Command::Census(a) => census::run(&a),
         Command::Bench(b) => match b.command {
             BenchCommand::Allreduce(a) => bench::allreduce(&a),
         },

@@ -51,7 +51,12 @@ pub(crate) fn report_step(
         crate::engine::session::drop_aside(set);
         out
     });
-    vec![("report".to_string(), report)]
+    // A census that quarantines what it names does so before the report, which shows it.
+    let quarantine = (plan.census.as_ref()).and_then(crate::engine::census::quarantine_step);
+    quarantine
+        .into_iter()
+        .chain([("report".to_string(), report)])
+        .collect()
 }
 
 /// Say which finished runs a report leaves out or shows otherwise than the journal recorded:
