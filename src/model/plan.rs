@@ -353,7 +353,7 @@ pub(crate) struct ReportConfig {
 /// `[census]` (and `campaign census`): every pair of `devices` measured once on `stack`, the
 /// pairs scheduled by `analysis::census::rounds` (issue 48, item 3).
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct CensusConfig {
+pub struct CensusConfig {
     /// The devices whose pairs are measured, ascending, at least 2.
     pub(crate) devices: Vec<u32>,
     pub(crate) stack: String,

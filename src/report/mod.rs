@@ -59,7 +59,7 @@ pub struct ReportOptions {
     /// `[adapt] crossover`: its resolution and the plan's own sizes (`ReportConfig::adapt`).
     pub adapt: Option<(f64, Vec<u64>)>,
     /// `[census]`: the devices and stack of the Link census section (`ReportConfig::census`).
-    pub(crate) census: Option<crate::model::plan::CensusConfig>,
+    pub census: Option<crate::model::plan::CensusConfig>,
 }
 
 impl ReportOptions {

@@ -3,6 +3,7 @@
 mod architecture;
 mod bench;
 mod browser;
+mod census;
 mod collectives;
 mod containment;
 mod crossover;
