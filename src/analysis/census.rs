@@ -146,36 +146,39 @@ impl Census {
 /// devices are two of them. Every timed round of a pair's runs (all repeats) feeds its medians.
 pub(crate) fn census(results: &ResultSet, devices: &[u32], stack: &str) -> Census {
     let wanted: BTreeSet<u32> = devices.iter().copied().collect();
-    let mut times: BTreeMap<(u32, u32), (Vec<f64>, Option<(String, String)>, &RunResult)> =
-        BTreeMap::new();
+    let mut gathered: BTreeMap<(u32, u32), Gathered<'_>> = BTreeMap::new();
     for r in &results.runs {
         let Some(key) = pair_of(r, &wanted, stack) else {
             continue;
         };
-        let entry = times.entry(key).or_insert_with(|| (Vec::new(), None, r));
-        if entry.1.is_none() {
-            entry.1 = r.rank_nodes.as_ref().and_then(|n| match n.as_slice() {
+        let g = gathered.entry(key).or_insert_with(|| Gathered {
+            times: Vec::new(),
+            nodes: None,
+            run: r,
+        });
+        if g.nodes.is_none() {
+            g.nodes = r.rank_nodes.as_ref().and_then(|n| match n.as_slice() {
                 [x, y] => Some((x.clone(), y.clone())),
                 _ => None,
             });
         }
         let timed = r.samples.iter().filter(|s| s.is_timed() && s.ok);
-        entry.0.extend(
+        g.times.extend(
             timed
                 .filter_map(|s| s.execute_s)
                 .filter(|t| t.is_finite() && *t > 0.0),
         );
     }
     let mut pairs = Vec::new();
-    for ((a, b), (ts, nodes, run)) in times {
-        let Some(latency_s) = median(&ts) else {
+    for ((a, b), g) in gathered {
+        let Some(latency_s) = median(&g.times) else {
             continue;
         };
-        let case = &run.case;
+        let case = &g.run.case;
         let Some(busbw) = bandwidth::busbw(case.op, case.p, case.n_bytes(), latency_s) else {
             continue;
         };
-        let class = match &nodes {
+        let class = match &g.nodes {
             Some((x, y)) if x != y => LinkClass::CrossNode,
             _ => LinkClass::SameNode,
         };
@@ -183,10 +186,10 @@ pub(crate) fn census(results: &ResultSet, devices: &[u32], stack: &str) -> Censu
             a,
             b,
             class,
-            nodes,
+            nodes: g.nodes,
             latency_s,
             busbw,
-            rounds: ts.len(),
+            rounds: g.times.len(),
             score: None,
             ratio: None,
             outlier: false,
@@ -208,6 +211,13 @@ pub(crate) fn census(results: &ResultSet, devices: &[u32], stack: &str) -> Censu
         classes,
         findings,
     }
+}
+
+/// One pair's timed rounds over its runs, where its ranks ran, and a run of it (its case).
+struct Gathered<'r> {
+    times: Vec<f64>,
+    nodes: Option<(String, String)>,
+    run: &'r RunResult,
 }
 
 /// The census pair of a run (ordered as in `devices`' sorted set), when it is one: a passing

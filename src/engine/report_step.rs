@@ -52,7 +52,7 @@ pub(crate) fn report_step(
         out
     });
     // A census that quarantines what it names does so before the report, which shows it.
-    let quarantine = (plan.census.as_ref()).and_then(crate::engine::census::quarantine_step);
+    let quarantine = (plan.census.as_ref()).and_then(crate::engine::census_step::quarantine_step);
     quarantine
         .into_iter()
         .chain([("report".to_string(), report)])

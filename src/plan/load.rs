@@ -16,7 +16,7 @@ use super::sections::{
     read_axes, read_case, read_case_files, read_excludes, read_filter, read_rounds,
     refuse_rootless_root, require_case_shape,
 };
-use super::{census, config, stacks, validate};
+use super::{census_plan, config, stacks, validate};
 use crate::error::{Error, Result};
 use crate::model::plan::{CampaignMeta, ExecutorKind, Plan, Rounds};
 
@@ -145,11 +145,11 @@ pub(crate) fn parse_with(text: &str, path: &Path, cli: Overrides) -> Result<Plan
         read_case_files(&mut cx, item, &mut plan, axes_span.as_ref());
     }
     if let Some(item) = sections.get("census") {
-        census::read(&mut cx, item, &mut plan);
+        census_plan::read(&mut cx, item, &mut plan);
         // The first section that would make cases of its own beside the census's.
         let sweep = (["axes", "cases", "exclude", "filter"].into_iter())
             .find_map(|s| sections.get(s).map(|i| (s, i.span())));
-        census::expand(&mut cx, item, &mut plan, &mut spans, sweep);
+        census_plan::expand(&mut cx, item, &mut plan, &mut spans, sweep);
     }
     if !sections.contains_key("cases") && !sections.contains_key("census") {
         require_case_shape(&mut cx, &spans, axes_span.as_ref());
@@ -176,7 +176,7 @@ pub(crate) fn parse_with(text: &str, path: &Path, cli: Overrides) -> Result<Plan
         spans.devices = Some(item.span());
         plan.devices = config::read_devices(&mut cx, item);
     }
-    census::pool(&mut plan);
+    census_plan::pool(&mut plan);
     if let Some(item) = sections.get("report") {
         plan.report = config::read_report(&mut cx, item, path, &mut spans);
     }

@@ -5,7 +5,7 @@
 //! `stacks` the stack tables and `validate` the checks over the whole product. The sweep itself
 //! (cases from a plan) is `crate::plan::sweep`.
 
-mod census;
+mod census_plan;
 mod config;
 pub(crate) mod diag;
 mod load;

@@ -15,8 +15,8 @@ use crate::model::plan::FigureKind;
 use crate::model::results::ResultSet;
 
 mod breakdown;
-mod census;
 mod common;
+mod heatmap;
 mod message_size;
 mod model_fit;
 mod paired_ratio;
@@ -266,13 +266,13 @@ pub(crate) fn draw_census(c: &crate::analysis::census::Census, dir: &Path) -> Re
     super::font::ensure_registered().map_err(Error::Environment)?;
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     let maps = [
-        ("census_busbw", census::Value::Busbw),
-        ("census_latency", census::Value::Latency),
+        ("census_busbw", heatmap::Value::Busbw),
+        ("census_latency", heatmap::Value::Latency),
     ];
     let mut out = Vec::new();
     for (name, value) in maps {
-        let drawn = Describe { name, dir }.with(census::heatmap(c, value));
-        render(&census::heatmap(c, value), &drawn)?;
+        let drawn = Describe { name, dir }.with(heatmap::heatmap(c, value));
+        render(&heatmap::heatmap(c, value), &drawn)?;
         out.push(drawn);
     }
     Ok(out)

@@ -1,4 +1,4 @@
-//! The census heatmaps: a P × P matrix of one value per device pair (busbw, or latency), drawn
+//! The census heatmaps (`heatmap`): a P × P matrix of one value per device pair (busbw, or latency), drawn
 //! cell by cell in pixels, with the pairs the census named outlined.
 //!
 //! Both maps colour the slow end dark (low busbw, high latency), so one slow link is the same
