@@ -171,6 +171,11 @@ pub(crate) struct CensusArgs {
     /// link's bandwidth).
     #[arg(long, value_name = "COUNT", value_parser = crate::model::units::parse_count)]
     pub(crate) count: Option<u64>,
+    /// Nodes the devices are spread over, in equal consecutive blocks (`--devices 0-15 --nodes
+    /// 2`: 0-7 on one node, 8-15 on the other); a pair across blocks runs as a two-node case
+    /// (Slurm: `--executor slurm`; locally such pairs are planned skips).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub(crate) nodes: u32,
     /// What the pool holds (`[devices] kind`).
     #[arg(long, default_value = "cpu", value_parser = ["cpu", "npu", "gpu"])]
     pub(crate) kind: String,

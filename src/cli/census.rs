@@ -35,7 +35,7 @@ fn plan_text(args: &CensusArgs) -> String {
         "# Written by `campaign census`.\n\
          [campaign]\nname = \"census\"\ndescription = {desc}\n\n\
          [census]\ndevices = [{ids}]\nstack = {stack}\nop = \"{op}\"\ncount = {count}\n\
-         quarantine = {quarantine}\n\n\
+         nodes = {nodes}\nquarantine = {quarantine}\n\n\
          [devices]\nkind = \"{kind}\"\n\n\
          [run]\nrepeats = 1\n",
         desc = quoted(&format!(
@@ -46,6 +46,7 @@ fn plan_text(args: &CensusArgs) -> String {
         ids = ids.join(", "),
         stack = quoted(&args.stack),
         op = args.op.as_str(),
+        nodes = args.nodes,
         quarantine = args.quarantine,
         kind = args.kind,
     )

@@ -360,6 +360,10 @@ pub struct CensusConfig {
     pub(crate) op: crate::model::case::Op,
     /// Elements per rank (the case's `count`).
     pub(crate) count: u64,
+    /// Nodes the devices are spread over, in equal consecutive blocks (`nodes = 2` with devices
+    /// 0-7: 0-3 on the first node, 4-7 on the second); a pair across two blocks is a two-node
+    /// case (one rank per node), which only a multi-node executor (Slurm) runs.
+    pub(crate) nodes: u32,
     /// Journal the devices the census names as quarantined, so a `resume` of the run dir and
     /// `campaign status` keep them out.
     pub(crate) quarantine: bool,

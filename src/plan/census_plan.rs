@@ -16,7 +16,10 @@ use super::raw::{Ctx, Item};
 use crate::analysis::census::rounds;
 use crate::model::plan::{CensusConfig, Placement, Plan, CENSUS_COUNT};
 
-const KEYS: &[&str] = &["devices", "stack", "op", "count", "quarantine"];
+const KEYS: &[&str] = &["devices", "stack", "op", "count", "nodes", "quarantine"];
+
+/// Most nodes a census spreads its devices over (beyond it a typo, not a cluster).
+const MAX_NODES: u64 = 4096;
 
 /// Read `[census]` into `plan.census`; None (with the problems recorded) when it is unusable.
 pub(crate) fn read(cx: &mut Ctx<'_>, item: &Item<'_>, plan: &mut Plan) {
@@ -31,6 +34,7 @@ pub(crate) fn read(cx: &mut Ctx<'_>, item: &Item<'_>, plan: &mut Plan) {
         stack: String::new(),
         op: crate::model::case::Op::Allreduce,
         count: CENSUS_COUNT,
+        nodes: 1,
         quarantine: false,
     };
     for e in cx.known_entries(table, "census", KEYS) {
@@ -62,6 +66,11 @@ pub(crate) fn read(cx: &mut Ctx<'_>, item: &Item<'_>, plan: &mut Plan) {
                     Err(msg) => cx.error(&it.span(), &path, msg),
                 }
             }
+            "nodes" => match cx.uint(it, &path, MAX_NODES) {
+                Some(0) => cx.error(&it.span(), &path, "nodes must be at least 1".into()),
+                Some(n) => census.nodes = n as u32,
+                None => {}
+            },
             _ => census.quarantine = cx.boolean(it, &path).unwrap_or(false),
         }
     }
@@ -76,6 +85,16 @@ pub(crate) fn read(cx: &mut Ctx<'_>, item: &Item<'_>, plan: &mut Plan) {
         if ids.len() < 2 {
             let msg = "a census needs at least two devices (it measures pairs)".to_string();
             cx.error(&item.span(), "census.devices", msg);
+            return;
+        }
+        if ids.len() % census.nodes as usize != 0 {
+            let msg = format!(
+                "{} devices do not split evenly over {} nodes (each node holds the same number \
+                 of consecutive devices)",
+                ids.len(),
+                census.nodes
+            );
+            cx.error(&item.span(), "census.nodes", msg);
             return;
         }
         census.devices = ids;
@@ -127,13 +146,60 @@ pub(crate) fn expand(
     defaults.insert("p".into(), Value::from(2));
     defaults.insert("count".into(), Value::from(census.count));
     defaults.insert("op".into(), Value::from(census.op.as_str()));
-    let pairs = rounds(&census.devices).into_iter().flatten();
+    let pairs: Vec<(u32, u32)> = rounds(&census.devices).into_iter().flatten().collect();
     plan.axes = vec![crate::model::plan::Axis {
         name: "device_ids".into(),
-        values: pairs.map(|(a, b)| Value::from(vec![a, b])).collect(),
+        values: pairs
+            .iter()
+            .map(|&(a, b)| Value::from(vec![a, b]))
+            .collect(),
     }];
+    if census.nodes > 1 {
+        spread_over_nodes(plan, spans, &census, &pairs, item.span());
+    }
     plan.stacks = vec![census.stack.clone()];
     plan.report.census = Some(census);
+}
+
+/// A census over several nodes: a pair inside one node's block of devices is a one-node case, a
+/// pair across two blocks a two-node case with one rank on each (`nodes` as a second axis, each
+/// pair's other node count excluded), so the executor places the ranks as the census says and
+/// the records say where they ran.
+fn spread_over_nodes(
+    plan: &mut Plan,
+    spans: &mut Spans,
+    census: &CensusConfig,
+    pairs: &[(u32, u32)],
+    span: std::ops::Range<usize>,
+) {
+    let per = census.devices.len() / census.nodes as usize;
+    let block = |d: u32| census.devices.iter().position(|&x| x == d).unwrap_or(0) / per;
+    let nodes_of = |&(a, b): &(u32, u32)| if block(a) == block(b) { 1u32 } else { 2 };
+    let mut used: Vec<u32> = pairs.iter().map(nodes_of).collect();
+    used.sort_unstable();
+    used.dedup();
+    spans.fields.insert("nodes".into(), span.clone());
+    if let [only] = used.as_slice() {
+        plan.case_defaults
+            .insert("nodes".into(), Value::from(*only));
+        return;
+    }
+    plan.axes.push(crate::model::plan::Axis {
+        name: "nodes".into(),
+        values: vec![Value::from(1), Value::from(2)],
+    });
+    // Two rules: the one-node pairs never run on two nodes, the two-node pairs never on one.
+    for (keep, drop) in [(1u32, 2u32), (2, 1)] {
+        let these: Vec<Value> = (pairs.iter())
+            .filter(|p| nodes_of(p) == keep)
+            .map(|&(a, b)| Value::from(vec![a, b]))
+            .collect();
+        let mut rule = std::collections::BTreeMap::new();
+        rule.insert("device_ids".to_string(), Value::Array(these));
+        rule.insert("nodes".to_string(), Value::from(drop));
+        plan.excludes.push(rule);
+        spans.excludes.push(span.clone());
+    }
 }
 
 /// The pool of a census plan: its devices (unless `[devices] ids` names a pool, which must then
@@ -211,6 +277,33 @@ mod tests {
         assert!(msg.contains("unknown stack `nosuch`"), "{msg}");
         let msg = refused("[census]\ndevices = \"0-3\"\nstack = \"host\"\nrepeat = 2\n");
         assert!(msg.contains("unknown key `repeat` in [census]"), "{msg}");
+    }
+
+    #[test]
+    fn a_census_over_two_nodes_makes_cross_node_pairs_two_node_cases() {
+        let plan = census("[census]\ndevices = \"0-3\"\nstack = \"mpi\"\nnodes = 2\ncount = 8\n")
+            .expect("loads");
+        let cases: Vec<_> = crate::plan::sweep::cases(&plan, None)
+            .unwrap()
+            .map(|c| c.unwrap())
+            .collect();
+        let layout: Vec<(Vec<u32>, u32)> = cases
+            .iter()
+            .map(|c| (c.device_ids.clone(), c.nodes))
+            .collect();
+        // Devices 0-1 on the first node, 2-3 on the second; the rounds' order is kept.
+        let want: Vec<(Vec<u32>, u32)> = crate::analysis::census::rounds(&[0, 1, 2, 3])
+            .into_iter()
+            .flatten()
+            .map(|(a, b)| (vec![a, b], if (a < 2) == (b < 2) { 1 } else { 2 }))
+            .collect();
+        assert_eq!(layout, want);
+        assert!(cases.iter().all(|c| c.ranks_per_node() == 2 / c.nodes));
+        let msg = refused("[census]\ndevices = \"0-4\"\nstack = \"mpi\"\nnodes = 2\n");
+        assert!(
+            msg.contains("census.nodes") && msg.contains("do not split evenly"),
+            "{msg}"
+        );
     }
 
     #[test]

@@ -268,3 +268,104 @@ fn bad_census_flags_exit_2_naming_what_is_wrong() {
         );
     }
 }
+
+/// A census of devices 0-3 over the two-node test cluster (scripts/slurm-up.sh): 0-1 on one
+/// node, 2-3 on the other. The pairs inside a node run as one-node jobs and are labelled same
+/// node; the four across run as two-node jobs, one rank on each node, and are labelled across
+/// nodes with the nodes the ranks recorded. (A one-node pair runs on the node Slurm picks: the
+/// census's blocks say which pairs cross nodes, the records say where each ran.)
+#[test]
+fn a_census_on_two_slurm_nodes_labels_same_node_and_cross_node_links() {
+    let Some(conf) = crate::slurm::cluster() else {
+        return;
+    };
+    let tmp = util::tempdir();
+    let text = r#"[campaign]
+name = "links"
+
+[census]
+devices = "0-3"
+nodes = 2
+stack = "fake"
+count = 256
+
+[devices]
+kind = "cpu"
+
+[rounds]
+warmup = 1
+timed = 5
+
+[run]
+timeout = "5m"
+repeats = 1
+
+[slurm]
+poll_interval = "200ms"
+
+[stacks.fake]
+resource = "cpu"
+max_nodes = 2
+# Each rank goes through rank.sh, which records the node it ran on (docs/slurm.md).
+command = ["sh", "-c", '''
+srun --kill-on-bad-exit=1 {{ rank_wrap }} true || exit 1
+for i in $(seq 1 "$CAMPAIGN_WARMUP"); do echo 'CAMPAIGN_SAMPLE {"phase":"warmup","execute_s":0.001}'; done
+for i in $(seq 1 "$CAMPAIGN_TIMED"); do echo 'CAMPAIGN_SAMPLE {"phase":"timed","execute_s":0.001}'; done
+echo 'CAMPAIGN_DONE {"correctness":"pass"}'
+''']
+"#;
+    let file = tmp.path().join("links.toml");
+    std::fs::write(&file, text).unwrap();
+    let results = tmp.path().join("results");
+    let out = util::campaign()
+        .current_dir(tmp.path())
+        .args(["run", file.to_str().unwrap(), "--executor", "slurm", "-q"])
+        .arg("--results-dir")
+        .arg(&results)
+        .env("SLURM_CONF", &conf)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        util::stdout(&out),
+        util::stderr(&out)
+    );
+    let dir = std::fs::read_dir(results.join("links"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let c = census_of(&dir);
+    let pairs = c["pairs"].as_array().unwrap();
+    assert_eq!(pairs.len(), 6, "{c:#}");
+    for p in pairs {
+        let pair = p["pair"].as_str().unwrap();
+        let same = pair == "0–1" || pair == "2–3";
+        let want = if same { "same node" } else { "across nodes" };
+        assert_eq!(p["class"], want, "{p}");
+        if !same {
+            let nodes = p["nodes"].as_str().unwrap();
+            assert!(nodes == "n1–n2" || nodes == "n2–n1", "{p}");
+        }
+    }
+    let classes: Vec<(String, u64)> = (c["classes"].as_array().unwrap().iter())
+        .map(|k| {
+            (
+                k["class"].as_str().unwrap().to_string(),
+                k["pairs"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        classes,
+        [
+            ("same node".to_string(), 2),
+            ("across nodes".to_string(), 4)
+        ]
+    );
+    assert!(c["findings"].as_array().unwrap().is_empty(), "{c:#}");
+}
