@@ -4,8 +4,9 @@
 //! (`scaling`), which the report's summarize step gathers; the comparison of two result sets
 //! (`compare`), change-point detection over a performance history (`changepoint`), and JUnit
 //! XML for CI (`junit`), when a point has seen enough repeats (`sequential`), and which device
-//! or node arrives last, blamed on the hardware or one stack (`straggler`). Pure functions: no
-//! I/O.
+//! or node arrives last, blamed on the hardware or one stack (`straggler`), and the link census
+//! of every device pair: its rounds, its scores, the slow link or device (`census`). Pure
+//! functions: no I/O.
 
 pub(crate) mod between;
 pub(crate) mod census;
