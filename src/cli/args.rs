@@ -161,7 +161,7 @@ pub(crate) struct CensusArgs {
     #[arg(long, value_name = "IDS", value_parser = parse_devices)]
     pub(crate) devices: DeviceIds,
     /// The stack that runs every pair (a shipped stack; a stack of your own: a plan with
-    /// `[census]` and `[stacks.NAME]`, run with `campaign run`).
+    /// `[census]` and `[stacks.NAME]`, run as any plan is run).
     #[arg(long, value_name = "NAME")]
     pub(crate) stack: String,
     /// The collective each pair runs.
@@ -179,8 +179,8 @@ pub(crate) struct CensusArgs {
     /// What the pool holds (`[devices] kind`).
     #[arg(long, default_value = "cpu", value_parser = ["cpu", "npu", "gpu"])]
     pub(crate) kind: String,
-    /// Quarantine the devices the census names as slow: journaled, listed by `campaign
-    /// status`, kept out by a `campaign resume` of the run dir.
+    /// Quarantine the devices the census names as slow: journaled, listed by the status of the
+    /// run dir, kept out by a resume of it.
     #[arg(long)]
     pub(crate) quarantine: bool,
     /// Run each pair N times as separate runs (default 1: every timed round of a pair feeds its

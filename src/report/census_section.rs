@@ -20,6 +20,8 @@ pub(crate) struct CensusCtx {
     pub(crate) planned_pairs: usize,
     pub(crate) rounds: usize,
     pub(crate) findings: Vec<census::Finding>,
+    /// Pairs scored within a class large enough to score (a clean bill covers only these).
+    pub(crate) scored: usize,
     pub(crate) classes: Vec<ClassRow>,
     /// Column headers and rows of the busbw matrix; empty above [`MATRIX_MAX`] devices.
     pub(crate) matrix_header: Vec<String>,
@@ -76,6 +78,7 @@ pub(crate) fn section(c: &Census, quarantine: bool) -> CensusCtx {
         planned_pairs: planned.iter().map(Vec::len).sum(),
         rounds: planned.len(),
         findings: c.findings.clone(),
+        scored: c.pairs.iter().filter(|p| p.score.is_some()).count(),
         classes: (c.classes.iter())
             .map(|k| ClassRow {
                 class: k.class.label(),

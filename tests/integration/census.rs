@@ -368,4 +368,8 @@ echo 'CAMPAIGN_DONE {"correctness":"pass"}'
         ]
     );
     assert!(c["findings"].as_array().unwrap().is_empty(), "{c:#}");
+    // Classes of 2 and 4 pairs are too small to score: the report says nothing was judged.
+    assert_eq!(c["scored"], 0);
+    let md = std::fs::read_to_string(dir.join("reports/summary.md")).unwrap();
+    assert!(md.contains("**Nothing judged**: 6 pairs measured"), "{md}");
 }
