@@ -4,11 +4,13 @@
 //! (`scaling`), which the report's summarize step gathers; the comparison of two result sets
 //! (`compare`), change-point detection over a performance history (`changepoint`), and JUnit
 //! XML for CI (`junit`), when a point has seen enough repeats (`sequential`), and which device
-//! or node arrives last, blamed on the hardware or one stack (`straggler`). Pure functions: no
-//! I/O.
+//! or node arrives last, blamed on the hardware or one stack (`straggler`), and the link census
+//! of every device pair: its rounds, its scores, the slow link or device (`census`). Pure
+//! functions: no I/O.
 
 pub(crate) mod between;
 pub mod calibration;
+pub(crate) mod census;
 pub(crate) mod changepoint;
 pub mod compare;
 pub(crate) mod crossover;

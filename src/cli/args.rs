@@ -47,6 +47,15 @@ pub(crate) enum Command {
     Calibrate(CalibrateArgs),
     /// Which stacks can run here, their roots, devices and environment.
     Doctor(DoctorArgs),
+    /// Measure every pair of devices once (a link census) and name a slow link or device.
+    ///
+    /// The pairs run in the rounds of a round-robin one-factorisation (P − 1 rounds for even P,
+    /// each device in one pair a round, a round's pairs together); each pair's busbw is scored
+    /// by median/MAD within its link class (same node, across nodes). Writes a run dir like
+    /// `run` (results, report with the census section, heatmaps `census_busbw` and
+    /// `census_latency`); the same as a plan with a `[census]` section. Exit 0 when every pair
+    /// ran (a finding is reported, not an error), 1 when some pair failed.
+    Census(CensusArgs),
     /// Built-in benchmarks (the `host` stack).
     Bench(BenchArgs),
     /// Performance history across campaigns: list, show, trend, regressions, ingest.
@@ -166,6 +175,56 @@ pub(crate) struct CalibrateArgs {
     pub(crate) stacks: Vec<String>,
     #[command(flatten)]
     pub(crate) exec: ExecOptions,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CensusArgs {
+    /// The devices whose pairs are measured: "0-7", "0,2,4-6" (at least two).
+    #[arg(long, value_name = "IDS", value_parser = parse_devices)]
+    pub(crate) devices: DeviceIds,
+    /// The stack that runs every pair (a shipped stack; a stack of your own: a plan with
+    /// `[census]` and `[stacks.NAME]`, run as any plan is run).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) stack: String,
+    /// The collective each pair runs.
+    #[arg(long, default_value = "allreduce", value_parser = parse_op)]
+    pub(crate) op: crate::model::case::Op,
+    /// Elements per rank: 4096, 64Mi, 1G (default 64Mi: large enough that a pair's time is its
+    /// link's bandwidth).
+    #[arg(long, value_name = "COUNT", value_parser = crate::model::units::parse_count)]
+    pub(crate) count: Option<u64>,
+    /// Nodes the devices are spread over, in equal consecutive blocks (`--devices 0-15 --nodes
+    /// 2`: 0-7 on one node, 8-15 on the other); a pair across blocks runs as a two-node case
+    /// (Slurm: `--executor slurm`; locally such pairs are planned skips).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub(crate) nodes: u32,
+    /// What the pool holds (`[devices] kind`).
+    #[arg(long, default_value = "cpu", value_parser = ["cpu", "npu", "gpu"])]
+    pub(crate) kind: String,
+    /// Quarantine the devices the census names as slow: journaled, listed by the status of the
+    /// run dir, kept out by a resume of it.
+    #[arg(long)]
+    pub(crate) quarantine: bool,
+    /// Run each pair N times as separate runs (default 1: every timed round of a pair feeds its
+    /// median).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub(crate) repeats: Option<u32>,
+    /// Start a census of more than 100,000 runs without asking.
+    #[arg(long, short = 'y')]
+    pub(crate) yes: bool,
+    #[command(flatten)]
+    pub(crate) exec: ExecOptions,
+}
+
+/// One `--devices` value holding many ids (clap would read a `Vec` as a repeated flag).
+pub(crate) type DeviceIds = Vec<u32>;
+
+fn parse_devices(text: &str) -> std::result::Result<Vec<u32>, String> {
+    crate::plan::parse_id_ranges(text)
+}
+
+fn parse_op(text: &str) -> std::result::Result<crate::model::case::Op, String> {
+    text.parse()
 }
 
 #[derive(Debug, Args)]

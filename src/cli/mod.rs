@@ -8,6 +8,7 @@ pub(crate) mod args;
 pub(crate) mod bench;
 pub(crate) mod calibrate;
 pub(crate) mod cases;
+pub(crate) mod census;
 pub(crate) mod compare;
 pub(crate) mod docs;
 pub(crate) mod doctor;
@@ -77,6 +78,7 @@ pub(crate) fn dispatch(command: Command) -> Result<i32> {
         Command::Compare(a) => compare::run(&a),
         Command::Calibrate(a) => calibrate::run(&a),
         Command::Doctor(a) => doctor::run(&a),
+        Command::Census(a) => census::run(&a),
         Command::Bench(b) => match b.command {
             BenchCommand::Allreduce(a) => bench::allreduce(&a),
         },

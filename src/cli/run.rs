@@ -54,23 +54,30 @@ pub(crate) fn run(args: &RunArgs) -> Result<i32> {
         Some(p) => crate::plan::load_with(p, cli)?,
         None => crate::plan::parse_with(SMOKE_PLAN, Path::new("plans/smoke.toml"), cli)?,
     };
+    run_plan(plan, &args.exec, options(args), args.yes)
+}
+
+/// Run a loaded plan (`run`'s plan file, `census`'s generated plan): the report template
+/// checked first, the plan's warnings said, the campaign run, its summary printed.
+pub(crate) fn run_plan(
+    plan: crate::model::plan::Plan,
+    exec: &crate::cli::args::ExecOptions,
+    opts: Options,
+    yes: bool,
+) -> Result<i32> {
     // A report template that cannot render fails now, not after every run has been paid for.
-    crate::report::preview::check_plan(&plan, args.exec.template.as_deref())?;
+    crate::report::preview::check_plan(&plan, exec.template.as_deref())?;
     // The same warnings `validate` and `dry-run` print: a run must not hide what they show.
     for w in &plan.warnings {
         eprintln!("warning: {w}");
     }
-    let opts = options(args);
-    let after = engine::report_step::report_step(
-        &plan,
-        args.exec.template.clone(),
-        args.exec.results_dir.clone(),
-    );
+    let after =
+        engine::report_step::report_step(&plan, exec.template.clone(), exec.results_dir.clone());
     let prepared = engine::prepare(plan, &opts)?;
     if let Some(w) = prepared.oversubscription() {
         eprintln!("warning: {w}");
     }
-    confirm_size(prepared.runs.len(), args.yes)?;
+    confirm_size(prepared.runs.len(), yes)?;
     // A Ctrl-C between preparing and the campaign's own listener still stops cleanly.
     crate::engine::interrupt::check_preparation()?;
     let done = engine::execute(prepared, &opts, after)?;

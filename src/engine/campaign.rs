@@ -184,7 +184,25 @@ fn step_graph(prep: &Prepared, kept: &BTreeMap<usize, RunResult>) -> Dag {
         .collect();
     let mut dag = Dag::new(&has_build, &nodes);
     dag.wait_for_points(&nodes, &prep.adaptive);
+    if let Some(census) = &prep.plan.census {
+        dag.wait_for_rounds(&census_rounds(prep, &census.devices));
+    }
     dag
+}
+
+/// Each run's round of the census (`analysis::census::rounds`), found by its case's pair.
+fn census_rounds(prep: &Prepared, devices: &[u32]) -> Vec<Option<u32>> {
+    let round_of: BTreeMap<(u32, u32), u32> = (crate::analysis::census::rounds(devices)
+        .into_iter()
+        .enumerate())
+    .flat_map(|(i, pairs)| pairs.into_iter().map(move |p| (p, i as u32)))
+    .collect();
+    (prep.runs.iter())
+        .map(|r| match prep.cases[r.case_index].device_ids.as_slice() {
+            &[a, b] => round_of.get(&(a.min(b), a.max(b))).copied(),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Runs in flight at once (`--exclusive`: one; else `--jobs`, else the backend's cap) and the

@@ -11,6 +11,7 @@
 pub(crate) mod adapt;
 pub(crate) mod campaign;
 pub(crate) mod case_files;
+pub(crate) mod census_step;
 pub(crate) mod decide;
 pub(crate) mod dispatch;
 pub(crate) mod drive;

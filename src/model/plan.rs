@@ -44,6 +44,8 @@ pub(crate) struct Plan {
     pub(crate) slurm: SlurmConfig,
     /// `[adapt]`: sizes added while the campaign runs.
     pub(crate) adapt: AdaptConfig,
+    /// `[census]`: the plan is a link census (its cases are every pair of its devices).
+    pub(crate) census: Option<CensusConfig>,
     /// `[cases] files = [...]`: seed case files run as they are instead of the axes product.
     pub(crate) case_files: Vec<PathBuf>,
     /// Cases the plan makes (after `[[exclude]]` and `[filter]`), counted when it was loaded.
@@ -343,7 +345,33 @@ pub(crate) struct ReportConfig {
     /// `[adapt] crossover`: its resolution and the sizes the plan gives (counts), so the report
     /// can say which sizes were added. Not a key: made from `[adapt]` and `[axes]`.
     pub(crate) adapt: Option<(f64, Vec<u64>)>,
+    /// `[census]`: which devices and stack the census section reads. Not a key: the plan's
+    /// `[census]`.
+    pub(crate) census: Option<CensusConfig>,
 }
+
+/// `[census]` (and `campaign census`): every pair of `devices` measured once on `stack`, the
+/// pairs scheduled by `analysis::census::rounds` (issue 48, item 3).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CensusConfig {
+    /// The devices whose pairs are measured, ascending, at least 2.
+    pub(crate) devices: Vec<u32>,
+    pub(crate) stack: String,
+    pub(crate) op: crate::model::case::Op,
+    /// Elements per rank (the case's `count`).
+    pub(crate) count: u64,
+    /// Nodes the devices are spread over, in equal consecutive blocks (`nodes = 2` with devices
+    /// 0-7: 0-3 on the first node, 4-7 on the second); a pair across two blocks is a two-node
+    /// case (one rank per node), which only a multi-node executor (Slurm) runs.
+    pub(crate) nodes: u32,
+    /// Journal the devices the census names as quarantined, so a `resume` of the run dir and
+    /// `campaign status` keep them out.
+    pub(crate) quarantine: bool,
+}
+
+/// `[census] count` when not given: 64 Mi elements, a size at which a pair's time is its link's
+/// bandwidth rather than its latency.
+pub(crate) const CENSUS_COUNT: u64 = 64 << 20;
 
 /// `[adapt]`: sizes added where the winner of a pair changes (issue 47, item 3).
 #[derive(Debug, Clone, PartialEq)]

@@ -72,6 +72,31 @@ pub(crate) mod duration_opt {
     }
 }
 
+/// An element count as people write it: `4096`, `64Mi` (binary: Ki, Mi, Gi) or `1M` (decimal:
+/// K, M, G). Zero and overflow are refused.
+pub(crate) fn parse_count(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, suffix) = t.split_at(split);
+    let scale: u64 = match suffix {
+        "" => 1,
+        "K" | "k" => 1_000,
+        "M" => 1_000_000,
+        "G" => 1_000_000_000,
+        "Ki" => 1 << 10,
+        "Mi" => 1 << 20,
+        "Gi" => 1 << 30,
+        _ => 0,
+    };
+    let n: Option<u64> = digits.parse().ok();
+    match n.and_then(|n| n.checked_mul(scale)) {
+        Some(n) if n > 0 && scale > 0 => Ok(n),
+        _ => Err(format!(
+            "`{text}` is not an element count (expected a positive integer, optionally with K, M, G, Ki, Mi or Gi: 4096, 64Mi)"
+        )),
+    }
+}
+
 /// Seconds in the largest unit that keeps 3 significant digits: `812 ns`, `14.2 µs`, `3.05 ms`.
 pub(crate) fn format_seconds(s: f64) -> String {
     if !s.is_finite() {
@@ -151,6 +176,17 @@ fn sig3(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_take_binary_and_decimal_suffixes_and_refuse_the_rest() {
+        assert_eq!(parse_count("4096"), Ok(4096));
+        assert_eq!(parse_count("64Mi"), Ok(64 << 20));
+        assert_eq!(parse_count("2K"), Ok(2000));
+        assert_eq!(parse_count(" 1Gi "), Ok(1 << 30));
+        for bad in ["", "0", "Mi", "64MB", "-1", "1.5Mi", "99999999999Gi"] {
+            assert!(parse_count(bad).is_err(), "{bad}");
+        }
+    }
 
     /// The one rounding gives what each of its three former copies gave: the stored 6-digit
     /// floats and the shown 3-digit ones (whose copy used `powf`) on values across 40 decades.

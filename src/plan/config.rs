@@ -214,7 +214,7 @@ pub(crate) fn read_run(cx: &mut Ctx<'_>, item: &Item<'_>) -> RunConfig {
 }
 
 /// Device ids as `"0-7"`, `"0,2,4-6"` or a list of integers; `None` after reporting a problem.
-fn id_list(cx: &mut Ctx<'_>, item: &Item<'_>, path: &str) -> Option<Vec<u32>> {
+pub(crate) fn id_list(cx: &mut Ctx<'_>, item: &Item<'_>, path: &str) -> Option<Vec<u32>> {
     let ids = if let toml::de::DeValue::String(s) = item.get_ref() {
         match parse_id_ranges(s) {
             Ok(ids) => ids,

@@ -16,14 +16,14 @@ use super::sections::{
     read_axes, read_case, read_case_files, read_excludes, read_filter, read_rounds,
     refuse_rootless_root, require_case_shape,
 };
-use super::{config, stacks, validate};
+use super::{census_plan, config, stacks, validate};
 use crate::error::{Error, Result};
 use crate::model::plan::{CampaignMeta, ExecutorKind, Plan, Rounds};
 
 /// Every top-level table a plan may have.
 pub(crate) const TOP_KEYS: &[&str] = &[
     "campaign", "case", "axes", "exclude", "filter", "rounds", "run", "devices", "stacks",
-    "report", "slurm", "cases", "adapt",
+    "report", "slurm", "cases", "adapt", "census",
 ];
 
 /// What a command line replaces in a plan before its whole-plan checks: `--executor` decides
@@ -118,6 +118,7 @@ pub(crate) fn parse_with(text: &str, path: &Path, cli: Overrides) -> Result<Plan
         report: Default::default(),
         slurm: Default::default(),
         adapt: Default::default(),
+        census: None,
         case_files: Vec::new(),
         case_count: 0,
         warnings: Vec::new(),
@@ -143,7 +144,14 @@ pub(crate) fn parse_with(text: &str, path: &Path, cli: Overrides) -> Result<Plan
     if let Some(item) = sections.get("cases") {
         read_case_files(&mut cx, item, &mut plan, axes_span.as_ref());
     }
-    if !sections.contains_key("cases") {
+    if let Some(item) = sections.get("census") {
+        census_plan::read(&mut cx, item, &mut plan);
+        // The first section that would make cases of its own beside the census's.
+        let sweep = (["axes", "cases", "exclude", "filter"].into_iter())
+            .find_map(|s| sections.get(s).map(|i| (s, i.span())));
+        census_plan::expand(&mut cx, item, &mut plan, &mut spans, sweep);
+    }
+    if !sections.contains_key("cases") && !sections.contains_key("census") {
         require_case_shape(&mut cx, &spans, axes_span.as_ref());
         refuse_rootless_root(&mut cx, &plan, &spans);
     }
@@ -168,6 +176,7 @@ pub(crate) fn parse_with(text: &str, path: &Path, cli: Overrides) -> Result<Plan
         spans.devices = Some(item.span());
         plan.devices = config::read_devices(&mut cx, item);
     }
+    census_plan::pool(&mut plan);
     if let Some(item) = sections.get("report") {
         plan.report = config::read_report(&mut cx, item, path, &mut spans);
     }

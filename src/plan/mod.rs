@@ -5,6 +5,7 @@
 //! `stacks` the stack tables and `validate` the checks over the whole product. The sweep itself
 //! (cases from a plan) is `crate::plan::sweep`.
 
+mod census_plan;
 mod config;
 pub(crate) mod diag;
 mod load;
@@ -17,6 +18,6 @@ mod tests;
 mod validate;
 pub(crate) mod variants;
 
-pub(crate) use config::MAX_REPEATS;
+pub(crate) use config::{parse_id_ranges, MAX_REPEATS};
 pub(crate) use load::{load, load_with, locate, parse_with, read_text, Overrides};
 pub(crate) use stacks::select_stacks;

@@ -93,6 +93,8 @@ pub(crate) struct Context {
     /// Sequential repeats and the budget: what was decided (set by `render_all`); none for a
     /// fixed count of repeats with nothing spared.
     pub(crate) sequential: Option<SequentialCtx>,
+    /// The link census (`[census]`, set by `render_all`): findings, classes, matrix, pairs.
+    pub(crate) census: Option<super::census_section::CensusCtx>,
 }
 
 /// Runs of one stack skipped for one reason.
@@ -748,6 +750,7 @@ pub(crate) fn build(results: &ResultSet, a: &Analysis, title: Option<&str>) -> C
         skipped_figures: Vec::new(),
         quarantined: name_values(results.quarantined.iter()),
         history: None,
+        census: None,
         sequential: None,
     }
 }

@@ -20,6 +20,7 @@ use crate::model::results::ResultSet;
 use crate::store::atomic::{write_atomic, Staged};
 
 pub(crate) mod bundle_files;
+pub(crate) mod census_section;
 pub(crate) mod context;
 pub mod figures;
 pub(crate) mod font;
@@ -60,6 +61,8 @@ pub struct ReportOptions {
     /// The newest calibration of the machine the runs ran on (`analysis::calibration`), from
     /// the history store: each verdict's noise band is its size class's.
     pub calibration: Option<crate::analysis::calibration::Calibration>,
+    /// `[census]`: the devices and stack of the Link census section (`ReportConfig::census`).
+    pub census: Option<crate::model::plan::CensusConfig>,
 }
 
 impl ReportOptions {
@@ -78,6 +81,7 @@ impl ReportOptions {
             equivalence: cfg.equivalence,
             looks: cfg.looks.clone(),
             adapt: cfg.adapt.clone(),
+            census: cfg.census.clone(),
         }
     }
 }
@@ -142,6 +146,8 @@ pub(crate) struct Inputs {
     resamples: u32,
     history: Option<crate::model::series::ReportHistory>,
     compare_metric: Option<crate::model::results::Metric>,
+    /// The census section's devices, stack and quarantine (`[census]`), as text.
+    census: Option<String>,
     /// The run dir, absolute.
     run_dir: PathBuf,
     bundles: Vec<String>,
@@ -169,6 +175,7 @@ pub(crate) fn inputs(results: &ResultSet, opts: &ReportOptions, run_dir: &Path) 
         history: opts.history.clone(),
         compare_metric: opts.compare_metric,
         calibration: opts.calibration.clone(),
+        census: opts.census.as_ref().map(|c| format!("{c:?}")),
         // The report reads the run dir's files and never prints its name: `run`'s absolute
         // name and `campaign report out/…` render the same files, so they prove the same.
         run_dir: std::path::absolute(run_dir).map_err(|e| Error::io(run_dir, e))?,
@@ -296,7 +303,7 @@ pub(crate) fn render_from(
     let failures = analysis.failures.len();
     let (planned, skipped) =
         figures::plan_all(&analysis, results, &opts.figures, &run_dir.join("figures"))?;
-    let drawn: Vec<figures::Drawn> = planned.iter().map(|p| p.drawn.clone()).collect();
+    let mut drawn: Vec<figures::Drawn> = planned.iter().map(|p| p.drawn.clone()).collect();
     let reports = run_dir.join("reports");
     let summary = reports.join("summary.md");
     let context = reports.join("context.json");
@@ -313,6 +320,13 @@ pub(crate) fn render_from(
     // The report files replace the old ones once every figure they link to is drawn; the
     // page reads each figure's hover values back from its file, so none are kept here.
     figures::draw_planned(planned)?;
+    let census = (opts.census.as_ref())
+        .map(|c| crate::analysis::census::census(results, &c.devices, &c.stack));
+    if let Some(c) = census.as_ref().filter(|c| !c.pairs.is_empty()) {
+        drawn.extend(figures::draw_census(c, &run_dir.join("figures"))?);
+    }
+    let census = (census.as_ref())
+        .map(|c| census_section::section(c, opts.census.as_ref().is_some_and(|k| k.quarantine)));
     let (mut staged, ctx) = texts(
         results,
         &analysis,
@@ -320,6 +334,7 @@ pub(crate) fn render_from(
         (&drawn, &skipped),
         template,
         (&context, &summary),
+        census,
     )?;
     // The statistics are in the context now; the page needs only the context and the runs.
     drop(analysis);
@@ -363,9 +378,11 @@ fn texts(
     (drawn, skipped): (&[figures::Drawn], &[figures::Skipped]),
     template: Template<'_>,
     (context, summary): (&Path, &Path),
+    census: Option<census_section::CensusCtx>,
 ) -> Result<(Staged, context::Context)> {
     let mut ctx =
         context::build(results, analysis, opts.title.as_deref()).with_figures(drawn, skipped);
+    ctx.census = census;
     ctx.history = opts.history.as_ref().and_then(history_section::context);
     ctx.sequential = context::sequential(results, &opts.looks, opts.adapt.as_ref());
     let ctx_ref = &ctx;

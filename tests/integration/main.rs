@@ -4,6 +4,7 @@ mod architecture;
 mod bench;
 mod browser;
 mod calibrate;
+mod census;
 mod collectives;
 mod containment;
 mod crossover;

@@ -158,6 +158,27 @@ impl Dag {
         }
     }
 
+    /// Make the runs of each census round (`round[i]`: run `i`'s round, None for a run of no
+    /// round) wait for every run of the round before, so a round's pairs run together and the
+    /// next round starts on a quiet pool: a pair is measured beside the same load every round
+    /// (`analysis::census::rounds`). `round` is in the run order `new` was given.
+    pub(crate) fn wait_for_rounds(&mut self, round: &[Option<u32>]) {
+        let mut by_round: BTreeMap<u32, Vec<NodeIndex>> = BTreeMap::new();
+        for (r, &node) in round.iter().zip(&self.runs) {
+            if let Some(r) = r {
+                by_round.entry(*r).or_default().push(node);
+            }
+        }
+        let rounds: Vec<&Vec<NodeIndex>> = by_round.values().collect();
+        for w in rounds.windows(2) {
+            for &before in w[0] {
+                for &after in w[1] {
+                    self.graph.add_edge(before, after, ());
+                }
+            }
+        }
+    }
+
     pub(crate) fn step(&self, node: NodeIndex) -> &Step {
         &self.graph[node]
     }
@@ -262,6 +283,25 @@ mod tests {
         assert!(pos("build:hccl") < pos("probe:hccl"));
         assert!(pos("run:c1:host") < pos("run:c1:hccl"));
         assert!(pos("run:c2:hccl") < pos("collect"));
+    }
+
+    #[test]
+    fn a_census_round_waits_for_the_round_before() {
+        let runs = vec![run("a", "s"), run("b", "s"), run("c", "s"), run("d", "s")];
+        let mut dag = Dag::new(&[("s".to_string(), false)], &runs);
+        dag.wait_for_rounds(&[Some(0), Some(0), Some(1), None]);
+        assert_eq!(
+            keys(&dag, dag.predecessors(dag.run_node(2))),
+            vec!["probe:s", "run:a:s", "run:b:s"]
+        );
+        assert_eq!(
+            keys(&dag, dag.predecessors(dag.run_node(1))),
+            vec!["probe:s"]
+        );
+        assert_eq!(
+            keys(&dag, dag.predecessors(dag.run_node(3))),
+            vec!["probe:s"]
+        );
     }
 
     #[test]

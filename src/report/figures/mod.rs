@@ -16,6 +16,7 @@ use crate::model::results::ResultSet;
 
 mod breakdown;
 mod common;
+mod heatmap;
 mod message_size;
 mod model_fit;
 mod paired_ratio;
@@ -256,6 +257,25 @@ pub(crate) fn draw_planned(planned: Vec<Planned<'_>>) -> Result<()> {
             ))
         })?
     })
+}
+
+/// The census heatmaps, `census_busbw` and `census_latency` (PNG, SVG and hover values), drawn
+/// into `dir`. They are not in `FigureKind`: a census plan always draws both, from the census
+/// rather than from the `Analysis`.
+pub(crate) fn draw_census(c: &crate::analysis::census::Census, dir: &Path) -> Result<Vec<Drawn>> {
+    super::font::ensure_registered().map_err(Error::Environment)?;
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    let maps = [
+        ("census_busbw", heatmap::Value::Busbw),
+        ("census_latency", heatmap::Value::Latency),
+    ];
+    let mut out = Vec::new();
+    for (name, value) in maps {
+        let drawn = Describe { name, dir }.with(heatmap::heatmap(c, value));
+        render(&heatmap::heatmap(c, value), &drawn)?;
+        out.push(drawn);
+    }
+    Ok(out)
 }
 
 /// The history trend figure as an image (`campaign history trend --out FILE.png|svg`).
