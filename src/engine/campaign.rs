@@ -62,6 +62,7 @@ pub(crate) fn build(
         pending,
         opts.quiet,
     )?;
+    let profiling = crate::engine::profile::Profiling::new(prep.plan.profile.clone());
     let plan = CampaignPlan {
         run_dir,
         plan_text: prep.plan.text.clone(),
@@ -82,6 +83,7 @@ pub(crate) fn build(
             fatal: None,
         },
         decider,
+        profiling,
     };
     let scheduler = Scheduler::new(dag, prep.pool, prep.plans, limits);
     Ok(Campaign {

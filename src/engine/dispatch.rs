@@ -72,6 +72,8 @@ pub(crate) struct Dispatcher {
     /// Sequential repeats and the budget: whether an optional run is needed, whether runs may
     /// still start.
     pub(crate) decider: crate::engine::decide::Decider,
+    /// The profiled runs made after the timed ones (`engine::profile`).
+    pub(crate) profiling: crate::engine::profile::Profiling,
 }
 
 /// What the campaign runs, fixed for the session.
@@ -474,6 +476,7 @@ impl Dispatch for Dispatcher {
                     backend: self.backend.clone(),
                     case_files: self.out.case_files.clone(),
                     reattach: self.state.jobs.reattach.remove(run),
+                    profile: None,
                     on_submit: {
                         let tx = tx.clone();
                         Arc::new(move |id: JobRef, reattached| {
@@ -615,6 +618,7 @@ impl Dispatch for Dispatcher {
 
     fn ended(&mut self, run: usize, result: RunResult) {
         self.decider.ended(run, &result);
+        self.profiling.ended(&self.plan.runs[run], &result);
         // Kept runs too: the results files show every planned run.
         self.out.results_files.add(run, result);
     }

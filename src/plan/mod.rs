@@ -8,6 +8,7 @@
 mod config;
 pub(crate) mod diag;
 mod load;
+mod profile;
 mod raw;
 mod sections;
 mod stacks;
