@@ -118,21 +118,26 @@ pub fn parse_kinds(text: &str) -> Result<Vec<ProfileKind>, String> {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProfileSpec {
-    /// Arguments appended to the rendered command (templates, the run scope).
+    /// Arguments appended to the rendered command, as written (a shell stack's are quoted onto
+    /// its command line).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
-    /// Environment added to the run's (values are templates).
+    /// Environment added to the run's, as written (replacing a variable of the same name).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
-    /// Where the program writes its files: glob patterns relative to the run's working
-    /// directory (its bundle unless `cwd` says otherwise); every match is moved into the
-    /// profiled run's folder.
+    /// Where the program writes its files: glob patterns relative to the stack's root when it
+    /// has one (where the upstream programs run and write `outputs/`), else to the profiled
+    /// run's folder; every match written during the profiled run is moved into its folder.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<String>,
     /// Cases the program refuses this kind for: a `where` expression over the case's fields
     /// that makes the profiled run a planned skip, and the reason it names.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub refuse: Vec<ProfileRefusal>,
+    /// The profiled run runs this many timed rounds and no warmup (simpler collects swimlane,
+    /// PMU and dep-gen only when `--rounds` is 1); absent: the case's rounds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rounds: Option<u32>,
 }
 
 /// One case shape a stack's program refuses a kind for.

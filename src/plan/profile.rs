@@ -31,7 +31,7 @@ pub(crate) fn read_profile(cx: &mut Ctx<'_>, item: &Item<'_>) -> ProfileConfig {
                         }
                         Some(k) => profile.kinds.push(k),
                         None => {
-                            let hint = did_you_mean(&name, ProfileKind::names().into_iter());
+                            let hint = did_you_mean(&name, ProfileKind::names());
                             cx.error(
                                 &el.span(),
                                 &field,

@@ -14,6 +14,7 @@ mod huge;
 mod mpi;
 mod newcomer;
 mod plan;
+mod profile;
 mod ran;
 mod readme;
 mod report;

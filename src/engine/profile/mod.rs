@@ -214,6 +214,10 @@ async fn one(d: &Shared, at: &Target<'_>) -> ProfileEntry {
         .get(&at.kind)
         .cloned()
         .unwrap_or_default();
+    let mut case = at.case.clone();
+    if let Some(rounds) = spec.rounds {
+        (case.warmup_rounds, case.timed_rounds) = (0, rounds);
+    }
     let profiled = Profiled {
         bundle: bundle.clone(),
         bundle_rel: rel,
@@ -231,8 +235,8 @@ async fn one(d: &Shared, at: &Target<'_>) -> ProfileEntry {
         run_dir: d.run_dir.clone(),
         case_id: at.case_id.to_string(),
         stack: at.stack.clone(),
-        case: at.case.clone(),
-        lease: lease(at.case, at.stack),
+        lease: lease(&case, at.stack),
+        case,
         place: false,
         attempt: 1,
         cancel: d.cancel.clone(),
