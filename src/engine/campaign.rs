@@ -62,7 +62,7 @@ pub(crate) fn build(
         pending,
         opts.quiet,
     )?;
-    let profiling = crate::engine::profile::Profiling::new(prep.plan.profile.clone());
+    let profiling = crate::engine::profiled::Profiling::new(prep.plan.profile.clone());
     let plan = CampaignPlan {
         run_dir,
         plan_text: prep.plan.text.clone(),

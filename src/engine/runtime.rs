@@ -50,9 +50,9 @@ pub(crate) fn run(campaign: Campaign, earlier: Earlier) -> Result<(Summary, Disp
         let joined = tokio::spawn(async move {
             let mut summary = scheduler.run(&mut dispatcher, cancel).await;
             // Profiled runs only after every timed run ended, and only in a campaign that can
-            // still record (`engine::profile`).
+            // still record (`engine::profiled`).
             if !summary.interrupted && dispatcher.stop.fatal.is_none() {
-                crate::engine::profile::run(&mut dispatcher).await;
+                dispatcher.profile().await;
                 summary.interrupted |= *dispatcher.stop.cancel.borrow();
             }
             // The scheduler and its graph are gone: the report renders beside the results only,

@@ -3,7 +3,7 @@
 //! (`[stacks.NAME.profile.KIND]`).
 //!
 //! A profiled run is an extra run of its own, marked as profiled, never one of the timed runs:
-//! nothing here decides where it runs or what it writes (`engine::profile` does). No I/O.
+//! nothing here decides where it runs or what it writes (`engine::profiled` does). No I/O.
 
 use std::collections::BTreeMap;
 

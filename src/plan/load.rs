@@ -180,7 +180,7 @@ pub(crate) fn parse_with(text: &str, path: &Path, cli: Overrides) -> Result<Plan
         read_adapt(&mut cx, item, &mut plan);
     }
     if let Some(item) = sections.get("profile") {
-        plan.profile = super::profile::read_profile(&mut cx, item);
+        plan.profile = super::profile_section::read_profile(&mut cx, item);
     }
 
     validate::check_baseline(&mut cx, &plan, &spans);

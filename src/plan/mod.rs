@@ -8,7 +8,7 @@
 mod config;
 pub(crate) mod diag;
 mod load;
-mod profile;
+mod profile_section;
 mod raw;
 mod sections;
 mod stacks;

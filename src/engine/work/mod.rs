@@ -44,7 +44,7 @@ pub(crate) struct RunJob {
     pub(crate) reattach: Option<JobRef>,
     /// Told each job as soon as the backend has one (the dispatcher journals it).
     pub(crate) on_submit: OnSubmit,
-    /// Set on a profiled run (`engine::profile`): its own folder and how its command changes.
+    /// Set on a profiled run (`engine::profiled`): its own folder and how its command changes.
     pub(crate) profile: Option<Arc<Profiled>>,
 }
 

@@ -57,8 +57,7 @@ pub(super) async fn run_rounds(
         pinned = crate::stack::render::render_ran_expect(&stack.name, &stack.def, &ctx)
             .map_err(|e| e.to_string())?;
         let (argv, env) = profiled(job, rendered.argv, rendered.env);
-        facts.argv = argv.clone();
-        facts.env = env.clone();
+        (facts.argv, facts.env) = (argv.clone(), env.clone());
         let spec = ProcessSpec {
             argv,
             env,

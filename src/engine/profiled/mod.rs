@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::engine::dispatch::{Dispatcher, PlannedRun};
+use crate::engine::progress::Progress;
 use crate::engine::schedule::pool::Lease;
 use crate::engine::work::{self, Profiled, RunJob};
 use crate::model::case::Case;
@@ -47,11 +47,18 @@ impl Profiling {
     /// A timed run ended (kept ones from an earlier session too): a passing one earns its
     /// (case, stack) a profile. A run that failed is not profiled: its profile would show a
     /// failure, not why the stack is slow.
-    pub(crate) fn ended(&mut self, planned: &PlannedRun, result: &RunResult) {
+    /// `run_id` is the run's case id with its repeat mark; `stack` the stack's index.
+    pub(crate) fn ended(
+        &mut self,
+        case_index: usize,
+        stack: usize,
+        run_id: &str,
+        result: &RunResult,
+    ) {
         if result.status == RunStatus::Pass {
-            let (case_id, _) = crate::model::results::split_run_id(&planned.case_id);
+            let (case_id, _) = crate::model::results::split_run_id(run_id);
             (self.passed)
-                .entry((planned.case_index, planned.stack))
+                .entry((case_index, stack))
                 .or_insert_with(|| case_id.to_string());
         }
     }
@@ -59,83 +66,70 @@ impl Profiling {
 
 /// Make every profiled run not yet settled in `profiles.json`, one at a time. A resume takes
 /// the kinds the run dir's `profiles.json` recorded (what `run --profile` asked for) over the
-/// plan's.
-pub(crate) async fn run(d: &mut Dispatcher) {
-    let run_dir = d.plan.run_dir.clone();
-    let recorded = crate::store::profiles::read(&run_dir.path);
+/// plan's. `Err` when the run dir cannot be written: the campaign stops as for a timed run.
+pub(crate) async fn run(
+    profiling: &mut Profiling,
+    cx: Shared,
+    stacks: &[Arc<EngineStack>],
+    progress: &mut Progress,
+) -> crate::error::Result<()> {
+    let recorded = crate::store::profiles::read(&cx.run_dir.path);
     let config = match &recorded {
-        Some(file) if !d.profiling.config.any() => file.config(),
-        _ => d.profiling.config.clone(),
+        Some(file) if !profiling.config.any() => file.config(),
+        _ => profiling.config.clone(),
     };
     if !config.any() {
-        return;
+        return Ok(());
     }
     let mut file = match recorded {
         Some(f) if f.kinds == config.kinds && f.runs == config.runs => f,
         _ => ProfilesFile::new(&config),
     };
-    let passed = std::mem::take(&mut d.profiling.passed);
-    let cx = Shared {
-        run_dir: run_dir.clone(),
-        cases: d.plan.cases.clone(),
-        cancel: d.stop.cancel.clone(),
-        backend: d.backend.clone(),
-        case_files: d.out.case_files.clone(),
-    };
     let mut perf: BTreeMap<ProfileKind, Result<(), String>> = BTreeMap::new();
-    for ((ci, si), case_id) in passed {
+    for ((ci, si), case_id) in std::mem::take(&mut profiling.passed) {
         for &kind in &config.kinds {
             for n in 1..=config.runs {
-                if *d.stop.cancel.borrow() {
-                    return;
+                if *cx.cancel.borrow() {
+                    return Ok(());
                 }
-                let stack = d.plan.stacks[si].clone();
+                let stack = &stacks[si];
                 if (file.find(&case_id, &stack.name, kind, n)).is_some_and(ProfileEntry::settled) {
                     continue;
                 }
                 let at = Target {
                     case: &cx.cases[ci],
                     case_id: &case_id,
-                    stack: &stack,
+                    stack,
                     kind,
                     n,
                 };
-                let why = skip_reason(d, &at, &mut perf);
-                let entry = match why {
+                let entry = match skip_reason(&cx, &at, &mut perf) {
                     Some(why) => entry(&at, RunStatus::Skipped, Some(why)),
                     None => one(&cx, &at).await,
                 };
+                let why = (entry.reason.as_deref()).map_or(String::new(), |r| format!(": {r}"));
                 let said = format!(
-                    "profile {} {}/{}: {}{}",
+                    "profile {} {case_id}/{}: {}{why}",
                     folder(kind, n),
-                    case_id,
                     stack.name,
-                    entry.status,
-                    entry
-                        .reason
-                        .as_deref()
-                        .map(|r| format!(": {r}"))
-                        .unwrap_or_default()
+                    entry.status
                 );
-                d.out.progress.println(&crate::model::text::visible(&said));
+                progress.println(&crate::model::text::visible(&said));
                 file.put(entry);
-                if let Err(e) = crate::store::profiles::write(&run_dir.path, &file) {
-                    d.stop.fatal = Some(e);
-                    return;
-                }
+                crate::store::profiles::write(&cx.run_dir.path, &file)?;
             }
         }
     }
+    Ok(())
 }
 
-/// What a profiled run needs of the dispatcher, shared (the dispatcher itself is not held
-/// across the run's await).
-struct Shared {
-    run_dir: Arc<RunDir>,
-    cases: Arc<Vec<Case>>,
-    cancel: tokio::sync::watch::Receiver<bool>,
-    backend: Arc<dyn crate::executor::Backend>,
-    case_files: Arc<crate::engine::case_files::CaseFiles>,
+/// What the profiled runs need of the session (the dispatcher's, shared).
+pub(crate) struct Shared {
+    pub(crate) run_dir: Arc<RunDir>,
+    pub(crate) cases: Arc<Vec<Case>>,
+    pub(crate) cancel: tokio::sync::watch::Receiver<bool>,
+    pub(crate) backend: Arc<dyn crate::executor::Backend>,
+    pub(crate) case_files: Arc<crate::engine::case_files::CaseFiles>,
 }
 
 /// One profiled run to make.
@@ -173,7 +167,7 @@ fn entry(at: &Target<'_>, status: RunStatus, reason: Option<String>) -> ProfileE
 /// case, or (a perf kind) the processes run elsewhere or perf does not work here (asked once
 /// per kind).
 fn skip_reason(
-    d: &Dispatcher,
+    d: &Shared,
     at: &Target<'_>,
     perf: &mut BTreeMap<ProfileKind, Result<(), String>>,
 ) -> Option<String> {
@@ -190,7 +184,7 @@ fn skip_reason(
             d.backend.name()
         ));
     }
-    let scratch = d.plan.run_dir.path.join(".perf-check");
+    let scratch = d.run_dir.path.join(".perf-check");
     (perf
         .entry(at.kind)
         .or_insert_with(|| perf::check(at.kind, &scratch)))
@@ -319,7 +313,7 @@ fn lease(case: &Case, stack: &EngineStack) -> Lease {
     match stack.def.resource() {
         Resource::Cpu => Lease {
             devices: Vec::new(),
-            cpus: ids(crate::engine::prepare::machine_cpus()),
+            cpus: ids(std::thread::available_parallelism().map_or(1, |n| n.get())),
         },
         Resource::None => Lease::default(),
         _ if !case.device_ids.is_empty() => Lease {
