@@ -86,6 +86,9 @@ pub(crate) struct Context {
     /// Sequential repeats and the budget: what was decided (set by `render_all`); none for a
     /// fixed count of repeats with nothing spared.
     pub(crate) sequential: Option<SequentialCtx>,
+    /// The profiled runs beside the timed ones (`report::profiles`; set by `render_all`):
+    /// never part of any statistic above.
+    pub(crate) profiles: Vec<super::profiles::ProfileRow>,
 }
 
 /// Runs of one stack skipped for one reason.
@@ -696,6 +699,7 @@ pub(crate) fn build(results: &ResultSet, a: &Analysis, title: Option<&str>) -> C
         ),
         failures: a.failures.clone().into(),
         planned_skips: planned_skips(results),
+        profiles: Vec::new(),
         paired: Rows::from(
             (a.paired.iter())
                 .map(|p| paired_row(p, a.equivalence))

@@ -28,6 +28,7 @@ pub(crate) mod html;
 pub(crate) mod inline;
 pub(crate) mod markdown;
 pub(crate) mod preview;
+pub(crate) mod profiles;
 pub(crate) mod results_table;
 pub(crate) mod rows;
 pub(crate) mod straggler_section;
@@ -140,6 +141,8 @@ pub(crate) struct Inputs {
     /// The run dir, absolute.
     run_dir: PathBuf,
     bundles: Vec<String>,
+    /// The profiled runs the report lists (`profiles.json`): a new profile renders it again.
+    profiles: Vec<profiles::ProfileRow>,
     /// The bundle files behind `bundles`, for the page to link (`render_from`).
     #[serde(skip)]
     bundle_files: bundle_files::BundleFiles,
@@ -167,6 +170,7 @@ pub(crate) fn inputs(results: &ResultSet, opts: &ReportOptions, run_dir: &Path) 
         // name and `campaign report out/…` render the same files, so they prove the same.
         run_dir: std::path::absolute(run_dir).map_err(|e| Error::io(run_dir, e))?,
         bundles: html::bundle_reads(results, run_dir, &bundle_files),
+        profiles: profiles::rows(run_dir),
         bundle_files,
     })
 }
@@ -307,7 +311,7 @@ pub(crate) fn render_from(
         opts,
         (&drawn, &skipped),
         template,
-        (&context, &summary),
+        (&context, &summary, run_dir),
     )?;
     // The statistics are in the context now; the page needs only the context and the runs.
     drop(analysis);
@@ -348,10 +352,11 @@ fn texts(
     opts: &ReportOptions,
     (drawn, skipped): (&[figures::Drawn], &[figures::Skipped]),
     template: Template<'_>,
-    (context, summary): (&Path, &Path),
+    (context, summary, run_dir): (&Path, &Path, &Path),
 ) -> Result<(Staged, context::Context)> {
     let mut ctx =
         context::build(results, analysis, opts.title.as_deref()).with_figures(drawn, skipped);
+    ctx.profiles = profiles::rows(run_dir);
     ctx.history = opts.history.as_ref().and_then(history_section::context);
     ctx.sequential = context::sequential(results, &opts.looks, opts.adapt.as_ref());
     let ctx_ref = &ctx;
