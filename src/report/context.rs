@@ -86,9 +86,9 @@ pub(crate) struct Context {
     /// Sequential repeats and the budget: what was decided (set by `render_all`); none for a
     /// fixed count of repeats with nothing spared.
     pub(crate) sequential: Option<SequentialCtx>,
-    /// The profiled runs beside the timed ones (`report::profiles`; set by `render_all`):
+    /// The profiled runs beside the timed ones (`report::profile_links`; set by `render_all`):
     /// never part of any statistic above.
-    pub(crate) profiles: Vec<super::profiles::ProfileRow>,
+    pub(crate) profiles: Vec<super::profile_links::ProfileRow>,
 }
 
 /// Runs of one stack skipped for one reason.

@@ -110,7 +110,7 @@ pub(crate) fn render_report(
                     .collect::<Vec<_>>(),
             ),
             flamegraphs: (ctx.profiles.iter())
-                .map(|p| super::profiles::inline_flamegraph(run_dir, p))
+                .map(|p| super::profile_links::inline_flamegraph(run_dir, p))
                 .collect(),
             css: CSS,
             js: JS,

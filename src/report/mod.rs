@@ -28,7 +28,7 @@ pub(crate) mod html;
 pub(crate) mod inline;
 pub(crate) mod markdown;
 pub(crate) mod preview;
-pub(crate) mod profiles;
+pub(crate) mod profile_links;
 pub(crate) mod results_table;
 pub(crate) mod rows;
 pub(crate) mod straggler_section;
@@ -142,7 +142,7 @@ pub(crate) struct Inputs {
     run_dir: PathBuf,
     bundles: Vec<String>,
     /// The profiled runs the report lists (`profiles.json`): a new profile renders it again.
-    profiles: Vec<profiles::ProfileRow>,
+    profiles: Vec<profile_links::ProfileRow>,
     /// The bundle files behind `bundles`, for the page to link (`render_from`).
     #[serde(skip)]
     bundle_files: bundle_files::BundleFiles,
@@ -170,7 +170,7 @@ pub(crate) fn inputs(results: &ResultSet, opts: &ReportOptions, run_dir: &Path) 
         // name and `campaign report out/…` render the same files, so they prove the same.
         run_dir: std::path::absolute(run_dir).map_err(|e| Error::io(run_dir, e))?,
         bundles: html::bundle_reads(results, run_dir, &bundle_files),
-        profiles: profiles::rows(run_dir),
+        profiles: profile_links::rows(run_dir),
         bundle_files,
     })
 }
@@ -356,7 +356,7 @@ fn texts(
 ) -> Result<(Staged, context::Context)> {
     let mut ctx =
         context::build(results, analysis, opts.title.as_deref()).with_figures(drawn, skipped);
-    ctx.profiles = profiles::rows(run_dir);
+    ctx.profiles = profile_links::rows(run_dir);
     ctx.history = opts.history.as_ref().and_then(history_section::context);
     ctx.sequential = context::sequential(results, &opts.looks, opts.adapt.as_ref());
     let ctx_ref = &ctx;
