@@ -27,6 +27,7 @@ pub(crate) mod history_section;
 pub(crate) mod html;
 pub(crate) mod inline;
 pub(crate) mod markdown;
+pub(crate) mod pmu;
 pub(crate) mod preview;
 pub(crate) mod profile_links;
 pub(crate) mod results_table;

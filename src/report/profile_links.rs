@@ -30,6 +30,43 @@ pub(crate) struct ProfileRow {
     pub(crate) files: Vec<ProfileFile>,
     /// The flame graph's path relative to the run dir, when it has one.
     pub(crate) flamegraph: Option<String>,
+    /// Each `pmu.csv` of the profile, read into its utilization (`report::pmu`).
+    pub(crate) pmu: Vec<PmuTable>,
+}
+
+/// One `pmu.csv`'s utilization, or why it could not be read.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct PmuTable {
+    /// Relative to the profiled run's folder.
+    pub(crate) file: String,
+    pub(crate) rows: Vec<super::pmu::PmuUtilization>,
+    pub(crate) error: Option<String>,
+}
+
+/// The utilization of every `pmu.csv` among a profile's files.
+fn pmu_tables(
+    run_dir: &Path,
+    bundle: &str,
+    files: &std::collections::BTreeMap<String, String>,
+) -> Vec<PmuTable> {
+    (files.values())
+        .filter(|f| f.ends_with("pmu.csv"))
+        .map(|f| {
+            let path = run_dir.join(bundle).join(f);
+            let read = crate::model::file::read_regular_text(&path, MAX_LIST_BYTES)
+                .map_err(|e| format!("{f}: {e}"))
+                .and_then(|text| super::pmu::utilization(&text));
+            let (rows, error) = match read {
+                Ok(rows) => (rows, None),
+                Err(e) => (Vec::new(), Some(e)),
+            };
+            PmuTable {
+                file: f.clone(),
+                rows,
+                error,
+            }
+        })
+        .collect()
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -51,6 +88,7 @@ pub(crate) fn rows(run_dir: &Path) -> Vec<ProfileRow> {
         .map(|p| {
             let at = |name: &str| format!("{}/{name}", p.bundle);
             ProfileRow {
+                pmu: pmu_tables(run_dir, &p.bundle, &p.files),
                 kind: crate::model::profile::folder(p.kind, p.run),
                 status: p.status.to_string(),
                 flamegraph: p.files.get("flamegraph").map(|f| at(f)),

@@ -277,3 +277,49 @@ fn bad_profile_input_is_refused_naming_the_field() {
     assert_eq!(o.status.code(), Some(2));
     assert!(util::stderr(&o).contains("unknown profile kind `flame`"));
 }
+
+#[test]
+fn a_pmu_csv_in_simplers_format_is_summarised_in_the_report() {
+    require("perf", "scripts/install-perf.sh");
+    let tmp = util::tempdir();
+    let text = plan(
+        r#""host""#,
+        r#""ring""#,
+        "[profile]\nkinds = [\"counters\"]\n",
+    );
+    let run_dir = run(tmp.path(), &text, &[]);
+    // A pmu profile as the simpler-scene stack leaves it (no PMU can be recorded here: the
+    // simulator does not model the counters), its pmu.csv in the format simpler writes.
+    let case = "ring_p2_count65536_fp32_host_d0-1";
+    let bundle = format!("cases/{case}/host/profiling/pmu");
+    std::fs::create_dir_all(run_dir.join(&bundle)).unwrap();
+    std::fs::copy(
+        util::root().join("tests/integration/fixtures/profiles/pmu.csv"),
+        run_dir.join(&bundle).join("pmu.csv"),
+    )
+    .unwrap();
+    let mut file = json(&run_dir.join("profiles.json"));
+    file["profiles"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({
+            "case_id": case, "stack": "host", "kind": "pmu", "run": 1, "status": "pass",
+            "reason": null, "bundle": bundle, "files": {"pmu.csv": "pmu.csv"}, "wall_s": 1.0
+        }));
+    std::fs::write(run_dir.join("profiles.json"), file.to_string()).unwrap();
+    let o = util::run(&["report", run_dir.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", util::stderr(&o));
+    let md = std::fs::read_to_string(run_dir.join("reports/summary.md")).unwrap();
+    assert!(md.contains("## Profiles"), "{md}");
+    assert!(
+        md.contains("- AIV (2 task(s)): vec 11.1 %, cube 0.0 %"),
+        "{md}"
+    );
+    assert!(
+        md.contains("- AIC (1 task(s)): vec 0.0 %, cube 75.0 %"),
+        "{md}"
+    );
+    assert!(md.contains("[counters](../cases/"), "{md}");
+    let html = std::fs::read_to_string(run_dir.join("reports/index.html")).unwrap();
+    assert!(html.contains("id=\"profiles\"") && html.contains("cube 75.0 %"));
+}

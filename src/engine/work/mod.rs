@@ -241,41 +241,6 @@ impl From<&str> for Stop {
     }
 }
 
-#[cfg(test)]
-mod profiled_tests {
-    use super::Profiled;
-
-    #[test]
-    fn a_profiled_command_gets_its_prefix_arguments_and_environment() {
-        let p = Profiled {
-            prefix: vec!["perf".into(), "stat".into(), "--".into()],
-            args: vec!["--enable-pmu".into(), "a b".into()],
-            env: vec![("X".into(), "2".into())],
-            ..Profiled::default()
-        };
-        let env = vec![("X".to_string(), "1".to_string()), ("Y".into(), "y".into())];
-        let (argv, env) = p.apply(false, vec!["prog".into(), "-v".into()], env);
-        assert_eq!(
-            argv,
-            ["perf", "stat", "--", "prog", "-v", "--enable-pmu", "a b"]
-        );
-        assert_eq!(env, [("Y".into(), "y".into()), ("X".into(), "2".into())]);
-        // A shell stack's arguments go onto its command line, quoted.
-        let (argv, _) = p.apply(true, vec!["sh".into(), "-c".into(), "prog".into()], vec![]);
-        assert_eq!(
-            argv,
-            [
-                "perf",
-                "stat",
-                "--",
-                "sh",
-                "-c",
-                "prog '--enable-pmu' 'a b'"
-            ]
-        );
-    }
-}
-
 /// The containment unit of attempt `attempt` of a run (`executor::unit::id_for`): the dispatcher
 /// journals it with `started`, so a resume after a crash can reap what the attempt left.
 pub(crate) fn run_unit(run_dir: &RunDir, case_id: &str, stack: &str, attempt: u32) -> String {
@@ -470,4 +435,39 @@ pub(crate) fn fingerprint(
 pub(crate) fn stack_fingerprint(stack: &EngineStack) -> String {
     let text = serde_json::to_string(&stack.def).unwrap_or_default();
     crate::model::digest::sha256_hex(text.as_bytes(), 8)
+}
+
+#[cfg(test)]
+mod profiled_tests {
+    use super::Profiled;
+
+    #[test]
+    fn a_profiled_command_gets_its_prefix_arguments_and_environment() {
+        let p = Profiled {
+            prefix: vec!["perf".into(), "stat".into(), "--".into()],
+            args: vec!["--enable-pmu".into(), "a b".into()],
+            env: vec![("X".into(), "2".into())],
+            ..Profiled::default()
+        };
+        let env = vec![("X".to_string(), "1".to_string()), ("Y".into(), "y".into())];
+        let (argv, env) = p.apply(false, vec!["prog".into(), "-v".into()], env);
+        assert_eq!(
+            argv,
+            ["perf", "stat", "--", "prog", "-v", "--enable-pmu", "a b"]
+        );
+        assert_eq!(env, [("Y".into(), "y".into()), ("X".into(), "2".into())]);
+        // A shell stack's arguments go onto its command line, quoted.
+        let (argv, _) = p.apply(true, vec!["sh".into(), "-c".into(), "prog".into()], vec![]);
+        assert_eq!(
+            argv,
+            [
+                "perf",
+                "stat",
+                "--",
+                "sh",
+                "-c",
+                "prog '--enable-pmu' 'a b'"
+            ]
+        );
+    }
 }
