@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The README's test command: install and start what the tests need on a fresh machine (OpenMPI
-# for the `mpi` stack, headless Chromium for the HTML report's browser tests, a private
+# for the `mpi` stack, Linux perf for `cpu` and `counters` profiles, headless Chromium for the HTML report's browser tests, a private
 # two-node Slurm on this machine for the Slurm executor; all need root and Debian's packages), then run
 # every test. Idempotent: installs are skipped when present and a running Slurm is only checked.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-mpi.sh
+bash scripts/install-perf.sh
 bash scripts/install-chromium.sh
 eval "$(bash scripts/slurm-up.sh)"
 cargo test "$@"

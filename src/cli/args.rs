@@ -150,8 +150,21 @@ pub(crate) struct RunArgs {
     /// `[run] budget`): once spent, no run starts and the campaign ends with what it has.
     #[arg(long, value_name = "DURATION", value_parser = parse_budget)]
     pub(crate) budget: Option<std::time::Duration>,
+    /// Also make profiled runs of these kinds (cpu, counters, swimlane, pmu, dep; replaces
+    /// `[profile] kinds`): extra runs after the timed ones, kept under each run's `profiling/`
+    /// and never part of the timed statistics.
+    #[arg(long, value_name = "KIND,...", value_parser = parse_profile)]
+    pub(crate) profile: Option<ProfileKinds>,
     #[command(flatten)]
     pub(crate) exec: ExecOptions,
+}
+
+/// `--profile cpu,counters`: the kinds, each once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ProfileKinds(pub(crate) Vec<crate::model::profile::ProfileKind>);
+
+fn parse_profile(text: &str) -> std::result::Result<ProfileKinds, String> {
+    crate::model::profile::parse_kinds(text).map(ProfileKinds)
 }
 
 /// `--budget`: a duration longer than zero.

@@ -50,10 +50,14 @@ pub(crate) fn run(args: &RunArgs) -> Result<i32> {
         repeats: args.repeats,
         budget: args.budget,
     };
-    let plan = match &args.plan {
+    let mut plan = match &args.plan {
         Some(p) => crate::plan::load_with(p, cli)?,
         None => crate::plan::parse_with(SMOKE_PLAN, Path::new("plans/smoke.toml"), cli)?,
     };
+    if let Some(kinds) = &args.profile {
+        // The run dir's profiles.json records them, so a resume makes the same profiles.
+        plan.profile.kinds = kinds.0.clone();
+    }
     run_plan(plan, &args.exec, options(args), args.yes)
 }
 

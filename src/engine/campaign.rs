@@ -65,6 +65,7 @@ pub(crate) fn build(
         pending,
         opts.quiet,
     )?;
+    let profiling = crate::engine::profiled::Profiling::new(prep.plan.profile.clone());
     let plan = CampaignPlan {
         run_dir,
         plan_text: prep.plan.text.clone(),
@@ -85,6 +86,7 @@ pub(crate) fn build(
             fatal: None,
         },
         decider,
+        profiling,
     };
     let scheduler = Scheduler::new(dag, prep.pool, prep.plans, limits);
     Ok(Campaign {

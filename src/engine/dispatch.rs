@@ -72,6 +72,8 @@ pub(crate) struct Dispatcher {
     /// Sequential repeats and the budget: whether an optional run is needed, whether runs may
     /// still start.
     pub(crate) decider: crate::engine::decide::Decider,
+    /// The profiled runs made after the timed ones (`engine::profiled`).
+    pub(crate) profiling: crate::engine::profiled::Profiling,
 }
 
 /// What the campaign runs, fixed for the session.
@@ -231,6 +233,24 @@ impl Dispatcher {
             session::drop_aside(set);
         }
         self.out.concluded = Some((finished, recorded));
+    }
+
+    /// The profiled runs, once every timed run ended (`engine::profiled`); a run dir that
+    /// cannot be written stops the campaign as it would for a timed run.
+    pub(crate) async fn profile(&mut self) {
+        let shared = crate::engine::profiled::Shared {
+            run_dir: self.plan.run_dir.clone(),
+            cases: self.plan.cases.clone(),
+            cancel: self.stop.cancel.clone(),
+            backend: self.backend.clone(),
+            case_files: self.out.case_files.clone(),
+        };
+        let stacks = &self.plan.stacks;
+        let progress = &mut self.out.progress;
+        let made = crate::engine::profiled::run(&mut self.profiling, shared, stacks, progress);
+        if let Err(e) = made.await {
+            self.fail(e);
+        }
     }
 
     /// Free what the session kept per run once every run ended: fingerprints, the planned runs
@@ -474,6 +494,7 @@ impl Dispatch for Dispatcher {
                     backend: self.backend.clone(),
                     case_files: self.out.case_files.clone(),
                     reattach: self.state.jobs.reattach.remove(run),
+                    profile: None,
                     on_submit: {
                         let tx = tx.clone();
                         Arc::new(move |id: JobRef, reattached| {
@@ -615,6 +636,8 @@ impl Dispatch for Dispatcher {
 
     fn ended(&mut self, run: usize, result: RunResult) {
         self.decider.ended(run, &result);
+        let planned = &self.plan.runs[run];
+        (self.profiling).ended(planned.case_index, planned.stack, &planned.case_id, &result);
         // Kept runs too: the results files show every planned run.
         self.out.results_files.add(run, result);
     }

@@ -20,6 +20,7 @@ pub(crate) mod finished;
 pub(crate) mod health;
 pub(crate) mod interrupt;
 pub(crate) mod prepare;
+pub(crate) mod profiled;
 pub(crate) mod progress;
 pub(crate) mod report_step;
 pub(crate) mod results_files;

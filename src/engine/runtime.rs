@@ -49,6 +49,12 @@ pub(crate) fn run(campaign: Campaign, earlier: Earlier) -> Result<(Summary, Disp
         // wakes it on the same thread instead of crossing to the main thread and back.
         let joined = tokio::spawn(async move {
             let mut summary = scheduler.run(&mut dispatcher, cancel).await;
+            // Profiled runs only after every timed run ended, and only in a campaign that can
+            // still record (`engine::profiled`).
+            if !summary.interrupted && dispatcher.stop.fatal.is_none() {
+                dispatcher.profile().await;
+                summary.interrupted |= *dispatcher.stop.cancel.borrow();
+            }
             // The scheduler and its graph are gone: the report renders beside the results only,
             // and a Ctrl-C meanwhile is still heard.
             dispatcher.conclude(&mut summary);

@@ -13,6 +13,7 @@ pub(crate) mod limits;
 pub(crate) mod nodes;
 pub mod output;
 pub mod plan;
+pub mod profile;
 pub mod results;
 pub(crate) mod sample_values;
 pub(crate) mod series;

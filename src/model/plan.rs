@@ -46,6 +46,8 @@ pub(crate) struct Plan {
     pub(crate) adapt: AdaptConfig,
     /// `[census]`: the plan is a link census (its cases are every pair of its devices).
     pub(crate) census: Option<CensusConfig>,
+    /// `[profile]` (or `run --profile`): the profiled runs, extra to the timed ones.
+    pub(crate) profile: crate::model::profile::ProfileConfig,
     /// `[cases] files = [...]`: seed case files run as they are instead of the axes product.
     pub(crate) case_files: Vec<PathBuf>,
     /// Cases the plan makes (after `[[exclude]]` and `[filter]`), counted when it was loaded.

@@ -23,7 +23,7 @@ use crate::model::plan::{CampaignMeta, ExecutorKind, Plan, Rounds};
 /// Every top-level table a plan may have.
 pub(crate) const TOP_KEYS: &[&str] = &[
     "campaign", "case", "axes", "exclude", "filter", "rounds", "run", "devices", "stacks",
-    "report", "slurm", "cases", "adapt", "census",
+    "report", "slurm", "cases", "adapt", "census", "profile",
 ];
 
 /// What a command line replaces in a plan before its whole-plan checks: `--executor` decides
@@ -119,6 +119,7 @@ pub(crate) fn parse_with(text: &str, path: &Path, cli: Overrides) -> Result<Plan
         slurm: Default::default(),
         adapt: Default::default(),
         census: None,
+        profile: Default::default(),
         case_files: Vec::new(),
         case_count: 0,
         warnings: Vec::new(),
@@ -186,6 +187,9 @@ pub(crate) fn parse_with(text: &str, path: &Path, cli: Overrides) -> Result<Plan
     }
     if let Some(item) = sections.get("adapt") {
         read_adapt(&mut cx, item, &mut plan);
+    }
+    if let Some(item) = sections.get("profile") {
+        plan.profile = super::profile_section::read_profile(&mut cx, item);
     }
 
     validate::check_baseline(&mut cx, &plan, &spans);

@@ -9,6 +9,7 @@ mod census_plan;
 mod config;
 pub(crate) mod diag;
 mod load;
+mod profile_section;
 mod raw;
 mod sections;
 mod stacks;

@@ -95,6 +95,9 @@ pub(crate) struct Context {
     pub(crate) sequential: Option<SequentialCtx>,
     /// The link census (`[census]`, set by `render_all`): findings, classes, matrix, pairs.
     pub(crate) census: Option<super::census_section::CensusCtx>,
+    /// The profiled runs beside the timed ones (`report::profile_links`; set by `render_all`):
+    /// never part of any statistic above.
+    pub(crate) profiles: Vec<super::profile_links::ProfileRow>,
 }
 
 /// Runs of one stack skipped for one reason.
@@ -718,6 +721,7 @@ pub(crate) fn build(results: &ResultSet, a: &Analysis, title: Option<&str>) -> C
         ),
         failures: a.failures.clone().into(),
         planned_skips: planned_skips(results),
+        profiles: Vec::new(),
         paired: Rows::from(
             (a.paired.iter())
                 .map(|p| paired_row(p, a.equivalence))

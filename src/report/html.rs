@@ -69,6 +69,8 @@ struct Extras {
     figures: Vec<InlineFigure>,
     /// One per `failures[]`, in its order.
     failure_logs: Rows<FailureLog>,
+    /// One per `profiles[]`, in its order: its flame graph as a `data:` URI, or none.
+    flamegraphs: Vec<Option<String>>,
     css: &'static str,
     js: &'static str,
 }
@@ -107,6 +109,9 @@ pub(crate) fn render_report(
                     })
                     .collect::<Vec<_>>(),
             ),
+            flamegraphs: (ctx.profiles.iter())
+                .map(|p| super::profile_links::inline_flamegraph(run_dir, p))
+                .collect(),
             css: CSS,
             js: JS,
         },

@@ -28,7 +28,9 @@ pub(crate) mod history_section;
 pub(crate) mod html;
 pub(crate) mod inline;
 pub(crate) mod markdown;
+pub(crate) mod pmu;
 pub(crate) mod preview;
+pub(crate) mod profile_links;
 pub(crate) mod results_table;
 pub(crate) mod rows;
 pub(crate) mod straggler_section;
@@ -151,6 +153,8 @@ pub(crate) struct Inputs {
     /// The run dir, absolute.
     run_dir: PathBuf,
     bundles: Vec<String>,
+    /// The profiled runs the report lists (`profiles.json`): a new profile renders it again.
+    profiles: Vec<profile_links::ProfileRow>,
     /// The bundle files behind `bundles`, for the page to link (`render_from`).
     #[serde(skip)]
     bundle_files: bundle_files::BundleFiles,
@@ -180,6 +184,7 @@ pub(crate) fn inputs(results: &ResultSet, opts: &ReportOptions, run_dir: &Path) 
         // name and `campaign report out/…` render the same files, so they prove the same.
         run_dir: std::path::absolute(run_dir).map_err(|e| Error::io(run_dir, e))?,
         bundles: html::bundle_reads(results, run_dir, &bundle_files),
+        profiles: profile_links::rows(run_dir),
         bundle_files,
     })
 }
@@ -333,7 +338,7 @@ pub(crate) fn render_from(
         opts,
         (&drawn, &skipped),
         template,
-        (&context, &summary),
+        (&context, &summary, run_dir),
         census,
     )?;
     // The statistics are in the context now; the page needs only the context and the runs.
@@ -377,12 +382,13 @@ fn texts(
     opts: &ReportOptions,
     (drawn, skipped): (&[figures::Drawn], &[figures::Skipped]),
     template: Template<'_>,
-    (context, summary): (&Path, &Path),
+    (context, summary, run_dir): (&Path, &Path, &Path),
     census: Option<census_section::CensusCtx>,
 ) -> Result<(Staged, context::Context)> {
     let mut ctx =
         context::build(results, analysis, opts.title.as_deref()).with_figures(drawn, skipped);
     ctx.census = census;
+    ctx.profiles = profile_links::rows(run_dir);
     ctx.history = opts.history.as_ref().and_then(history_section::context);
     ctx.sequential = context::sequential(results, &opts.looks, opts.adapt.as_ref());
     let ctx_ref = &ctx;

@@ -163,6 +163,62 @@ mod tests {
     use crate::model::stack::Shape;
 
     #[test]
+    fn shipped_profile_kinds_say_what_upstream_does() {
+        use crate::model::profile::ProfileKind::{Counters, Cpu, Dep, Pmu, Swimlane};
+        let all = try_shipped().unwrap();
+        let case = crate::model::case::Case::new(crate::model::case::Variant::Mesh, 2, 256);
+        // CPU stacks: perf kinds only, the upstream ones named as missing.
+        for name in ["host", "mpi", "osu"] {
+            let def = &all[name];
+            assert_eq!(def.profile_reason(Cpu, &case), None, "{name}");
+            assert_eq!(def.profile_reason(Counters, &case), None, "{name}");
+            let why = def.profile_reason(Pmu, &case).unwrap();
+            assert!(why.contains("its profile kinds: cpu, counters"), "{why}");
+        }
+        // simpler-scene: every test is L3, for which simpler refuses the chip swimlane.
+        let scene = &all["simpler-scene"];
+        let why = scene.profile_reason(Swimlane, &case).unwrap();
+        assert!(why.contains("L3"), "{why}");
+        for kind in [Pmu, Dep] {
+            assert_eq!(scene.profile_reason(kind, &case), None);
+            assert_eq!(
+                scene.profile[&kind].rounds,
+                Some(1),
+                "collected only at --rounds 1"
+            );
+        }
+        assert!(scene
+            .profile_reason(Cpu, &case)
+            .unwrap()
+            .contains("npu devices"));
+        for name in ["pypto-composite", "pypto-host"] {
+            for kind in [Swimlane, Pmu, Dep] {
+                assert_eq!(all[name].profile_reason(kind, &case), None, "{name}");
+            }
+        }
+        assert!(all["hccl"]
+            .profile_reason(Pmu, &case)
+            .unwrap()
+            .contains("none"));
+        // Every shipped profile table is in its domain (files named, env names, no perf kind).
+        for (name, def) in &all {
+            let bad: Vec<_> = (def.domain_problems().into_iter())
+                .filter(|(k, _)| k.starts_with("profile"))
+                .collect();
+            assert!(bad.is_empty(), "{name}: {bad:?}");
+        }
+        let mut wrong = all["host"].clone();
+        wrong
+            .profile
+            .insert(Cpu, crate::model::profile::ProfileSpec::default());
+        let keys: Vec<String> = (wrong.domain_problems().into_iter())
+            .map(|(k, _)| k)
+            .collect();
+        assert!(keys.contains(&"profile.cpu".to_string()), "{keys:?}");
+        assert!(keys.contains(&"profile.cpu.files".to_string()), "{keys:?}");
+    }
+
+    #[test]
     fn every_shipped_file_parses() {
         for (name, text) in FILES {
             let defs = parse_file(name, text).unwrap_or_else(|e| panic!("{e}"));

@@ -15,6 +15,7 @@ pub(crate) mod journal;
 pub(crate) mod layout;
 pub(crate) mod load;
 pub mod lock;
+pub(crate) mod profiles;
 pub(crate) mod provenance;
 pub(crate) mod rebuild;
 pub(crate) mod results_check;

@@ -16,6 +16,7 @@ mod huge;
 mod mpi;
 mod newcomer;
 mod plan;
+mod profile;
 mod ran;
 mod readme;
 mod report;

@@ -44,6 +44,49 @@ pub(crate) struct RunJob {
     pub(crate) reattach: Option<JobRef>,
     /// Told each job as soon as the backend has one (the dispatcher journals it).
     pub(crate) on_submit: OnSubmit,
+    /// Set on a profiled run (`engine::profiled`): its own folder and how its command changes.
+    pub(crate) profile: Option<Arc<Profiled>>,
+}
+
+/// What makes a run a profiled run: a bundle of its own under the timed run's `profiling/`, its
+/// own containment unit, and its command changed by the profile kind — a program put in front
+/// (`perf record … --`), arguments after it, environment beside it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Profiled {
+    /// The run's folder (absolute) and the same relative to the run dir.
+    pub(crate) bundle: PathBuf,
+    pub(crate) bundle_rel: PathBuf,
+    /// Names its containment unit (a timed run's unit is never reused).
+    pub(crate) unit_step: String,
+    pub(crate) prefix: Vec<String>,
+    pub(crate) args: Vec<String>,
+    pub(crate) env: Vec<(String, String)>,
+}
+
+impl Profiled {
+    /// The rendered command as the profile kind runs it. A shell stack (`sh -c CMD`) gets its
+    /// arguments quoted onto `CMD`, where `sh` reads them, not after it as `$0`.
+    pub(crate) fn apply(
+        &self,
+        shell: bool,
+        mut argv: Vec<String>,
+        mut env: Vec<(String, String)>,
+    ) -> (Vec<String>, Vec<(String, String)>) {
+        match argv.last_mut() {
+            Some(cmd) if shell => {
+                for a in &self.args {
+                    cmd.push(' ');
+                    cmd.push_str(&crate::model::shell::quote(a));
+                }
+            }
+            _ => argv.extend(self.args.iter().cloned()),
+        }
+        let mut full = self.prefix.clone();
+        full.extend(argv);
+        env.retain(|(k, _)| !self.env.iter().any(|(k2, _)| k2 == k));
+        env.extend(self.env.iter().cloned());
+        (full, env)
+    }
 }
 
 fn now() -> String {
@@ -122,7 +165,10 @@ pub(crate) enum Executed {
 /// about this attempt is recorded and the campaign must stop.
 pub(crate) async fn execute(job: RunJob) -> crate::error::Result<Executed> {
     let stack = &job.stack;
-    let bundle = job.run_dir.bundle(&job.case_id, &stack.name);
+    let bundle = match &job.profile {
+        Some(p) => p.bundle.clone(),
+        None => job.run_dir.bundle(&job.case_id, &stack.name),
+    };
     job.case_files.ensure(&job.case_id)?;
     crate::store::layout::make_bundle_dir(&bundle)?;
     if job.reattach.is_none() {
@@ -155,6 +201,9 @@ pub(crate) async fn execute(job: RunJob) -> crate::error::Result<Executed> {
     result.rank_nodes = facts.rank_nodes.clone();
     result.node_hardware = facts.node_hardware.clone();
     result.ended = Some(now());
+    if let Some(p) = &job.profile {
+        result.bundle = p.bundle_rel.clone();
+    }
     facts.attempt_logs = attempt_logs(&bundle, job.attempt);
     write_bundle(&job.run_dir, &result, &facts)?;
     Ok(Executed::Run(Box::new(result)))
@@ -386,4 +435,39 @@ pub(crate) fn fingerprint(
 pub(crate) fn stack_fingerprint(stack: &EngineStack) -> String {
     let text = serde_json::to_string(&stack.def).unwrap_or_default();
     crate::model::digest::sha256_hex(text.as_bytes(), 8)
+}
+
+#[cfg(test)]
+mod profiled_tests {
+    use super::Profiled;
+
+    #[test]
+    fn a_profiled_command_gets_its_prefix_arguments_and_environment() {
+        let p = Profiled {
+            prefix: vec!["perf".into(), "stat".into(), "--".into()],
+            args: vec!["--enable-pmu".into(), "a b".into()],
+            env: vec![("X".into(), "2".into())],
+            ..Profiled::default()
+        };
+        let env = vec![("X".to_string(), "1".to_string()), ("Y".into(), "y".into())];
+        let (argv, env) = p.apply(false, vec!["prog".into(), "-v".into()], env);
+        assert_eq!(
+            argv,
+            ["perf", "stat", "--", "prog", "-v", "--enable-pmu", "a b"]
+        );
+        assert_eq!(env, [("Y".into(), "y".into()), ("X".into(), "2".into())]);
+        // A shell stack's arguments go onto its command line, quoted.
+        let (argv, _) = p.apply(true, vec!["sh".into(), "-c".into(), "prog".into()], vec![]);
+        assert_eq!(
+            argv,
+            [
+                "perf",
+                "stat",
+                "--",
+                "sh",
+                "-c",
+                "prog '--enable-pmu' 'a b'"
+            ]
+        );
+    }
 }

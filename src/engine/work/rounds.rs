@@ -56,11 +56,11 @@ pub(super) async fn run_rounds(
         let rendered = render(&stack.name, &stack.def, &ctx).map_err(|e| e.to_string())?;
         pinned = crate::stack::render::render_ran_expect(&stack.name, &stack.def, &ctx)
             .map_err(|e| e.to_string())?;
-        facts.argv = rendered.argv.clone();
-        facts.env = rendered.env.clone();
+        let (argv, env) = profiled(job, rendered.argv, rendered.env);
+        (facts.argv, facts.env) = (argv.clone(), env.clone());
         let spec = ProcessSpec {
-            argv: rendered.argv,
-            env: rendered.env,
+            argv,
+            env,
             cwd: rendered.cwd,
             ..limits.clone()
         };
@@ -206,19 +206,37 @@ fn case_file(job: &RunJob, case: &Case, bundle: &Path) -> Result<PathBuf, Stop> 
 /// The limits every process of the run gets (and that the verdict words a timeout with).
 fn limits(job: &RunJob, bundle: &Path) -> ProcessSpec {
     let stack = &job.stack;
+    // Every round of the attempt runs in the unit the journal's `started` line names; a
+    // profiled run in one of its own.
+    let unit = match &job.profile {
+        Some(p) => crate::executor::unit::id_for(&job.run_dir.path, &p.unit_step, job.attempt),
+        None => run_unit(&job.run_dir, &job.case_id, &stack.name, job.attempt),
+    };
     ProcessSpec {
         timeout: Some(stack.timeout),
         no_output_timeout: stack.no_output_timeout,
         grace: GRACE,
         log_path: bundle.join("run.log"),
-        // Every round of the attempt runs in the unit the journal's `started` line names.
-        unit: Some(run_unit(
-            &job.run_dir,
-            &job.case_id,
-            &stack.name,
-            job.attempt,
-        )),
+        unit: Some(unit),
         ..ProcessSpec::default()
+    }
+}
+
+/// The rendered command as it runs: unchanged, or as a profiled run's kind changes it.
+fn profiled(
+    job: &RunJob,
+    argv: Vec<String>,
+    env: Vec<(String, String)>,
+) -> (Vec<String>, Vec<(String, String)>) {
+    match &job.profile {
+        Some(p) => {
+            let shell = matches!(
+                job.stack.def.command,
+                Some(crate::model::stack::CommandSpec::Shell(_))
+            );
+            p.apply(shell, argv, env)
+        }
+        None => (argv, env),
     }
 }
 

@@ -136,6 +136,47 @@ impl StackDef {
         }
         out.extend(self.limit_problems());
         out.extend(self.default_problem());
+        out.extend(self.profile_problems());
+        out
+    }
+
+    /// `[stacks.NAME.profile.KIND]`: only the upstream kinds (campaign makes `cpu` and
+    /// `counters` itself), environment names that are names, no NUL, at least one file pattern
+    /// (where else would the profile be?), and a round count in range.
+    fn profile_problems(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for (kind, spec) in &self.profile {
+            let key = format!("profile.{}", kind.name());
+            if kind.by_perf() {
+                out.push((
+                    key.clone(),
+                    "campaign makes `cpu` and `counters` profiles itself with perf around a CPU stack's processes; a definition declares only swimlane, pmu and dep".into(),
+                ));
+            }
+            for k in spec.env.keys() {
+                if !is_env_name(k) {
+                    out.push((
+                        format!("{key}.env.{k}"),
+                        "not an environment variable name (letters, digits and `_`)".into(),
+                    ));
+                }
+            }
+            let texts = (spec.args.iter())
+                .chain(spec.env.values())
+                .chain(&spec.files);
+            if texts.into_iter().any(|t| t.contains('\0')) {
+                out.push((key.clone(), "contains a NUL byte".into()));
+            }
+            if spec.files.is_empty() {
+                out.push((format!("{key}.files"), "name where the program writes the profile (glob patterns, relative to the stack's root)".into()));
+            }
+            if spec.rounds.is_some_and(|r| r == 0 || r > 100_000) {
+                out.push((
+                    format!("{key}.rounds"),
+                    "expected an integer between 1 and 100000".into(),
+                ));
+            }
+        }
         out
     }
 

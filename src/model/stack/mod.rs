@@ -207,6 +207,12 @@ pub struct StackDef {
     /// `stack::ran`): recorded per run as `algo_ran`, `proto`, `channels`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) ran: Option<RanSpec>,
+    /// How the stack's own program makes each upstream profile kind (`[stacks.NAME.profile.KIND]`:
+    /// arguments, environment, the files it writes). `cpu` and `counters` need no entry: campaign
+    /// makes them with `perf` around any CPU stack's processes.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) profile:
+        BTreeMap<crate::model::profile::ProfileKind, crate::model::profile::ProfileSpec>,
 }
 
 /// `[stacks.NAME.ran]`: a pattern over a run's output lines (stdout and stderr) whose named
@@ -285,6 +291,9 @@ impl StackDef {
         }
         if !other.contract.is_empty() {
             self.contract = other.contract.clone();
+        }
+        for (k, v) in &other.profile {
+            self.profile.insert(*k, v.clone());
         }
         for (k, v) in &other.env {
             self.env.insert(k.clone(), v.clone());
@@ -489,10 +498,67 @@ impl StackDef {
         })
     }
 
+    /// Why a profiled run of `kind` on `case` is a planned skip, if it is: `cpu` and
+    /// `counters` need a CPU stack (campaign runs `perf` around its processes on this machine);
+    /// an upstream kind needs the stack's `[stacks.NAME.profile.KIND]` and a case its program
+    /// does not refuse the kind for. Pure: whether `perf` works here is the engine's question.
+    pub(crate) fn profile_reason(
+        &self,
+        kind: crate::model::profile::ProfileKind,
+        case: &crate::model::case::Case,
+    ) -> Option<String> {
+        if kind.by_perf() {
+            return (self.resource() != Resource::Cpu).then(|| {
+                format!(
+                    "`{}` profiles are made with perf around a CPU stack's processes; this stack runs on {} devices (its own profile kinds: {})",
+                    kind.name(),
+                    format!("{:?}", self.resource()).to_lowercase(),
+                    self.profile_kinds()
+                )
+            });
+        }
+        let Some(spec) = self.profile.get(&kind) else {
+            return Some(format!(
+                "this stack does not say how to switch `{}` on (no [stacks.NAME.profile.{}]; its profile kinds: {})",
+                kind.name(),
+                kind.name(),
+                self.profile_kinds()
+            ));
+        };
+        for r in &spec.refuse {
+            match constraint::holds(&r.when, case) {
+                Ok(false) => {}
+                Ok(true) => return Some(r.reason.clone()),
+                Err(e) => return Some(e),
+            }
+        }
+        None
+    }
+
+    /// The profile kinds this stack makes, for messages.
+    fn profile_kinds(&self) -> String {
+        let mut kinds: Vec<&str> = Vec::new();
+        if self.resource() == Resource::Cpu {
+            kinds.extend(["cpu", "counters"]);
+        }
+        kinds.extend(self.profile.keys().map(|k| k.name()));
+        if kinds.is_empty() {
+            "none".into()
+        } else {
+            kinds.join(", ")
+        }
+    }
+
     /// Check the `where` constraints compile (plan validation names the stack and the key).
     pub(crate) fn check_constraints(&self) -> Result<(), String> {
         for text in self.constraints.iter().flatten() {
             constraint::compile(text)?;
+        }
+        for (kind, spec) in &self.profile {
+            for r in &spec.refuse {
+                constraint::compile(&r.when)
+                    .map_err(|e| format!("profile.{}.refuse: {e}", kind.name()))?;
+            }
         }
         Ok(())
     }
