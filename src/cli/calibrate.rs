@@ -14,18 +14,10 @@ use std::path::Path;
 use crate::analysis::calibration::{self, Calibration};
 use crate::cli::args::CalibrateArgs;
 use crate::engine;
-use crate::error::{exit, Error, Result};
+use crate::error::{exit, Result};
 
 pub(crate) fn run(args: &CalibrateArgs) -> Result<i32> {
-    if args.exec.jobs == Some(0) {
-        return Err(Error::Usage("--jobs must be at least 1".into()));
-    }
-    crate::engine::interrupt::listen_during_preparation();
-    let cli = crate::plan::Overrides {
-        executor: args.exec.executor,
-        repeats: Some(args.repeats),
-        budget: None,
-    };
+    let cli = crate::cli::run::begin(&args.exec, Some(args.repeats), None)?;
     let mut plan = crate::plan::load_with(&args.plan, cli)?;
     plan.campaign.name = format!("{}-calibration", plan.campaign.name);
     // Sizes added while running would give rows of one repeat: the grid as written.

@@ -5,18 +5,10 @@
 use std::path::Path;
 
 use crate::cli::args::CensusArgs;
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 pub(crate) fn run(args: &CensusArgs) -> Result<i32> {
-    if args.exec.jobs == Some(0) {
-        return Err(Error::Usage("--jobs must be at least 1".into()));
-    }
-    crate::engine::interrupt::listen_during_preparation();
-    let cli = crate::plan::Overrides {
-        executor: args.exec.executor,
-        repeats: args.repeats,
-        budget: None,
-    };
+    let cli = crate::cli::run::begin(&args.exec, args.repeats, None)?;
     let plan = crate::plan::parse_with(&plan_text(args), Path::new("census.toml"), cli)?;
     let opts = crate::engine::Options {
         repeats: args.repeats,

@@ -39,17 +39,27 @@ pub(crate) fn exec_options(exec: &crate::cli::args::ExecOptions) -> Options {
     }
 }
 
-pub(crate) fn run(args: &RunArgs) -> Result<i32> {
-    if args.exec.jobs == Some(0) {
+/// What every command that starts a campaign (`run`, `census`, `calibrate`) does first: refuse
+/// `--jobs 0`, honour a Ctrl-C from here on (a big plan takes a while to read and prepare), and
+/// give the command line's overrides of the plan.
+pub(crate) fn begin(
+    exec: &crate::cli::args::ExecOptions,
+    repeats: Option<u32>,
+    budget: Option<std::time::Duration>,
+) -> Result<crate::plan::Overrides> {
+    if exec.jobs == Some(0) {
         return Err(Error::Usage("--jobs must be at least 1".into()));
     }
-    // From here a Ctrl-C is honoured even while a big plan is read and prepared.
     crate::engine::interrupt::listen_during_preparation();
-    let cli = crate::plan::Overrides {
-        executor: args.exec.executor,
-        repeats: args.repeats,
-        budget: args.budget,
-    };
+    Ok(crate::plan::Overrides {
+        executor: exec.executor,
+        repeats,
+        budget,
+    })
+}
+
+pub(crate) fn run(args: &RunArgs) -> Result<i32> {
+    let cli = begin(&args.exec, args.repeats, args.budget)?;
     let mut plan = match &args.plan {
         Some(p) => crate::plan::load_with(p, cli)?,
         None => crate::plan::parse_with(SMOKE_PLAN, Path::new("plans/smoke.toml"), cli)?,

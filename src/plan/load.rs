@@ -77,6 +77,22 @@ pub(crate) fn parse(text: &str, path: &Path) -> Result<Plan> {
     parse_with(text, path, Overrides::default())
 }
 
+impl Overrides {
+    /// Replace the plan's `[run]` settings the command line gives (`--executor`, `--repeats`:
+    /// a fixed count, `--budget`), before the whole-plan checks count its runs.
+    fn apply(self, plan: &mut Plan) {
+        if let Some(executor) = self.executor {
+            plan.run.executor = executor;
+        }
+        if let Some(repeats) = self.repeats {
+            (plan.run.repeats, plan.run.repeats_max) = (repeats, repeats);
+        }
+        if let Some(budget) = self.budget {
+            plan.run.budget = Some(budget);
+        }
+    }
+}
+
 /// [`parse`], with the command line's [`Overrides`] replacing the plan's `[run] executor` and
 /// `[run] repeats` before the whole-plan checks.
 pub(crate) fn parse_with(text: &str, path: &Path, cli: Overrides) -> Result<Plan> {
@@ -164,15 +180,7 @@ pub(crate) fn parse_with(text: &str, path: &Path, cli: Overrides) -> Result<Plan
     if let Some(item) = sections.get("run") {
         plan.run = config::read_run(&mut cx, item);
     }
-    if let Some(executor) = cli.executor {
-        plan.run.executor = executor;
-    }
-    if let Some(repeats) = cli.repeats {
-        (plan.run.repeats, plan.run.repeats_max) = (repeats, repeats);
-    }
-    if let Some(budget) = cli.budget {
-        plan.run.budget = Some(budget);
-    }
+    cli.apply(&mut plan);
     if let Some(item) = sections.get("devices") {
         spans.devices = Some(item.span());
         plan.devices = config::read_devices(&mut cx, item);
