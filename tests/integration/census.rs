@@ -79,7 +79,13 @@ fn one_slow_link_of_eight_fake_devices_is_named_and_rounds_follow_each_other() {
 
     let md = std::fs::read_to_string(dir.join("reports/summary.md")).unwrap();
     assert!(md.contains("## Link census"), "{md}");
-    assert!(md.contains("- **link 2–5.** same node: busbw 67 %"), "{md}");
+    // 1 / 1.5 of its class's median, give or take the fake stack's ±1 % jitter (awk's srand
+    // seeds from the clock): 66 or 67 %.
+    assert!(
+        md.contains("- **link 2–5.** same node: busbw 66 %")
+            || md.contains("- **link 2–5.** same node: busbw 67 %"),
+        "{md}"
+    );
     let html = std::fs::read_to_string(dir.join("reports/index.html")).unwrap();
     assert!(html.contains(r#"<section id="census">"#));
     assert!(
