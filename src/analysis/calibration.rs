@@ -105,9 +105,13 @@ impl Calibration {
     }
 }
 
-/// What a command says when no calibration of the machine is stored.
-pub(crate) const NONE_LABEL: &str =
-    "no calibration of this machine (the constant ±5.0 % band; `campaign calibrate PLAN` measures this machine's)";
+/// What a command says when no calibration set its bands: the one `band` every row had.
+pub(crate) fn none_label(band: f64) -> String {
+    format!(
+        "no calibration of this machine (the constant ±{:.1} % band; `campaign calibrate PLAN` measures this machine's)",
+        band * 100.0
+    )
+}
 
 /// The key a calibration is stored under: the machine whose noise it measured, as the history
 /// store names machines (`model::digest::host_fingerprint`: the host and its CPU), so a

@@ -31,7 +31,9 @@ pub(crate) fn run(args: &CompareArgs) -> Result<i32> {
     // the history store holds one for the machine A ran on.
     let calibration = match &args.threshold {
         Some(_) => None,
-        None => calibration_for(store.as_deref(), &a),
+        None => store
+            .as_deref()
+            .and_then(|s| crate::engine::report_step::calibration_in_store(s, &a.provenance)),
     };
     let judging = Judging {
         threshold,
@@ -85,23 +87,6 @@ pub(crate) fn run(args: &CompareArgs) -> Result<i32> {
 
 /// The noise band when neither `--threshold` nor a calibration gives one.
 const DEFAULT_BAND: &str = "5%";
-
-/// The newest calibration, in the history store `store`, of the machine `set` ran on (none
-/// when there is no store or no calibration of it; a store that cannot be read is said).
-pub(crate) fn calibration_for(
-    store: Option<&Path>,
-    set: &ResultSet,
-) -> Option<crate::analysis::calibration::Calibration> {
-    let store = store.filter(|s| s.is_file())?;
-    let machine = crate::analysis::calibration::machine_of(&set.provenance);
-    match History::open_existing(store).and_then(|h| h.calibration_of(&machine)) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("warning: calibration not read: {e}");
-            None
-        }
-    }
-}
 
 /// The history store to read: `--history`, else the store of A's results dir when it exists;
 /// none with `--no-history`.

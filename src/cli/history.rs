@@ -387,7 +387,7 @@ fn noise_floors(
     series: &[crate::model::series::Series],
     given: Option<f64>,
 ) -> (Vec<f64>, Vec<String>) {
-    use crate::analysis::calibration::{Calibration, NONE_LABEL};
+    use crate::analysis::calibration::{none_label, Calibration};
     if let Some(noise) = given {
         return (vec![noise; series.len()], Vec::new());
     }
@@ -403,7 +403,7 @@ fn noise_floors(
         // A series of a machine without a calibration says so too.
         used.insert(match (cal.as_ref(), band) {
             (Some(c), Some(_)) => c.label(),
-            _ => NONE_LABEL.to_string(),
+            _ => none_label(changepoint::DEFAULT_NOISE),
         });
         floors.push(band.unwrap_or(changepoint::DEFAULT_NOISE));
     }

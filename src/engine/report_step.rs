@@ -180,12 +180,19 @@ pub(crate) fn calibration_in(
     results_dir: Option<&Path>,
     provenance: &crate::model::results::Provenance,
 ) -> Option<crate::analysis::calibration::Calibration> {
-    let path = store::store_path(results_dir);
+    calibration_in_store(&store::store_path(results_dir), provenance)
+}
+
+/// [`calibration_in`] the history store file `path` (`compare --history FILE`).
+pub(crate) fn calibration_in_store(
+    path: &Path,
+    provenance: &crate::model::results::Provenance,
+) -> Option<crate::analysis::calibration::Calibration> {
     if !path.is_file() {
         return None;
     }
     let machine = crate::analysis::calibration::machine_of(provenance);
-    match History::open(&path).and_then(|h| h.calibration_of(&machine)) {
+    match History::open(path).and_then(|h| h.calibration_of(&machine)) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("warning: calibration not read from {}: {e}", path.display());
@@ -233,6 +240,8 @@ fn report_history(h: &History, run_dir: &Path) -> Result<ReportHistory> {
         ..SeriesFilter::default()
     };
     let mut rows = Vec::new();
+    // Each machine's calibration read once, not once a series.
+    let mut calibrations = std::collections::HashMap::new();
     for mut s in h.series(&filter)? {
         let Some(idx) = s.points.iter().position(|p| p.run_dir == abs) else {
             continue;
@@ -245,8 +254,10 @@ fn report_history(h: &History, run_dir: &Path) -> Result<ReportHistory> {
         s.points.truncate(idx + 1);
         // The noise floor `history regressions` would take: the machine's calibration's band
         // for the series' size class, else the constant.
-        let noise = (h.calibration_of(&s.key.host_fingerprint).ok().flatten())
-            .and_then(|c| c.band_for(s.bytes));
+        let cal = calibrations
+            .entry(s.key.host_fingerprint.clone())
+            .or_insert_with_key(|fp| h.calibration_of(fp).ok().flatten());
+        let noise = cal.as_ref().and_then(|c| c.band_for(s.bytes));
         let params = Params {
             noise: noise.unwrap_or(changepoint::DEFAULT_NOISE),
             ..Params::default()

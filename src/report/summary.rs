@@ -211,7 +211,7 @@ impl Analysis {
             calibrated: judging.calibration.is_some(),
             equivalence_set: equivalence.is_some(),
             calibration: judging.calibration.map_or_else(
-                || crate::analysis::calibration::NONE_LABEL.to_string(),
+                || crate::analysis::calibration::none_label(margins.band),
                 |c| c.label(),
             ),
             equivalence: margins.equivalence,

@@ -407,19 +407,11 @@ pub fn compare_with(
         judged: Comparison::weighed(&rows),
         rows,
         history,
-        calibration: calibration_label(calibration.as_ref(), threshold),
+        calibration: calibration.as_ref().map_or_else(
+            || crate::analysis::calibration::none_label(threshold),
+            |c| c.label(),
+        ),
     }
-}
-
-/// Which calibration set the bands, or the one band every row had.
-fn calibration_label(c: Option<&crate::analysis::calibration::Calibration>, band: f64) -> String {
-    c.map_or_else(
-        || {
-            let band = format!("{:.1}", band * 100.0);
-            crate::analysis::calibration::NONE_LABEL.replace("5.0", &band)
-        },
-        |c| c.label(),
-    )
 }
 
 /// A row's margins: its size class's band from the calibration when there is one (the
