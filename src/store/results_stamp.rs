@@ -375,6 +375,29 @@ mod tests {
     }
 
     #[test]
+    fn the_extra_gives_back_every_float_bit_for_bit() {
+        // A proven report hands its answers back from the stamp's extra; a float one ulp off
+        // (serde_json's default parser) rewrote results.json with another last digit than
+        // the render it stands for (93.56510504325676 for 93.56510504325675).
+        let tmp = tempfile::tempdir().unwrap();
+        let input = stamped(tmp.path());
+        let floats: [f64; 4] = [
+            93.56510504325675,
+            0.9356510504325675,
+            1e-308,
+            2.2250738585072014e-308,
+        ];
+        let extra = serde_json::json!({ "x": floats });
+        let files = stamp_of(tmp.path()).files;
+        record_as(tmp.path(), FILE_NAME, &input, files, extra).unwrap();
+        let back = proven(tmp.path(), FILE_NAME, &input, Some(NAMES)).unwrap();
+        let back: Vec<f64> = serde_json::from_value(back["x"].clone()).unwrap();
+        for (a, b) in floats.iter().zip(&back) {
+            assert_eq!(a.to_bits(), b.to_bits(), "{a} came back as {b}");
+        }
+    }
+
+    #[test]
     fn untouched_files_of_the_same_input_are_unchanged() {
         let tmp = tempfile::tempdir().unwrap();
         let input = stamped(tmp.path());
