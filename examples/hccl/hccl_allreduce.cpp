@@ -696,8 +696,8 @@ int run_rank_process(const Options& o) {
     if (rank == 0) {
         const char* mode = std::getenv("HCCL_OP_EXPANSION_MODE");
         const char* algo = std::getenv("HCCL_ALGO");
-        std::printf("HCCL_CONFIG op_expansion_mode=%s algo=%s\n", mode ? mode : "(unset)",
-                    algo ? algo : "(unset)");
+        std::printf("HCCL_CONFIG op_expansion_mode=%s algo=%s\n", mode && *mode ? mode : "(unset)",
+                    algo && *algo ? algo : "(unset)");
         std::fflush(stdout);
     }
     const Dtype dt = dtype_of(o.dtype);
@@ -878,9 +878,10 @@ int main(int argc, char** argv) {
     if (!opt.algo.empty()) setenv("HCCL_ALGO", opt.algo.c_str(), 1);
     const char* mode = std::getenv("HCCL_OP_EXPANSION_MODE");
     const char* algo = std::getenv("HCCL_ALGO");
-    // What this process asked HCCL for (HCCL falls back silently on a value it does not take).
-    std::printf("HCCL_CONFIG op_expansion_mode=%s algo=%s\n", mode ? mode : "(unset)",
-                algo ? algo : "(unset)");
+    // What this process asked HCCL for (HCCL falls back silently on a value it does not take;
+    // it reads an empty value as unset, and so does this line).
+    std::printf("HCCL_CONFIG op_expansion_mode=%s algo=%s\n", mode && *mode ? mode : "(unset)",
+                algo && *algo ? algo : "(unset)");
 
     sh.start = Clock::now();
     if (aclInit(nullptr) != ACL_SUCCESS) {

@@ -234,6 +234,17 @@ mod tests {
     }
 
     #[test]
+    fn the_libraries_that_choose_their_own_algorithm_default_to_that_choice() {
+        // What a plan naming no variant runs, and what the regret rows judge: the library as
+        // shipped (issue 47), never a pinned knob such as hccl's `mesh` (AI_CPU set).
+        let all = try_shipped().unwrap();
+        for name in ["mpi", "nccl-tests", "osu", "hccl"] {
+            let d = all[name].default_variant(crate::model::case::Op::Allreduce);
+            assert_eq!(d.map(|v| v.to_string()), Some("default".into()), "{name}");
+        }
+    }
+
+    #[test]
     fn shipped_has_host_and_the_six_ascend_stacks_and_ecosystems() {
         let all = try_shipped().unwrap();
         for name in [

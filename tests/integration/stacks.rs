@@ -895,6 +895,10 @@ fn hccl_variants_are_hccls_expansion_modes_and_algorithms() {
         Some("level0:NA;level1:NHR")
     );
     assert_eq!(render_for("mesh").1["HCCL_OP_EXPANSION_MODE"], "AI_CPU");
+    // HCCL's own choice: nothing set (HCCL reads an empty value as unset), no --algo.
+    let (argv, env) = render_for("default");
+    assert_eq!(env["HCCL_OP_EXPANSION_MODE"], "");
+    assert_eq!(argv.last().map(String::as_str), Some(""));
 
     // The helper sets HCCL_ALGO from --algo and prints what it asked HCCL for.
     let tmp = util::tempdir();
@@ -939,7 +943,7 @@ fn hccl_runs_record_each_variants_expansion_mode_and_algo_in_provenance() {
     std::fs::write(
         &plan,
         format!(
-            "[campaign]\nname = \"modes\"\n\n[case]\nplatform = \"a2a3\"\n\n[axes]\np = [2]\ncount = [256]\nvariant = [\"aiv\", \"algo_ring\"]\ndtype = [\"fp32\"]\nstacks = [\"hccl\"]\n\n[rounds]\nwarmup = 0\ntimed = 1\n\n[devices]\nkind = \"npu\"\nids = [0, 1]\n\n[stacks.hccl]\nready = [\"true\"]\nbuild = \"mkdir -p {{{{ run_dir }}}}/bin && cp {} {{{{ run_dir }}}}/bin/hccl_allreduce\"\n",
+            "[campaign]\nname = \"modes\"\n\n[case]\nplatform = \"a2a3\"\n\n[axes]\np = [2]\ncount = [256]\nvariant = [\"default\", \"aiv\", \"algo_ring\"]\ndtype = [\"fp32\"]\nstacks = [\"hccl\"]\n\n[rounds]\nwarmup = 0\ntimed = 1\n\n[devices]\nkind = \"npu\"\nids = [0, 1]\n\n[stacks.hccl]\nready = [\"true\"]\nbuild = \"mkdir -p {{{{ run_dir }}}}/bin && cp {} {{{{ run_dir }}}}/bin/hccl_allreduce\"\n",
             bin.display()
         ),
     )
@@ -951,6 +955,7 @@ fn hccl_runs_record_each_variants_expansion_mode_and_algo_in_provenance() {
         .arg(&results)
         .env("ASCEND_HOME_PATH", &cann)
         .env_remove("HCCL_ALGO")
+        .env_remove("HCCL_OP_EXPANSION_MODE")
         .env("TMPDIR", tmp.path())
         .output()
         .unwrap();
@@ -987,8 +992,14 @@ fn hccl_runs_record_each_variants_expansion_mode_and_algo_in_provenance() {
         variants["algo_ring"]["--algo"], "level0:NA;level1:ring",
         "{variants}"
     );
+    // `default` is HCCL's own choice: the mode renders empty (HCCL reads it as unset), no algo.
+    assert_eq!(
+        variants["default"]["HCCL_OP_EXPANSION_MODE"], "",
+        "{variants}"
+    );
+    assert_eq!(variants["default"]["--algo"], "", "{variants}");
     // Only the variants that ran, and nothing that depends on the run (the devices).
-    assert_eq!(variants.as_object().unwrap().len(), 2, "{variants}");
+    assert_eq!(variants.as_object().unwrap().len(), 3, "{variants}");
     assert!(variants["aiv"].get("ASCEND_RT_VISIBLE_DEVICES").is_none());
     // What the helper printed agrees with what provenance says.
     let ring = v["runs"]
@@ -1006,6 +1017,19 @@ fn hccl_runs_record_each_variants_expansion_mode_and_algo_in_provenance() {
     .unwrap();
     assert!(
         log.contains("HCCL_CONFIG op_expansion_mode=AI_CPU algo=level0:NA;level1:ring"),
+        "{log}"
+    );
+    let default = (v["runs"].as_array().unwrap().iter())
+        .find(|r| r["variant"] == "default")
+        .unwrap();
+    let log = std::fs::read_to_string(
+        run_dir
+            .join(default["artifact_bundle"].as_str().unwrap())
+            .join("run.log"),
+    )
+    .unwrap();
+    assert!(
+        log.contains("HCCL_CONFIG op_expansion_mode=(unset) algo=(unset)"),
         "{log}"
     );
 }
