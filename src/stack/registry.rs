@@ -238,7 +238,7 @@ mod tests {
         // What a plan naming no variant runs, and what the regret rows judge: the library as
         // shipped (issue 47), never a pinned knob such as hccl's `mesh` (AI_CPU set).
         let all = try_shipped().unwrap();
-        for name in ["mpi", "nccl-tests", "osu", "hccl"] {
+        for name in ["mpi", "nccl-tests", "osu", "hccl", "hccl_test"] {
             let d = all[name].default_variant(crate::model::case::Op::Allreduce);
             assert_eq!(d.map(|v| v.to_string()), Some("default".into()), "{name}");
         }
