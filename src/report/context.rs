@@ -625,7 +625,14 @@ fn provenance_ctx(results: &ResultSet) -> ProvenanceCtx {
     ProvenanceCtx {
         campaign_version: p.campaign_version.clone(),
         plan_hash: p.plan_hash.clone(),
-        plan_file: p.plan_file.clone(),
+        // The plan's file name only: the absolute path says where one person kept it (and
+        // leaks their home folder into a shared report); results.json keeps the path, and the
+        // run dir's `plan.toml` is the plan as it ran.
+        plan_file: (p.plan_file.as_deref()).map(|f| {
+            Path::new(f)
+                .file_name()
+                .map_or_else(|| f.to_string(), |n| n.to_string_lossy().into_owned())
+        }),
         host: p.host.clone(),
         kernel: p.kernel.clone(),
         cpu: p.cpu.clone(),

@@ -208,6 +208,15 @@ fn host_profiles_name_the_collectives_and_leave_the_timed_statistics_untouched()
         .unwrap()
         .len();
     assert_eq!(rows, 2);
+    // The report names the plan by its file name, never where one person kept it.
+    // (The temp folder's own name stands for the path: HTML escapes its slashes.)
+    let folder = tmp2.path().file_name().unwrap().to_str().unwrap();
+    for page in ["reports/summary.md", "reports/index.html"] {
+        let text = std::fs::read_to_string(plain.join(page)).unwrap();
+        assert!(text.contains("prof.toml"), "{page}");
+        let plan_lines = text.lines().filter(|l| l.contains("prof.toml"));
+        assert!(plan_lines.clone().all(|l| !l.contains(folder)), "{page}");
+    }
 }
 
 #[test]
