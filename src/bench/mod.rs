@@ -5,7 +5,7 @@
 //! direct; alltoall: pairwise, direct — `Op::host_variants`), their timing, the golden check
 //! (after the first round and the last timed round by default, after every round with
 //! [`CheckMode::Every`]), and the native protocol lines they are reported in. The command
-//! (`campaign bench allreduce`, which runs whatever op its case file names) is glue around
+//! (`campaign bench collective`, which runs whatever op its case file names) is glue around
 //! [`run`]. This module must not read files,
 //! parse arguments or print: rounds are handed to a caller-supplied sink as they end.
 //!

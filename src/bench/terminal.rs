@@ -1,4 +1,4 @@
-//! The human summary of a `campaign bench allreduce` run, for a person at a terminal.
+//! The human summary of a `campaign bench collective` run, for a person at a terminal.
 //!
 //! The protocol lines on stdout are for the engine; someone who runs the command by hand wants
 //! the answer in one glance: median execute time of the timed rounds, its spread, and the bus

@@ -377,12 +377,15 @@ pub(crate) struct BenchArgs {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum BenchCommand {
-    /// Run one case with the built-in CPU allreduce, speaking the native stack protocol.
-    Allreduce(AllreduceArgs),
+    /// Run one case file's collective, whichever op it names (allreduce, allgather,
+    /// reduce_scatter, broadcast, reduce, alltoall), with the built-in CPU implementation,
+    /// speaking the native stack protocol (`bench allreduce` is its older name).
+    #[command(alias = "allreduce")]
+    Collective(CollectiveArgs),
 }
 
 #[derive(Debug, Args)]
-pub(crate) struct AllreduceArgs {
+pub(crate) struct CollectiveArgs {
     /// Seed-format case JSON (default: `$CAMPAIGN_CASE_FILE`).
     #[arg(long, value_name = "FILE", env = "CAMPAIGN_CASE_FILE")]
     pub(crate) case_file: PathBuf,

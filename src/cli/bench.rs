@@ -1,4 +1,5 @@
-//! `campaign bench allreduce`: the built-in `host` stack's command.
+//! `campaign bench collective` (older name `bench allreduce`): the built-in `host` stack's command,
+//! which runs whatever op its case file names.
 //!
 //! Glue only: load and check the case file, turn arguments into `bench::Options`, run, and write
 //! each round's `CAMPAIGN_SAMPLE` line to stdout as the runner hands it over (flushed, so the
@@ -12,11 +13,11 @@
 use std::io::Write;
 
 use crate::bench::{self, protocol, CheckMode, Fault, Options};
-use crate::cli::args::AllreduceArgs;
+use crate::cli::args::CollectiveArgs;
 use crate::error::{exit, Error, Result};
 use crate::model::case::Case;
 
-pub(crate) fn allreduce(args: &AllreduceArgs) -> Result<i32> {
+pub(crate) fn collective(args: &CollectiveArgs) -> Result<i32> {
     let prepared = load_case(args).and_then(|case| {
         let opts = options(args, &case)?;
         Ok((case, opts))
@@ -71,7 +72,7 @@ pub(crate) fn allreduce(args: &AllreduceArgs) -> Result<i32> {
 }
 
 /// Load the case; an unreadable file is bad input (exit 2), like an invalid one.
-fn load_case(args: &AllreduceArgs) -> Result<Case> {
+fn load_case(args: &CollectiveArgs) -> Result<Case> {
     let case = Case::load(&args.case_file).map_err(|e| match e {
         Error::Io { path, source } => {
             Error::invalid(path, format!("cannot read the case file: {source}"))
@@ -97,7 +98,7 @@ fn load_case(args: &AllreduceArgs) -> Result<Case> {
     Ok(case)
 }
 
-fn options(args: &AllreduceArgs, case: &Case) -> Result<Options> {
+fn options(args: &CollectiveArgs, case: &Case) -> Result<Options> {
     let mut opts = Options::for_case(case);
     if let Some(w) = args.warmup {
         opts.warmup = w;

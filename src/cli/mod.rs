@@ -80,7 +80,7 @@ pub(crate) fn dispatch(command: Command) -> Result<i32> {
         Command::Doctor(a) => doctor::run(&a),
         Command::Census(a) => census::run(&a),
         Command::Bench(b) => match b.command {
-            BenchCommand::Allreduce(a) => bench::allreduce(&a),
+            BenchCommand::Collective(a) => bench::collective(&a),
         },
         Command::History(h) => history::dispatch(h.command),
         Command::Completions(a) => docs::completions(a.shell),

@@ -1,6 +1,6 @@
 //! Shipped stack definitions and how a plan's `[stacks.NAME]` overlays them.
 //!
-//! `host` is built in (the campaign binary's own `bench allreduce`); other shipped definitions
+//! `host` is built in (the campaign binary's own `bench collective`); other shipped definitions
 //! are TOML files under `stacks/`, embedded at build time ([`FILES`]; add a file there to ship
 //! more). Plans override them key by key ([`resolve`]). This module only parses and merges
 //! definitions: it does not check availability (`stack::availability`) or render templates.
@@ -31,7 +31,7 @@ struct StackFile {
     stacks: BTreeMap<String, StackDef>,
 }
 
-/// The built-in `host` stack: this binary's `bench allreduce` (which runs the case file's op),
+/// The built-in `host` stack: this binary's `bench collective` (which runs the case file's op),
 /// leasing CPU cores. Its ops and each op's algorithms are `Op::host_variants`.
 pub fn host() -> StackDef {
     use crate::model::case::Op;
@@ -48,13 +48,13 @@ pub fn host() -> StackDef {
         command: Some(CommandSpec::Argv(vec![
             "{{ campaign_exe }}".into(),
             "bench".into(),
-            "allreduce".into(),
+            "collective".into(),
             "--case-file".into(),
             "{{ case_file }}".into(),
         ])),
         parser: Some("native".into()),
         resource: Some(Resource::Cpu),
-        // What `bench allreduce` implements; other variant names belong to other stacks.
+        // What `bench collective` implements; other variant names belong to other stacks.
         variants: Some(variants),
         ops: Some(Op::EVERY.to_vec()),
         variants_by_op: Op::EVERY

@@ -1,4 +1,4 @@
-//! `campaign bench allreduce` end to end: the real binary, real case files, every stdout line
+//! `campaign bench collective` end to end: the real binary, real case files, every stdout line
 //! parsed as the native protocol, and the exit codes.
 
 use std::path::{Path, PathBuf};
@@ -17,7 +17,7 @@ fn case_file(dir: &Path, name: &str, fields: Value) -> PathBuf {
 
 fn bench(args: &[&str]) -> Command {
     let mut c = util::campaign();
-    c.args(["bench", "allreduce"]).args(args);
+    c.args(["bench", "collective"]).args(args);
     c.env_remove("CAMPAIGN_CASE_FILE");
     c
 }

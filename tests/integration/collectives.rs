@@ -272,9 +272,9 @@ fn host_golden_failures_of_every_op_are_caught() {
     ] {
         let file = case_file(tmp.path(), op, variant);
         let f = file.to_str().unwrap();
-        let o = util::run(&["bench", "allreduce", "--case-file", f]);
+        let o = util::run(&["bench", "collective", "--case-file", f]);
         assert_eq!(o.status.code(), Some(0), "{op}: {}", util::stderr(&o));
-        // Reduce checks the root (0) only.
+        // Reduce checks the root (0) only. (`bench allreduce`, the older name, runs any op too.)
         let o = util::run(&[
             "bench",
             "allreduce",
@@ -294,7 +294,7 @@ fn host_golden_failures_of_every_op_are_caught() {
         wrong.timed_rounds = 1;
         let path = tmp.path().join("wrong.json");
         std::fs::write(&path, wrong.to_pretty_json()).unwrap();
-        let o = util::run(&["bench", "allreduce", "--case-file", path.to_str().unwrap()]);
+        let o = util::run(&["bench", "collective", "--case-file", path.to_str().unwrap()]);
         assert_eq!(o.status.code(), Some(2), "{op}");
         assert!(
             util::stderr(&o).contains(&format!("the host {op} implements")),
@@ -341,7 +341,7 @@ fn case_files_of_other_ops_are_checked_for_their_own_rules() {
     ] {
         let path = tmp.path().join("c.json");
         std::fs::write(&path, json).unwrap();
-        let o = util::run(&["bench", "allreduce", "--case-file", path.to_str().unwrap()]);
+        let o = util::run(&["bench", "collective", "--case-file", path.to_str().unwrap()]);
         assert_eq!(o.status.code(), Some(2), "{json}");
         assert!(
             util::stderr(&o).contains(needle),

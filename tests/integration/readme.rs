@@ -277,7 +277,7 @@ fn subcommands(help: &str) -> Vec<String> {
 fn every_command_a_help_text_shows_runs_as_written_on_a_clean_home() {
     let home = tempdir();
     let (path, have_man) = path_and_man();
-    // Every (sub)command path, one level of nesting deep (`history trend`, `bench allreduce`).
+    // Every (sub)command path, one level of nesting deep (`history trend`, `bench collective`).
     let mut paths: Vec<Vec<String>> = vec![vec![]];
     let top = stdout(&run_in(home.path(), &["--help"]));
     for sub in subcommands(&top) {

@@ -40,7 +40,7 @@ pub struct RenderContext {
     pub run_dir: PathBuf,
     /// The stack's resolved root (`PYPTO_ROOT`, …), when it has one.
     pub root: Option<PathBuf>,
-    /// This campaign binary (the `host` stack runs `campaign bench allreduce`).
+    /// This campaign binary (the `host` stack runs `campaign bench collective`).
     pub campaign_exe: PathBuf,
 }
 
