@@ -63,14 +63,12 @@ fn validate_one(file: &Path, many: bool) -> Result<()> {
             for w in &plan.warnings {
                 eprintln!("warning: {w}");
             }
-            // Slurm grants its own devices: only a local campaign runs on this machine's CPUs.
-            if plan.run.executor == crate::model::plan::ExecutorKind::Local {
-                if let Some(w) = super::dry_run::oversubscription(&plan)? {
-                    if many {
-                        eprintln!("warning: {}: {w}", file.display());
-                    } else {
-                        eprintln!("warning: {w}");
-                    }
+            let planned = super::dry_run::planned_runs(&plan)?;
+            if let Some(w) = &planned.oversubscription {
+                if many {
+                    eprintln!("warning: {}: {w}", file.display());
+                } else {
+                    eprintln!("warning: {w}");
                 }
             }
             let n = plan.case_count;
@@ -80,11 +78,36 @@ fn validate_one(file: &Path, many: bool) -> Result<()> {
             } else {
                 crate::say!("ok: {n} {noun}");
             }
+            say_skips(&planned);
             Ok(())
         }
         _ => Err(Error::invalid(
             file,
             "expected a plan (.toml) or a seed case file (.json)",
         )),
+    }
+}
+
+/// The planned skips (runs a stack cannot make: its limits, constraints, placement), by stack
+/// and reason, the way `dry-run` sums them: they are not failures, and a plan that is mostly
+/// skips should say so before it runs.
+fn say_skips(planned: &super::dry_run::PlannedRuns) {
+    if planned.skipped == 0 {
+        return;
+    }
+    crate::say!(
+        "planned skips: {} of {} runs (not failures; `campaign dry-run` lists the cases)",
+        planned.skipped,
+        planned.runs
+    );
+    const SHOWN: usize = 10;
+    for ((stack, reason), n) in planned.why.iter().take(SHOWN) {
+        crate::say!(
+            "  {stack}: {reason} ({n} {})",
+            if *n == 1 { "run" } else { "runs" }
+        );
+    }
+    if planned.why.len() > SHOWN {
+        crate::say!("  … and {} more reasons", planned.why.len() - SHOWN);
     }
 }

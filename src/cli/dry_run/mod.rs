@@ -75,52 +75,78 @@ pub(crate) fn list(
     }
 }
 
-/// The oversubscription warning for the plan as `run` would make it (`validate` prints it):
-/// the plan's stacks and `[run] repeats`, this machine's CPUs.
-pub(crate) fn oversubscription(plan: &crate::model::plan::Plan) -> Result<Option<String>> {
+/// What `validate` says of the runs a plan makes, as `run` would make them (the plan's stacks
+/// and `[run] repeats`, this machine's CPUs): how many, how many are planned skips and why, and
+/// the oversubscription warning.
+pub(crate) struct PlannedRuns {
+    pub(crate) runs: u64,
+    pub(crate) skipped: u64,
+    /// (stack, reason) → runs, as `dry-run`'s summary lists them.
+    pub(crate) why: BTreeMap<(String, String), u64>,
+    pub(crate) oversubscription: Option<String>,
+}
+
+/// [`PlannedRuns`] of `plan`, counted from the sweep itself without making any row's case id,
+/// JSON or hash (a 1,000,000-case plan is validated in about the time its sweep takes: issue
+/// 50, item 4). Skips are the ones `run` plans: a stack's limits and constraints, more nodes
+/// than one machine, a placement the pool cannot give.
+pub(crate) fn planned_runs(plan: &crate::model::plan::Plan) -> Result<PlannedRuns> {
     let defs = crate::stack::registry::resolve(&plan.stack_defs, &plan.source)?;
+    // Slurm grants its own devices: only a local campaign runs on this machine's CPUs.
     let one_machine = plan.run.executor != crate::model::plan::ExecutorKind::Slurm;
     let cpus = crate::engine::prepare::machine_cpus();
-    // Only CPU stacks oversubscribe, and only cases with more ranks than CPUs: counted from the
-    // sweep itself, without making any row's case id, JSON or hash (a 1,000,000-case plan is
-    // validated in the time its sweep takes: issue 50, item 4).
-    // (plan index, definition) of each CPU stack: a stack runs only its own variants.
-    let cpu_stacks: Vec<(usize, &crate::model::stack::StackDef)> = (plan.stacks.iter())
+    // (plan index, name, definition, leases CPUs) of each stack: a stack runs only its own variants.
+    let stacks: Vec<(usize, &str, &crate::model::stack::StackDef, bool)> = (plan.stacks.iter())
         .enumerate()
-        .filter_map(|(i, s)| Some((i, defs.get(s)?)))
-        .filter(|(_, d)| d.resource() == crate::model::stack::Resource::Cpu)
+        .filter_map(|(i, s)| {
+            let d = defs.get(s)?;
+            let cpu = d.resource() == crate::model::stack::Resource::Cpu;
+            Some((i, s.as_str(), d, cpu))
+        })
         .collect();
-    if cpu_stacks.is_empty() {
-        return Ok(None);
-    }
     let mut sweep = crate::plan::sweep::cases(plan, None)?;
     let claims = sweep.claims().clone();
-    let (mut over, mut max_p, mut pairs) = (0u64, 0u32, 0u64);
+    let (mut over, mut max_p, mut pairs, mut skipped) = (0u64, 0u32, 0u64, 0u64);
+    let mut why: BTreeMap<(String, String), u64> = BTreeMap::new();
     while let Some(case) = sweep.next_ref() {
         let case = case?;
         pairs += claims.count(plan.stacks.len(), case);
-        if case.p as usize <= cpus {
-            continue;
+        let mut over_here = 0u64;
+        for (i, name, def, cpu) in &stacks {
+            if !claims.runs(*i, case) {
+                continue;
+            }
+            match blocks::skip_reason(def, case, &plan.devices, one_machine) {
+                Some(reason) => {
+                    skipped += 1;
+                    *why.entry((name.to_string(), reason)).or_default() += 1;
+                }
+                // Only CPU stacks oversubscribe, and only cases with more ranks than CPUs.
+                None if *cpu && one_machine && case.p as usize > cpus => over_here += 1,
+                None => {}
+            }
         }
-        let n = (cpu_stacks.iter())
-            .filter(|(i, d)| {
-                claims.runs(*i, case)
-                    && blocks::skip_reason(d, case, &plan.devices, one_machine).is_none()
-            })
-            .count() as u64;
-        if n > 0 {
-            over += n;
+        if over_here > 0 {
+            over += over_here;
             max_p = max_p.max(case.p);
         }
     }
     let repeats = u64::from(plan.run.repeats_max.max(1));
+    for n in why.values_mut() {
+        *n *= repeats;
+    }
     let runs = pairs * repeats;
-    Ok(crate::engine::prepare::oversubscription_warning(
-        over * repeats,
+    Ok(PlannedRuns {
         runs,
-        cpus,
-        max_p,
-    ))
+        skipped: skipped * repeats,
+        why,
+        oversubscription: crate::engine::prepare::oversubscription_warning(
+            over * repeats,
+            runs,
+            cpus,
+            max_p,
+        ),
+    })
 }
 
 enum Failure {
