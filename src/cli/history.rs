@@ -215,8 +215,22 @@ fn trend(args: &HistoryTrendArgs) -> Result<i32> {
         .iter()
         .map(|s| changepoint::series_steps(s, &Params::default()))
         .collect();
-    crate::report::draw_trend(&series, &steps, &args.out)?;
-    crate::say!("figure: {} ({} series)", args.out.display(), series.len());
+    let files = crate::report::draw_trend(&series, &steps, &args.out)?;
+    // More series than one figure holds: a page of them a file (`trend-2.png`, …).
+    let pages = crate::report::figures::trend_pages(series.len());
+    for (file, range) in files.iter().zip(pages) {
+        let shown = if files.len() == 1 {
+            format!("{} series", series.len())
+        } else {
+            format!(
+                "series {}–{} of {}",
+                range.start + 1,
+                range.end,
+                series.len()
+            )
+        };
+        crate::say!("figure: {} ({shown})", file.display());
+    }
     Ok(exit::OK)
 }
 

@@ -152,7 +152,7 @@ struct TrendSeries {
 struct TrendPage<'a> {
     title: &'a str,
     series: Vec<TrendSeries>,
-    figure: InlineFigure,
+    figures: Vec<InlineFigure>,
     html: Assets,
 }
 
@@ -171,7 +171,6 @@ pub(crate) fn write_trend_page(
 ) -> Result<()> {
     use crate::model::series::Direction;
     use crate::model::units::format_seconds;
-    let (svg, hover) = super::figures::trend_svg(series, steps)?;
     let rows: Vec<TrendSeries> = series
         .iter()
         .zip(steps)
@@ -236,21 +235,42 @@ pub(crate) fn write_trend_page(
         })
         .collect();
     let title = "Performance history";
-    let figure = inline_svg(
-        "trend",
-        "Median execute time per run with 95 % CI",
-        "One panel per series, runs in time order labelled by stack commit (or date); change \
-         points are named in each panel's title. Point at a median for its run, commit and \
-         interval.",
-        svg,
-        &hover,
-    );
+    // Any number of series: a figure a page of them (`figures::trend_pages`).
+    let pages = super::figures::trend_pages(series.len());
+    let n_pages = pages.len();
+    let figures = (pages.into_iter().enumerate())
+        .map(|(k, range)| {
+            let (svg, hover) =
+                super::figures::trend_svg(&series[range.clone()], &steps[range.clone()])?;
+            let title = if n_pages == 1 {
+                "Median execute time per run with 95 % CI".to_string()
+            } else {
+                format!(
+                    "Series {}–{} of {} (figure {} of {n_pages})",
+                    range.start + 1,
+                    range.end,
+                    series.len(),
+                    k + 1
+                )
+            };
+            Ok(inline_svg(
+                &format!("trend-{}", k + 1),
+                &title,
+                "One panel per series, runs in time order labelled by stack commit where it \
+                 changes between runs, else by date; a series spanning more than a decade is on \
+                 a log axis; change points are named in each panel's title. Point at a median \
+                 for its run, commit and interval.",
+                svg,
+                &hover,
+            ))
+        })
+        .collect::<Result<Vec<_>>>()?;
     // A struct, not a `serde_json` value: the figure's markup is a safe minijinja value, which
     // a JSON value would turn into plain (escaped) text.
     let page = TrendPage {
         title,
         series: rows,
-        figure,
+        figures,
         html: Assets { css: CSS, js: JS },
     };
     let mut text = Vec::new();
@@ -444,6 +464,49 @@ fn render<C: Serialize>(source: &str, name: &str, ctx: &C, out: &mut dyn Write) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_trend_page_shows_every_series_in_figures_of_at_most_24() {
+        use crate::model::series::{Point, Series, SeriesKey};
+        let point = |i: i64| Point {
+            run_dir_id: i,
+            run_dir: format!("/r/run_{i}"),
+            stamp: format!("2026010{i}_000000"),
+            date: format!("2026-01-0{i}T00:00:00Z"),
+            commit: None,
+            median_s: 1e-3,
+            ci_lo_s: 0.9e-3,
+            ci_hi_s: 1.1e-3,
+            n: 30,
+            cpu_contention: None,
+            oversubscribed: false,
+        };
+        let series: Vec<Series> = (0..30)
+            .map(|k| Series {
+                key: SeriesKey {
+                    series: format!("s{k}"),
+                    case_key: format!("s{k}"),
+                    stack: "host".into(),
+                    host_fingerprint: "h".into(),
+                },
+                case_id: format!("case{k}"),
+                op: "allreduce".into(),
+                host: "vm".into(),
+                campaign: "c".into(),
+                bytes: 1024,
+                points: vec![point(1), point(2)],
+            })
+            .collect();
+        let steps = vec![Vec::new(); series.len()];
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("trend.html");
+        write_trend_page(&series, &steps, &out).unwrap();
+        let page = std::fs::read_to_string(&out).unwrap();
+        assert_eq!(page.matches("<svg").count(), 2, "two figures");
+        assert!(page.contains("Series 1–24 of 30 (figure 1 of 2)"));
+        assert!(page.contains("Series 25–30 of 30 (figure 2 of 2)"));
+        assert!(page.contains("30 series, in 2 figures"));
+    }
 
     #[test]
     fn a_long_log_keeps_its_last_lines_and_says_so() {

@@ -95,12 +95,13 @@ pub(crate) fn draw_trend(
     series: &[crate::model::series::Series],
     steps: &[Vec<crate::model::series::Step>],
     out: &Path,
-) -> Result<()> {
+) -> Result<Vec<std::path::PathBuf>> {
     let html = out
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("html") || e.eq_ignore_ascii_case("htm"));
     if html {
-        html::write_trend_page(series, steps, out)
+        html::write_trend_page(series, steps, out)?;
+        Ok(vec![out.to_path_buf()])
     } else {
         figures::draw_trend(series, steps, out)
     }

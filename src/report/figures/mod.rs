@@ -278,16 +278,22 @@ pub(crate) fn draw_census(c: &crate::analysis::census::Census, dir: &Path) -> Re
     Ok(out)
 }
 
-/// The history trend figure as an image (`campaign history trend --out FILE.png|svg`).
+/// The history trend figure as images (`campaign history trend --out FILE.png|svg`), a page
+/// of at most `trend::PAGE` series a file: the files written.
 pub(crate) fn draw_trend(
     series: &[crate::model::series::Series],
     steps: &[Vec<crate::model::series::Step>],
     out: &Path,
-) -> Result<()> {
+) -> Result<Vec<std::path::PathBuf>> {
     trend::draw(series, steps, out)
 }
 
-/// The trend figure as SVG markup and its hover values.
+/// The pages of `n` trend series (at most `trend::PAGE` panels a figure).
+pub(crate) fn trend_pages(n: usize) -> Vec<std::ops::Range<usize>> {
+    trend::pages(n)
+}
+
+/// The trend figure of one page of series as SVG markup and its hover values.
 pub(crate) fn trend_svg(
     series: &[crate::model::series::Series],
     steps: &[Vec<crate::model::series::Step>],
