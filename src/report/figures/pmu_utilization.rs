@@ -38,10 +38,10 @@ pub(crate) fn build(tables: &[PmuPanel<'_>]) -> Result<Panels, String> {
         title: "PMU utilization: share of cycles each pipe was busy".into(),
         panels,
         caption: format!(
-            "Each panel is one pmu profile's pmu.csv (simpler's per-task PMU counters, event \
-             group PIPE_UTILIZATION): per pipe, the sum of its busy cycles over the sum of \
-             pmu_total_cycles of the file's tasks of one core type (AIC, AIV). A profiled run is \
-             an extra run and never in any statistic.{}",
+            "Each panel is one pmu profile's pmu.csv (simpler's per-task PMU counters; the \
+             busy counters of its event group, PIPE_UTILIZATION by default): per pipe, the sum \
+             of its busy cycles over the sum of pmu_total_cycles of the file's tasks of one core \
+             type (AIC, AIV). A profiled run is an extra run and never in any statistic.{}",
             if left_out > 0 {
                 format!(" {left_out} more pmu profile(s) are listed under Profiles, not drawn.")
             } else {
