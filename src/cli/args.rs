@@ -275,6 +275,10 @@ pub(crate) struct DryRunArgs {
     /// Count each (case, stack) N times, as `run --repeats N` would (replaces `[run] repeats`).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub(crate) repeats: Option<u32>,
+    /// List the profiled runs these kinds would add, as `run --profile KIND,...` would
+    /// (replaces `[profile] kinds`).
+    #[arg(long, value_name = "KIND,...", value_parser = parse_profile)]
+    pub(crate) profile: Option<ProfileKinds>,
 }
 
 #[derive(Debug, Args)]

@@ -308,6 +308,7 @@ fn validate_and_list(text: &str, rng: &mut ChaCha8Rng) -> Result<(), i32> {
         stacks: Vec::new(),
         executor: None,
         repeats: None,
+        profile: None,
     };
     let mut sink = Vec::new();
     crate::cli::dry_run::list(&plan, &args, &mut sink).map_err(|e| e.exit_code())?;

@@ -471,6 +471,10 @@ pub(crate) struct Cell {
     pub(crate) contended: bool,
     /// "14.2 µs [13.9 µs, 14.8 µs] (3×10)" for a passing run, else the status in capitals.
     pub(crate) text: String,
+    /// The profiled runs of this (case, stack) that left files, linked from its row
+    /// (`profile_links::attach`); none without profiles, and then absent from `context.json`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) profiles: Vec<super::profile_links::RowProfile>,
 }
 
 /// Statistics of one passing run.
@@ -856,6 +860,24 @@ fn model_row(f: &crate::analysis::scaling::ModelFit) -> ModelRow {
 }
 
 impl Context {
+    /// Set the profiled runs beside the timed ones, and give each case row's cells the links
+    /// of their (case, stack)'s profiles. Right after `build`, while no one else holds the
+    /// rows (they are shared only once rendering starts).
+    pub(crate) fn link_profiles(&mut self, profiles: Vec<super::profile_links::ProfileRow>) {
+        let by_row = super::profile_links::by_row(&profiles);
+        if let Some(cases) = (!by_row.is_empty()).then(|| self.cases.get_mut()).flatten() {
+            for case in cases.iter_mut() {
+                for cell in &mut case.cells {
+                    if let Some(links) = by_row.get(&(case.case_id.as_str(), cell.stack.as_str())) {
+                        cell.profiles = links.clone();
+                    }
+                }
+            }
+        }
+        drop(by_row);
+        self.profiles = profiles;
+    }
+
     /// The context with the figures that were drawn and those that were not, and why.
     pub(crate) fn with_figures(mut self, drawn: &[Drawn], skipped: &[Skipped]) -> Context {
         self.figures = drawn.iter().map(figure_row).collect();
@@ -981,6 +1003,7 @@ fn case_rows(results: &ResultSet, a: &Analysis) -> Vec<CaseRow> {
                         oversubscribed: false,
                         contended: false,
                         text: "—".into(),
+                        profiles: Vec::new(),
                     })
                     .collect(),
             });

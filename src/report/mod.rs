@@ -35,6 +35,7 @@ pub(crate) mod results_table;
 pub(crate) mod rows;
 pub(crate) mod straggler_section;
 pub mod summary;
+pub(crate) mod swimlane;
 
 pub(crate) use summary::Analysis;
 
@@ -331,6 +332,18 @@ pub(crate) fn render_from(
     if let Some(c) = census.as_ref().filter(|c| !c.pairs.is_empty()) {
         drawn.extend(figures::draw_census(c, &run_dir.join("figures"))?);
     }
+    // The profiled runs (never in the analysis above): their pmu.csv files make a figure.
+    let profiles = profile_links::rows(run_dir);
+    let pmu: Vec<figures::pmu_utilization::PmuPanel<'_>> = (profiles.iter())
+        .flat_map(|p| {
+            (p.pmu.iter()).map(move |t| figures::pmu_utilization::PmuPanel {
+                label: format!("{} · {} ({})", p.case_id, p.stack, p.kind),
+                rows: &t.rows,
+            })
+        })
+        .collect();
+    drawn.extend(figures::draw_pmu(&pmu, &run_dir.join("figures"))?);
+    drop(pmu);
     let census = (census.as_ref())
         .map(|c| census_section::section(c, opts.census.as_ref().is_some_and(|k| k.quarantine)));
     let (mut staged, ctx) = texts(
@@ -339,8 +352,8 @@ pub(crate) fn render_from(
         opts,
         (&drawn, &skipped),
         template,
-        (&context, &summary, run_dir),
-        census,
+        (&context, &summary),
+        (census, profiles),
     )?;
     // The statistics are in the context now; the page needs only the context and the runs.
     drop(analysis);
@@ -383,13 +396,16 @@ fn texts(
     opts: &ReportOptions,
     (drawn, skipped): (&[figures::Drawn], &[figures::Skipped]),
     template: Template<'_>,
-    (context, summary, run_dir): (&Path, &Path, &Path),
-    census: Option<census_section::CensusCtx>,
+    (context, summary): (&Path, &Path),
+    (census, profiles): (
+        Option<census_section::CensusCtx>,
+        Vec<profile_links::ProfileRow>,
+    ),
 ) -> Result<(Staged, context::Context)> {
     let mut ctx =
         context::build(results, analysis, opts.title.as_deref()).with_figures(drawn, skipped);
     ctx.census = census;
-    ctx.profiles = profile_links::rows(run_dir);
+    ctx.link_profiles(profiles);
     ctx.history = opts.history.as_ref().and_then(history_section::context);
     ctx.sequential = context::sequential(results, &opts.looks, opts.adapt.as_ref());
     let ctx_ref = &ctx;

@@ -1,8 +1,11 @@
 //! PMU utilization of a `pmu` profile: simpler's `pmu.csv` (one row per task; columns
 //! `thread_id,core_id,task_id,func_id,core_type,pmu_total_cycles,<counters…>,event_type`, as
-//! `PmuCollector` writes them at simpler 6ebaf77) read by its header, and each `*_busy_cycles`
+//! `PmuCollector` writes them at simpler 6ebaf77) read by its header, and each pipe's busy
 //! counter summed as a share of the summed `pmu_total_cycles`, per core type (AIC, AIV) — the
-//! numbers behind the seed harness's `pmu_utilization` figure.
+//! numbers behind the seed harness's `pmu_utilization` figure. The busy counters are named per
+//! architecture (src/*/platform/include/common/pmu_profiling.h, PIPE_UTILIZATION): a2a3
+//! `vec_busy_cycles`, `cube_busy_cycles`, …; a5 `pmu_idc_aic_vec_busy_o`, `cube_instr_busy`, …,
+//! `pmu_fix_instr_busy`.
 //!
 //! Pure: text in, rows out. An event group without busy counters (MEMORY, L2_CACHE, …) has no
 //! utilization, and says so by giving no row.
@@ -19,6 +22,17 @@ pub(crate) struct PmuUtilization {
     pub(crate) pipes: Vec<(String, f64)>,
 }
 
+/// The pipe a busy counter column is of, in either architecture's naming; none for another
+/// counter (`icache_req`, `ub_read_req`, …).
+fn busy_pipe(column: &str) -> Option<&str> {
+    if column == "pmu_idc_aic_vec_busy_o" {
+        return Some("vec");
+    }
+    (column.strip_suffix("_busy_cycles"))
+        .or_else(|| column.strip_suffix("_instr_busy"))
+        .map(|pipe| pipe.strip_prefix("pmu_").unwrap_or(pipe))
+}
+
 /// The utilization rows of `csv`; `Err` names what does not read as simpler's format.
 pub(crate) fn utilization(csv: &str) -> Result<Vec<PmuUtilization>, String> {
     let mut lines = csv.lines().filter(|l| !l.trim().is_empty());
@@ -29,7 +43,7 @@ pub(crate) fn utilization(csv: &str) -> Result<Vec<PmuUtilization>, String> {
     };
     let (core_type, total) = (col("core_type")?, col("pmu_total_cycles")?);
     let busy: Vec<(usize, &str)> = (header.iter().enumerate())
-        .filter_map(|(i, h)| h.trim().strip_suffix("_busy_cycles").map(|pipe| (i, pipe)))
+        .filter_map(|(i, h)| busy_pipe(h.trim()).map(|pipe| (i, pipe)))
         .collect();
     // Per core type (0 AIC, 1 AIV): tasks, Σ total cycles, Σ busy cycles per pipe.
     let mut sums: [(usize, f64, Vec<f64>); 2] = [
@@ -91,6 +105,22 @@ mod tests {
         assert_eq!(aiv.pipes[0], ("vec".to_string(), 11.1));
         let names: Vec<&str> = aiv.pipes.iter().map(|(p, _)| p.as_str()).collect();
         assert_eq!(names, ["vec", "cube", "scalar", "mte1", "mte2", "mte3"]);
+    }
+
+    /// An a5 file as the a5 `PmuCollector` writes it (same row format, the DAV_3510
+    /// PIPE_UTILIZATION roster: its tenth slot is unnamed and left out).
+    #[test]
+    fn a5_busy_counters_are_read_by_their_own_names() {
+        let csv = "thread_id,core_id,task_id,func_id,core_type,pmu_total_cycles,pmu_idc_aic_vec_busy_o,cube_instr_busy,scalar_instr_busy,mte1_instr_busy,mte2_instr_busy,mte3_instr_busy,icache_req,icache_miss,pmu_fix_instr_busy,event_type\n\
+1,3,0x0000000100000002,0,1,20000,5000,0,1000,0,2000,500,300,2,0,2\n";
+        let rows = utilization(csv).unwrap();
+        assert_eq!(rows.len(), 1);
+        let names: Vec<&str> = rows[0].pipes.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(
+            names,
+            ["vec", "cube", "scalar", "mte1", "mte2", "mte3", "fix"]
+        );
+        assert_eq!(rows[0].pipes[0].1, 25.0);
     }
 
     #[test]

@@ -3,6 +3,9 @@
 //! report (paths relative to `reports/`); for the HTML page, each flame graph inline as an
 //! image — an `<img>` of the SVG, so the flame graph's own scripts never run in the page.
 //!
+//! Each (case, stack) row of the results tables links its own profiles too (`attach`), so a
+//! reader goes from a number to why it is what it is without searching the section.
+//!
 //! Profiled runs are never in the result set: this reads their list beside it and must not
 //! feed any statistic.
 
@@ -32,6 +35,47 @@ pub(crate) struct ProfileRow {
     pub(crate) flamegraph: Option<String>,
     /// Each `pmu.csv` of the profile, read into its utilization (`report::pmu`).
     pub(crate) pmu: Vec<PmuTable>,
+    /// Each `chip_swimlane_records.json` of the profile, read into its phase summary
+    /// (`report::swimlane`).
+    pub(crate) swimlane: Vec<SwimlaneTable>,
+}
+
+/// One `chip_swimlane_records.json`'s phase summary, or why it could not be read.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct SwimlaneTable {
+    /// Relative to the profiled run's folder.
+    pub(crate) file: String,
+    pub(crate) summary: Option<super::swimlane::SwimlaneSummary>,
+    pub(crate) error: Option<String>,
+}
+
+/// Largest swimlane file read (a real trace has ~100,000 records, a few MB).
+const MAX_SWIMLANE_BYTES: u64 = 512 << 20;
+
+/// The phase summary of every `chip_swimlane_records.json` among a profile's files.
+fn swimlane_tables(
+    run_dir: &Path,
+    bundle: &str,
+    files: &std::collections::BTreeMap<String, String>,
+) -> Vec<SwimlaneTable> {
+    (files.values())
+        .filter(|f| f.ends_with("chip_swimlane_records.json"))
+        .map(|f| {
+            let path = run_dir.join(bundle).join(f);
+            let read = crate::model::file::read_regular_text(&path, MAX_SWIMLANE_BYTES)
+                .map_err(|e| format!("{f}: {e}"))
+                .and_then(|text| super::swimlane::summary(&text));
+            let (summary, error) = match read {
+                Ok(s) => (Some(s), None),
+                Err(e) => (None, Some(e)),
+            };
+            SwimlaneTable {
+                file: f.clone(),
+                summary,
+                error,
+            }
+        })
+        .collect()
 }
 
 /// One `pmu.csv`'s utilization, or why it could not be read.
@@ -89,6 +133,7 @@ pub(crate) fn rows(run_dir: &Path) -> Vec<ProfileRow> {
             let at = |name: &str| format!("{}/{name}", p.bundle);
             ProfileRow {
                 pmu: pmu_tables(run_dir, &p.bundle, &p.files),
+                swimlane: swimlane_tables(run_dir, &p.bundle, &p.files),
                 kind: crate::model::profile::folder(p.kind, p.run),
                 status: p.status.to_string(),
                 flamegraph: p.files.get("flamegraph").map(|f| at(f)),
@@ -109,6 +154,50 @@ pub(crate) fn rows(run_dir: &Path) -> Vec<ProfileRow> {
             }
         })
         .collect()
+}
+
+/// One profile as its (case, stack) row links it: the kind and its main file.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct RowProfile {
+    /// `cpu`, `cpu-2`, … as in the Profiles section.
+    pub(crate) kind: String,
+    /// `pass`, `fail`, … (a planned skip left no file and is not linked from the row).
+    pub(crate) status: String,
+    /// Which file it is (`flamegraph`, `counters`, an upstream file's role, or `run.log`).
+    pub(crate) role: String,
+    /// Relative to `reports/`, as every link of the report.
+    pub(crate) href: String,
+}
+
+/// The file a row links for a profile: its flame graph, else its counters, else its first
+/// other file, else its `run.log` (a failed profiled run's reason is there).
+fn main_file(p: &ProfileRow) -> Option<&ProfileFile> {
+    let by_role = |role: &str| p.files.iter().find(|f| f.role == role);
+    (by_role("flamegraph").or_else(|| by_role("counters")))
+        .or_else(|| p.files.iter().find(|f| f.role != "run.log"))
+        .or_else(|| p.files.first())
+}
+
+/// The profiles of `profiles` that left a file, as their (case, stack) rows link them, in
+/// `profiles`' order (`context::Context::link_profiles` gives each row its own).
+pub(crate) fn by_row(
+    profiles: &[ProfileRow],
+) -> std::collections::HashMap<(&str, &str), Vec<RowProfile>> {
+    let mut out: std::collections::HashMap<(&str, &str), Vec<RowProfile>> =
+        std::collections::HashMap::new();
+    for p in profiles {
+        if let Some(f) = main_file(p) {
+            (out.entry((p.case_id.as_str(), p.stack.as_str()))
+                .or_default())
+            .push(RowProfile {
+                kind: p.kind.clone(),
+                status: p.status.clone(),
+                role: f.role.clone(),
+                href: f.href.clone(),
+            });
+        }
+    }
+    out
 }
 
 /// The flame graph of `row` as a `data:` URI for an `<img>` (the page may load nothing else),

@@ -48,6 +48,8 @@ struct TableRow {
     /// Oversubscribed or starved of CPU: its number is partly the machine's.
     caveat: bool,
     links: Vec<Link>,
+    /// The (case, stack)'s profiles that left files (`profile_links::attach`).
+    profiles: Vec<super::profile_links::RowProfile>,
 }
 
 /// The table as the template sees it (`html.table`).
@@ -179,6 +181,7 @@ impl TableRows {
             status,
             caveat,
             links: bundle_links(&e.bundle, e.files),
+            profiles: self.cases[e.case].cells[e.cell].profiles.clone(),
         }
     }
 }

@@ -35,6 +35,14 @@ impl<T> From<Vec<T>> for Rows<T> {
     }
 }
 
+impl<T> Rows<T> {
+    /// The rows to change in place, while no one else holds them (right after they were
+    /// built); `None` once they are shared.
+    pub(crate) fn get_mut(&mut self) -> Option<&mut [T]> {
+        Arc::get_mut(&mut self.0).map(Vec::as_mut_slice)
+    }
+}
+
 impl<T> std::ops::Deref for Rows<T> {
     type Target = [T];
     fn deref(&self) -> &[T] {

@@ -200,6 +200,14 @@ mod tests {
             .profile_reason(Pmu, &case)
             .unwrap()
             .contains("none"));
+        // hccl_test: HCCL_TEST_PROFILING=1 into a folder of campaign's own, as its swimlane.
+        let hccl_test = &all["hccl_test"];
+        assert_eq!(hccl_test.profile_reason(Swimlane, &case), None);
+        let spec = &hccl_test.profile[&Swimlane];
+        assert_eq!(spec.env["HCCL_TEST_PROFILING"], "1");
+        assert!(spec.files[0].starts_with(&spec.env["HCCL_TEST_PROFILING_PATH"]));
+        let why = hccl_test.profile_reason(Pmu, &case).unwrap();
+        assert!(why.contains("its profile kinds: swimlane"), "{why}");
         // Every shipped profile table is in its domain (files named, env names, no perf kind).
         for (name, def) in &all {
             let bad: Vec<_> = (def.domain_problems().into_iter())

@@ -118,10 +118,16 @@ fn statistics(run_dir: &Path) -> Vec<(String, String)> {
         let text = std::fs::read_to_string(run_dir.join(f)).unwrap();
         out.push((f.to_string(), text.replace(own, "RUN_DIR")));
     }
-    // The report's statistics: everything of its context but the profiles it links.
+    // The report's statistics: everything of its context but the profiles it links (the
+    // Profiles section's list, and each case row's links to its own).
     let mut context = json(&run_dir.join("reports/context.json"));
     if let Value::Object(map) = &mut context {
         map.remove("profiles");
+    }
+    for case in context["cases"].as_array_mut().unwrap() {
+        for cell in case["cells"].as_array_mut().unwrap() {
+            cell.as_object_mut().unwrap().remove("profiles");
+        }
     }
     out.push((
         "context".into(),
@@ -224,8 +230,10 @@ fn mpi_profile_names_open_mpis_functions_and_run_profile_replaces_the_plans_kind
     require("perf", "scripts/install-perf.sh");
     require("mpirun", "scripts/install-mpi.sh");
     let tmp = util::tempdir();
-    // No [profile] in the plan: `--profile cpu` asks for it.
-    let text = plan(r#""mpi""#, r#""ring""#, "");
+    // No [profile] in the plan: `--profile cpu` asks for it. 2,000 timed rounds: the profiled
+    // run lasts long enough (a few hundred ms) that 997 Hz sampling lands in the ring's own
+    // frames every time (20 rounds left it to chance: one CI run's graph missed them).
+    let text = plan(r#""mpi""#, r#""ring""#, "").replace("timed = 20", "timed = 2000");
     let run_dir = run(tmp.path(), &text, &["--profile", "cpu"]);
     let rows = json(&run_dir.join("results.json"))["runs"]
         .as_array()
@@ -287,6 +295,30 @@ fn bad_profile_input_is_refused_naming_the_field() {
     assert!(util::stderr(&o).contains("unknown profile kind `flame`"));
 }
 
+/// Add a profile of `kind` holding `fixture` (a file of tests/integration/fixtures/profiles) to
+/// `run_dir`'s `profiles.json`, as the simpler-scene stack leaves one (no NPU here to record
+/// it: the simulator models no counters and refuses the swimlane for L3 tests).
+fn add_upstream_profile(run_dir: &Path, case: &str, kind: &str, fixture: &str) {
+    let bundle = format!("cases/{case}/host/profiling/{kind}");
+    std::fs::create_dir_all(run_dir.join(&bundle)).unwrap();
+    std::fs::copy(
+        util::root()
+            .join("tests/integration/fixtures/profiles")
+            .join(fixture),
+        run_dir.join(&bundle).join(fixture),
+    )
+    .unwrap();
+    let mut file = json(&run_dir.join("profiles.json"));
+    file["profiles"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({
+            "case_id": case, "stack": "host", "kind": kind, "run": 1, "status": "pass",
+            "reason": null, "bundle": bundle, "files": {fixture: fixture}, "wall_s": 1.0
+        }));
+    std::fs::write(run_dir.join("profiles.json"), file.to_string()).unwrap();
+}
+
 #[test]
 fn a_pmu_csv_in_simplers_format_is_summarised_in_the_report() {
     require("perf", "scripts/install-perf.sh");
@@ -297,25 +329,11 @@ fn a_pmu_csv_in_simplers_format_is_summarised_in_the_report() {
         "[profile]\nkinds = [\"counters\"]\n",
     );
     let run_dir = run(tmp.path(), &text, &[]);
-    // A pmu profile as the simpler-scene stack leaves it (no PMU can be recorded here: the
-    // simulator does not model the counters), its pmu.csv in the format simpler writes.
+    // A pmu and a swimlane profile as the simpler-scene stack leaves them, in the formats
+    // simpler writes (pmu.csv: PmuCollector; chip_swimlane_records.json: ChipSwimlaneCollector).
     let case = "ring_p2_count65536_fp32_host_d0-1";
-    let bundle = format!("cases/{case}/host/profiling/pmu");
-    std::fs::create_dir_all(run_dir.join(&bundle)).unwrap();
-    std::fs::copy(
-        util::root().join("tests/integration/fixtures/profiles/pmu.csv"),
-        run_dir.join(&bundle).join("pmu.csv"),
-    )
-    .unwrap();
-    let mut file = json(&run_dir.join("profiles.json"));
-    file["profiles"]
-        .as_array_mut()
-        .unwrap()
-        .push(serde_json::json!({
-            "case_id": case, "stack": "host", "kind": "pmu", "run": 1, "status": "pass",
-            "reason": null, "bundle": bundle, "files": {"pmu.csv": "pmu.csv"}, "wall_s": 1.0
-        }));
-    std::fs::write(run_dir.join("profiles.json"), file.to_string()).unwrap();
+    add_upstream_profile(&run_dir, case, "pmu", "pmu.csv");
+    add_upstream_profile(&run_dir, case, "swimlane", "chip_swimlane_records.json");
     let o = util::run(&["report", run_dir.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{}", util::stderr(&o));
     let md = std::fs::read_to_string(run_dir.join("reports/summary.md")).unwrap();
@@ -329,6 +347,119 @@ fn a_pmu_csv_in_simplers_format_is_summarised_in_the_report() {
         "{md}"
     );
     assert!(md.contains("[counters](../cases/"), "{md}");
+    // The results row of (case, host) links each of its profiles, not only the section.
+    let row = (md.lines())
+        .find(|l| l.starts_with(&format!("| `{case}`")))
+        .unwrap_or_else(|| panic!("no results row of {case}: {md}"));
+    let dir = format!("../cases/{case}/host/profiling");
+    for link in [
+        format!("[counters]({dir}/counters/counters.csv)"),
+        format!("[pmu]({dir}/pmu/pmu.csv)"),
+        format!("[swimlane]({dir}/swimlane/chip_swimlane_records.json)"),
+    ] {
+        assert!(row.contains(&link), "{link} not in {row}");
+    }
+    // The swimlane's phase summary: where the scheduler threads' time went.
+    assert!(
+        md.contains("- scheduler (2 thread(s), 18.0 µs of windows): complete 27.8 % (5.0 µs), dispatch 16.7 % (3.0 µs), idle 55.6 % (10.0 µs); within them: resolve 5.6 %"),
+        "{md}"
+    );
+    assert!(
+        md.contains("AIV 2 task(s) on 2 core(s), busy 75.0 %"),
+        "{md}"
+    );
+    assert!(md.contains("- orchestrator: 2 submit(s), 1.4 µs"), "{md}");
+    // The seed's pmu_utilization figure, drawn from the pmu.csv, PNG and SVG.
+    for ext in ["png", "svg"] {
+        let f = run_dir.join(format!("figures/pmu_utilization.{ext}"));
+        assert!(std::fs::metadata(&f).unwrap().len() > 0, "{}", f.display());
+    }
+    let svg = std::fs::read_to_string(run_dir.join("figures/pmu_utilization.svg")).unwrap();
+    assert!(svg.contains("AIC cores") && svg.contains("cube"), "{svg}");
+    assert!(md.contains("pmu_utilization.png"), "{md}");
     let html = std::fs::read_to_string(run_dir.join("reports/index.html")).unwrap();
     assert!(html.contains("id=\"profiles\"") && html.contains("cube 75.0 %"));
+    // The page escapes `/` in attributes as `&#x2f;` (a browser reads it back as `/`).
+    let unescaped = html.replace("&#x2f;", "/");
+    let row_link = format!("<a class=\"profile\" href=\"{dir}/pmu/pmu.csv\"");
+    assert!(
+        unescaped.contains(&row_link),
+        "the HTML results row does not link the pmu profile: {}",
+        (unescaped.lines())
+            .find(|l| l.contains("class=\"profile\""))
+            .unwrap_or("no profile link at all")
+    );
+    assert!(html.contains("idle 55.6 % (10.0 µs)"));
+}
+
+#[test]
+fn dry_run_lists_the_profiled_runs_and_their_planned_skips() {
+    require("perf", "scripts/install-perf.sh");
+    let tmp = util::tempdir();
+    let path = tmp.path().join("prof.toml");
+    let text = plan(
+        r#""host""#,
+        r#""ring", "mesh""#,
+        "[profile]\nkinds = [\"cpu\"]\nruns = 2\n",
+    );
+    std::fs::write(&path, text).unwrap();
+    let plan_path = path.to_str().unwrap();
+    // The plan's [profile]: two cases × 2 cpu profiles each.
+    let o = util::run_in(tmp.path(), &["dry-run", plan_path]);
+    assert_eq!(o.status.code(), Some(0), "{}", util::stderr(&o));
+    let out = util::stdout(&o);
+    assert!(
+        out.contains(
+            "profiled runs: up to 4 more (cpu × 2 per (case, stack) whose timed run passes)"
+        ),
+        "{out}"
+    );
+    // --profile replaces the kinds: swimlane is a planned skip on host, with its reason.
+    let o = util::run_in(
+        tmp.path(),
+        &["dry-run", plan_path, "--profile", "counters,swimlane"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", util::stderr(&o));
+    let out = util::stdout(&o);
+    assert!(
+        out.contains("profiled runs: up to 4 more (counters, swimlane × 2"),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "profile skipped host swimlane: this stack does not say how to switch `swimlane` on"
+        ) && out.contains("(4 profiled runs)"),
+        "{out}"
+    );
+    let o = util::run_in(
+        tmp.path(),
+        &[
+            "dry-run",
+            plan_path,
+            "--profile",
+            "counters,swimlane",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", util::stderr(&o));
+    let rows: Value = serde_json::from_str(&util::stdout(&o)).unwrap();
+    let profiles = rows[0]["profiles"].as_array().unwrap();
+    assert_eq!(profiles.len(), 2, "{profiles:?}");
+    assert_eq!(profiles[0]["kind"], "counters");
+    assert_eq!(profiles[0]["runs"], 2);
+    assert!(profiles[0].get("skip").is_none(), "{profiles:?}");
+    assert_eq!(profiles[1]["kind"], "swimlane");
+    assert!(profiles[1]["skip"]
+        .as_str()
+        .unwrap()
+        .contains("cpu, counters"));
+    // Without [profile] the listing says nothing of profiles.
+    let bare = tmp.path().join("bare.toml");
+    std::fs::write(&bare, plan(r#""host""#, r#""ring""#, "")).unwrap();
+    let o = util::run_in(
+        tmp.path(),
+        &["dry-run", bare.to_str().unwrap(), "--format", "json"],
+    );
+    assert!(!util::stdout(&o).contains("profiles"));
 }

@@ -16,6 +16,7 @@ use super::Failure;
 use crate::error::Result;
 use crate::model::case::fast::Hasher;
 use crate::model::plan::Plan;
+use crate::model::profile::{ProfileConfig, ProfileKind};
 use crate::model::stack::{Resource, StackDef};
 
 /// Points per block: ~200 KiB of CSV, enough that handing a block over costs nothing next to
@@ -47,6 +48,28 @@ pub(super) struct Row<'p> {
     pub(super) oversubscribed: u64,
     /// Why, one per `skipped` stack (the limit or constraint it fails).
     pub(super) reasons: Vec<String>,
+    /// The profiled runs the plan asks of each stack that runs the case (`[profile]`,
+    /// `--profile`): one per (stack, kind), each `runs` times, or a planned skip.
+    pub(super) profiles: Vec<Profiled<'p>>,
+}
+
+/// One (stack, kind) a case would be profiled with, as `run` plans it.
+#[derive(serde::Serialize)]
+pub(super) struct Profiled<'p> {
+    pub(super) stack: &'p str,
+    pub(super) kind: ProfileKind,
+    /// Profiled runs of this kind (`[profile] runs`).
+    pub(super) runs: u32,
+    /// Why it would be a planned skip; none when it would run (once the timed run passes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) skip: Option<String>,
+}
+
+/// What the listing knows of the profiled runs: the plan's (or `--profile`'s) kinds and runs,
+/// and, per perf kind, why perf cannot make it on this machine (asked once, by `list`).
+pub(super) struct ProfilePlan {
+    pub(super) config: ProfileConfig,
+    pub(super) perf: BTreeMap<ProfileKind, Option<String>>,
 }
 
 /// What a listing lists: shared, read-only, by both threads.
@@ -59,6 +82,7 @@ pub(super) struct Source<'p> {
     /// Every run stays on this machine (the local executor): a multi-node case is a planned
     /// skip, with the reason `run` gives it.
     pub(super) one_machine: bool,
+    pub(super) profile: &'p ProfilePlan,
 }
 
 impl<'p> Source<'p> {
@@ -74,6 +98,7 @@ impl<'p> Source<'p> {
             one_machine: self.one_machine,
             hasher: Hasher::default(),
             cpus: crate::engine::prepare::machine_cpus(),
+            profile: self.profile,
         })
     }
 }
@@ -90,6 +115,7 @@ pub(super) struct Rows<'p> {
     hasher: Hasher,
     /// The machine's CPUs (as `run` sizes its pool).
     cpus: usize,
+    profile: &'p ProfilePlan,
 }
 
 /// Why `def` would not run `case` (a planned skip), as `run` plans it; `None` when it runs.
@@ -147,7 +173,9 @@ impl<'p> Rows<'p> {
         } else {
             0
         };
+        let profiles = profiled(self.profile, (defs, one_machine), case, (&on, &skipped));
         Ok(Some(Row {
+            profiles,
             case_id: self.hasher.case_id(case).to_string(),
             variant: case.variant.as_str(),
             op: case.op.as_str(),
@@ -184,6 +212,38 @@ impl<'p> Rows<'p> {
     }
 }
 
+/// The profiled runs of `case`: each kind asked for, on each stack of `on` that runs it
+/// (not `skipped`: a profile needs a passed timed run), with its planned skip.
+fn profiled<'p>(
+    profile: &ProfilePlan,
+    (defs, one_machine): (&BTreeMap<String, StackDef>, bool),
+    case: &crate::model::case::Case,
+    (on, skipped): (&[&'p str], &[&'p str]),
+) -> Vec<Profiled<'p>> {
+    if !profile.config.any() {
+        return Vec::new();
+    }
+    let elsewhere =
+        (!one_machine).then(|| crate::executor::kind_name(crate::model::plan::ExecutorKind::Slurm));
+    let mut out = Vec::new();
+    for &stack in on.iter().filter(|s| !skipped.contains(s)) {
+        let Some(def) = defs.get(stack) else {
+            continue;
+        };
+        for &kind in &profile.config.kinds {
+            let skip = crate::engine::profiled::planned_skip(def, kind, case, elsewhere)
+                .or_else(|| profile.perf.get(&kind).cloned().flatten());
+            out.push(Profiled {
+                stack,
+                kind,
+                runs: profile.config.runs,
+                skip,
+            });
+        }
+    }
+    out
+}
+
 /// Consecutive rows, formatted, with what the table's summary counts of them.
 #[derive(Default)]
 pub(super) struct Block {
@@ -195,6 +255,10 @@ pub(super) struct Block {
     pub(super) skipped: u64,
     /// (stack, reason) → runs.
     pub(super) why: BTreeMap<(String, String), u64>,
+    /// Profiled runs that would be made (once their timed run passes).
+    pub(super) profiled: u64,
+    /// (stack, kind, reason) → profiled runs that would be planned skips.
+    pub(super) profile_why: BTreeMap<(String, ProfileKind, String), u64>,
     /// Runs (one repeat) that oversubscribe the machine, and their largest P.
     pub(super) oversubscribed: (u64, u32),
     /// The case that ended the block early; the rows before it are in `bytes`.
@@ -216,6 +280,22 @@ impl Block {
                 .why
                 .entry((stack.to_string(), reason.clone()))
                 .or_default() += 1;
+        }
+        self.count_profiles(row);
+    }
+
+    /// Count a row's profiled runs: `runs` of each (stack, kind), made or skipped.
+    pub(super) fn count_profiles(&mut self, row: &Row<'_>) {
+        for p in &row.profiles {
+            let runs = u64::from(p.runs);
+            match &p.skip {
+                None => self.profiled += runs,
+                Some(why) => {
+                    *(self.profile_why)
+                        .entry((p.stack.to_string(), p.kind, why.clone()))
+                        .or_default() += runs;
+                }
+            }
         }
     }
 }

@@ -14,7 +14,7 @@ use crate::cli::args::{DryRunArgs, ListFormat};
 use crate::error::{Error, Result};
 use crate::model::case::fast::push_u64;
 use crate::plan;
-use blocks::{each_block, Block, Row, Rows, Source};
+use blocks::{each_block, Block, ProfilePlan, Profiled, Row, Rows, Source};
 
 /// Rows buffered before the table's column widths are fixed.
 const TABLE_SIZING_ROWS: usize = 1000;
@@ -49,12 +49,14 @@ pub(crate) fn list(
     let slurm = args.executor == Some(crate::model::plan::ExecutorKind::Slurm)
         || (args.executor.is_none()
             && plan.run.executor == crate::model::plan::ExecutorKind::Slurm);
+    let profile = profile_plan(plan, args, &stacks, &defs);
     let rows = Source {
         plan,
         filter: args.filter.as_deref(),
         stacks: &stacks,
         defs: &defs,
         one_machine: !slurm,
+        profile: &profile,
     };
     let result = match args.format {
         _ if slurm => write_sbatch(out, rows, plan),
@@ -73,6 +75,28 @@ pub(crate) fn list(
         Err(Failure::Io(e)) => Err(Error::io("<stdout>", e)),
         Err(Failure::Plan(e)) => Err(e),
     }
+}
+
+/// The profiled runs the listing shows: `--profile`'s kinds over the plan's, and, when a perf
+/// kind is asked of a CPU stack, whether perf works here (tried once per kind, as `run` does).
+fn profile_plan(
+    plan: &crate::model::plan::Plan,
+    args: &DryRunArgs,
+    stacks: &[String],
+    defs: &BTreeMap<String, crate::model::stack::StackDef>,
+) -> ProfilePlan {
+    let mut config = plan.profile.clone();
+    if let Some(kinds) = &args.profile {
+        config.kinds = kinds.0.clone();
+    }
+    let cpu = (stacks.iter().filter_map(|s| defs.get(s)))
+        .any(|d| d.resource() == crate::model::stack::Resource::Cpu);
+    let scratch = std::env::temp_dir().join(format!("campaign-perf-check-{}", std::process::id()));
+    let perf = (config.kinds.iter())
+        .filter(|k| cpu && config.any() && k.by_perf())
+        .map(|&k| (k, crate::engine::profiled::perf_refusal(k, &scratch)))
+        .collect();
+    ProfilePlan { config, perf }
 }
 
 /// What `validate` says of the runs a plan makes, as `run` would make them (the plan's stacks
@@ -268,6 +292,8 @@ fn write_table(
     let mut over = (0u64, 0u32);
     // (stack, reason) → runs, so the summary names every limit or constraint that skips runs.
     let mut why: BTreeMap<(String, String), u64> = BTreeMap::new();
+    let mut profiled = 0u64;
+    let mut profile_why = BTreeMap::new();
     let all = source.stacks.join(",");
     let line = |rows: &Rows<'_>, r: &Row<'_>, block: &mut Block| -> io::Result<()> {
         block.count(r);
@@ -295,6 +321,10 @@ fn write_table(
         for (k, n) in block.why {
             *why.entry(k).or_default() += n;
         }
+        profiled += block.profiled;
+        for (k, n) in block.profile_why {
+            *profile_why.entry(k).or_default() += n;
+        }
         Ok(())
     })?;
     let n_stacks = source.stacks.len() as u64;
@@ -315,6 +345,7 @@ fn write_table(
     if why.len() > SHOWN {
         writeln!(out, "  … and {} more skip reasons", why.len() - SHOWN)?;
     }
+    write_profiles(out, &source.profile.config, profiled, &profile_why)?;
     let cpus = crate::engine::prepare::machine_cpus();
     if let Some(w) =
         crate::engine::prepare::oversubscription_warning(over.0 * repeats, runs, cpus, over.1)
@@ -371,6 +402,43 @@ fn write_policy(
             out,
             "  budget: {} of run time (once spent, no run starts and the campaign ends with what it has)",
             humantime::format_duration(b)
+        )?;
+    }
+    Ok(())
+}
+
+/// The profiled runs a `[profile]` (or `--profile`) adds, and each planned skip with its
+/// reason; nothing when the plan asks for none.
+fn write_profiles(
+    out: &mut impl Write,
+    config: &crate::model::profile::ProfileConfig,
+    profiled: u64,
+    why: &BTreeMap<(String, crate::model::profile::ProfileKind, String), u64>,
+) -> io::Result<()> {
+    if !config.any() {
+        return Ok(());
+    }
+    let kinds: Vec<&str> = config.kinds.iter().map(|k| k.name()).collect();
+    writeln!(
+        out,
+        "  profiled runs: up to {profiled} more ({} × {} per (case, stack) whose timed run passes), made after the timed runs and never in any statistic",
+        kinds.join(", "),
+        config.runs
+    )?;
+    const SHOWN: usize = 20;
+    for ((stack, kind, reason), n) in why.iter().take(SHOWN) {
+        writeln!(
+            out,
+            "  profile skipped {stack} {}: {reason} ({n} profiled {})",
+            kind.name(),
+            plural(*n, "run", "runs")
+        )?;
+    }
+    if why.len() > SHOWN {
+        writeln!(
+            out,
+            "  … and {} more profile skip reasons",
+            why.len() - SHOWN
         )?;
     }
     Ok(())
@@ -454,6 +522,10 @@ struct JsonRow<'a> {
     stacks: &'a [&'a str],
     skipped_stacks: &'a [&'a str],
     skip_reasons: &'a [String],
+    /// The profiled runs `[profile]`/`--profile` would add (each with its planned skip's
+    /// reason); absent when the plan asks for none.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    profiles: &'a [Profiled<'a>],
 }
 
 fn write_json(out: &mut impl Write, source: Source<'_>) -> std::result::Result<(), Failure> {
@@ -488,6 +560,7 @@ fn write_json(out: &mut impl Write, source: Source<'_>) -> std::result::Result<(
             stacks,
             skipped_stacks: &r.skipped,
             skip_reasons: &r.reasons,
+            profiles: &r.profiles,
         };
         serde_json::to_writer(&mut block.bytes, &row).map_err(io::Error::from)
     };
@@ -575,6 +648,7 @@ mod tests {
             stacks: &["host"],
             skipped_stacks: &["mpi"],
             skip_reasons: &reasons,
+            profiles: &[],
         };
         let value = serde_json::json!({
             "case_id": "ring_p32_count64_fp16_a2a3_d0-31",
@@ -627,6 +701,7 @@ mod tests {
                 stacks: Vec::new(),
                 executor: None,
                 repeats: None,
+                profile: None,
             };
             let mut out = Vec::new();
             let result = list(&plan, &args, &mut out);

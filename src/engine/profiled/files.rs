@@ -23,10 +23,13 @@ pub(crate) fn collect(
     let base: PathBuf = root.map_or_else(|| bundle.to_path_buf(), Path::to_path_buf);
     let mut out = BTreeMap::new();
     for pattern in patterns {
-        let full = if Path::new(pattern).is_absolute() {
-            PathBuf::from(pattern)
+        // An absolute pattern (a program writing to a fixed folder, as hccl_test's
+        // HCCL_TEST_PROFILING_PATH) keeps each file's path below its own literal folder, so a
+        // tree of same-named files (one per device) is not flattened onto one name.
+        let (full, below) = if Path::new(pattern).is_absolute() {
+            (PathBuf::from(pattern), literal_prefix(pattern))
         } else {
-            base.join(pattern)
+            (base.join(pattern), base.clone())
         };
         let paths = glob::glob(&full.to_string_lossy())
             .map_err(|e| format!("profile file pattern `{pattern}`: {e}"))?;
@@ -36,8 +39,8 @@ pub(crate) fn collect(
             if !fresh || !path.is_file() || path.starts_with(bundle) {
                 continue;
             }
-            // Below the base where it can be; an absolute pattern elsewhere keeps its name.
-            let rel = match path.strip_prefix(&base) {
+            // Below the base (or the absolute pattern's folder); else it keeps its name.
+            let rel = match path.strip_prefix(&below) {
                 Ok(rel) => rel.to_path_buf(),
                 Err(_) => PathBuf::from(path.file_name().unwrap_or_default()),
             };
@@ -61,6 +64,15 @@ pub(crate) fn collect(
         ));
     }
     Ok(out)
+}
+
+/// The folder an absolute glob pattern names before its first wildcard component:
+/// `/var/log/npu/profiling/**/*` → `/var/log/npu/profiling`.
+fn literal_prefix(pattern: &str) -> PathBuf {
+    Path::new(pattern)
+        .components()
+        .take_while(|c| !c.as_os_str().to_string_lossy().contains(['*', '?', '[']))
+        .collect()
 }
 
 #[cfg(test)]
@@ -91,5 +103,33 @@ mod tests {
         assert!(out.join("old.json").is_file());
         let none = collect(&pats, Some(root.path()), bundle.path(), SystemTime::now());
         assert!(none.unwrap_err().contains("no profile file"));
+    }
+
+    #[test]
+    fn an_absolute_pattern_keeps_the_tree_below_its_folder() {
+        let fixed = tempfile::tempdir().unwrap();
+        let bundle = tempfile::tempdir().unwrap();
+        let since = SystemTime::now() - std::time::Duration::from_secs(1);
+        for device in ["device_0", "device_1"] {
+            let data = fixed.path().join("PROF_000001").join(device).join("data");
+            std::fs::create_dir_all(&data).unwrap();
+            std::fs::write(data.join("task_time.data.0.slice_0"), device).unwrap();
+        }
+        let pats = vec![format!("{}/**/*", fixed.path().display())];
+        let got = collect(&pats, None, bundle.path(), since).unwrap();
+        let names: Vec<&String> = got.keys().collect();
+        assert_eq!(
+            names,
+            [
+                "PROF_000001/device_0/data/task_time.data.0.slice_0",
+                "PROF_000001/device_1/data/task_time.data.0.slice_0"
+            ]
+        );
+        let one = bundle.path().join(names[1]);
+        assert_eq!(std::fs::read_to_string(one).unwrap(), "device_1");
+        assert_eq!(
+            literal_prefix("/var/log/npu/profiling/**/*"),
+            Path::new("/var/log/npu/profiling")
+        );
     }
 }

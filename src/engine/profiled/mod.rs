@@ -171,18 +171,12 @@ fn skip_reason(
     at: &Target<'_>,
     perf: &mut BTreeMap<ProfileKind, Result<(), String>>,
 ) -> Option<String> {
-    if let Some(why) = at.stack.def.profile_reason(at.kind, at.case) {
+    let elsewhere = d.backend.grants_devices().then(|| d.backend.name());
+    if let Some(why) = planned_skip(&at.stack.def, at.kind, at.case, elsewhere) {
         return Some(why);
     }
     if !at.kind.by_perf() {
         return None;
-    }
-    if d.backend.grants_devices() {
-        return Some(format!(
-            "`{}` profiles run perf around the run's processes on this machine; the {} executor runs them elsewhere",
-            at.kind.name(),
-            d.backend.name()
-        ));
     }
     let scratch = d.run_dir.path.join(".perf-check");
     (perf
@@ -190,6 +184,34 @@ fn skip_reason(
         .or_insert_with(|| perf::check(at.kind, &scratch)))
     .clone()
     .err()
+}
+
+/// Why a profiled run of `kind` of `case` on `def` is a planned skip, as far as the plan alone
+/// says (what `dry-run` lists, and the first thing a run asks): the stack cannot make the kind
+/// for this case, or, a perf kind, the executor named `elsewhere` runs the processes on other
+/// machines. Whether perf works here is `perf_refusal`'s question.
+pub(crate) fn planned_skip(
+    def: &crate::model::stack::StackDef,
+    kind: ProfileKind,
+    case: &Case,
+    elsewhere: Option<&str>,
+) -> Option<String> {
+    if let Some(why) = def.profile_reason(kind, case) {
+        return Some(why);
+    }
+    match elsewhere {
+        Some(executor) if kind.by_perf() => Some(format!(
+            "`{}` profiles run perf around the run's processes on this machine; the {executor} executor runs them elsewhere",
+            kind.name()
+        )),
+        _ => None,
+    }
+}
+
+/// Why perf cannot make `kind` on this machine (missing, or refused), tried once on `true` in
+/// `scratch` (removed after); `None` when it can or `kind` is not a perf kind.
+pub(crate) fn perf_refusal(kind: ProfileKind, scratch: &std::path::Path) -> Option<String> {
+    kind.by_perf().then(|| perf::check(kind, scratch).err())?
 }
 
 /// Make one profiled run and its profile files.

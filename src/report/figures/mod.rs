@@ -20,6 +20,7 @@ mod heatmap;
 mod message_size;
 mod model_fit;
 mod paired_ratio;
+pub(crate) mod pmu_utilization;
 mod strong_scaling;
 mod svg_stream;
 mod ticks;
@@ -220,6 +221,13 @@ struct Describe<'d> {
 impl WithFigure for Describe<'_> {
     type Out = Drawn;
     fn with<F: Figure>(self, fig: F) -> Drawn {
+        self.of(&fig)
+    }
+}
+
+impl Describe<'_> {
+    /// The description of `fig`, which stays the caller's to draw.
+    fn of<F: Figure>(self, fig: &F) -> Drawn {
         let (name, dir) = (self.name, self.dir);
         Drawn {
             name: name.to_string(),
@@ -276,6 +284,24 @@ pub(crate) fn draw_census(c: &crate::analysis::census::Census, dir: &Path) -> Re
         out.push(drawn);
     }
     Ok(out)
+}
+
+/// The seed's `pmu_utilization` figure of the `pmu` profiles' `pmu.csv` files, drawn into
+/// `dir`; none when no profile has busy-cycle counters. Not in `FigureKind`: it is drawn from
+/// the run dir's profiles, never from the timed runs' `Analysis`.
+pub(crate) fn draw_pmu(
+    tables: &[pmu_utilization::PmuPanel<'_>],
+    dir: &Path,
+) -> Result<Option<Drawn>> {
+    let Ok(fig) = pmu_utilization::build(tables) else {
+        return Ok(None);
+    };
+    super::font::ensure_registered().map_err(Error::Environment)?;
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    let name = "pmu_utilization";
+    let drawn = Describe { name, dir }.of(&fig);
+    render(&fig, &drawn)?;
+    Ok(Some(drawn))
 }
 
 /// The history trend figure as images (`campaign history trend --out FILE.png|svg`), a page
