@@ -14,6 +14,7 @@ use super::summary::{Analysis, Failure};
 use crate::analysis::run_stats::RunStats;
 use crate::analysis::stats::bootstrap::LEVEL;
 use crate::analysis::verdict::Change;
+use crate::model::plan::FigureKind;
 use crate::model::results::{ResultSet, RunStatus, SPARED_BUDGET, SPARED_SIZE};
 use crate::model::units::{format_bandwidth, format_bytes, format_seconds};
 
@@ -328,6 +329,9 @@ pub(crate) struct OpRow {
     pub(crate) cases: usize,
     pub(crate) busbw_factor: &'static str,
     pub(crate) bytes_counted: &'static str,
+    /// The name of its bus bandwidth figure (`message_size_bw_<op>`), once drawn; the report
+    /// shows it in the op's section instead of under Figures.
+    pub(crate) figure: Option<String>,
 }
 
 /// The ops of `results` with their case counts; empty for an allreduce-only result set.
@@ -348,12 +352,9 @@ fn op_rows(results: &ResultSet) -> Vec<OpRow> {
             Some(OpRow {
                 op: op.to_string(),
                 cases: n,
-                busbw_factor: match op {
-                    Op::Allreduce => "2(P−1)/P",
-                    Op::Allgather | Op::ReduceScatter | Op::Alltoall => "(P−1)/P",
-                    Op::Broadcast | Op::Reduce => "1",
-                },
+                busbw_factor: crate::analysis::stats::bandwidth::bus_factor_formula(*op),
                 bytes_counted: crate::analysis::stats::bandwidth::bytes_counted(*op),
+                figure: None,
             })
         })
         .collect()
@@ -852,6 +853,14 @@ impl Context {
     /// The context with the figures that were drawn and those that were not, and why.
     pub(crate) fn with_figures(mut self, drawn: &[Drawn], skipped: &[Skipped]) -> Context {
         self.figures = drawn.iter().map(figure_row).collect();
+        // One op's figure is `message_size_bw`; several ops' are `message_size_bw_<op>`.
+        let single = self.ops.len() == 1;
+        for o in &mut self.ops {
+            let own = format!("{}_{}", FigureKind::MessageSizeBw.name(), o.op);
+            o.figure = (self.figures.iter())
+                .find(|f| f.name == own || (single && f.name == FigureKind::MessageSizeBw.name()))
+                .map(|f| f.name.clone());
+        }
         self.skipped_figures = skipped
             .iter()
             .map(|s| SkippedRow {

@@ -570,36 +570,15 @@ pub(crate) fn series_key(r: &crate::model::results::RunResult) -> SeriesKey {
     )
 }
 
-/// The first colours: distinct, readable on white and for most colour-blind readers (the
-/// Tableau 10 set, yellow last); later indices continue with plotters' 99-colour palette.
-const PALETTE: [RGBColor; 10] = [
-    RGBColor(0x4e, 0x79, 0xa7),
-    RGBColor(0xf2, 0x8e, 0x2b),
-    RGBColor(0xe1, 0x57, 0x59),
-    RGBColor(0x59, 0xa1, 0x4f),
-    RGBColor(0xb0, 0x7a, 0xa1),
-    RGBColor(0x76, 0xb7, 0xb2),
-    RGBColor(0x9c, 0x75, 0x5f),
-    RGBColor(0xff, 0x9d, 0xa7),
-    RGBColor(0xba, 0xb0, 0xac),
-    RGBColor(0xed, 0xc9, 0x48),
-];
-
 /// The palette index drawn black (whiskers over bars of their own colour, reference lines).
 pub(crate) const INK: usize = usize::MAX;
 
-/// Palette colour `i`, opaque.
+/// Palette colour `i`, opaque (`legend_colors::palette`), or black for `INK`.
 pub(crate) fn color(i: usize) -> RGBColor {
     if i == INK {
         return BLACK;
     }
-    match PALETTE.get(i) {
-        Some(c) => *c,
-        None => {
-            let c = Palette99::pick(i - PALETTE.len()).to_rgba();
-            RGBColor(c.0, c.1, c.2)
-        }
-    }
+    super::legend_colors::palette(i)
 }
 
 pub(crate) fn err(e: impl std::fmt::Display) -> String {
