@@ -436,7 +436,7 @@ pub(crate) struct StatusCount {
 #[derive(Debug, Serialize)]
 pub(crate) struct CaseRow {
     pub(crate) case_id: String,
-    /// The collective, absent for allreduce (tables then read as before).
+    /// The collective; absent when every case is allreduce (tables then read as before).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) op: Option<String>,
     pub(crate) variant: String,
@@ -953,13 +953,16 @@ fn case_rows(results: &ResultSet, a: &Analysis) -> Vec<CaseRow> {
     // The first run of each planned case describes it; its repeats share the row.
     let mut rows: Vec<CaseRow> = Vec::with_capacity(a.cases.len());
     let mut index = std::collections::HashMap::new();
+    // With other ops beside allreduce, every row names its op (a table filtered by
+    // `allreduce` must find the allreduce rows); an allreduce-only set reads as before.
+    let mixed = results.runs.iter().any(|r| !r.case.op.is_allreduce());
     for r in &results.runs {
         let case_id = r.base_case_id();
         if !index.contains_key(case_id) {
             index.insert(case_id.to_string(), rows.len());
             rows.push(CaseRow {
                 case_id: case_id.to_string(),
-                op: (!r.case.op.is_allreduce()).then(|| r.case.op.to_string()),
+                op: (mixed || !r.case.op.is_allreduce()).then(|| r.case.op.to_string()),
                 variant: r.case.variant.to_string(),
                 p: r.case.p,
                 count: r.case.count,

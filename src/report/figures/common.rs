@@ -357,7 +357,9 @@ pub(crate) struct Panels {
 
 /// A panel's width without the legend (which the figure draws once, at its right edge).
 pub(crate) const PANEL_W: u32 = 560;
-pub(crate) const LABEL_FONT: u32 = 12;
+/// Tick labels and bar labels. Plotters writes an SVG font size of size / 1.24, so 15 is
+/// 12.1 px, and 10 px or more on a 1400 px page (issue 44, item 4).
+pub(crate) const LABEL_FONT: u32 = 15;
 const Y_LABEL_W: u32 = 70;
 pub(crate) const LEGEND_W: u32 = 220;
 const PANEL_H: u32 = 420;
@@ -367,9 +369,12 @@ pub(crate) const X_LABEL_H: u32 = 44;
 pub(crate) const MARGIN: u32 = 8;
 
 impl Panels {
+    /// Rows and columns of panels: at most two a row, so a figure is at most 2 × 560 px and
+    /// its legend wide, and a 1400 px page shows its text at 10 px or more (issue 44, item 4;
+    /// three a row were shrunk to about 7 px).
     fn grid(&self) -> (usize, usize) {
         let n = self.panels.len().max(1);
-        let cols = n.min(3);
+        let cols = n.min(2);
         (n.div_ceil(cols), cols)
     }
 }
@@ -483,7 +488,7 @@ fn fit_text(text: &str, max: u32) -> String {
     "…".into()
 }
 
-const LEGEND_FONT: u32 = 12;
+const LEGEND_FONT: u32 = 15;
 /// Room left of a legend entry's text for its sample.
 const SWATCH_W: u32 = 30;
 
@@ -596,7 +601,7 @@ fn draw_panel<DB: DrawingBackend>(
     };
     let mut chart = ChartBuilder::on(area);
     if !panel.title.is_empty() {
-        chart.caption(&panel.title, (FAMILY, 16));
+        chart.caption(&panel.title, (FAMILY, 18));
     }
     let mut chart = chart
         .margin(MARGIN)
@@ -618,7 +623,7 @@ fn draw_panel<DB: DrawingBackend>(
     mesh.x_label_formatter(&|v| (panel.x.label)(*v))
         .y_label_formatter(&|v| (panel.y.label)(*v))
         .label_style((FAMILY, LABEL_FONT))
-        .axis_desc_style((FAMILY, 13))
+        .axis_desc_style((FAMILY, 16))
         .light_line_style(WHITE.mix(0.0))
         .draw()
         .map_err(err)?;
@@ -725,7 +730,8 @@ fn draw_legend<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     width: u32,
 ) -> Result<(), String> {
-    const ROW: i32 = 16;
+    const ROW: i32 = LEGEND_FONT as i32 + 6;
+    const RISE: i32 = LEGEND_FONT as i32 / 2;
     let (_, h) = area.dim_in_pixel();
     let fits = ((h as i32 - 40) / ROW).max(1) as usize;
     let style = TextStyle::from((FAMILY, LEGEND_FONT).into_font()).color(&BLACK);
@@ -757,13 +763,13 @@ fn draw_legend<DB: DrawingBackend>(
             }
         }
         let text = fit_text(&e.label, max_text);
-        area.draw(&Text::new(text, (SWATCH_W as i32, y - 6), style.clone()))
+        area.draw(&Text::new(text, (SWATCH_W as i32, y - RISE), style.clone()))
             .map_err(err)?;
     }
     if entries.len() > fits {
         let y = 34 + fits as i32 * ROW;
         let more = format!("… and {} more", entries.len() - fits);
-        area.draw(&Text::new(more, (SWATCH_W as i32, y - 6), style))
+        area.draw(&Text::new(more, (SWATCH_W as i32, y - RISE), style))
             .map_err(err)?;
     }
     Ok(())
