@@ -30,6 +30,47 @@ pub(crate) mod exit {
     /// comparable, or no series had the points a step needs. Not a pass: nothing was checked,
     /// so a CI gate must not read it as one.
     pub(crate) const NOTHING_JUDGED: i32 = 7;
+
+    /// Every code with what it means to a user, in order: the one list the man pages' EXIT
+    /// STATUS sections are written from (and the README's and docs/architecture.md's tables
+    /// are checked against).
+    pub(crate) const CODES: &[(i32, &str)] = &[
+        (OK, "every run passed, or the command did what was asked"),
+        (
+            RUNS_FAILED,
+            "some run failed, timed out or was wrong; compare or history regressions found a \
+             regression; doctor --require found the stack not ready, or doctor --contract a \
+             contract item broken",
+        ),
+        (
+            BAD_INPUT,
+            "bad input (plan, case file, template, arguments): nothing was run",
+        ),
+        (
+            INTERRUPTED,
+            "interrupted (Ctrl-C, SIGTERM, SIGHUP): campaign resume RUN_DIR continues",
+        ),
+        (
+            ENVIRONMENT,
+            "environment or I/O failure (disk full, run dir locked by another process, cannot \
+             spawn, no reachable Slurm)",
+        ),
+        (
+            NOTHING_RAN,
+            "run or resume ran nothing: every planned run was unavailable or skipped, so no \
+             number was measured",
+        ),
+        (
+            REPORT_FAILED,
+            "run or resume recorded every run, but the report failed (said on stderr; campaign \
+             report RUN_DIR renders it again)",
+        ),
+        (
+            NOTHING_JUDGED,
+            "compare or history regressions judged nothing (every row not judged or not \
+             comparable, or no series with the 3 points a step needs): not a pass",
+        ),
+    ];
 }
 
 /// One problem found in an input file, located as precisely as the input allows.

@@ -51,7 +51,17 @@
   }
 
   // Filtering: each box keeps the rows whose cell in its column contains the text (any case);
-  // several boxes must all match.
+  // a text in double quotes ("reduce") must be the whole cell, so it does not also keep
+  // reduce_scatter. Several boxes must all match.
+  function filterTerm(input) {
+    var text = input.value.trim().toLowerCase();
+    var quoted = /^"(.*)"$/.exec(text);
+    return quoted ? { text: quoted[1].trim(), exact: true } : { text: text, exact: false };
+  }
+  function matches(cell, term) {
+    var text = cell.textContent.trim().toLowerCase();
+    return term.exact ? text === term.text : text.indexOf(term.text) !== -1;
+  }
   function makeFilterable(table) {
     var inputs = table.querySelectorAll("tr.filters input[data-col]");
     var count = document.getElementById("results-count");
@@ -60,14 +70,14 @@
     function apply() {
       var wanted = [];
       Array.prototype.forEach.call(inputs, function (input) {
-        var text = input.value.trim().toLowerCase();
-        if (text) wanted.push([parseInt(input.getAttribute("data-col"), 10), text]);
+        var term = filterTerm(input);
+        if (term.text || term.exact) wanted.push([parseInt(input.getAttribute("data-col"), 10), term]);
       });
       var shown = 0;
       Array.prototype.forEach.call(body.rows, function (row) {
         var keep = wanted.every(function (w) {
           var cell = row.cells[w[0]];
-          return cell && cell.textContent.toLowerCase().indexOf(w[1]) !== -1;
+          return cell && matches(cell, w[1]);
         });
         row.hidden = !keep;
         if (keep) shown += 1;

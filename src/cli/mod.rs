@@ -18,6 +18,8 @@ mod fuzz_props;
 #[cfg(test)]
 mod fuzz_tests;
 pub(crate) mod history;
+mod man_page;
+mod man_sections;
 pub(crate) mod prompt;
 pub(crate) mod report;
 pub(crate) mod resume;

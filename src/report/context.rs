@@ -14,6 +14,7 @@ use super::summary::{Analysis, Failure};
 use crate::analysis::run_stats::RunStats;
 use crate::analysis::stats::bootstrap::LEVEL;
 use crate::analysis::verdict::Change;
+use crate::model::plan::FigureKind;
 use crate::model::results::{ResultSet, RunStatus, SPARED_BUDGET, SPARED_SIZE};
 use crate::model::units::{format_bandwidth, format_bytes, format_seconds};
 
@@ -328,6 +329,9 @@ pub(crate) struct OpRow {
     pub(crate) cases: usize,
     pub(crate) busbw_factor: &'static str,
     pub(crate) bytes_counted: &'static str,
+    /// The name of its bus bandwidth figure (`message_size_bw_<op>`), once drawn; the report
+    /// shows it in the op's section instead of under Figures.
+    pub(crate) figure: Option<String>,
 }
 
 /// The ops of `results` with their case counts; empty for an allreduce-only result set.
@@ -348,12 +352,9 @@ fn op_rows(results: &ResultSet) -> Vec<OpRow> {
             Some(OpRow {
                 op: op.to_string(),
                 cases: n,
-                busbw_factor: match op {
-                    Op::Allreduce => "2(P−1)/P",
-                    Op::Allgather | Op::ReduceScatter | Op::Alltoall => "(P−1)/P",
-                    Op::Broadcast | Op::Reduce => "1",
-                },
+                busbw_factor: crate::analysis::stats::bandwidth::bus_factor_formula(*op),
                 bytes_counted: crate::analysis::stats::bandwidth::bytes_counted(*op),
+                figure: None,
             })
         })
         .collect()
@@ -435,7 +436,7 @@ pub(crate) struct StatusCount {
 #[derive(Debug, Serialize)]
 pub(crate) struct CaseRow {
     pub(crate) case_id: String,
-    /// The collective, absent for allreduce (tables then read as before).
+    /// The collective; absent when every case is allreduce (tables then read as before).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) op: Option<String>,
     pub(crate) variant: String,
@@ -881,6 +882,14 @@ impl Context {
     /// The context with the figures that were drawn and those that were not, and why.
     pub(crate) fn with_figures(mut self, drawn: &[Drawn], skipped: &[Skipped]) -> Context {
         self.figures = drawn.iter().map(figure_row).collect();
+        // One op's figure is `message_size_bw`; several ops' are `message_size_bw_<op>`.
+        let single = self.ops.len() == 1;
+        for o in &mut self.ops {
+            let own = format!("{}_{}", FigureKind::MessageSizeBw.name(), o.op);
+            o.figure = (self.figures.iter())
+                .find(|f| f.name == own || (single && f.name == FigureKind::MessageSizeBw.name()))
+                .map(|f| f.name.clone());
+        }
         self.skipped_figures = skipped
             .iter()
             .map(|s| SkippedRow {
@@ -973,13 +982,16 @@ fn case_rows(results: &ResultSet, a: &Analysis) -> Vec<CaseRow> {
     // The first run of each planned case describes it; its repeats share the row.
     let mut rows: Vec<CaseRow> = Vec::with_capacity(a.cases.len());
     let mut index = std::collections::HashMap::new();
+    // With other ops beside allreduce, every row names its op (a table filtered by
+    // `allreduce` must find the allreduce rows); an allreduce-only set reads as before.
+    let mixed = results.runs.iter().any(|r| !r.case.op.is_allreduce());
     for r in &results.runs {
         let case_id = r.base_case_id();
         if !index.contains_key(case_id) {
             index.insert(case_id.to_string(), rows.len());
             rows.push(CaseRow {
                 case_id: case_id.to_string(),
-                op: (!r.case.op.is_allreduce()).then(|| r.case.op.to_string()),
+                op: (mixed || !r.case.op.is_allreduce()).then(|| r.case.op.to_string()),
                 variant: r.case.variant.to_string(),
                 p: r.case.p,
                 count: r.case.count,

@@ -104,6 +104,17 @@ fn url(page: &Path) -> String {
 
 /// What `selftest.js` saw on `page` (opened beside it, so its relative links stay right).
 pub fn self_test(page: &Path, sort: &[&str], filter: &[(&str, &str)], dark: bool) -> Value {
+    self_test_at(page, 1280, sort, filter, dark)
+}
+
+/// `self_test` in a window `width` pixels wide.
+pub fn self_test_at(
+    page: &Path,
+    width: u32,
+    sort: &[&str],
+    filter: &[(&str, &str)],
+    dark: bool,
+) -> Value {
     let html = std::fs::read_to_string(page).unwrap();
     let config = serde_json::json!({"sort": sort, "filter": filter});
     let head = format!("<head>\n<script>{CAPTURE}</script>");
@@ -123,7 +134,7 @@ pub fn self_test(page: &Path, sort: &[&str], filter: &[(&str, &str)], dark: bool
     std::fs::write(&copy, probed).unwrap();
     let mut args = vec![
         "--dump-dom".to_string(),
-        "--window-size=1280,900".to_string(),
+        format!("--window-size={width},900"),
     ];
     if dark {
         args.push("--force-dark-mode".into());
@@ -457,6 +468,79 @@ fn the_report_page_sorts_filters_and_shows_every_figure_in_a_browser() {
     assert!(dark_ink > 100_000, "the dark screenshot is nearly empty");
     let pages = print_pdf(&page, "report-print");
     assert!(pages >= 3, "the printed report has {pages} page(s)");
+}
+
+/// A report over several ops, read at 1400 px (issue 44, item 4): every row names its op, a
+/// quoted filter matches the whole cell (`"reduce"` keeps no reduce_scatter row), nothing is
+/// wider than the window or its box, and the smallest text of every figure is drawn at 10 px
+/// or more; each op has its section and its own bus bandwidth figure.
+#[test]
+fn a_report_of_several_ops_reads_at_1400_px_with_every_op_named_and_exact_filters() {
+    use campaign::model::case::{Op, Variant};
+    // Kept with the other artifacts: the page to open when this test fails.
+    let dir = artifacts().join("report-ops");
+    let _ = std::fs::remove_dir_all(&dir);
+    let ops = [Op::Allreduce, Op::Reduce, Op::ReduceScatter, Op::Allgather];
+    // Long case ids, as a collectives campaign has (`reduce_scatter_scatter_allgather_p8_…`):
+    // kept on one line they pushed the table past the window.
+    let mut spec = Spec::small();
+    spec.variants = vec![Variant::Ring, Variant::ScatterAllgather];
+    let rs = crate::synthetic::with_ops(&result_set(&spec), &ops);
+    render_all(&rs, &ReportOptions::default(), &dir).unwrap();
+    let page = dir.join("reports/index.html");
+    let filters = [
+        ("op", "allreduce"),
+        ("op", "\"reduce\""),
+        ("op", "reduce"),
+        ("op", "\"Reduce_Scatter\""),
+    ];
+    let seen = self_test_at(&page, 1400, &[], &filters, false);
+    assert_no_errors(&seen, "1400 px");
+    let table = &seen["table"];
+    let rows = table["rows"].as_u64().unwrap();
+    // 4 ops × 2 stacks × 2 variants × 3 P × 4 counts.
+    assert_eq!(rows, 192, "{table}");
+    let runs = table["filter_list"].as_array().unwrap();
+    let texts = |i: usize| -> Vec<String> {
+        (runs[i]["texts"].as_array().unwrap().iter())
+            .map(|t| t.as_str().unwrap().trim().to_string())
+            .collect()
+    };
+    // Every allreduce row says so (they used to show "-").
+    assert_eq!(texts(0).len(), 48, "{}", runs[0]);
+    assert!(texts(0).iter().all(|t| t == "allreduce"), "{}", runs[0]);
+    assert_eq!(texts(1).len(), 48, "{}", runs[1]);
+    assert!(texts(1).iter().all(|t| t == "reduce"), "{}", runs[1]);
+    // Unquoted, a text is a part of the cell: reduce, reduce_scatter and allreduce.
+    assert_eq!(texts(2).len(), 144, "{}", runs[2]);
+    assert!(texts(3).iter().all(|t| t == "reduce_scatter") && texts(3).len() == 48);
+    let layout = &seen["layout"];
+    let viewport = layout["viewport"].as_f64().unwrap();
+    assert_eq!(viewport, 1400.0, "{layout}");
+    assert!(
+        layout["page_width"].as_f64().unwrap() <= viewport,
+        "the page is wider than the window: {layout}"
+    );
+    assert_eq!(layout["overflowing"], serde_json::json!([]), "{layout}");
+    for f in layout["figure_text"].as_array().unwrap() {
+        let px = f["min_text_px"].as_f64().unwrap();
+        assert!(
+            px >= 10.0,
+            "text of figure {} drawn at {px:.1} px: {f}",
+            f["name"]
+        );
+    }
+    let html = std::fs::read_to_string(&page).unwrap();
+    for op in ops {
+        assert!(html.contains(&format!("<section id=\"op-{op}\"")), "{op}");
+        assert!(
+            html.contains(&format!("data-figure=\"message_size_bw_{op}\"")),
+            "{op}'s figure"
+        );
+    }
+    assert!(html.contains("a text in double quotes must be the whole cell"));
+    let (_, _, ink) = png_ink(&screenshot(&page, "report-ops", 2400, false));
+    assert!(ink > 100_000, "the screenshot is nearly empty");
 }
 
 #[test]

@@ -144,6 +144,46 @@ fn every_op_runs_for_real_on_host_and_mpi_with_its_golden_and_bus_factor() {
         summary.contains("| allgather | 4 | (P−1)/P | n_bytes = the whole gathered buffer"),
         "{summary}"
     );
+    // A section and a bus bandwidth figure per op, captioned with that op's factor, no colour
+    // twice in its legend (issue 44, item 5).
+    for op in Op::EVERY {
+        let formula = match op {
+            Op::Allreduce => "2(P−1)/P",
+            Op::Broadcast | Op::Reduce => "1",
+            _ => "(P−1)/P",
+        };
+        assert!(
+            summary.contains(&format!("\n### {op}\n")),
+            "{op}: {summary}"
+        );
+        assert!(
+            summary.contains(&format!("n / T · {formula}, {op}'s factor")),
+            "{op}'s caption: {summary}"
+        );
+        let name = format!("message_size_bw_{op}");
+        let svg = std::fs::read_to_string(run.join(format!("figures/{name}.svg"))).unwrap();
+        let hover: Vec<Value> = serde_json::from_str(
+            &std::fs::read_to_string(run.join(format!("figures/{name}.hover.json"))).unwrap(),
+        )
+        .unwrap();
+        let mut series: Vec<&str> = hover
+            .iter()
+            .map(|h| h["series"].as_str().unwrap())
+            .collect();
+        series.sort();
+        series.dedup();
+        assert_eq!(
+            series.len(),
+            3,
+            "{op}: host's two algorithms and mpi's: {series:?}"
+        );
+        let mut colours: Vec<String> = (series.iter())
+            .map(|s| crate::report::legend_color(&svg, s))
+            .collect();
+        colours.sort();
+        colours.dedup();
+        assert_eq!(colours.len(), 3, "{op}: a colour twice in {series:?}");
+    }
 }
 
 #[test]

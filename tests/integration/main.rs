@@ -13,6 +13,7 @@ mod exit_codes;
 mod history;
 mod honest;
 mod huge;
+mod man_pages;
 mod mpi;
 mod newcomer;
 mod plan;

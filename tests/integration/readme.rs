@@ -261,7 +261,7 @@ fn dry_run_counts_the_smoke_plans_runs_as_run_makes_them() {
 }
 
 /// The subcommands a `--help` lists under `Commands:` (without `help`).
-fn subcommands(help: &str) -> Vec<String> {
+pub(crate) fn subcommands(help: &str) -> Vec<String> {
     help.lines()
         .skip_while(|l| !l.starts_with("Commands:"))
         .skip(1)

@@ -76,7 +76,7 @@ fn report_and_figures_are_written_with_text() {
 }
 
 /// The text elements of an SVG as (content, the markup before the element).
-fn svg_texts(svg: &str) -> Vec<(String, &str)> {
+pub(crate) fn svg_texts(svg: &str) -> Vec<(String, &str)> {
     let mut out = Vec::new();
     let mut at = 0;
     while let Some(start) = svg[at..].find("<text").map(|i| at + i) {
@@ -94,7 +94,7 @@ fn svg_texts(svg: &str) -> Vec<(String, &str)> {
 
 /// The colour of the legend sample drawn just before the legend text `label`: the stroke of a
 /// line sample or the fill of a box sample.
-fn legend_color(svg: &str, label: &str) -> String {
+pub(crate) fn legend_color(svg: &str, label: &str) -> String {
     let (_, before) = svg_texts(svg)
         .into_iter()
         .find(|(t, _)| t == label)
@@ -943,4 +943,86 @@ fn a_report_after_run_or_again_leaves_every_file_alone_and_a_changed_bundle_rewr
     std::fs::write(dir.join("results.csv"), csv.replacen("mesh", "hsem", 1)).unwrap();
     report_of(tmp.path(), &dir);
     assert_eq!(String::from_utf8(read("results.csv")).unwrap(), csv);
+}
+
+/// A campaign over several ops (issue 44, item 5): one bus bandwidth figure per op, each
+/// captioned with that op's nccl-tests factor and shown in the op's own section; in every
+/// figure's legend no colour twice, though one (stack, variant) runs at two dtypes.
+#[test]
+fn several_ops_get_a_section_and_a_bus_bandwidth_figure_each_with_its_own_factor() {
+    use campaign::model::case::{Dtype, Op};
+    let dir = crate::util::tempdir();
+    let mut spec = Spec::small();
+    spec.dtypes = vec![Dtype::Fp32, Dtype::Fp16];
+    let rs = crate::synthetic::with_ops(&result_set(&spec), &Op::EVERY);
+    render_all(&rs, &ReportOptions::default(), dir.path()).unwrap();
+    let md = std::fs::read_to_string(dir.path().join("reports/summary.md")).unwrap();
+    let html = std::fs::read_to_string(dir.path().join("reports/index.html")).unwrap();
+    assert!(
+        !dir.path().join("figures/message_size_bw.svg").exists(),
+        "one figure per op, none of every op"
+    );
+    let factor = |op: Op| match op {
+        Op::Allreduce => "2(P−1)/P",
+        Op::Allgather | Op::ReduceScatter | Op::Alltoall => "(P−1)/P",
+        Op::Broadcast | Op::Reduce => "1",
+    };
+    let mut figures = 0;
+    for op in Op::EVERY {
+        let name = format!("message_size_bw_{op}");
+        let svg = std::fs::read_to_string(dir.path().join(format!("figures/{name}.svg")))
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        figures += 1;
+        // Its section, its factor, its figure inside the section (not again under Figures).
+        let section = md
+            .split(&format!("\n### {op}\n"))
+            .nth(1)
+            .unwrap_or_else(|| panic!("no section for {op}:\n{md}"));
+        let section = &section[..section.find("\n### ").unwrap_or(section.len())];
+        assert!(
+            section.contains(&format!(
+                "busbw = algbw × {}, nccl-tests' {op} factor",
+                factor(op)
+            )),
+            "{op}: {section}"
+        );
+        assert!(
+            section.contains(&format!("n / T · {}, {op}'s factor", factor(op))),
+            "{op}'s caption gives its own factor: {section}"
+        );
+        assert!(
+            section.contains(&format!("](../figures/{name}.png)")),
+            "{section}"
+        );
+        assert_eq!(md.matches(&format!("](../figures/{name}.png)")).count(), 1);
+        assert_eq!(
+            html.matches(&format!("id=\"figure-{name}\"")).count(),
+            1,
+            "{name} once in the page"
+        );
+        // Legend: the series of this op only, each its own colour.
+        let hover: Vec<serde_json::Value> = serde_json::from_str(
+            &std::fs::read_to_string(dir.path().join(format!("figures/{name}.hover.json")))
+                .unwrap(),
+        )
+        .unwrap();
+        let mut series: Vec<String> = hover
+            .iter()
+            .map(|h| h["series"].as_str().unwrap().to_string())
+            .collect();
+        series.sort();
+        series.dedup();
+        // 2 stacks × 2 variants × 2 dtypes.
+        assert_eq!(series.len(), 8, "{name}: {series:?}");
+        let mut colours: Vec<String> = series.iter().map(|s| legend_color(&svg, s)).collect();
+        colours.sort();
+        colours.dedup();
+        assert_eq!(
+            colours.len(),
+            series.len(),
+            "{name}: a colour twice in {series:?}"
+        );
+        assert!(!svg.contains("more</text>"), "{name}: the legend is cut");
+    }
+    assert_eq!(figures, Op::EVERY.len());
 }

@@ -118,6 +118,25 @@ pub fn result_set(spec: &Spec) -> ResultSet {
     }
 }
 
+/// `rs` run once per op of `ops`: every run copied with its case made that op (its case id,
+/// bundle and bytes as that op's), as a campaign over several collectives would give.
+pub fn with_ops(rs: &ResultSet, ops: &[campaign::model::case::Op]) -> ResultSet {
+    let mut out = rs.clone();
+    out.runs = ops
+        .iter()
+        .flat_map(|&op| {
+            rs.runs.iter().map(move |r| {
+                let mut r = r.clone();
+                r.case = r.case.clone().with_op(op);
+                r.case_id = r.case.case_id();
+                r.bundle = PathBuf::from(format!("cases/{}/{}", r.case_id, r.stack));
+                r
+            })
+        })
+        .collect();
+    out
+}
+
 fn run(
     spec: &Spec,
     stack: &StackModel,

@@ -18,6 +18,16 @@ pub(crate) fn bus_factor(op: Collective, n: u32) -> f64 {
     }
 }
 
+/// [`bus_factor`] as a formula of P (the ranks), for captions and tables: the text and the
+/// number come from one match each, and a test holds them to each other.
+pub(crate) fn bus_factor_formula(op: Collective) -> &'static str {
+    match op {
+        Collective::Allreduce => "2(P−1)/P",
+        Collective::ReduceScatter | Collective::Allgather | Collective::Alltoall => "(P−1)/P",
+        Collective::Broadcast | Collective::Reduce => "1",
+    }
+}
+
 /// What the bytes of a bandwidth figure are, for reports and results rows.
 pub(crate) fn bytes_counted(op: Collective) -> &'static str {
     match op {
@@ -58,6 +68,23 @@ mod tests {
         assert_eq!(bus_factor(Collective::Alltoall, 8), 0.875);
         assert_eq!(bus_factor(Collective::Broadcast, 8), 1.0);
         assert_eq!(bus_factor(Collective::Reduce, 2), 1.0);
+    }
+
+    /// The formula each op's caption shows is the factor `busbw` multiplies by, at every P.
+    #[test]
+    fn the_formula_text_is_the_factor() {
+        for op in Collective::EVERY {
+            for p in 1..=64u32 {
+                let n = f64::from(p);
+                let by_text = match bus_factor_formula(op) {
+                    "2(P−1)/P" => 2.0 * (n - 1.0) / n,
+                    "(P−1)/P" => (n - 1.0) / n,
+                    "1" => 1.0,
+                    other => panic!("{op}: formula {other} not known to this test"),
+                };
+                assert_eq!(by_text, bus_factor(op, p), "{op} at P = {p}");
+            }
+        }
     }
 
     #[test]

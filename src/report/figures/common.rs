@@ -357,7 +357,9 @@ pub(crate) struct Panels {
 
 /// A panel's width without the legend (which the figure draws once, at its right edge).
 pub(crate) const PANEL_W: u32 = 560;
-pub(crate) const LABEL_FONT: u32 = 12;
+/// Tick labels and bar labels. Plotters writes an SVG font size of size / 1.24, so 15 is
+/// 12.1 px, and 10 px or more on a 1400 px page (issue 44, item 4).
+pub(crate) const LABEL_FONT: u32 = 15;
 const Y_LABEL_W: u32 = 70;
 pub(crate) const LEGEND_W: u32 = 220;
 const PANEL_H: u32 = 420;
@@ -367,9 +369,12 @@ pub(crate) const X_LABEL_H: u32 = 44;
 pub(crate) const MARGIN: u32 = 8;
 
 impl Panels {
+    /// Rows and columns of panels: at most two a row, so a figure is at most 2 × 560 px and
+    /// its legend wide, and a 1400 px page shows its text at 10 px or more (issue 44, item 4;
+    /// three a row were shrunk to about 7 px).
     fn grid(&self) -> (usize, usize) {
         let n = self.panels.len().max(1);
-        let cols = n.min(3);
+        let cols = n.min(2);
         (n.div_ceil(cols), cols)
     }
 }
@@ -483,7 +488,7 @@ fn fit_text(text: &str, max: u32) -> String {
     "…".into()
 }
 
-const LEGEND_FONT: u32 = 12;
+const LEGEND_FONT: u32 = 15;
 /// Room left of a legend entry's text for its sample.
 const SWATCH_W: u32 = 30;
 
@@ -570,36 +575,15 @@ pub(crate) fn series_key(r: &crate::model::results::RunResult) -> SeriesKey {
     )
 }
 
-/// The first colours: distinct, readable on white and for most colour-blind readers (the
-/// Tableau 10 set, yellow last); later indices continue with plotters' 99-colour palette.
-const PALETTE: [RGBColor; 10] = [
-    RGBColor(0x4e, 0x79, 0xa7),
-    RGBColor(0xf2, 0x8e, 0x2b),
-    RGBColor(0xe1, 0x57, 0x59),
-    RGBColor(0x59, 0xa1, 0x4f),
-    RGBColor(0xb0, 0x7a, 0xa1),
-    RGBColor(0x76, 0xb7, 0xb2),
-    RGBColor(0x9c, 0x75, 0x5f),
-    RGBColor(0xff, 0x9d, 0xa7),
-    RGBColor(0xba, 0xb0, 0xac),
-    RGBColor(0xed, 0xc9, 0x48),
-];
-
 /// The palette index drawn black (whiskers over bars of their own colour, reference lines).
 pub(crate) const INK: usize = usize::MAX;
 
-/// Palette colour `i`, opaque.
+/// Palette colour `i`, opaque (`legend_colors::palette`), or black for `INK`.
 pub(crate) fn color(i: usize) -> RGBColor {
     if i == INK {
         return BLACK;
     }
-    match PALETTE.get(i) {
-        Some(c) => *c,
-        None => {
-            let c = Palette99::pick(i - PALETTE.len()).to_rgba();
-            RGBColor(c.0, c.1, c.2)
-        }
-    }
+    super::legend_colors::palette(i)
 }
 
 pub(crate) fn err(e: impl std::fmt::Display) -> String {
@@ -617,7 +601,7 @@ fn draw_panel<DB: DrawingBackend>(
     };
     let mut chart = ChartBuilder::on(area);
     if !panel.title.is_empty() {
-        chart.caption(&panel.title, (FAMILY, 16));
+        chart.caption(&panel.title, (FAMILY, 18));
     }
     let mut chart = chart
         .margin(MARGIN)
@@ -639,7 +623,7 @@ fn draw_panel<DB: DrawingBackend>(
     mesh.x_label_formatter(&|v| (panel.x.label)(*v))
         .y_label_formatter(&|v| (panel.y.label)(*v))
         .label_style((FAMILY, LABEL_FONT))
-        .axis_desc_style((FAMILY, 13))
+        .axis_desc_style((FAMILY, 16))
         .light_line_style(WHITE.mix(0.0))
         .draw()
         .map_err(err)?;
@@ -746,7 +730,8 @@ fn draw_legend<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     width: u32,
 ) -> Result<(), String> {
-    const ROW: i32 = 16;
+    const ROW: i32 = LEGEND_FONT as i32 + 6;
+    const RISE: i32 = LEGEND_FONT as i32 / 2;
     let (_, h) = area.dim_in_pixel();
     let fits = ((h as i32 - 40) / ROW).max(1) as usize;
     let style = TextStyle::from((FAMILY, LEGEND_FONT).into_font()).color(&BLACK);
@@ -778,13 +763,13 @@ fn draw_legend<DB: DrawingBackend>(
             }
         }
         let text = fit_text(&e.label, max_text);
-        area.draw(&Text::new(text, (SWATCH_W as i32, y - 6), style.clone()))
+        area.draw(&Text::new(text, (SWATCH_W as i32, y - RISE), style.clone()))
             .map_err(err)?;
     }
     if entries.len() > fits {
         let y = 34 + fits as i32 * ROW;
         let more = format!("… and {} more", entries.len() - fits);
-        area.draw(&Text::new(more, (SWATCH_W as i32, y - 6), style))
+        area.draw(&Text::new(more, (SWATCH_W as i32, y - RISE), style))
             .map_err(err)?;
     }
     Ok(())

@@ -11,12 +11,14 @@ use plotters::prelude::*;
 
 use super::summary::Analysis;
 use crate::error::{Error, Result};
+use crate::model::case::Op;
 use crate::model::plan::FigureKind;
 use crate::model::results::ResultSet;
 
 mod breakdown;
 mod common;
 mod heatmap;
+mod legend_colors;
 mod message_size;
 mod model_fit;
 mod paired_ratio;
@@ -137,6 +139,8 @@ pub struct Skipped {
 pub(crate) struct Planned<'a> {
     pub(crate) drawn: Drawn,
     kind: FigureKind,
+    /// The op a figure drawn once per op shows (`message_size_bw_<op>`).
+    op: Option<Op>,
     analysis: &'a Analysis,
     results: &'a ResultSet,
 }
@@ -167,18 +171,17 @@ pub(crate) fn plan_all<'a>(
         if !kinds.is_empty() && !kinds.contains(&kind) {
             continue;
         }
-        let name = kind.name();
-        match build(kind, analysis, results, Describe { name, dir }) {
-            Ok(drawn) => planned.push(Planned {
-                drawn,
-                kind,
-                analysis,
-                results,
-            }),
-            Err(reason) => skipped.push(Skipped {
-                name: kind.name().to_string(),
-                reason,
-            }),
+        for (name, op) in targets(kind, analysis, results) {
+            match build(kind, op, analysis, results, Describe { name: &name, dir }) {
+                Ok(drawn) => planned.push(Planned {
+                    drawn,
+                    kind,
+                    op,
+                    analysis,
+                    results,
+                }),
+                Err(reason) => skipped.push(Skipped { name, reason }),
+            }
         }
     }
     Ok((planned, skipped))
@@ -190,10 +193,20 @@ trait WithFigure {
     fn with<F: Figure>(self, fig: F) -> Self::Out;
 }
 
+/// The figures of `kind`, by name: one, except the bus bandwidth's, one per op when several
+/// ops ran (each op's own factor and series; a legend of one op's series only).
+fn targets(kind: FigureKind, a: &Analysis, results: &ResultSet) -> Vec<(String, Option<Op>)> {
+    match kind {
+        FigureKind::MessageSizeBw => message_size::targets(a, results, kind.name()),
+        _ => vec![(kind.name().to_string(), None)],
+    }
+}
+
 /// The builder of each figure, handing it to `then`: every `FigureKind` has exactly one arm (no
 /// catch-all), so a figure cannot be named without being built. `Err` is why it is skipped.
 fn build<W: WithFigure>(
     kind: FigureKind,
+    op: Option<Op>,
     analysis: &Analysis,
     results: &ResultSet,
     then: W,
@@ -203,7 +216,7 @@ fn build<W: WithFigure>(
         FigureKind::StrongScalingEfficiency => {
             then.with(strong_scaling::efficiency(analysis, results)?)
         }
-        FigureKind::MessageSizeBw => then.with(message_size::build(analysis, results)?),
+        FigureKind::MessageSizeBw => then.with(message_size::build(analysis, results, op)?),
         FigureKind::PairedStackRatio => then.with(paired_ratio::build(analysis, results)?),
         FigureKind::PhaseBreakdown => then.with(breakdown::phases(analysis, results)?),
         FigureKind::CompileBreakdown => then.with(breakdown::compile(analysis, results)?),
@@ -214,7 +227,7 @@ fn build<W: WithFigure>(
 
 /// A built figure's name, title, caption and the files it will be drawn to in `dir`.
 struct Describe<'d> {
-    name: &'static str,
+    name: &'d str,
     dir: &'d Path,
 }
 
@@ -257,7 +270,7 @@ impl WithFigure for Render<'_> {
 pub(crate) fn draw_planned(planned: Vec<Planned<'_>>) -> Result<()> {
     planned.into_iter().try_for_each(|p| {
         // The same analysis built it when it was planned, so it builds again.
-        build(p.kind, p.analysis, p.results, Render(&p.drawn)).map_err(|reason| {
+        build(p.kind, p.op, p.analysis, p.results, Render(&p.drawn)).map_err(|reason| {
             Error::Environment(format!(
                 "{}: figure `{}` could not be built again: {reason}",
                 p.drawn.svg.display(),
