@@ -220,16 +220,16 @@ pub(crate) const PAGES: &[(&[&str], Extras)] = &[
         &["bench"],
         Extras {
             files: &[("$CAMPAIGN_CASE_FILE", "the seed case file a built-in benchmark runs"), STDOUT_ONLY],
-            examples: &[("campaign bench allreduce --case-file cases/smoke/CASE_ID.json", "one case, native protocol lines")],
+            examples: &[("campaign bench collective --case-file cases/smoke/CASE_ID.json", "one case, native protocol lines")],
         },
     ),
     (
-        &["bench", "allreduce"],
+        &["bench", "collective"],
         Extras {
             files: &[("FILE (--case-file, default $CAMPAIGN_CASE_FILE)", "the seed case file run"), STDOUT_ONLY],
             examples: &[
-                ("campaign bench allreduce --case-file cases/smoke/CASE_ID.json", "one case, native protocol lines"),
-                ("campaign bench allreduce --case-file case.json --check every", "the golden check on every round"),
+                ("campaign bench collective --case-file cases/smoke/CASE_ID.json", "one case, native protocol lines"),
+                ("campaign bench collective --case-file case.json --check every", "the golden check on every round"),
             ],
         },
     ),

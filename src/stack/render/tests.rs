@@ -45,7 +45,7 @@ fn host_stack_renders_to_campaign_bench() {
         vec![
             "/usr/bin/campaign",
             "bench",
-            "allreduce",
+            "collective",
             "--case-file",
             "/runs/r1/cases/x/case.json"
         ]
