@@ -54,12 +54,7 @@ pub(crate) fn report_step(
         crate::engine::session::drop_aside(set);
         out.map(drop)
     });
-    // A census that quarantines what it names does so before the report, which shows it.
-    let quarantine = (plan.census.as_ref()).and_then(crate::engine::census_step::quarantine_step);
-    quarantine
-        .into_iter()
-        .chain([("report".to_string(), report)])
-        .collect()
+    vec![("report".to_string(), report)]
 }
 
 /// Write the results files of `set` (of digest `digest`) with the answers of the report `out`

@@ -330,6 +330,9 @@ pub(crate) fn render_from(
     if let Some(c) = census.as_ref().filter(|c| !c.pairs.is_empty()) {
         drawn.extend(figures::draw_census(c, &run_dir.join("figures"))?);
     }
+    // results.json's `census`, in numbers (the section below is its words).
+    let census_record =
+        (census.as_ref()).map(|c| c.record(|d| results.quarantined.contains_key(&d.to_string())));
     let census = (census.as_ref())
         .map(|c| census_section::section(c, opts.census.as_ref().is_some_and(|k| k.quarantine)));
     let (mut staged, ctx) = texts(
@@ -343,7 +346,13 @@ pub(crate) fn render_from(
     )?;
     // The statistics are in the context now; the page needs only the context and the runs.
     drop(analysis);
-    let answers = context::answers(&ctx);
+    let mut answers = context::answers(&ctx);
+    if let (Some(record), Some(map)) = (census_record, answers.as_object_mut()) {
+        map.insert(
+            "census".into(),
+            serde_json::to_value(record).unwrap_or_default(),
+        );
+    }
     // The page carries every figure inline, so it is rendered once they are drawn.
     stage_rendered(&mut staged, &html_file, |w| {
         html::render_report(results, &ctx, &drawn, (run_dir, files), w)
