@@ -159,7 +159,7 @@ fn record_in(run_dir: &Path, on_disk: &ResultSet, results_dir: &Path) -> Option<
         report_history(&h, run_dir)
     };
     match attempt() {
-        Ok(section) => Some(section).filter(|s| !s.rows.is_empty()),
+        Ok(section) => Some(section).filter(|s| !s.rows.is_empty() || s.stragglers.campaigns > 0),
         Err(e) => {
             eprintln!("warning: history not recorded in {}: {e}", path.display());
             None
@@ -276,5 +276,7 @@ fn report_history(h: &History, run_dir: &Path) -> Result<ReportHistory> {
                 .join(", "),
         });
     }
-    Ok(ReportHistory { rows })
+    // The machine's earlier campaigns' straggler cells, pooled into this report's attribution.
+    let stragglers = h.earlier_stragglers(&abs)?;
+    Ok(ReportHistory { rows, stragglers })
 }

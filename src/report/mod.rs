@@ -292,7 +292,7 @@ pub(crate) fn render_from(
     };
     let memo_file = run_dir.join("reports").join(MEMO_FILE);
     let memo = read_memo(&memo_file);
-    let analysis = Analysis::remembering(
+    let mut analysis = Analysis::remembering(
         results,
         opts.baseline.as_deref(),
         opts.bootstrap,
@@ -305,6 +305,12 @@ pub(crate) fn render_from(
         },
         &memo,
     );
+    // Earlier campaigns of this machine (the history store) pooled into the stragglers.
+    if let Some(earlier) = (opts.history.as_ref()).map(|h| &h.stragglers) {
+        if earlier.campaigns > 0 {
+            analysis.stragglers = crate::analysis::straggler::attribute_pooled(results, earlier);
+        }
+    }
     let failures = analysis.failures.len();
     let (planned, skipped) =
         figures::plan_all(&analysis, results, &opts.figures, &run_dir.join("figures"))?;
