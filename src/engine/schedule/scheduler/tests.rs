@@ -287,7 +287,13 @@ fn the_census_is_judged_once_before_any_other_run_and_its_devices_stay_out() {
     started[2..4].sort();
     assert_eq!(
         started,
-        ["run:c01:c", "run:c23:c", "run:c02:c", "run:c13:c", "run:wauto:w"]
+        [
+            "run:c01:c",
+            "run:c23:c",
+            "run:c02:c",
+            "run:c13:c",
+            "run:wauto:w"
+        ]
     );
     let wauto = fake.events.iter().find(|e| e.1 == "run:wauto:w").unwrap();
     assert_eq!(wauto.2, vec![0, 1, 2], "device 3 is out of the pool");
