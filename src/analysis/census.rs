@@ -110,6 +110,61 @@ pub(crate) struct Finding {
     pub(crate) label: String,
 }
 
+/// What a census found, in numbers for scripts and `campaign status`: the `census` journal line
+/// (written when the census is judged) and the head of results.json's `census`. Bandwidths in
+/// GB/s (10⁹ bytes/s), as results.json's rows give `busbw_gb_s`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct Summary {
+    pub(crate) stack: String,
+    pub(crate) devices: Vec<u32>,
+    /// Pairs of the one-factorisation and its rounds.
+    pub(crate) planned_pairs: usize,
+    pub(crate) rounds: usize,
+    /// Pairs with a passing run, and those of them scored within a class large enough to score
+    /// (a clean bill covers only these).
+    pub(crate) measured: usize,
+    pub(crate) scored: usize,
+    pub(crate) findings: Vec<Finding>,
+    pub(crate) classes: Vec<ClassRecord>,
+    /// Devices of `findings` quarantined for it (`[census] quarantine`).
+    pub(crate) quarantined: Vec<u32>,
+}
+
+/// One link class as [`Summary`] gives it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct ClassRecord {
+    pub(crate) class: LinkClass,
+    pub(crate) pairs: usize,
+    pub(crate) median_busbw_gb_s: f64,
+    /// The robust spread; None: the class has fewer than [`MIN_CLASS`] pairs, not scored.
+    pub(crate) spread_gb_s: Option<f64>,
+}
+
+/// results.json's `census`: the [`Summary`], then every measured pair and the pairs missing.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Record {
+    #[serde(flatten)]
+    pub(crate) summary: Summary,
+    pub(crate) pairs: Vec<PairRecord>,
+    /// Pairs of the one-factorisation with no passing run.
+    pub(crate) missing: Vec<(u32, u32)>,
+}
+
+/// One measured pair as results.json gives it.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct PairRecord {
+    pub(crate) a: u32,
+    pub(crate) b: u32,
+    pub(crate) class: LinkClass,
+    pub(crate) nodes: Option<(String, String)>,
+    pub(crate) latency_s: f64,
+    pub(crate) busbw_gb_s: f64,
+    pub(crate) rounds: usize,
+    pub(crate) score: Option<f64>,
+    pub(crate) ratio: Option<f64>,
+    pub(crate) outlier: bool,
+}
+
 /// The census of one result set: its pairs, the pairs it lacks, its findings.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Census {
@@ -139,6 +194,57 @@ impl Census {
         self.pairs
             .iter()
             .find(|c| (c.a.min(c.b), c.a.max(c.b)) == (lo, hi))
+    }
+}
+
+impl Census {
+    /// What it found, with the devices of its findings that `quarantined` holds.
+    pub(crate) fn summary(&self, quarantined: impl Fn(u32) -> bool) -> Summary {
+        let planned = rounds(&self.devices);
+        Summary {
+            stack: self.stack.clone(),
+            devices: self.devices.clone(),
+            planned_pairs: planned.iter().map(Vec::len).sum(),
+            rounds: planned.len(),
+            measured: self.pairs.len(),
+            scored: self.pairs.iter().filter(|p| p.score.is_some()).count(),
+            findings: self.findings.clone(),
+            classes: (self.classes.iter())
+                .map(|k| ClassRecord {
+                    class: k.class,
+                    pairs: k.pairs,
+                    median_busbw_gb_s: k.median_busbw / 1e9,
+                    spread_gb_s: k.spread.map(|s| s / 1e9),
+                })
+                .collect(),
+            quarantined: (self.findings.iter())
+                .filter(|f| f.kind == "device")
+                .map(|f| f.devices[0])
+                .filter(|&d| quarantined(d))
+                .collect(),
+        }
+    }
+
+    /// results.json's `census` (see [`Record`]).
+    pub(crate) fn record(&self, quarantined: impl Fn(u32) -> bool) -> Record {
+        Record {
+            summary: self.summary(quarantined),
+            pairs: (self.pairs.iter())
+                .map(|p| PairRecord {
+                    a: p.a,
+                    b: p.b,
+                    class: p.class,
+                    nodes: p.nodes.clone(),
+                    latency_s: p.latency_s,
+                    busbw_gb_s: p.busbw / 1e9,
+                    rounds: p.rounds,
+                    score: p.score,
+                    ratio: p.ratio,
+                    outlier: p.outlier,
+                })
+                .collect(),
+            missing: self.missing.clone(),
+        }
     }
 }
 
@@ -438,6 +544,37 @@ mod tests {
             assert_eq!(c.findings[0].kind, "device");
             assert_eq!(c.findings[0].devices, vec![3]);
         }
+    }
+
+    #[test]
+    fn the_summary_and_record_say_what_was_measured_in_gb_s() {
+        let devices: Vec<u32> = (0..8).collect();
+        let c = census(&seeded(3, &[], Some(3)), &devices, "s");
+        let s = c.summary(|d| d == 3);
+        assert_eq!(
+            (s.planned_pairs, s.rounds, s.measured, s.scored),
+            (28, 7, 28, 28)
+        );
+        assert_eq!(s.quarantined, vec![3]);
+        assert_eq!(s.findings, c.findings);
+        // 4 KiB per rank in about 1 ms: a few GB/s at most, given in GB/s.
+        let k = &s.classes[0];
+        assert_eq!((k.class, k.pairs), (LinkClass::SameNode, 28));
+        assert!((k.median_busbw_gb_s - c.classes[0].median_busbw / 1e9).abs() < 1e-12);
+        assert!(k.spread_gb_s.is_some());
+        // Only devices a finding names are listed as quarantined for it.
+        assert!(c.summary(|d| d == 5).quarantined.is_empty());
+        let r = serde_json::to_value(c.record(|_| false)).unwrap();
+        assert_eq!(r["measured"], 28);
+        assert_eq!(r["pairs"].as_array().unwrap().len(), 28);
+        assert_eq!(r["classes"][0]["class"], "same_node");
+        assert_eq!(r["findings"][0]["devices"], serde_json::json!([3]));
+        let slow = (r["pairs"].as_array().unwrap().iter())
+            .find(|p| p["a"] == 3 && p["b"] == 4)
+            .unwrap();
+        assert_eq!(slow["outlier"], true, "{slow}");
+        assert!(slow["busbw_gb_s"].as_f64().unwrap() < k.median_busbw_gb_s);
+        assert_eq!(r["missing"], serde_json::json!([]));
     }
 
     #[test]

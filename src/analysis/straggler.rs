@@ -22,6 +22,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::model::results::{ResultSet, RunResult, RunStatus};
+use crate::model::series::{EarlierStragglers, StragglerCell};
 
 /// The family-wise chance of any false finding, split over the cells tested.
 pub(crate) const ALPHA: f64 = 0.05;
@@ -170,6 +171,8 @@ pub(crate) struct Stragglers {
     /// Cells tested (the Bonferroni family) and the bound each late cell's must be within.
     pub(crate) family: usize,
     pub(crate) threshold: f64,
+    /// Earlier campaigns on this machine whose cells were pooled in ([`attribute_pooled`]).
+    pub(crate) pooled_campaigns: usize,
 }
 
 /// Counts of one (unit, stack) cell as rounds are added.
@@ -211,25 +214,112 @@ enum RunSkip {
 /// One usable timed round: each rank's time.
 type Round<'a> = &'a [f64];
 
-/// The attribution of `results`.
-pub(crate) fn attribute(results: &ResultSet) -> Stragglers {
-    let mut cells: BTreeMap<(Unit, String), Tally> = BTreeMap::new();
-    let mut skipped = Skipped::default();
-    let mut used: Vec<String> = Vec::new();
-    let mut passing: Vec<(String, Option<RunSkip>)> = Vec::new();
+/// What the passing runs of a result set give: each (unit, stack) cell's tally, the runs and
+/// rounds set aside, the stacks whose per-rank times were used and each passing run's outcome.
+struct Gathered {
+    cells: BTreeMap<(Unit, String), Tally>,
+    skipped: Skipped,
+    used: Vec<String>,
+    passing: Vec<(String, Option<RunSkip>)>,
+}
+
+fn gather(results: &ResultSet) -> Gathered {
+    let mut g = Gathered {
+        cells: BTreeMap::new(),
+        skipped: Skipped::default(),
+        used: Vec::new(),
+        passing: Vec::new(),
+    };
     for run in results.runs.iter().filter(|r| r.status == RunStatus::Pass) {
-        let outcome = add_run(run, &mut cells, &mut skipped.rounds);
+        let outcome = add_run(run, &mut g.cells, &mut g.skipped.rounds);
         match outcome {
             Ok(()) => {
-                if !used.contains(&run.stack) {
-                    used.push(run.stack.clone());
+                if !g.used.contains(&run.stack) {
+                    g.used.push(run.stack.clone());
                 }
             }
-            Err(RunSkip::RanksNotDevices) => skipped.ranks_not_devices += 1,
-            Err(RunSkip::OneRank) => skipped.one_rank += 1,
+            Err(RunSkip::RanksNotDevices) => g.skipped.ranks_not_devices += 1,
+            Err(RunSkip::OneRank) => g.skipped.one_rank += 1,
             Err(RunSkip::NoPerRank | RunSkip::NoUsable) => {}
         }
-        passing.push((run.stack.clone(), outcome.err()));
+        g.passing.push((run.stack.clone(), outcome.err()));
+    }
+    g
+}
+
+/// The evidence of `results` as the history store keeps it: one cell per (unit, stack).
+pub(crate) fn cells(results: &ResultSet) -> Vec<StragglerCell> {
+    (gather(results).cells.into_iter())
+        .map(|((unit, stack), t)| {
+            let (kind, node, id) = match unit {
+                Unit::Device { node, id } => ("device", node.unwrap_or_default(), id),
+                Unit::Cpu { id } => ("cpu", String::new(), id),
+                Unit::Node(n) => ("node", n, 0),
+            };
+            StragglerCell {
+                kind: kind.to_string(),
+                node,
+                id,
+                stack,
+                rounds: t.rounds,
+                runs: t.runs,
+                late_runs: t.late_runs,
+                last: t.last,
+                chance: t.chance,
+                var: t.var,
+                rel: t.rel,
+                z: t.z,
+            }
+        })
+        .collect()
+}
+
+/// The cell key and tally of a stored cell (None for a kind this build does not know).
+fn stored(c: &StragglerCell) -> Option<((Unit, String), Tally)> {
+    let unit = match c.kind.as_str() {
+        "device" => Unit::Device {
+            node: (!c.node.is_empty()).then(|| c.node.clone()),
+            id: c.id,
+        },
+        "cpu" => Unit::Cpu { id: c.id },
+        "node" => Unit::Node(c.node.clone()),
+        _ => return None,
+    };
+    let tally = Tally {
+        rounds: c.rounds,
+        runs: c.runs,
+        late_runs: c.late_runs,
+        last: c.last,
+        chance: c.chance,
+        var: c.var,
+        rel: c.rel.clone(),
+        z: c.z.clone(),
+    };
+    Some(((unit, c.stack.clone()), tally))
+}
+
+/// The attribution of `results`.
+pub(crate) fn attribute(results: &ResultSet) -> Stragglers {
+    attribute_pooled(results, &EarlierStragglers::default())
+}
+
+/// The attribution of `results` with the cells of earlier campaigns on the same machine pooled
+/// in (`store::history_db`): a device's rounds of every campaign count together, so a device
+/// slow by a little in each of several campaigns is found in their sum. The family (cells
+/// tested) is the pooled cells'; a stack counts as used when any campaign used its per-rank
+/// times.
+pub(crate) fn attribute_pooled(results: &ResultSet, earlier: &EarlierStragglers) -> Stragglers {
+    let Gathered {
+        mut cells,
+        skipped,
+        mut used,
+        passing,
+    } = gather(results);
+    for (key, tally) in earlier.cells.iter().filter_map(stored) {
+        if !used.contains(&key.1) {
+            used.push(key.1.clone());
+        }
+        cells.entry(key).or_default().merge(&tally);
     }
     used.sort();
     let mut left_out = left_out(&passing, &used);
@@ -246,6 +336,7 @@ pub(crate) fn attribute(results: &ResultSet) -> Stragglers {
         skipped,
         family,
         threshold,
+        pooled_campaigns: earlier.campaigns,
     }
 }
 
@@ -755,6 +846,86 @@ mod tests {
             })
             .count();
         assert!(found >= 95, "found in {found} of 100 seeds");
+    }
+
+    /// The cells the history store keeps give back the attribution they came from, and the
+    /// campaigns pooled count.
+    #[test]
+    fn stored_cells_give_back_their_attribution() {
+        let set = campaign(7, Some(3), &["A", "B", "C"]);
+        let own = attribute(&set);
+        let earlier = EarlierStragglers {
+            campaigns: 1,
+            cells: cells(&set),
+        };
+        let back = attribute_pooled(&ResultSet::default(), &earlier);
+        assert_eq!(back.pooled_campaigns, 1);
+        assert_eq!(back.stacks, own.stacks);
+        assert_eq!(back.family, own.family);
+        let view = |s: &Stragglers| -> Vec<(String, Attribution, Vec<String>, usize)> {
+            (s.findings.iter())
+                .map(|f| {
+                    (
+                        f.unit.clone(),
+                        f.attribution,
+                        f.stacks.clone(),
+                        f.evidence.rounds,
+                    )
+                })
+                .collect()
+        };
+        assert_eq!(view(&back), view(&own));
+        assert!(!own.findings.is_empty());
+        // Pooled with itself: twice the rounds behind the same finding.
+        let twice = attribute_pooled(&set, &earlier);
+        assert_eq!(
+            twice.findings[0].evidence.rounds,
+            2 * own.findings[0].evidence.rounds
+        );
+    }
+
+    /// A campaign that ran each stack once on the slow device (device 3, 10 % slow under every
+    /// stack) is no evidence on its own — one run per cell is under the run floor —; pooled
+    /// with three earlier such campaigns of the same machine (other seeds) it names device 3,
+    /// hardware.
+    #[test]
+    fn pooling_earlier_campaigns_finds_a_device_one_campaign_cannot_name() {
+        let all = ["A", "B", "C"];
+        // Each stack's first run on devices 0-3 only.
+        let one_run_each = |seed: u64| {
+            let mut set = campaign_slowed(seed, Some(3), &all, 1.10);
+            let mut seen = Vec::new();
+            set.runs.retain(|r| {
+                let keep = r.case.device_ids == [0, 1, 2, 3] && !seen.contains(&r.stack);
+                if keep {
+                    seen.push(r.stack.clone());
+                }
+                keep
+            });
+            set
+        };
+        let hit = |s: &Stragglers| {
+            (s.findings.iter())
+                .any(|f| f.unit == "device 3" && f.attribution == Attribution::Hardware)
+        };
+        let (mut alone, mut pooled) = (0, 0);
+        for seed in 0..20u64 {
+            let now = one_run_each(500 + seed);
+            assert_eq!(now.runs.len(), 3);
+            let earlier = EarlierStragglers {
+                campaigns: 3,
+                cells: (1..=3)
+                    .flat_map(|k| cells(&one_run_each(500 + 100 * k + seed)))
+                    .collect(),
+            };
+            alone += usize::from(hit(&attribute(&now)));
+            let s = attribute_pooled(&now, &earlier);
+            assert_eq!(s.pooled_campaigns, 3);
+            pooled += usize::from(hit(&s));
+        }
+        // docs/statistics.md quotes these: 0 of 20 alone, 20 of 20 pooled.
+        assert_eq!(alone, 0, "one run per cell is under the run floor");
+        assert!(pooled >= 18, "pooled: named in {pooled} of 20 seeds");
     }
 
     #[test]

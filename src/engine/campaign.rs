@@ -66,6 +66,10 @@ pub(crate) fn build(
         opts.quiet,
     )?;
     let profiling = crate::engine::profiled::Profiling::new(prep.plan.profile.clone());
+    let census = (prep.plan.census.clone()).map(|c| {
+        let line = state.census_line.take();
+        crate::engine::census_step::Gate::new(c, prep.census_cases, line)
+    });
     let plan = CampaignPlan {
         run_dir,
         plan_text: prep.plan.text.clone(),
@@ -87,6 +91,7 @@ pub(crate) fn build(
         },
         decider,
         profiling,
+        census,
     };
     let scheduler = Scheduler::new(dag, prep.pool, prep.plans, limits);
     Ok(Campaign {
@@ -187,7 +192,12 @@ fn step_graph(prep: &Prepared, kept: &BTreeMap<usize, RunResult>) -> Dag {
     let mut dag = Dag::new(&has_build, &nodes);
     dag.wait_for_points(&nodes, &prep.adaptive);
     if let Some(census) = &prep.plan.census {
-        dag.wait_for_rounds(&census_rounds(prep, &census.devices));
+        let rounds = census_rounds(prep, &census.devices);
+        dag.wait_for_rounds(&rounds);
+        let is_census: Vec<bool> = (prep.runs.iter())
+            .map(|r| r.case_index < prep.census_cases)
+            .collect();
+        dag.after_census(&nodes, &rounds, &is_census);
     }
     dag
 }
@@ -199,9 +209,12 @@ fn census_rounds(prep: &Prepared, devices: &[u32]) -> Vec<Option<u32>> {
         .enumerate())
     .flat_map(|(i, pairs)| pairs.into_iter().map(move |p| (p, i as u32)))
     .collect();
+    // Only the census's own cases: a sweep's two-rank case on a pair is no round of it.
     (prep.runs.iter())
         .map(|r| match prep.cases[r.case_index].device_ids.as_slice() {
-            &[a, b] => round_of.get(&(a.min(b), a.max(b))).copied(),
+            &[a, b] if r.case_index < prep.census_cases => {
+                round_of.get(&(a.min(b), a.max(b))).copied()
+            }
             _ => None,
         })
         .collect()

@@ -74,6 +74,8 @@ pub(crate) struct Dispatcher {
     pub(crate) decider: crate::engine::decide::Decider,
     /// The profiled runs made after the timed ones (`engine::profiled`).
     pub(crate) profiling: crate::engine::profiled::Profiling,
+    /// A `[census]`'s runs, judged once they all ended (`engine::census_step`).
+    pub(crate) census: Option<crate::engine::census_step::Gate>,
 }
 
 /// What the campaign runs, fixed for the session.
@@ -108,6 +110,8 @@ pub(crate) struct RunState {
     pub(crate) earlier_quarantine: BTreeMap<u32, String>,
     /// Decisions of sequential repeats earlier sessions journaled (handed to the decider).
     pub(crate) decisions: Vec<(String, u32, Option<String>)>,
+    /// The `census` line an earlier session journaled (handed to the census's gate).
+    pub(crate) census_line: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 impl RunState {
@@ -132,6 +136,7 @@ impl RunState {
             },
             earlier_quarantine: BTreeMap::new(),
             decisions: Vec::new(),
+            census_line: None,
         }
     }
 }
@@ -553,6 +558,17 @@ impl Dispatch for Dispatcher {
     }
 
     fn quarantined(&mut self, device: u32, reason: &str) {
+        // A decision replayed on resume (a census's) quarantines again what an earlier session
+        // journaled: its line is there already.
+        if self
+            .state
+            .earlier_quarantine
+            .get(&device)
+            .map(String::as_str)
+            == Some(reason)
+        {
+            return;
+        }
         self.out
             .progress
             .println(&format!("device {device} quarantined: {reason}"));
@@ -634,9 +650,31 @@ impl Dispatch for Dispatcher {
         self.decider.exhausted()
     }
 
+    fn census(&mut self) -> Vec<(u32, String)> {
+        let Some(gate) = self.census.as_mut() else {
+            return Vec::new();
+        };
+        let judged = gate.judge();
+        if let Some(line) = &judged.line {
+            let said = crate::engine::census_step::said(line);
+            self.out
+                .progress
+                .println(&crate::model::text::visible(&said));
+            // Journaled (fsynced) before the quarantines it makes and any run after it: a
+            // resume replays it.
+            if let Err(e) = crate::engine::census_step::record(&mut self.state.journal, line) {
+                self.fail(e);
+            }
+        }
+        judged.quarantine
+    }
+
     fn ended(&mut self, run: usize, result: RunResult) {
         self.decider.ended(run, &result);
         let planned = &self.plan.runs[run];
+        if let Some(gate) = self.census.as_mut() {
+            gate.ended(planned.case_index, &result);
+        }
         (self.profiling).ended(planned.case_index, planned.stack, &planned.case_id, &result);
         // Kept runs too: the results files show every planned run.
         self.out.results_files.add(run, result);

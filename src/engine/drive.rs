@@ -50,6 +50,7 @@ fn drive(
         kept,
         earlier_quarantine,
         decisions,
+        census_line,
         pending,
         reattach,
         stale_jobs,
@@ -72,6 +73,7 @@ fn drive(
     let mut state = RunState::new(journal, fingerprints, kept, reattach);
     state.earlier_quarantine = earlier_quarantine;
     state.decisions = decisions;
+    state.census_line = census_line;
     let built = campaign::build(prep, opts, after, run_dir.clone(), state, pending)?;
     if pending == 0 {
         crate::say!("nothing to run: every planned run is done; rebuilding results and report");

@@ -74,6 +74,10 @@ pub(crate) struct Prepared {
     /// Where the runs execute: `--executor`, else the plan's `[run] executor` — decided here,
     /// once, for the whole session.
     pub(crate) backend: Arc<dyn Backend>,
+    /// How many of `cases`, the first, are a `[census]`'s pairs (all of a census-only plan's;
+    /// ahead of a sweep, its census's cases, which run on the census's stack alone and are
+    /// judged before any sweep run is placed: `engine::census_step`).
+    pub(crate) census_cases: usize,
 }
 
 impl Prepared {
@@ -132,9 +136,19 @@ fn glob_cases(pattern: &str) -> Result<Vec<Case>> {
 /// Everything before running: may fail with bad input (exit 2), runs nothing.
 pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
     crate::engine::interrupt::listen_during_preparation();
-    let names = crate::plan::select_stacks(&plan, &opts.stacks)?;
+    let mut names = crate::plan::select_stacks(&plan, &opts.stacks)?;
+    let (cases, claims, added, census_cases) = load_cases(&plan, opts, &names)?;
+    // A census ahead of a sweep runs on its own stack, which the sweep may not name: it is in
+    // the session's stacks, but the sweep's claims (made above) never give it a sweep case.
+    let census_stack = (plan.census.as_ref()).map(|c| c.stack.clone());
+    let census_si = census_stack.map(|name| match names.iter().position(|n| *n == name) {
+        Some(i) => i,
+        None => {
+            names.push(name);
+            names.len() - 1
+        }
+    });
     crate::engine::stack_check::check_stacks(&plan, &names)?;
-    let (cases, claims, added) = load_cases(&plan, opts, &names)?;
     if cases.is_empty() {
         // The plan's own filter leaving nothing is refused by validation; this is `--filter`.
         let expr = opts.filter.as_deref().unwrap_or("");
@@ -173,9 +187,10 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
         Some(n) => (n.max(1), n.max(1)),
         None => (plan.run.repeats.max(1), plan.run.repeats_max.max(1)),
     };
-    let pairs = (cases.iter())
-        .map(|c| claims.count(names.len(), c) as usize)
-        .sum::<usize>();
+    let pairs = census_cases
+        + (cases[census_cases..].iter())
+            .map(|c| claims.count(names.len(), c) as usize)
+            .sum::<usize>();
     let n_runs = pairs * repeats as usize;
     if n_runs > MAX_RUNS {
         // Memory grows by about 1.7 KB per planned run (docs/performance.md "Huge plans"):
@@ -207,7 +222,7 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
         &pool,
         (granted, nodes),
         (min_repeats, repeats, seed, n_runs),
-        &optional_cases,
+        (&optional_cases, census_cases, census_si),
     )?;
     interrupt::check_preparation()?;
     let mut points = vec![0u32; cases.len()];
@@ -231,20 +246,28 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
         pool,
         seed,
         backend,
+        census_cases,
     })
 }
 
-/// The campaign's cases and which stack runs which: the plan's sweep (or `--cases` files), and
-/// the sizes `[adapt] crossover` may add, each with the two cases it waits for.
+/// The campaign's cases and which stack runs which: a census's pairs ahead of a sweep (their
+/// count is the last value), the plan's sweep (or `--cases` files), and the sizes `[adapt]
+/// crossover` may add, each with the two cases it waits for.
 #[allow(clippy::type_complexity)]
 fn load_cases(
     plan: &Plan,
     opts: &Options,
     names: &[String],
-) -> Result<(Vec<Case>, Claims, Vec<(usize, usize, usize)>)> {
+) -> Result<(Vec<Case>, Claims, Vec<(usize, usize, usize)>, usize)> {
+    let mut census = Vec::new();
+    if let Some(sub) = crate::plan::census_only(plan) {
+        for case in crate::plan::sweep::cases(&sub, None)? {
+            census.push(case?);
+        }
+    }
     // Which stack runs which case: its variant is the stack's algorithm (`plan::variants`, the
     // sweep's own table); seed case files (`--cases`) offer every case to every stack.
-    let (mut cases, claims): (Vec<Case>, Claims) = match &opts.case_glob {
+    let (sweep, claims): (Vec<Case>, Claims) = match &opts.case_glob {
         Some(g) => (glob_cases(g)?, Claims::new(Asked::Files, &[], &[])),
         None => {
             // Exactly the plan's count (fewer under `--filter`): a growing Vec would hold twice
@@ -263,6 +286,13 @@ fn load_cases(
             (out, claims)
         }
     };
+    // A census-only plan's cases are all the census's.
+    let census_cases = match census.len() {
+        0 if plan.census.is_some() => sweep.len(),
+        n => n,
+    };
+    let mut cases = census;
+    cases.extend(sweep);
     // `[adapt] crossover`: the sizes bisection may add, planned ahead as optional points.
     let added = match (&opts.case_glob, plan.adapt.crossover) {
         (None, true) => {
@@ -270,7 +300,7 @@ fn load_cases(
         }
         _ => Vec::new(),
     };
-    Ok((cases, claims, added))
+    Ok((cases, claims, added, census_cases))
 }
 
 /// Case indices grouped by point of the sweep (`Case::point_id`), points in order of first
@@ -303,7 +333,7 @@ fn plan_runs(
     pool: &Pool,
     (granted, nodes): (bool, Option<u32>),
     (min_repeats, repeats, seed, n_runs): (u32, u32, u64, usize),
-    added: &HashSet<usize>,
+    (added, census_cases, census_si): (&HashSet<usize>, usize, Option<usize>),
 ) -> Result<(Vec<PlannedRun>, Vec<RunPlan>)> {
     // One stack order per (case, repeat).
     let mut orders = estimate::stack_orders(
@@ -330,19 +360,22 @@ fn plan_runs(
         let case = &cases[ci];
         let case_id = crate::model::results::run_id(&case_ids[ci], repeat);
         let on = claims.mask(case);
-        for si in orders.next().unwrap_or_default() {
-            if !Claims::holds(on, si) {
+        let order = orders.next().unwrap_or_default();
+        // A census's pair runs on the census's stack alone, pinned to its two devices.
+        let census = ci < census_cases;
+        let order = match census_si {
+            Some(si) if census => vec![si],
+            _ => order,
+        };
+        for si in order {
+            if !census && !Claims::holds(on, si) {
                 // Not this stack's variant: no run at all (never a row under a variant the
                 // stack did not run).
                 continue;
             }
             let name = &names[si];
             let stack = &stacks[si];
-            let need = if granted {
-                Need::Nothing
-            } else {
-                need(stack, case, pool)
-            };
+            let need = run_need(granted, census, stack, case, pool);
             let preset = stack
                 .def
                 .unsupported_reason(case)
@@ -351,27 +384,15 @@ fn plan_runs(
                     stack.def.placement_reason(
                         case,
                         &plan.devices.ids,
-                        plan.devices.placement == crate::model::plan::Placement::Pinned,
+                        census || plan.devices.placement == crate::model::plan::Placement::Pinned,
                     )
                 })
                 .map(|r| (RunStatus::Skipped, r))
                 .or_else(|| {
                     // `requires_on`: what this platform alone needs (looked up once per pair).
-                    let missing =
-                        platform_missing
-                            .entry((si, case.platform))
-                            .or_insert_with(|| {
-                                let root = stack.root.as_ref().ok().and_then(|r| r.as_deref());
-                                let m = crate::stack::availability::missing_on(
-                                    &stack.def,
-                                    case.platform,
-                                    root,
-                                );
-                                (!m.is_empty()).then(|| match &stack.def.hint {
-                                    Some(hint) => format!("{} ({hint})", m.join(", ")),
-                                    None => m.join(", "),
-                                })
-                            });
+                    let missing = platform_missing
+                        .entry((si, case.platform))
+                        .or_insert_with(|| missing_on(stack, case.platform));
                     missing.clone().map(|r| (RunStatus::Unavailable, r))
                 });
             if preset.is_none() {
@@ -395,6 +416,7 @@ fn plan_runs(
             // An added size runs only where a crossover needs it; a repeat past the fewest only
             // while its point is undecided.
             run_plan.optional = repeat > min_repeats || added.contains(&ci);
+            run_plan.census = census;
             if matches!(
                 run_plan.need,
                 Need::Devices { .. } | Need::Contiguous { .. }
@@ -408,6 +430,29 @@ fn plan_runs(
         return Err(Error::Invalid(refused));
     }
     Ok((runs, plans))
+}
+
+/// What one run leases: nothing when the backend grants devices; a census's pair exactly its
+/// two devices, whatever the sweep's placement; else [`need`].
+fn run_need(granted: bool, census: bool, stack: &EngineStack, case: &Case, pool: &Pool) -> Need {
+    match (granted, need(stack, case, pool)) {
+        (true, _) => Need::Nothing,
+        (false, Need::Devices { p, .. } | Need::Contiguous { p }) if census => Need::Devices {
+            p,
+            pinned: Some(case.device_ids.clone()),
+        },
+        (false, need) => need,
+    }
+}
+
+/// What `stack` lacks on `platform` (`requires_on`), with its hint; None when nothing.
+fn missing_on(stack: &EngineStack, platform: crate::model::case::Platform) -> Option<String> {
+    let root = stack.root.as_ref().ok().and_then(|r| r.as_deref());
+    let m = crate::stack::availability::missing_on(&stack.def, platform, root);
+    (!m.is_empty()).then(|| match &stack.def.hint {
+        Some(hint) => format!("{} ({hint})", m.join(", ")),
+        None => m.join(", "),
+    })
 }
 
 /// Why a multi-node case cannot run where every run stays on this machine (a planned skip;

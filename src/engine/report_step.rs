@@ -54,12 +54,7 @@ pub(crate) fn report_step(
         crate::engine::session::drop_aside(set);
         out.map(drop)
     });
-    // A census that quarantines what it names does so before the report, which shows it.
-    let quarantine = (plan.census.as_ref()).and_then(crate::engine::census_step::quarantine_step);
-    quarantine
-        .into_iter()
-        .chain([("report".to_string(), report)])
-        .collect()
+    vec![("report".to_string(), report)]
 }
 
 /// Write the results files of `set` (of digest `digest`) with the answers of the report `out`
@@ -164,7 +159,7 @@ fn record_in(run_dir: &Path, on_disk: &ResultSet, results_dir: &Path) -> Option<
         report_history(&h, run_dir)
     };
     match attempt() {
-        Ok(section) => Some(section).filter(|s| !s.rows.is_empty()),
+        Ok(section) => Some(section).filter(|s| !s.rows.is_empty() || s.stragglers.campaigns > 0),
         Err(e) => {
             eprintln!("warning: history not recorded in {}: {e}", path.display());
             None
@@ -281,5 +276,7 @@ fn report_history(h: &History, run_dir: &Path) -> Result<ReportHistory> {
                 .join(", "),
         });
     }
-    Ok(ReportHistory { rows })
+    // The machine's earlier campaigns' straggler cells, pooled into this report's attribution.
+    let stragglers = h.earlier_stragglers(&abs)?;
+    Ok(ReportHistory { rows, stragglers })
 }

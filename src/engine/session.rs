@@ -106,6 +106,8 @@ pub(crate) struct Claimed {
     pub(crate) earlier_quarantine: BTreeMap<u32, String>,
     /// Decisions of sequential repeats earlier sessions journaled (replayed, not retaken).
     pub(crate) decisions: Vec<(String, u32, Option<String>)>,
+    /// The latest `census` line an earlier session journaled (replayed, not judged again).
+    pub(crate) census_line: Option<serde_json::Map<String, Value>>,
     /// Runs this session executes or settles.
     pub(crate) pending: usize,
     /// Open runs whose journaled job this session re-attaches to (run → job).
@@ -230,6 +232,7 @@ pub(crate) fn claim_new(prep: &Prepared, opts: &Options) -> Result<Claimed> {
         kept: BTreeMap::new(),
         earlier_quarantine: BTreeMap::new(),
         decisions: Vec::new(),
+        census_line: None,
         pending: prep.runs.len(),
         reattach: BTreeMap::new(),
         stale_jobs: Vec::new(),
@@ -357,6 +360,10 @@ pub(crate) fn claim_resume(
     journal.event("session", note)?;
     let earlier_quarantine = replay.quarantined.clone();
     let decisions = replay.decisions.clone();
+    let census_line = replay
+        .events
+        .get(crate::engine::census_step::EVENT)
+        .cloned();
     // Settled: nothing runs, so no fingerprint is looked up again.
     let fingerprints = if settled.is_some() {
         drop_aside(fingerprints);
@@ -374,6 +381,7 @@ pub(crate) fn claim_resume(
         kept,
         earlier_quarantine,
         decisions,
+        census_line,
         reattach,
         stale_jobs,
         settled,

@@ -366,9 +366,12 @@ pub struct CensusConfig {
     /// 0-7: 0-3 on the first node, 4-7 on the second); a pair across two blocks is a two-node
     /// case (one rank per node), which only a multi-node executor (Slurm) runs.
     pub(crate) nodes: u32,
-    /// Journal the devices the census names as quarantined, so a `resume` of the run dir and
-    /// `campaign status` keep them out.
+    /// Journal the devices the census names as quarantined, so the rest of the campaign (its
+    /// sweep, a `resume` of the run dir) keeps them out and `campaign status` lists them.
     pub(crate) quarantine: bool,
+    /// The plan sweeps too (`[axes]`, `[cases]`): the census's cases run first, gated ahead of
+    /// the sweep, and are not the plan's own axes (`plan::census_only` makes them).
+    pub(crate) then_sweep: bool,
 }
 
 /// `[census] count` when not given: 64 Mi elements, a size at which a pair's time is its link's

@@ -121,6 +121,9 @@ pub struct Step {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ReportHistory {
     pub rows: Vec<ReportHistoryRow>,
+    /// The straggler evidence of the earlier campaigns on this run's machine, pooled into the
+    /// report's Stragglers section (empty: none recorded).
+    pub stragglers: EarlierStragglers,
 }
 
 /// One series in the report's history section.
@@ -141,4 +144,35 @@ pub struct ReportHistoryRow {
     /// What the machine did to the previous point and this one, with the tables' marks
     /// ("this run ⚠ contended 62 %"); empty when both were clean.
     pub machine: String,
+}
+
+/// One (unit, stack) cell of an earlier campaign's straggler evidence as the history store keeps
+/// it (`store::history_db`, table `straggler_cells`): the counts `analysis::straggler` tallies
+/// per cell and each round's lateness, so the cells of several campaigns on one machine pool
+/// into one attribution. `kind` is `device`, `cpu` or `node`; `node` the device's node (empty
+/// when the run stayed on one) or the node's name; `id` the device or CPU slot (0 for a node).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StragglerCell {
+    pub kind: String,
+    pub node: String,
+    pub id: u32,
+    pub stack: String,
+    pub rounds: usize,
+    pub runs: usize,
+    pub late_runs: usize,
+    pub last: f64,
+    pub chance: f64,
+    pub var: f64,
+    /// Each round's lateness (`t / median of its round − 1`) and its score, in round order.
+    pub rel: Vec<f32>,
+    pub z: Vec<f32>,
+}
+
+/// Straggler evidence of the earlier campaigns recorded on this run's machine (same host
+/// fingerprint), pooled into the report's attribution.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct EarlierStragglers {
+    /// How many earlier campaigns (run dirs) the cells come from.
+    pub campaigns: usize,
+    pub cells: Vec<StragglerCell>,
 }

@@ -1,13 +1,15 @@
-//! `[census]`: a plan that is a link census. Reads the section and turns it into the sweep the
-//! engine already runs — two-rank cases pinned to every pair of the census's devices, in the
-//! rounds of `analysis::census::rounds` — so journal, resume, bundles and results need nothing
-//! of their own.
+//! `[census]`: a plan that is (or starts with) a link census. Reads the section and turns it
+//! into the sweep the engine already runs — two-rank cases pinned to every pair of the census's
+//! devices, in the rounds of `analysis::census::rounds` — so journal, resume, bundles and results
+//! need nothing of their own.
 //!
-//! Owns the section's keys, their defaults and the rules that keep a census plan one thing: its
-//! cases come from the section, so it has no `[axes]` sweep (other than none), no `[cases]`
-//! files, no `p` or `device_ids` in `[case]`, and its pool is its devices, pinned. It must not
-//! run anything: the rounds' order is the run list's, and `engine` makes each round wait for the
-//! one before.
+//! Owns the section's keys, their defaults and the two shapes a census plan takes. Alone, its
+//! cases come from the section: it has no `p` or `device_ids` in `[case]`, and its pool is its
+//! devices, pinned. Beside a sweep (`[axes]`, `[cases]`), the plan's axes stay the sweep's and
+//! the census's cases are made apart ([`census_only`]) and run first, gated ahead of the sweep
+//! (`engine::census_step`), so a device the census quarantines is out of every sweep run. It
+//! must not run anything: the rounds' order is the run list's, and `engine` makes each round
+//! wait for the one before.
 
 use serde_json::Value;
 
@@ -36,6 +38,7 @@ pub(crate) fn read(cx: &mut Ctx<'_>, item: &Item<'_>, plan: &mut Plan) {
         count: CENSUS_COUNT,
         nodes: 1,
         quarantine: false,
+        then_sweep: false,
     };
     for e in cx.known_entries(table, "census", KEYS) {
         let path = format!("census.{}", e.key);
@@ -103,9 +106,11 @@ pub(crate) fn read(cx: &mut Ctx<'_>, item: &Item<'_>, plan: &mut Plan) {
     }
 }
 
-/// Refuse what a census plan cannot also be (`sweep`: the `[axes]`/`[cases]` span when the plan
-/// has one), then make the census's cases: `p = 2`, its `count` and `op`, one `device_ids` axis
-/// value per pair in round order, its stack alone.
+/// Make the census's cases. Beside a sweep (`sweep`: the `[axes]`/`[cases]` span when the plan
+/// has one) the plan stays the sweep's and the census is marked to run first ([`census_only`]
+/// makes its cases); alone, the plan becomes the census: `p = 2`, its `count` and `op`, one
+/// `device_ids` axis value per pair in round order, its stack alone — and refuses the case
+/// fields the census sets.
 pub(crate) fn expand(
     cx: &mut Ctx<'_>,
     item: &Item<'_>,
@@ -113,16 +118,15 @@ pub(crate) fn expand(
     spans: &mut Spans,
     sweep: Option<(&str, std::ops::Range<usize>)>,
 ) {
-    let Some(census) = plan.census.clone() else {
+    let Some(census) = plan.census.as_mut() else {
         return;
     };
-    if let Some((section, span)) = sweep {
-        let msg = format!(
-            "a [census] plan makes its own cases (every pair of census.devices); it has no \
-             [{section}] — run a sweep as a campaign of its own"
-        );
-        cx.error(&span, section, msg);
+    if sweep.is_some() {
+        census.then_sweep = true;
+        plan.report.census = Some(census.clone());
+        return;
     }
+    let census = census.clone();
     for field in [
         "p",
         "device_ids",
@@ -141,8 +145,23 @@ pub(crate) fn expand(
     for field in ["p", "count", "op", "device_ids"] {
         spans.fields.insert(field.to_string(), span.clone());
     }
-    spans.stacks = Some(span);
+    spans.stacks = Some(span.clone());
+    census_sweep(plan, spans, &census, span);
+    plan.report.census = Some(census);
+}
+
+/// Turn `plan` into the census's own sweep: its case fields, the pairs as a `device_ids` axis
+/// (and `nodes` over several nodes), its stack alone.
+fn census_sweep(
+    plan: &mut Plan,
+    spans: &mut Spans,
+    census: &CensusConfig,
+    span: std::ops::Range<usize>,
+) {
     let defaults = &mut plan.case_defaults;
+    for field in ["nodes", "ranks_per_node", "placement"] {
+        defaults.remove(field);
+    }
     defaults.insert("p".into(), Value::from(2));
     defaults.insert("count".into(), Value::from(census.count));
     defaults.insert("op".into(), Value::from(census.op.as_str()));
@@ -154,11 +173,28 @@ pub(crate) fn expand(
             .map(|&(a, b)| Value::from(vec![a, b]))
             .collect(),
     }];
+    plan.excludes.clear();
     if census.nodes > 1 {
-        spread_over_nodes(plan, spans, &census, &pairs, item.span());
+        spread_over_nodes(plan, spans, census, &pairs, span);
     }
     plan.stacks = vec![census.stack.clone()];
-    plan.report.census = Some(census);
+}
+
+/// The census's own plan of a plan whose census runs ahead of its sweep (`then_sweep`): the
+/// plan's settings, its `[case]` fields but those the census sets, no sweep of its own, its
+/// pairs pinned. None for a plan without such a census. Its cases are the census's, in round
+/// order (`plan::sweep::cases`).
+pub(crate) fn census_only(plan: &Plan) -> Option<Plan> {
+    let census = plan.census.as_ref().filter(|c| c.then_sweep)?;
+    let mut sub = plan.clone();
+    sub.case_files.clear();
+    sub.filter = None;
+    sub.case_defaults.remove("device_ids");
+    let mut spans = Spans::default();
+    census_sweep(&mut sub, &mut spans, census, 0..0);
+    sub.devices.placement = Placement::Pinned;
+    sub.case_count = rounds(&census.devices).iter().map(Vec::len).sum::<usize>() as u64;
+    Some(sub)
 }
 
 /// A census over several nodes: a pair inside one node's block of devices is a one-node case, a
@@ -203,7 +239,8 @@ fn spread_over_nodes(
 }
 
 /// The pool of a census plan: its devices (unless `[devices] ids` names a pool, which must then
-/// hold them — `validate` says so), each case on its own pair.
+/// hold them — `validate` says so), each case on its own pair. A census ahead of a sweep keeps
+/// the sweep's placement (its own cases are pinned apart).
 pub(crate) fn pool(plan: &mut Plan) {
     let Some(census) = &plan.census else {
         return;
@@ -211,13 +248,16 @@ pub(crate) fn pool(plan: &mut Plan) {
     if plan.devices.ids.is_empty() {
         plan.devices.ids = census.devices.clone();
     }
-    plan.devices.placement = Placement::Pinned;
+    if !census.then_sweep {
+        plan.devices.placement = Placement::Pinned;
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use std::path::Path;
 
+    use crate::model::plan::Placement;
     use crate::plan::load::parse;
 
     fn census(body: &str) -> crate::error::Result<crate::model::plan::Plan> {
@@ -307,13 +347,42 @@ mod tests {
     }
 
     #[test]
-    fn a_census_plan_has_no_sweep_of_its_own() {
-        let msg =
-            refused("[axes]\ncount = [1, 2]\n[census]\ndevices = \"0-3\"\nstack = \"host\"\n");
-        assert!(
-            msg.contains("makes its own cases") && msg.contains("[axes]"),
-            "{msg}"
-        );
+    fn a_census_beside_a_sweep_keeps_the_sweep_and_makes_its_own_cases() {
+        let plan = census(
+            "[axes]\ncount = [1, 2]\n[case]\np = 4\n\
+             [census]\ndevices = \"0-3\"\nstack = \"host\"\ncount = 8\nquarantine = true\n",
+        )
+        .expect("loads");
+        let c = plan.census.clone().expect("[census]");
+        assert!(c.then_sweep && c.quarantine);
+        assert_eq!(plan.report.census, plan.census);
+        // The plan's own cases are the sweep's, placed as the plan says.
+        let sweep: Vec<_> = crate::plan::sweep::cases(&plan, None)
+            .unwrap()
+            .map(|c| c.unwrap())
+            .collect();
+        assert_eq!(sweep.len(), 2);
+        assert!(sweep.iter().all(|c| c.p == 4), "{sweep:?}");
+        assert_eq!(plan.devices.placement, Placement::Auto);
+        assert_eq!(plan.devices.ids, vec![0, 1, 2, 3]);
+        // The census's own: every pair, pinned, in round order, on its stack.
+        let sub = super::census_only(&plan).expect("a census ahead of the sweep");
+        let pairs: Vec<(u32, u32)> = crate::plan::sweep::cases(&sub, None)
+            .unwrap()
+            .map(|c| c.unwrap())
+            .inspect(|c| assert!(c.p == 2 && c.count == 8, "{c:?}"))
+            .map(|c| (c.device_ids[0], c.device_ids[1]))
+            .collect();
+        let want: Vec<(u32, u32)> = crate::analysis::census::rounds(&[0, 1, 2, 3])
+            .into_iter()
+            .flatten()
+            .collect();
+        assert_eq!(pairs, want);
+        assert_eq!(sub.stacks, vec!["host".to_string()]);
+        assert_eq!(sub.devices.placement, Placement::Pinned);
+        // A census alone is the plan itself: nothing apart.
+        let alone = census("[census]\ndevices = \"0-3\"\nstack = \"host\"\n").unwrap();
+        assert!(super::census_only(&alone).is_none());
         let msg = refused("[case]\np = 4\n[census]\ndevices = \"0-3\"\nstack = \"host\"\n");
         assert!(msg.contains("`p` is set by [census]"), "{msg}");
         // A pool that does not hold the census's devices is the pool check's error.

@@ -178,6 +178,19 @@ pub(crate) fn check_axis(cx: &mut Ctx<'_>, plan: &Plan, spans: &Spans) {
         report(cx, "list at least one stack".into());
     }
     let known = known_stacks(plan);
+    // A census ahead of a sweep runs on a stack the sweep need not name.
+    if let Some(c) = plan.census.as_ref().filter(|c| c.then_sweep) {
+        if !known.contains(&c.stack) {
+            let hint = did_you_mean(&c.stack, known.iter().map(String::as_str));
+            let msg = format!(
+                "unknown stack `{}`{hint}; shipped or defined in [stacks]: {}",
+                c.stack,
+                known.join(", ")
+            );
+            let d = cx.src.whole(Some("census.stack"), msg);
+            cx.diags.error(d);
+        }
+    }
     for (i, name) in plan.stacks.iter().enumerate() {
         if plan.stacks[..i].contains(name) {
             report(cx, format!("stack `{name}` is listed twice"));

@@ -294,7 +294,7 @@ pub(crate) fn render_from(
     };
     let memo_file = run_dir.join("reports").join(MEMO_FILE);
     let memo = read_memo(&memo_file);
-    let analysis = Analysis::remembering(
+    let mut analysis = Analysis::remembering(
         results,
         opts.baseline.as_deref(),
         opts.bootstrap,
@@ -307,6 +307,12 @@ pub(crate) fn render_from(
         },
         &memo,
     );
+    // Earlier campaigns of this machine (the history store) pooled into the stragglers.
+    if let Some(earlier) = (opts.history.as_ref()).map(|h| &h.stragglers) {
+        if earlier.campaigns > 0 {
+            analysis.stragglers = crate::analysis::straggler::attribute_pooled(results, earlier);
+        }
+    }
     let failures = analysis.failures.len();
     let (planned, skipped) =
         figures::plan_all(&analysis, results, &opts.figures, &run_dir.join("figures"))?;
@@ -344,6 +350,9 @@ pub(crate) fn render_from(
         .collect();
     drawn.extend(figures::draw_pmu(&pmu, &run_dir.join("figures"))?);
     drop(pmu);
+    // results.json's `census`, in numbers (the section below is its words).
+    let census_record =
+        (census.as_ref()).map(|c| c.record(|d| results.quarantined.contains_key(&d.to_string())));
     let census = (census.as_ref())
         .map(|c| census_section::section(c, opts.census.as_ref().is_some_and(|k| k.quarantine)));
     let (mut staged, ctx) = texts(
@@ -357,7 +366,13 @@ pub(crate) fn render_from(
     )?;
     // The statistics are in the context now; the page needs only the context and the runs.
     drop(analysis);
-    let answers = context::answers(&ctx);
+    let mut answers = context::answers(&ctx);
+    if let (Some(record), Some(map)) = (census_record, answers.as_object_mut()) {
+        map.insert(
+            "census".into(),
+            serde_json::to_value(record).unwrap_or_default(),
+        );
+    }
     // The page carries every figure inline, so it is rendered once they are drawn.
     stage_rendered(&mut staged, &html_file, |w| {
         html::render_report(results, &ctx, &drawn, (run_dir, files), w)

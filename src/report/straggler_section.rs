@@ -28,6 +28,10 @@ pub(crate) struct StragglersCtx {
     pub(crate) min_score: f64,
     pub(crate) min_runs: usize,
     pub(crate) min_rounds: usize,
+    /// Earlier campaigns of this machine whose rounds were pooled in (the history store), and
+    /// the sentence saying so (none when none).
+    pub(crate) pooled_campaigns: usize,
+    pub(crate) pooled_note: Option<String>,
 }
 
 /// One finding.
@@ -116,6 +120,15 @@ pub(crate) fn section(s: &Stragglers, any_passed: bool) -> StragglersCtx {
         min_score: straggler::MIN_SCORE,
         min_runs: straggler::MIN_RUNS,
         min_rounds: straggler::MIN_ROUNDS,
+        pooled_campaigns: s.pooled_campaigns,
+        pooled_note: (s.pooled_campaigns > 0).then(|| {
+            format!(
+                "Pooled with the rounds of {} earlier campaign{} recorded on this machine (the \
+                 history store, same host fingerprint).",
+                s.pooled_campaigns,
+                if s.pooled_campaigns == 1 { "" } else { "s" }
+            )
+        }),
     }
 }
 

@@ -1,7 +1,8 @@
 //! `results.json` in the seed's schema: `{campaign, timestamp, cases, runs, provenance}`, and
 //! campaign's own `stragglers` (`analysis::straggler`: which device or node arrives last) and,
 //! once the report has judged them, its answers: `regret` (what each default loses),
-//! `crossovers` and `crossover_map` (where the winner of a pair changes with size).
+//! `crossovers` and `crossover_map` (where the winner of a pair changes with size), and for a
+//! `[census]` plan `census` (pairs measured, link classes, the slow link or device named).
 //!
 //! Owns the document around the rows (`store::row::Row` owns the rows and their statistics).
 //! Pure functions of a `ResultSet`; the file text is written to any `Write`, a row at a time.
@@ -74,6 +75,10 @@ struct Document<'a>(&'a ResultSet, Option<&'a Value>);
 /// The keys of the report's answers, in the order results.json gives them.
 pub(crate) const ANSWER_KEYS: [&str; 3] = ["regret", "crossovers", "crossover_map"];
 
+/// The key of a census plan's answer (`analysis::census::Record`): written after the others,
+/// and only by a census plan's report.
+pub(crate) const CENSUS_KEY: &str = "census";
+
 /// A list serialized item by item from an iterator made on demand.
 struct Each<F>(F);
 
@@ -107,6 +112,10 @@ impl Serialize for Document<'_> {
         if let Some(answers) = self.1 {
             for key in ANSWER_KEYS {
                 m.serialize_entry(key, answers.get(key).unwrap_or(&Value::Null))?;
+            }
+            // A census plan's findings (`analysis::census::Record`), judged with the report.
+            if let Some(census) = answers.get(CENSUS_KEY).filter(|c| !c.is_null()) {
+                m.serialize_entry(CENSUS_KEY, census)?;
             }
         }
         m.end()

@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::model::results::RunStatus;
+use crate::model::units::format_bandwidth;
 use crate::store::journal;
 use crate::store::journal::{parse_run_step, Replay, TornLine};
 
@@ -61,6 +62,8 @@ pub(crate) struct RunDirStatus {
     pub(crate) decisions: (usize, usize),
     /// The device-time budget the header records.
     pub(crate) budget: Option<Duration>,
+    /// The latest `census` line (a census plan's findings, `engine::census_step`).
+    pub(crate) census: Option<serde_json::Map<String, Value>>,
 }
 
 impl RunDirStatus {
@@ -129,6 +132,7 @@ impl RunDirStatus {
             unplanned,
             decisions: (stopped, replay.decisions.len() - stopped),
             budget,
+            census: replay.events.get("census").cloned(),
         })
     }
 
@@ -286,6 +290,9 @@ impl RunDirStatus {
             }
         }
         out.push_str(&self.stragglers_pointer());
+        if let Some(c) = &self.census {
+            out.push_str(&census_lines(c));
+        }
         if !self.quarantined.is_empty() {
             out.push_str("quarantined devices:\n");
             for (d, reason) in &self.quarantined {
@@ -322,6 +329,61 @@ impl RunDirStatus {
         }
         out
     }
+}
+
+/// What a `census` journal line says (`analysis::census::Summary`): the pairs measured and
+/// scored, each link class's median, each finding; the whole record is results.json's `census`.
+fn census_lines(c: &serde_json::Map<String, Value>) -> String {
+    let count = |k: &str| c.get(k).and_then(Value::as_u64).unwrap_or(0);
+    let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    let list = |v: Option<&Value>| -> Vec<Value> {
+        v.and_then(Value::as_array).cloned().unwrap_or_default()
+    };
+    let classes: Vec<String> = (list(c.get("classes")).iter())
+        .map(|k| {
+            let class = text(k, "class").replace('_', " ");
+            let pairs = k.get("pairs").and_then(Value::as_u64).unwrap_or(0);
+            let median = k.get("median_busbw_gb_s").and_then(Value::as_f64);
+            let median = median.map_or("–".into(), |g| format_bandwidth(g * 1e9));
+            format!("{class}: {pairs} pairs, median busbw {median}")
+        })
+        .collect();
+    let stack = c.get("stack").and_then(Value::as_str).unwrap_or("?");
+    let mut out = format!(
+        "census: {} of {} pairs measured on {}, {} scored ({})\n",
+        count("measured"),
+        count("planned_pairs"),
+        crate::model::text::visible(stack),
+        count("scored"),
+        classes.join("; ")
+    );
+    let quarantined: Vec<u64> = (list(c.get("quarantined")).iter())
+        .filter_map(Value::as_u64)
+        .collect();
+    let findings = list(c.get("findings"));
+    for f in &findings {
+        let devices: Vec<String> = (list(f.get("devices")).iter())
+            .filter_map(Value::as_u64)
+            .map(|d| d.to_string())
+            .collect();
+        let held = (list(f.get("devices")).iter())
+            .filter_map(Value::as_u64)
+            .any(|d| text(f, "kind") == "device" && quarantined.contains(&d));
+        out.push_str(&format!(
+            "  slow {} {}: {}{}\n",
+            text(f, "kind"),
+            devices.join("–"),
+            crate::model::text::visible(&text(f, "label")),
+            if held { " — quarantined" } else { "" }
+        ));
+    }
+    if findings.is_empty() {
+        out.push_str(&match count("scored") {
+            0 => "  nothing judged: no link class had enough pairs to score\n".to_string(),
+            n => format!("  no slow link or device among the {n} pairs scored\n"),
+        });
+    }
+    out
 }
 
 /// The header's `steps` (planned run step keys), when the engine recorded them.
@@ -459,6 +521,41 @@ mod tests {
         assert!(st.runs.is_empty());
         assert_eq!(st.counts(), vec![("not started".to_string(), 12000)]);
         assert_eq!(st.left(), 12000);
+    }
+
+    #[test]
+    fn a_census_line_is_summarised_with_its_findings() {
+        let line = |v: serde_json::Value| v.as_object().unwrap().clone();
+        let slow = census_lines(&line(serde_json::json!({
+            "stack": "hccl", "devices": [0, 1, 2, 3, 4, 5, 6, 7], "planned_pairs": 28,
+            "rounds": 7, "measured": 27, "scored": 27,
+            "findings": [
+                {"kind": "device", "devices": [6], "label": "7 of its 7 links are slow"},
+                {"kind": "link", "devices": [2, 5], "label": "same node: busbw 60 %"}
+            ],
+            "classes": [{"class": "same_node", "pairs": 27, "median_busbw_gb_s": 41.2,
+                         "spread_gb_s": 0.8}],
+            "quarantined": [6]
+        })));
+        assert_eq!(
+            slow,
+            "census: 27 of 28 pairs measured on hccl, 27 scored (same node: 27 pairs, median busbw 41.2 GB/s)\n\
+             \x20 slow device 6: 7 of its 7 links are slow — quarantined\n\
+             \x20 slow link 2–5: same node: busbw 60 %\n"
+        );
+        let none = census_lines(&line(serde_json::json!({
+            "stack": "host", "planned_pairs": 6, "measured": 6, "scored": 0, "findings": [],
+            "classes": [{"class": "same_node", "pairs": 6, "median_busbw_gb_s": 1.5}]
+        })));
+        assert!(
+            none.ends_with("  nothing judged: no link class had enough pairs to score\n"),
+            "{none}"
+        );
+        let clean = census_lines(&line(serde_json::json!({"measured": 28, "scored": 28})));
+        assert!(
+            clean.ends_with("  no slow link or device among the 28 pairs scored\n"),
+            "{clean}"
+        );
     }
 
     #[test]

@@ -1,8 +1,10 @@
 //! The link census end to end (issue 48, items 3 and 4): a shell stack over 8 fake devices
 //! whose time depends on the pair it is given (`CAMPAIGN_DEVICES`) — one slow link names exactly
 //! that pair, one slow device names the device and, with `quarantine`, journals it; the pairs of
-//! a round run together and each round after the one before; `campaign census` on the built-in
-//! `host` stack writes the same run dir, which `campaign report` renders again; bad flags exit 2.
+//! a round run together and each round after the one before; a census ahead of a sweep keeps
+//! the device it quarantines out of every sweep run, across a kill and a resume; `campaign
+//! census` on the built-in `host` stack writes the same run dir, which `campaign report`
+//! renders again; bad flags exit 2.
 
 use std::path::Path;
 
@@ -76,6 +78,35 @@ fn one_slow_link_of_eight_fake_devices_is_named_and_rounds_follow_each_other() {
     assert_eq!(findings[0]["kind"], "link");
     assert_eq!(findings[0]["devices"], serde_json::json!([2, 5]));
     assert_eq!(c["classes"][0]["class"], "same node");
+
+    // results.json carries the census in numbers: every pair, the class, the link named.
+    let r = json(&dir.join("results.json"))["census"].clone();
+    assert_eq!(
+        (r["planned_pairs"].as_u64(), r["measured"].as_u64()),
+        (Some(28), Some(28)),
+        "{r:#}"
+    );
+    assert_eq!(r["pairs"].as_array().unwrap().len(), 28);
+    assert_eq!(
+        r["findings"][0]["devices"],
+        serde_json::json!([2, 5]),
+        "{r:#}"
+    );
+    assert_eq!(r["findings"].as_array().unwrap().len(), 1);
+    assert_eq!(r["classes"][0]["class"], "same_node");
+    let slow = (r["pairs"].as_array().unwrap().iter())
+        .find(|p| p["a"] == 2 && p["b"] == 5)
+        .unwrap();
+    assert_eq!(slow["outlier"], true);
+    let ratio = slow["ratio"].as_f64().unwrap();
+    assert!((0.6..0.72).contains(&ratio), "{slow}");
+    assert!(r["quarantined"].as_array().unwrap().is_empty());
+    let status = util::stdout(&util::run(&["status", &dir.display().to_string()]));
+    assert!(
+        status.contains("census: 28 of 28 pairs measured on fake, 28 scored (same node: 28 pairs")
+            && status.contains("  slow link 2–5: same node: busbw 6"),
+        "{status}"
+    );
 
     let md = std::fs::read_to_string(dir.join("reports/summary.md")).unwrap();
     assert!(md.contains("## Link census"), "{md}");
@@ -151,9 +182,6 @@ fn a_slow_device_is_named_and_quarantined_in_the_journal() {
         &ENV,
     );
     assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
-    assert!(
-        util::stdout(&out).contains("device 6 quarantined: link census: 7 of its 7 links are slow")
-    );
 
     let c = census_of(&dir);
     let findings = c["findings"].as_array().unwrap();
@@ -190,6 +218,202 @@ fn a_slow_device_is_named_and_quarantined_in_the_journal() {
         text.contains("quarantined devices:") && text.contains("6"),
         "{text}"
     );
+    assert!(
+        text.contains("  slow device 6: 7 of its 7 links are slow — quarantined"),
+        "{text}"
+    );
+    let r = json(&dir.join("results.json"))["census"].clone();
+    assert_eq!(r["quarantined"], serde_json::json!([6]), "{r:#}");
+    assert_eq!(r["findings"][0]["kind"], "device");
+    assert_eq!(
+        journal.matches(r#""event":"census""#).count(),
+        1,
+        "{journal}"
+    );
+}
+
+/// A census of 8 fake devices (device 6 slow, quarantined) ahead of a sweep on stack `work`:
+/// `sweep` is the plan's `[axes]` and `[case]`, `placement` the pool's, `work` the shell line
+/// run before the work stack prints its samples.
+fn census_then_sweep(name: &str, sweep: &str, placement: &str, work: &str) -> String {
+    let census = plan(name, r#"echo ",$CAMPAIGN_DEVICES," | grep -q ',6,'"#, true);
+    let census = census.replace(
+        "[devices]\nkind = \"npu\"\n",
+        &format!("[devices]\nkind = \"npu\"\nplacement = \"{placement}\"\n"),
+    );
+    let quotes = "'''";
+    format!(
+        r#"{census}
+{sweep}
+
+[stacks.work]
+resource = "npu"
+command = ["sh", "-c", {quotes}
+{work}
+for i in $(seq 1 "$CAMPAIGN_WARMUP"); do echo 'CAMPAIGN_SAMPLE {{"phase":"warmup","execute_s":0.001}}'; done
+for i in $(seq 1 "$CAMPAIGN_TIMED"); do echo 'CAMPAIGN_SAMPLE {{"phase":"timed","execute_s":0.001}}'; done
+echo 'CAMPAIGN_DONE {{"correctness":"pass"}}'
+{quotes}]
+"#
+    )
+}
+
+/// The journal's lines, parsed.
+fn journal_lines(dir: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(dir.join("journal.jsonl")).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// Whether journal line `l` is event `event` of a run of stack `stack`.
+fn step_of(l: &Value, event: &str, stack: &str) -> bool {
+    l["event"] == event
+        && l["step"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("run:") && s.ends_with(&format!(":{stack}")))
+}
+
+/// The results rows of stack `work`: (case id, devices, status, reason).
+fn work_rows(dir: &Path) -> Vec<(String, Vec<u64>, String, String)> {
+    let rows = json(&dir.join("results.json"))["runs"]
+        .as_array()
+        .unwrap()
+        .clone();
+    (rows.iter())
+        .filter(|r| r["stack"] == "work")
+        .map(|r| {
+            let devices = (r["devices"].as_array().unwrap().iter())
+                .filter_map(Value::as_u64)
+                .collect();
+            let text = |k: &str| r[k].as_str().unwrap_or("").to_string();
+            (text("case_id"), devices, text("status"), text("reason"))
+        })
+        .collect()
+}
+
+#[test]
+fn a_census_ahead_of_a_sweep_quarantines_its_slow_device_before_any_sweep_run() {
+    let tmp = util::tempdir();
+    let sweep = "[axes]\ndevice_ids = [[0, 1], [5, 6], [2, 3]]\nstacks = [\"work\"]\n\n\
+                 [case]\np = 2\ncount = 256\n";
+    let text = census_then_sweep("ahead", sweep, "pinned", "true");
+    let (out, dir) = run_plan_with(tmp.path(), "ahead", &text, &[], &ENV);
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+
+    // The census's runs, its line, the quarantine, then the first sweep run: in that order.
+    let lines = journal_lines(&dir);
+    let at = |what: &dyn Fn(&Value) -> bool| lines.iter().position(what);
+    let census = at(&|l| l["event"] == "census").expect("a census line");
+    let quarantined = at(&|l| l["event"] == "quarantined").expect("a quarantine");
+    let first_work = at(&|l| step_of(l, "started", "work")).expect("a sweep run started");
+    let last_fake = (lines.iter())
+        .rposition(|l| step_of(l, "finished", "fake"))
+        .unwrap();
+    assert!(
+        last_fake < census && census < quarantined && quarantined < first_work,
+        "{lines:#?}"
+    );
+    assert_eq!(lines[census]["quarantined"], serde_json::json!([6]));
+    assert_eq!(lines[quarantined]["device"], 6);
+
+    // The sweep's run pinned to device 6 is a planned skip naming why; the others ran.
+    let rows = work_rows(&dir);
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    for (id, devices, status, reason) in &rows {
+        if devices.contains(&6) {
+            assert_eq!(status, "skipped", "{id}");
+            assert_eq!(
+                reason,
+                "pinned device 6 is quarantined: link census: 7 of its 7 links are slow"
+            );
+        } else {
+            assert_eq!(status, "pass", "{id}: {reason}");
+        }
+    }
+    // The census covers its own 28 pairs only, not the sweep's pairs.
+    let r = json(&dir.join("results.json"))["census"].clone();
+    assert_eq!(r["measured"], 28, "{r:#}");
+    assert_eq!(r["pairs"].as_array().unwrap().len(), 28);
+    let status = util::stdout(&util::run(&["status", &dir.display().to_string()]));
+    assert!(
+        status.contains("slow device 6: 7 of its 7 links are slow — quarantined"),
+        "{status}"
+    );
+}
+
+/// The same with an auto-placed sweep, killed (SIGKILL) once a sweep run started after the
+/// census quarantined device 6, then resumed: no sweep run of either session used device 6, and
+/// the resume replays the census's line — no second judgement, no second quarantine line.
+#[test]
+fn a_resume_after_a_kill_keeps_the_census_quarantine_out_of_the_sweep() {
+    let tmp = util::tempdir();
+    let sweep = "[axes]\ncount = [16, 32, 64, 128, 256, 512]\nstacks = [\"work\"]\n\n\
+                 [case]\np = 2\n";
+    let text = census_then_sweep("killed", sweep, "auto", "sleep 0.5");
+    let file = tmp.path().join("killed.toml");
+    std::fs::write(&file, &text).unwrap();
+    let results = tmp.path().join("results");
+    let mut child = util::campaign()
+        .current_dir(tmp.path())
+        .args(["run", file.to_str().unwrap(), "-q", "--jobs", "1"])
+        .arg("--results-dir")
+        .arg(&results)
+        .envs(ENV)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait (generously) for a sweep run to start after the census line.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    let dir = loop {
+        assert!(std::time::Instant::now() < deadline, "no sweep run started");
+        let found = std::fs::read_dir(results.join("killed"))
+            .ok()
+            .and_then(|mut d| d.next())
+            .and_then(|e| e.ok())
+            .map(|e| e.path());
+        if let Some(dir) = found {
+            let lines = journal_lines(&dir);
+            let started = lines.iter().any(|l| step_of(l, "started", "work"));
+            if started && lines.iter().any(|l| l["event"] == "census") {
+                break dir;
+            }
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the campaign ended before it was killed"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let _ = child.wait();
+
+    let out = util::campaign()
+        .args(["resume", dir.to_str().unwrap(), "-q"])
+        .envs(ENV)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    let rows = work_rows(&dir);
+    assert_eq!(rows.len(), 6, "{rows:?}");
+    for (id, devices, status, reason) in &rows {
+        assert_eq!(status, "pass", "{id}: {reason}");
+        assert!(!devices.contains(&6), "{id} ran on {devices:?}");
+    }
+    let lines = journal_lines(&dir);
+    let count = |event: &str| lines.iter().filter(|l| l["event"] == event).count();
+    assert_eq!(
+        (count("census"), count("quarantined")),
+        (1, 1),
+        "{lines:#?}"
+    );
+    assert!(lines.iter().any(|l| l["event"] == "session"), "a resume");
+    assert!(json(&dir.join("results.json"))["quarantined"]["6"]
+        .as_str()
+        .unwrap()
+        .starts_with("link census"));
 }
 
 #[test]

@@ -117,3 +117,33 @@ fn a_rank_late_under_both_stacks_names_its_device_as_hardware() {
     let text = String::from_utf8_lossy(&status.stdout);
     assert!(text.contains("stragglers: see "), "{text}");
 }
+
+/// The same campaign run twice on this machine into one results dir: the second report pools
+/// the first's straggler cells from the history store — twice the rounds behind the finding,
+/// and the report says how many campaigns it pooled; results.json's `stragglers` stays this
+/// campaign's own.
+#[test]
+fn a_second_campaign_on_the_machine_pools_the_first_ones_rounds() {
+    let tmp = util::tempdir();
+    let env = [("CAMPAIGN_CONTAINMENT", "cookie")];
+    let (first, _) = run_plan_with(tmp.path(), "late", &plan(), &[], &env);
+    assert_eq!(first.status.code(), Some(0), "{}", util::stderr(&first));
+    let (second, dir) = run_plan_with(tmp.path(), "late", &plan(), &[], &env);
+    assert_eq!(second.status.code(), Some(0), "{}", util::stderr(&second));
+
+    let ctx = json(&dir.join("reports/context.json"))["stragglers"].clone();
+    assert_eq!(ctx["pooled_campaigns"], 1, "{ctx:#}");
+    assert_eq!(ctx["findings"][0]["unit"], "device 1");
+    assert_eq!(ctx["findings"][0]["rounds"], 480, "{ctx:#}");
+    let md = std::fs::read_to_string(dir.join("reports/summary.md")).unwrap();
+    assert!(
+        md.contains(
+            "Pooled with the rounds of 1 earlier campaign recorded on this machine (the history \
+             store, same host fingerprint)."
+        ),
+        "{md}"
+    );
+    let own = json(&dir.join("results.json"))["stragglers"].clone();
+    assert_eq!(own["findings"][0]["evidence"]["rounds"], 240, "{own:#}");
+    assert_eq!(own["pooled_campaigns"], 0);
+}

@@ -179,6 +179,37 @@ impl Dag {
         }
     }
 
+    /// Hold every run that is not the census's behind the census's last round (`census[i]`: run
+    /// `i` is a census run; `round` as [`Dag::wait_for_rounds`] takes it): the first run of each
+    /// chain of the others follows every run of that round, which `wait_for_rounds` puts after
+    /// all the census's other rounds — so the census is judged before any other run is placed.
+    /// `runs` are the runs `new` was given.
+    pub(crate) fn after_census(
+        &mut self,
+        runs: &[RunNode],
+        round: &[Option<u32>],
+        census: &[bool],
+    ) {
+        let Some(last) = round.iter().flatten().max() else {
+            return;
+        };
+        let tails: Vec<NodeIndex> = (round.iter().zip(&self.runs))
+            .filter(|(r, _)| *r == &Some(*last))
+            .map(|(_, &n)| n)
+            .collect();
+        let mut heads: BTreeMap<u32, NodeIndex> = BTreeMap::new();
+        for ((r, &node), &is_census) in runs.iter().zip(&self.runs).zip(census) {
+            if !is_census {
+                heads.entry(r.chain).or_insert(node);
+            }
+        }
+        for head in heads.values() {
+            for &tail in &tails {
+                self.graph.add_edge(tail, *head, ());
+            }
+        }
+    }
+
     pub(crate) fn step(&self, node: NodeIndex) -> &Step {
         &self.graph[node]
     }
@@ -194,7 +225,6 @@ impl Dag {
     }
 
     /// The node of run `i`.
-    #[cfg(test)]
     pub(crate) fn run_node(&self, i: usize) -> NodeIndex {
         self.runs[i]
     }

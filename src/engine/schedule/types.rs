@@ -31,6 +31,9 @@ pub(crate) struct RunPlan {
     /// whether it runs; it is placed after every required run that is ready with it, so a
     /// budget is spent on every point's first repeats before any point's extra ones.
     pub(crate) optional: bool,
+    /// A run of a `[census]`: once every census run ended, [`Dispatch::census`] judges them
+    /// before any other run is placed.
+    pub(crate) census: bool,
 }
 
 impl RunPlan {
@@ -42,6 +45,7 @@ impl RunPlan {
             health_probe: None,
             first_attempt: 1,
             optional: false,
+            census: false,
         }
     }
 }
@@ -111,6 +115,12 @@ pub(crate) trait Dispatch: Send {
     /// repeats have ended): `None` runs it, `Some(reason)` spares it.
     fn decide(&mut self, _run: usize) -> Option<String> {
         None
+    }
+    /// Every census run ended: judge the census, once, and name the devices to quarantine
+    /// before any other run is placed (with why). Asked once a session, after the census's last
+    /// run ended (at once on a resume that kept them all).
+    fn census(&mut self) -> Vec<(u32, String)> {
+        Vec::new()
     }
     /// Why no run may start any more (the device-time budget is spent), if so: every run not
     /// started is then spared with this reason.

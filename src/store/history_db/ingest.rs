@@ -324,6 +324,7 @@ fn write_run_dir(
             .or_default())
         .push(run);
     }
+    super::stragglers::write_cells(tx, dir_id, results)?;
     for runs in groups.values() {
         let p = point(runs, results, &boot);
         for run in runs {

@@ -20,6 +20,7 @@ pub(crate) mod calibrations;
 pub(crate) mod ingest;
 pub(crate) mod query;
 mod schema;
+pub(crate) mod stragglers;
 
 pub use ingest::host_fingerprint;
 

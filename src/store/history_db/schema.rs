@@ -105,6 +105,28 @@ UPDATE runs SET series_key = case_key || '@' ||
     (SELECT campaign FROM run_dirs d WHERE d.id = runs.run_dir_id);
 CREATE INDEX runs_by_series_key ON runs (series_key, stack);
 "#,
+    // 5: straggler evidence per run dir (issue 48): per (unit, stack) cell the counts and each
+    // round's lateness and score (`f32` little-endian blobs), pooled over the earlier campaigns
+    // of one machine by the report's straggler attribution (`history_db::stragglers`). Run dirs
+    // recorded before carry none.
+    r#"
+CREATE TABLE straggler_cells (
+    run_dir_id INTEGER NOT NULL REFERENCES run_dirs(id) ON DELETE CASCADE,
+    unit_kind  TEXT NOT NULL,
+    unit_node  TEXT NOT NULL,
+    unit_id    INTEGER NOT NULL,
+    stack      TEXT NOT NULL,
+    rounds     INTEGER NOT NULL,
+    runs       INTEGER NOT NULL,
+    late_runs  INTEGER NOT NULL,
+    last       REAL NOT NULL,
+    chance     REAL NOT NULL,
+    var        REAL NOT NULL,
+    rel        BLOB NOT NULL,
+    z          BLOB NOT NULL,
+    PRIMARY KEY (run_dir_id, unit_kind, unit_node, unit_id, stack)
+);
+"#,
 ];
 
 /// The version a store has once every migration is applied.

@@ -464,10 +464,13 @@ fn an_older_store_gets_series_keys_by_campaign() {
             .unwrap();
     }
     drop(h);
-    // Back to version 3: no series keys.
+    // Back to version 3: no series keys (and no straggler cells, version 5's).
     let c = rusqlite::Connection::open(&path).unwrap();
-    c.execute_batch("DROP INDEX runs_by_series_key; ALTER TABLE runs DROP COLUMN series_key;")
-        .unwrap();
+    c.execute_batch(
+        "DROP TABLE straggler_cells; DROP INDEX runs_by_series_key; \
+         ALTER TABLE runs DROP COLUMN series_key;",
+    )
+    .unwrap();
     c.pragma_update(None, "user_version", 3).unwrap();
     drop(c);
     let h = History::open(&path).unwrap();
@@ -477,4 +480,69 @@ fn an_older_store_gets_series_keys_by_campaign() {
     assert!(series
         .iter()
         .all(|s| s.key.series.ends_with(&format!("@{}", s.campaign))));
+}
+
+/// A run of `run` whose 12 timed rounds carry per-rank times, rank 1 (device 1) 20 % late.
+fn late_run(started: &str) -> RunResult {
+    let mut r = run("host", &[1.2e-3; 12], started);
+    r.case.device_ids = vec![0, 1];
+    for s in r.samples.iter_mut().filter(|s| s.is_timed()) {
+        s.per_rank_execute_s = vec![1.0e-3, 1.2e-3];
+    }
+    r
+}
+
+/// Each ingested run dir keeps its straggler cells; a run dir reads back those of the earlier
+/// run dirs of its machine only (not its own, not later ones, not another machine's).
+#[test]
+fn straggler_cells_of_earlier_campaigns_on_the_machine_come_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut h = History::open(&tmp.path().join("history.sqlite")).unwrap();
+    let dirs: Vec<String> = (1..=3)
+        .map(|i| tmp.path().join(format!("run_{i}")).display().to_string())
+        .collect();
+    for (i, dir) in dirs.iter().enumerate() {
+        let t = format!("2026-01-0{}T00:00:00+00:00", i + 1);
+        let mut s = set(&format!("2026010{}_000000", i + 1), vec![late_run(&t)]);
+        if i == 2 {
+            s.provenance.host = "elsewhere".into();
+        }
+        h.ingest(std::path::Path::new(dir), &s).unwrap();
+    }
+    let first = h.earlier_stragglers(&dirs[0]).unwrap();
+    assert_eq!((first.campaigns, first.cells.len()), (0, 0));
+    let second = h.earlier_stragglers(&dirs[1]).unwrap();
+    assert_eq!(second.campaigns, 1);
+    // One cell per device of the run, on the host stack, every round kept.
+    assert_eq!(second.cells.len(), 2, "{:?}", second.cells);
+    let one = second.cells.iter().find(|c| c.id == 1).unwrap();
+    assert_eq!((one.kind.as_str(), one.stack.as_str()), ("device", "host"));
+    assert_eq!((one.rounds, one.rel.len(), one.z.len()), (12, 12, 12));
+    assert_eq!(one.last, 12.0);
+    assert!(
+        (f64::from(one.rel[0]) - 0.0909).abs() < 1e-3,
+        "{:?}",
+        one.rel
+    );
+    // Another machine's run dir pools nothing of these.
+    assert_eq!(h.earlier_stragglers(&dirs[2]).unwrap().campaigns, 0);
+    assert_eq!(h.earlier_stragglers("/not/recorded").unwrap().campaigns, 0);
+}
+
+/// Only the newest `MAX_POOLED` earlier campaigns of a machine are pooled.
+#[test]
+fn at_most_the_newest_campaigns_are_pooled() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut h = History::open(&tmp.path().join("history.sqlite")).unwrap();
+    let n = stragglers::MAX_POOLED + 2;
+    let mut last = String::new();
+    for i in 0..n {
+        last = tmp.path().join(format!("run_{i:02}")).display().to_string();
+        let t = format!("2026-02-01T00:{i:02}:00+00:00");
+        let s = set(&format!("20260201_00{i:02}00"), vec![late_run(&t)]);
+        h.ingest(std::path::Path::new(&last), &s).unwrap();
+    }
+    let pooled = h.earlier_stragglers(&last).unwrap();
+    assert_eq!(pooled.campaigns, stragglers::MAX_POOLED);
+    assert_eq!(pooled.cells.len(), 2 * stragglers::MAX_POOLED);
 }

@@ -7,15 +7,17 @@
 //! runs start); the `--jobs` cap; "no run while a build is running" (builds would disturb
 //! timings); acting on the fault policy (`faults.rs`: retries, the cooldown during which a failed
 //! attempt's devices rest, failure streaks); health probes before the first run on a device and
-//! before each retry; quarantine; which runs end without executing (`skipped`, `unavailable`
-//! after a failed build or probe, `blocked`, and runs a resume keeps). It must not spawn
+//! before each retry; quarantine; a census judged once its runs are done and before any other
+//! run is placed ([`Dispatch::census`]: what it names quarantined, runs pinned there skipped);
+//! which runs end without executing (`skipped`, `unavailable` after a failed build or probe,
+//! `blocked`, and runs a resume keeps). It must not spawn
 //! processes, write files or draw progress: a [`Dispatch`] does that and reports each finished step
 //! on the channel.
 //!
 //! Every event costs O(log N) in the number of runs, whatever N: each step counts the
 //! predecessors it still waits for, ready runs sit in a set ordered by dispatch priority, and the
 //! active steps and cooldowns are counted as states change ([`Scheduler::set`]), so a campaign
-//! of 100,000 runs never rescans the graph.
+//! of 100,000 runs never rescans the graph (but once, when a census is judged).
 
 use petgraph::graph::NodeIndex;
 use std::cmp::Reverse;
@@ -86,6 +88,9 @@ pub(crate) struct Scheduler {
     active: usize,
     /// Cooling runs by the end of their cooldown.
     cooling: BTreeSet<(Instant, NodeIndex)>,
+    /// Census runs not done yet, and whether the census was judged ([`Dispatch::census`]).
+    census_left: usize,
+    census_judged: bool,
 }
 
 /// A ready run's place in the dispatch order: required runs before optional repeats, then by
@@ -117,6 +122,7 @@ impl Scheduler {
         }
         let attempts = vec![0; runs.len()];
         let n_runs = runs.len();
+        let census_left = runs.iter().filter(|r| r.census).count();
         let streaks = Streaks::new(limits.faults.quarantine_after);
         let mut waiting_on = vec![0; dag.nodes().map(|n| n.index() + 1).max().unwrap_or(0)];
         for node in dag.nodes() {
@@ -147,6 +153,9 @@ impl Scheduler {
             ready_needs: HashMap::new(),
             active: 0,
             cooling: BTreeSet::new(),
+            census_left,
+            // Nothing to judge without census runs.
+            census_judged: census_left == 0,
         };
         let first: Vec<NodeIndex> = (scheduler.dag.nodes())
             .filter(|n| scheduler.waiting_on[n.index()] == 0)
@@ -179,6 +188,11 @@ impl Scheduler {
             self.make_ready(node);
         }
         if new == State::Done && old != State::Done {
+            if let Step::Run { run, .. } = self.dag.step(node) {
+                if self.runs[*run].census {
+                    self.census_left -= 1;
+                }
+            }
             let next: Vec<NodeIndex> = self.dag.successors(node).collect();
             for s in next {
                 self.waiting_on[s.index()] -= 1;
@@ -337,6 +351,45 @@ impl Scheduler {
         }
     }
 
+    /// Once every census run is done (the step graph holds every other run behind them): the
+    /// census judged, once, the devices it names quarantined, and each run not done that is
+    /// pinned to one of them a planned skip naming why — all before any other run is placed.
+    /// One pass over the runs, once a session.
+    fn judge_census(&mut self, dispatcher: &mut dyn Dispatch) -> bool {
+        if self.census_judged || self.census_left > 0 {
+            return false;
+        }
+        self.census_judged = true;
+        let named = dispatcher.census();
+        for (d, why) in &named {
+            self.quarantine(dispatcher, *d, why);
+        }
+        for run in 0..self.runs.len() {
+            let node = self.dag.run_node(run);
+            let plan = &self.runs[run];
+            if plan.preset.is_some() || self.state[&node] == State::Done {
+                continue;
+            }
+            let Need::Devices {
+                pinned: Some(ids), ..
+            } = &plan.need
+            else {
+                continue;
+            };
+            let Some((d, why)) = named.iter().find(|(d, _)| ids.contains(d)) else {
+                continue;
+            };
+            let reason = format!("pinned device {d} is quarantined: {why}");
+            self.runs[run].preset = Some((RunStatus::Skipped, reason));
+            // Ready already: settled instead of placed.
+            if self.state[&node] == State::Waiting && self.waiting_on[node.index()] == 0 {
+                self.unready(node);
+                self.make_ready(node);
+            }
+        }
+        !named.is_empty()
+    }
+
     /// A run got its lease: probe the devices that need it, else start.
     fn launch(
         &mut self,
@@ -420,6 +473,9 @@ impl Scheduler {
             } else {
                 progressed |= self.decide_gated(dispatcher);
             }
+            // Runs settled just above (a resume's kept census runs) may have completed the
+            // census: it is judged before anything is placed.
+            progressed |= self.judge_census(dispatcher);
             if self.running_builds == 0 {
                 progressed |= self.place_runs(dispatcher, tx);
             }

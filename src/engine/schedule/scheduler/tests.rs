@@ -36,6 +36,9 @@ struct Fake {
     asked: Vec<usize>,
     /// `exhausted` once this many runs have started (the budget).
     budget_runs: Option<usize>,
+    /// What `census` names, and the runs started before it was asked (`None`: never asked).
+    census_names: Vec<(u32, String)>,
+    census_after: Option<usize>,
 }
 
 impl Fake {
@@ -149,6 +152,12 @@ impl Dispatch for Fake {
         self.spare.contains(&run).then(|| "decided".to_string())
     }
 
+    fn census(&mut self) -> Vec<(u32, String)> {
+        assert!(self.census_after.is_none(), "the census judged twice");
+        self.census_after = Some(starts(self).len());
+        self.census_names.clone()
+    }
+
     fn exhausted(&self) -> Option<String> {
         (self.budget_runs)
             .filter(|n| starts(self).len() >= *n)
@@ -225,6 +234,80 @@ fn a_spent_budget_spares_every_run_not_started() {
         .inspect(|r| assert_eq!(r.error.as_deref(), Some("the budget was spent")))
         .count();
     assert_eq!((spared, seen.results.len()), (2, 4));
+}
+
+#[test]
+fn the_census_is_judged_once_before_any_other_run_and_its_devices_stay_out() {
+    // Two census rounds on 4 devices, then a sweep: one run pinned to 2-3, one auto-placed.
+    let mut fake = Fake {
+        runs: runs(&[
+            ("c01", "c"),
+            ("c23", "c"),
+            ("c02", "c"),
+            ("c13", "c"),
+            ("w23", "w"),
+            ("wauto", "w"),
+        ]),
+        census_names: vec![(3, "link census: 3 of its 3 links are slow".into())],
+        ..Fake::default()
+    };
+    let pinned = |ids: [u32; 2]| Need::Devices {
+        p: 2,
+        pinned: Some(ids.to_vec()),
+    };
+    let mut plans: Vec<RunPlan> = [[0, 1], [2, 3], [0, 2], [1, 3], [2, 3]]
+        .into_iter()
+        .map(|ids| RunPlan::new(pinned(ids), 1.0, None))
+        .collect();
+    plans.push(RunPlan::new(
+        Need::Devices { p: 3, pinned: None },
+        9.0,
+        None,
+    ));
+    for p in &mut plans[..4] {
+        p.census = true;
+    }
+    let stacks: Vec<(String, bool)> = vec![("c".into(), false), ("w".into(), false)];
+    let mut dag = Dag::new(&stacks, &fake.runs);
+    let round = [Some(0), Some(0), Some(1), Some(1), None, None];
+    dag.wait_for_rounds(&round);
+    dag.after_census(&fake.runs, &round, &[true, true, true, true, false, false]);
+    let sched = Scheduler::new(dag, pool(4), plans, Limits::default());
+    let (_tx, rx) = watch::channel(false);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let summary = rt.block_on(sched.run(&mut fake, rx));
+    // Asked once every census run had started (and ended), before any sweep run.
+    assert_eq!(fake.census_after, Some(4));
+    let mut started = starts(&fake);
+    // Round by round (a round's pairs in either order), then the sweep's one placed run.
+    started[..2].sort();
+    started[2..4].sort();
+    assert_eq!(
+        started,
+        [
+            "run:c01:c",
+            "run:c23:c",
+            "run:c02:c",
+            "run:c13:c",
+            "run:wauto:w"
+        ]
+    );
+    let wauto = fake.events.iter().find(|e| e.1 == "run:wauto:w").unwrap();
+    assert_eq!(wauto.2, vec![0, 1, 2], "device 3 is out of the pool");
+    assert_eq!(summary.quarantined.keys().copied().collect::<Vec<_>>(), [3]);
+    assert_eq!(fake.quarantined.len(), 1);
+    let skipped = (fake.ended.iter())
+        .find(|(_, r)| r.case_id == "w23")
+        .map(|(_, r)| r.clone())
+        .unwrap();
+    assert_eq!(skipped.status, RunStatus::Skipped);
+    assert_eq!(
+        skipped.error.as_deref(),
+        Some("pinned device 3 is quarantined: link census: 3 of its 3 links are slow")
+    );
 }
 
 fn pool(n: u32) -> Pool {
