@@ -277,21 +277,7 @@ pub(crate) fn render_from(
     files: &bundle_files::BundleFiles,
 ) -> Result<ReportOutput> {
     // Read the template first: a bad template path fails before anything is written.
-    let (source, name, file) = match &opts.template {
-        Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-            let name = path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_else(|| path.display().to_string());
-            (text, name, path.clone())
-        }
-        None => (
-            markdown::DEFAULT_TEMPLATE.to_string(),
-            markdown::DEFAULT_NAME.to_string(),
-            PathBuf::from(markdown::DEFAULT_NAME),
-        ),
-    };
+    let (source, name, file) = template_source(opts.template.as_deref())?;
     let memo_file = run_dir.join("reports").join(MEMO_FILE);
     let memo = read_memo(&memo_file);
     let mut analysis = Analysis::remembering(
@@ -340,16 +326,7 @@ pub(crate) fn render_from(
     }
     // The profiled runs (never in the analysis above): their pmu.csv files make a figure.
     let profiles = profile_links::rows(run_dir);
-    let pmu: Vec<figures::pmu_utilization::PmuPanel<'_>> = (profiles.iter())
-        .flat_map(|p| {
-            (p.pmu.iter()).map(move |t| figures::pmu_utilization::PmuPanel {
-                label: format!("{} · {} ({})", p.case_id, p.stack, p.kind),
-                rows: &t.rows,
-            })
-        })
-        .collect();
-    drawn.extend(figures::draw_pmu(&pmu, &run_dir.join("figures"))?);
-    drop(pmu);
+    drawn.extend(draw_pmu(&profiles, run_dir)?);
     // results.json's `census`, in numbers (the section below is its words).
     let census_record =
         (census.as_ref()).map(|c| c.record(|d| results.quarantined.contains_key(&d.to_string())));
@@ -393,6 +370,42 @@ pub(crate) fn render_from(
         failures,
         answers,
     })
+}
+
+/// The report template's text, name and path: `--template`'s file, else the built-in one.
+fn template_source(chosen: Option<&Path>) -> Result<(String, String, PathBuf)> {
+    Ok(match chosen {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| path.display().to_string());
+            (text, name, path.to_path_buf())
+        }
+        None => (
+            markdown::DEFAULT_TEMPLATE.to_string(),
+            markdown::DEFAULT_NAME.to_string(),
+            PathBuf::from(markdown::DEFAULT_NAME),
+        ),
+    })
+}
+
+/// The seed's `pmu_utilization` figure of the profiled runs' `pmu.csv` files, if any has
+/// busy counters.
+fn draw_pmu(
+    profiles: &[profile_links::ProfileRow],
+    run_dir: &Path,
+) -> Result<Option<figures::Drawn>> {
+    let pmu: Vec<figures::pmu_utilization::PmuPanel<'_>> = (profiles.iter())
+        .flat_map(|p| {
+            (p.pmu.iter()).map(move |t| figures::pmu_utilization::PmuPanel {
+                label: format!("{} · {} ({})", p.case_id, p.stack, p.kind),
+                rows: &t.rows,
+            })
+        })
+        .collect();
+    figures::draw_pmu(&pmu, &run_dir.join("figures"))
 }
 
 /// The report template and where it came from (named in its errors).
