@@ -87,6 +87,9 @@ pub(crate) struct BackendEnd {
     pub(crate) rank_nodes: Option<Vec<String>>,
     /// The hardware of each node the process ran on, when the backend's job recorded it.
     pub(crate) node_hardware: Vec<crate::model::nodes::NodeHardware>,
+    /// The CPUs the job's cpuset allowed where it ran, when its backend recorded them (Slurm):
+    /// what a CPU run's oversubscription is judged against there.
+    pub(crate) cpus: Option<Vec<u32>>,
 }
 
 /// How one process of a run ended.

@@ -350,9 +350,11 @@ impl RunResult {
 
     /// More ranks than CPUs received: the ranks of a CPU run shared cores.
     pub(crate) fn oversubscribed(&self) -> bool {
+        // Per node: the CPUs recorded are those of one node (a local run's lease, a Slurm
+        // job's cpuset where its script ran), and each node runs `ranks_per_node` ranks.
         self.cpus
             .as_ref()
-            .is_some_and(|c| (self.case.p as usize) > c.len())
+            .is_some_and(|c| (self.case.ranks_per_node() as usize) > c.len())
     }
 
     /// Waited for a CPU more than `limit` of its time (an unmeasured run never did).

@@ -278,3 +278,85 @@ fn dry_run_executor_slurm_prints_one_sbatch_per_run() {
     );
     assert!(lines[0].ends_with("/slurm.sh'"), "{}", lines[0]);
 }
+
+/// Under Slurm a CPU run is judged against the CPUs its job's cpuset allows, not what the
+/// cluster advertises (the test cluster says 16 CPUs a node on this 2-CPU machine: P = 3 ran
+/// unmarked), and its CPU contention is measured from the job's cgroup as a local run's is.
+#[test]
+fn slurm_runs_are_judged_against_the_jobs_cpuset_and_measure_contention() {
+    let Some(conf) = cluster() else { return };
+    let dir = util::tempdir();
+    let plan = dir.path().join("plan.toml");
+    let text = PLAN
+        .replace("name = \"slurm-e2e\"", "name = \"slurm-cpus\"")
+        .replace(
+            "variant = [\"mesh\", \"ring\", \"twophase\"]",
+            "variant = [\"ring\"]",
+        )
+        .replace("p = [2]", "p = [2, 3]")
+        .replace("count = [64, 1000]", "count = [64]");
+    std::fs::write(&plan, text).unwrap();
+    let results = dir.path().join("results");
+    let out = std::process::Command::new(util::exe())
+        .args(["run", plan.to_str().unwrap(), "-q", "--executor", "slurm"])
+        .arg("--results-dir")
+        .arg(&results)
+        .env("SLURM_CONF", &conf)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    let run_dir = std::fs::read_dir(results.join("slurm-cpus"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("results.json")).unwrap())
+            .unwrap();
+    let rows = doc["runs"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    for row in rows {
+        let bundle = run_dir.join(row["artifact_bundle"].as_str().unwrap());
+        let result = std::fs::read_to_string(bundle.join("slurm.result")).unwrap();
+        let field = |key: &str| {
+            (result.lines())
+                .find_map(|l| l.strip_prefix(&format!("{key}=")))
+                .unwrap_or("")
+                .to_string()
+        };
+        // What the job's cpuset allowed, as its script read it where it ran.
+        let allowed = field("cpus_allowed");
+        let count: usize = (allowed.split(',').filter(|p| !p.is_empty()))
+            .map(|part| match part.split_once('-') {
+                Some((lo, hi)) => hi.parse::<usize>().unwrap() - lo.parse::<usize>().unwrap() + 1,
+                None => 1,
+            })
+            .sum();
+        assert!(count > 0, "no cpuset recorded: {result}");
+        let manifest: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(bundle.join("manifest.json")).unwrap())
+                .unwrap();
+        assert_eq!(
+            manifest["cpus"].as_array().unwrap().len(),
+            count,
+            "{manifest}"
+        );
+        let p = row["p"].as_u64().unwrap() as usize;
+        assert_eq!(
+            row["oversubscribed"],
+            p > count,
+            "P = {p} on {count} CPUs: {row}"
+        );
+        // Contention from the job's cgroup where it has a pressure file, as locally.
+        if !field("psi_full_before_us").is_empty() && !field("psi_full_after_us").is_empty() {
+            assert!(row["cpu_contention"].is_number(), "{row}");
+        }
+    }
+    // This machine has fewer than 3 CPUs to give (what the cluster advertises is 16).
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cpus < 3 {
+        let p3 = rows.iter().find(|r| r["p"] == 3).unwrap();
+        assert_eq!(p3["oversubscribed"], true, "{p3}");
+    }
+}

@@ -117,6 +117,10 @@ pub(super) async fn run_rounds(
                     facts.backend = Some(end.manifest);
                     facts.rank_nodes = end.rank_nodes;
                     facts.node_hardware = end.node_hardware;
+                    // The CPUs a Slurm job's cpuset allowed: a CPU run is judged against them.
+                    if job.stack.def.resource() == crate::model::stack::Resource::Cpu {
+                        tally.cpus = end.cpus.or(tally.cpus.take());
+                    }
                     // The backend stopped the job (time limit, node failure, …): its verdict
                     // is the run's status, whatever the partial output says.
                     if end.verdict.is_some() {
@@ -318,6 +322,8 @@ struct Tally {
     /// (time the run was stalled for a CPU, wall time) over its processes; None once a process
     /// was not measured.
     waited: Option<(Duration, Duration)>,
+    /// The CPUs a backend's job was allowed (Slurm's cpuset), for a CPU run.
+    cpus: Option<Vec<u32>>,
 }
 
 impl Default for Tally {
@@ -329,6 +335,7 @@ impl Default for Tally {
             backend_verdict: None,
             merged: Parsed::default(),
             waited: Some((Duration::ZERO, Duration::ZERO)),
+            cpus: None,
         }
     }
 }
@@ -432,7 +439,9 @@ impl Tally {
             ended: None,
             timing_source: Some(if self.engine_timed { "engine" } else { "stack" }.into()),
             // What the machine gave a CPU run (oversubscription is judged against it).
-            cpus: (!job.lease.cpus.is_empty()).then(|| job.lease.cpus.clone()),
+            cpus: (!job.lease.cpus.is_empty())
+                .then(|| job.lease.cpus.clone())
+                .or(self.cpus),
             cpu_contention: contention(self.waited),
             rank_nodes: None,
             node_hardware: Vec::new(),

@@ -78,14 +78,22 @@ pub(crate) fn parse_result(text: &str) -> Option<ProcessOutcome> {
     let mut code = None;
     let mut started = None;
     let mut ended = None;
+    let (mut psi_before, mut psi_after) = (None, None);
     for (key, value) in key_values(text) {
         match key {
             "exit_code" => code = value.parse::<i32>().ok(),
             "started_ns" => started = value.parse::<u128>().ok(),
             "ended_ns" => ended = value.parse::<u128>().ok(),
+            "psi_full_before_us" => psi_before = value.parse::<u64>().ok(),
+            "psi_full_after_us" => psi_after = value.parse::<u64>().ok(),
             _ => {}
         }
     }
+    // The job's stall for a CPU, as a local run's cgroup measures it (none where its cgroup
+    // has no pressure file, or the counter went backwards: another cgroup).
+    let cpu_wait = (psi_before.zip(psi_after))
+        .and_then(|(b, a)| a.checked_sub(b))
+        .map(Duration::from_micros);
     let code = code?;
     let elapsed = match (started, ended) {
         (Some(s), Some(e)) if e >= s => {
@@ -103,8 +111,43 @@ pub(crate) fn parse_result(text: &str) -> Option<ProcessOutcome> {
         signal,
         killed: None,
         elapsed,
-        cpu_wait: None,
+        cpu_wait,
     })
+}
+
+/// The CPUs the job's cpuset allowed where its script ran (`cpus_allowed`, a list such as
+/// `0-1,4`), as the script recorded them: what oversubscription is judged against under Slurm,
+/// whatever the cluster advertises. None when not recorded or not a list of CPU ids.
+pub(crate) fn read_cpus(bundle_dir: &Path) -> Option<Vec<u32>> {
+    let text = std::fs::read_to_string(bundle_dir.join(RESULT_FILE)).ok()?;
+    let (_, list) = key_values(&text).find(|(k, _)| *k == "cpus_allowed")?;
+    parse_cpu_list(list)
+}
+
+/// Most CPU ids a list may name (a machine with more is not one this tool was run on).
+const MAX_CPUS: u32 = 1 << 16;
+
+/// A kernel CPU list (`0-3,8,10-11`) as ids; None when empty, malformed or larger than
+/// [`MAX_CPUS`].
+pub(crate) fn parse_cpu_list(list: &str) -> Option<Vec<u32>> {
+    let mut out = Vec::new();
+    for part in list.trim().split(',').filter(|p| !p.is_empty()) {
+        let (lo, hi) = match part.split_once('-') {
+            Some((lo, hi)) => (
+                lo.trim().parse::<u32>().ok()?,
+                hi.trim().parse::<u32>().ok()?,
+            ),
+            None => {
+                let one = part.trim().parse::<u32>().ok()?;
+                (one, one)
+            }
+        };
+        if lo > hi || hi >= MAX_CPUS || out.len() as u32 + (hi - lo) >= MAX_CPUS {
+            return None;
+        }
+        out.extend(lo..=hi);
+    }
+    (!out.is_empty()).then_some(out)
 }
 
 /// Remove what an earlier attempt left, so a stale result never describes a new job.
@@ -156,6 +199,24 @@ mod tests {
 
     #[test]
     fn shell_status_above_128_is_a_signal() {
+        // The job's cgroup's CPU pressure before and after: its stall for a CPU.
+        let o = parse_result(
+            "exit_code=0\nstarted_ns=0\nended_ns=2000000000\ncpus_allowed=0-1\npsi_full_before_us=1000\npsi_full_after_us=251000\n",
+        )
+        .unwrap();
+        assert_eq!(o.cpu_wait, Some(Duration::from_millis(250)));
+        let o = parse_result("exit_code=0\npsi_full_before_us=\npsi_full_after_us=\n").unwrap();
+        assert_eq!(o.cpu_wait, None, "no pressure file: not measured");
+        let o = parse_result("exit_code=0\npsi_full_before_us=9\npsi_full_after_us=3\n").unwrap();
+        assert_eq!(o.cpu_wait, None);
+        assert_eq!(
+            parse_cpu_list("0-3,8,10-11"),
+            Some(vec![0, 1, 2, 3, 8, 10, 11])
+        );
+        assert_eq!(parse_cpu_list("0-1\n"), Some(vec![0, 1]));
+        for bad in ["", "x", "3-1", "0-4294967295", "1,-"] {
+            assert_eq!(parse_cpu_list(bad), None, "{bad}");
+        }
         let o = parse_result("exit_code=137\n").unwrap();
         assert_eq!((o.exit_code, o.signal), (None, Some(9)));
         assert_eq!(o.elapsed, Duration::ZERO);

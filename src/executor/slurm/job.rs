@@ -212,7 +212,8 @@ impl SlurmRun {
                 JobOutcome::Ended(outcome, end, id) => {
                     replay_log(&req.spec.log_path, &mut |line| on_line(line))
                         .map_err(|e| ExecFailure::Run(e.to_string()))?;
-                    let end = Box::new(backend_end(id, &end));
+                    let mut end = Box::new(backend_end(id, &end));
+                    end.cpus = super::bundle::read_cpus(req.bundle);
                     Ok(Ran::Ended {
                         outcome,
                         end: Some(end),
@@ -244,6 +245,7 @@ fn backend_end(id: JobId, end: &JobEnd) -> BackendEnd {
         node_hardware: (end.placement.as_ref())
             .map(|p| p.hardware.clone())
             .unwrap_or_default(),
+        cpus: None,
     }
 }
 

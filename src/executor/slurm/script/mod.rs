@@ -180,6 +180,13 @@ fn render_devices_arg(template: &str, p: u32, kind: &str) -> std::result::Result
         .map_err(|e| e.to_string())
 }
 
+/// The `total=` of the `full` line of the job's cgroup's `cpu.pressure` (µs), before and after
+/// the stack; empty where the file is not there (no PSI, cgroup v1).
+const PSI_FULL_BEFORE: &str =
+    "psi_before=$(sed -n 's/^full .*total=\\([0-9]*\\).*/\\1/p' \"$cgpsi\" 2>/dev/null)\n";
+const PSI_FULL_AFTER: &str =
+    "psi_after=$(sed -n 's/^full .*total=\\([0-9]*\\).*/\\1/p' \"$cgpsi\" 2>/dev/null)\n";
+
 /// The batch script for `job`. POSIX sh; every value single-quoted.
 ///
 /// The stack runs as a child (not `exec`) so the script can record its exit code afterwards;
@@ -244,6 +251,15 @@ pub fn render_script(job: &BatchJob) -> String {
     s.push_str(&format!(
         "cd {cwd} || {{ echo \"campaign: cannot enter \"{cwd} >&2; exit {NO_CWD_EXIT}; }}\n"
     ));
+    // What the job really has, as a local run measures it (issue 44): the CPUs its cpuset
+    // allows (a cluster may advertise more than the node holds: oversubscription is judged
+    // against these), and its cgroup's CPU pressure "full" total before and after the stack
+    // (the time every runnable process of it waited for a CPU), read where the job runs.
+    s.push_str(
+        "cpus_allowed=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status 2>/dev/null)\n",
+    );
+    s.push_str("cgpsi=\"/sys/fs/cgroup$(sed -n 's/^0:://p' /proc/self/cgroup 2>/dev/null)/cpu.pressure\"\n");
+    s.push_str(PSI_FULL_BEFORE);
     s.push_str("started=$(date +%s%N)\n");
     let argv: Vec<String> = job
         .process
@@ -254,13 +270,15 @@ pub fn render_script(job: &BatchJob) -> String {
     s.push_str(&argv.join(" "));
     s.push('\n');
     s.push_str("code=$?\n");
+    s.push_str(PSI_FULL_AFTER);
     s.push_str(&crate::executor::slurm::placement::rank_check_lines(
         job.layout,
         job.devices,
     ));
     s.push_str("ended=$(date +%s%N)\n");
     s.push_str(&format!(
-        "printf 'exit_code=%s\\nstarted_ns=%s\\nended_ns=%s\\n' \"$code\" \"$started\" \"$ended\" \
+        "printf 'exit_code=%s\\nstarted_ns=%s\\nended_ns=%s\\ncpus_allowed=%s\\npsi_full_before_us=%s\\npsi_full_after_us=%s\\n' \
+         \"$code\" \"$started\" \"$ended\" \"$cpus_allowed\" \"$psi_before\" \"$psi_after\" \
          > \"$bundle/{RESULT_FILE}.tmp\" && mv -f \"$bundle/{RESULT_FILE}.tmp\" \"$bundle/{RESULT_FILE}\"\n"
     ));
     s.push_str("exit \"$code\"\n");
