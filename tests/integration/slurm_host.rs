@@ -183,18 +183,22 @@ kind = "cpu"
 poll_interval = "200ms"
 "#;
 
-/// `(case_id, status)` of every run in a run dir's results.json, sorted.
-fn statuses(results_dir: &Path) -> Vec<(String, String)> {
-    let campaign = results_dir.join("slurm-e2e");
-    let run_dir = std::fs::read_dir(&campaign)
+/// The one run dir of `campaign` in `results_dir`, and its results.json.
+fn only_run(results_dir: &Path, campaign: &str) -> (std::path::PathBuf, serde_json::Value) {
+    let run_dir = std::fs::read_dir(results_dir.join(campaign))
         .unwrap()
         .next()
         .unwrap()
         .unwrap()
         .path();
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(run_dir.join("results.json")).unwrap())
-            .unwrap();
+    let doc = serde_json::from_str(&std::fs::read_to_string(run_dir.join("results.json")).unwrap())
+        .unwrap();
+    (run_dir, doc)
+}
+
+/// `(case_id, status)` of every run in a run dir's results.json, sorted.
+fn statuses(results_dir: &Path) -> Vec<(String, String)> {
+    let (_, doc) = only_run(results_dir, "slurm-e2e");
     let mut out: Vec<(String, String)> = doc["runs"]
         .as_array()
         .unwrap()
@@ -305,15 +309,7 @@ fn slurm_runs_are_judged_against_the_jobs_cpuset_and_measure_contention() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
-    let run_dir = std::fs::read_dir(results.join("slurm-cpus"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(run_dir.join("results.json")).unwrap())
-            .unwrap();
+    let (run_dir, doc) = only_run(&results, "slurm-cpus");
     let rows = doc["runs"].as_array().unwrap();
     assert_eq!(rows.len(), 2);
     for row in rows {
