@@ -51,6 +51,10 @@ pub(crate) fn build(
     // One run at a time or several: a setting that changes timing (history series keep them
     // apart, `store::history_db::ingest::series_key`).
     provenance.exclusive = Some(limits.jobs == Some(1));
+    // Pinned devices or the engine's choice: another setting a history series keeps apart.
+    if prep.plan.devices.placement == crate::model::plan::Placement::Pinned {
+        provenance.placement = Some("pinned".into());
+    }
     let (cancel_tx, cancel) = watch::channel(false);
     let mut decider = decider(&prep, &provenance, opts.results_dir.as_deref());
     decider.replay(std::mem::take(&mut state.decisions));

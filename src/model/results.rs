@@ -410,6 +410,11 @@ pub struct Provenance {
     /// series keeps apart from runs that shared the machine. None in run dirs from before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exclusive: Option<bool>,
+    /// `pinned` when the plan pinned each case to the devices it names (`[devices] placement`);
+    /// absent for auto placement (the default) and in run dirs from before: a history series
+    /// keeps pinned runs apart from runs whose devices the engine chose.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<String>,
     /// The nodes the runs that spanned several nodes ran on (their ranks' records), sorted;
     /// empty when every run stayed on one node. Filled in when results.json is written.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -83,6 +83,7 @@ pub(crate) fn collect(
         seed,
         executor: Some("local".into()),
         exclusive: None,
+        placement: None,
         nodes: Vec::new(),
         node_hardware: Vec::new(),
     }

@@ -344,12 +344,18 @@ fn write_run_dir(
 
 /// What makes two runs one series (issue 44): the case (`Case::case_key`, every field but the
 /// round counts), the campaign, and the settings that change timing — warmup and timed rounds,
-/// whether runs ran one at a time (`provenance.exclusive`), the executor. A digest of them; the
-/// same case run by another plan, with other rounds or under Slurm starts its own series.
+/// whether runs ran one at a time (`provenance.exclusive`), the executor, and pinned placement
+/// (`provenance.placement`). A digest of them; the same case run by another plan, with other
+/// rounds, under Slurm or pinned starts its own series. Auto placement adds nothing to the
+/// digest, so series recorded before placement was known go on unbroken.
 pub(crate) fn series_key(run: &RunResult, results: &ResultSet) -> String {
     let p = &results.provenance;
+    let pinned = match p.placement.as_deref() {
+        Some(placement) => format!("placement={placement}\n"),
+        None => String::new(),
+    };
     let facts = format!(
-        "case={}\ncampaign={}\nwarmup={}\ntimed={}\nexclusive={}\nexecutor={}\n",
+        "case={}\ncampaign={}\nwarmup={}\ntimed={}\nexclusive={}\nexecutor={}\n{pinned}",
         run.case.case_key(),
         results.campaign,
         run.case.warmup_rounds,

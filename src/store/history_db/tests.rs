@@ -415,7 +415,7 @@ fn series_are_keyed_by_op_and_old_cases_are_allreduce() {
 /// case run by another plan, with other rounds, or sharing the machine where the others ran
 /// alone, starts a series of its own; runs that agree on all of it are one series.
 #[test]
-fn series_are_kept_apart_by_campaign_rounds_and_exclusive_runs() {
+fn series_are_kept_apart_by_campaign_rounds_exclusive_runs_and_pinned_placement() {
     let tmp = tempfile::tempdir().unwrap();
     let mut h = History::open(&tmp.path().join("history.sqlite")).unwrap();
     let mut ingest = |n: u32, edit: &dyn Fn(&mut ResultSet)| {
@@ -432,6 +432,9 @@ fn series_are_kept_apart_by_campaign_rounds_and_exclusive_runs() {
     ingest(3, &|rs| rs.campaign = "other".into());
     ingest(4, &|rs| rs.runs[0].case.timed_rounds += 7);
     ingest(5, &|rs| rs.provenance.exclusive = Some(false));
+    // Pinned devices start their own series; two pinned campaigns are one.
+    ingest(6, &|rs| rs.provenance.placement = Some("pinned".into()));
+    ingest(7, &|rs| rs.provenance.placement = Some("pinned".into()));
     let series = h.series(&SeriesFilter::default()).unwrap();
     let mut sizes: Vec<(String, usize)> = (series.iter())
         .map(|s| (s.campaign.clone(), s.points.len()))
@@ -442,6 +445,7 @@ fn series_are_kept_apart_by_campaign_rounds_and_exclusive_runs() {
         vec![
             ("c".to_string(), 1),
             ("c".to_string(), 1),
+            ("c".to_string(), 2),
             ("c".to_string(), 2),
             ("other".to_string(), 1)
         ]
