@@ -180,6 +180,18 @@ fn render_devices_arg(template: &str, p: u32, kind: &str) -> std::result::Result
         .map_err(|e| e.to_string())
 }
 
+/// `cgpsi`: the `cpu.pressure` of the job's own cgroup (v2, mounted alone or beside v1 as
+/// `unified`); empty in the root cgroup (a cluster without Slurm's cgroup plugin), whose "full"
+/// CPU total is always 0 — not measured, rather than a clean 0.
+const CGROUP_PSI: &str = r#"cg=$(sed -n 's/^0:://p' /proc/self/cgroup 2>/dev/null)
+cgpsi=
+if [ -n "$cg" ] && [ "$cg" != "/" ]; then
+  for d in /sys/fs/cgroup /sys/fs/cgroup/unified; do
+    if [ -r "$d$cg/cpu.pressure" ]; then cgpsi="$d$cg/cpu.pressure"; break; fi
+  done
+fi
+"#;
+
 /// The `total=` of the `full` line of the job's cgroup's `cpu.pressure` (µs), before and after
 /// the stack; empty where the file is not there (no PSI, cgroup v1).
 const PSI_FULL_BEFORE: &str =
@@ -258,7 +270,7 @@ pub fn render_script(job: &BatchJob) -> String {
     s.push_str(
         "cpus_allowed=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status 2>/dev/null)\n",
     );
-    s.push_str("cgpsi=\"/sys/fs/cgroup$(sed -n 's/^0:://p' /proc/self/cgroup 2>/dev/null)/cpu.pressure\"\n");
+    s.push_str(CGROUP_PSI);
     s.push_str(PSI_FULL_BEFORE);
     s.push_str("started=$(date +%s%N)\n");
     let argv: Vec<String> = job
