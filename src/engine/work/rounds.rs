@@ -111,21 +111,8 @@ pub(super) async fn run_rounds(
         let (outcome, parsed) = match ran {
             Ran::Ended { outcome, end } => {
                 if let Some(end) = end {
-                    if let Some(ids) = end.devices {
-                        facts.devices = ids;
-                    }
-                    facts.backend = Some(end.manifest);
-                    facts.rank_nodes = end.rank_nodes;
-                    facts.node_hardware = end.node_hardware;
-                    // The CPUs a Slurm job's cpuset allowed: a CPU run is judged against them.
-                    if job.stack.def.resource() == crate::model::stack::Resource::Cpu {
-                        tally.cpus = end.cpus.or(tally.cpus.take());
-                    }
-                    // The backend stopped the job (time limit, node failure, …): its verdict
-                    // is the run's status, whatever the partial output says.
-                    if end.verdict.is_some() {
-                        tally.backend_verdict = end.verdict;
-                    }
+                    let cpu = job.stack.def.resource() == crate::model::stack::Resource::Cpu;
+                    take_backend_end(*end, cpu, facts, &mut tally);
                 }
                 (outcome, parser.finish())
             }
@@ -309,6 +296,30 @@ fn end_marker(what: &str, outcome: &ProcessOutcome) -> String {
     format!("<== campaign: {what} end: {how} after {secs:.3} s")
 }
 
+/// What the backend recorded of a process's end, into the run's facts and tally.
+fn take_backend_end(
+    end: crate::executor::backend::BackendEnd,
+    cpu_run: bool,
+    facts: &mut ProcessFacts,
+    tally: &mut Tally,
+) {
+    if let Some(ids) = end.devices {
+        facts.devices = ids;
+    }
+    facts.backend = Some(end.manifest);
+    facts.rank_nodes = end.rank_nodes;
+    facts.node_hardware = end.node_hardware;
+    // The CPUs the backend's job was allowed (its cpuset): a CPU run is judged against them.
+    if cpu_run {
+        tally.cpus = end.cpus.or(tally.cpus.take());
+    }
+    // The backend stopped the job (time limit, node failure, …): its verdict is the run's
+    // status, whatever the partial output says.
+    if end.verdict.is_some() {
+        tally.backend_verdict = end.verdict;
+    }
+}
+
 /// What the run's processes add up to so far.
 struct Tally {
     samples: Vec<Sample>,
@@ -322,7 +333,7 @@ struct Tally {
     /// (time the run was stalled for a CPU, wall time) over its processes; None once a process
     /// was not measured.
     waited: Option<(Duration, Duration)>,
-    /// The CPUs a backend's job was allowed (Slurm's cpuset), for a CPU run.
+    /// The CPUs a backend's job was allowed (its cpuset), for a CPU run.
     cpus: Option<Vec<u32>>,
 }
 
