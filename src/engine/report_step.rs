@@ -115,7 +115,7 @@ pub(crate) fn render_unless_unchanged(
     run_dir: &Path,
 ) -> Result<crate::report::ReportOutput> {
     use crate::store::results_stamp::{self, REPORT_STAMP};
-    let inputs = crate::report::inputs(results, opts, run_dir)?;
+    let mut inputs = crate::report::inputs(results, opts, run_dir)?;
     let input = crate::store::set_digest::digest(&(set_digest, &inputs));
     let proven = results_stamp::proven(run_dir, REPORT_STAMP, &input, None)
         .and_then(|extra| serde_json::from_value::<crate::report::ReportOutput>(extra).ok());
@@ -126,7 +126,9 @@ pub(crate) fn render_unless_unchanged(
         // Stamped relative to the run dir, which may be named another way now.
         return Ok(out.rebased(Path::new(""), run_dir));
     }
-    let out = crate::report::render_from(results, opts, run_dir, inputs.bundle_files())?;
+    let profiles = inputs.take_profiles();
+    let out =
+        crate::report::render_from(results, opts, run_dir, (inputs.bundle_files(), profiles))?;
     let files = (out.files(run_dir).iter())
         .map(|name| results_stamp::sum_file(run_dir, name))
         .collect::<Result<Vec<_>>>()?;

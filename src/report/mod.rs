@@ -196,6 +196,11 @@ impl Inputs {
     pub(crate) fn bundle_files(&self) -> &bundle_files::BundleFiles {
         &self.bundle_files
     }
+
+    /// The profiled runs as read for these inputs, handed to the render (read once).
+    pub(crate) fn take_profiles(&mut self) -> Vec<profile_links::ProfileRow> {
+        std::mem::take(&mut self.profiles)
+    }
 }
 
 impl ReportOutput {
@@ -265,16 +270,21 @@ pub fn render_all(
     run_dir: &Path,
 ) -> Result<ReportOutput> {
     let files = bundle_files::BundleFiles::stat(results, run_dir);
-    render_from(results, opts, run_dir, &files)
+    render_from(
+        results,
+        opts,
+        run_dir,
+        (&files, profile_links::rows(run_dir)),
+    )
 }
 
-/// [`render_all`], the page linking the bundle files `files` (found for the report's
-/// [`Inputs`], `Inputs::bundle_files`) without stat-ing them again.
+/// [`render_all`], the page linking the bundle files `files` and listing the profiled runs
+/// `profiles` (both found for the report's [`Inputs`]) without reading them again.
 pub(crate) fn render_from(
     results: &ResultSet,
     opts: &ReportOptions,
     run_dir: &Path,
-    files: &bundle_files::BundleFiles,
+    (files, profiles): (&bundle_files::BundleFiles, Vec<profile_links::ProfileRow>),
 ) -> Result<ReportOutput> {
     // Read the template first: a bad template path fails before anything is written.
     let (source, name, file) = template_source(opts.template.as_deref())?;
@@ -325,7 +335,6 @@ pub(crate) fn render_from(
         drawn.extend(figures::draw_census(c, &run_dir.join("figures"))?);
     }
     // The profiled runs (never in the analysis above): their pmu.csv files make a figure.
-    let profiles = profile_links::rows(run_dir);
     drawn.extend(draw_pmu(&profiles, run_dir)?);
     // results.json's `census`, in numbers (the section below is its words).
     let census_record =
