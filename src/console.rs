@@ -23,14 +23,56 @@ macro_rules! say {
     };
 }
 
-/// Write one line (the `say!` macro's body).
+/// Write one line (the `say!` macro's body), control characters shown as escapes.
 pub fn line(args: std::fmt::Arguments<'_>) {
-    write(|out| out.write_fmt(args).and_then(|()| out.write_all(b"\n")));
+    if GONE.load(Ordering::Relaxed) {
+        return;
+    }
+    let formatted;
+    let shown = match args.as_str() {
+        // A literal line is campaign's own words: nothing to escape.
+        Some(literal) => std::borrow::Cow::Borrowed(literal),
+        None => {
+            formatted = std::fmt::format(args);
+            escape_controls(&formatted, LAYOUT)
+        }
+    };
+    write(|out| {
+        out.write_all(shown.as_bytes())?;
+        out.write_all(b"\n")
+    });
 }
 
-/// Write `text` as it is (a block that ends with its own newline), like `print!`.
+/// Write `text` (a block that ends with its own newline), like `print!`, control characters
+/// other than line breaks and tabs shown as escapes.
 pub fn text(text: &str) {
-    write(|out| out.write_all(text.as_bytes()));
+    let shown = escape_controls(text, LAYOUT);
+    write(|out| out.write_all(shown.as_bytes()));
+}
+
+/// The control characters a block of text may keep: they lay it out, they cannot act on a
+/// terminal.
+pub const LAYOUT: &[char] = &['\n', '\t'];
+
+/// `text` with every control character (C0, DEL, C1) except those in `keep` shown as an
+/// escape (`\u{1b}`, `\r`): text from outside — a stack's failure reason, a case id, a plan's
+/// name — printed raw could erase a line (`ESC [ 2K`) or write the clipboard (OSC 52). The
+/// one place that decides what a control character is and how it is shown; `model::text`
+/// builds its filters for files on it.
+pub fn escape_controls<'a>(text: &'a str, keep: &[char]) -> std::borrow::Cow<'a, str> {
+    let acts = |c: char| c.is_control() && !keep.contains(&c);
+    if !text.chars().any(acts) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if acts(c) {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// Run `put` on locked stdout and flush; the first failure silences stdout for good.
@@ -52,5 +94,28 @@ fn silence() {
         use std::os::fd::AsRawFd;
         // SAFETY: dup2 onto fd 1 with a descriptor we own; no memory is involved.
         unsafe { libc::dup2(null.as_raw_fd(), 1) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn controls_are_shown_and_layout_is_kept() {
+        let hostile = "ok\u{1b}[2K\rall good\u{1b}]52;c;ZXZpbA==\u{7}\n\tnext\u{9b}";
+        let shown = escape_controls(hostile, LAYOUT);
+        assert_eq!(
+            shown,
+            "ok\\u{1b}[2K\\rall good\\u{1b}]52;c;ZXZpbA==\\u{7}\n\tnext\\u{9b}"
+        );
+        assert!(!shown
+            .chars()
+            .any(|c| c.is_control() && !LAYOUT.contains(&c)));
+        assert_eq!(escape_controls("a\nb", &[]), "a\\nb");
+        assert!(matches!(
+            escape_controls("plain text", LAYOUT),
+            std::borrow::Cow::Borrowed(_)
+        ));
     }
 }

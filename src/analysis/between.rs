@@ -93,6 +93,7 @@ mod tests {
             n: 10,
             cpu_contention: None,
             oversubscribed: false,
+            definition: None,
         }
     }
 

@@ -69,6 +69,8 @@ fn print_json<T: Serialize>(value: &T) -> Result<()> {
 fn emit(text: &str) -> Result<()> {
     use std::io::Write;
     let mut stdout = std::io::stdout().lock();
+    // Case ids, campaign and host names come from the store: shown, never acted on.
+    let text = crate::console::escape_controls(text, crate::console::LAYOUT);
     match stdout
         .write_all(text.as_bytes())
         .and_then(|_| stdout.flush())
@@ -257,6 +259,32 @@ struct Finding {
     current: bool,
     /// A current slower step: the newest point is a regression.
     regression: bool,
+    /// The stack's definition changed between the two runs (old and new fingerprint): the
+    /// step may be the definition's doing, not the code's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    definition_changed: Option<DefinitionChange>,
+}
+
+/// A stack definition's fingerprint before and at a step.
+#[derive(Debug, Clone, Serialize)]
+struct DefinitionChange {
+    from: String,
+    to: String,
+}
+
+impl Finding {
+    /// " — the stack definition changed here (a1b2c3d4 → e5f6a7b8)", or nothing.
+    fn definition_note(&self) -> String {
+        match &self.definition_changed {
+            Some(c) => format!(
+                " — the stack definition changed here ({} → {}): the step may be the \
+                 definition's, not the code's",
+                short_commit(Some(&c.from)),
+                short_commit(Some(&c.to))
+            ),
+            None => String::new(),
+        }
+    }
 }
 
 fn parse_noise(text: &str) -> Result<f64> {
@@ -347,6 +375,12 @@ fn regressions(args: &HistoryRegressionsArgs) -> Result<i32> {
                 direction: step.direction,
                 current: step.current,
                 regression: step.current && step.direction == Direction::Slower,
+                definition_changed: at.definition_change_from(before).map(|(from, to)| {
+                    DefinitionChange {
+                        from: from.to_string(),
+                        to: to.to_string(),
+                    }
+                }),
             });
         }
     }
@@ -460,7 +494,7 @@ fn findings_text(findings: &[Finding], judged: Judged) -> String {
     for f in findings {
         let _ = writeln!(
             out,
-            "{} {} / {} (host {}): {} [{}, {}] at run {} (commit {}; before: {}, commit {}){}",
+            "{} {} / {} (host {}): {} [{}, {}] at run {} (commit {}; before: {}, commit {}){}{}",
             if f.regression { "REGRESSION" } else { "step" },
             f.case_id,
             f.stack,
@@ -477,7 +511,8 @@ fn findings_text(findings: &[Finding], judged: Judged) -> String {
                 (Direction::Slower, false) => ", slower, later superseded",
                 (Direction::Faster, true) => ", faster, still current",
                 (Direction::Faster, false) => ", faster, later superseded",
-            }
+            },
+            f.definition_note()
         );
     }
     let regressed = findings.iter().filter(|f| f.regression).count();
@@ -494,7 +529,7 @@ fn findings_text(findings: &[Finding], judged: Judged) -> String {
 /// One line of a step's numbers: ratio and interval, where, and the commits on either side.
 fn finding_numbers(f: &Finding) -> String {
     format!(
-        "{} [{}, {}] at run {} (commit {}; before: run {}, commit {}), {}{}",
+        "{} [{}, {}] at run {} (commit {}; before: run {}, commit {}), {}{}{}",
         percent(f.ratio),
         percent(f.ratio_lo),
         percent(f.ratio_hi),
@@ -507,7 +542,8 @@ fn finding_numbers(f: &Finding) -> String {
             ", still current"
         } else {
             ", later superseded"
-        }
+        },
+        f.definition_note()
     )
 }
 
@@ -530,9 +566,14 @@ fn findings_junit(series: &[Series], findings: &[Finding], params: &Params) -> S
             let outcome = match mine.iter().find(|f| f.regression) {
                 Some(f) => Outcome::Failed {
                     message: format!(
-                        "regression: slower {} at run {}",
+                        "regression: slower {} at run {}{}",
                         percent(f.ratio),
-                        run_name(&f.run_dir)
+                        run_name(&f.run_dir),
+                        if f.definition_changed.is_some() {
+                            " (the stack definition changed here)"
+                        } else {
+                            ""
+                        }
                     ),
                     detail: format!("{} / {}: {}", f.case_id, f.stack, finding_numbers(f)),
                 },
@@ -605,7 +646,7 @@ fn findings_summary(findings: &[Finding], judged: Judged) -> String {
         for f in list.iter() {
             let _ = writeln!(
                 out,
-                "| `{}` | {} | {} | {} [{}, {}] | `{}` | `{}` | `{}` (`{}`) | {}{} |",
+                "| `{}` | {} | {} | {} [{}, {}] | `{}` | `{}` | `{}` (`{}`) | {}{}{} |",
                 f.case_id,
                 f.stack,
                 f.host_fingerprint,
@@ -621,7 +662,8 @@ fn findings_summary(findings: &[Finding], judged: Judged) -> String {
                     ", current"
                 } else {
                     ", superseded"
-                }
+                },
+                f.definition_note()
             );
         }
     }

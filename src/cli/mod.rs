@@ -53,7 +53,12 @@ where
     match dispatch(cli.command) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("{}", render_error(&e));
+            // An error quotes what it read (a plan's value, a file's line): shown, not acted on.
+            let text = render_error(&e);
+            eprintln!(
+                "{}",
+                crate::console::escape_controls(&text, crate::console::LAYOUT)
+            );
             e.exit_code()
         }
     }

@@ -260,6 +260,11 @@ fn provenance(prep: &Prepared) -> Provenance {
             program.map(String::as_str),
             &stack.def.env,
         );
+        crate::store::provenance::add_definition(
+            &mut provenance,
+            &stack.name,
+            crate::store::fingerprint::definition_fingerprint(&stack.def),
+        );
     }
     // Per (stack, op) run: the stack's default variant of the op (its first algorithm), so a
     // report of this run dir knows each stack's default without its definition.

@@ -271,6 +271,7 @@ fn report_history(h: &History, run_dir: &Path) -> Result<ReportHistory> {
             median_s: now.median_s,
             change: now.median_s / prev.median_s - 1.0,
             step,
+            definition_changed: now.definition_change_from(prev).is_some(),
             machine: [("previous", prev), ("this run", now)]
                 .iter()
                 .filter_map(|(which, p)| machine_mark(p).map(|m| format!("{which} {m}")))

@@ -455,6 +455,11 @@ pub struct StackRoot {
     /// compares with the stack's other variants.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub(crate) defaults: BTreeMap<String, String>,
+    /// Fingerprint of the stack's definition as this campaign ran it
+    /// (`store::fingerprint::definition_fingerprint`): history points carry it, so a step
+    /// where the definition changed says so. Absent in run dirs from before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) definition: Option<String>,
 }
 
 impl ResultSet {

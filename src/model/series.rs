@@ -47,6 +47,20 @@ pub struct Point {
     pub cpu_contention: Option<f64>,
     /// Some repeat had more ranks than the CPUs it received.
     pub oversubscribed: bool,
+    /// Fingerprint of the stack definition the run ran under (None: stored before it was
+    /// recorded).
+    pub definition: Option<String>,
+}
+
+impl Point {
+    /// The definitions of `before` and `self` when both are known and differ: the stack was
+    /// redefined between the two runs, so a step between them may be the definition's doing.
+    pub fn definition_change_from<'a>(&'a self, before: &'a Point) -> Option<(&'a str, &'a str)> {
+        match (before.definition.as_deref(), self.definition.as_deref()) {
+            (Some(old), Some(new)) if old != new => Some((old, new)),
+            _ => None,
+        }
+    }
 }
 
 /// A run that waited for a CPU more than this share of its time is contended (its cgroup's
@@ -141,6 +155,8 @@ pub struct ReportHistoryRow {
     pub change: f64,
     /// The step ending at this run, when detection found one.
     pub step: Option<Step>,
+    /// The stack's definition changed between the previous run and this one (both known).
+    pub definition_changed: bool,
     /// What the machine did to the previous point and this one, with the tables' marks
     /// ("this run ⚠ contended 62 %"); empty when both were clean.
     pub machine: String,

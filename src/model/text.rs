@@ -10,25 +10,10 @@
 
 use std::borrow::Cow;
 
-/// A control character (C0, DEL, C1), which a terminal or viewer may act on instead of showing.
-fn control(c: char) -> bool {
-    c.is_control()
-}
-
 /// `text` on one line with every control character shown as an escape (`\n`, `\t`, `\r`,
 /// `\u{1b}`), so nothing in it acts on a terminal or breaks a line.
 pub fn visible(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(control) {
-        return Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        match c {
-            c if control(c) => out.extend(c.escape_default()),
-            c => out.push(c),
-        }
-    }
-    Cow::Owned(out)
+    crate::console::escape_controls(text, &[])
 }
 
 /// A CSV text cell: [`visible`], and a leading `=`, `+`, `-` or `@` (which spreadsheets run as a

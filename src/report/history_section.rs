@@ -6,7 +6,7 @@
 
 use serde::Serialize;
 
-use crate::model::series::{Direction, ReportHistory};
+use crate::model::series::{Direction, ReportHistory, ReportHistoryRow};
 use crate::model::units::format_seconds;
 
 /// `history` in the template context.
@@ -47,13 +47,7 @@ pub(crate) fn context(h: &ReportHistory) -> Option<HistoryCtx> {
             previous: format_seconds(r.previous_median_s),
             median: format_seconds(r.median_s),
             change: format!("{:+.1} %", r.change * 100.0),
-            step: match &r.step {
-                Some(s) => format!(
-                    "{} ×{:.2} [{:.2}, {:.2}]",
-                    s.direction, s.ratio, s.ratio_lo, s.ratio_hi
-                ),
-                None => "no".into(),
-            },
+            step: step_words(r),
             regression: r
                 .step
                 .as_ref()
@@ -64,4 +58,21 @@ pub(crate) fn context(h: &ReportHistory) -> Option<HistoryCtx> {
         })
         .collect();
     Some(HistoryCtx { rows })
+}
+
+/// `slower ×2.00 [1.91, 2.09]` or `no`, and when the stack's definition changed since the
+/// previous run, that too: a step across a redefinition may be the definition's doing.
+fn step_words(r: &ReportHistoryRow) -> String {
+    let step = match &r.step {
+        Some(s) => format!(
+            "{} ×{:.2} [{:.2}, {:.2}]",
+            s.direction, s.ratio, s.ratio_lo, s.ratio_hi
+        ),
+        None => "no".into(),
+    };
+    if r.definition_changed {
+        format!("{step} (the stack definition changed since the previous run)")
+    } else {
+        step
+    }
 }

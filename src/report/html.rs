@@ -480,6 +480,7 @@ mod tests {
             n: 30,
             cpu_contention: None,
             oversubscribed: false,
+            definition: None,
         };
         let series: Vec<Series> = (0..30)
             .map(|k| Series {

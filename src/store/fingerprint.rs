@@ -59,14 +59,7 @@ pub(crate) fn run_fingerprint(
     if let Value::Object(map) = &mut case_json {
         map.remove("device_ids");
     }
-    let stack_json = match serde_json::to_value(stack_def) {
-        Ok(Value::Object(map)) => Value::Object(
-            map.into_iter()
-                .filter(|(k, _)| STACK_KEYS.contains(&k.as_str()))
-                .collect::<Map<String, Value>>(),
-        ),
-        _ => Value::Null,
-    };
+    let stack_json = shaping_keys(stack_def);
     let argv: Vec<String> = argv.iter().map(|a| mask(a, &masks)).collect();
     let mut env: Vec<(String, String)> = env
         .iter()
@@ -81,6 +74,28 @@ pub(crate) fn run_fingerprint(
         "argv": argv,
         "env": env,
     });
+    crate::model::digest::sha256_hex(canonical_json(&doc).as_bytes(), 8)
+}
+
+/// The stack definition's keys that shape the process and its parsing (`STACK_KEYS`), as JSON.
+fn shaping_keys(stack_def: &StackDef) -> Value {
+    match serde_json::to_value(stack_def) {
+        Ok(Value::Object(map)) => Value::Object(
+            map.into_iter()
+                .filter(|(k, _)| STACK_KEYS.contains(&k.as_str()))
+                .collect::<Map<String, Value>>(),
+        ),
+        _ => Value::Null,
+    }
+}
+
+/// Fingerprint of a stack definition: 16 hex digits of SHA-256 over the canonical JSON of the
+/// keys that shape what its runs do and how their output is read (those of a run's
+/// fingerprint). Two plans defining one stack name differently give two fingerprints; a
+/// description, a hint or a timeout changes nothing. History points carry it, so a step
+/// across a definition change says so.
+pub(crate) fn definition_fingerprint(stack_def: &StackDef) -> String {
+    let doc = json!({ "scheme": 1, "stack": shaping_keys(stack_def) });
     crate::model::digest::sha256_hex(canonical_json(&doc).as_bytes(), 8)
 }
 
@@ -213,5 +228,26 @@ mod tests {
         let (argv, mut env) = run_env("/r/run_1", "0,1");
         env[4].1 = "400".into();
         assert_ne!(base, run_fingerprint(&case, &stack(), &argv, &env));
+    }
+
+    #[test]
+    fn a_definition_fingerprint_follows_what_shapes_runs_only() {
+        let base = definition_fingerprint(&stack());
+        assert_eq!(base.len(), 16);
+        assert_eq!(base, definition_fingerprint(&stack()));
+        // Words and scheduling keys change nothing a run measures.
+        let mut cosmetic = stack();
+        cosmetic.description = Some("another description".into());
+        assert_eq!(base, definition_fingerprint(&cosmetic));
+        // The command, its env or its parser make another definition.
+        let mut def = stack();
+        def.env.insert("MODE".into(), "two".into());
+        assert_ne!(base, definition_fingerprint(&def));
+        let mut def = stack();
+        def.parser = Some("regex".into());
+        assert_ne!(base, definition_fingerprint(&def));
+        let mut def = stack();
+        def.command = Some(CommandSpec::Argv(vec!["other".into()]));
+        assert_ne!(base, definition_fingerprint(&def));
     }
 }

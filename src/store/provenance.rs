@@ -140,6 +140,12 @@ pub(crate) fn add_default_variant(
     entry.defaults.insert(op.to_string(), variant.to_string());
 }
 
+/// Record the fingerprint of `stack`'s definition as this campaign runs it.
+pub(crate) fn add_definition(provenance: &mut Provenance, stack: &str, fingerprint: String) {
+    let entry = provenance.stack_roots.entry(stack.to_string()).or_default();
+    entry.definition = Some(fingerprint);
+}
+
 /// Programs whose `--version` is known to only print a version.
 fn asks_version(name: &str) -> bool {
     name.starts_with("python") || ["mpirun", "mpiexec", "torchrun", "pytest"].contains(&name)

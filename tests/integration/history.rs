@@ -177,6 +177,8 @@ fn a_stack_made_twice_as_slow_in_the_third_run_is_a_regression() {
     assert!(text.contains(third.to_str().unwrap()), "{text}");
     assert!(text.contains("+100.0 %"), "{text}");
     assert!(text.contains("1 current regressions"), "{text}");
+    // The definition is the same in all three runs: nothing says it changed.
+    assert!(!text.contains("definition changed"), "{text}");
     // For CI: the series is a failed JUnit test case with its numbers; the job summary's
     // heading says there is a regression.
     let out = b.history(&["regressions", "--format", "junit"]);
@@ -320,6 +322,60 @@ fn a_stack_made_twice_as_slow_in_the_third_run_is_a_regression() {
     assert_eq!(out.status.code(), Some(2), "{}", show(&out));
     let out = b.history(&["trend", "--stack", "nope", "--out", "t.png"]);
     assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+}
+
+#[test]
+fn a_step_where_the_stack_was_redefined_says_so() {
+    // Two plans (one plan edited) define the stack `scaled` differently: one series, and the
+    // step where the definition changed says so in every format and in the run's report.
+    let b = Bench::new();
+    b.run("1");
+    b.run("1");
+    let plan = b.dir.path().join("plan.toml");
+    let mut text = std::fs::read_to_string(&plan).unwrap();
+    text.push_str("env = { SCALED_MODE = \"two\" }\n");
+    std::fs::write(&plan, text).unwrap();
+    let third = b.run("2");
+    let out = b.history(&["regressions"]);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    let text = util::stdout(&out);
+    assert!(
+        text.contains("REGRESSION mesh_p2_count256_fp32_host_d0-1 / scaled"),
+        "{text}"
+    );
+    assert!(
+        text.contains("the stack definition changed here ("),
+        "{text}"
+    );
+    let out = b.history(&["regressions", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let change = &v["findings"][0]["definition_changed"];
+    let (from, to) = (
+        change["from"].as_str().unwrap(),
+        change["to"].as_str().unwrap(),
+    );
+    assert!(from.len() == 16 && to.len() == 16 && from != to, "{change}");
+    assert!(
+        text.contains(&format!("({} → {})", &from[..10], &to[..10])),
+        "{text}"
+    );
+    let out = b.history(&["regressions", "--format", "junit"]);
+    let xml = util::stdout(&out);
+    assert!(xml.contains("(the stack definition changed here)"), "{xml}");
+    let out = b.history(&["regressions", "--format", "summary"]);
+    assert!(util::stdout(&out).contains("the stack definition changed here"));
+    // Each run dir recorded the definition it ran; the third run's report says it changed.
+    let results: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(third.join("results.json")).unwrap()).unwrap();
+    assert_eq!(
+        results["provenance"]["stack_roots"]["scaled"]["definition"],
+        to
+    );
+    let summary = std::fs::read_to_string(third.join("reports/summary.md")).unwrap();
+    assert!(
+        summary.contains("(the stack definition changed since the previous run)"),
+        "{summary}"
+    );
 }
 
 #[test]

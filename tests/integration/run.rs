@@ -653,6 +653,17 @@ resource = "none"
     let md = std::fs::read_to_string(dir.join("reports/summary.md")).unwrap();
     assert!(!md.contains("<script>") && !md.contains('\u{1b}'), "{md}");
     assert!(md.contains("\\| all good &lt;script>"), "{md}");
+    // Every other command that shows the reason shows it escaped too (issue 43 item 5): the
+    // status of the run dir, its report re-rendered, a comparison with itself.
+    let d = dir.to_str().unwrap();
+    for args in [vec!["status", d], vec!["report", d], vec!["compare", d, d]] {
+        let out = util::run_in(tmp.path(), &args);
+        let (o, e) = (util::stdout(&out), util::stderr(&out));
+        assert!(
+            !(o.contains('\u{1b}') || o.contains('\u{7}') || e.contains('\u{1b}')),
+            "{args:?}: {o:?} {e:?}"
+        );
+    }
     let log = std::fs::read(dir.join("cases/mesh_p2_count64_fp32_host_d0-1/evil/run.log")).unwrap();
     assert!(
         log.windows(4).any(|w| w == b"\\u00"),

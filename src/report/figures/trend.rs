@@ -284,6 +284,7 @@ mod tests {
             n: 30,
             cpu_contention,
             oversubscribed: false,
+            definition: None,
         }
     }
 

@@ -381,9 +381,9 @@ fn write_run(
         "INSERT INTO runs (run_dir_id, case_id, case_key, equivalence_hash, case_json,
              stack, status, reason, attempt, started, ended, timing_source, stack_commit,
              n_timed, median_s, ci_lo_s, ci_hi_s, mean_s, cpu_contention, oversubscribed,
-             series_key)
+             series_key, stack_definition)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,
-                 ?19, ?20, ?21)",
+                 ?19, ?20, ?21, ?22)",
         params![
             dir_id,
             run.case_id,
@@ -406,6 +406,7 @@ fn write_run(
             run.cpu_contention.filter(|c| c.is_finite()),
             run.oversubscribed(),
             series_key(run, results),
+            (results.provenance.stack_roots.get(&run.stack)).and_then(|r| r.definition.clone()),
         ],
     )?;
     let run_id = tx.last_insert_rowid();

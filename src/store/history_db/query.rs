@@ -133,7 +133,7 @@ impl History {
                         r.ci_lo_s, r.ci_hi_s, r.n_timed, r.cpu_contention, r.oversubscribed,
                         COALESCE(json_extract(r.case_json, '$.op'), 'allreduce'),
                         json_extract(r.case_json, '$.count'), json_extract(r.case_json, '$.dtype'),
-                        COALESCE(r.series_key, r.case_key), d.campaign
+                        COALESCE(r.series_key, r.case_key), d.campaign, r.stack_definition
                  FROM runs r JOIN run_dirs d ON d.id = r.run_dir_id
                  WHERE r.status = 'pass' AND r.median_s > 0
                    AND (?1 IS NULL OR r.stack = ?1)
@@ -171,6 +171,7 @@ impl History {
                     n: r.get::<_, i64>(13)? as usize,
                     cpu_contention: r.get(14)?,
                     oversubscribed: r.get(15)?,
+                    definition: r.get(21)?,
                 };
                 let op: String = r.get(16)?;
                 let count: Option<i64> = r.get(17).ok().flatten();

@@ -127,6 +127,12 @@ CREATE TABLE straggler_cells (
     PRIMARY KEY (run_dir_id, unit_kind, unit_node, unit_id, stack)
 );
 "#,
+    // 6: the fingerprint of the stack's definition each run ran under (issue 43): two plans
+    // defining one stack name differently stay one series, and a step where the definition
+    // changed says so. Runs stored before have none (NULL: unknown, never "changed").
+    r#"
+ALTER TABLE runs ADD COLUMN stack_definition TEXT;
+"#,
 ];
 
 /// The version a store has once every migration is applied.

@@ -468,11 +468,12 @@ fn an_older_store_gets_series_keys_by_campaign() {
             .unwrap();
     }
     drop(h);
-    // Back to version 3: no series keys (and no straggler cells, version 5's).
+    // Back to version 3: no series keys (and no straggler cells, version 5's, nor stack
+    // definitions, version 6's).
     let c = rusqlite::Connection::open(&path).unwrap();
     c.execute_batch(
         "DROP TABLE straggler_cells; DROP INDEX runs_by_series_key; \
-         ALTER TABLE runs DROP COLUMN series_key;",
+         ALTER TABLE runs DROP COLUMN series_key; ALTER TABLE runs DROP COLUMN stack_definition;",
     )
     .unwrap();
     c.pragma_update(None, "user_version", 3).unwrap();
