@@ -23,6 +23,40 @@ macro_rules! say {
     };
 }
 
+/// `eprintln!` with control characters shown as escapes: every warning and error line
+/// campaign writes to standard error quotes something from outside (a plan's value, a stack's
+/// reason, a path) and must not act on the terminal.
+#[macro_export]
+macro_rules! tell {
+    ($($arg:tt)*) => {
+        $crate::console::err_line(format_args!($($arg)*))
+    };
+}
+
+/// Write one line to standard error (the `tell!` macro's body), control characters other than
+/// line breaks and tabs shown as escapes. Standard error failing is ignored, as `eprintln!`
+/// would panic on it.
+pub fn err_line(args: std::fmt::Arguments<'_>) {
+    let formatted;
+    let shown = match args.as_str() {
+        Some(literal) => std::borrow::Cow::Borrowed(literal),
+        None => {
+            formatted = std::fmt::format(args);
+            escape_controls(&formatted, LAYOUT)
+        }
+    };
+    let mut err = std::io::stderr().lock();
+    let _ = err
+        .write_all(shown.as_bytes())
+        .and_then(|()| err.write_all(b"\n"));
+}
+
+/// Write a block of text to standard error as [`err_line`] writes a line (no newline added).
+pub fn err_text(text: &str) {
+    let shown = escape_controls(text, LAYOUT);
+    let _ = std::io::stderr().lock().write_all(shown.as_bytes());
+}
+
 /// Write one line (the `say!` macro's body), control characters shown as escapes.
 pub fn line(args: std::fmt::Arguments<'_>) {
     if GONE.load(Ordering::Relaxed) {

@@ -57,15 +57,12 @@ pub(crate) fn collective(args: &CollectiveArgs) -> Result<i32> {
         )));
     }
     if std::io::IsTerminal::is_terminal(&stdout) {
-        eprint!(
-            "{}",
-            bench::terminal::human(&case, &timed_execute_s, &outcome)
-        );
+        crate::console::err_text(&bench::terminal::human(&case, &timed_execute_s, &outcome));
     }
     match outcome.error() {
         None => Ok(exit::OK),
         Some(error) => {
-            eprintln!("error: {}: {error}", case.case_id());
+            crate::tell!("error: {}: {error}", case.case_id());
             Ok(exit::RUNS_FAILED)
         }
     }

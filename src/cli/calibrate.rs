@@ -23,7 +23,7 @@ pub(crate) fn run(args: &CalibrateArgs) -> Result<i32> {
     // Sizes added while running would give rows of one repeat: the grid as written.
     plan.adapt.crossover = false;
     for w in &plan.warnings {
-        eprintln!("warning: {w}");
+        crate::tell!("warning: {w}");
     }
     let opts = engine::Options {
         stacks: args.stacks.clone(),

@@ -17,7 +17,7 @@ const STALE_SHOWN: usize = 10;
 pub(crate) fn run(args: &CasesArgs) -> Result<i32> {
     let plan = crate::plan::load(&args.plan)?;
     for w in &plan.warnings {
-        eprintln!("warning: {w}");
+        crate::tell!("warning: {w}");
     }
     if !args.dry_run {
         std::fs::create_dir_all(&args.out).map_err(|e| Error::io(&args.out, e))?;

@@ -67,13 +67,13 @@ pub(crate) fn run(args: &CompareArgs) -> Result<i32> {
     };
     crate::console::text(&text);
     if c.regressed() {
-        eprintln!(
+        crate::tell!(
             "error: slower beyond the ±{:.1} % noise band in at least one (case, stack)",
             threshold * 100.0
         );
         Ok(exit::RUNS_FAILED)
     } else if c.nothing_judged() {
-        eprintln!(
+        crate::tell!(
             "error: nothing judged ({}): every row was not judged or not comparable, so nothing \
              was checked (exit {})",
             c.judged_text(),
@@ -127,7 +127,7 @@ fn spreads(args: &CompareArgs, a: &ResultSet) -> Result<(Spreads, Option<PathBuf
         Ok(s) => Ok((s, Some(path))),
         Err(e) if args.history.is_some() => Err(e),
         Err(e) => {
-            eprintln!("warning: {e}; comparing without earlier campaigns");
+            crate::tell!("warning: {e}; comparing without earlier campaigns");
             Ok((Spreads::new(), None))
         }
     }

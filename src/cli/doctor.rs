@@ -65,7 +65,7 @@ pub(crate) fn run(args: &DoctorArgs) -> Result<i32> {
     for name in &args.require {
         let a = &assessed[name];
         if !a.ready() {
-            eprintln!("error: stack `{name}` is not ready — {}", a.summary());
+            crate::tell!("error: stack `{name}` is not ready — {}", a.summary());
             code = exit::RUNS_FAILED;
         }
     }
@@ -260,7 +260,7 @@ fn contract(defs: &BTreeMap<String, StackDef>, resolver: &Resolver) -> i32 {
         crate::say!("(no stack declares a contract)");
     }
     if broken > 0 {
-        eprintln!(
+        crate::tell!(
             "error: {broken} contract item(s) broken: upstream moved or the install is incomplete"
         );
         exit::RUNS_FAILED

@@ -410,13 +410,13 @@ fn regressions(args: &HistoryRegressionsArgs) -> Result<i32> {
         }
     }
     if regressed > 0 {
-        eprintln!(
+        crate::tell!(
             "error: {regressed} series' newest point is a regression (a slower step that lasts \
              to the newest run)"
         );
         Ok(exit::RUNS_FAILED)
     } else if judged.judged == 0 {
-        eprintln!(
+        crate::tell!(
             "error: nothing judged: {} (exit {})",
             judged.text(),
             exit::NOTHING_JUDGED
@@ -608,6 +608,7 @@ fn findings_junit(series: &[Series], findings: &[Finding], params: &Params) -> S
 /// A Markdown job summary (`>> $GITHUB_STEP_SUMMARY`): the outcome in its heading, then the
 /// regressions and the other steps found, with their numbers.
 fn findings_summary(findings: &[Finding], judged: Judged) -> String {
+    use crate::model::text::md_cell;
     let regressions: Vec<&Finding> = findings.iter().filter(|f| f.regression).collect();
     let mut out = if regressions.is_empty() && judged.judged == 0 {
         format!(
@@ -647,15 +648,15 @@ fn findings_summary(findings: &[Finding], judged: Judged) -> String {
             let _ = writeln!(
                 out,
                 "| `{}` | {} | {} | {} [{}, {}] | `{}` | `{}` | `{}` (`{}`) | {}{}{} |",
-                f.case_id,
-                f.stack,
+                md_cell(&f.case_id),
+                md_cell(&f.stack),
                 f.host_fingerprint,
                 percent(f.ratio),
                 percent(f.ratio_lo),
                 percent(f.ratio_hi),
-                run_name(&f.run_dir),
+                md_cell(&run_name(&f.run_dir)),
                 short_commit(f.commit.as_deref()),
-                run_name(&f.previous_run_dir),
+                md_cell(&run_name(&f.previous_run_dir)),
                 short_commit(f.previous_commit.as_deref()),
                 f.direction,
                 if f.current {

@@ -54,11 +54,7 @@ where
         Ok(code) => code,
         Err(e) => {
             // An error quotes what it read (a plan's value, a file's line): shown, not acted on.
-            let text = render_error(&e);
-            eprintln!(
-                "{}",
-                crate::console::escape_controls(&text, crate::console::LAYOUT)
-            );
+            crate::tell!("{}", render_error(&e));
             e.exit_code()
         }
     }

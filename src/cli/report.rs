@@ -22,7 +22,7 @@ fn frozen_report(run_dir: &std::path::Path) -> Option<crate::model::plan::Report
     match crate::cli::resume::load_frozen_plan(&frozen, &header, None) {
         Ok(plan) => Some(plan.report),
         Err(e) => {
-            eprintln!("warning: {}: the frozen plan does not load ({e}); the report uses the default template and settings", frozen.display());
+            crate::tell!("warning: {}: the frozen plan does not load ({e}); the report uses the default template and settings", frozen.display());
             None
         }
     }

@@ -33,7 +33,7 @@ pub(crate) fn run(args: &ResumeArgs) -> Result<i32> {
     // Reopening cuts off a torn last line (a crash mid-write) so new lines start clean.
     let journal = Journal::open(&run_dir)?;
     if let Some(torn) = journal.repaired() {
-        eprintln!("journal: {torn}; removed it before continuing");
+        crate::tell!("journal: {torn}; removed it before continuing");
     }
     // The journal is replayed on a thread of its own while the frozen plan is loaded and
     // prepared here: those need only the header.

@@ -83,13 +83,13 @@ pub(crate) fn run_plan(
     crate::report::preview::check_plan(&plan, exec.template.as_deref())?;
     // The same warnings `validate` and `dry-run` print: a run must not hide what they show.
     for w in &plan.warnings {
-        eprintln!("warning: {w}");
+        crate::tell!("warning: {w}");
     }
     let after =
         engine::report_step::report_step(&plan, exec.template.clone(), exec.results_dir.clone());
     let prepared = engine::prepare(plan, &opts)?;
     if let Some(w) = prepared.oversubscription() {
-        eprintln!("warning: {w}");
+        crate::tell!("warning: {w}");
     }
     confirm_size(prepared.runs.len(), yes)?;
     // A Ctrl-C between preparing and the campaign's own listener still stops cleanly.
@@ -169,7 +169,7 @@ pub(crate) fn conclude(done: &engine::Finished, quiet: bool) -> Result<i32> {
     };
     let ran_nothing = done.runs > 0 && counts.iter().all(|(s, n)| *n == 0 || not_run(s));
     if ran_nothing && !failed {
-        eprintln!(
+        crate::tell!(
             "nothing was run: every planned run is unavailable or skipped (see the reasons in results.csv; `campaign doctor` says why a stack cannot run here)"
         );
         return Ok(exit::NOTHING_RAN);
@@ -178,7 +178,7 @@ pub(crate) fn conclude(done: &engine::Finished, quiet: bool) -> Result<i32> {
         return Ok(exit::RUNS_FAILED);
     }
     if !done.after_failed.is_empty() {
-        eprintln!(
+        crate::tell!(
             "the runs are recorded, but the report was not written; once the problem is fixed, `campaign report {}` renders it",
             done.run_dir.display()
         );

@@ -40,7 +40,7 @@ fn validate_one(file: &Path, many: bool) -> Result<()> {
         Some("json") => {
             let case = Case::load(file)?;
             for w in case.warnings() {
-                eprintln!("warning: {}: {w}", file.display());
+                crate::tell!("warning: {}: {w}", file.display());
             }
             if many {
                 crate::say!("file={}", file.display());
@@ -61,14 +61,14 @@ fn validate_one(file: &Path, many: bool) -> Result<()> {
             crate::engine::stack_check::check_stacks(&plan, &plan.stacks)?;
             crate::report::preview::check_plan(&plan, None)?;
             for w in &plan.warnings {
-                eprintln!("warning: {w}");
+                crate::tell!("warning: {w}");
             }
             let planned = super::dry_run::planned_runs(&plan)?;
             if let Some(w) = &planned.oversubscription {
                 if many {
-                    eprintln!("warning: {}: {w}", file.display());
+                    crate::tell!("warning: {}: {w}", file.display());
                 } else {
-                    eprintln!("warning: {w}");
+                    crate::tell!("warning: {w}");
                 }
             }
             let n = plan.case_count;

@@ -227,7 +227,7 @@ impl Dispatcher {
                 // Never at the cost of what is recorded: the results files are written before;
                 // the failure is said on stderr, whatever `-q` says, and ends in the exit code.
                 if let Err(e) = f(&self.plan.run_dir) {
-                    eprintln!("error: the {name} step failed: {e}");
+                    crate::tell!("error: the {name} step failed: {e}");
                     self.out.after_failed.push((name.clone(), e.to_string()));
                 }
             }
@@ -281,10 +281,10 @@ impl Dispatcher {
             return;
         };
         if let Err(e) = self.state.journal.event(note.event, note.fields) {
-            eprintln!("warning: cannot journal the interrupt: {e}");
+            crate::tell!("warning: cannot journal the interrupt: {e}");
         }
         if let Some(message) = note.message {
-            eprintln!("{message}");
+            crate::tell!("{message}");
         }
     }
 

@@ -102,7 +102,7 @@ impl Interrupt {
     pub(crate) fn deliver(&self) {
         let n = self.inner.count.fetch_add(1, Ordering::SeqCst) + 1;
         if n == 1 {
-            eprintln!(
+            crate::tell!(
                 "interrupted: stopping runs and saving the journal and results (interrupt again to exit at once)"
             );
             self.inner.tx.send_replace(true);
@@ -110,7 +110,7 @@ impl Interrupt {
         }
         if n == 2 {
             crate::executor::unit::kill_all();
-            eprintln!(
+            crate::tell!(
                 "interrupted twice: exiting now; `campaign resume` re-runs what was in flight"
             );
             (self.inner.on_second)();

@@ -80,14 +80,18 @@ pub(crate) fn write_answers(
 /// their bundle is gone, or holds another number of samples (`store::rebuild::planned_order`).
 pub(crate) fn warn_disagreements(found: &crate::store::rebuild::Disagreements, run_dir: &Path) {
     for m in &found.missing {
-        eprintln!(
+        crate::tell!(
             "warning: run {} {} finished ({}) in the journal but its bundle \
              (cases/{}/{}/manifest.json) is missing: it is not in the results files or the report",
-            m.case_id, m.stack, m.status, m.case_id, m.stack
+            m.case_id,
+            m.stack,
+            m.status,
+            m.case_id,
+            m.stack
         );
     }
     for r in &found.recounted {
-        eprintln!(
+        crate::tell!(
             "warning: run {} {} finished with {} samples in the journal but its bundle \
              (cases/{}/{}) holds {}: the report shows what the bundle holds; \
              `campaign resume --verify {}` runs it again",
@@ -163,7 +167,7 @@ fn record_in(run_dir: &Path, on_disk: &ResultSet, results_dir: &Path) -> Option<
     match attempt() {
         Ok(section) => Some(section).filter(|s| !s.rows.is_empty() || s.stragglers.campaigns > 0),
         Err(e) => {
-            eprintln!("warning: history not recorded in {}: {e}", path.display());
+            crate::tell!("warning: history not recorded in {}: {e}", path.display());
             None
         }
     }
@@ -192,7 +196,7 @@ pub(crate) fn calibration_in_store(
     match History::open(path).and_then(|h| h.calibration_of(&machine)) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("warning: calibration not read from {}: {e}", path.display());
+            crate::tell!("warning: calibration not read from {}: {e}", path.display());
             None
         }
     }

@@ -675,7 +675,7 @@ fn reap_leftovers(run_dir: &Path, replay: &crate::store::journal::Replay) -> Map
         let vouched =
             crate::executor::unit::vouch(run_dir, step, state.attempts, unit, cgroup.as_deref());
         if let Some(why) = &vouched.refused {
-            eprintln!(
+            crate::tell!(
                 "warning: resume: the journal's `started` line of {step} names what this run dir did not make ({why}); {}",
                 if vouched.unit.is_some() { "only its unit's own processes are reaped" } else { "nothing of it is reaped" }
             );

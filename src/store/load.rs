@@ -369,7 +369,7 @@ fn read_head(dir: &Path, results_path: &Path) -> Result<ResultsHead> {
             // and the bundles — so a damaged or truncated one costs nothing but its head
             // (campaign and timestamp come from the folders; a resume collects provenance anew).
             Err(e) if dir.join("journal.jsonl").is_file() => {
-                eprintln!(
+                crate::tell!(
                 "warning: {}: not valid JSON ({e}); rebuilt from the journal and the bundles (the provenance it held is not recovered)",
                 results_path.display()
             );

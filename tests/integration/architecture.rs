@@ -349,6 +349,42 @@ fn stdout_is_written_only_through_say() {
     );
 }
 
+/// Standard error goes through `tell!` (src/console.rs), which shows control characters as
+/// escapes (issue 43 item 5): no file of src/ uses `eprintln!` or `eprint!` outside its unit
+/// tests (what follows a top-level `#[cfg(test)]`, and test-only files).
+#[test]
+fn stderr_is_written_only_through_tell() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut found = Vec::new();
+    for file in &files {
+        let name = file.file_name().unwrap().to_string_lossy();
+        if name == "tests.rs" || name.starts_with("fuzz_") || name == "sim.rs" {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            if line.starts_with("#[cfg(test)]") {
+                break;
+            }
+            let code = line.split("//").next().unwrap_or("");
+            if code.contains("eprintln!(") || code.contains("eprint!(") {
+                found.push(format!(
+                    "{}:{}",
+                    file.strip_prefix(&src).unwrap().display(),
+                    n + 1
+                ));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "eprintln!/eprint! instead of crate::tell!:\n{}",
+        found.join("\n")
+    );
+}
+
 /// Helpers kept once (docs/architecture.md, "Registries"): the code that makes each lives in
 /// one file; a copy anywhere else in src/ — outside unit tests — fails here.
 const ONE_COPY: &[(&str, &str, &str)] = &[

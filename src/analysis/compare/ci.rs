@@ -125,8 +125,8 @@ pub(crate) fn to_summary(c: &Comparison, name_a: &str, name_b: &str) -> String {
         for r in rows {
             out.push_str(&format!(
                 "| `{}` | {} | {} | {} | {} |\n",
-                r.case_id,
-                r.stack,
+                crate::model::text::md_cell(&r.case_id),
+                crate::model::text::md_cell(&r.stack),
                 opt_time(r.a.median_s, r.a.status),
                 opt_time(r.b.median_s, r.b.status),
                 match (r.change, r.ci) {

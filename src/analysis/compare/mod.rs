@@ -525,11 +525,11 @@ pub fn to_markdown(c: &Comparison, name_a: &str, name_b: &str) -> String {
         let verdict = r.verdict.words(r.why.as_deref());
         out.push_str(&format!(
             "| `{}` | {} | {} | {} | {} | {} | {} | {} |\n",
-            r.case_id,
-            match r.metric {
+            crate::model::text::md_cell(&r.case_id),
+            crate::model::text::md_cell(&match r.metric {
                 Metric::ExecuteS => r.stack.clone(),
                 m => format!("{} ({m})", r.stack),
-            },
+            }),
             opt_time(r.a.median_s, r.a.status),
             opt_time(r.b.median_s, r.b.status),
             evidence(&r.a),

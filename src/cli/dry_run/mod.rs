@@ -27,7 +27,7 @@ pub(crate) fn run(args: &DryRunArgs) -> Result<i32> {
     };
     let plan = plan::load_with(&args.plan, cli)?;
     for w in &plan.warnings {
-        eprintln!("warning: {w}");
+        crate::tell!("warning: {w}");
     }
     let stdout = io::stdout();
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
@@ -351,7 +351,7 @@ fn write_table(
         crate::engine::prepare::oversubscription_warning(over.0 * repeats, runs, cpus, over.1)
     {
         out.flush()?;
-        eprintln!("warning: {w}");
+        crate::tell!("warning: {w}");
     }
     Ok(())
 }

@@ -69,13 +69,13 @@ async fn foreign_jobs(executor: &SlurmExecutor, earlier: &Earlier) -> BTreeSet<J
     let foreign = match executor.foreign(&journaled, &earlier.run_dir).await {
         Ok(foreign) => foreign,
         Err(e) => {
-            eprintln!("warning: cannot check the earlier session's Slurm jobs ({e}); none is cancelled or re-attached to");
+            crate::tell!("warning: cannot check the earlier session's Slurm jobs ({e}); none is cancelled or re-attached to");
             journaled.iter().copied().collect()
         }
     };
     if !foreign.is_empty() {
         let ids: Vec<String> = foreign.iter().map(|id| id.to_string()).collect();
-        eprintln!("warning: resume: Slurm job(s) {} named by the journal do not run this run dir's scripts; left alone, their runs run again", ids.join(" "));
+        crate::tell!("warning: resume: Slurm job(s) {} named by the journal do not run this run dir's scripts; left alone, their runs run again", ids.join(" "));
     }
     foreign
 }
@@ -126,7 +126,7 @@ impl Backend for Slurm {
                 .collect();
             if !stale.is_empty() {
                 if let Err(e) = service.cancel(stale).await {
-                    eprintln!("warning: cannot cancel the earlier session's stale jobs: {e}");
+                    crate::tell!("warning: cannot cancel the earlier session's stale jobs: {e}");
                 }
             }
             let _ = self.started.set(SlurmRun {

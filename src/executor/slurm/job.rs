@@ -69,7 +69,7 @@ pub(crate) async fn decide(
     };
     if action == OnInterrupt::Cancel && !jobs.is_empty() {
         if let Err(e) = service.cancel_all().await {
-            eprintln!("warning: {e}; the jobs may still be queued or running");
+            crate::tell!("warning: {e}; the jobs may still be queued or running");
         }
     }
     Decision { action, jobs }
@@ -157,7 +157,7 @@ pub(crate) async fn run_job(req: JobRequest<'_>) -> Result<JobOutcome, String> {
         if reattached && lost(&end) && !*cancel.borrow() {
             // Slurm forgot the job and it left no result: it never ran to its end, so the run
             // is submitted again (its half-written log is replaced).
-            eprintln!(
+            crate::tell!(
                 "{}: {}; submitting it again",
                 job.name(),
                 end.verdict.reason().unwrap_or_default()
@@ -188,7 +188,7 @@ async fn on_interrupt(slurm: &SlurmRun, id: JobId) -> Option<JobOutcome> {
             // A job submitted while the decision was made missed the campaign's scancel; ids
             // already cancelled are not sent again. The end arrives as `interrupted`.
             if let Err(e) = slurm.service.cancel(vec![id]).await {
-                eprintln!("warning: {e}");
+                crate::tell!("warning: {e}");
             }
             None
         }

@@ -105,7 +105,7 @@ extern "C" fn on_term(sig: libc::c_int) {
 /// exits with the stack's status.
 pub fn main(args: &[OsString]) -> i32 {
     let Some((grace, deadline, path, argv)) = parse(args) else {
-        eprintln!("campaign {ARG}: internal helper (GRACE_MS DEADLINE_MS PATH ARGV...)");
+        crate::tell!("campaign {ARG}: internal helper (GRACE_MS DEADLINE_MS PATH ARGV...)");
         return 2;
     };
     // SAFETY: prctl and sigaction with valid arguments; the handlers only store atomics.
@@ -119,7 +119,7 @@ pub fn main(args: &[OsString]) -> i32 {
     let main_pid = match start(path, argv) {
         Ok(pid) => pid,
         Err(e) => {
-            eprintln!("campaign: cannot start {}: {e}", Path::new(path).display());
+            crate::tell!("campaign: cannot start {}: {e}", Path::new(path).display());
             return CANNOT_START;
         }
     };

@@ -269,7 +269,7 @@ pub fn helper_main(args: &[std::ffi::OsString]) -> Option<i32> {
     }
     let arg = |i: usize| args.get(i).map(PathBuf::from);
     let (Some(dir), Some(k), Some(placement), Some(out)) = (arg(2), arg(3), arg(4), arg(5)) else {
-        eprintln!("usage: campaign {ARG} HCCN_DIR RANKS_PER_NODE PLACEMENT OUT");
+        crate::tell!("usage: campaign {ARG} HCCN_DIR RANKS_PER_NODE PLACEMENT OUT");
         return Some(2);
     };
     let Some(k) = k
@@ -277,7 +277,7 @@ pub fn helper_main(args: &[std::ffi::OsString]) -> Option<i32> {
         .and_then(|k| k.parse::<u32>().ok())
         .filter(|k| *k > 0)
     else {
-        eprintln!("campaign {ARG}: RANKS_PER_NODE must be a number above 0");
+        crate::tell!("campaign {ARG}: RANKS_PER_NODE must be a number above 0");
         return Some(2);
     };
     let error_file = PathBuf::from(format!("{}.error", out.display()));
@@ -285,7 +285,7 @@ pub fn helper_main(args: &[std::ffi::OsString]) -> Option<i32> {
     match write(&dir, k, placement.to_str() == Some("spread"), &out) {
         Ok(()) => Some(0),
         Err(e) => {
-            eprintln!("campaign: rank table: {e}");
+            crate::tell!("campaign: rank table: {e}");
             let _ = std::fs::write(&error_file, format!("{e}\n"));
             Some(1)
         }
