@@ -252,6 +252,11 @@ pub(crate) struct ResumeArgs {
     /// and its run runs again.
     #[arg(long)]
     pub(crate) verify: bool,
+    /// The run dir's plan.toml was edited on purpose since the campaign began: resume it
+    /// (runs whose definition changed run again) instead of refusing a plan hash other than
+    /// the journal's.
+    #[arg(long)]
+    pub(crate) plan_edited: bool,
     #[command(flatten)]
     pub(crate) exec: ExecOptions,
 }

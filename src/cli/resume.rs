@@ -72,6 +72,7 @@ pub(crate) fn run(args: &ResumeArgs) -> Result<i32> {
         rerender_report: args.exec.template.is_some(),
         verify: args.verify,
         results_check,
+        plan_edited: args.plan_edited,
     };
     let done = engine::resume(prepared, &opts, after, state)?;
     super::run::conclude(&done, opts.quiet)

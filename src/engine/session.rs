@@ -91,6 +91,8 @@ pub(crate) struct Resume {
     /// The check of the results files against the bundles, started before the journal was
     /// replayed (`store::results_check`); none with `rerender_report`.
     pub(crate) results_check: Option<crate::store::results_check::Check>,
+    /// `resume --plan-edited`: the frozen plan's hash may differ from the journal's.
+    pub(crate) plan_edited: bool,
 }
 
 /// A run dir ready to be written.
@@ -243,26 +245,58 @@ pub(crate) fn claim_new(prep: &Prepared, opts: &Options) -> Result<Claimed> {
 /// The journal's header names the campaign of the run dir's frozen `plan.toml`: a header of
 /// another campaign (a journal copied between run dirs, a hand edit) would make `resume` decide
 /// runs against another campaign's lines while `status` showed that other campaign, so it is
-/// refused, naming both (issue 43, item 7). The plan hash may differ: editing the frozen plan
-/// is how a stack is changed before a resume (its runs are rerun by their fingerprints).
-fn same_campaign(prep: &Prepared, run_dir: &Path, replay: &Replay) -> Result<()> {
+/// refused, naming both (issue 43, item 7). So is a plan hash other than the one the journal
+/// last recorded (the header's, or a later `plan` line's) — unless the resume says the plan
+/// was edited on purpose (`--plan-edited`: editing the frozen plan is how a stack is changed
+/// before a resume, its runs rerun by their fingerprints). Returns the recorded hash when the
+/// plan was accepted as edited.
+fn same_campaign(
+    prep: &Prepared,
+    run_dir: &Path,
+    replay: &Replay,
+    plan_edited: bool,
+) -> Result<Option<String>> {
     let field = |k: &str| replay.header.get(k).and_then(Value::as_str).unwrap_or("");
     let campaign = field("campaign");
-    if campaign == prep.plan.campaign.name {
-        return Ok(());
+    let journal = run_dir.join(journal::FILE_NAME);
+    if campaign != prep.plan.campaign.name {
+        return Err(crate::error::Error::invalid(
+            journal,
+            format!(
+                "line 1 (the header) names campaign `{campaign}` (plan hash `{}`), but this run \
+                 dir's plan.toml is campaign `{}` (plan hash `{}`): the journal belongs to \
+                 another campaign, so it is not resumed",
+                field("plan_hash"),
+                prep.plan.campaign.name,
+                prep.plan.hash
+            ),
+        ));
+    }
+    let recorded = (replay.events.get(PLAN_EVENT))
+        .and_then(|e| e.get("plan_hash"))
+        .and_then(Value::as_str)
+        .unwrap_or(field("plan_hash"));
+    if recorded.is_empty() || recorded == prep.plan.hash {
+        return Ok(None);
+    }
+    if plan_edited {
+        return Ok(Some(recorded.to_string()));
     }
     Err(crate::error::Error::invalid(
-        run_dir.join(journal::FILE_NAME),
+        journal,
         format!(
-            "line 1 (the header) names campaign `{campaign}` (plan hash `{}`), but this run dir's \
-             plan.toml is campaign `{}` (plan hash `{}`): the journal belongs to another \
-             campaign, so it is not resumed",
-            field("plan_hash"),
-            prep.plan.campaign.name,
+            "the journal recorded plan hash `{recorded}`, but this run dir's plan.toml now has \
+             plan hash `{}`: the plan changed since the campaign began (edited, or the journal \
+             is another plan's), so it is not resumed. If you edited plan.toml on purpose, \
+             resume with --plan-edited: runs whose definition changed run again",
             prep.plan.hash
         ),
     ))
 }
+
+/// The journal event that records a plan accepted as edited (`resume --plan-edited`): its
+/// `plan_hash` is the one later resumes compare with.
+const PLAN_EVENT: &str = "plan";
 
 /// The existing run dir of `resume`: decide every planned run against the journal, print the
 /// diff, and turn done runs into presets whose results come from their bundles. Open runs with
@@ -281,9 +315,20 @@ pub(crate) fn claim_resume(
         rerender_report,
         verify,
         results_check,
+        plan_edited,
     } = resume;
     let run_dir = Arc::new(RunDir::open(&run_dir));
-    same_campaign(prep, &run_dir.path, &replay)?;
+    if let Some(previous) = same_campaign(prep, &run_dir.path, &replay, plan_edited)? {
+        let mut fields = serde_json::Map::new();
+        fields.insert("plan_hash".into(), Value::from(prep.plan.hash.clone()));
+        fields.insert("previous".into(), Value::from(previous.clone()));
+        journal.event(PLAN_EVENT, fields)?;
+        crate::say!(
+            "resume: plan.toml was edited (plan hash {previous} → {}); runs whose definition \
+             changed run again",
+            prep.plan.hash
+        );
+    }
     // Before any device is leased again: whatever a killed session's runs left running.
     let reaped = reap_leftovers(&run_dir.path, &replay);
     let context = fingerprint_context(prep, &run_dir.path);

@@ -258,7 +258,7 @@ fn resume_after_sigkill_reaps_what_the_dead_session_left(cookie: bool) {
     std::fs::remove_file(tmp.path().join("pids.txt")).unwrap();
     let child = start(
         tmp.path(),
-        &["resume", run_dir.to_str().unwrap(), "-q"],
+        &["resume", run_dir.to_str().unwrap(), "--plan-edited", "-q"],
         cookie,
     );
     let out = wait_output(child);

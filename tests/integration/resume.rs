@@ -585,7 +585,8 @@ fn a_hostile_header_repeats_is_refused_and_costs_no_row() {
 }
 
 /// A journal whose header names another campaign is not resumed: exit 2 naming both, nothing
-/// rewritten (issue 43, item 7). (Another plan hash alone is an edited frozen plan: resumed.)
+/// rewritten (issue 43, item 7). So is a header of another plan hash, unless the resume says
+/// the frozen plan was edited on purpose (`--plan-edited`).
 #[test]
 fn a_header_of_another_campaign_is_refused_naming_both() {
     let tmp = util::tempdir();
@@ -613,6 +614,35 @@ fn a_header_of_another_campaign_is_refused_naming_both() {
         before,
         "results untouched"
     );
+    // Same campaign, another plan's hash.
+    let mut header = original.clone();
+    header["plan_hash"] = "0123456789abcdef".into();
+    std::fs::write(&journal, format!("{header}\n{rest}")).unwrap();
+    let out = util::run(&["resume", run_dir.to_str().unwrap()]);
+    let err = util::stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("journal.jsonl")
+            && err.contains("`0123456789abcdef`")
+            && err.contains(&format!("`{own_hash}`"))
+            && err.contains("--plan-edited"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(run_dir.join("results.json")).unwrap(),
+        before,
+        "results untouched"
+    );
+    // Said to be an edit: resumed, and the journal records the hash later resumes compare with.
+    let out = util::run(&["resume", run_dir.to_str().unwrap(), "--plan-edited"]);
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    assert!(
+        util::stdout(&out).contains("plan.toml was edited (plan hash 0123456789abcdef → "),
+        "{}",
+        util::stdout(&out)
+    );
+    let out = util::run(&["resume", run_dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
     std::fs::write(&journal, &text).unwrap();
     let out = util::run(&["resume", run_dir.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));

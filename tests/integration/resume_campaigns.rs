@@ -759,10 +759,26 @@ resource = "none"
     assert_ne!(text, edited);
     std::fs::write(&frozen, edited).unwrap();
     let before = c.counts("start");
+    // An edited plan is refused unless the resume says the edit was meant (issue 43 item 7),
+    // naming both plan hashes; nothing runs.
     let out = c.resume(&[]);
+    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+    let err = util::stderr(&out);
+    assert!(
+        err.contains("the journal recorded plan hash `") && err.contains("now has plan hash `"),
+        "{err}"
+    );
+    assert!(err.contains("--plan-edited"), "{err}");
+    assert_eq!(c.counts("start"), before, "a refused resume runs nothing");
+    let out = c.resume(&["--plan-edited"]);
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
     assert!(
         util::stdout(&out).contains("resume: 2 done, 0 to run, 2 changed, 0 to retry"),
+        "{}",
+        show(&out)
+    );
+    assert!(
+        util::stdout(&out).contains("resume: plan.toml was edited (plan hash "),
         "{}",
         show(&out)
     );
