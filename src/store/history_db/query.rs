@@ -123,11 +123,12 @@ impl History {
 
     /// Series matching `filter`, each with its passing points oldest first; sorted by case id,
     /// stack and host.
+    ///
+    /// The run dir's series are one uncorrelated `IN (SELECT …)`: SQLite builds that set once
+    /// (an ephemeral index), where a correlated `EXISTS` scanned every run of the run dir again
+    /// for each row — quadratic in its runs (a 10,000-run report step spent minutes there).
     pub fn series(&self, filter: &SeriesFilter) -> Result<Vec<Series>> {
         let e = |err| db_error(&self.path, err);
-        // The run dir's series are one uncorrelated `IN (SELECT …)`: SQLite builds that set
-        // once (an ephemeral index), where a correlated `EXISTS` scanned every run of the run
-        // dir again for each row — quadratic in its runs (a 10,000-run report spent seconds here).
         let mut stmt = self
             .conn
             .prepare(
