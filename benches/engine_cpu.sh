@@ -41,8 +41,11 @@ for N in "${NS[@]}"; do
     printf '%8d %4d %-28s %9.3f %9.3f %9s\n' "$N" "$pair" loop \
       "$(python3 -c "print($lw * 1e3 / $N)")" "$loop_cpu" 1.00 | tee -a "$TMP/lines"
     for exe in "${EXES[@]}"; do
+      # A results dir of its own per campaign: a shared one would hand the next campaign the
+      # history store of the one before (more to record and query).
+      run=$((run + 1))
       read -r ew eu es < <(/usr/bin/time -f '%e %U %S' "$exe" run "$TMP/plan-$N.toml" \
-        --results-dir "$TMP/out-$N-$pair-$((++run))" --jobs 1 --repeats 1 -q 2>&1 > /dev/null | tail -1)
+        --results-dir "$TMP/out-$run" --jobs 1 --repeats 1 -q 2>&1 > /dev/null | tail -1)
       python3 - "$N" "$pair" "$exe" "$ew" "$eu" "$es" "$loop_cpu" <<'PY' | tee -a "$TMP/lines"
 import sys
 n, pair, exe = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
