@@ -123,6 +123,10 @@ impl History {
 
     /// Series matching `filter`, each with its passing points oldest first; sorted by case id,
     /// stack and host.
+    ///
+    /// The run dir's series are one uncorrelated `IN (SELECT …)`: SQLite builds that set once
+    /// (an ephemeral index), where a correlated `EXISTS` scanned every run of the run dir again
+    /// for each row — quadratic in its runs (a 10,000-run report step spent minutes there).
     pub fn series(&self, filter: &SeriesFilter) -> Result<Vec<Series>> {
         let e = |err| db_error(&self.path, err);
         let mut stmt = self
@@ -137,11 +141,11 @@ impl History {
                  FROM runs r JOIN run_dirs d ON d.id = r.run_dir_id
                  WHERE r.status = 'pass' AND r.median_s > 0
                    AND (?1 IS NULL OR r.stack = ?1)
-                   AND (?2 IS NULL OR EXISTS (
-                        SELECT 1 FROM runs o JOIN run_dirs od ON od.id = o.run_dir_id
-                        WHERE od.path = ?2 AND o.stack = r.stack
-                          AND COALESCE(o.series_key, o.case_key) = COALESCE(r.series_key, r.case_key)
-                          AND od.host_fingerprint = d.host_fingerprint))
+                   AND (?2 IS NULL OR (COALESCE(r.series_key, r.case_key), r.stack,
+                                       d.host_fingerprint) IN (
+                        SELECT COALESCE(o.series_key, o.case_key), o.stack, od.host_fingerprint
+                        FROM runs o JOIN run_dirs od ON od.id = o.run_dir_id
+                        WHERE od.path = ?2))
                  ORDER BY COALESCE(r.series_key, r.case_key), r.stack, d.host_fingerprint,
                           d.sort_time, d.id",
             )
