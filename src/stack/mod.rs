@@ -9,6 +9,7 @@
 
 pub mod assets;
 pub(crate) mod availability;
+pub(crate) mod coll_select;
 pub mod parsers;
 pub(crate) mod ran;
 pub mod registry;

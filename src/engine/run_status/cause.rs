@@ -52,7 +52,9 @@ pub(crate) struct Cause {
 impl Cause {
     pub(crate) fn feed(&mut self, line: &OutputLine) {
         let text = line.text.trim();
-        if text.is_empty() {
+        // Open MPI's verbose coll log (asked for to learn which component serves the op) runs
+        // to the end of a run (`close:` at MPI_Finalize): never the reason a run failed.
+        if text.is_empty() || crate::stack::coll_select::is_log_line(text) {
             return;
         }
         if error_like().is_match(text) {

@@ -113,8 +113,22 @@ impl StackDef {
             if let Some(expect) = &ran.expect {
                 template("ran.expect".into(), expect);
             }
+            if let Some(expect) = &ran.component_expect {
+                template("ran.component_expect".into(), expect);
+            }
             if let Err(why) = ran_regex(&ran.pattern) {
                 out_shell.push(("ran.pattern".into(), why));
+            }
+            if let Some(reader) = &ran.component {
+                if !COMPONENT_READERS.contains(&reader.as_str()) {
+                    out_shell.push((
+                        "ran.component".into(),
+                        format!(
+                            "unknown reader `{reader}` (known: {})",
+                            COMPONENT_READERS.join(", ")
+                        ),
+                    ));
+                }
             }
         }
         for (k, v) in self.markers.iter().chain(&self.patterns) {
@@ -259,6 +273,9 @@ impl StackDef {
         out
     }
 }
+
+/// The readers `ran.component` may name (`stack::coll_select` reads them).
+pub(crate) const COMPONENT_READERS: &[&str] = &["open-mpi"];
 
 /// `pattern` as a `ran.pattern`: a regex within the size limit with a group named `algo` (the
 /// one thing it must capture), or why it cannot be one.

@@ -13,7 +13,7 @@ use crate::model::case::{Dtype, Op, Platform, Variant};
 mod constraint;
 mod domain;
 
-pub(crate) use domain::ran_regex;
+pub(crate) use domain::{ran_regex, COMPONENT_READERS};
 
 /// A command: an argv of minijinja templates, or one shell string (only with `shell = true`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -227,6 +227,16 @@ pub(crate) struct RanSpec {
     /// to. Rendered empty (or absent): nothing was pinned, nothing is checked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) expect: Option<String>,
+    /// A named reader of the library's own log that says which component serves the run's op
+    /// (`open-mpi`: Open MPI's coll selection log, `stack::coll_select`); recorded per run as
+    /// `component`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) component: Option<String>,
+    /// A template over the run scope: the component that must serve the op for the pin to count
+    /// (e.g. `tuned` when an algorithm of Open MPI's tuned component is pinned). Rendered empty
+    /// (or absent): not checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) component_expect: Option<String>,
 }
 
 /// One test's fixed shape (`fixed_shapes`).
