@@ -149,6 +149,15 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
         }
     });
     crate::engine::stack_check::check_stacks(&plan, &names)?;
+    // A variant the installed library lacks is refused here, not failed run by run; under a
+    // backend that runs elsewhere (Slurm) the nodes' library is not this machine's: not probed.
+    let local =
+        opts.executor.unwrap_or(plan.run.executor) == crate::model::plan::ExecutorKind::Local;
+    if local {
+        for w in crate::engine::variant_check::check_variants(&plan, &names)? {
+            eprintln!("warning: {w}");
+        }
+    }
     if cases.is_empty() {
         // The plan's own filter leaving nothing is refused by validation; this is `--filter`.
         let expr = opts.filter.as_deref().unwrap_or("");

@@ -16,3 +16,4 @@ pub mod registry;
 pub mod render;
 pub(crate) mod resolve;
 pub(crate) mod roots;
+pub(crate) mod variants_probe;
