@@ -149,15 +149,6 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
         }
     });
     crate::engine::stack_check::check_stacks(&plan, &names)?;
-    // A variant the installed library lacks is refused here, not failed run by run; under a
-    // backend that runs elsewhere (Slurm) the nodes' library is not this machine's: not probed.
-    let local =
-        opts.executor.unwrap_or(plan.run.executor) == crate::model::plan::ExecutorKind::Local;
-    if local {
-        for w in crate::engine::variant_check::check_variants(&plan, &names)? {
-            eprintln!("warning: {w}");
-        }
-    }
     if cases.is_empty() {
         // The plan's own filter leaving nothing is refused by validation; this is `--filter`.
         let expr = opts.filter.as_deref().unwrap_or("");
@@ -187,6 +178,8 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
     let kind = opts.executor.unwrap_or(plan.run.executor);
     let backend = crate::executor::backend_for(kind, &plan, on_interrupt)?;
     let granted = backend.grants_devices();
+    // A planned variant the installed library lacks is refused before anything runs.
+    crate::engine::variant_check::before_run(&plan, &names, !granted)?;
     let seed = plan.run.seed.unwrap_or_else(rand::random);
     // Repeat r of every stack of a case runs before repeat r + 1 of any, each repeat in its own
     // seeded stack order: a slow machine phase hits every stack alike.

@@ -77,6 +77,17 @@ pub(crate) fn check_variants(plan: &Plan, names: &[String]) -> Result<Vec<String
     }
 }
 
+/// `run`'s check: refuse what the library lacks, print why a probe could not judge. A backend
+/// that places runs on other machines (`!here`) is not probed: their library is not this one's.
+pub(crate) fn before_run(plan: &Plan, names: &[String], here: bool) -> Result<()> {
+    if here {
+        for w in check_variants(plan, names)? {
+            eprintln!("warning: {w}");
+        }
+    }
+    Ok(())
+}
+
 /// A diagnostic per op with planned variants the library does not offer, naming them all.
 fn lacking(
     plan: &Plan,
