@@ -211,4 +211,29 @@ mod tests {
         assert_eq!(got.chars().count(), MAX_CHARS + 1 + " (see run.log)".len());
         assert!(got.ends_with("… (see run.log)"));
     }
+
+    /// Open MPI's verbose coll log (the mpi stack asks for it) runs on to MPI_Finalize's
+    /// `close:` lines: the benchmark's own last word stays the reason.
+    #[test]
+    fn open_mpis_coll_log_is_never_the_reason() {
+        let why = feed(&[
+            (
+                Stream::Stderr,
+                "[vm:7533] coll:base:comm_select: selecting       tuned, priority  30, Enabled",
+            ),
+            (Stream::Stderr, "allreduce_bench: count must be positive"),
+            (
+                Stream::Stderr,
+                "[vm:7533] mca: base: close: component tuned closed",
+            ),
+            (
+                Stream::Stderr,
+                "[vm:7533] mca: base: close: unloading component han",
+            ),
+        ]);
+        assert_eq!(
+            why.as_deref(),
+            Some("allreduce_bench: count must be positive (see run.log)")
+        );
+    }
 }
