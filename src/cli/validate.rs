@@ -60,8 +60,13 @@ fn validate_one(file: &Path, many: bool) -> Result<()> {
             let plan = crate::plan::load(file)?;
             crate::engine::stack_check::check_stacks(&plan, &plan.stacks)?;
             crate::report::preview::check_plan(&plan, None)?;
+            // Planned variants against the installed library (a probe that cannot run warns).
+            let probed = crate::engine::variant_check::check_variants(&plan, &plan.stacks)?;
             for w in &plan.warnings {
                 crate::tell!("warning: {w}");
+            }
+            for w in &probed {
+                eprintln!("warning: {w}");
             }
             let planned = super::dry_run::planned_runs(&plan)?;
             if let Some(w) = &planned.oversubscription {

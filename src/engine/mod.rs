@@ -29,6 +29,7 @@ pub(crate) mod runtime;
 pub(crate) mod schedule;
 pub(crate) mod session;
 pub(crate) mod stack_check;
+pub(crate) mod variant_check;
 pub(crate) mod work;
 
 pub(crate) use dispatch::AfterStep;

@@ -178,6 +178,8 @@ pub(crate) fn prepare(plan: Plan, opts: &Options) -> Result<Prepared> {
     let kind = opts.executor.unwrap_or(plan.run.executor);
     let backend = crate::executor::backend_for(kind, &plan, on_interrupt)?;
     let granted = backend.grants_devices();
+    // A planned variant the installed library lacks is refused before anything runs.
+    crate::engine::variant_check::before_run(&plan, &names, !granted)?;
     let seed = plan.run.seed.unwrap_or_else(rand::random);
     // Repeat r of every stack of a case runs before repeat r + 1 of any, each repeat in its own
     // seeded stack order: a slow machine phase hits every stack alike.

@@ -266,8 +266,9 @@ pub struct RunResult {
 }
 
 /// What really ran, in the stack's own words: the algorithm (and protocol and channels where
-/// the stack prints them), each the distinct values seen in order, joined with `,`; and the
-/// algorithm the run was pinned to, when it was.
+/// the stack prints them), each the distinct values seen in order, joined with `,`; the
+/// component that served the op where the library's log says (Open MPI's coll component); and
+/// the algorithm and component the run was pinned to, when it was.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Ran {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -279,27 +280,74 @@ pub struct Ran {
     /// The pin (`ran.expect` rendered for the run); `None`: nothing pinned, nothing checked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expected: Option<String>,
+    /// The component that served the op (`ran.component`), distinct values joined with `,`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub component: Option<String>,
+    /// The component the pin needs in charge (`ran.component_expect` rendered); `None`: not
+    /// checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub component_expected: Option<String>,
 }
 
+/// How the reason of a run whose pin was not honoured begins (`Ran::not_honoured`).
+pub const PIN_NOT_HONOURED: &str = "pin not honoured";
+
 impl Ran {
-    /// Was the pin honoured? `None` when nothing was pinned; `Some(false)` when the output named
-    /// another algorithm, several, or none at all.
-    pub fn honoured(&self) -> Option<bool> {
-        let expected = self.expected.as_deref()?;
+    /// The output named another algorithm (or several), or another component, than the pin:
+    /// evidence that something else ran, not merely silence.
+    pub fn contradicted(&self) -> bool {
         let norm = |s: &str| s.trim().to_ascii_lowercase().replace('-', "_");
-        Some(
-            self.algo
-                .as_deref()
-                .is_some_and(|a| !a.contains(',') && norm(a) == norm(expected)),
-        )
+        let other = |got: Option<&str>, want: Option<&str>| match (got, want) {
+            (Some(g), Some(w)) => g.contains(',') || norm(g) != norm(w),
+            _ => false,
+        };
+        other(self.algo.as_deref(), self.expected.as_deref())
+            || other(
+                self.component.as_deref(),
+                self.component_expected.as_deref(),
+            )
     }
 
-    /// Why the pin was not honoured, for a run's reason: "pin not honoured: asked ring, ran tree".
+    /// Was the pin honoured? `None` when nothing was pinned; `Some(false)` when the output named
+    /// another algorithm, several, or none at all, or another component than the pin needs in
+    /// charge of the op (or none).
+    pub fn honoured(&self) -> Option<bool> {
+        let norm = |s: &str| s.trim().to_ascii_lowercase().replace('-', "_");
+        let same = |got: Option<&str>, want: &str| {
+            got.is_some_and(|a| !a.contains(',') && norm(a) == norm(want))
+        };
+        let algo = (self.expected.as_deref()).map(|e| same(self.algo.as_deref(), e));
+        let component =
+            (self.component_expected.as_deref()).map(|e| same(self.component.as_deref(), e));
+        match (algo, component) {
+            (None, None) => None,
+            (a, c) => Some(a.unwrap_or(true) && c.unwrap_or(true)),
+        }
+    }
+
+    /// Why the pin was not honoured, for a run's reason: "pin not honoured: asked ring, ran
+    /// tree", or "pin not honoured: asked ring of tuned, but basic serves the op".
     pub fn not_honoured(&self) -> Option<String> {
         if self.honoured()? {
             return None;
         }
-        let asked = self.expected.as_deref().unwrap_or_default();
+        let asked = self.expected.as_deref().unwrap_or("a pin");
+        let norm = |s: &str| s.trim().to_ascii_lowercase().replace('-', "_");
+        if let Some(want) = self.component_expected.as_deref() {
+            let served = self.component.as_deref();
+            if !served.is_some_and(|c| !c.contains(',') && norm(c) == norm(want)) {
+                return Some(match served {
+                    Some(c) => format!(
+                        "pin not honoured: asked {asked} of {want}, but {c} serves the op \
+                         ({want} is not the component in charge)"
+                    ),
+                    None => format!(
+                        "pin not honoured: asked {asked} of {want}, and the output never said \
+                         which component serves the op"
+                    ),
+                });
+            }
+        }
         Some(match &self.algo {
             Some(algo) => format!("pin not honoured: asked {asked}, ran {algo}"),
             None => format!(
@@ -345,6 +393,23 @@ impl RunResult {
                 "fail"
             }
             _ => "not_checked",
+        }
+    }
+
+    /// Whether the run's pin took effect (results' `pin_honoured`): `Some(false)` for a run
+    /// that was failed "pin not honoured", or whose output named another algorithm or component
+    /// than its pin; `Some(true)` when what ran matched the pin; `None` where nothing was pinned
+    /// or the run ended (crashed, timed out) before its output said what ran — an ordinary
+    /// failure, not a pin that was ignored.
+    pub(crate) fn pin_honoured(&self) -> Option<bool> {
+        let ran = self.ran.as_ref()?;
+        match ran.honoured()? {
+            true => Some(true),
+            false => {
+                let flagged =
+                    (self.error.as_deref()).is_some_and(|e| e.starts_with(PIN_NOT_HONOURED));
+                (flagged || ran.contradicted()).then_some(false)
+            }
         }
     }
 

@@ -203,6 +203,17 @@ impl Claims {
         u64::from(low.count_ones()) + stacks.saturating_sub(64) as u64
     }
 
+    /// Every (op, variant) stack number `stack` (plan order) runs, sorted (empty for seed case
+    /// files, whose variants are their own): what a probe of the installed library judges.
+    pub(crate) fn runs_of(&self, stack: usize) -> Vec<(Op, Variant)> {
+        let mut out: Vec<(Op, Variant)> = (self.table.iter())
+            .filter(|(_, mask)| Claims::holds(**mask, stack))
+            .map(|(key, _)| *key)
+            .collect();
+        out.sort_by_key(|(op, v)| (op.as_str(), v.to_string()));
+        out
+    }
+
     /// Whether stack number `stack` (plan order) runs `case`.
     pub(crate) fn runs(&self, stack: usize, case: &Case) -> bool {
         Claims::holds(self.mask(case), stack)

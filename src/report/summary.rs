@@ -32,6 +32,9 @@ pub(crate) struct Failure {
     pub(crate) status: RunStatus,
     pub(crate) reason: String,
     pub(crate) bundle: String,
+    /// The run was pinned to an algorithm and something else ran ("pin not honoured"): listed
+    /// under its own heading, apart from ordinary failures.
+    pub(crate) pin_not_honoured: bool,
 }
 
 /// The summarize step's output.
@@ -255,6 +258,7 @@ fn failure(index: usize, run: &RunResult) -> Failure {
         status: run.status,
         reason,
         bundle: run.bundle.display().to_string(),
+        pin_not_honoured: run.pin_honoured() == Some(false),
     }
 }
 

@@ -9,9 +9,11 @@
 
 pub mod assets;
 pub(crate) mod availability;
+pub(crate) mod coll_select;
 pub mod parsers;
 pub(crate) mod ran;
 pub mod registry;
 pub mod render;
 pub(crate) mod resolve;
 pub(crate) mod roots;
+pub(crate) mod variants_probe;

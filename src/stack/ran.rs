@@ -6,10 +6,13 @@
 //! and `channels` are collected, distinct values in order of first appearance. `ran.expect`,
 //! rendered for the run, is the pin: a run whose output names another algorithm, several, or
 //! none is "pin not honoured" (`model::results::Ran::not_honoured`), which the engine records as
-//! a failed run so no comparison of variants includes it.
+//! a failed run so no comparison of variants includes it. Where the stack names a reader of its
+//! library's own log (`ran.component`, `stack::coll_select`), the component that served the op is
+//! read from the same lines, and `ran.component_expect` is the component the pin needs in charge.
 
 use regex::Regex;
 
+use crate::model::case::Op;
 use crate::model::output::OutputLine;
 use crate::model::results::Ran;
 use crate::model::stack::RanSpec;
@@ -29,19 +32,24 @@ pub(crate) struct Watcher {
     algo: Vec<String>,
     proto: Vec<String>,
     channels: Vec<String>,
+    component: Option<super::coll_select::CollSelect>,
 }
 
 impl Watcher {
-    /// A watcher for `spec`; `Err` names why its pattern cannot be used (validate refuses such
-    /// a definition first, at its line).
-    pub(crate) fn new(spec: &RanSpec) -> Result<Watcher, String> {
+    /// A watcher for `spec` over a run of `op`; `Err` names why its pattern or reader cannot be
+    /// used (validate refuses such a definition first, at its line).
+    pub(crate) fn new(spec: &RanSpec, op: Op) -> Result<Watcher, String> {
         let re = crate::model::stack::ran_regex(&spec.pattern)
             .map_err(|why| format!("ran.pattern {why}"))?;
+        let component = (spec.component.as_deref())
+            .map(|reader| super::coll_select::CollSelect::new(reader, op))
+            .transpose()?;
         Ok(Watcher {
             re,
             algo: Vec::new(),
             proto: Vec::new(),
             channels: Vec::new(),
+            component,
         })
     }
 
@@ -49,6 +57,9 @@ impl Watcher {
     pub(crate) fn feed(&mut self, line: &OutputLine) {
         if line.text.len() > MAX_LINE {
             return;
+        }
+        if let Some(c) = self.component.as_mut() {
+            c.feed(&line.text);
         }
         let Some(caps) = self.re.captures(&line.text) else {
             return;
@@ -68,16 +79,18 @@ impl Watcher {
         }
     }
 
-    /// What the output said ran, with the run's pin (`expect` rendered; empty = none).
-    pub(crate) fn finish(self, expect: Option<String>) -> Ran {
+    /// What the output said ran, with the run's pin (`expect` and `component_expect` rendered;
+    /// empty = none).
+    pub(crate) fn finish(self, expect: Option<String>, component_expect: Option<String>) -> Ran {
         let joined = |v: Vec<String>| (!v.is_empty()).then(|| v.join(","));
+        let given = |e: Option<String>| e.map(|e| e.trim().to_string()).filter(|e| !e.is_empty());
         Ran {
             algo: joined(self.algo),
             proto: joined(self.proto),
             channels: joined(self.channels),
-            expected: expect
-                .map(|e| e.trim().to_string())
-                .filter(|e| !e.is_empty()),
+            expected: given(expect),
+            component: self.component.and_then(|c| c.finish()),
+            component_expected: given(component_expect),
         }
     }
 }
@@ -100,12 +113,14 @@ mod tests {
         let spec = RanSpec {
             pattern: pattern.into(),
             expect: None,
+            component: None,
+            component_expect: None,
         };
-        let mut w = Watcher::new(&spec).unwrap();
+        let mut w = Watcher::new(&spec, Op::Allreduce).unwrap();
         for l in lines {
             w.feed(&line(l));
         }
-        w.finish(expect.map(str::to_string))
+        w.finish(expect.map(str::to_string), None)
     }
 
     /// NCCL's TUNING line as `src/enqueue.cc` prints it at HEAD (through `debug.cc`'s
@@ -166,9 +181,9 @@ mod tests {
     fn shipped_patterns_read_their_programs_lines() {
         let shipped = crate::stack::registry::try_shipped().unwrap();
         let ran = |stack: &str, text: &str| {
-            let mut w = Watcher::new(shipped[stack].ran.as_ref().unwrap()).unwrap();
+            let mut w = Watcher::new(shipped[stack].ran.as_ref().unwrap(), Op::Allgather).unwrap();
             w.feed(&line(text));
-            w.finish(None)
+            w.finish(None, None)
         };
         let nccl = ran(
             "nccl-tests",
@@ -207,9 +222,55 @@ mod tests {
         let spec = RanSpec {
             pattern: r"algo=(\w+)".into(),
             expect: None,
+            component: None,
+            component_expect: None,
         };
-        assert!(Watcher::new(&spec)
+        assert!(Watcher::new(&spec, Op::Allreduce)
             .unwrap_err()
             .contains("no group named `algo`"));
+    }
+
+    /// The shipped mpi definition over a real run's stderr (Open MPI 4.1.4, coll_base_verbose=10,
+    /// P = 2): tuned serves the op, so a tuned pin that MPI_T read back is honoured; the same run
+    /// with basic in charge is a pin not honoured that names the component.
+    #[test]
+    fn the_mpi_stack_records_the_component_in_charge_and_needs_tuned_for_a_pin() {
+        let shipped = crate::stack::registry::try_shipped().unwrap();
+        let spec = shipped["mpi"].ran.as_ref().unwrap();
+        assert_eq!(spec.component.as_deref(), Some("open-mpi"));
+        let log = include_str!("../../tests/integration/fixtures/ompi/coll_select_4.1.4.txt");
+        let read = |log: &str| {
+            let mut w = Watcher::new(spec, Op::Allreduce).unwrap();
+            for l in log.lines() {
+                w.feed(&line(l));
+            }
+            w.feed(&line(
+                "allreduce_bench: pinned coll_tuned_allreduce_algorithm = 4 (ring), read back through MPI_T",
+            ));
+            w.finish(Some("ring".into()), Some("tuned".into()))
+        };
+        let ran = read(log);
+        assert_eq!(ran.component.as_deref(), Some("tuned"));
+        assert_eq!(ran.algo.as_deref(), Some("ring"));
+        assert_eq!(ran.honoured(), Some(true));
+        let without_tuned = log.replace(
+            "selecting       tuned, priority  30, Enabled",
+            "selecting       tuned, priority  30, Disabled",
+        );
+        let ran = read(&without_tuned);
+        assert_eq!(ran.component.as_deref(), Some("basic"));
+        assert_eq!(ran.honoured(), Some(false));
+        assert_eq!(
+            ran.not_honoured().unwrap(),
+            "pin not honoured: asked ring of tuned, but basic serves the op (tuned is not the component in charge)"
+        );
+        // No pin (`default`): the component is recorded, nothing is checked.
+        let mut w = Watcher::new(spec, Op::Allreduce).unwrap();
+        log.lines().for_each(|l| w.feed(&line(l)));
+        let free = w.finish(Some(String::new()), Some(String::new()));
+        assert_eq!(
+            (free.component.as_deref(), free.honoured()),
+            (Some("tuned"), None)
+        );
     }
 }

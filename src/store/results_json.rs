@@ -264,7 +264,9 @@ pub(crate) mod tests {
                 "algo_ran",
                 "proto",
                 "channels",
-                "algo_pinned"
+                "algo_pinned",
+                "component",
+                "pin_honoured"
             ]
         );
         assert_eq!(

@@ -82,6 +82,13 @@ pub(crate) struct Row {
     pub(crate) proto: Option<String>,
     pub(crate) channels: Option<String>,
     pub(crate) algo_pinned: Option<String>,
+    /// The component that served the op, where the stack's library logs it (`ran.component`:
+    /// Open MPI's coll component, e.g. `tuned`).
+    pub(crate) component: Option<String>,
+    /// Whether the run's pin took effect: `false` for a run that ran another algorithm (or
+    /// under another component) than it was pinned to — "pin not honoured", a failed run kept
+    /// apart from ordinary failures; `true` when it did; `null` where nothing was pinned.
+    pub(crate) pin_honoured: Option<bool>,
 }
 
 /// The nodes of a run in rank order of first appearance, and each one's hardware fingerprint.
@@ -182,6 +189,8 @@ impl Row {
             proto: r.ran.as_ref().and_then(|x| x.proto.clone()),
             channels: r.ran.as_ref().and_then(|x| x.channels.clone()),
             algo_pinned: r.ran.as_ref().and_then(|x| x.expected.clone()),
+            component: r.ran.as_ref().and_then(|x| x.component.clone()),
+            pin_honoured: r.pin_honoured(),
         };
         if r.status != RunStatus::Pass {
             return row;

@@ -686,3 +686,189 @@ fn mpi_runs_every_op_and_catches_its_golden_failures() {
         );
     }
 }
+
+/// A plan of mpi alone: `op`, `variants` (TOML list text) at P = 2, and extra `[stacks.mpi]`
+/// lines.
+fn mpi_only_plan(op: &str, variants: &str, stack_extra: &str) -> String {
+    format!(
+        r#"[campaign]
+name = "hvm"
+
+[case]
+platform = "host"
+op = "{op}"
+
+[axes]
+variant = {variants}
+p = [2]
+count = [256]
+stacks = ["mpi"]
+
+[rounds]
+warmup = 1
+timed = 3
+
+[run]
+exclusive = true
+timeout = "2m"
+repeats = 1
+
+[devices]
+kind = "cpu"
+ids = "0-3"
+
+[stacks.mpi]
+{stack_extra}
+"#
+    )
+}
+
+/// Item 2 of issue 46: a variant the installed Open MPI lacks (4.1 has no `sparbit`; HEAD's
+/// `bruck-k-fanout` is 4.1's `bruck`) is refused by `validate` and `run` (exit 2), naming the
+/// variants, the op and what `ompi_info` lists — never run, never run as the default.
+#[test]
+fn mpi_a_variant_the_installed_open_mpi_lacks_is_refused_at_validate() {
+    require_mpi();
+    let tmp = util::tempdir();
+    let plan = tmp.path().join("plan.toml");
+    let text = mpi_only_plan("allgather", r#"["ring", "sparbit", "bruck-k-fanout"]"#, "");
+    std::fs::write(&plan, &text).unwrap();
+    let out = util::run_in(tmp.path(), &["validate", plan.to_str().unwrap()]);
+    let err = util::stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{}{err}", util::stdout(&out));
+    assert!(
+        err.contains("stack `mpi`: allgather variants `bruck-k-fanout`, `sparbit` not in the installed library")
+            && err.contains("offers for allgather: ignore, linear, bruck, recursive_doubling, ring, neighbor, two_proc"),
+        "{err}"
+    );
+    assert!(
+        err.contains("plan.toml:9:"),
+        "points at the variant axis: {err}"
+    );
+    // `run` refuses it the same way before it makes a run dir.
+    let results = tmp.path().join("results");
+    let run = util::run_in(
+        tmp.path(),
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--results-dir",
+            results.to_str().unwrap(),
+            "-q",
+        ],
+    );
+    assert_eq!(run.status.code(), Some(2), "{}", util::stderr(&run));
+    assert!(!results.join("hvm").exists(), "nothing ran");
+    // What it has passes.
+    std::fs::write(
+        &plan,
+        mpi_only_plan("allgather", r#"["ring", "neighbor"]"#, ""),
+    )
+    .unwrap();
+    let ok = util::run_in(tmp.path(), &["validate", plan.to_str().unwrap()]);
+    assert_eq!(ok.status.code(), Some(0), "{}", util::stderr(&ok));
+}
+
+/// Items 3 and 4 of issue 46 for mpi's coll component: each run records which component
+/// served its op on MPI_COMM_WORLD (tuned, on one node with Open MPI 4.1), with Open MPI's
+/// selection log kept in run.log; a tuned algorithm pinned while another component is in
+/// charge (basic raised above tuned) is "pin not honoured" — in results (`pin_honoured`),
+/// under its own heading in the report, and in `campaign compare`.
+#[test]
+fn mpi_records_the_coll_component_and_flags_a_tuned_pin_it_does_not_serve() {
+    require_mpi();
+    let rows_of = |dir: &Path, extra: &str| {
+        let plan = mpi_only_plan("allreduce", r#"["default", "ring"]"#, extra);
+        let (out, run) = run_campaign(dir, &plan, None);
+        (out, run.clone(), result_rows(&run))
+    };
+    let a_dir = util::tempdir();
+    let (out, a_run, rows) = rows_of(a_dir.path(), "");
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    assert_eq!(rows.len(), 2);
+    for r in &rows {
+        assert_eq!(r["status"], "pass", "{r}");
+        assert_eq!(r["component"], "tuned", "{r}");
+        let log = std::fs::read_to_string(
+            a_run
+                .join(r["artifact_bundle"].as_str().unwrap())
+                .join("run.log"),
+        )
+        .unwrap();
+        assert!(
+            log.contains("coll:base:comm_select: selecting       tuned, priority  30, Enabled"),
+            "the selection log stays in run.log: {log}"
+        );
+        let pinned = r["variant"] == "ring";
+        assert_eq!(
+            r["pin_honoured"],
+            if pinned {
+                Value::Bool(true)
+            } else {
+                Value::Null
+            },
+            "{r}"
+        );
+    }
+
+    let b_dir = util::tempdir();
+    let (out, b_run, rows) = rows_of(
+        b_dir.path(),
+        r#"env = { OMPI_MCA_coll_basic_priority = "40" }"#,
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a failed run: {}",
+        util::stderr(&out)
+    );
+    let ring = rows.iter().find(|r| r["variant"] == "ring").unwrap();
+    let default = rows.iter().find(|r| r["variant"] == "default").unwrap();
+    assert_eq!(
+        default["status"], "pass",
+        "no pin, nothing to honour: {default}"
+    );
+    assert_eq!(default["component"], "basic", "{default}");
+    assert_eq!(ring["status"], "fail", "{ring}");
+    assert_eq!(ring["pin_honoured"], false, "{ring}");
+    assert_eq!(ring["component"], "basic", "{ring}");
+    assert_eq!(
+        ring["algo_ran"], "ring",
+        "the pin was taken, and never ran: {ring}"
+    );
+    assert_eq!(
+        ring["reason"],
+        "pin not honoured: asked ring of tuned, but basic serves the op (tuned is not the component in charge)"
+    );
+    let csv = std::fs::read_to_string(b_run.join("results.csv")).unwrap();
+    assert!(
+        csv.lines()
+            .next()
+            .unwrap()
+            .ends_with(",component,pin_honoured"),
+        "{csv}"
+    );
+    assert!(csv.contains(",basic,false"), "{csv}");
+    let summary = std::fs::read_to_string(b_run.join("reports/summary.md")).unwrap();
+    let heading = summary
+        .find("### Pin not honoured")
+        .expect("its own heading");
+    assert!(
+        summary[heading..].contains("1 run(s) were pinned to an algorithm and another ran"),
+        "{summary}"
+    );
+
+    let out = util::run_in(
+        b_dir.path(),
+        &["compare", a_run.to_str().unwrap(), b_run.to_str().unwrap()],
+    );
+    let text = util::stdout(&out);
+    let line = text
+        .lines()
+        .find(|l| l.contains("| mpi |") && l.contains("ring"))
+        .unwrap_or_else(|| panic!("{text}{}", util::stderr(&out)));
+    assert!(
+        line.contains("PIN NOT HONOURED") && line.contains("pin not honoured in B"),
+        "{line}"
+    );
+}

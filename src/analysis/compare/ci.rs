@@ -10,9 +10,9 @@ use crate::analysis::junit::{self, Outcome, TestCase};
 fn numbers(r: &CompareRow) -> String {
     let mut text = format!(
         "median A {} ({}), median B {} ({})",
-        opt_time(r.a.median_s, r.a.status),
+        opt_time(&r.a),
         evidence(&r.a),
-        opt_time(r.b.median_s, r.b.status),
+        opt_time(&r.b),
         evidence(&r.b)
     );
     if let Some(ch) = r.change {
@@ -127,8 +127,8 @@ pub(crate) fn to_summary(c: &Comparison, name_a: &str, name_b: &str) -> String {
                 "| `{}` | {} | {} | {} | {} |\n",
                 crate::model::text::md_cell(&r.case_id),
                 crate::model::text::md_cell(&r.stack),
-                opt_time(r.a.median_s, r.a.status),
-                opt_time(r.b.median_s, r.b.status),
+                opt_time(&r.a),
+                opt_time(&r.b),
                 match (r.change, r.ci) {
                     (Some(ch), Some(ci)) => format!("{} [{}, {}]", pct(ch), pct(ci.lo), pct(ci.hi)),
                     _ => "–".into(),

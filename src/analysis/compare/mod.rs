@@ -42,6 +42,9 @@ pub struct Side {
     /// Oversubscription and CPU contention of its repeats (`oversubscribed`, `cpu_contention`).
     #[serde(flatten)]
     pub(crate) conditions: Conditions,
+    /// A repeat was pinned to an algorithm and another ran (`RunResult::pin_honoured`): the
+    /// side measured something else, shown as "pin not honoured" and never compared.
+    pub(crate) pin_not_honoured: bool,
     #[serde(skip)]
     sorted: Vec<Vec<f64>>,
 }
@@ -68,6 +71,7 @@ impl Side {
             rounds: sorted.iter().map(Vec::len).min().unwrap_or(0),
             median_s: estimate(&sorted),
             conditions: Conditions::of(runs.iter().copied()),
+            pin_not_honoured: runs.iter().any(|r| r.pin_honoured() == Some(false)),
             sorted,
         }
     }
@@ -319,7 +323,9 @@ pub fn compare_with(
         let (sa, sb) = (Side::of(runs_a, metric), Side::of(runs_b, metric));
         let comparable = matches!((sa.median_s, sb.median_s), (Some(ma), Some(_)) if ma > 0.0)
             && sa.status == RunStatus::Pass
-            && sb.status == RunStatus::Pass;
+            && sb.status == RunStatus::Pass
+            && !sa.pin_not_honoured
+            && !sb.pin_not_honoured;
         let too_few = sa.too_few().or_else(|| sb.too_few());
         pairs.push((key, metric, sa, sb, comparable, too_few));
     }
@@ -346,7 +352,7 @@ pub fn compare_with(
             .copied()
             .filter(|_| metric == Metric::ExecuteS);
         let (change, ci, verdict, why) = match (comparable, too_few) {
-            (false, _) => (None, None, Change::NotComparable, None),
+            (false, _) => (None, None, Change::NotComparable, pin_note(&sa, &sb)),
             (true, Some(why)) => (change, None, Change::NotJudged, Some(why)),
             (true, None) => {
                 let k = format!("{}/{}/compare", key.0, key.1);
@@ -469,10 +475,23 @@ fn pct(v: f64) -> String {
     format!("{:+.1} %", v * 100.0)
 }
 
-fn opt_time(v: Option<f64>, status: RunStatus) -> String {
-    match v {
-        Some(v) => format_seconds(v),
-        None => status.as_str().to_uppercase(),
+/// Which side's pin was not honoured, for a row's verdict: "pin not honoured in B".
+fn pin_note(a: &Side, b: &Side) -> Option<String> {
+    match (a.pin_not_honoured, b.pin_not_honoured) {
+        (true, true) => Some("pin not honoured in A and B".into()),
+        (true, false) => Some("pin not honoured in A".into()),
+        (false, true) => Some("pin not honoured in B".into()),
+        (false, false) => None,
+    }
+}
+
+/// A side's median, or what it has instead: its status, or "PIN NOT HONOURED" for a side that
+/// ran another algorithm than it was pinned to (not an ordinary failure).
+fn opt_time(s: &Side) -> String {
+    match s.median_s {
+        Some(v) if !s.pin_not_honoured => format_seconds(v),
+        _ if s.pin_not_honoured => "PIN NOT HONOURED".into(),
+        _ => s.status.as_str().to_uppercase(),
     }
 }
 
@@ -530,8 +549,8 @@ pub fn to_markdown(c: &Comparison, name_a: &str, name_b: &str) -> String {
                 Metric::ExecuteS => r.stack.clone(),
                 m => format!("{} ({m})", r.stack),
             }),
-            opt_time(r.a.median_s, r.a.status),
-            opt_time(r.b.median_s, r.b.status),
+            opt_time(&r.a),
+            opt_time(&r.b),
             evidence(&r.a),
             evidence(&r.b),
             change,

@@ -52,7 +52,9 @@ pub(crate) struct Cause {
 impl Cause {
     pub(crate) fn feed(&mut self, line: &OutputLine) {
         let text = line.text.trim();
-        if text.is_empty() {
+        // Open MPI's verbose coll log (asked for to learn which component serves the op) runs
+        // to the end of a run (`close:` at MPI_Finalize): never the reason a run failed.
+        if text.is_empty() || crate::stack::coll_select::is_log_line(text) {
             return;
         }
         if error_like().is_match(text) {
@@ -208,5 +210,30 @@ mod tests {
         let got = feed(&[(Stream::Stderr, long.as_str())]).unwrap();
         assert_eq!(got.chars().count(), MAX_CHARS + 1 + " (see run.log)".len());
         assert!(got.ends_with("… (see run.log)"));
+    }
+
+    /// Open MPI's verbose coll log (the mpi stack asks for it) runs on to MPI_Finalize's
+    /// `close:` lines: the benchmark's own last word stays the reason.
+    #[test]
+    fn open_mpis_coll_log_is_never_the_reason() {
+        let why = feed(&[
+            (
+                Stream::Stderr,
+                "[vm:7533] coll:base:comm_select: selecting       tuned, priority  30, Enabled",
+            ),
+            (Stream::Stderr, "allreduce_bench: count must be positive"),
+            (
+                Stream::Stderr,
+                "[vm:7533] mca: base: close: component tuned closed",
+            ),
+            (
+                Stream::Stderr,
+                "[vm:7533] mca: base: close: unloading component han",
+            ),
+        ]);
+        assert_eq!(
+            why.as_deref(),
+            Some("allreduce_bench: count must be positive (see run.log)")
+        );
     }
 }

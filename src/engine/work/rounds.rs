@@ -46,9 +46,9 @@ pub(super) async fn run_rounds(
     let mut reattach = job.reattach;
     // What the run's output says ran (`[stacks.NAME.ran]`), over all its processes.
     let mut watcher = (stack.def.ran.as_ref())
-        .map(crate::stack::ran::Watcher::new)
+        .map(|spec| crate::stack::ran::Watcher::new(spec, case.op))
         .transpose()?;
-    let mut pinned = None;
+    let mut pinned = (None, None);
     for ((w, t), what) in processes.into_iter().zip(&labels) {
         // Only the last process's output can explain how the run ended.
         cause.reset();
@@ -133,7 +133,7 @@ pub(super) async fn run_rounds(
             break;
         }
     }
-    let ran = watcher.map(|w| w.finish(pinned));
+    let ran = watcher.map(|w| w.finish(pinned.0, pinned.1));
     tally.judge(job, case, &limits, subprocess, &cause, ran)
 }
 

@@ -113,8 +113,35 @@ impl StackDef {
             if let Some(expect) = &ran.expect {
                 template("ran.expect".into(), expect);
             }
+            if let Some(expect) = &ran.component_expect {
+                template("ran.component_expect".into(), expect);
+            }
             if let Err(why) = ran_regex(&ran.pattern) {
                 out_shell.push(("ran.pattern".into(), why));
+            }
+            if let Some(reader) = &ran.component {
+                if !COMPONENT_READERS.contains(&reader.as_str()) {
+                    out_shell.push((
+                        "ran.component".into(),
+                        format!(
+                            "unknown reader `{reader}` (known: {})",
+                            COMPONENT_READERS.join(", ")
+                        ),
+                    ));
+                }
+            }
+        }
+        if let Some(probe) = &self.variants_probe {
+            if let Err(why) = probe_regex(&probe.pattern) {
+                out_shell.push(("variants_probe.pattern".into(), why));
+            }
+            if probe.command.is_empty() {
+                out_shell.push(("variants_probe.command".into(), "is empty".into()));
+            }
+            for op in probe.ops.keys() {
+                if let Err(why) = op.parse::<crate::model::case::Op>() {
+                    out_shell.push((format!("variants_probe.ops.{op}"), why));
+                }
             }
         }
         for (k, v) in self.markers.iter().chain(&self.patterns) {
@@ -259,6 +286,26 @@ impl StackDef {
         out
     }
 }
+
+/// `pattern` as a `variants_probe.pattern`: a regex with groups named `op` and `variant`, or
+/// why it cannot be one.
+pub(crate) fn probe_regex(pattern: &str) -> Result<regex::Regex, String> {
+    let re = regex::RegexBuilder::new(pattern)
+        .size_limit(1 << 20)
+        .build()
+        .map_err(|e| format!("not a regular expression: {e}"))?;
+    for group in ["op", "variant"] {
+        if !re.capture_names().any(|n| n == Some(group)) {
+            return Err(format!(
+                "has no group named `{group}` (write `(?P<{group}>…)` around it)"
+            ));
+        }
+    }
+    Ok(re)
+}
+
+/// The readers `ran.component` may name (`stack::coll_select` reads them).
+pub(crate) const COMPONENT_READERS: &[&str] = &["open-mpi"];
 
 /// `pattern` as a `ran.pattern`: a regex within the size limit with a group named `algo` (the
 /// one thing it must capture), or why it cannot be one.

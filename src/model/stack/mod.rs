@@ -13,7 +13,7 @@ use crate::model::case::{Dtype, Op, Platform, Variant};
 mod constraint;
 mod domain;
 
-pub(crate) use domain::ran_regex;
+pub(crate) use domain::{probe_regex, ran_regex, COMPONENT_READERS};
 
 /// A command: an argv of minijinja templates, or one shell string (only with `shell = true`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -207,6 +207,11 @@ pub struct StackDef {
     /// `stack::ran`): recorded per run as `algo_ran`, `proto`, `channels`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) ran: Option<RanSpec>,
+    /// How to ask the installed library which algorithms it has per op
+    /// (`[stacks.NAME.variants_probe]`; `engine::variant_check`): a planned variant it lacks is
+    /// refused at validate instead of failing at run time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) variants_probe: Option<VariantsProbe>,
     /// How the stack's own program makes each upstream profile kind (`[stacks.NAME.profile.KIND]`:
     /// arguments, environment, the files it writes). `cpu` and `counters` need no entry: campaign
     /// makes them with `perf` around any CPU stack's processes.
@@ -227,6 +232,30 @@ pub(crate) struct RanSpec {
     /// to. Rendered empty (or absent): nothing was pinned, nothing is checked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) expect: Option<String>,
+    /// A named reader of the library's own log that says which component serves the run's op
+    /// (`open-mpi`: Open MPI's coll selection log, `stack::coll_select`); recorded per run as
+    /// `component`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) component: Option<String>,
+    /// A template over the run scope: the component that must serve the op for the pin to count
+    /// (e.g. `tuned` when an algorithm of Open MPI's tuned component is pinned). Rendered empty
+    /// (or absent): not checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) component_expect: Option<String>,
+}
+
+/// `[stacks.NAME.variants_probe]`: a command whose output lists the algorithms the installed
+/// library has, one per line matched by `pattern` (named groups `op` and `variant`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct VariantsProbe {
+    /// argv, run without a shell (e.g. `ompi_info --param coll tuned --level 9 --parsable`).
+    pub(crate) command: Vec<String>,
+    /// A regex (Rust `regex` syntax) with named groups `op` and `variant`.
+    pub(crate) pattern: String,
+    /// The probe's name of a campaign op where it differs (`broadcast = "bcast"`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) ops: BTreeMap<String, String>,
 }
 
 /// One test's fixed shape (`fixed_shapes`).
@@ -284,6 +313,7 @@ impl StackDef {
             metric,
             contiguous_devices,
             ran,
+            variants_probe,
             default_variant
         );
         if !other.fixed_shapes.is_empty() {

@@ -79,18 +79,25 @@ pub fn render(name: &str, def: &StackDef, ctx: &RenderContext) -> Result<Rendere
     })
 }
 
-/// Render `def`'s `ran.expect` for one run: the algorithm the run is pinned to. `None` when the
-/// definition has no `ran.expect`; an empty text means nothing is pinned.
+/// Render `def`'s `ran.expect` and `ran.component_expect` for one run: the algorithm the run is
+/// pinned to and the component that must serve it. `None` where the definition has no such
+/// key; an empty text means nothing is pinned.
 pub(crate) fn render_ran_expect(
     name: &str,
     def: &StackDef,
     ctx: &RenderContext,
-) -> Result<Option<String>> {
-    let Some(expect) = def.ran.as_ref().and_then(|r| r.expect.as_deref()) else {
-        return Ok(None);
+) -> Result<(Option<String>, Option<String>)> {
+    let Some(ran) = def.ran.as_ref() else {
+        return Ok((None, None));
     };
     let renderer = Renderer::lazy(name, || run_scope(ctx));
-    renderer.render("ran.expect", expect).map(Some)
+    let algo = (ran.expect.as_deref())
+        .map(|e| renderer.render("ran.expect", e))
+        .transpose()?;
+    let component = (ran.component_expect.as_deref())
+        .map(|e| renderer.render("ran.component_expect", e))
+        .transpose()?;
+    Ok((algo, component))
 }
 
 /// Render `def`'s health probe for the devices in `ctx` (same scope and env as a run).
