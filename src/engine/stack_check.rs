@@ -3,45 +3,42 @@
 //! `stack::parsers::make` (parser known, regexes compiled, marker names) and
 //! `stack::render` (command non-empty, string command needs `shell`, reserved `CAMPAIGN_*`
 //! env keys, every template parsed and rendered in strict mode against the plan's first case,
-//! as are `probe` and `build`) — so the rules cannot drift. `validate`, `dry-run` and
-//! `prepare` call it; it runs nothing and prints nothing.
+//! as are `probe`, `build`, `ready`, `ready_on`, contract commands, `ran.expect`, templated
+//! `requires` paths and `where` constraints, each in the scope a run gives it) — so the rules
+//! cannot drift. The plan's own run-time templates (`[devices] probe`, `[slurm] devices_arg`)
+//! are rendered here too. `validate`, `dry-run` and `prepare` call it; it runs nothing and
+//! prints nothing.
 
 use std::path::PathBuf;
 
 use crate::error::{Diagnostic, Error, Result};
 use crate::model::case::{Case, Variant};
 use crate::model::plan::Plan;
+use crate::model::stack::{CommandSpec, StackDef};
+use crate::stack::availability::is_path_entry;
 use crate::stack::parsers::{self, ParseContext};
-use crate::stack::render::{render, render_build, render_probe, RenderContext};
+use crate::stack::render::{
+    render, render_build, render_probe, render_ran_expect, render_ready, render_ready_on,
+    render_ready_probe, render_requirement, RenderContext,
+};
 
 /// Placeholder paths for the sample render: a run renders real ones of the same shape.
 const SAMPLE_RUN_DIR: &str = "/campaign-check/run";
 const SAMPLE_ROOT: &str = "/campaign-check/root";
 
 /// Check the definitions of `names` (the plan's stacks, after any `--stacks`) as the plan
-/// resolves them. All problems of all stacks are reported together (exit 2).
+/// resolves them, and the plan's own templates a run renders (`[devices] probe`, `[slurm]
+/// devices_arg`). All problems of all stacks are reported together (exit 2).
 pub(crate) fn check_stacks(plan: &Plan, names: &[String]) -> Result<()> {
     let defs = crate::stack::registry::resolve(&plan.stack_defs, &plan.source)?;
     let case = sample_case(plan);
     let mut problems = Vec::new();
+    let mut pool_probe_checked = false;
     for name in names {
         let Some(def) = defs.get(name) else {
             continue; // an unknown name is the plan's own error, reported by validation
         };
-        let run_dir = PathBuf::from(SAMPLE_RUN_DIR);
-        let bundle_dir = run_dir.join("cases").join(case.case_id()).join(name);
-        let root = def.root.as_ref().map(|_| PathBuf::from(SAMPLE_ROOT));
-        let ctx = RenderContext {
-            case: case.clone(),
-            devices: case.device_ids.clone(),
-            warmup: case.warmup_rounds,
-            timed: case.timed_rounds,
-            case_file: run_dir.join("cases").join(case.case_id()).join("case.json"),
-            bundle_dir,
-            run_dir: run_dir.clone(),
-            root: root.clone(),
-            campaign_exe: PathBuf::from("campaign"),
-        };
+        let ctx = sample_context(&case, name, def);
         let pctx = ParseContext {
             n_bytes: case.n_bytes(),
             p: case.p,
@@ -49,22 +46,107 @@ pub(crate) fn check_stacks(plan: &Plan, names: &[String]) -> Result<()> {
             timed: case.timed_rounds,
             argv: Vec::new(),
         };
-        let results = [
+        let mut results = vec![
             parsers::make(def, &pctx).map(|_| ()),
             render(name, def, &ctx).map(|_| ()),
             render_probe(name, def, &ctx).map(|_| ()),
-            render_build(name, def, &run_dir, root.as_deref()).map(|_| ()),
+            render_build(name, def, &ctx.run_dir, ctx.root.as_deref()).map(|_| ()),
+            render_ran_expect(name, def, &ctx).map(|_| ()),
         ];
+        results.extend(readiness(name, def, &ctx));
         for r in results {
             if let Err(e) = r {
                 problems.extend(relocate(plan, name, e));
             }
         }
+        for (key, why) in def.constraint_problems(&case) {
+            let field = format!("stacks.{name}.{key}");
+            problems.push(crate::plan::locate(
+                plan,
+                &field,
+                format!("stack `{name}`: {why}"),
+            ));
+        }
+        // The pool's probe runs with the definition of a stack that has none of its own: one
+        // such stack is enough to render it (the scope is the same for all).
+        if def.probe.is_none() && !pool_probe_checked {
+            if let Some(argv) = &plan.devices.probe {
+                pool_probe_checked = true;
+                let mut with_pool = def.clone();
+                with_pool.probe = Some(CommandSpec::Argv(argv.clone()));
+                if let Err(e) = render_probe(name, &with_pool, &ctx) {
+                    problems.extend(relocate_to(plan, "devices", "", e));
+                }
+            }
+        }
     }
+    problems.extend(slurm_problems(plan));
     if problems.is_empty() {
         Ok(())
     } else {
         Err(Error::Invalid(problems))
+    }
+}
+
+/// The context a run of `case` on stack `name` would render against, with placeholder paths
+/// of the same shape as a run's.
+fn sample_context(case: &Case, name: &str, def: &StackDef) -> RenderContext {
+    let run_dir = PathBuf::from(SAMPLE_RUN_DIR);
+    let bundle_dir = run_dir.join("cases").join(case.case_id()).join(name);
+    RenderContext {
+        case: case.clone(),
+        devices: case.device_ids.clone(),
+        warmup: case.warmup_rounds,
+        timed: case.timed_rounds,
+        case_file: run_dir.join("cases").join(case.case_id()).join("case.json"),
+        bundle_dir,
+        run_dir,
+        root: def.root.as_ref().map(|_| PathBuf::from(SAMPLE_ROOT)),
+        campaign_exe: PathBuf::from("campaign"),
+    }
+}
+
+/// What runs before any run, in the scopes a run gives it: `ready`, each `ready_on.<platform>`,
+/// each `contract[i].command` (`doctor --contract` runs them as readiness probes) and each
+/// templated `requires` / `requires_on` path entry.
+fn readiness(name: &str, def: &StackDef, ctx: &RenderContext) -> Vec<Result<()>> {
+    let root = ctx.root.as_deref();
+    let cwd = ctx.run_dir.as_path();
+    let mut out = vec![render_ready(name, def, root, cwd).map(|_| ())];
+    for platform in def.ready_on.keys() {
+        out.push(render_ready_on(name, def, *platform, root, cwd).map(|_| ()));
+    }
+    for (i, item) in def.contract.iter().enumerate() {
+        let key = format!("contract[{i}].command");
+        out.push(render_ready_probe(name, &key, &item.command, None, def, root, cwd).map(|_| ()));
+    }
+    let lists = std::iter::once(("requires".to_string(), &def.requires)).chain(
+        (def.requires_on.iter()).map(|(platform, list)| (format!("requires_on.{platform}"), list)),
+    );
+    for (key, list) in lists {
+        for (i, req) in list.iter().enumerate() {
+            if is_path_entry(req) {
+                let field = format!("{key}[{i}]");
+                out.push(render_requirement(name, &field, req, root).map(|_| ()));
+            }
+        }
+    }
+    out
+}
+
+/// `[slurm] devices_arg`, rendered as a submission would (whichever executor the plan names:
+/// `--executor slurm` can choose it later).
+fn slurm_problems(plan: &Plan) -> Vec<Diagnostic> {
+    let Some(template) = &plan.slurm.devices_arg else {
+        return Vec::new();
+    };
+    match crate::executor::slurm::script::validate_devices_arg(template) {
+        Ok(()) => Vec::new(),
+        Err(why) => vec![crate::plan::locate(
+            plan,
+            "slurm.devices_arg",
+            format!("template `{template}`: {why}"),
+        )],
     }
 }
 
@@ -81,19 +163,25 @@ fn sample_case(plan: &Plan) -> Case {
 /// Stack errors name the definition's key (`command[0]`, `env.FOO`); point them at the plan's
 /// `[stacks.NAME]` line for that key when the plan writes it.
 fn relocate(plan: &Plan, name: &str, e: Error) -> Vec<Diagnostic> {
+    relocate_to(
+        plan,
+        &format!("stacks.{name}"),
+        &format!("stack `{name}`: "),
+        e,
+    )
+}
+
+/// Point the diagnostics of `e` (fields relative to `table`) at their lines in the plan.
+fn relocate_to(plan: &Plan, table: &str, prefix: &str, e: Error) -> Vec<Diagnostic> {
     match e {
         Error::Invalid(diags) => diags
             .into_iter()
             .map(|d| {
-                let field = format!("stacks.{name}.{}", d.field.as_deref().unwrap_or("command"));
-                crate::plan::locate(plan, &field, format!("stack `{name}`: {}", d.message))
+                let field = format!("{table}.{}", d.field.as_deref().unwrap_or("command"));
+                crate::plan::locate(plan, &field, format!("{prefix}{}", d.message))
             })
             .collect(),
-        other => vec![crate::plan::locate(
-            plan,
-            &format!("stacks.{name}"),
-            format!("stack `{name}`: {other}"),
-        )],
+        other => vec![crate::plan::locate(plan, table, format!("{prefix}{other}"))],
     }
 }
 

@@ -146,7 +146,17 @@ pub(crate) fn read_run(cx: &mut Ctx<'_>, item: &Item<'_>) -> RunConfig {
                     run.timeout = d;
                 }
             }
-            "no_output_timeout" => run.no_output_timeout = cx.duration(it, &path),
+            "no_output_timeout" => {
+                run.no_output_timeout = cx.duration(it, &path);
+                // Zero would kill every run at its first instant of silence.
+                if run.no_output_timeout.is_some_and(|d| d.is_zero()) {
+                    cx.error(
+                        &it.span(),
+                        &path,
+                        "a timeout must be longer than zero (leave it out for none)".into(),
+                    );
+                }
+            }
             "retries" => run.retries = cx.uint(it, &path, 100).map_or(run.retries, |n| n as u32),
             "retry_on" => {
                 if let Some(list) = cx.strings(it, &path) {

@@ -133,10 +133,10 @@ pub(crate) fn read_defs(
     match toml::from_str::<StacksOnly>(text) {
         Ok(s) => {
             for (name, def) in &s.stacks {
-                if let Err(msg) = def.check_constraints() {
-                    cx.error(&item.span(), &format!("stacks.{name}.where"), msg);
-                }
                 let span_of = |key: &str| key_span(table, name, key).unwrap_or(item.span());
+                if let Err(msg) = def.check_constraints() {
+                    cx.error(&span_of("where"), &format!("stacks.{name}.where"), msg);
+                }
                 for (key, msg) in def.domain_problems() {
                     cx.error(&span_of(&key), &format!("stacks.{name}.{key}"), msg);
                 }

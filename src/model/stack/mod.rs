@@ -549,6 +549,29 @@ impl StackDef {
         }
     }
 
+    /// Every `where` constraint and profile `refuse.when` that cannot be evaluated on `case` (a
+    /// name that is no case field, a type error, fuel spent), as `(key, why)`: what validation
+    /// refuses before a run would turn it into a skip of every case.
+    pub(crate) fn constraint_problems(
+        &self,
+        case: &crate::model::case::Case,
+    ) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for (i, text) in self.constraints.iter().flatten().enumerate() {
+            if let Err(e) = constraint::holds(text, case) {
+                out.push((format!("where[{i}]"), e));
+            }
+        }
+        for (kind, spec) in &self.profile {
+            for (i, r) in spec.refuse.iter().enumerate() {
+                if let Err(e) = constraint::holds(&r.when, case) {
+                    out.push((format!("profile.{}.refuse[{i}].when", kind.name()), e));
+                }
+            }
+        }
+        out
+    }
+
     /// Check the `where` constraints compile (plan validation names the stack and the key).
     pub(crate) fn check_constraints(&self) -> Result<(), String> {
         for text in self.constraints.iter().flatten() {
