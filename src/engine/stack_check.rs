@@ -67,16 +67,18 @@ pub(crate) fn check_stacks(plan: &Plan, names: &[String]) -> Result<()> {
                 format!("stack `{name}`: {why}"),
             ));
         }
-        // The pool's probe runs with the definition of a stack that has none of its own: one
-        // such stack is enough to render it (the scope is the same for all).
-        if def.probe.is_none() && !pool_probe_checked {
-            if let Some(argv) = &plan.devices.probe {
-                pool_probe_checked = true;
-                let mut with_pool = def.clone();
-                with_pool.probe = Some(CommandSpec::Argv(argv.clone()));
-                if let Err(e) = render_probe(name, &with_pool, &ctx) {
-                    problems.extend(relocate_to(plan, "devices", "", e));
-                }
+        // The pool's probe runs with the definition of a stack that has none of its own, in
+        // the same scope for all: rendered once, with the first stack's definition (also when
+        // every stack has its own probe: a plan's template is checked whether it runs or not).
+        if let (Some(argv), false) = (&plan.devices.probe, pool_probe_checked) {
+            pool_probe_checked = true;
+            let mut with_pool = def.clone();
+            with_pool.probe = Some(CommandSpec::Argv(argv.clone()));
+            // Only the probe's own arguments: the stack's env and cwd are the stack's to report.
+            with_pool.env.clear();
+            with_pool.cwd = None;
+            if let Err(e) = render_probe(name, &with_pool, &ctx) {
+                problems.extend(relocate_to(plan, "devices", "", e));
             }
         }
     }

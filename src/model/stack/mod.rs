@@ -572,15 +572,18 @@ impl StackDef {
         out
     }
 
-    /// Check the `where` constraints compile (plan validation names the stack and the key).
-    pub(crate) fn check_constraints(&self) -> Result<(), String> {
-        for text in self.constraints.iter().flatten() {
-            constraint::compile(text)?;
+    /// Check the `where` constraints compile (plan validation names the stack and the key,
+    /// `where[i]` or `profile.KIND.refuse[i].when`).
+    pub(crate) fn check_constraints(&self) -> Result<(), (String, String)> {
+        for (i, text) in self.constraints.iter().flatten().enumerate() {
+            constraint::compile(text).map_err(|e| (format!("where[{i}]"), e))?;
         }
         for (kind, spec) in &self.profile {
-            for r in &spec.refuse {
-                constraint::compile(&r.when)
-                    .map_err(|e| format!("profile.{}.refuse: {e}", kind.name()))?;
+            for (i, r) in spec.refuse.iter().enumerate() {
+                constraint::compile(&r.when).map_err(|e| {
+                    let key = format!("profile.{}.refuse[{i}].when", kind.name());
+                    (key.clone(), format!("{key}: {e}"))
+                })?;
             }
         }
         Ok(())

@@ -634,10 +634,15 @@ fn resolves(scope: &Value, path: &str) -> bool {
 }
 
 fn scope_names(scope: &Value) -> String {
-    scope
+    let names = scope
         .as_object()
         .map(|m| m.keys().join(", "))
-        .unwrap_or_default()
+        .unwrap_or_default();
+    if names.is_empty() {
+        "nothing (here only `root` is, and this stack has none)".into()
+    } else {
+        names
+    }
 }
 
 #[cfg(test)]
