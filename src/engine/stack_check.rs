@@ -31,41 +31,43 @@ const SAMPLE_ROOT: &str = "/campaign-check/root";
 /// devices_arg`). All problems of all stacks are reported together (exit 2).
 pub(crate) fn check_stacks(plan: &Plan, names: &[String]) -> Result<()> {
     let defs = crate::stack::registry::resolve(&plan.stack_defs, &plan.source)?;
-    let case = sample_case(plan);
+    let cases = sample_cases(plan);
     let mut problems = Vec::new();
     let mut pool_probe_checked = false;
     for name in names {
         let Some(def) = defs.get(name) else {
             continue; // an unknown name is the plan's own error, reported by validation
         };
-        let ctx = sample_context(&case, name, def);
-        let pctx = ParseContext {
-            n_bytes: case.n_bytes(),
-            p: case.p,
-            warmup: case.warmup_rounds,
-            timed: case.timed_rounds,
-            argv: Vec::new(),
-        };
-        let mut results = vec![
-            parsers::make(def, &pctx).map(|_| ()),
-            render(name, def, &ctx).map(|_| ()),
-            render_probe(name, def, &ctx).map(|_| ()),
-            render_build(name, def, &ctx.run_dir, ctx.root.as_deref()).map(|_| ()),
-            render_ran_expect(name, def, &ctx).map(|_| ()),
-        ];
-        results.extend(readiness(name, def, &ctx));
-        for r in results {
-            if let Err(e) = r {
-                problems.extend(relocate(plan, name, e));
+        // The cases this stack runs (a template need not render for a case it skips); the
+        // first case when it runs none of them, as before any case could be told apart.
+        let mut runs: Vec<&Case> = (cases.iter())
+            .filter(|c| def.unsupported_reason(c).is_none())
+            .collect();
+        if runs.is_empty() {
+            runs.push(&cases[0]);
+        }
+        // One case's problems are the stack's: the next case would repeat them.
+        for case in &runs {
+            let found = definition_problems(plan, name, def, case);
+            if !found.is_empty() {
+                problems.extend(found);
+                break;
             }
         }
-        for (key, why) in def.constraint_problems(&case) {
-            let field = format!("stacks.{name}.{key}");
-            problems.push(crate::plan::locate(
-                plan,
-                &field,
-                format!("stack `{name}`: {why}"),
-            ));
+        let mut constraint_keys = Vec::new();
+        for case in &cases {
+            for (key, why) in def.constraint_problems(case) {
+                if constraint_keys.contains(&key) {
+                    continue;
+                }
+                let field = format!("stacks.{name}.{key}");
+                problems.push(crate::plan::locate(
+                    plan,
+                    &field,
+                    format!("stack `{name}`: {why}"),
+                ));
+                constraint_keys.push(key);
+            }
         }
         // The pool's probe runs with the definition of a stack that has none of its own, in
         // the same scope for all: rendered once, with the first stack's definition (also when
@@ -77,8 +79,12 @@ pub(crate) fn check_stacks(plan: &Plan, names: &[String]) -> Result<()> {
             // Only the probe's own arguments: the stack's env and cwd are the stack's to report.
             with_pool.env.clear();
             with_pool.cwd = None;
-            if let Err(e) = render_probe(name, &with_pool, &ctx) {
-                problems.extend(relocate_to(plan, "devices", "", e));
+            for case in &runs {
+                let ctx = sample_context(case, name, &with_pool);
+                if let Err(e) = render_probe(name, &with_pool, &ctx) {
+                    problems.extend(relocate_to(plan, "devices", "", e));
+                    break;
+                }
             }
         }
     }
@@ -88,6 +94,30 @@ pub(crate) fn check_stacks(plan: &Plan, names: &[String]) -> Result<()> {
     } else {
         Err(Error::Invalid(problems))
     }
+}
+
+/// Everything of `def` a run of `case` would parse or render, given the same code a run uses.
+fn definition_problems(plan: &Plan, name: &str, def: &StackDef, case: &Case) -> Vec<Diagnostic> {
+    let ctx = sample_context(case, name, def);
+    let pctx = ParseContext {
+        n_bytes: case.n_bytes(),
+        p: case.p,
+        warmup: case.warmup_rounds,
+        timed: case.timed_rounds,
+        argv: Vec::new(),
+    };
+    let mut results = vec![
+        parsers::make(def, &pctx).map(|_| ()),
+        render(name, def, &ctx).map(|_| ()),
+        render_probe(name, def, &ctx).map(|_| ()),
+        render_build(name, def, &ctx.run_dir, ctx.root.as_deref()).map(|_| ()),
+        render_ran_expect(name, def, &ctx).map(|_| ()),
+    ];
+    results.extend(readiness(name, def, &ctx));
+    (results.into_iter())
+        .filter_map(|r| r.err())
+        .flat_map(|e| relocate(plan, name, e))
+        .collect()
 }
 
 /// The context a run of `case` on stack `name` would render against, with placeholder paths
@@ -152,14 +182,42 @@ fn slurm_problems(plan: &Plan) -> Vec<Diagnostic> {
     }
 }
 
-/// The plan's first case (what the templates are rendered against); a stand-in when the plan
-/// makes none (validation reports that itself).
-fn sample_case(plan: &Plan) -> Case {
-    crate::plan::sweep::cases(plan, None)
-        .ok()
-        .and_then(|mut it| it.next())
-        .and_then(|c| c.ok())
-        .unwrap_or_else(|| Case::new(Variant::Mesh, 2, 1))
+/// Most cases the templates are rendered against, and most cases looked at to find them.
+const SAMPLE_CASES: usize = 16;
+const SAMPLE_SCAN: usize = 4096;
+
+/// The cases the templates are rendered against: the plan's first case, then its first cases
+/// of other shapes (op, variant, dtype, platform, p, count, layout) — so a template that
+/// breaks only on some cases (`{% if p > 2 %}…`) is found — at most [`SAMPLE_CASES`] of the
+/// first [`SAMPLE_SCAN`]. Never empty: a stand-in when the plan makes none (validation reports
+/// that itself).
+fn sample_cases(plan: &Plan) -> Vec<Case> {
+    let mut out: Vec<Case> = Vec::new();
+    let mut shapes = std::collections::HashSet::new();
+    if let Ok(iter) = crate::plan::sweep::cases(plan, None) {
+        for case in iter.take(SAMPLE_SCAN).filter_map(|c| c.ok()) {
+            let shape = (
+                case.op,
+                case.variant,
+                case.dtype,
+                case.platform,
+                case.p,
+                case.count,
+                case.nodes,
+                case.ranks_per_node,
+            );
+            if shapes.insert(shape) {
+                out.push(case);
+                if out.len() == SAMPLE_CASES {
+                    break;
+                }
+            }
+        }
+    }
+    if out.is_empty() {
+        out.push(Case::new(Variant::Mesh, 2, 1));
+    }
+    out
 }
 
 /// Stack errors name the definition's key (`command[0]`, `env.FOO`); point them at the plan's
@@ -255,6 +313,29 @@ mod tests {
             let got = check(stack);
             assert!(got.contains(want), "{stack}\nwant: {want}\ngot: {got}");
         }
+    }
+
+    /// A template that breaks only on some cases is found on them; on a case the stack
+    /// skips (it never renders there) it is not a problem.
+    #[test]
+    fn templates_are_rendered_for_each_shape_of_case_the_stack_runs() {
+        let plan = |extra: &str| {
+            let text = format!(
+                "[campaign]\nname = \"t\"\n[case]\nvariant = \"mesh\"\ncount = 64\n[axes]\np = [2, 4]\nstacks = [\"mine\"]\n[stacks.mine]\ncommand = [\"echo\", \"{{% if p > 2 %}}{{{{ nope }}}}{{% endif %}}\"]\n{extra}"
+            );
+            crate::plan::parse_with(&text, std::path::Path::new("t.toml"), Default::default())
+                .unwrap_or_else(|e| panic!("{e}"))
+        };
+        let broken = plan("");
+        let err = check_stacks(&broken, &broken.stacks)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("t.toml:10:20: stacks.mine.command[1]") && err.contains("`nope`"),
+            "{err}"
+        );
+        let skipped = plan("max_p = 2\n");
+        check_stacks(&skipped, &skipped.stacks).unwrap_or_else(|e| panic!("{e}"));
     }
 
     #[test]
