@@ -5,8 +5,8 @@
 //! env keys, every template parsed and rendered in strict mode against the plan's first case,
 //! as are `probe`, `build`, `ready`, `ready_on`, contract commands, `ran.expect`, templated
 //! `requires` paths and `where` constraints, each in the scope a run gives it) — so the rules
-//! cannot drift. The plan's own run-time templates (`[devices] probe`, `[slurm] devices_arg`)
-//! are rendered here too. `validate`, `dry-run` and `prepare` call it; it runs nothing and
+//! cannot drift. The plan's own run-time templates (`[devices] probe`, a backend's submission
+//! templates) are rendered here too. `validate`, `dry-run` and `prepare` call it; it runs nothing and
 //! prints nothing.
 
 use std::path::PathBuf;
@@ -27,8 +27,8 @@ const SAMPLE_RUN_DIR: &str = "/campaign-check/run";
 const SAMPLE_ROOT: &str = "/campaign-check/root";
 
 /// Check the definitions of `names` (the plan's stacks, after any `--stacks`) as the plan
-/// resolves them, and the plan's own templates a run renders (`[devices] probe`, `[slurm]
-/// devices_arg`). All problems of all stacks are reported together (exit 2).
+/// resolves them, and the plan's own templates a run renders (`[devices] probe`, a backend's
+/// submission templates). All problems of all stacks are reported together (exit 2).
 pub(crate) fn check_stacks(plan: &Plan, names: &[String]) -> Result<()> {
     let defs = crate::stack::registry::resolve(&plan.stack_defs, &plan.source)?;
     let cases = sample_cases(plan);
@@ -88,7 +88,10 @@ pub(crate) fn check_stacks(plan: &Plan, names: &[String]) -> Result<()> {
             }
         }
     }
-    problems.extend(slurm_problems(plan));
+    // The backends' own templates, rendered as a submission would.
+    let backend = crate::executor::template_problems(plan);
+    problems
+        .extend((backend.into_iter()).map(|(field, why)| crate::plan::locate(plan, &field, why)));
     if problems.is_empty() {
         Ok(())
     } else {
@@ -164,22 +167,6 @@ fn readiness(name: &str, def: &StackDef, ctx: &RenderContext) -> Vec<Result<()>>
         }
     }
     out
-}
-
-/// `[slurm] devices_arg`, rendered as a submission would (whichever executor the plan names:
-/// `--executor slurm` can choose it later).
-fn slurm_problems(plan: &Plan) -> Vec<Diagnostic> {
-    let Some(template) = &plan.slurm.devices_arg else {
-        return Vec::new();
-    };
-    match crate::executor::slurm::script::validate_devices_arg(template) {
-        Ok(()) => Vec::new(),
-        Err(why) => vec![crate::plan::locate(
-            plan,
-            "slurm.devices_arg",
-            format!("template `{template}`: {why}"),
-        )],
-    }
 }
 
 /// Most cases the templates are rendered against, and most cases looked at to find them.
