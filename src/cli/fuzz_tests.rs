@@ -76,7 +76,46 @@ const TEMPLATES: &[&str] = &[
     "",
     "{{ case_file }}",
     "{% for i in range(100000000) %}x{% endfor %}",
+    "a\0b",
+    "/x/{{ nope }}",
+    "{{ root_rank }}",
 ];
+
+/// Loops nested past the fuel: each costs a full fuel's rendering, so it is drawn rarely
+/// ([`template`]) to keep the test's time.
+const NESTED: &str =
+    "{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}{% endfor %}";
+
+/// A template from [`TEMPLATES`], or now and then [`NESTED`].
+fn template(rng: &mut ChaCha8Rng) -> &'static str {
+    if rng.random_bool(0.02) {
+        NESTED
+    } else {
+        pick(rng, TEMPLATES)
+    }
+}
+
+/// Templates no stack field may take (an undefined name, broken syntax, loops nested past the
+/// fuel, a NUL byte): a plan that runs `mine` with one of these in `[stacks.mine]` or in
+/// `[devices] probe` and is accepted is a validation hole.
+const BAD_TEMPLATES: &[&str] = &["{{ ranks }}", "{% if %}", NESTED, "a\0b", "/x/{{ nope }}"];
+
+/// `where` expressions no stack may take: an undefined name, broken syntax, a NUL.
+const BAD_EXPRESSIONS: &[&str] = &["nope == 1", "p ==", "'a\0b' != variant"];
+
+/// `where` expressions: good, undefined names, broken syntax, a NUL.
+const EXPRESSIONS: &[&str] = &[
+    "p > 1",
+    "variant != 'ring' or p == 2",
+    "nope == 1",
+    "p ==",
+    "'a\0b' != variant",
+];
+
+/// `text` as a TOML basic string (a NUL written as the escape TOML knows).
+fn toml_string(text: &str) -> String {
+    format!("{text:?}").replace("\\0", "\\u0000")
+}
 
 fn pick<'a>(rng: &mut ChaCha8Rng, list: &[&'a str]) -> &'a str {
     list.choose(rng).copied().unwrap_or("")
@@ -119,9 +158,7 @@ fn value(rng: &mut ChaCha8Rng, list: &[&str]) -> String {
 
 fn quoted_templates(rng: &mut ChaCha8Rng, max: usize) -> String {
     let n = rng.random_range(0..=max);
-    let items: Vec<String> = (0..n)
-        .map(|_| format!("{:?}", pick(rng, TEMPLATES)))
-        .collect();
+    let items: Vec<String> = (0..n).map(|_| toml_string(template(rng))).collect();
     format!("[{}]", items.join(", "))
 }
 
@@ -236,6 +273,9 @@ fn plan(rng: &mut ChaCha8Rng) -> String {
             pick(rng, &["\"cpu\"", "\"npu\"", "\"gpu\"", "\"tpu\""]),
             pick(rng, &["\"0-3\"", "\"0-99999\"", "[0, 1]", "\"3-1\"", "[]"])
         ));
+        if rng.random_bool(0.4) {
+            t.push_str(&format!("probe = {}\n", quoted_templates(rng, 2)));
+        }
     }
     if rng.random_bool(0.5) {
         t.push_str("[stacks.mine]\n");
@@ -244,7 +284,7 @@ fn plan(rng: &mut ChaCha8Rng) -> String {
         } else if rng.random_bool(0.5) {
             t.push_str(&format!("command = {}\n", quoted_templates(rng, 3)));
         } else {
-            t.push_str(&format!("command = {:?}\n", pick(rng, TEMPLATES)));
+            t.push_str(&format!("command = {}\n", toml_string(template(rng))));
         }
         if rng.random_bool(0.4) {
             t.push_str(&format!("shell = {}\n", pick(rng, &["true", "false", "1"])));
@@ -263,12 +303,12 @@ fn plan(rng: &mut ChaCha8Rng) -> String {
         }
         if rng.random_bool(0.3) {
             t.push_str(&format!(
-                "env = {{ {} = {:?} }}\n",
+                "env = {{ {} = {} }}\n",
                 pick(
                     rng,
                     &["X", "CAMPAIGN_CASE_ID", "CAMPAIGN_TIMED", "LD_PRELOAD"]
                 ),
-                pick(rng, TEMPLATES)
+                toml_string(template(rng))
             ));
         }
         for key in ["cwd", "probe", "build"] {
@@ -276,6 +316,7 @@ fn plan(rng: &mut ChaCha8Rng) -> String {
                 t.push_str(&format!("{key} = {}\n", quoted_templates(rng, 2)));
             }
         }
+        more_stack_templates(rng, &mut t);
         for key in ["timeout", "no_output_timeout"] {
             if rng.random_bool(0.2) {
                 t.push_str(&format!("{key} = {}\n", pick(rng, DURATIONS)));
@@ -289,6 +330,42 @@ fn plan(rng: &mut ChaCha8Rng) -> String {
         ));
     }
     t
+}
+
+/// The other templated keys of a stack definition: `ready`, `ready_on`, `requires`,
+/// `requires_on`, a contract command, `ran.expect` and `where`.
+fn more_stack_templates(rng: &mut ChaCha8Rng, t: &mut String) {
+    for key in ["ready", "requires"] {
+        if rng.random_bool(0.15) {
+            t.push_str(&format!("{key} = {}\n", quoted_templates(rng, 2)));
+        }
+    }
+    for key in ["ready_on", "requires_on"] {
+        if rng.random_bool(0.1) {
+            t.push_str(&format!(
+                "{key} = {{ host = {} }}\n",
+                quoted_templates(rng, 2)
+            ));
+        }
+    }
+    if rng.random_bool(0.1) {
+        t.push_str(&format!(
+            "contract = [{{ item = \"x\", command = {} }}]\n",
+            quoted_templates(rng, 2)
+        ));
+    }
+    if rng.random_bool(0.1) {
+        t.push_str(&format!(
+            "ran = {{ pattern = \"(?P<algo>x)\", expect = {} }}\n",
+            toml_string(template(rng))
+        ));
+    }
+    if rng.random_bool(0.15) {
+        let exprs: Vec<String> = (0..rng.random_range(1..=2))
+            .map(|_| toml_string(pick(rng, EXPRESSIONS)))
+            .collect();
+        t.push_str(&format!("where = [{}]\n", exprs.join(", ")));
+    }
 }
 
 /// What `validate` and `dry-run` do with one plan text; `Err` carries the exit code.
@@ -312,6 +389,14 @@ fn validate_and_list(text: &str, rng: &mut ChaCha8Rng) -> Result<(), i32> {
     };
     let mut sink = Vec::new();
     crate::cli::dry_run::list(&plan, &args, &mut sink).map_err(|e| e.exit_code())?;
+    if plan.stacks.iter().any(|s| s == "mine") {
+        let mine = text.split("[stacks.mine]").nth(1).unwrap_or("");
+        let mine = mine.split("\n[").next().unwrap_or("");
+        let probe = plan.devices.probe.iter().flatten().map(String::as_str);
+        let bad = (BAD_TEMPLATES.iter().chain(BAD_EXPRESSIONS))
+            .find(|b| mine.contains(&toml_string(b)) || probe.clone().any(|p| p == **b));
+        assert!(bad.is_none(), "accepted a stack template {bad:?}:\n{text}");
+    }
     // `prepare` is left out: its Ctrl-C flag is process-wide, and other tests of this process
     // deliver signals to it.
     drop(plan);

@@ -61,6 +61,22 @@ pub(crate) fn kind_name(kind: ExecutorKind) -> &'static str {
     kind.name()
 }
 
+/// The templates of `plan` a backend renders for a submission (`[slurm] devices_arg`), each
+/// rendered as a submission would — whichever executor the plan names, since `--executor`
+/// can choose another later — as `(field, why)` for what does not render.
+pub(crate) fn template_problems(plan: &Plan) -> Vec<(String, String)> {
+    let Some(template) = &plan.slurm.devices_arg else {
+        return Vec::new();
+    };
+    match slurm::script::validate_devices_arg(template) {
+        Ok(()) => Vec::new(),
+        Err(why) => vec![(
+            "slurm.devices_arg".to_string(),
+            format!("template `{template}`: {why}"),
+        )],
+    }
+}
+
 /// The backend kind a journal header names (None: unknown or absent).
 pub(crate) fn kind_named(name: &str) -> Option<ExecutorKind> {
     ExecutorKind::named(name)

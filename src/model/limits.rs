@@ -39,8 +39,19 @@ pub(crate) const FUEL_TEMPLATE: u64 = 1_000_000;
 /// there and several times less in a release build).
 pub(crate) const FUEL_REPORT: u64 = 500_000_000;
 
+/// minijinja fuel for the validate-time preview of a report template (a score of made-up runs,
+/// `report::preview`): the built-in template spends a small fraction of this on them (see the
+/// preview's tests), so a template that spends it all does a campaign's worth of work on a
+/// score of rows — loops nested over ranges — and is refused at `validate` in seconds, instead
+/// of being found at report time by the memory limit or the full report fuel.
+pub(crate) const FUEL_REPORT_PREVIEW: u64 = 20_000_000;
+
 /// Check an expression: length, operators and bracket depth.
 pub(crate) fn check_expression(text: &str) -> Result<(), String> {
+    // minijinja takes a NUL inside a string literal; nothing a case holds can contain one.
+    if text.contains('\0') {
+        return Err("contains a NUL byte".into());
+    }
     if text.len() > MAX_EXPRESSION_BYTES {
         return Err(format!(
             "the expression is {} bytes long; at most {MAX_EXPRESSION_BYTES} are accepted",
@@ -171,6 +182,9 @@ mod tests {
             .unwrap_err()
             .contains("operators"));
         assert!(check_template("a\0b", 100).unwrap_err().contains("NUL"));
+        assert!(check_expression("variant != 'a\0b'")
+            .unwrap_err()
+            .contains("NUL"));
         assert!(check_template(&"x".repeat(101), 100)
             .unwrap_err()
             .contains("bytes long"));

@@ -4,6 +4,7 @@
 //! baseline is one of the stacks, the pool fits every case) live in `validate.rs`. Nothing here
 //! touches devices or the file system beyond checking that a named template exists.
 
+use crate::model::limits::{check_template, MAX_TEMPLATE_BYTES};
 use crate::model::results::Metric;
 use std::path::Path;
 
@@ -146,7 +147,17 @@ pub(crate) fn read_run(cx: &mut Ctx<'_>, item: &Item<'_>) -> RunConfig {
                     run.timeout = d;
                 }
             }
-            "no_output_timeout" => run.no_output_timeout = cx.duration(it, &path),
+            "no_output_timeout" => {
+                run.no_output_timeout = cx.duration(it, &path);
+                // Zero would kill every run at its first instant of silence.
+                if run.no_output_timeout.is_some_and(|d| d.is_zero()) {
+                    cx.error(
+                        &it.span(),
+                        &path,
+                        "a timeout must be longer than zero (leave it out for none)".into(),
+                    );
+                }
+            }
             "retries" => run.retries = cx.uint(it, &path, 100).map_or(run.retries, |n| n as u32),
             "retry_on" => {
                 if let Some(list) = cx.strings(it, &path) {
@@ -313,6 +324,19 @@ pub(crate) fn read_devices(cx: &mut Ctx<'_>, item: &Item<'_>) -> DevicesConfig {
                             "a probe needs a program (argv list)".into(),
                         );
                     }
+                    // The size and NUL rules of every stack template (it is one: rendered per
+                    // device, in a run's scope, by `engine::stack_check` and the health probe).
+                    let elems = cx.array(it, &path).unwrap_or_default();
+                    for (i, arg) in argv.iter().enumerate() {
+                        if let Err(why) = check_template(arg, MAX_TEMPLATE_BYTES) {
+                            let span = elems.get(i).map_or(it.span(), |e| e.span());
+                            cx.error(
+                                &span,
+                                &format!("{path}[{i}]"),
+                                format!("template refused: {why}"),
+                            );
+                        }
+                    }
                     dev.probe = Some(argv);
                 }
             }
@@ -467,7 +491,9 @@ pub(crate) fn read_slurm(cx: &mut Ctx<'_>, item: &Item<'_>) -> SlurmConfig {
             "devices_arg" => {
                 if let Some(t) = cx.string(it, &path) {
                     let env = minijinja::Environment::new();
-                    if let Err(err) = env.template_from_str(&t) {
+                    if let Err(why) = check_template(&t, MAX_TEMPLATE_BYTES) {
+                        cx.error(&it.span(), &path, format!("template refused: {why}"));
+                    } else if let Err(err) = env.template_from_str(&t) {
                         cx.error(&it.span(), &path, format!("not a valid template: {err}"));
                     }
                     s.devices_arg = Some(t);

@@ -133,10 +133,11 @@ pub(crate) fn read_defs(
     match toml::from_str::<StacksOnly>(text) {
         Ok(s) => {
             for (name, def) in &s.stacks {
-                if let Err(msg) = def.check_constraints() {
-                    cx.error(&item.span(), &format!("stacks.{name}.where"), msg);
-                }
                 let span_of = |key: &str| key_span(table, name, key).unwrap_or(item.span());
+                if let Err((key, msg)) = def.check_constraints() {
+                    let field = format!("stacks.{name}.{key}");
+                    cx.error(&span_of(&key), &field, msg);
+                }
                 for (key, msg) in def.domain_problems() {
                     cx.error(&span_of(&key), &format!("stacks.{name}.{key}"), msg);
                 }
@@ -145,13 +146,15 @@ pub(crate) fn read_defs(
         }
         Err(err) => {
             let span = err.span().unwrap_or(item.span());
-            cx.error(&span, "stacks", err.message().trim_end().to_string());
+            let field = key_at(table, &span).unwrap_or_else(|| "stacks".into());
+            cx.error(&span, &field, err.message().trim_end().to_string());
             names_only()
         }
     }
 }
 
-/// Where `[stacks.NAME]`'s key `key` (its first part before `.` or `[`) is written.
+/// Where `[stacks.NAME]`'s key `key` is written: its first part before `.` or `[`, and the
+/// element of that array when the key goes on with `[i]` (`where[1]`).
 fn key_span(table: &toml::de::DeTable<'_>, name: &str, key: &str) -> Option<Range<usize>> {
     let first = key.split(['.', '[']).next().unwrap_or(key);
     let (_, def) = table.iter().find(|(k, _)| k.get_ref().as_ref() == name)?;
@@ -159,7 +162,26 @@ fn key_span(table: &toml::de::DeTable<'_>, name: &str, key: &str) -> Option<Rang
         return None;
     };
     let (_, value) = def.iter().find(|(k, _)| k.get_ref().as_ref() == first)?;
-    Some(value.span())
+    let index = (key[first.len()..].strip_prefix('['))
+        .and_then(|rest| rest.split(']').next())
+        .and_then(|i| i.parse::<usize>().ok());
+    match (index, value.get_ref()) {
+        (Some(i), toml::de::DeValue::Array(items)) => items.get(i).map(|e| e.span()),
+        _ => None,
+    }
+    .or(Some(value.span()))
+}
+
+/// The `stacks.NAME.KEY` whose value holds `span` (where serde found a bad value), if any.
+fn key_at(table: &toml::de::DeTable<'_>, span: &Range<usize>) -> Option<String> {
+    let inside = |outer: Range<usize>| outer.start <= span.start && span.end <= outer.end;
+    table.iter().find_map(|(name, def)| {
+        let toml::de::DeValue::Table(def) = def.get_ref() else {
+            return None;
+        };
+        let (key, _) = def.iter().find(|(_, v)| inside(v.span()))?;
+        Some(format!("stacks.{}.{}", name.get_ref(), key.get_ref()))
+    })
 }
 
 /// Every name in `axes.stacks` is shipped or defined in `[stacks]`; no name twice; not empty.

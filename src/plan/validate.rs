@@ -88,6 +88,24 @@ fn at_field(cx: &Ctx<'_>, spans: &Spans, field: &str, message: String) -> Diagno
     }
 }
 
+/// The field a case problem is reported at: a `p` above the maximum that the plan does not
+/// write is the product `nodes × ranks_per_node`, so it is named at the line of the factor
+/// that makes it large (the larger of the two the plan writes), not at the whole file.
+fn layout_field(spans: &Spans, case: &Case, field: String) -> String {
+    if field != "p" || case.p <= crate::model::case::MAX_P || spans.fields.contains_key("p") {
+        return field;
+    }
+    let factors = [
+        ("nodes", case.nodes),
+        ("ranks_per_node", case.ranks_per_node()),
+    ];
+    factors
+        .into_iter()
+        .filter(|(name, _)| spans.fields.contains_key(*name))
+        .max_by_key(|(_, value)| *value)
+        .map_or(field, |(name, _)| name.to_string())
+}
+
 fn name_case(case: &Case, msg: &str) -> String {
     let id = case.case_id();
     if msg.starts_with(&id) {
@@ -187,6 +205,7 @@ pub(crate) fn check(cx: &mut Ctx<'_>, plan: &mut Plan, spans: &Spans) {
         max_p = max_p.max(case.p);
         max_id = max_id.max(case.device_ids.iter().copied().max().unwrap_or(0));
         for (field, msg) in case.problems() {
+            let field = layout_field(spans, case, field);
             Collector::add(
                 &mut out.errors,
                 format!(

@@ -27,11 +27,32 @@ pub(crate) fn render<C: Serialize>(
     ctx: &C,
     out: &mut dyn std::io::Write,
 ) -> Result<()> {
+    // A template that loops without end fails with an error instead of hanging the campaign.
+    render_fuelled(
+        source,
+        name,
+        file,
+        ctx,
+        out,
+        crate::model::limits::FUEL_REPORT,
+    )
+}
+
+/// [`render`] with `fuel` instructions at most (the validate-time preview renders a handful of
+/// runs and so gives far less: a template that does a campaign's worth of work on them is
+/// runaway, refused before it can fill memory).
+pub(crate) fn render_fuelled<C: Serialize>(
+    source: &str,
+    name: &str,
+    file: &Path,
+    ctx: &C,
+    out: &mut dyn std::io::Write,
+    fuel: u64,
+) -> Result<()> {
     let mut env = Environment::new();
     env.set_undefined_behavior(UndefinedBehavior::Strict);
     env.set_auto_escape_callback(|_| AutoEscape::None);
-    // A template that loops without end fails with an error instead of hanging the campaign.
-    env.set_fuel(Some(crate::model::limits::FUEL_REPORT));
+    env.set_fuel(Some(fuel));
     // Block tags on their own lines leave no blank lines behind, so tables stay contiguous.
     let syntax = SyntaxConfig::builder()
         .trim_blocks(true)
@@ -54,6 +75,9 @@ pub(crate) fn render<C: Serialize>(
 fn diagnostic(e: &minijinja::Error, file: &Path) -> Error {
     let what = match e.kind() {
         minijinja::ErrorKind::UndefinedError => "undefined variable or attribute".to_string(),
+        minijinja::ErrorKind::OutOfFuel => {
+            "does more work than a report may (a loop too long, or loops nested)".to_string()
+        }
         kind => kind.to_string(),
     };
     let detail = e.detail().map(|d| format!(": {d}")).unwrap_or_default();

@@ -27,6 +27,16 @@ pub(crate) fn check_plan(plan: &crate::model::plan::Plan, chosen: Option<&Path>)
 
 /// Render `template` with a context like the one `stacks` (the plan's stacks) would give.
 pub(crate) fn check(template: &Path, cfg: &ReportConfig, stacks: &[String]) -> Result<()> {
+    check_fuelled(
+        template,
+        cfg,
+        stacks,
+        crate::model::limits::FUEL_REPORT_PREVIEW,
+    )
+}
+
+/// [`check`] with `fuel` instructions at most.
+fn check_fuelled(template: &Path, cfg: &ReportConfig, stacks: &[String], fuel: u64) -> Result<()> {
     let text = crate::model::file::read_regular_text(
         template,
         crate::model::limits::MAX_REPORT_TEMPLATE_BYTES as u64,
@@ -54,7 +64,7 @@ pub(crate) fn check(template: &Path, cfg: &ReportConfig, stacks: &[String]) -> R
         opts.compare_metric,
     );
     let ctx = context::build(&results, &analysis, opts.title.as_deref());
-    markdown::render(&text, &name, template, &ctx, &mut std::io::sink())
+    markdown::render_fuelled(&text, &name, template, &ctx, &mut std::io::sink(), fuel)
 }
 
 /// The result set [`check`] renders: every (case, stack) of 2 P × 2 counts, the first case with
@@ -150,6 +160,25 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = template(dir.path(), markdown::DEFAULT_TEMPLATE);
         check(&file, &ReportConfig::default(), &["host".into()]).unwrap();
+    }
+
+    /// The preview's fuel is far above what the built-in template spends on it (so a real
+    /// template is never refused for its work), and a template with nested loops is refused by
+    /// fuel at validate, naming the line, not left to run into the memory limit.
+    #[test]
+    fn runaway_loops_are_refused_by_the_preview_fuel() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = template(dir.path(), markdown::DEFAULT_TEMPLATE);
+        let fuel = crate::model::limits::FUEL_REPORT_PREVIEW / 20;
+        check_fuelled(&file, &ReportConfig::default(), &["host".into()], fuel)
+            .unwrap_or_else(|e| panic!("the built-in template needs more than {fuel}: {e}"));
+        let nested = "# t\n{% for i in range(100000) %}{% for j in range(100000) %}{{ i }}{% endfor %}{% endfor %}\n";
+        let file = template(dir.path(), nested);
+        let err = check(&file, &ReportConfig::default(), &["host".into()]).unwrap_err();
+        let text = err.to_string();
+        assert_eq!(err.exit_code(), crate::error::exit::BAD_INPUT);
+        assert!(text.contains("more work than a report may"), "{text}");
+        assert!(text.contains("t.md.j2:2"), "{text}");
     }
 
     #[test]

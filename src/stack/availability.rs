@@ -1,7 +1,7 @@
 //! Is a stack ready to run here? Its root resolves, its `requires` hold, it has a command.
 //!
 //! `requires` entries: an upper-case `NAME` is an env var that must be set; an entry containing
-//! `/` is a path (template, `root` in scope) that must exist; anything else is a program that
+//! `/` or a template is a path (`root` in scope) that must exist; anything else is a program that
 //! must be on PATH. Looks at the file system and environment only: it never spawns a process
 //! and never runs a stack's `build` or `probe` (the DAG's steps do).
 
@@ -100,7 +100,7 @@ fn missing(req: &str, root: Option<&Path>, resolver: &Resolver) -> Option<String
             .var(req)
             .is_none()
             .then(|| format!("{req} is not set"))
-    } else if req.contains('/') {
+    } else if is_path_entry(req) {
         match render_path(req, root) {
             Ok(path) if path.exists() => None,
             Ok(path) => Some(format!("{} not found", path.display())),
@@ -157,12 +157,25 @@ pub(crate) fn is_env_name(s: &str) -> bool {
             .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
 }
 
+/// Is `req` a path entry: it names a directory (`/`) or is a template (which can only make a
+/// path: a template naming a program or variable would mean nothing)?
+pub(crate) fn is_path_entry(req: &str) -> bool {
+    req.contains('/') || req.contains("{{") || req.contains("{%")
+}
+
+/// Render a path entry the way every stack template is rendered (strict, fuelled): a
+/// misspelt name is a reason, never an empty path that happens to exist.
 fn render_path(template: &str, root: Option<&Path>) -> Result<PathBuf, String> {
-    let env = minijinja::Environment::new();
-    let root = root.map(|r| r.display().to_string()).unwrap_or_default();
-    env.render_str(template, minijinja::context! { root => root })
+    crate::stack::render::render_requirement("", "requires", template, root)
         .map(PathBuf::from)
-        .map_err(|e| e.to_string())
+        .map_err(|e| match e {
+            crate::error::Error::Invalid(diags) => diags
+                .into_iter()
+                .map(|d| d.message)
+                .collect::<Vec<_>>()
+                .join("; "),
+            other => other.to_string(),
+        })
 }
 
 /// `program` on `path_var` (a PATH value), or as given when it contains a `/`.

@@ -17,6 +17,7 @@ mod man_pages;
 mod mpi;
 mod newcomer;
 mod plan;
+mod plan_templates;
 mod profile;
 mod ran;
 mod readme;

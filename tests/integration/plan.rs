@@ -684,7 +684,7 @@ fn hostile_and_nonsensical_plans_are_refused_at_validate() {
                     vec!["p"; 400].join(" or ")
                 ),
             ),
-            "stacks.x.where",
+            "stacks.x.where[0]",
             "operators",
         ),
         (

@@ -45,9 +45,18 @@ pub(crate) fn compile(text: &str) -> Result<Compiled, String> {
 pub(crate) fn holds(text: &str, case: &Case) -> Result<bool, String> {
     let expr = compile(text)?;
     let mut json = case.to_json();
-    // Allreduce cases do not write `op` (seed format); constraints may still name it.
+    // Case files leave out what is implied (allreduce's `op`, one node's layout, an op without
+    // a root); a constraint may still name any of them, on every case: a name that holds on
+    // some cases only would be a skip on the others, not a plan error found at validate.
     if let Some(map) = json.as_object_mut() {
         map.entry("op").or_insert_with(|| case.op.as_str().into());
+        map.entry("nodes")
+            .or_insert_with(|| case.nodes.max(1).into());
+        map.entry("ranks_per_node")
+            .or_insert_with(|| case.ranks_per_node().into());
+        map.entry("placement")
+            .or_insert_with(|| case.placement.as_str().into());
+        map.entry("root").or_insert(serde_json::Value::Null);
     }
     let fields = minijinja::Value::from(minijinja::value::Serde(json));
     expr.eval(fields)

@@ -109,6 +109,22 @@ impl StackDef {
         for (i, r) in self.requires.iter().enumerate() {
             template(format!("requires[{i}]"), r);
         }
+        for (platform, list) in &self.requires_on {
+            for (i, r) in list.iter().enumerate() {
+                template(format!("requires_on.{platform}[{i}]"), r);
+            }
+        }
+        for (i, item) in self.contract.iter().enumerate() {
+            let key = format!("contract[{i}].command");
+            match &item.command {
+                CommandSpec::Argv(argv) => {
+                    for (j, arg) in argv.iter().enumerate() {
+                        template(format!("{key}[{j}]"), arg);
+                    }
+                }
+                CommandSpec::Shell(text) => template(key, text),
+            }
+        }
         if let Some(ran) = &self.ran {
             if let Some(expect) = &ran.expect {
                 template("ran.expect".into(), expect);

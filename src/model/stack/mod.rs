@@ -579,15 +579,41 @@ impl StackDef {
         }
     }
 
-    /// Check the `where` constraints compile (plan validation names the stack and the key).
-    pub(crate) fn check_constraints(&self) -> Result<(), String> {
-        for text in self.constraints.iter().flatten() {
-            constraint::compile(text)?;
+    /// Every `where` constraint and profile `refuse.when` that cannot be evaluated on `case` (a
+    /// name that is no case field, a type error, fuel spent), as `(key, why)`: what validation
+    /// refuses before a run would turn it into a skip of every case.
+    pub(crate) fn constraint_problems(
+        &self,
+        case: &crate::model::case::Case,
+    ) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for (i, text) in self.constraints.iter().flatten().enumerate() {
+            if let Err(e) = constraint::holds(text, case) {
+                out.push((format!("where[{i}]"), e));
+            }
         }
         for (kind, spec) in &self.profile {
-            for r in &spec.refuse {
-                constraint::compile(&r.when)
-                    .map_err(|e| format!("profile.{}.refuse: {e}", kind.name()))?;
+            for (i, r) in spec.refuse.iter().enumerate() {
+                if let Err(e) = constraint::holds(&r.when, case) {
+                    out.push((format!("profile.{}.refuse[{i}].when", kind.name()), e));
+                }
+            }
+        }
+        out
+    }
+
+    /// Check the `where` constraints compile (plan validation names the stack and the key,
+    /// `where[i]` or `profile.KIND.refuse[i].when`).
+    pub(crate) fn check_constraints(&self) -> Result<(), (String, String)> {
+        for (i, text) in self.constraints.iter().flatten().enumerate() {
+            constraint::compile(text).map_err(|e| (format!("where[{i}]"), e))?;
+        }
+        for (kind, spec) in &self.profile {
+            for (i, r) in spec.refuse.iter().enumerate() {
+                constraint::compile(&r.when).map_err(|e| {
+                    let key = format!("profile.{}.refuse[{i}].when", kind.name());
+                    (key.clone(), format!("{key}: {e}"))
+                })?;
             }
         }
         Ok(())

@@ -197,7 +197,9 @@ pub fn render_ready_on(
     render_ready_probe(name, &key, spec, Some(platform), def, root, cwd).map(Some)
 }
 
-fn render_ready_probe(
+/// Render a readiness-scoped command named `key` (`ready`, `ready_on.<platform>`, a contract
+/// item's `contract[i].command`): the scope of `ready`, plus `platform` when given.
+pub(crate) fn render_ready_probe(
     name: &str,
     key: &str,
     spec: &CommandSpec,
@@ -225,6 +227,22 @@ fn render_ready_probe(
         env,
         cwd: root.unwrap_or(cwd).to_path_buf(),
     })
+}
+
+/// Render one `requires` entry (`field` names it, e.g. `requires[0]`): scope `root` alone, the
+/// stack's resolved root when it has one. Strict and fuelled like every stack template, so a
+/// misspelt name is an error rather than an empty path, and a loop cannot hang the check.
+pub(crate) fn render_requirement(
+    name: &str,
+    field: &str,
+    template: &str,
+    root: Option<&Path>,
+) -> Result<String> {
+    let mut scope = Map::new();
+    if let Some(root) = root {
+        scope.insert("root".into(), path_value(root));
+    }
+    Renderer::new(name, Value::Object(scope)).render(field, template)
 }
 
 /// What `def` gives every run of `variant`, whatever else the run is: its templated `env`
@@ -576,6 +594,11 @@ impl<'n> Renderer<'n> {
                     .push_str(" (this stack has no root: set `root` and its environment variable)");
             }
             message.push_str(&format!("; in scope: {}", scope_names(self.scope())));
+        } else if e.kind() == minijinja::ErrorKind::OutOfFuel {
+            message.push_str(&format!(
+                "does more work than a stack template may ({} instructions: a loop too long, or loops nested)",
+                crate::model::limits::FUEL_TEMPLATE
+            ));
         } else {
             message.push_str(&e.kind().to_string());
             if let Some(detail) = e.detail() {
@@ -618,10 +641,15 @@ fn resolves(scope: &Value, path: &str) -> bool {
 }
 
 fn scope_names(scope: &Value) -> String {
-    scope
+    let names = scope
         .as_object()
         .map(|m| m.keys().join(", "))
-        .unwrap_or_default()
+        .unwrap_or_default();
+    if names.is_empty() {
+        "nothing (here only `root` is, and this stack has none)".into()
+    } else {
+        names
+    }
 }
 
 #[cfg(test)]

@@ -168,7 +168,6 @@ pub(crate) fn devices_args(config: &SlurmConfig, p: u32, kind: DeviceKind) -> Re
 }
 
 /// Check a `devices_arg` template without a run (for plan validation): `Err` says why.
-#[cfg(test)]
 pub(crate) fn validate_devices_arg(template: &str) -> std::result::Result<(), String> {
     render_devices_arg(template, 1, "npu").map(|_| ())
 }
@@ -176,6 +175,8 @@ pub(crate) fn validate_devices_arg(template: &str) -> std::result::Result<(), St
 fn render_devices_arg(template: &str, p: u32, kind: &str) -> std::result::Result<String, String> {
     let mut env = Environment::new();
     env.set_undefined_behavior(UndefinedBehavior::Strict);
+    // Like every template a plan hands in: a loop stops with an error, it cannot hang a submit.
+    env.set_fuel(Some(crate::model::limits::FUEL_TEMPLATE));
     env.render_str(template, context! { p => p, kind => kind })
         .map_err(|e| e.to_string())
 }
