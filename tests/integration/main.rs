@@ -21,6 +21,7 @@ mod profile;
 mod ran;
 mod readme;
 mod report;
+mod report_interrupt;
 mod resume;
 mod run;
 mod sequential;
