@@ -43,7 +43,9 @@ pub(crate) struct Guard {
 /// Enter the derived-only part of a command: `hint` is what the user runs to finish it (said on
 /// stderr after the signal).
 pub(crate) fn enter(hint: &str) -> Guard {
-    let text = format!("\ninterrupted: {hint}\n").into_bytes().into_boxed_slice();
+    let text = format!("\ninterrupted: {hint}\n")
+        .into_bytes()
+        .into_boxed_slice();
     let len = text.len();
     let ptr = Box::leak(text).as_mut_ptr();
     MESSAGE_LEN.store(len, Ordering::SeqCst);

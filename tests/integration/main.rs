@@ -10,6 +10,7 @@ mod containment;
 mod crossover;
 mod executor;
 mod exit_codes;
+mod fuzz_run_dirs;
 mod history;
 mod honest;
 mod huge;

@@ -97,14 +97,19 @@ fn ctrl_c_during_the_report_step_stops_at_once_and_keeps_the_recorded_runs() {
         if let Some(status) = child.try_wait().unwrap() {
             break status;
         }
-        assert!(Instant::now() < cap, "campaign did not stop within 60 s of SIGINT");
+        assert!(
+            Instant::now() < cap,
+            "campaign did not stop within 60 s of SIGINT"
+        );
         std::thread::sleep(Duration::from_millis(20));
     };
     let mut err = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
     assert_eq!(status.code(), Some(3), "{err}");
     assert!(
-        err.contains("interrupted: every run is recorded; the report was not finished: campaign report"),
+        err.contains(
+            "interrupted: every run is recorded; the report was not finished: campaign report"
+        ),
         "{err}"
     );
     // What was recorded before the report step is intact: the run passed, in the journal and
@@ -131,5 +136,10 @@ fn ctrl_c_during_the_report_step_stops_at_once_and_keeps_the_recorded_runs() {
     assert_eq!(runs[0]["stack"], "many");
     // `campaign status` reads the run dir as a finished campaign.
     let status = crate::util::run_in(tmp.path(), &["status", run_dir.to_str().unwrap()]);
-    assert_eq!(status.status.code(), Some(0), "{}", crate::util::stderr(&status));
+    assert_eq!(
+        status.status.code(),
+        Some(0),
+        "{}",
+        crate::util::stderr(&status)
+    );
 }

@@ -330,9 +330,13 @@ mod tests {
         let panel = &fig.panels[0];
         let legend: Vec<&str> = panel.rect_legend.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(legend.len(), MAX_SEGMENTS + 1, "{legend:?}");
-        assert!(legend.contains(&"p7") && legend.contains(&OTHER), "{legend:?}");
         assert!(
-            fig.caption.contains("the other 19988 are summed in `other phases`"),
+            legend.contains(&"p7") && legend.contains(&OTHER),
+            "{legend:?}"
+        );
+        assert!(
+            fig.caption
+                .contains("the other 19988 are summed in `other phases`"),
             "{}",
             fig.caption
         );
