@@ -110,6 +110,9 @@ fn ordered(m: &BTreeMap<String, f64>) -> Vec<(String, f64)> {
 /// caption says how many are drawn, and every run's phases are in `results.csv`.
 pub(crate) const MAX_BARS: usize = 120;
 
+/// One bar: its label and its (segment name, seconds) in drawing order.
+type Bar = (String, Vec<(String, f64)>);
+
 /// Most segments (distinct names) one figure draws: a stack may report thousands of phases,
 /// and a legend of 160,000 names is neither drawable nor readable.
 pub(crate) const MAX_SEGMENTS: usize = 12;
@@ -120,9 +123,7 @@ const OTHER: &str = "other phases";
 /// Keep the [`MAX_SEGMENTS`] names of most time over all `bars` (ties: the first seen) and sum
 /// each bar's other segments into one [`OTHER`] segment at its end; returns the bars and how
 /// many names were folded. Linear in the number of segments (plus a sort of the names).
-fn fold_small_segments(
-    bars: Vec<(String, Vec<(String, f64)>)>,
-) -> (Vec<(String, Vec<(String, f64)>)>, usize) {
+fn fold_small_segments(bars: Vec<Bar>) -> (Vec<Bar>, usize) {
     let mut totals: HashMap<&str, (f64, usize)> = HashMap::new();
     for (_, parts) in &bars {
         for (n, v) in parts {
