@@ -77,7 +77,7 @@ pub(crate) fn dispatch(command: Command) -> Result<i32> {
         Command::Validate(a) => validate::run(&a),
         Command::Cases(a) => cases::run(&a),
         Command::Status(a) => status::run(&a),
-        Command::Report(a) => report::run(&a),
+        Command::Report(a) => report::run_stoppable(&a),
         Command::Compare(a) => compare::run(&a),
         Command::Calibrate(a) => calibrate::run(&a),
         Command::Doctor(a) => doctor::run(&a),

@@ -28,6 +28,17 @@ fn frozen_report(run_dir: &std::path::Path) -> Option<crate::model::plan::Report
     }
 }
 
+/// `campaign report` as the binary runs it: it only replaces derived files, each atomically, so
+/// a Ctrl-C ends it at once with exit 3 (`engine::derived_stop`). [`run`] alone leaves the
+/// process's signal handling as it is (the in-process tests call it).
+pub(crate) fn run_stoppable(args: &ReportArgs) -> Result<i32> {
+    let _at_once = crate::engine::derived_stop::enter(&format!(
+        "the report was not finished: campaign report {} renders it",
+        args.run_dir.display()
+    ));
+    run(args)
+}
+
 pub(crate) fn run(args: &ReportArgs) -> Result<i32> {
     // Temp files of killed reports (`report` takes no lock: it only replaces derived files).
     for dir in ["", "reports", "figures"] {

@@ -223,7 +223,19 @@ impl Dispatcher {
             drop(set);
             self.free_run_state();
             crate::engine::results_files::release_memory();
+            // Every run is recorded: a Ctrl-C from here on ends campaign at once (exit 3)
+            // instead of waiting for a long render to finish (`engine::derived_stop`).
+            let _at_once = crate::engine::derived_stop::enter(&format!(
+                "every run is recorded; the report was not finished: campaign report {} renders it",
+                self.plan.run_dir.path.display()
+            ));
             for (name, f) in &mut self.out.after {
+                // A signal heard just before the guard was in place: nothing more to do.
+                if *self.stop.cancel.borrow() {
+                    break;
+                }
+                // Said before it starts: a report of many runs or phases takes a while.
+                crate::say!("{name}: every run is recorded; rendering (Ctrl-C stops it at once)");
                 // Never at the cost of what is recorded: the results files are written before;
                 // the failure is said on stderr, whatever `-q` says, and ends in the exit code.
                 if let Err(e) = f(&self.plan.run_dir) {

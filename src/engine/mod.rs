@@ -13,6 +13,7 @@ pub(crate) mod campaign;
 pub(crate) mod case_files;
 pub(crate) mod census_step;
 pub(crate) mod decide;
+pub(crate) mod derived_stop;
 pub(crate) mod dispatch;
 pub(crate) mod drive;
 pub(crate) mod estimate;

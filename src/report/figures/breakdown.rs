@@ -6,7 +6,7 @@
 //! figure growing one row per bar, so labels never overlap. Only turns the analysis into a
 //! panel.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use plotters::prelude::IntoFont;
 
@@ -110,6 +110,60 @@ fn ordered(m: &BTreeMap<String, f64>) -> Vec<(String, f64)> {
 /// caption says how many are drawn, and every run's phases are in `results.csv`.
 pub(crate) const MAX_BARS: usize = 120;
 
+/// One bar: its label and its (segment name, seconds) in drawing order.
+type Bar = (String, Vec<(String, f64)>);
+
+/// Most segments (distinct names) one figure draws: a stack may report thousands of phases,
+/// and a legend of 160,000 names is neither drawable nor readable.
+pub(crate) const MAX_SEGMENTS: usize = 12;
+
+/// The segment the names past [`MAX_SEGMENTS`] are summed in.
+const OTHER: &str = "other phases";
+
+/// Keep the [`MAX_SEGMENTS`] names of most time over all `bars` (ties: the first seen) and sum
+/// each bar's other segments into one [`OTHER`] segment at its end; returns the bars and how
+/// many names were folded. Linear in the number of segments (plus a sort of the names).
+fn fold_small_segments(bars: Vec<Bar>) -> (Vec<Bar>, usize) {
+    let mut totals: HashMap<&str, (f64, usize)> = HashMap::new();
+    for (_, parts) in &bars {
+        for (n, v) in parts {
+            let seen = totals.len();
+            let t = totals.entry(n.as_str()).or_insert((0.0, seen));
+            // A non-finite or negative mean (never from a passing run) weighs nothing.
+            t.0 += if v.is_finite() && *v > 0.0 { *v } else { 0.0 };
+        }
+    }
+    if totals.len() <= MAX_SEGMENTS {
+        return (bars, 0);
+    }
+    let mut ranked: Vec<(&str, (f64, usize))> = totals.into_iter().collect();
+    ranked.sort_by(|a, b| b.1 .0.total_cmp(&a.1 .0).then(a.1 .1.cmp(&b.1 .1)));
+    let folded = ranked.len() - MAX_SEGMENTS;
+    let kept: std::collections::HashSet<String> = ranked[..MAX_SEGMENTS]
+        .iter()
+        .map(|(n, _)| n.to_string())
+        .collect();
+    let bars = bars
+        .into_iter()
+        .map(|(label, parts)| {
+            let mut other = 0.0;
+            let mut out = Vec::new();
+            for (n, v) in parts {
+                if kept.contains(&n) {
+                    out.push((n, v));
+                } else {
+                    other += v;
+                }
+            }
+            if other > 0.0 {
+                out.push((OTHER.to_string(), other));
+            }
+            (label, out)
+        })
+        .collect();
+    (bars, folded)
+}
+
 /// Pixels per bar: a 12 px label plus a gap, also after the axis keeps room beside the outer bars.
 const ROW: u32 = 22;
 /// Width of the bars' plotting area.
@@ -163,10 +217,21 @@ fn stacked(
     } else {
         String::new()
     };
+    let (bars, folded) = fold_small_segments(bars);
+    let shown = match folded {
+        0 => shown,
+        n => format!(
+            "{shown} The {MAX_SEGMENTS} segments of most time over the drawn bars are drawn; the \
+             other {n} are summed in `{OTHER}`, and every phase is in results.csv."
+        ),
+    };
+    // The legend's colours, in first-seen order (a map: thousands of names are looked up).
     let mut names: Vec<String> = Vec::new();
+    let mut color: HashMap<String, usize> = HashMap::new();
     for (_, parts) in &bars {
         for (n, _) in parts {
-            if !names.contains(n) {
+            if !color.contains_key(n) {
+                color.insert(n.clone(), names.len());
                 names.push(n.clone());
             }
         }
@@ -182,7 +247,7 @@ fn stacked(
         let row = (n - 1 - i) as f64;
         let mut x = 0.0;
         for (name, v) in parts {
-            let c = names.iter().position(|x| x == name).unwrap_or(0);
+            let c = color.get(name).copied().unwrap_or(0);
             panel.rects.push((x, row - 0.4, x + v, row + 0.4, c));
             panel.hover.push(super::common::Hover {
                 x: x + v / 2.0,
@@ -248,6 +313,37 @@ mod tests {
             "{}",
             fig.caption
         );
+    }
+
+    #[test]
+    fn thousands_of_phases_draw_the_heaviest_and_fold_the_rest_into_one_segment() {
+        crate::report::font::ensure_registered().unwrap();
+        // 3 runs of 20,000 phases each; phase 7 weighs most, the rest little.
+        let bars: Vec<(String, Vec<(String, f64)>)> = (0..3)
+            .map(|r| {
+                let parts = (0..20_000)
+                    .map(|i| (format!("p{i}"), if i == 7 { 1.0 } else { 1e-6 }))
+                    .collect();
+                (format!("s{r} case"), parts)
+            })
+            .collect();
+        let fig = stacked("Phase breakdown", "seconds", "phases", bars);
+        let panel = &fig.panels[0];
+        let legend: Vec<&str> = panel.rect_legend.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(legend.len(), MAX_SEGMENTS + 1, "{legend:?}");
+        assert!(
+            legend.contains(&"p7") && legend.contains(&OTHER),
+            "{legend:?}"
+        );
+        assert!(
+            fig.caption
+                .contains("the other 19988 are summed in `other phases`"),
+            "{}",
+            fig.caption
+        );
+        // Each bar still sums to its whole time: 1 + 19,999 × 1e-6 seconds.
+        let right = panel.rects.iter().map(|r| r.2).fold(0.0, f64::max);
+        assert!((right - (1.0 + 19_999e-6)).abs() < 1e-6, "{right}");
     }
 
     #[test]
