@@ -37,14 +37,7 @@ macro_rules! tell {
 /// line breaks and tabs shown as escapes. Standard error failing is ignored, as `eprintln!`
 /// would panic on it.
 pub fn err_line(args: std::fmt::Arguments<'_>) {
-    let formatted;
-    let shown = match args.as_str() {
-        Some(literal) => std::borrow::Cow::Borrowed(literal),
-        None => {
-            formatted = std::fmt::format(args);
-            escape_controls(&formatted, LAYOUT)
-        }
-    };
+    let shown = shown(args);
     let mut err = std::io::stderr().lock();
     let _ = err
         .write_all(shown.as_bytes())
@@ -62,15 +55,7 @@ pub fn line(args: std::fmt::Arguments<'_>) {
     if GONE.load(Ordering::Relaxed) {
         return;
     }
-    let formatted;
-    let shown = match args.as_str() {
-        // A literal line is campaign's own words: nothing to escape.
-        Some(literal) => std::borrow::Cow::Borrowed(literal),
-        None => {
-            formatted = std::fmt::format(args);
-            escape_controls(&formatted, LAYOUT)
-        }
-    };
+    let shown = shown(args);
     write(|out| {
         out.write_all(shown.as_bytes())?;
         out.write_all(b"\n")
@@ -82,6 +67,22 @@ pub fn line(args: std::fmt::Arguments<'_>) {
 pub fn text(text: &str) {
     let shown = escape_controls(text, LAYOUT);
     write(|out| out.write_all(shown.as_bytes()));
+}
+
+/// A line as it is shown: a literal line is campaign's own words (nothing to escape); a
+/// formatted one has its control characters other than [`LAYOUT`] escaped.
+fn shown(args: std::fmt::Arguments<'_>) -> std::borrow::Cow<'static, str> {
+    use std::borrow::Cow;
+    match args.as_str() {
+        Some(literal) => Cow::Borrowed(literal),
+        None => {
+            let formatted = std::fmt::format(args);
+            match escape_controls(&formatted, LAYOUT) {
+                Cow::Borrowed(_) => Cow::Owned(formatted),
+                Cow::Owned(escaped) => Cow::Owned(escaped),
+            }
+        }
+    }
 }
 
 /// The control characters a block of text may keep: they lay it out, they cannot act on a

@@ -66,7 +66,7 @@ fn validate_one(file: &Path, many: bool) -> Result<()> {
                 crate::tell!("warning: {w}");
             }
             for w in &probed {
-                eprintln!("warning: {w}");
+                crate::tell!("warning: {w}");
             }
             let planned = super::dry_run::planned_runs(&plan)?;
             if let Some(w) = &planned.oversubscription {

@@ -294,6 +294,28 @@ fn same_campaign(
     ))
 }
 
+/// [`same_campaign`], and a plan accepted as edited journaled (`plan` event) and said.
+fn accept_plan(
+    prep: &Prepared,
+    run_dir: &Path,
+    replay: &Replay,
+    plan_edited: bool,
+    journal: &mut Journal,
+) -> Result<()> {
+    if let Some(previous) = same_campaign(prep, run_dir, replay, plan_edited)? {
+        let mut fields = serde_json::Map::new();
+        fields.insert("plan_hash".into(), Value::from(prep.plan.hash.clone()));
+        fields.insert("previous".into(), Value::from(previous.clone()));
+        journal.event(PLAN_EVENT, fields)?;
+        crate::say!(
+            "resume: plan.toml was edited (plan hash {previous} → {}); runs whose definition \
+             changed run again",
+            prep.plan.hash
+        );
+    }
+    Ok(())
+}
+
 /// The journal event that records a plan accepted as edited (`resume --plan-edited`): its
 /// `plan_hash` is the one later resumes compare with.
 const PLAN_EVENT: &str = "plan";
@@ -318,17 +340,7 @@ pub(crate) fn claim_resume(
         plan_edited,
     } = resume;
     let run_dir = Arc::new(RunDir::open(&run_dir));
-    if let Some(previous) = same_campaign(prep, &run_dir.path, &replay, plan_edited)? {
-        let mut fields = serde_json::Map::new();
-        fields.insert("plan_hash".into(), Value::from(prep.plan.hash.clone()));
-        fields.insert("previous".into(), Value::from(previous.clone()));
-        journal.event(PLAN_EVENT, fields)?;
-        crate::say!(
-            "resume: plan.toml was edited (plan hash {previous} → {}); runs whose definition \
-             changed run again",
-            prep.plan.hash
-        );
-    }
+    accept_plan(prep, &run_dir.path, &replay, plan_edited, &mut journal)?;
     // Before any device is leased again: whatever a killed session's runs left running.
     let reaped = reap_leftovers(&run_dir.path, &replay);
     let context = fingerprint_context(prep, &run_dir.path);
@@ -379,10 +391,8 @@ pub(crate) fn claim_resume(
     }
     crate::say!("run dir: {}", run_dir.path.display());
     crate::say!("resume: {decided}");
-    if let Some(note) = verify_note {
-        crate::say!("{note}");
-    }
-    for note in prep.backend.resume_notes(reattach.len(), &stale_jobs) {
+    let backend_notes = prep.backend.resume_notes(reattach.len(), &stale_jobs);
+    for note in verify_note.into_iter().chain(backend_notes) {
         crate::say!("{note}");
     }
     // The context is recorded when the journal agrees with it: every line was written in it,

@@ -82,7 +82,7 @@ pub(crate) fn check_variants(plan: &Plan, names: &[String]) -> Result<Vec<String
 pub(crate) fn before_run(plan: &Plan, names: &[String], here: bool) -> Result<()> {
     if here {
         for w in check_variants(plan, names)? {
-            eprintln!("warning: {w}");
+            crate::tell!("warning: {w}");
         }
     }
     Ok(())

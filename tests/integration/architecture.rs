@@ -317,23 +317,30 @@ fn the_function_counter_sees_a_long_function() {
     assert_eq!(functions(&text), [("run".to_string(), 1, 7)]);
 }
 
-/// Standard output goes through `say!` (src/console.rs), which never panics on a closed pipe or
-/// a full disk: no file of src/ uses `println!` or `print!`.
-#[test]
-fn stdout_is_written_only_through_say() {
+/// `file:line` of every call of one of `macros` (a bare name: `print!(` is not `eprint!(`) in
+/// src/; with `skip_tests`, test-only files and what follows a top-level `#[cfg(test)]` are
+/// left out.
+fn macro_calls(macros: &[&str], skip_tests: bool) -> Vec<String> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
     rust_files(&src, &mut files);
     let mut found = Vec::new();
     for file in &files {
+        let name = file.file_name().unwrap().to_string_lossy();
+        if skip_tests && (name == "tests.rs" || name.starts_with("fuzz_") || name == "sim.rs") {
+            continue;
+        }
         let text = std::fs::read_to_string(file).unwrap();
         for (n, line) in text.lines().enumerate() {
+            if skip_tests && line.starts_with("#[cfg(test)]") {
+                break;
+            }
             let code = line.split("//").next().unwrap_or("");
             let bare = |m: &str| {
                 code.match_indices(m)
                     .any(|(i, _)| !code[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_'))
             };
-            if bare("println!(") || bare("print!(") {
+            if macros.iter().any(|m| bare(m)) {
                 found.push(format!(
                     "{}:{}",
                     file.strip_prefix(&src).unwrap().display(),
@@ -342,6 +349,14 @@ fn stdout_is_written_only_through_say() {
             }
         }
     }
+    found
+}
+
+/// Standard output goes through `say!` (src/console.rs), which never panics on a closed pipe or
+/// a full disk: no file of src/ uses `println!` or `print!`.
+#[test]
+fn stdout_is_written_only_through_say() {
+    let found = macro_calls(&["println!(", "print!("], false);
     assert!(
         found.is_empty(),
         "println!/print! instead of crate::say!:\n{}",
@@ -354,30 +369,7 @@ fn stdout_is_written_only_through_say() {
 /// tests (what follows a top-level `#[cfg(test)]`, and test-only files).
 #[test]
 fn stderr_is_written_only_through_tell() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
-    let mut found = Vec::new();
-    for file in &files {
-        let name = file.file_name().unwrap().to_string_lossy();
-        if name == "tests.rs" || name.starts_with("fuzz_") || name == "sim.rs" {
-            continue;
-        }
-        let text = std::fs::read_to_string(file).unwrap();
-        for (n, line) in text.lines().enumerate() {
-            if line.starts_with("#[cfg(test)]") {
-                break;
-            }
-            let code = line.split("//").next().unwrap_or("");
-            if code.contains("eprintln!(") || code.contains("eprint!(") {
-                found.push(format!(
-                    "{}:{}",
-                    file.strip_prefix(&src).unwrap().display(),
-                    n + 1
-                ));
-            }
-        }
-    }
+    let found = macro_calls(&["eprintln!(", "eprint!("], true);
     assert!(
         found.is_empty(),
         "eprintln!/eprint! instead of crate::tell!:\n{}",
