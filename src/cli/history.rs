@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::analysis::changepoint::{self, Params};
+use crate::analysis::stats::memo::Memo;
 use crate::cli::args::{
     HistoryCommand, HistoryFormat, HistoryIngestArgs, HistoryListArgs, HistoryRegressionsArgs,
     HistoryShowArgs, HistoryStore, HistoryTrendArgs, RegressionsFormat,
@@ -47,7 +48,7 @@ fn ingest(args: &HistoryIngestArgs) -> Result<i32> {
         } else {
             None
         };
-        let outcome = h.ingest_holding(dir, results, hold)?;
+        let outcome = h.ingest_holding(dir, results, (&Memo::default(), &|| ()), hold)?;
         crate::say!(
             "{}: {outcome} ({} runs, campaign {})",
             dir.display(),

@@ -46,23 +46,6 @@ pub(crate) fn run(args: &ReportArgs) -> Result<i32> {
     }
     let mut results = crate::store::load::load_any_run_dir(&args.run_dir)?;
     let campaign_dir = !seed_dir::is_seed_run_dir(&args.run_dir);
-    // Recorded as loaded (the order the history hashes a run dir's results in), before the
-    // runs are put in planned order: the history does not read the run dir a second time.
-    // The planned order is read from the journal on a second core meanwhile.
-    let (history, order) = std::thread::scope(|s| {
-        let order =
-            campaign_dir.then(|| s.spawn(|| rebuild::planned_order(&args.run_dir, &results)));
-        let history = crate::engine::report_step::record_loaded(&args.run_dir, &results, None);
-        let order = order.map(|o| {
-            o.join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-        });
-        (history, order)
-    });
-    if let Some(order) = order {
-        let found = order?.apply(&mut results);
-        crate::engine::report_step::warn_disagreements(&found, &args.run_dir);
-    }
     let mut opts = match campaign_dir.then(|| frozen_report(&args.run_dir)).flatten() {
         Some(cfg) => ReportOptions::from_config(&cfg, &results),
         None => ReportOptions {
@@ -74,12 +57,38 @@ pub(crate) fn run(args: &ReportArgs) -> Result<i32> {
     if let Some(t) = &args.template {
         opts.template = Some(t.clone());
     }
-    opts.history = history;
     // The newest calibration of the machine the runs ran on, from the run dir's results dir.
     opts.calibration = crate::store::history_db::results_dir_of(&args.run_dir, &results.campaign)
         .and_then(|dir| {
             crate::engine::report_step::calibration_in(Some(&dir), &results.provenance)
         });
+    // Recorded as loaded (the order the history hashes a run dir's results in), before the
+    // runs are put in planned order: the history does not read the run dir a second time.
+    // The planned order is read from the journal on a second core meanwhile.
+    // One memo of intervals for the history ingest and the report (each drawn once: a store
+    // that lacks the run dir has the report's statistics drawn first, `report::warm_memo`).
+    let memo = report::run_memo(&args.run_dir);
+    let (history, order) = std::thread::scope(|s| {
+        let order =
+            campaign_dir.then(|| s.spawn(|| rebuild::planned_order(&args.run_dir, &results)));
+        let warm = || report::warm_memo(&results, &opts, &memo);
+        let history = crate::engine::report_step::record_loaded(
+            &args.run_dir,
+            &results,
+            None,
+            (&memo, &warm),
+        );
+        let order = order.map(|o| {
+            o.join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        });
+        (history, order)
+    });
+    if let Some(order) = order {
+        let found = order?.apply(&mut results);
+        crate::engine::report_step::warn_disagreements(&found, &args.run_dir);
+    }
+    opts.history = history;
     // The report is rendered first (unless its stamp proves it current), then the results
     // files are written with its answers — what each default loses, where the winner changes —
     // unless they already hold exactly these results and answers (`store::results_stamp`).
@@ -90,6 +99,7 @@ pub(crate) fn run(args: &ReportArgs) -> Result<i32> {
         &digest,
         &opts,
         &args.run_dir,
+        &memo,
     );
     // A report that failed (a bad template) still leaves the results files current.
     match (campaign_dir, &out) {

@@ -12,6 +12,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::analysis::changepoint::{self, Params};
+use crate::analysis::stats::memo::Memo;
 use crate::engine::dispatch::AfterStep;
 use crate::error::{Error, Result};
 use crate::model::plan::Plan;
@@ -36,20 +37,24 @@ pub(crate) fn report_step(
     let report: AfterStep = Box::new(move |run_dir| {
         let path = &run_dir.path;
         let mut set = crate::store::load::load_any_run_dir(path)?;
-        // Recorded as loaded (the order the history hashes a run dir's results in).
-        let history = results_dir_for(path, &set, results_dir.as_deref())
-            .and_then(|dir| record_in(path, &set, &dir));
-        let found = crate::store::rebuild::planned_order(path, &set)?.apply(&mut set);
-        warn_disagreements(&found, path);
         let mut opts = crate::report::ReportOptions::from_config(&report_cfg, &set);
-        opts.history = history;
         opts.calibration = results_dir_for(path, &set, results_dir.as_deref())
             .and_then(|dir| calibration_in(Some(&dir), &set.provenance));
         if let Some(t) = &template {
             opts.template = Some(t.clone());
         }
+        // One memo of intervals for the history ingest and the report (each drawn once).
+        let memo = crate::report::run_memo(path);
+        // Recorded as loaded (the order the history hashes a run dir's results in).
+        let history = results_dir_for(path, &set, results_dir.as_deref()).and_then(|dir| {
+            let warm = || crate::report::warm_memo(&set, &opts, &memo);
+            record_in(path, &set, &dir, (&memo, &warm))
+        });
+        let found = crate::store::rebuild::planned_order(path, &set)?.apply(&mut set);
+        warn_disagreements(&found, path);
+        opts.history = history;
         let digest = crate::store::set_digest::digest(&set);
-        let out = render_unless_unchanged(&set, &digest, &opts, path)
+        let out = render_unless_unchanged(&set, &digest, &opts, path, &memo)
             .and_then(|out| write_answers(path, &set, &digest, &out));
         crate::engine::session::drop_aside(set);
         out.map(drop)
@@ -111,12 +116,14 @@ pub(crate) fn warn_disagreements(found: &crate::store::rebuild::Disagreements, r
 /// what it would render: the same result set and inputs (`report::Inputs`), the same build, and
 /// every file hashing as it was written. Then nothing is rendered and what the last render
 /// wrote is returned; otherwise the report is rendered and stamped.
-/// `set_digest` is `store::set_digest::digest(results)`.
+/// `set_digest` is `store::set_digest::digest(results)`; `memo` the run dir's
+/// (`report::run_memo`), as the history ingest before it left it.
 pub(crate) fn render_unless_unchanged(
     results: &ResultSet,
     set_digest: &[u8; 32],
     opts: &crate::report::ReportOptions,
     run_dir: &Path,
+    memo: &Memo,
 ) -> Result<crate::report::ReportOutput> {
     use crate::store::results_stamp::{self, REPORT_STAMP};
     let mut inputs = crate::report::inputs(results, opts, run_dir)?;
@@ -131,8 +138,8 @@ pub(crate) fn render_unless_unchanged(
         return Ok(out.rebased(Path::new(""), run_dir));
     }
     let profiles = inputs.take_profiles();
-    let out =
-        crate::report::render_from(results, opts, run_dir, (inputs.bundle_files(), profiles))?;
+    let files = (inputs.bundle_files(), profiles);
+    let out = crate::report::render_from(results, opts, run_dir, files, memo)?;
     let files = (out.files(run_dir).iter())
         .map(|name| results_stamp::sum_file(run_dir, name))
         .collect::<Result<Vec<_>>>()?;
@@ -147,21 +154,30 @@ pub(crate) fn render_unless_unchanged(
 /// it reads them). History is a side record: a failure is printed as a warning and never fails
 /// the campaign. `results_dir` is `--results-dir`; without it the run dir's own results dir is
 /// used, and a run dir outside campaign's layout is not recorded.
+/// The series points' intervals are taken from `memo`, the one the report reads next, which
+/// `warm` fills with the report's own draws when the store lacks the run dir
+/// (`History::ingest_remembering`).
 pub(crate) fn record_loaded(
     run_dir: &Path,
     on_disk: &ResultSet,
     results_dir: Option<&Path>,
+    drawing: (&Memo, &dyn Fn()),
 ) -> Option<ReportHistory> {
     let results_dir = results_dir_for(run_dir, on_disk, results_dir)?;
-    record_in(run_dir, on_disk, &results_dir)
+    record_in(run_dir, on_disk, &results_dir, drawing)
 }
 
 /// Record `on_disk` in `results_dir`'s history store; the report's history section.
-fn record_in(run_dir: &Path, on_disk: &ResultSet, results_dir: &Path) -> Option<ReportHistory> {
+fn record_in(
+    run_dir: &Path,
+    on_disk: &ResultSet,
+    results_dir: &Path,
+    (memo, warm): (&Memo, &dyn Fn()),
+) -> Option<ReportHistory> {
     let path = store::store_path(Some(results_dir));
     let attempt = || -> Result<ReportHistory> {
         let mut h = History::open(&path)?;
-        h.ingest(run_dir, on_disk)?;
+        h.ingest_remembering(run_dir, on_disk, memo, warm)?;
         report_history(&h, run_dir)
     };
     match attempt() {

@@ -133,6 +133,13 @@ fn read_memo(path: &Path) -> Memo {
         .unwrap_or_default()
 }
 
+/// The memo of `run_dir`'s last report (empty when there is none or it is not whole): read
+/// once by whoever renders the report, and handed to the history ingest that records the run
+/// dir first, so an interval is drawn once for both.
+pub(crate) fn run_memo(run_dir: &Path) -> Memo {
+    read_memo(&run_dir.join("reports").join(MEMO_FILE))
+}
+
 /// Everything a report is rendered from besides its result set: the options, the template's
 /// text, the run dir as named, and what the page reads from the bundles. The report is a pure
 /// function of these and the set (no clock, no environment), so equal inputs render equal
@@ -275,22 +282,13 @@ pub fn render_all(
         opts,
         run_dir,
         (&files, profile_links::rows(run_dir)),
+        &run_memo(run_dir),
     )
 }
 
-/// [`render_all`], the page linking the bundle files `files` and listing the profiled runs
-/// `profiles` (both found for the report's [`Inputs`]) without reading them again.
-pub(crate) fn render_from(
-    results: &ResultSet,
-    opts: &ReportOptions,
-    run_dir: &Path,
-    (files, profiles): (&bundle_files::BundleFiles, Vec<profile_links::ProfileRow>),
-) -> Result<ReportOutput> {
-    // Read the template first: a bad template path fails before anything is written.
-    let (source, name, file) = template_source(opts.template.as_deref())?;
-    let memo_file = run_dir.join("reports").join(MEMO_FILE);
-    let memo = read_memo(&memo_file);
-    let mut analysis = Analysis::remembering(
+/// The report's statistics of `results` with `opts`, every interval through `memo`.
+fn analyse(results: &ResultSet, opts: &ReportOptions, memo: &Memo) -> Analysis {
+    Analysis::remembering(
         results,
         opts.baseline.as_deref(),
         opts.bootstrap,
@@ -301,8 +299,35 @@ pub(crate) fn render_from(
             family: None,
             calibration: opts.calibration.as_ref(),
         },
-        &memo,
-    );
+        memo,
+    )
+}
+
+/// Draw into `memo` every interval the report of `results` with `opts` would draw, rendering
+/// nothing. The history ingest that records a run dir before its report calls this when the
+/// store does not hold the run dir's results yet: the report needs each (case, stack)'s draws
+/// anyway (its paired ratios), so the ingest then takes its series points' intervals from
+/// the memo, and the report after it takes all of them — one resampling instead of two
+/// (issue 50, item 2). The intervals are the ones either would draw, bit for bit: a memo
+/// names an interval by its draws' inputs (`analysis::stats::memo`).
+pub(crate) fn warm_memo(results: &ResultSet, opts: &ReportOptions, memo: &Memo) {
+    drop(analyse(results, opts, memo));
+}
+
+/// [`render_all`], the page linking the bundle files `files` and listing the profiled runs
+/// `profiles` (both found for the report's [`Inputs`]) without reading them again, its
+/// intervals through `memo` ([`run_memo`], which the history ingest may have added to).
+pub(crate) fn render_from(
+    results: &ResultSet,
+    opts: &ReportOptions,
+    run_dir: &Path,
+    (files, profiles): (&bundle_files::BundleFiles, Vec<profile_links::ProfileRow>),
+    memo: &Memo,
+) -> Result<ReportOutput> {
+    // Read the template first: a bad template path fails before anything is written.
+    let (source, name, file) = template_source(opts.template.as_deref())?;
+    let memo_file = run_dir.join("reports").join(MEMO_FILE);
+    let mut analysis = analyse(results, opts, memo);
     // Earlier campaigns of this machine (the history store) pooled into the stragglers.
     if let Some(earlier) = (opts.history.as_ref()).map(|h| &h.stragglers) {
         if earlier.campaigns > 0 {

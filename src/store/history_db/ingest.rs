@@ -16,6 +16,7 @@ use rusqlite::{params, OptionalExtension, Transaction};
 use sha2::{Digest, Sha256};
 
 use super::{db_error, History};
+use crate::analysis::stats::memo::{Memo, Resampling};
 use crate::analysis::stats::{self, bootstrap, hierarchical, Bootstrap};
 use crate::error::{Error, Result};
 use crate::model::results::{Metric, ResultSet, RunResult, RunStatus};
@@ -146,11 +147,13 @@ pub(crate) fn nested_checkouts(root: &Path) -> Vec<(PathBuf, Option<String>)> {
 /// The series point of one (case, stack) of a run dir: the estimate over its passing repeats
 /// (the mean of the repeats' medians; with one repeat, its median), its 95 % hierarchical
 /// bootstrap interval and the mean of every timed round, all on the stack's headline metric.
-/// The same numbers, from the same seeded stream, as the run dir's report.
+/// The same numbers, from the same seeded stream, as the run dir's report: drawn through the
+/// report's `memo`, so the report that follows takes the interval instead of drawing it again.
 fn point(
     runs: &[&RunResult],
     results: &ResultSet,
     boot: &Bootstrap,
+    memo: &Memo,
 ) -> Option<(f64, f64, f64, f64)> {
     let first = runs.first()?;
     let metric = results.metric(&first.stack);
@@ -175,12 +178,38 @@ fn point(
         Metric::ExecuteS => format!("{}/{}", first.base_case_id(), first.stack),
         m => format!("{}/{}/{m}", first.base_case_id(), first.stack),
     };
-    let ci = bootstrap::interval(&boot.hierarchical_draws(&repeats, &key));
+    let ci = memo.interval(&Resampling::new(boot, repeats, key));
     let point = (estimate, ci.lo, ci.hi, stats::mean(&all)?);
     [point.0, point.1, point.2, point.3]
         .iter()
         .all(|&x| plausible(x))
         .then_some(point)
+}
+
+/// The series point of each group of runs ([`point`]), the groups shared among the cores in
+/// contiguous parts: each interval has its own keyed stream, so the split changes no bit.
+fn points(
+    groups: &[Vec<&RunResult>],
+    results: &ResultSet,
+    boot: &Bootstrap,
+    memo: &Memo,
+) -> Vec<Option<(f64, f64, f64, f64)>> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    let chunk = groups.len().div_ceil(threads).max(1);
+    std::thread::scope(|scope| {
+        let parts: Vec<_> = (groups.chunks(chunk))
+            .map(|part| {
+                scope.spawn(move || {
+                    (part.iter())
+                        .map(|runs| point(runs, results, boot, memo))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        (parts.into_iter())
+            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    })
 }
 
 /// Longest time, in seconds, the store takes as a measurement (11.6 days).
@@ -198,8 +227,34 @@ fn stored(x: Option<f64>) -> Option<f64> {
 
 impl History {
     /// Record the run dir `run_dir` holding `results`.
+    #[cfg(test)]
     pub fn ingest(&mut self, run_dir: &Path, results: &ResultSet) -> Result<Ingested> {
-        self.ingest_holding(run_dir, results, None)
+        self.ingest_holding(run_dir, results, (&Memo::default(), &|| ()), None)
+    }
+
+    /// [`History::ingest`] drawing the series points' intervals through `memo`, the one the
+    /// run dir's report reads next (`report::run_memo`). `warm` is called once, before any
+    /// interval is drawn, when the store does not hold these results yet: the report draws
+    /// its statistics into `memo` there (`report::warm_memo`), so the ingest takes their
+    /// intervals instead of resampling every (case, stack) a second time.
+    pub(crate) fn ingest_remembering(
+        &mut self,
+        run_dir: &Path,
+        results: &ResultSet,
+        memo: &Memo,
+        warm: &dyn Fn(),
+    ) -> Result<Ingested> {
+        self.ingest_holding(run_dir, results, (memo, warm), None)
+    }
+
+    /// The id and content hash the store holds for the run dir at `path`.
+    fn known(conn: &rusqlite::Connection, path: &str) -> rusqlite::Result<Option<(i64, String)>> {
+        conn.query_row(
+            "SELECT id, content_hash FROM run_dirs WHERE path = ?1",
+            [path],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()
     }
 
     /// [`History::ingest`], and when `hold` is given, write that file just before the commit
@@ -209,6 +264,7 @@ impl History {
         &mut self,
         run_dir: &Path,
         results: &ResultSet,
+        (memo, warm): (&Memo, &dyn Fn()),
         hold: Option<&Path>,
     ) -> Result<Ingested> {
         let abs = std::path::absolute(run_dir).map_err(|e| Error::io(run_dir, e))?;
@@ -226,18 +282,20 @@ impl History {
         let content_hash = crate::model::digest::hex_prefix(&hasher.0.finalize(), 32);
         let store = self.path.clone();
         let e = |err| db_error(&store, err);
+        if let Some((_, held)) = Self::known(&self.conn, &path).map_err(e)? {
+            if held == content_hash {
+                return Ok(Ingested::Unchanged);
+            }
+        }
+        // Outside the transaction: the report's statistics take seconds for a large run dir,
+        // and the store stays open to other writers meanwhile.
+        warm();
         let tx = self
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
             .map_err(e)?;
-        let known: Option<(i64, String)> = tx
-            .query_row(
-                "SELECT id, content_hash FROM run_dirs WHERE path = ?1",
-                [&path],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()
-            .map_err(e)?;
+        // Asked again under the write lock: another process may have recorded it since.
+        let known = Self::known(&tx, &path).map_err(e)?;
         let outcome = match &known {
             Some((_, h)) if *h == content_hash => return Ok(Ingested::Unchanged),
             Some((id, _)) => {
@@ -247,7 +305,8 @@ impl History {
             }
             None => Ingested::Added,
         };
-        write_run_dir(&tx, known.map(|k| k.0), &path, &abs, results, &content_hash).map_err(e)?;
+        let id = known.map(|k| k.0);
+        write_run_dir(&tx, id, (&path, &abs), results, &content_hash, memo).map_err(e)?;
         if let Some(hold) = hold {
             crate::store::atomic::write_atomic(hold, b"holding before commit\n")?;
             loop {
@@ -262,10 +321,10 @@ impl History {
 fn write_run_dir(
     tx: &Transaction<'_>,
     id: Option<i64>,
-    path: &str,
-    abs: &Path,
+    (path, abs): (&str, &Path),
     results: &ResultSet,
     content_hash: &str,
+    memo: &Memo,
 ) -> rusqlite::Result<()> {
     let p = &results.provenance;
     tx.execute(
@@ -325,8 +384,9 @@ fn write_run_dir(
         .push(run);
     }
     super::stragglers::write_cells(tx, dir_id, results)?;
-    for runs in groups.values() {
-        let p = point(runs, results, &boot);
+    let groups: Vec<Vec<&RunResult>> = groups.into_values().collect();
+    let points = points(&groups, results, &boot, memo);
+    for (runs, p) in groups.iter().zip(points) {
         for run in runs {
             let p = p.filter(|_| run.status == RunStatus::Pass);
             write_run(
@@ -348,7 +408,8 @@ fn write_run_dir(
 /// (`provenance.placement`). A digest of them; the same case run by another plan, with other
 /// rounds, under Slurm or pinned starts its own series. Auto placement adds nothing to the
 /// digest, so series recorded before placement was known go on unbroken.
-pub(crate) fn series_key(run: &RunResult, results: &ResultSet) -> String {
+/// `case_key` is the run's `Case::case_key` (worked out once per run by the caller).
+pub(crate) fn series_key(run: &RunResult, case_key: &str, results: &ResultSet) -> String {
     let p = &results.provenance;
     let pinned = match p.placement.as_deref() {
         Some(placement) => format!("placement={placement}\n"),
@@ -356,7 +417,7 @@ pub(crate) fn series_key(run: &RunResult, results: &ResultSet) -> String {
     };
     let facts = format!(
         "case={}\ncampaign={}\nwarmup={}\ntimed={}\nexclusive={}\nexecutor={}\n{pinned}",
-        run.case.case_key(),
+        case_key,
         results.campaign,
         run.case.warmup_rounds,
         run.case.timed_rounds,
@@ -377,38 +438,40 @@ fn write_run(
 ) -> rusqlite::Result<()> {
     let n_timed = run.timed(results.metric(&run.stack)).len() as i64;
     let case_json = serde_json::to_string(&run.case.to_json()).unwrap_or_default();
-    tx.execute(
+    let case_key = run.case.case_key();
+    // Prepared once per transaction, not once per run (10,000 runs: 10,000 compilations).
+    tx.prepare_cached(
         "INSERT INTO runs (run_dir_id, case_id, case_key, equivalence_hash, case_json,
              stack, status, reason, attempt, started, ended, timing_source, stack_commit,
              n_timed, median_s, ci_lo_s, ci_hi_s, mean_s, cpu_contention, oversubscribed,
              series_key, stack_definition)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,
                  ?19, ?20, ?21, ?22)",
-        params![
-            dir_id,
-            run.case_id,
-            run.case.case_key(),
-            run.case.equivalence_hash(),
-            case_json,
-            run.stack,
-            run.status.as_str(),
-            run.error,
-            run.attempt,
-            run.started,
-            run.ended,
-            run.timing_source,
-            commit,
-            n_timed,
-            s.map(|s| s.0),
-            s.map(|s| s.1),
-            s.map(|s| s.2),
-            s.map(|s| s.3),
-            run.cpu_contention.filter(|c| c.is_finite()),
-            run.oversubscribed(),
-            series_key(run, results),
-            (results.provenance.stack_roots.get(&run.stack)).and_then(|r| r.definition.clone()),
-        ],
-    )?;
+    )?
+    .execute(params![
+        dir_id,
+        run.case_id,
+        case_key,
+        run.case.equivalence_hash(),
+        case_json,
+        run.stack,
+        run.status.as_str(),
+        run.error,
+        run.attempt,
+        run.started,
+        run.ended,
+        run.timing_source,
+        commit,
+        n_timed,
+        s.map(|s| s.0),
+        s.map(|s| s.1),
+        s.map(|s| s.2),
+        s.map(|s| s.3),
+        run.cpu_contention.filter(|c| c.is_finite()),
+        run.oversubscribed(),
+        series_key(run, &case_key, results),
+        (results.provenance.stack_roots.get(&run.stack)).and_then(|r| r.definition.clone()),
+    ])?;
     let run_id = tx.last_insert_rowid();
     let mut insert = tx.prepare_cached(
         "INSERT INTO samples (run_id, seq, round, phase, ok, execute_s, wall_s, device_wall_s,

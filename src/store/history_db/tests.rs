@@ -551,3 +551,149 @@ fn at_most_the_newest_campaigns_are_pooled() {
     assert_eq!(pooled.campaigns, stragglers::MAX_POOLED);
     assert_eq!(pooled.cells.len(), 2 * stragglers::MAX_POOLED);
 }
+
+/// The report's draws serve the history (issue 50, item 2): with the memo the report warmed
+/// first, recording a new run dir draws nothing more, stores the very intervals a cold ingest
+/// draws, and a report after it draws nothing either; a run dir the store already holds does
+/// not warm the memo at all.
+#[test]
+fn an_ingest_after_the_reports_draws_resamples_nothing_and_stores_the_same_bits() {
+    use crate::analysis::stats::memo::Memo;
+    use std::cell::Cell;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run_20260101_000000");
+    let mut runs = Vec::new();
+    for (i, stack) in ["host", "other", "third"].iter().enumerate() {
+        let times: Vec<f64> = (0..40)
+            .map(|k| 1.0 + (i * 7 + k * 13 % 17) as f64 / 100.0)
+            .collect();
+        runs.push(run(stack, &times, "2026-01-01T00:00:01+00:00"));
+    }
+    let rs = set("20260101_000000", runs);
+    let opts = crate::report::ReportOptions {
+        bootstrap: crate::report::bootstrap_for(&rs),
+        ..Default::default()
+    };
+    let stored = |h: &History| -> Vec<(Option<f64>, Option<f64>)> {
+        let mut st = h
+            .conn
+            .prepare("SELECT ci_lo_s, ci_hi_s FROM runs ORDER BY stack")
+            .unwrap();
+        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    // Cold: the ingest draws each (case, stack) itself.
+    let mut cold = History::open(&tmp.path().join("cold.sqlite")).unwrap();
+    cold.ingest(&dir, &rs).unwrap();
+    let want = stored(&cold);
+    assert_eq!(want.len(), 3);
+    assert!(
+        want.iter().all(|(lo, hi)| lo.is_some() && lo < hi),
+        "{want:?}"
+    );
+
+    let memo = Memo::default();
+    let warmed = Cell::new(0);
+    let warm = || {
+        warmed.set(warmed.get() + 1);
+        crate::report::warm_memo(&rs, &opts, &memo);
+    };
+    let mut h = History::open(&tmp.path().join("history.sqlite")).unwrap();
+    let outcome = h.ingest_remembering(&dir, &rs, &memo, &warm).unwrap();
+    assert_eq!((outcome, warmed.get()), (Ingested::Added, 1));
+    let drawn = memo.drawn();
+    assert!(drawn >= 3, "the report drew {drawn}");
+    assert_eq!(stored(&h), want, "the same bits as a cold ingest");
+    // The ingest took all three intervals from the report's draws.
+    let again = Memo::default();
+    crate::report::warm_memo(&rs, &opts, &again);
+    assert_eq!(memo.drawn(), again.drawn(), "the ingest drew");
+    // The report after it: every interval remembered.
+    crate::report::warm_memo(&rs, &opts, &memo);
+    assert_eq!(memo.drawn(), drawn, "the report drew again");
+    // Already recorded: nothing to draw for, so nothing is warmed.
+    let outcome = h.ingest_remembering(&dir, &rs, &memo, &warm).unwrap();
+    assert_eq!((outcome, warmed.get()), (Ingested::Unchanged, 1));
+}
+
+/// Migration 7 rebuilds `samples` WITHOUT ROWID (one B-tree, not two): every sample of a store
+/// recorded before is still there, in the same columns, and removing a run dir still removes
+/// its samples.
+#[test]
+fn clustered_samples_keep_every_round_of_an_older_store() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("history.sqlite");
+    let dir = tmp.path().join("run_20260101_000000");
+    {
+        // A store as version 6 left it, with one run dir recorded.
+        let c = rusqlite::Connection::open(&path).unwrap();
+        for (i, m) in schema::MIGRATIONS.iter().take(6).enumerate() {
+            c.execute_batch(m).unwrap();
+            c.pragma_update(None, "user_version", i as u32 + 1).unwrap();
+        }
+    }
+    let rs = set(
+        "20260101_000000",
+        vec![run("host", &[1.0, 1.5, 0.5], "2026-01-01T00:00:01+00:00")],
+    );
+    {
+        // Recorded by this build's ingest into the old table (opened without migrating).
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.execute(
+            "INSERT INTO run_dirs (id, path, campaign, stamp, sort_time, origin, campaign_version,
+                 plan_hash, host, kernel, cpu, host_fingerprint, executor, content_hash)
+             VALUES (1, 'p', 'c', 's', 't', 'campaign', 'v', 'h', 'n', 'k', 'c', 'f', NULL, 'x')",
+            [],
+        )
+        .unwrap();
+        c.execute(
+            "INSERT INTO runs (id, run_dir_id, case_id, case_key, equivalence_hash, case_json,
+                 stack, status, attempt, n_timed) VALUES (1, 1, 'a', 'k', 'e', '{}', 'host',
+                 'pass', 1, 3)",
+            [],
+        )
+        .unwrap();
+        for seq in 0..4 {
+            c.execute(
+                "INSERT INTO samples (run_id, seq, round, phase, ok, execute_s) VALUES
+                     (1, ?1, ?1, 'timed', 1, ?2)",
+                rusqlite::params![seq, 0.25 * seq as f64],
+            )
+            .unwrap();
+        }
+    }
+    let mut h = History::open(&path).unwrap();
+    assert_eq!(h.version().unwrap(), schema::latest());
+    let sql: String = h
+        .conn
+        .query_row(
+            "SELECT sql FROM sqlite_master WHERE name = 'samples'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(sql.contains("WITHOUT ROWID"), "{sql}");
+    let kept: Vec<(i64, f64)> = h
+        .conn
+        .prepare("SELECT seq, execute_s FROM samples WHERE run_id = 1 ORDER BY seq")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(kept, vec![(0, 0.0), (1, 0.25), (2, 0.5), (3, 0.75)]);
+    // New rounds go into the rebuilt table, and a run dir's removal takes its samples along.
+    h.ingest(&dir, &rs).unwrap();
+    let count = |h: &History| -> i64 {
+        h.conn
+            .query_row("SELECT COUNT(*) FROM samples", [], |r| r.get(0))
+            .unwrap()
+    };
+    assert_eq!(count(&h), 4 + 4);
+    h.conn
+        .execute("DELETE FROM run_dirs WHERE id = 1", [])
+        .unwrap();
+    assert_eq!(count(&h), 4);
+}
