@@ -27,6 +27,7 @@ for ((i = 0; i + 1 < ${#dirs[@]}; i++)); do
   a=${dirs[$i]}; b=${dirs[$((i + 1))]}
   line="pair $((i + 1)):"; any=0
   for order in "$a $b" "$b $a"; do
+    # shellcheck disable=SC2086 # split into words on purpose
     set -- $order
     # shellcheck disable=SC2086 # COMPARE_ARGS is a list of words
     json=$("$EXE" compare "$1" "$2" --format json ${COMPARE_ARGS:-}) && rc=0 || rc=$?

@@ -51,7 +51,9 @@ import sys
 n, pair, exe = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 w, u, s, loop = map(float, sys.argv[4:8])
 cpu = (u + s) * 1e3 / n
-print(f"{n:8d} {pair:4d} {exe[-28:]:28s} {w * 1e3 / n:9.3f} {cpu:9.3f} {cpu / loop:9.2f}")
+# GNU time counts CPU in 10 ms steps: a short loop can read 0 (no ratio then, "-").
+ratio = f"{cpu / loop:9.2f}" if loop > 0 else f"{'-':>9}"
+print(f"{n:8d} {pair:4d} {exe[-28:]:28s} {w * 1e3 / n:9.3f} {cpu:9.3f} {ratio}")
 PY
     done
   done
@@ -61,7 +63,7 @@ import collections, statistics, sys
 by = collections.defaultdict(list)
 for line in open(sys.argv[1]):
     n, _pair, exe, _wall, _cpu, ratio = line.split()
-    if exe != "loop":
+    if exe != "loop" and ratio != "-":
         by[(int(n), exe)].append(float(ratio))
 print("median CPU ratio to the loop (min–max), per N and binary:")
 for (n, exe), r in sorted(by.items()):

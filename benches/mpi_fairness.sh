@@ -45,6 +45,7 @@ printf '%-4s %-9s %-13s %-13s %-11s %-13s %s\n' P count "helper median" "bare me
   "old median" "old/bare"
 IFS=, read -r -a SHAPE_LIST <<< "${SHAPES:-2 256,2 65536,2 1048576,2 16777216,4 256,4 65536}"
 for shape in "${SHAPE_LIST[@]}"; do
+  # shellcheck disable=SC2086 # split into words on purpose
   set -- $shape
   p=$1 count=$2
   timed=$TIMED

@@ -17,6 +17,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -ge 3 ] || { sed -n 2,17p "$0"; exit 2; }
 DIR=$(realpath -m "$1"); N=$2; shift 2
+# Without this the cold rounds below would quietly be warm ones.
+[ -w /proc/sys/vm/drop_caches ] ||
+  { echo "needs root and a writable /proc/sys/vm/drop_caches (the cold rounds)" >&2; exit 2; }
 EXES=(); for e in "$@"; do EXES+=("$(realpath "$e")"); done
 STACK="$PWD/benches/trivial_stack.sh"
 # shellcheck source=benches/scale_plan.sh
@@ -24,6 +27,7 @@ STACK="$PWD/benches/trivial_stack.sh"
 mkdir -p "$DIR/bin"
 BIN="$DIR/bin/campaign"
 use() { cp "$1" "$BIN.tmp" && mv "$BIN.tmp" "$BIN"; }
+# shellcheck disable=SC2012 # run dir names are run_<timestamp>
 run_dir=$(ls -d "$DIR"/out/scale/run_* 2>/dev/null | head -1 || true)
 if [ -z "$run_dir" ]; then
   scale_plan "$N" "$STACK" > "$DIR/plan.toml"
@@ -32,11 +36,25 @@ if [ -z "$run_dir" ]; then
   echo "making a $N-run dir ($( [ "${PASS:-0}" = 1 ] && echo pass || echo skipped ) runs) ..." >&2
   /usr/bin/time -f "made in %e s, %M KiB" "$BIN" run "$DIR/plan.toml" --results-dir "$DIR/out" \
     --jobs "${JOBS:-2}" --repeats 1 -q --yes > /dev/null || true
+  # shellcheck disable=SC2012
   run_dir=$(ls -d "$DIR"/out/scale/run_* | head -1)
 fi
+# shellcheck disable=SC2012 # case folder names are case ids (no newlines)
 echo "run dir: $run_dir ($(ls "$run_dir/cases" | wc -l) case folders)"
 echo "$(date -u +%FT%TZ) $(uptime)"
-timed() { /usr/bin/time -f "%e s %U u %S s %M KiB" "$BIN" resume "$run_dir" -q 2>&1 >/dev/null | tail -1; }
+# One timed resume; exit 5 (nothing was run: every run skipped) is the skipped run dir's answer,
+# any other failure stops the benchmark instead of printing its time.
+timed() {
+  local rc=0
+  /usr/bin/time -o "$DIR/time" -f "%e s %U u %S s %M KiB" "$BIN" resume "$run_dir" -q \
+    > /dev/null 2> "$DIR/resume.err" || rc=$?
+  if [ "$rc" -ne 0 ] && [ "$rc" -ne 5 ]; then
+    tail -n 20 "$DIR/resume.err" >&2
+    echo "resume exited $rc" >&2
+    return 1
+  fi
+  tail -1 "$DIR/time"
+}
 cold() { sync; echo 3 > /proc/sys/vm/drop_caches; timed; }
 for round in 1 2 3; do
   for exe in "${EXES[@]}"; do
@@ -44,8 +62,10 @@ for round in 1 2 3; do
     # Untimed: fills the page cache (the other binary's cold run emptied it) and, the first
     # time, lets a binary record its fingerprint context.
     "$BIN" resume "$run_dir" -q > /dev/null 2>&1 || true
-    echo "round $round $(basename "$exe") warm: $(timed)"
-    echo "round $round $(basename "$exe") cold: $(cold)"
+    warm=$(timed)
+    echo "round $round $(basename "$exe") warm: $warm"
+    cold=$(cold)
+    echo "round $round $(basename "$exe") cold: $cold"
   done
 done
 echo "$(date -u +%FT%TZ) $(uptime)"

@@ -24,20 +24,24 @@ verdicts() { # stdin: compare --format json; prints "verdict count" lines
 d=json.load(sys.stdin); c=collections.Counter(r["verdict"] for r in d["rows"])
 print(" ".join(f"{k}={v}" for k,v in sorted(c.items())))'
 }
-total_rows=0; wolf_rows=0; wolf_pairs=0; exit1=0; held_rows=0
+total_rows=0; wolf_rows=0; wolf_pairs=0; exit1=0; exit7=0; held_rows=0
 for i in $(seq 1 "$N"); do
   dirs=()
   for side in a b; do
     out="$TMP/$i$side"
     "$EXE" run "$PLAN" --results-dir "$out" -q "${EXTRA[@]}" > /dev/null 2>&1 || true
+    # shellcheck disable=SC2012 # run dir names are run_<timestamp>
     dirs+=("$(ls -d "$out"/*/run_* | head -1)")
   done
   line="rep $i:"
   pair_wolf=0
   for order in "0 1" "1 0"; do
+    # shellcheck disable=SC2086 # split into words on purpose
     set -- $order
     json=$("$EXE" compare "${dirs[$1]}" "${dirs[$2]}" --format json) && rc=0 || rc=$?
-    [ "$rc" -ne 0 ] && exit1=$((exit1 + 1))
+    # Exit 1 claims a change; exit 7 says nothing was judged (no claim either way).
+    [ "$rc" -eq 1 ] && exit1=$((exit1 + 1))
+    [ "$rc" -eq 7 ] && exit7=$((exit7 + 1))
     rows=$(printf '%s' "$json" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["rows"]))')
     wolves=$(printf '%s' "$json" | python3 -c 'import json,sys; print(sum(r["verdict"] in ("faster","slower") for r in json.load(sys.stdin)["rows"]))')
     # Rows whose verdict was withheld because a run was starved of CPU (`contended (…)`).
@@ -50,7 +54,7 @@ for i in $(seq 1 "$N"); do
   echo "$line"
   rm -rf "$TMP/$i"a "$TMP/$i"b
 done
-echo "repetitions: $N; compares: $((2 * N)); exit 1: $exit1"
+echo "repetitions: $N; compares: $((2 * N)); exit 1: $exit1; exit 7 (nothing judged): $exit7"
 echo "rows with a faster/slower verdict: $wolf_rows of $total_rows"
 echo "repetitions with any faster/slower row: $wolf_pairs of $N"
 echo "rows not judged because a run was starved of CPU (contended): $held_rows of $total_rows"
