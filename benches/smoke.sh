@@ -23,6 +23,14 @@ cd "$(dirname "$0")/.."
 [ -n "$EXE" ] || EXE=$PWD/target/debug/campaign
 [ -x "$EXE" ] || { echo "smoke: no campaign binary at $EXE" >&2; exit 2; }
 TIMEOUT=${TIMEOUT:-180}
+# GNU time is a bench tool, not a campaign one: installed here as scripts/install-mpi.sh
+# installs OpenMPI (Debian's `time` package; root or sudo), so a fresh CI machine has it.
+if [ ! -x /usr/bin/time ] && command -v apt-get > /dev/null; then
+  SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
+  echo "smoke: apt-get install time (GNU time, /usr/bin/time)"
+  $SUDO apt-get install -y -qq --no-install-recommends time > /dev/null \
+    || { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends time > /dev/null; }
+fi
 # The scripts' own knobs come from the lines below, never from the caller's environment.
 unset DIR PAIRS FIRST COUNTS OPS SHAPES HELPER_SRC HELPER_ARGS OLD_SRC OLD_ARGS VERBOSE BUSY \
   PASS JOBS COMPARE_ARGS PLAN CASES CAMPAIGN
