@@ -4,9 +4,10 @@
 # × P 2/4 × 625 counts. Makes the run dir once (`campaign run --jobs 2`, a few minutes), then
 # times the report three times with `/usr/bin/time` (wall, CPU, peak RSS).
 # `campaign run` renders and stamps the report itself, so a plain `campaign report` afterwards
-# only proves the stamp; FIRST=1 times a first report each time instead — the report's stamp and
-# the results dir's history store are removed before each timing, so it renders, plots and
-# records the run dir in a new history store, as `run`'s report step does.
+# only proves the stamp; FIRST=1 times a first report each time instead — the report's stamp,
+# its bootstrap memo and the results dir's history store are removed before each timing, so it
+# resamples, renders, plots and records the run dir in a new history store, as `run`'s report
+# step does. (Before 2026-12-07 the memo was kept: those FIRST=1 figures drew no interval.)
 #
 # Usage: [FIRST=1] [COUNTS=k] benches/report_scale.sh [EXE] [DIR]
 #   EXE     campaign binary (default target/release/campaign)
@@ -45,7 +46,7 @@ fi
 RUN=$(ls -d "$DIR"/out/reportscale/run_* | tail -1)
 for _ in 1 2 3; do
   if [ "${FIRST:-0}" = 1 ]; then
-    rm -f "$RUN/reports/.report-stamp" "$DIR"/out/history.sqlite*
+    rm -f "$RUN/reports/.report-stamp" "$RUN/reports/.bootstrap-memo" "$DIR"/out/history.sqlite*
   fi
   /usr/bin/time -f "report: %e s wall, %U s user, %S s sys, %M KiB peak RSS" \
     "$EXE" report "$RUN" > /dev/null
