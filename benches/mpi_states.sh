@@ -32,7 +32,9 @@
 #        CAMPAIGN=target/release/campaign ...  the campaign binary for the host stack
 #        TIMED=100 TIMED_BIG=20 WARMUP=20 WARMUP_BIG=5   rounds below / at 16 Mi elements
 #        GAP=1.3 SEED=50 ...           the state split's gap and the order's seed
-#        RAW=file.tsv ...              keep every launch's record (one line each)
+#        RAW=file.tsv ...              keep every launch's record (one line each, written as
+#                                      it goes: a cut run keeps what it measured)
+#        benches/mpi_states.sh --analyze file.tsv   the per-state tables of a RAW file again
 #        MUNGE=1 ...                   keep PMIx's munge authentication: by default the script
 #                                      sets PMIX_MCA_psec=^munge, which only removes mpirun's
 #                                      ~2 s of retries against the absent munge daemon at
@@ -40,6 +42,8 @@
 #                                      instead of 2.4 s, so 5x more launches fit)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+ANALYZE=""
+if [ "${1:-}" = --analyze ]; then ANALYZE=$2; fi
 LAUNCHES=${1:-20}
 TIMED=${TIMED:-100}
 TIMED_BIG=${TIMED_BIG:-20}
@@ -52,12 +56,14 @@ HOST_VARIANTS=${HOST_VARIANTS:-direct pairwise}
 HOST_OPS=${HOST_OPS:-alltoall}
 IFS=, read -r -a SHAPE_LIST <<< "${SHAPES:-allreduce:1048576,allreduce:16777216,alltoall:16777216}"
 TMP=$(mktemp -d)
+RAWFILE=${RAW:-$TMP/raw.tsv}
 HOG=""
 cleanup() {
   if [ -n "$HOG" ]; then kill "$HOG" 2>/dev/null || true; fi
   rm -rf "$TMP"
 }
 trap cleanup EXIT
+measure() {
 mpicc -O2 -Wall -Wextra -o "$TMP/helper" examples/mpi/allreduce_bench.c
 mpicc -O2 -Wall -Wextra -o "$TMP/bare" benches/mpi_bare_collectives.c
 if [ "${MUNGE:-0}" != 1 ]; then export PMIX_MCA_psec=^munge; fi
@@ -124,14 +130,14 @@ run_job() {
   ranks=$(for f in "$WRAP_DIR"/rank.*; do tr ' ' ':' < "$f" | tr -d '\n'; printf ' '; done)
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%.3f\t%s\t%s\t%s\n' "$rep" "$pos" "$op" "$count" "$prog" \
     "${out// /$'\t'}" "$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')" "$where0" \
-    "$(hog_where)" "${ranks% }" >> "$TMP/raw.tsv"
+    "$(hog_where)" "${ranks% }" >> "$RAWFILE"
 }
 
 echo "mpi_states: LAUNCHES=$LAUNCHES busy=${BUSY:-0} seed=$SEED gap=$GAP timed=$TIMED/$TIMED_BIG" \
   "warmup=$WARMUP/$WARMUP_BIG psec=${PMIX_MCA_psec:-default} started $(date -u +%FT%TZ)"
 "${MPIRUN[@]}" --report-bindings "$TMP/bare" allreduce 256 1 1 2>&1 | sed -n 's/.*\(MCW rank.*\)/  binding: \1/p'
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-printf 'rep\tpos\top\tcount\tprogram\tmedian_s\tmin_s\twall_s\thog_before\thog_after\tranks(aff:ivcs:vcs)\n' > "$TMP/raw.tsv"
+printf 'rep\tpos\top\tcount\tprogram\tmedian_s\tmin_s\twall_s\thog_before\thog_after\tranks(aff:ivcs:vcs)\n' > "$RAWFILE"
 for rep in $(seq 1 "$LAUNCHES"); do
   mapfile -t order < <(python3 -c 'import random,sys
 jobs=sys.argv[3:]; random.Random(int(sys.argv[1])*1000+int(sys.argv[2])).shuffle(jobs); print("\n".join(jobs))' \
@@ -144,9 +150,10 @@ jobs=sys.argv[3:]; random.Random(int(sys.argv[1])*1000+int(sys.argv[2])).shuffle
   done
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)  finished $(date -u +%FT%TZ)"
-if [ -n "${RAW:-}" ]; then cp "$TMP/raw.tsv" "$RAW"; fi
+}
+if [ -n "$ANALYZE" ]; then RAWFILE=$ANALYZE; else measure; fi
 
-python3 - "$TMP/raw.tsv" "$GAP" <<'PY'
+python3 - "$RAWFILE" "$GAP" <<'PY'
 import csv, math, statistics, sys
 from collections import defaultdict
 rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
