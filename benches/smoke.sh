@@ -12,7 +12,7 @@
 # with the tail of its log.
 #
 # Nothing is skipped: a script that needs something missing fails here as it would for anyone —
-# mpicc and mpirun (collectives, mpi_fairness; scripts/install-mpi.sh installs OpenMPI), GNU
+# mpicc and mpirun (collectives, mpi_fairness, mpi_states; scripts/install-mpi.sh installs OpenMPI), GNU
 # time at /usr/bin/time (decide_cost, dry_run_1m, engine_cpu, report_scale, resume_cold,
 # run_memory), python3, and root for resume_cold's cold page cache (it drops the page cache
 # three times). No script documents a requirement as optional.
@@ -33,7 +33,8 @@ if [ ! -x /usr/bin/time ] && command -v apt-get > /dev/null; then
 fi
 # The scripts' own knobs come from the lines below, never from the caller's environment.
 unset DIR PAIRS FIRST COUNTS OPS SHAPES HELPER_SRC HELPER_ARGS OLD_SRC OLD_ARGS VERBOSE BUSY \
-  PASS JOBS COMPARE_ARGS PLAN CASES CAMPAIGN
+  PASS JOBS COMPARE_ARGS PLAN CASES CAMPAIGN HOST_VARIANTS HOST_OPS TIMED TIMED_BIG WARMUP \
+  WARMUP_BIG GAP SEED RAW MUNGE
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 KEPT=${LOGS:+, logs in $LOGS}
@@ -93,6 +94,8 @@ smoke engine_scale benches/engine_scale.sh "$EXE" 10 20
 smoke in_flight benches/in_flight.sh "$EXE" 20 1
 smoke makespan benches/makespan.sh "$EXE" 0.05
 smoke mpi_fairness env SHAPES="2 256,4 256" benches/mpi_fairness.sh 1 5
+smoke mpi_states env CAMPAIGN="$EXE" SHAPES="allreduce:256,alltoall:256" TIMED=5 WARMUP=2 \
+  benches/mpi_states.sh 3
 smoke report_scale env COUNTS=1 benches/report_scale.sh "$EXE" "$TMP/report_scale"
 # The same run dir again, each report a first one (FIRST=1: renders, plots and records).
 smoke report_scale_first env FIRST=1 benches/report_scale.sh "$EXE" "$TMP/report_scale"
