@@ -194,7 +194,11 @@ impl Claims {
 
     /// How many of the first `stacks` stacks run `case` (its runs per repeat).
     pub(crate) fn count(&self, stacks: usize, case: &Case) -> u64 {
-        let mask = self.mask(case);
+        Claims::count_in(self.mask(case), stacks)
+    }
+
+    /// How many of the first `stacks` stacks are in `mask` ([`Claims::mask`]).
+    pub(crate) fn count_in(mask: u64, stacks: usize) -> u64 {
         let low = if stacks >= 64 {
             mask
         } else {
