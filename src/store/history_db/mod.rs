@@ -170,4 +170,4 @@ impl History {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -6,7 +6,8 @@ use super::*;
 use crate::model::case::{Case, Variant};
 use crate::model::results::{Provenance, ResultSet, RunResult, RunStatus, Sample, StackRoot};
 
-fn run(stack: &str, times: &[f64], started: &str) -> RunResult {
+/// A passing run of `stack` (mesh, P = 2, 256) with one warmup round and `times` timed.
+pub(crate) fn run(stack: &str, times: &[f64], started: &str) -> RunResult {
     let case = Case::new(Variant::Mesh, 2, 256);
     let mut samples = vec![Sample {
         round: 1,
@@ -45,7 +46,8 @@ fn run(stack: &str, times: &[f64], started: &str) -> RunResult {
     }
 }
 
-fn set(stamp: &str, runs: Vec<RunResult>) -> ResultSet {
+/// A result set of campaign `c` stamped `stamp`, with a `host` stack root.
+pub(crate) fn set(stamp: &str, runs: Vec<RunResult>) -> ResultSet {
     let mut roots = BTreeMap::new();
     roots.insert(
         "host".to_string(),
@@ -550,72 +552,6 @@ fn at_most_the_newest_campaigns_are_pooled() {
     let pooled = h.earlier_stragglers(&last).unwrap();
     assert_eq!(pooled.campaigns, stragglers::MAX_POOLED);
     assert_eq!(pooled.cells.len(), 2 * stragglers::MAX_POOLED);
-}
-
-/// The report's draws serve the history (issue 50, item 2): with the memo the report warmed
-/// first, recording a new run dir draws nothing more, stores the very intervals a cold ingest
-/// draws, and a report after it draws nothing either; a run dir the store already holds does
-/// not warm the memo at all.
-#[test]
-fn an_ingest_after_the_reports_draws_resamples_nothing_and_stores_the_same_bits() {
-    use crate::analysis::stats::memo::Memo;
-    use std::cell::Cell;
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("run_20260101_000000");
-    let mut runs = Vec::new();
-    for (i, stack) in ["host", "other", "third"].iter().enumerate() {
-        let times: Vec<f64> = (0..40)
-            .map(|k| 1.0 + (i * 7 + k * 13 % 17) as f64 / 100.0)
-            .collect();
-        runs.push(run(stack, &times, "2026-01-01T00:00:01+00:00"));
-    }
-    let rs = set("20260101_000000", runs);
-    let opts = crate::report::ReportOptions {
-        bootstrap: crate::report::bootstrap_for(&rs),
-        ..Default::default()
-    };
-    let stored = |h: &History| -> Vec<(Option<f64>, Option<f64>)> {
-        let mut st = h
-            .conn
-            .prepare("SELECT ci_lo_s, ci_hi_s FROM runs ORDER BY stack")
-            .unwrap();
-        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-            .unwrap()
-            .map(Result::unwrap)
-            .collect()
-    };
-    // Cold: the ingest draws each (case, stack) itself.
-    let mut cold = History::open(&tmp.path().join("cold.sqlite")).unwrap();
-    cold.ingest(&dir, &rs).unwrap();
-    let want = stored(&cold);
-    assert_eq!(want.len(), 3);
-    assert!(
-        want.iter().all(|(lo, hi)| lo.is_some() && lo < hi),
-        "{want:?}"
-    );
-
-    let memo = Memo::default();
-    let warmed = Cell::new(0);
-    let warm = || {
-        warmed.set(warmed.get() + 1);
-        crate::report::warm_memo(&rs, &opts, &memo);
-    };
-    let mut h = History::open(&tmp.path().join("history.sqlite")).unwrap();
-    let outcome = h.ingest_remembering(&dir, &rs, &memo, &warm).unwrap();
-    assert_eq!((outcome, warmed.get()), (Ingested::Added, 1));
-    let drawn = memo.drawn();
-    assert!(drawn >= 3, "the report drew {drawn}");
-    assert_eq!(stored(&h), want, "the same bits as a cold ingest");
-    // The ingest took all three intervals from the report's draws.
-    let again = Memo::default();
-    crate::report::warm_memo(&rs, &opts, &again);
-    assert_eq!(memo.drawn(), again.drawn(), "the ingest drew");
-    // The report after it: every interval remembered.
-    crate::report::warm_memo(&rs, &opts, &memo);
-    assert_eq!(memo.drawn(), drawn, "the report drew again");
-    // Already recorded: nothing to draw for, so nothing is warmed.
-    let outcome = h.ingest_remembering(&dir, &rs, &memo, &warm).unwrap();
-    assert_eq!((outcome, warmed.get()), (Ingested::Unchanged, 1));
 }
 
 /// Migration 7 rebuilds `samples` WITHOUT ROWID (one B-tree, not two): every sample of a store
