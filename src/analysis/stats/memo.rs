@@ -7,9 +7,9 @@
 //! (and, for a ratio, its confidence level). The memo maps those names to intervals: a hit
 //! gives the very bits the draws would give, and the draws themselves are then never made
 //! (they are drawn lazily, on the first miss that needs them). Changed data, seed or resample
-//! count name different draws and simply miss. The history ingest that records a run dir
-//! before its report draws its series points' intervals through the same memo, so a first
-//! report resamples each (case, stack) once, not twice.
+//! count name different draws and simply miss. The history ingest that records a new run dir
+//! takes its series points' intervals from the same memo, after the report's statistics were
+//! drawn into it, so a first report resamples each (case, stack) once, not twice.
 //!
 //! Owns the memo's byte format: a magic line, a version, the entries, and a SHA-256 of all of
 //! it; anything that is not exactly that (truncated, flipped, another file) reads as an empty
@@ -101,8 +101,8 @@ impl Resampling {
     }
 }
 
-/// Intervals by name: those a memo file held, those this report used (with those the history
-/// ingest of the same run dir drew just before it: one memo serves both), and how many it drew.
+/// Intervals by name: those a memo file held, those used in this process (the report's, and the
+/// history ingest's of the same run dir: one memo serves both), and how many it drew.
 #[derive(Default)]
 pub(crate) struct Memo {
     known: HashMap<Name, Interval>,
@@ -154,19 +154,15 @@ impl Memo {
                 && estimate.is_none_or(|m| !m.is_finite() || (v.lo <= m && m <= v.hi))
         };
         let used = || self.used.lock().unwrap_or_else(|e| e.into_inner());
-        // Drawn earlier in this process (the history ingest draws the intervals of the run dir
-        // it records before the report asks for the same ones): the very bits again.
-        let earlier = || used().get(&key).copied();
-        let value = match self.known.get(&key).filter(|v| plausible(v)) {
-            Some(v) => *v,
-            None => match earlier() {
-                Some(v) => return v,
-                None => {
-                    self.drawn.fetch_add(1, Ordering::Relaxed);
-                    draw()
-                }
-            },
-        };
+        // Else one drawn earlier in this process (the report's statistics, drawn before the
+        // history ingest asks for the same intervals): the very bits again.
+        let held = (self.known.get(&key).copied())
+            .filter(plausible)
+            .or_else(|| used().get(&key).copied());
+        let value = held.unwrap_or_else(|| {
+            self.drawn.fetch_add(1, Ordering::Relaxed);
+            draw()
+        });
         used().insert(key, value);
         value
     }
