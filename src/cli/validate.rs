@@ -57,7 +57,14 @@ fn validate_one(file: &Path, many: bool) -> Result<()> {
             Ok(())
         }
         Some("toml") => {
-            let plan = crate::plan::load(file)?;
+            // The planned runs are counted during the load's own walk of the sweep.
+            let mut counter: Option<Result<super::dry_run::RunCounter>> = None;
+            let plan = crate::plan::load_observing(file, &mut |plan, case, mask| {
+                let c = counter.get_or_insert_with(|| super::dry_run::RunCounter::new(plan));
+                if let Ok(c) = c {
+                    c.add(plan, case, mask);
+                }
+            })?;
             crate::engine::stack_check::check_stacks(&plan, &plan.stacks)?;
             crate::report::preview::check_plan(&plan, None)?;
             // Planned variants against the installed library (a probe that cannot run warns).
@@ -68,7 +75,11 @@ fn validate_one(file: &Path, many: bool) -> Result<()> {
             for w in &probed {
                 crate::tell!("warning: {w}");
             }
-            let planned = super::dry_run::planned_runs(&plan)?;
+            let planned = match counter.transpose()? {
+                Some(c) if !c.needs_final_pool() => c.finish(&plan),
+                // A skip that depends on the pool is counted against the final one.
+                _ => super::dry_run::planned_runs(&plan)?,
+            };
             if let Some(w) = &planned.oversubscription {
                 if many {
                     crate::tell!("warning: {}: {w}", file.display());

@@ -49,6 +49,16 @@ pub(crate) fn load_with(path: &Path, cli: Overrides) -> Result<Plan> {
     parse_with(&text, path, cli)
 }
 
+/// [`load`], showing `observer` every case of the check walk with its claims mask
+/// (`plan::variants::Claims::mask`): whoever needs a count over the sweep (`validate`'s
+/// planned runs) gets it from the walk the load makes anyway, not from a second walk of a
+/// million cases. The plan it is shown is the plan as checked so far (its device pool is
+/// defaulted only after the walk).
+pub(crate) fn load_observing(path: &Path, observer: validate::Observer<'_>) -> Result<Plan> {
+    let text = read_text(path)?;
+    parse_observing(&text, path, Overrides::default(), Some(observer))
+}
+
 /// A plan file's text. Every way of not having one — missing, unreadable, a directory, not
 /// UTF-8 — is bad input (exit 2) for every subcommand, with one wording.
 pub(crate) fn read_text(path: &Path) -> Result<String> {
@@ -96,6 +106,15 @@ impl Overrides {
 /// [`parse`], with the command line's [`Overrides`] replacing the plan's `[run] executor` and
 /// `[run] repeats` before the whole-plan checks.
 pub(crate) fn parse_with(text: &str, path: &Path, cli: Overrides) -> Result<Plan> {
+    parse_observing(text, path, cli, None)
+}
+
+fn parse_observing(
+    text: &str,
+    path: &Path,
+    cli: Overrides,
+    observer: Option<validate::Observer<'_>>,
+) -> Result<Plan> {
     let src = Source::new(path, text);
     let doc = match DeTable::parse(text) {
         Ok(doc) => doc,
@@ -203,7 +222,7 @@ pub(crate) fn parse_with(text: &str, path: &Path, cli: Overrides) -> Result<Plan
     validate::check_baseline(&mut cx, &plan, &spans);
     // The product check needs well-formed sections; stop here if they are not.
     cx.diags.check()?;
-    validate::check(&mut cx, &mut plan, &spans);
+    validate::check(&mut cx, &mut plan, &spans, observer);
     cx.diags.check()?;
     plan.warnings = std::mem::take(&mut cx.diags.warnings);
     Ok(plan)

@@ -21,5 +21,5 @@ pub(crate) mod variants;
 
 pub(crate) use census_plan::census_only;
 pub(crate) use config::{parse_id_ranges, MAX_REPEATS};
-pub(crate) use load::{load, load_with, locate, parse_with, read_text, Overrides};
+pub(crate) use load::{load, load_observing, load_with, locate, parse_with, read_text, Overrides};
 pub(crate) use stacks::select_stacks;

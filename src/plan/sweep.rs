@@ -292,6 +292,10 @@ enum Points<'p> {
         /// drops `ranks_per_node`), so each point starts again from these (or its axis value) —
         /// else `[case] ranks_per_node = 2` was lost after a one-node point of a `nodes` axis.
         base_layout: (u32, u32, u32, crate::model::case::RankPlacement),
+        /// The axes on a layout field, and on `root` or `golden`: the ones each point applies
+        /// again after restoring the bases above (found once, not by name for every point).
+        layout_axes: Vec<usize>,
+        late_axes: Vec<usize>,
     },
     Files {
         files: &'p [PathBuf],
@@ -375,6 +379,14 @@ pub(crate) fn cases_on<'p>(
         }
         let given =
             |f: &str| plan.case_defaults.contains_key(f) || plan.axes.iter().any(|a| a.name == f);
+        let axes_on = |fields: &[&str]| -> Vec<usize> {
+            (axes.iter().enumerate())
+                .filter(|(_, (f, _))| fields.contains(f))
+                .map(|(i, _)| i)
+                .collect()
+        };
+        let layout_axes = axes_on(&["p", "nodes", "ranks_per_node", "placement"]);
+        let late_axes = axes_on(&["root", "golden"]);
         Points::Product {
             done: axes.iter().any(|(_, v)| v.is_empty()),
             fresh: true,
@@ -396,6 +408,8 @@ pub(crate) fn cases_on<'p>(
                 current.ranks_per_node,
                 current.placement,
             ),
+            layout_axes,
+            late_axes,
         }
     } else {
         Points::Files {
@@ -443,6 +457,8 @@ impl Points<'_> {
                 base_root,
                 base_golden,
                 base_layout,
+                layout_axes,
+                late_axes,
             } => {
                 if *done || *next >= *end {
                     return None;
@@ -475,10 +491,9 @@ impl Points<'_> {
                     }
                 }
                 (case.p, case.nodes, case.ranks_per_node, case.placement) = *base_layout;
-                for ((field, values), &i) in axes.iter().zip(index.iter()) {
-                    if matches!(*field, "p" | "nodes" | "ranks_per_node" | "placement") {
-                        copy_field(case, &values[i], field);
-                    }
+                for &a in layout_axes.iter() {
+                    let (field, values) = &axes[a];
+                    copy_field(case, &values[index[a]], field);
                 }
                 case.complete_layout(*explicit_p, *explicit_nodes);
                 if !*explicit_devices {
@@ -498,10 +513,9 @@ impl Points<'_> {
                 }
                 case.root = *base_root;
                 case.golden.clone_from(base_golden);
-                for ((field, values), &i) in axes.iter().zip(index.iter()) {
-                    if matches!(*field, "root" | "golden") {
-                        copy_field(case, &values[i], field);
-                    }
+                for &a in late_axes.iter() {
+                    let (field, values) = &axes[a];
+                    copy_field(case, &values[index[a]], field);
                 }
                 case.normalize_op();
                 Some(Ok(()))

@@ -131,9 +131,17 @@ pub(crate) fn check_baseline(cx: &mut Ctx<'_>, plan: &Plan, spans: &Spans) {
     }
 }
 
+/// What sees each case of the check walk, with its claims mask (`plan::load_observing`).
+pub(crate) type Observer<'a> = &'a mut dyn FnMut(&Plan, &crate::model::case::Case, u64);
+
 /// Run every whole-plan check; records diagnostics in `cx`, fills `plan.case_count` and the
-/// default device ids.
-pub(crate) fn check(cx: &mut Ctx<'_>, plan: &mut Plan, spans: &Spans) {
+/// default device ids. `observer` sees every case the sweep makes.
+pub(crate) fn check(
+    cx: &mut Ctx<'_>,
+    plan: &mut Plan,
+    spans: &Spans,
+    mut observer: Option<Observer<'_>>,
+) {
     // Under Slurm the cluster grants devices: the local pool bounds nothing (docs/slurm.md).
     let pool_ids = if plan.run.executor == crate::model::plan::ExecutorKind::Slurm {
         Vec::new()
@@ -181,7 +189,11 @@ pub(crate) fn check(cx: &mut Ctx<'_>, plan: &mut Plan, spans: &Spans) {
             }
         };
         count += 1;
-        pairs += claims.count(plan.stacks.len(), case);
+        let mask = claims.mask(case);
+        pairs += crate::plan::variants::Claims::count_in(mask, plan.stacks.len());
+        if let Some(observe) = observer.as_mut() {
+            observe(plan, case, mask);
+        }
         if may_collide && !seen_ids.insert(case.case_id()) {
             Collector::add(&mut out.errors, "duplicate", || {
                 let axes: Vec<&str> = plan

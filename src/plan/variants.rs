@@ -17,8 +17,6 @@
 //! (`[cases] files`, `--cases`) carry their own variant: every stack is offered every file case,
 //! and one without that variant is a planned skip, as before.
 
-use std::collections::HashMap;
-
 use crate::error::Result;
 use crate::model::case::{Case, Op, Variant};
 use crate::model::plan::Plan;
@@ -96,8 +94,11 @@ pub(crate) fn swept_ops(plan: &Plan) -> Vec<Op> {
 pub(crate) struct Claims {
     asked: Asked,
     /// (op, variant) → bit i set when stack i runs it (at most 64 stacks are told apart; a
-    /// plan with more runs every stack on every variant it has, as before this rule).
-    table: HashMap<(Op, Variant), u64>,
+    /// plan with more runs every stack on every variant it has, as before this rule). A short
+    /// list searched in order, not a hash map: a plan has a few dozen pairs at most, and the
+    /// sweep asks for every case of a million (SipHash of the variant's text was a quarter of
+    /// `validate`; issue 50, item 4).
+    table: Vec<((Op, Variant), u64)>,
     /// Every variant some stack runs for some op, in a stable order: the values the sweep's
     /// variant axis walks.
     candidates: Vec<Variant>,
@@ -116,7 +117,7 @@ impl Claims {
     /// The claims of `defs` (in the plan's stack order) for what was `asked`, over the sweep's
     /// `ops` (so the variant axis walks only algorithms of ops the plan has).
     pub(crate) fn new(asked: Asked, defs: &[StackDef], ops: &[Op]) -> Claims {
-        let mut table: HashMap<(Op, Variant), u64> = HashMap::new();
+        let mut table: Vec<((Op, Variant), u64)> = Vec::new();
         let mut candidates: Vec<Variant> = Vec::new();
         let default = Variant::Default;
         for (i, def) in defs.iter().enumerate().take(64) {
@@ -141,7 +142,10 @@ impl Claims {
                     }
                 };
                 for v in runs {
-                    *table.entry((op, v)).or_default() |= 1 << i;
+                    match table.iter_mut().find(|(key, _)| *key == (op, v)) {
+                        Some((_, mask)) => *mask |= 1 << i,
+                        None => table.push(((op, v), 1 << i)),
+                    }
                     if !candidates.contains(&v) {
                         candidates.push(v);
                     }
@@ -172,7 +176,7 @@ impl Claims {
 
     /// Whether the sweep takes `case` at all: some stack runs its (op, variant).
     pub(crate) fn claimed(&self, case: &Case) -> bool {
-        self.asked == Asked::Files || self.table.contains_key(&(case.op, case.variant))
+        self.asked == Asked::Files || self.lookup(case).is_some()
     }
 
     /// The stacks that run `case`, one bit per stack in plan order (bit i: stack i; a stack
@@ -181,10 +185,14 @@ impl Claims {
         if self.asked == Asked::Files {
             return u64::MAX;
         }
-        self.table
-            .get(&(case.op, case.variant))
-            .copied()
-            .unwrap_or(0)
+        self.lookup(case).unwrap_or(0)
+    }
+
+    /// The mask of `case`'s (op, variant), if some stack runs it.
+    fn lookup(&self, case: &Case) -> Option<u64> {
+        (self.table.iter())
+            .find(|((op, v), _)| *op == case.op && v.same(case.variant))
+            .map(|(_, mask)| *mask)
     }
 
     /// Whether stack number `stack` is in `mask` ([`Claims::mask`]).
@@ -211,7 +219,7 @@ impl Claims {
     /// files, whose variants are their own): what a probe of the installed library judges.
     pub(crate) fn runs_of(&self, stack: usize) -> Vec<(Op, Variant)> {
         let mut out: Vec<(Op, Variant)> = (self.table.iter())
-            .filter(|(_, mask)| Claims::holds(**mask, stack))
+            .filter(|(_, mask)| Claims::holds(*mask, stack))
             .map(|(key, _)| *key)
             .collect();
         out.sort_by_key(|(op, v)| (op.as_str(), v.to_string()));

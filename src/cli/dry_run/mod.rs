@@ -6,6 +6,9 @@
 //! modules do the work.
 
 mod blocks;
+mod planned;
+
+pub(crate) use planned::{planned_runs, PlannedRuns, RunCounter};
 
 use std::collections::BTreeMap;
 use std::io::{self, BufWriter, Write};
@@ -97,83 +100,6 @@ fn profile_plan(
         .map(|&k| (k, crate::engine::profiled::perf_refusal(k, &scratch)))
         .collect();
     ProfilePlan { config, perf }
-}
-
-/// What `validate` says of the runs a plan makes, as `run` would make them (the plan's stacks
-/// and `[run] repeats`, this machine's CPUs): how many, how many are planned skips and why, and
-/// the oversubscription warning.
-pub(crate) struct PlannedRuns {
-    pub(crate) runs: u64,
-    pub(crate) skipped: u64,
-    /// (stack, reason) → runs, as `dry-run`'s summary lists them.
-    pub(crate) why: BTreeMap<(String, String), u64>,
-    pub(crate) oversubscription: Option<String>,
-}
-
-/// [`PlannedRuns`] of `plan`, counted from the sweep itself without making any row's case id,
-/// JSON or hash (a 1,000,000-case plan is validated in about the time its sweep takes: issue
-/// 50, item 4). Skips are the ones `run` plans: a stack's limits and constraints, more nodes
-/// than one machine, a placement the pool cannot give.
-pub(crate) fn planned_runs(plan: &crate::model::plan::Plan) -> Result<PlannedRuns> {
-    let defs = crate::stack::registry::resolve(&plan.stack_defs, &plan.source)?;
-    // Slurm grants its own devices: only a local campaign runs on this machine's CPUs.
-    let one_machine = plan.run.executor != crate::model::plan::ExecutorKind::Slurm;
-    let cpus = crate::engine::prepare::machine_cpus();
-    // (plan index, name, definition, leases CPUs) of each stack: a stack runs only its own variants.
-    let stacks: Vec<(usize, &str, &crate::model::stack::StackDef, bool)> = (plan.stacks.iter())
-        .enumerate()
-        .filter_map(|(i, s)| {
-            let d = defs.get(s)?;
-            let cpu = d.resource() == crate::model::stack::Resource::Cpu;
-            Some((i, s.as_str(), d, cpu))
-        })
-        .collect();
-    let mut sweep = crate::plan::sweep::cases(plan, None)?;
-    let claims = sweep.claims().clone();
-    let (mut over, mut max_p, mut pairs, mut skipped) = (0u64, 0u32, 0u64, 0u64);
-    let mut why: BTreeMap<(String, String), u64> = BTreeMap::new();
-    while let Some(case) = sweep.next_ref() {
-        let case = case?;
-        // One look-up of the case's (op, variant) for every stack (a million cases: the
-        // hashing of its variant was a third of `validate`).
-        let mask = claims.mask(case);
-        pairs += crate::plan::variants::Claims::count_in(mask, plan.stacks.len());
-        let mut over_here = 0u64;
-        for (i, name, def, cpu) in &stacks {
-            if !crate::plan::variants::Claims::holds(mask, *i) {
-                continue;
-            }
-            match blocks::skip_reason(def, case, &plan.devices, one_machine) {
-                Some(reason) => {
-                    skipped += 1;
-                    *why.entry((name.to_string(), reason)).or_default() += 1;
-                }
-                // Only CPU stacks oversubscribe, and only cases with more ranks than CPUs.
-                None if *cpu && one_machine && case.p as usize > cpus => over_here += 1,
-                None => {}
-            }
-        }
-        if over_here > 0 {
-            over += over_here;
-            max_p = max_p.max(case.p);
-        }
-    }
-    let repeats = u64::from(plan.run.repeats_max.max(1));
-    for n in why.values_mut() {
-        *n *= repeats;
-    }
-    let runs = pairs * repeats;
-    Ok(PlannedRuns {
-        runs,
-        skipped: skipped * repeats,
-        why,
-        oversubscription: crate::engine::prepare::oversubscription_warning(
-            over * repeats,
-            runs,
-            cpus,
-            max_p,
-        ),
-    })
 }
 
 enum Failure {
