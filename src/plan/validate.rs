@@ -215,7 +215,7 @@ pub(crate) fn check(
             });
         }
         max_p = max_p.max(case.p);
-        max_id = max_id.max(case.device_ids.iter().copied().max().unwrap_or(0));
+        max_id = (case.device_ids.iter()).fold(max_id, |m, &d| m.max(d));
         for (field, msg) in case.problems() {
             let field = layout_field(spans, case, field);
             Collector::add(

@@ -498,21 +498,21 @@ impl Case {
         fn digits(n: u64) -> usize {
             n.checked_ilog10().map_or(1, |d| d as usize + 1)
         }
-        // Digits of each id by comparisons, not a logarithm: this loop is most of the check
-        // pass's time for a sweep of many ranks, and comparisons vectorize.
-        let ids: usize = (self.device_ids.iter())
-            .map(|&d| {
-                1 + usize::from(d >= 10)
-                    + usize::from(d >= 100)
-                    + usize::from(d >= 1_000)
-                    + usize::from(d >= 10_000)
-                    + usize::from(d >= 100_000)
-                    + usize::from(d >= 1_000_000)
-                    + usize::from(d >= 10_000_000)
-                    + usize::from(d >= 100_000_000)
-                    + usize::from(d >= 1_000_000_000)
-            })
-            .sum();
+        // Digits of all ids: one digit each, plus one for each id at or above 10, 100, …,
+        // counted a power at a time until none is left (two vectorized passes for a sweep's
+        // `0..p`; a logarithm per id was most of the check pass's time).
+        let mut ids = self.device_ids.len();
+        let mut bound = 10u64;
+        while bound <= u64::from(u32::MAX) {
+            let above = (self.device_ids.iter())
+                .filter(|&&d| u64::from(d) >= bound)
+                .count();
+            if above == 0 {
+                break;
+            }
+            ids += above;
+            bound *= 10;
+        }
         let cn = if self.core_num != 1 {
             "_cn".len() + digits(u64::from(self.core_num))
         } else {

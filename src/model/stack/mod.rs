@@ -390,7 +390,7 @@ impl StackDef {
             ));
         }
         match self.variants_by_op.get(&case.op) {
-            Some(v) if !v.contains(&case.variant) => Some(format!(
+            Some(v) if !v.iter().any(|x| x.same(case.variant)) => Some(format!(
                 "variant {} is not one of this stack's {} algorithms ({})",
                 case.variant,
                 case.op,
@@ -418,7 +418,7 @@ impl StackDef {
             return Some(reason);
         }
         if let Some(v) = &self.variants {
-            if !v.contains(&case.variant) {
+            if !v.iter().any(|x| x.same(case.variant)) {
                 return Some(format!(
                     "variant {} not supported by this stack",
                     case.variant
