@@ -6,7 +6,7 @@
 //! XML for CI (`junit`), when a point has seen enough repeats (`sequential`), and which device
 //! or node arrives last, blamed on the hardware or one stack (`straggler`), and the link census
 //! of every device pair: its rounds, its scores, the slow link or device (`census`). Pure
-//! functions: no I/O.
+//! functions: no I/O; `on_cores` spreads a list of such work over the cores.
 
 pub(crate) mod between;
 pub mod calibration;
@@ -15,6 +15,7 @@ pub(crate) mod changepoint;
 pub mod compare;
 pub(crate) mod crossover;
 pub(crate) mod junit;
+pub(crate) mod on_cores;
 pub mod pairing;
 pub(crate) mod regret;
 pub(crate) mod run_stats;

@@ -368,9 +368,7 @@ fn summarize_cases(
     boot: &Bootstrap,
     memo: &Memo,
 ) -> Vec<CaseOutcome> {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(8);
+    let threads = crate::analysis::on_cores::threads();
     summarize_cases_on(threads, results, groups, pairing, boot, memo)
 }
 
@@ -383,22 +381,8 @@ fn summarize_cases_on(
     boot: &Bootstrap,
     memo: &Memo,
 ) -> Vec<CaseOutcome> {
-    let chunk = groups.len().div_ceil(threads.max(1)).max(1);
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = groups
-            .chunks(chunk)
-            .map(|part| {
-                scope.spawn(move || {
-                    part.iter()
-                        .map(|g| summarize_case(results, g, pairing, boot, memo))
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_default())
-            .collect()
+    crate::analysis::on_cores::map_in_order(groups, threads, |g| {
+        summarize_case(results, g, pairing, boot, memo)
     })
 }
 

@@ -175,7 +175,12 @@ mod tests {
             assert!(once.runs > 0, "{name}");
             assert_eq!(
                 (once.runs, once.skipped, &once.why, &once.oversubscription),
-                (again.runs, again.skipped, &again.why, &again.oversubscription),
+                (
+                    again.runs,
+                    again.skipped,
+                    &again.why,
+                    &again.oversubscription
+                ),
                 "{name}"
             );
         }

@@ -194,21 +194,8 @@ fn points(
     boot: &Bootstrap,
     memo: &Memo,
 ) -> Vec<Option<(f64, f64, f64, f64)>> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
-    let chunk = groups.len().div_ceil(threads).max(1);
-    std::thread::scope(|scope| {
-        let parts: Vec<_> = (groups.chunks(chunk))
-            .map(|part| {
-                scope.spawn(move || {
-                    (part.iter())
-                        .map(|runs| point(runs, results, boot, memo))
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        (parts.into_iter())
-            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
+    crate::analysis::on_cores::map_in_order(groups, crate::analysis::on_cores::threads(), |runs| {
+        point(runs, results, boot, memo)
     })
 }
 
