@@ -1159,6 +1159,46 @@ mod tests {
     }
 
     #[test]
+    fn a_repeated_device_id_is_named_once_in_any_order_and_length() {
+        let twice = |ids: Vec<u32>| -> Vec<String> {
+            let mut c = Case::new(Variant::Ring, ids.len() as u32, 4096);
+            c.device_ids = ids;
+            (c.problems().into_iter())
+                .filter(|(field, _)| field == "device_ids")
+                .map(|(_, msg)| msg)
+                .collect()
+        };
+        // Increasing (a sweep's own ids) and shuffled unique ids: nothing to say.
+        assert!(twice(vec![0, 1, 2, 3]).is_empty());
+        assert!(twice(vec![2, 0, 3, 1]).is_empty());
+        // Not increasing because of a repeat, short and long lists alike.
+        assert_eq!(twice(vec![0, 1, 1, 2]), ["device id 1 appears twice"]);
+        assert_eq!(twice(vec![3, 1, 3, 3]), ["device id 3 appears twice"]);
+        let mut long: Vec<u32> = (0..70).collect();
+        long[69] = 5;
+        long[68] = 5;
+        assert_eq!(twice(long), ["device id 5 appears twice"]);
+    }
+
+    #[test]
+    fn same_variants_are_equal_texts_whatever_their_pointers() {
+        let parsed: Variant = "mesh".parse().expect("a variant");
+        let own: Variant = "bidirectional_ring".parse().expect("a variant");
+        let again: Variant = "bidirectional_ring".parse().expect("a variant");
+        // A leaked copy of the same text: another pointer, the same variant.
+        let other = Variant(Box::leak(String::from("mesh").into_boxed_str()));
+        for (a, b) in [
+            (parsed, Variant::Mesh),
+            (own, again),
+            (other, Variant::Mesh),
+        ] {
+            assert!(a.same(b) && b.same(a) && a == b, "{a} {b}");
+        }
+        assert!(!Variant::Mesh.same(Variant::Ring));
+        assert!(!own.same(Variant::Ring));
+    }
+
+    #[test]
     fn case_id_len_is_the_length_of_case_id() {
         for (p, count, core_num, first) in [
             (2, 0, 1, 0),
